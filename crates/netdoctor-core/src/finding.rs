@@ -285,7 +285,7 @@ mod tests {
             Verdict::Healthy
         );
         assert_eq!(
-            Verdict::from_findings(&[info.clone()], false),
+            Verdict::from_findings(std::slice::from_ref(&info), false),
             Verdict::Inconclusive
         );
         assert_eq!(

@@ -5,10 +5,18 @@
 //! the detectors, which produce [`finding::Finding`]s. The same code serves `diagnose`
 //! (live) and `analyze` (files), and would serve a per-node agent.
 
+pub mod analyze;
+pub mod decode;
+pub mod detect;
 pub mod finding;
 pub mod packet;
+pub mod probes;
+mod stats;
 
+pub use analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, ExchangeStats};
+pub use decode::{DecodeError, SackBlocks, TcpFlags, TcpSegment, decode};
 pub use finding::{
     Evidence, Finding, FindingId, Impact, Layer, PacketRef, Severity, Side, Verdict,
 };
 pub use packet::{LinkType, RawPacket};
+pub use stats::Percentiles;

@@ -1,1 +1,65 @@
-//! netdoctor-probe
+//! netdoctor-probe: active, cheap probes of one target.
+//!
+//! - [`resolve`]: host name → addresses with the system resolver (getaddrinfo).
+//! - [`syn_rtt`]: TCP SYN round-trip time with a raw socket and kernel timestamps, like
+//!   `hping3 -S`; [`connect_rtt`] times `connect()` instead and is the fallback without
+//!   CAP_NET_RAW.
+//! - [`http_timing`]: one HTTP/1.1 request broken into connect, time to first byte and total.
+//!
+//! All results are plain serializable data; errors ([`ProbeError`]) name the operation and the
+//! address or host.
+
+mod error;
+mod http;
+mod packet;
+mod raw;
+mod syn;
+mod sys;
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+pub use error::ProbeError;
+pub use http::{HttpProbeConfig, HttpTiming, http_timing};
+pub use syn::{SynMethod, SynProbe, SynProbeConfig, connect_rtt, syn_rtt};
+
+/// Resolves `host:port` with the system resolver (getaddrinfo). IP literals (also `[::1]`) are
+/// returned as they are. The error names the host: `resolve nosuch.invalid: name or service not
+/// known`.
+pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, ProbeError> {
+    let err = |msg: String| ProbeError::Resolve {
+        host: host.to_string(),
+        msg,
+    };
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if bare.is_empty() {
+        return Err(err("empty host name".into()));
+    }
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let addrs = (bare, port).to_socket_addrs().map_err(|e| {
+        // std says "failed to lookup address information: Name or service not known"
+        let s = e.to_string();
+        let s = s
+            .strip_prefix("failed to lookup address information: ")
+            .unwrap_or(&s);
+        let mut c = s.chars();
+        err(match c.next() {
+            Some(f) => f.to_lowercase().chain(c).collect(),
+            None => "unknown error".into(),
+        })
+    })?;
+    let mut out: Vec<SocketAddr> = Vec::new();
+    for a in addrs {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    if out.is_empty() {
+        return Err(err("no addresses".into()));
+    }
+    Ok(out)
+}

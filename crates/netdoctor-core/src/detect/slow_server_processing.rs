@@ -1,0 +1,116 @@
+//! `slow_server_processing`: the server's think time dominates request latency.
+//!
+//! Server time of an exchange = first response byte − last request byte, minus the path RTT
+//! of the connection when the handshake was captured (at a client-side capture point that
+//! interval contains one RTT). The finding fires when, over at least [`MIN_EXCHANGES`]
+//! exchanges, the median server time is ≥ [`MIN_SERVER_MS`] and ≥ [`MIN_SHARE`] of the median
+//! exchange latency. In the Nagle case the first response byte is prompt (the stall is
+//! between response segments), so this does not fire there; a healthy server answers in
+//! well under 10 ms. Critical from [`CRITICAL_MS`] on, warning below.
+
+use std::net::SocketAddr;
+
+use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::stats::Hist;
+
+pub const MIN_EXCHANGES: u64 = 5;
+pub const MIN_SERVER_MS: f64 = 10.0;
+pub const MIN_SHARE: f64 = 0.5;
+pub const CRITICAL_MS: f64 = 200.0;
+
+/// One completed exchange, as the analyzer hands it to detectors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExchangeView {
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+    pub first_req: Pkt,
+    pub last_req: Pkt,
+    pub first_resp: Pkt,
+    pub last_resp: Pkt,
+    pub server_time_ns: i64,
+}
+
+#[derive(Default)]
+pub(crate) struct SlowAgg {
+    slow_exchanges: u64,
+    examples: Vec<ExchangeView>,
+}
+
+impl SlowAgg {
+    pub(crate) fn on_exchange(&mut self, x: &ExchangeView) {
+        if ms(x.server_time_ns) >= MIN_SERVER_MS {
+            self.slow_exchanges += 1;
+            if self.examples.len() < MAX_EXAMPLES {
+                self.examples.push(*x);
+            }
+        }
+    }
+
+    pub(crate) fn finish(
+        &self,
+        exchanges: u64,
+        latency: &Hist,
+        server_time: &Hist,
+        t0_ns: i64,
+        out: &mut Vec<Finding>,
+    ) {
+        if exchanges < MIN_EXCHANGES {
+            return;
+        }
+        let st = server_time.quantile_ms(0.5);
+        let lat = latency.quantile_ms(0.5);
+        if st < MIN_SERVER_MS || lat <= 0.0 || st < MIN_SHARE * lat {
+            return;
+        }
+        let share = (st / lat).min(1.0);
+        let fraction = (self.slow_exchanges as f64 / exchanges as f64).min(1.0);
+        let severity = if st >= CRITICAL_MS {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let confidence = (0.6 + 0.2 * (exchanges as f64 / 20.0).min(1.0) + 0.19 * share).min(0.99);
+        let mut f = Finding::new(
+            FindingId::SlowServerProcessing,
+            severity,
+            Side::Server,
+            format!(
+                "The server takes {st:.1} ms to start answering: {:.0}% of the {lat:.1} ms median latency",
+                share * 100.0
+            ),
+        );
+        f.confidence = confidence;
+        f.impact.added_latency_ms = Some(st);
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = format!(
+            "Between the last byte of a request and the first byte of its response the server \
+             is working (or waiting on something: a database, a backend, a lock, a full worker \
+             pool). The network delivers requests and responses promptly; the median request \
+             waits {st:.1} ms inside the server before any answer leaves."
+        );
+        f.fix = "Look inside the server: profile the request handler, its backends and \
+                 worker/queue saturation (e.g. the application's own timing logs or \
+                 `$upstream_response_time` in nginx)."
+            .to_string();
+        f.evidence = self
+            .examples
+            .iter()
+            .map(|x| {
+                let mut pkts = vec![x.first_req, x.last_req, x.first_resp, x.last_resp];
+                // One-segment requests/responses: first and last are the same packet.
+                pkts.dedup_by_key(|p| p.frame);
+                Evidence::Packets {
+                connection: conn_label(x.client, x.server),
+                packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
+                note: format!(
+                    "request complete, first response byte {:.1} ms later (server time net of RTT), exchange took {:.1} ms",
+                    ms(x.server_time_ns),
+                    ms(x.last_resp.ts_ns - x.first_req.ts_ns)
+                ),
+            }
+            })
+            .collect();
+        out.push(f);
+    }
+}

@@ -1,0 +1,276 @@
+//! End-to-end lab tests: real namespaces, veth and nginx. They need root and /usr/sbin/nginx and
+//! skip (with a printed reason) otherwise. Each test uses its own lab name, so they run in
+//! parallel; all IPs live in namespaces the test created.
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use netdoctor_lab::{
+    DEFAULT_NGINX, DEFAULT_PAGE, Lab, LabConfig, LabError, LabGuard, in_netns, netns_exists, stop,
+};
+
+fn prerequisites() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if !Path::new(DEFAULT_NGINX).exists() {
+        return Err(format!("{DEFAULT_NGINX} not installed"));
+    }
+    Ok(())
+}
+
+macro_rules! require_lab {
+    () => {
+        if let Err(why) = prerequisites() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn unique_cfg(tag: &str) -> LabConfig {
+    let name = format!("ndt{tag}{}", std::process::id());
+    LabConfig {
+        state_dir: std::env::temp_dir().join(format!("netdoctor-lab-{name}")),
+        name,
+    }
+}
+
+/// A plain HTTP/1.1 GET; returns (status line, headers, body).
+fn get(addr: SocketAddr) -> Result<(String, String, String), String> {
+    let timeout = Duration::from_secs(5);
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+    s.set_read_timeout(Some(timeout)).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    s.take(1 << 20)
+        .read_to_end(&mut buf)
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").ok_or("no header end")?;
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    Ok((status.to_string(), headers.to_lowercase(), body.to_string()))
+}
+
+fn pid_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A reparented daemon may linger as a zombie until init reaps it.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn assert_gone(cfg: &LabConfig, nginx_pid: Option<u32>) {
+    assert!(!netns_exists(&cfg.server_netns()), "server netns left");
+    assert!(!netns_exists(&cfg.client_netns()), "client netns left");
+    assert!(!cfg.state_dir.exists(), "state dir left");
+    if let Some(pid) = nginx_pid {
+        assert!(pid_gone(pid), "nginx {pid} still running");
+    }
+    let status = Lab::status(cfg).unwrap();
+    assert!(!status.running);
+    assert!(!status.server_netns_present && !status.client_netns_present);
+    assert!(!status.state_file_present && !status.nginx_alive);
+    assert!(status.servers.iter().all(|s| !s.answering));
+}
+
+#[test]
+fn lab_lifecycle_start_serve_status_attach_stop() {
+    require_lab!();
+    let cfg = unique_cfg("life");
+    let lab = Lab::start(&cfg).expect("start lab");
+    let guard = LabGuard::new(lab);
+    let lab = guard.lab();
+    assert_eq!(lab.server_netns(), cfg.server_netns());
+    assert_eq!(lab.client_netns(), cfg.client_netns());
+    let pid = lab.nginx_pid().expect("nginx pid");
+
+    // Both servers answer nginx's default page from inside the client namespace.
+    let servers = lab.servers().to_vec();
+    assert_eq!(servers.len(), 2);
+    let answers = in_netns(lab.client_netns(), || {
+        servers.iter().map(|s| get(s.addr)).collect::<Vec<_>>()
+    })
+    .unwrap();
+    for (server, answer) in servers.iter().zip(answers) {
+        let (status, headers, body) = answer.unwrap_or_else(|e| panic!("{}: {e}", server.url));
+        assert!(
+            status.starts_with("HTTP/1.1 200"),
+            "{}: {status}",
+            server.url
+        );
+        assert!(headers.contains("server: nginx"), "{headers}");
+        assert!(headers.contains("content-length: 615"), "{headers}");
+        assert_eq!(body, DEFAULT_PAGE);
+    }
+    // The servers are not reachable from the root namespace: the lab is isolated.
+    assert!(!Path::new("/sys/class/net/nd-srv").exists());
+
+    // A command in the client namespace sees the client address.
+    let out = lab
+        .command_in_client(OsStr::new("ip"))
+        .args(["-4", "-o", "addr", "show"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("10.213.0.2/24"), "{text}");
+
+    // Status and attach describe the running lab.
+    let status = Lab::status(&cfg).unwrap();
+    assert!(status.running, "{status:?}");
+    assert_eq!(status.nginx_pid, Some(pid));
+    assert!(status.servers.iter().all(|s| s.answering), "{status:?}");
+    let shown = status.to_string();
+    assert!(
+        shown.contains("running") && shown.contains(&format!("pid {pid}")),
+        "{shown}"
+    );
+    let attached = Lab::attach(&cfg).unwrap().expect("attach");
+    assert_eq!(attached.nginx_pid(), Some(pid));
+    assert_eq!(attached.servers(), lab.servers());
+
+    // A second start is refused and does not disturb the running lab.
+    let err = Lab::start(&cfg).unwrap_err();
+    assert!(matches!(err, LabError::AlreadyRunning { .. }), "{err}");
+    assert!(err.to_string().contains("netdoctor lab stop"), "{err}");
+    assert!(Lab::status(&cfg).unwrap().running);
+
+    // Stop removes everything and says so.
+    let removed = stop(&cfg).unwrap();
+    let all = removed.join("\n");
+    assert!(
+        all.contains(&format!("nginx master process {pid}")),
+        "{all}"
+    );
+    assert!(all.contains(&cfg.server_netns()), "{all}");
+    assert!(all.contains(&cfg.client_netns()), "{all}");
+    assert!(all.contains("veth"), "{all}");
+    assert!(all.contains("state dir"), "{all}");
+    assert_gone(&cfg, Some(pid));
+    assert!(Lab::attach(&cfg).unwrap().is_none());
+    // Idempotent: a second stop finds nothing; the guard's drop is harmless too.
+    assert_eq!(stop(&cfg).unwrap(), Vec::<String>::new());
+    drop(guard);
+    assert_gone(&cfg, Some(pid));
+}
+
+#[test]
+fn lab_stop_method_and_guard_drop_clean_up() {
+    require_lab!();
+    let cfg = unique_cfg("drop");
+    let lab = Lab::start(&cfg).expect("start lab");
+    let pid = lab.nginx_pid();
+    drop(LabGuard::new(lab));
+    assert_gone(&cfg, pid);
+
+    let lab = Lab::start(&cfg).expect("restart after stop");
+    let pid = lab.nginx_pid();
+    lab.stop().unwrap();
+    assert_gone(&cfg, pid);
+}
+
+#[test]
+fn stop_of_a_lab_that_does_not_exist_removes_nothing() {
+    require_lab!();
+    let cfg = unique_cfg("none");
+    assert_eq!(stop(&cfg).unwrap(), Vec::<String>::new());
+    assert!(Lab::attach(&cfg).unwrap().is_none());
+    let status = Lab::status(&cfg).unwrap();
+    assert!(!status.running && !status.state_file_present);
+}
+
+fn example_binary(name: &str) -> PathBuf {
+    // target/<profile>/deps/<test binary> → target/<profile>/examples/<name>
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    profile_dir.join("examples").join(name)
+}
+
+/// Spawns `labhold <name> <state_dir>` and waits for its "ready" line.
+fn spawn_labhold(cfg: &LabConfig) -> std::process::Child {
+    let bin = example_binary("labhold");
+    assert!(
+        bin.exists(),
+        "{} missing: run `cargo test -p netdoctor-lab` (builds examples) or `cargo build -p netdoctor-lab --example labhold`",
+        bin.display()
+    );
+    let mut child = Command::new(&bin)
+        .arg(&cfg.name)
+        .arg(&cfg.state_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the ready line (bounded: start itself gives up after 5 s).
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    if !line.starts_with("ready ") {
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = stop(cfg);
+        let mut err = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        panic!("labhold did not get ready: {line:?} {err}");
+    }
+    assert!(line.contains(&cfg.server_netns()), "{line}");
+    child
+}
+
+#[test]
+fn ctrl_c_tears_the_lab_down() {
+    require_lab!();
+    let cfg = unique_cfg("sig");
+    let mut child = spawn_labhold(&cfg);
+    let status = Lab::status(&cfg).unwrap();
+    assert!(status.running, "{status:?}");
+    let pid = status.nginx_pid;
+
+    // SAFETY: kill(2) on the PID of the child we spawned and have not yet waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let exit = child.wait().unwrap();
+    let mut err = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+    assert_eq!(exit.code(), Some(130), "{err}");
+    assert!(err.contains("removed"), "{err}");
+    assert_gone(&cfg, pid);
+}
+
+#[test]
+fn stop_from_another_process_cleans_up_after_a_crash() {
+    require_lab!();
+    let cfg = unique_cfg("crash");
+    let mut child = spawn_labhold(&cfg);
+    let pid = Lab::status(&cfg).unwrap().nginx_pid;
+    assert!(pid.is_some());
+    // SIGKILL: no handler runs, the lab is left behind as after a crash.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let status = Lab::status(&cfg).unwrap();
+    assert!(
+        status.running,
+        "nginx is a daemon and outlives the crash: {status:?}"
+    );
+    // A new start is refused until the leftovers are removed.
+    assert!(matches!(
+        Lab::start(&cfg),
+        Err(LabError::AlreadyRunning { .. })
+    ));
+    let removed = stop(&cfg).unwrap();
+    assert!(!removed.is_empty());
+    assert_gone(&cfg, pid);
+}
