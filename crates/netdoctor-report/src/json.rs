@@ -1,0 +1,86 @@
+//! JSON sink: the report as `netdoctor.report/v1` (schema in `schema/report-v1.json`).
+
+use crate::model::Report;
+use std::io::{self, Write};
+
+/// Writes the report as pretty-printed JSON followed by a newline.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Check, Target};
+    use netdoctor_core::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
+
+    fn sample() -> Report {
+        let mut r = Report::new(
+            "diagnose",
+            Target {
+                input: "http://127.0.0.1:8080/".into(),
+                address: Some("127.0.0.1:8080".into()),
+            },
+        );
+        let mut f = Finding::new(
+            FindingId::NagleDelayedAck,
+            Severity::Critical,
+            Side::Server,
+            "held",
+        );
+        f.confidence = 0.9;
+        f.impact.added_latency_ms = Some(40.0);
+        f.impact.affected_fraction = Some(0.9);
+        f.evidence.push(Evidence::Packets {
+            connection: "a → b".into(),
+            packets: vec![PacketRef {
+                frame: 1,
+                time: 0.0,
+                dir: "S→C".into(),
+                desc: "[P.] len=238".into(),
+            }],
+            note: "gap".into(),
+        });
+        r.findings.push(f);
+        r.checks.push(Check::ok("load"));
+        r.checks
+            .push(Check::skipped("capture", "needs CAP_NET_RAW"));
+        r.conclude(true);
+        r
+    }
+
+    fn validator() -> jsonschema::Validator {
+        let schema: serde_json::Value = serde_json::from_str(crate::SCHEMA_JSON).unwrap();
+        jsonschema::validator_for(&schema).expect("schema compiles")
+    }
+
+    #[test]
+    fn sample_report_follows_the_schema() {
+        let mut buf = Vec::new();
+        render(&sample(), &mut buf).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let errors: Vec<String> = validator().iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(v["verdict"], "problem");
+        assert_eq!(v["findings"][0]["id"], "nagle_delayed_ack");
+        assert_eq!(v["findings"][0]["evidence"][0]["kind"], "packets");
+    }
+
+    #[test]
+    fn schema_rejects_what_breaks_the_contract() {
+        let mut buf = Vec::new();
+        render(&sample(), &mut buf).unwrap();
+        let good: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let v = validator();
+        let mut bad = good.clone();
+        bad["findings"][0]["id"] = "made_up_id".into();
+        assert!(!v.is_valid(&bad), "unknown finding id accepted");
+        let mut bad = good.clone();
+        bad["checks"][1].as_object_mut().unwrap().remove("reason");
+        assert!(!v.is_valid(&bad), "skipped check without a reason accepted");
+        let mut bad = good;
+        bad["verdict"] = "fine".into();
+        assert!(!v.is_valid(&bad), "unknown verdict accepted");
+    }
+}

@@ -1,0 +1,450 @@
+//! Terminal sink: the report as a person reads it under pressure — what was measured, the
+//! verdict, why (with the packets that show it), and what to change.
+//!
+//! Colour is written unconditionally with owo-colors; the binary writes through a stream that
+//! strips it when stdout is not a terminal or `NO_COLOR` is set, so this module stays pure.
+
+use crate::model::{CheckStatus, Report};
+use netdoctor_core::{Evidence, Finding, Severity, Verdict};
+use owo_colors::OwoColorize;
+use std::io::{self, Write};
+
+const WIDTH: usize = 92;
+
+/// Writes the full report for one target.
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} {}{}",
+        format!("netdoctor {}", report.command).bold(),
+        report.target.input,
+        report
+            .target
+            .address
+            .as_deref()
+            .filter(|a| !report.target.input.contains(*a))
+            .map(|a| format!("  ({a})"))
+            .unwrap_or_default()
+    )?;
+    writeln!(out)?;
+    render_measurements(report, out)?;
+    writeln!(out)?;
+    render_verdict(report, out)?;
+    for f in &report.findings {
+        writeln!(out)?;
+        render_finding(f, out)?;
+    }
+    writeln!(out)?;
+    render_checks(report, out)
+}
+
+fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", "Measured".bold())?;
+    let m = &report.measurements;
+    let mut any = false;
+    if let Some(probe) = &m.probe {
+        if let Some(syn) = &probe.syn {
+            any = true;
+            let how = match syn.fallback_reason {
+                None => "raw SYN, kernel timestamps".to_string(),
+                Some(_) => "connect() timing".to_string(),
+            };
+            let line = match (syn.median_ms, syn.min_ms, syn.max_ms) {
+                (Some(med), Some(min), Some(max)) => format!(
+                    "{} median (min {}, max {}; {}/{} answered, {how})",
+                    ms(med),
+                    ms(min),
+                    ms(max),
+                    syn.answered,
+                    syn.sent
+                ),
+                _ if syn.refused > 0 => format!(
+                    "refused: {} of {} SYNs answered with RST (nothing listens)",
+                    syn.refused, syn.sent
+                ),
+                _ => format!("no answer to {} SYNs ({how})", syn.sent),
+            };
+            writeln!(out, "  {:<14} {line}", "SYN RTT")?;
+        }
+        if let Some(h) = &probe.http {
+            any = true;
+            writeln!(
+                out,
+                "  {:<14} connect {} · first byte {} · total {}  (HTTP {}, {} bytes)",
+                "One request",
+                ms(h.connect_ms),
+                ms(h.ttfb_ms),
+                ms(h.total_ms),
+                h.status,
+                h.header_bytes + h.body_bytes
+            )?;
+        }
+    }
+    if let Some(l) = &m.load {
+        any = true;
+        writeln!(
+            out,
+            "  {:<14} {} connections, {:.1} s: {} requests, {} req/s, errors {}",
+            "Under load",
+            l.connections,
+            l.duration_s,
+            thousands(l.requests),
+            thousands(l.requests_per_s.round() as u64),
+            l.errors.total()
+        )?;
+        let lat = &l.latency_ms;
+        let p50 = ms(lat.p50);
+        writeln!(
+            out,
+            "  {:<14} p50 {} · p90 {} · p99 {} · max {}",
+            "",
+            if lat.p50 >= 20.0 {
+                p50.red().bold().to_string()
+            } else {
+                p50
+            },
+            ms(lat.p90),
+            ms(lat.p99),
+            ms(lat.max)
+        )?;
+        if let Some(e) = &l.first_error {
+            writeln!(out, "  {:<14} first error: {e}", "")?;
+        }
+    }
+    if let Some(c) = &m.capture {
+        any = true;
+        let s = &c.stats;
+        writeln!(
+            out,
+            "  {:<14} {} packets ({} dropped) on {} connections, {} HTTP exchanges",
+            if c.source == "live" {
+                "Captured"
+            } else {
+                "Read"
+            },
+            thousands(s.packets),
+            thousands(s.capture_drops),
+            thousands(s.connections),
+            thousands(c.exchanges.count),
+        )?;
+        if c.exchanges.count > 0 {
+            let e = &c.exchanges;
+            writeln!(
+                out,
+                "  {:<14} exchange latency p50 {} · p99 {}; server time p50 {}{}",
+                "",
+                ms(e.latency_ms.p50),
+                ms(e.latency_ms.p99),
+                ms(e.server_time_ms.p50),
+                e.rtt_ms
+                    .map(|r| format!("; handshake RTT {}", ms(r)))
+                    .unwrap_or_default()
+            )?;
+        }
+        if let Some(p) = &c.pcap_file {
+            writeln!(out, "  {:<14} packets written to {p}", "")?;
+        }
+        for w in &c.warnings {
+            writeln!(out, "  {:<14} {} {w}", "", "warning:".yellow())?;
+        }
+    }
+    if let Some(c) = &m.counters {
+        any = true;
+        let shown: Vec<String> = c
+            .changed
+            .iter()
+            .filter(|d| is_interesting_counter(&d.name))
+            .map(|d| format!("{} +{}", d.name, d.after.saturating_sub(d.before)))
+            .collect();
+        if !shown.is_empty() {
+            writeln!(out, "  {:<14} {}", "Kernel", shown.join(", "))?;
+        }
+    }
+    if !any {
+        writeln!(out, "  nothing (see checks below)")?;
+    }
+    Ok(())
+}
+
+/// Counters worth a line in the terminal summary (all changes are in the JSON).
+fn is_interesting_counter(name: &str) -> bool {
+    const NAMES: [&str; 8] = [
+        "TcpExt.ListenOverflows",
+        "TcpExt.ListenDrops",
+        "TcpExt.TCPTimeouts",
+        "Tcp.RetransSegs",
+        "TcpExt.TCPSynRetrans",
+        "TcpExt.SyncookiesSent",
+        "TcpExt.TCPAbortOnOverflow",
+        "Tcp.AttemptFails",
+    ];
+    NAMES.contains(&name)
+}
+
+fn render_verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let n = report.findings.len();
+    let label = match report.verdict {
+        Verdict::Problem => "PROBLEM".red().bold().to_string(),
+        Verdict::Healthy => "HEALTHY".green().bold().to_string(),
+        Verdict::Inconclusive => "INCONCLUSIVE".yellow().bold().to_string(),
+    };
+    let tail = match report.verdict {
+        Verdict::Problem => format!(
+            "{n} finding{}; the first one explains most of the latency",
+            plural(n)
+        ),
+        Verdict::Healthy => "no problem found in what was checked".to_string(),
+        Verdict::Inconclusive => {
+            "not enough was observed to judge; see the checks below".to_string()
+        }
+    };
+    writeln!(out, "{} {label} — {tail}", "Verdict:".bold())
+}
+
+fn render_finding(f: &Finding, out: &mut dyn Write) -> io::Result<()> {
+    let sev = match f.severity {
+        Severity::Critical => "CRITICAL".red().bold().to_string(),
+        Severity::Warning => "WARNING".yellow().bold().to_string(),
+        Severity::Info => "INFO".blue().bold().to_string(),
+    };
+    let side = serde_json::to_value(f.side)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let layer = serde_json::to_value(f.layer)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "[{sev}] {}  ({layer}, side: {side}, confidence {:.2})",
+        f.id.as_str().bold(),
+        f.confidence
+    )?;
+    writeln!(out, "  {}", f.summary.bold())?;
+    if !f.explanation.is_empty() {
+        writeln!(out, "  {}", "Why:".bold())?;
+        for line in wrap(&f.explanation, WIDTH - 4) {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    if !f.evidence.is_empty() {
+        writeln!(out, "  {}", "Evidence:".bold())?;
+        for ev in &f.evidence {
+            render_evidence(ev, out)?;
+        }
+    }
+    if !f.fix.is_empty() {
+        writeln!(out, "  {}", "Fix:".green().bold())?;
+        for line in wrap(&f.fix, WIDTH - 4) {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    Ok(())
+}
+
+fn render_evidence(ev: &Evidence, out: &mut dyn Write) -> io::Result<()> {
+    match ev {
+        Evidence::Packets {
+            connection,
+            packets,
+            note,
+        } => {
+            writeln!(out, "    connection {connection}")?;
+            for p in packets {
+                writeln!(
+                    out,
+                    "      #{:<8} {:>11.6}s  {}  {}",
+                    p.frame, p.time, p.dir, p.desc
+                )?;
+            }
+            for line in wrap(note, WIDTH - 8) {
+                writeln!(out, "      {}", line.italic())?;
+            }
+        }
+        Evidence::Counter {
+            name,
+            before,
+            after,
+            note,
+        } => writeln!(out, "    counter {name}: {before} → {after}  {note}")?,
+        Evidence::SocketOption {
+            pid,
+            fd,
+            option,
+            value,
+            note,
+        } => writeln!(out, "    pid {pid} fd {fd}: {option} = {value}  {note}")?,
+        Evidence::Probe { probe, note } => writeln!(out, "    probe {probe}: {note}")?,
+        Evidence::Log { line, note } => writeln!(out, "    kernel log: {line}  {note}")?,
+    }
+    Ok(())
+}
+
+fn render_checks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", "Checks".bold())?;
+    for c in &report.checks {
+        let status = match c.status {
+            CheckStatus::Ok => "ok".green().to_string(),
+            CheckStatus::Skipped => "skipped".yellow().to_string(),
+            CheckStatus::Failed => "failed".red().to_string(),
+        };
+        match &c.reason {
+            Some(r) => writeln!(out, "  {:<10} {status:<7}  {r}", c.name)?,
+            None => writeln!(out, "  {:<10} {status}", c.name)?,
+        }
+    }
+    Ok(())
+}
+
+/// Two reports side by side (the demo: the same server with and without the fix).
+pub fn render_comparison(
+    labels: [&str; 2],
+    reports: [&Report; 2],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let col = 30;
+    let row = |out: &mut dyn Write, name: &str, a: String, b: String| -> io::Result<()> {
+        writeln!(out, "  {name:<22} {a:<col$} {b}")
+    };
+    writeln!(
+        out,
+        "  {:<22} {:<col$} {}",
+        "",
+        labels[0].bold(),
+        labels[1].bold()
+    )?;
+    let syn = |r: &Report| {
+        r.measurements
+            .probe
+            .as_ref()
+            .and_then(|p| p.syn.as_ref())
+            .and_then(|s| s.median_ms)
+            .map(ms)
+            .unwrap_or_else(|| "-".into())
+    };
+    row(out, "SYN RTT (median)", syn(reports[0]), syn(reports[1]))?;
+    let one = |r: &Report| {
+        r.measurements
+            .probe
+            .as_ref()
+            .and_then(|p| p.http.as_ref())
+            .map(|h| ms(h.total_ms))
+            .unwrap_or_else(|| "-".into())
+    };
+    row(out, "one request (total)", one(reports[0]), one(reports[1]))?;
+    let rps = |r: &Report| {
+        r.measurements
+            .load
+            .as_ref()
+            .map(|l| thousands(l.requests_per_s.round() as u64))
+            .unwrap_or_else(|| "-".into())
+    };
+    row(
+        out,
+        "requests/s under load",
+        rps(reports[0]),
+        rps(reports[1]),
+    )?;
+    let pct = |r: &Report, f: fn(&netdoctor_load::Percentiles) -> f64| {
+        r.measurements
+            .load
+            .as_ref()
+            .map(|l| ms(f(&l.latency_ms)))
+            .unwrap_or_else(|| "-".into())
+    };
+    row(
+        out,
+        "latency p50 under load",
+        pct(reports[0], |p| p.p50),
+        pct(reports[1], |p| p.p50),
+    )?;
+    row(
+        out,
+        "latency p99 under load",
+        pct(reports[0], |p| p.p99),
+        pct(reports[1], |p| p.p99),
+    )?;
+    let verdict = |r: &Report| {
+        let v = match r.verdict {
+            Verdict::Problem => "problem",
+            Verdict::Healthy => "healthy",
+            Verdict::Inconclusive => "inconclusive",
+        };
+        match r.findings.first() {
+            Some(f) => format!("{v}: {}", f.id),
+            None => v.to_string(),
+        }
+    };
+    row(out, "verdict", verdict(reports[0]), verdict(reports[1]))
+}
+
+/// `0.0523` → `"0.05 ms"`, `43.81` → `"43.8 ms"`, `1520.0` → `"1.52 s"`.
+pub fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else if v >= 10.0 {
+        format!("{v:.1} ms")
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+/// `45123` → `"45,123"`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Greedy word wrap; keeps words longer than the width whole.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for para in text.split('\n') {
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_numbers_for_people() {
+        assert_eq!(ms(0.0523), "0.05 ms");
+        assert_eq!(ms(43.81), "43.8 ms");
+        assert_eq!(ms(1520.0), "1.52 s");
+        assert_eq!(thousands(45123), "45,123");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn wraps_at_width_without_losing_words() {
+        let text = "the quick brown fox jumps over the lazy dog";
+        let lines = wrap(text, 10);
+        assert!(lines.iter().all(|l| l.chars().count() <= 10), "{lines:?}");
+        assert_eq!(lines.join(" "), text);
+    }
+}

@@ -1,0 +1,51 @@
+//! The netdoctor binary as a library: `main.rs` is one call into [`main_with_args`], and
+//! integration tests call [`run`] in-process with `Cli::parse_from(..)`.
+
+pub mod analyze;
+pub mod cli;
+pub mod demo;
+pub mod diagnose;
+pub mod labcmd;
+pub mod output;
+pub mod target;
+
+pub use cli::{Cli, Command};
+
+use std::io::Write;
+
+/// Exit code for usage and runtime errors (DESIGN.md: 0 healthy, 1 problem, 2 error, 3 inconclusive).
+pub const EXIT_ERROR: i32 = 2;
+
+/// Runs one command, writing its result to `out` and progress to stderr. Returns the exit code.
+pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Diagnose(args) => diagnose::command(&args, out),
+        Command::Analyze(args) => analyze::command(&args, out),
+        Command::Lab(args) => labcmd::command(&args, out),
+        Command::Demo(args) => demo::command(&args, out),
+    }
+}
+
+/// Parses the process arguments, runs, prints an error once with its causes, and returns the
+/// process exit code. A closed stdout (`netdoctor … | head`) ends the run quietly.
+pub fn main_with_args() -> i32 {
+    use clap::Parser;
+    let cli = Cli::parse();
+    let mut out = anstream::AutoStream::auto(std::io::stdout());
+    match run(cli, &mut out) {
+        Ok(code) => code,
+        Err(e) if output::is_broken_pipe(&e) => 0,
+        Err(e) => {
+            let mut msg = format!("error: {e}");
+            for cause in e.chain().skip(1) {
+                let c = cause.to_string();
+                if !msg.contains(&c) {
+                    msg.push_str(": ");
+                    msg.push_str(&c);
+                }
+            }
+            let _ = writeln!(anstream::stderr(), "{msg}");
+            EXIT_ERROR
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Writing results and progress: reports to stdout (JSON or terminal), progress to stderr.
+
+use netdoctor_report::{Report, json, terminal};
+use std::io::{self, IsTerminal, Write};
+use std::time::Duration;
+
+/// Writes a report in the requested format.
+pub fn write_report(report: &Report, as_json: bool, out: &mut dyn Write) -> io::Result<()> {
+    if as_json {
+        json::render(report, out)
+    } else {
+        terminal::render(report, out)
+    }?;
+    out.flush()
+}
+
+/// True when the error (or a cause) is a closed stdout: the reader went away, end quietly.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Progress on stderr: one line per stage; a live-updating line while loading when stderr is a
+/// terminal. Silent when `NETDOCTOR_QUIET` is set (tests) .
+#[derive(Clone)]
+pub struct Progress {
+    enabled: bool,
+    live: bool,
+}
+
+impl Progress {
+    pub fn new() -> Progress {
+        let enabled = std::env::var_os("NETDOCTOR_QUIET").is_none();
+        Progress {
+            enabled,
+            live: enabled && io::stderr().is_terminal(),
+        }
+    }
+
+    /// A progress reporter that prints nothing.
+    pub fn silent() -> Progress {
+        Progress {
+            enabled: false,
+            live: false,
+        }
+    }
+
+    pub fn stage(&self, msg: &str) {
+        if self.enabled {
+            let _ = writeln!(io::stderr(), "netdoctor: {msg}");
+        }
+    }
+
+    /// A live line (`\r`-rewritten) on a terminal; nothing otherwise.
+    pub fn tick(&self, elapsed: Duration, total: Duration, requests: u64, errors: u64) {
+        if self.live {
+            let _ = write!(
+                io::stderr(),
+                "\r\x1b[2K  load {:>4.1}/{:.0}s  {} requests  {} errors",
+                elapsed.as_secs_f64(),
+                total.as_secs_f64(),
+                netdoctor_report::terminal::thousands(requests),
+                errors
+            );
+        }
+    }
+
+    /// Ends a live line.
+    pub fn end_ticks(&self) {
+        if self.live {
+            let _ = write!(io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress::new()
+    }
+}
