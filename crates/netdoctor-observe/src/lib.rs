@@ -1,1 +1,44 @@
-//! netdoctor-observe
+//! netdoctor-observe: the passive observers of netdoctor and its capture input/output.
+//!
+//! - [`pcapfile`]: read pcap and pcapng files (streaming, constant memory) as a [`PacketSource`].
+//! - [`pcapwrite`]: write nanosecond pcap files that tcpdump, tshark and Wireshark read.
+//! - [`live`]: AF_PACKET capture with a kernel BPF filter, a TPACKET_V3 ring and drop counts.
+//! - [`counters`]: kernel counter snapshots (/proc/net/netstat, /proc/net/snmp) and their deltas.
+//!
+//! Every source of packets sits behind the small [`PacketSource`] trait, so the analysis code
+//! runs the same on a live capture, a file, or a fake in tests.
+
+pub mod counters;
+mod error;
+pub mod live;
+pub mod pcapfile;
+pub mod pcapwrite;
+
+pub use counters::{CounterDelta, CounterSnapshot, delta, snapshot, snapshot_from};
+pub use error::{BadCaptureKind, ObserveError};
+pub use live::{LiveCapture, LiveConfig, LiveSource};
+pub use pcapfile::CaptureFile;
+pub use pcapwrite::PcapWriter;
+
+use netdoctor_core::RawPacket;
+use std::ops::ControlFlow;
+
+/// Anything that yields packets: a capture file, the live ring, a fake in tests.
+pub trait PacketSource {
+    /// Calls `f` for every packet until the source ends or `f` returns `ControlFlow::Break(())`.
+    fn for_each_packet(
+        &mut self,
+        f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
+    ) -> Result<SourceSummary, ObserveError>;
+}
+
+/// What a source reports after it ended.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SourceSummary {
+    /// Packets handed to the callback.
+    pub packets: u64,
+    /// Kernel ring drops for live capture; 0 for files.
+    pub drops: u64,
+    /// Non-fatal problems, one line each (e.g. a truncated capture file).
+    pub warnings: Vec<String>,
+}

@@ -30,6 +30,10 @@ pub enum Command {
     Lab(LabArgs),
     /// Reproduce the reference case (nginx + Nagle + delayed ACK) and diagnose it; cleans up after.
     Demo(DemoArgs),
+    /// HTTP load generator (wrk-like closed loop; `--rate` for wrk2-like constant rate).
+    Load(crate::loadcmd::LoadArgs),
+    /// Connection-setup benchmark: N connect()+close, per-connect latency, failures by errno.
+    Connect(crate::loadcmd::ConnectArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -284,10 +284,7 @@ fn start_capture(
     };
     let mut cap = LiveCapture::open(&cfg)?;
     let mut writer = match &args.pcap {
-        Some(path) => Some(
-            PcapWriter::create(path, cap.link_type(), cfg.snaplen)
-                .with_context(|| format!("create {}", path.display()))?,
-        ),
+        Some(path) => Some(PcapWriter::create(path, cap.link_type(), cfg.snaplen)?),
         None => None,
     };
     let pcap_path = args.pcap.clone();

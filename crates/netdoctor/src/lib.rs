@@ -6,6 +6,7 @@ pub mod cli;
 pub mod demo;
 pub mod diagnose;
 pub mod labcmd;
+pub mod loadcmd;
 pub mod output;
 pub mod target;
 
@@ -23,6 +24,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Analyze(args) => analyze::command(&args, out),
         Command::Lab(args) => labcmd::command(&args, out),
         Command::Demo(args) => demo::command(&args, out),
+        Command::Load(args) => loadcmd::load_command(&args, out),
+        Command::Connect(args) => loadcmd::connect_command(&args, out),
     }
 }
 

@@ -1,0 +1,350 @@
+//! The load engine against small servers started in the test (127.0.0.1, port 0), which count
+//! what they see so the engine's numbers can be checked against the server's own.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use netdoctor_load::{HttpTarget, LoadConfig, LoadError, LoadResult, run};
+
+const BODY_LEN: usize = 615;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// 200 with Content-Length, headers and body in two writes (as nginx).
+    ContentLength,
+    /// 200 chunked, each chunk its own write.
+    Chunked,
+    /// 200 with `Connection: close`, then the server closes.
+    Close,
+    /// Sleeps this long before each response.
+    Delay(Duration),
+    /// 500 with a body.
+    Status500,
+    /// Reads requests, never answers.
+    Silent,
+    /// Answers with bytes that are not HTTP.
+    Garbage,
+}
+
+struct TestServer {
+    addr: SocketAddr,
+    requests: Arc<AtomicU64>,
+    connections: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    fn start(mode: Mode) -> TestServer {
+        // Bound and listening before `start` returns: the ready signal is the listen itself.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(AtomicU64::new(0));
+        let connections = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, c, s) = (requests.clone(), connections.clone(), stop.clone());
+        let accept = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                c.fetch_add(1, Ordering::SeqCst);
+                let r = r.clone();
+                std::thread::spawn(move || serve(stream, mode, &r));
+            }
+        });
+        TestServer {
+            addr,
+            requests,
+            connections,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    fn target(&self) -> HttpTarget {
+        HttpTarget {
+            addr: self.addr,
+            host: self.addr.to_string(),
+            path: "/index.html".to_string(),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One connection: reads requests (no bodies) and answers each per `mode`.
+fn serve(mut s: TcpStream, mode: Mode, count: &AtomicU64) {
+    s.set_nodelay(true).unwrap();
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    let body = vec![b'x'; BODY_LEN];
+    loop {
+        let end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            match s.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        buf.drain(..end);
+        count.fetch_add(1, Ordering::SeqCst);
+        let ok = match mode {
+            Mode::ContentLength | Mode::Delay(_) => {
+                if let Mode::Delay(d) = mode {
+                    std::thread::sleep(d);
+                }
+                let head =
+                    format!("HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: {BODY_LEN}\r\n\r\n");
+                s.write_all(head.as_bytes())
+                    .and_then(|_| s.write_all(&body))
+            }
+            Mode::Chunked => s
+                .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .and_then(|_| s.write_all(b"5\r\nhello\r\n"))
+                .and_then(|_| s.write_all(b"3;ext=1\r\nabc"))
+                .and_then(|_| s.write_all(b"\r\n0\r\n"))
+                .and_then(|_| s.write_all(b"\r\n")),
+            Mode::Close => {
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+                );
+                return;
+            }
+            Mode::Status500 => {
+                s.write_all(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr")
+            }
+            Mode::Silent => Ok(()),
+            Mode::Garbage => s.write_all(b"SSH-2.0-OpenSSH_9.2\r\n\r\n"),
+        };
+        if ok.is_err() {
+            return;
+        }
+    }
+}
+
+fn config(target: HttpTarget, connections: usize, threads: usize, ms: u64) -> LoadConfig {
+    let mut cfg = LoadConfig::new(target);
+    cfg.connections = connections;
+    cfg.threads = threads;
+    cfg.duration = Duration::from_millis(ms);
+    cfg
+}
+
+fn load(cfg: &LoadConfig) -> LoadResult {
+    run(cfg, &AtomicBool::new(false), &mut |_| {}).expect("run")
+}
+
+/// The engine's completed requests are all seen by the server, and the server saw at most one
+/// more per connection (the requests in flight when the duration ended).
+fn assert_counts_agree(res: &LoadResult, server_requests: u64, connections: usize) {
+    assert!(res.requests > 0, "no requests completed: {res:?}");
+    assert!(
+        server_requests >= res.requests,
+        "server {server_requests} < client {}",
+        res.requests
+    );
+    assert!(
+        server_requests <= res.requests + connections as u64,
+        "server {server_requests} > client {} + {connections} in flight",
+        res.requests
+    );
+}
+
+#[test]
+fn content_length_counts_agree_with_server() {
+    let server = TestServer::start(Mode::ContentLength);
+    let cfg = config(server.target(), 8, 2, 300);
+    let res = load(&cfg);
+    assert_counts_agree(&res, server.requests(), 8);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    assert_eq!(res.status.get(&200), Some(&res.requests));
+    assert_eq!(res.status.len(), 1);
+    assert_eq!((res.connections, res.threads), (8, 2));
+    // Each response is the same size; partial responses in flight at the end add less than one each.
+    let len =
+        (b"HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: 615\r\n\r\n".len() + BODY_LEN) as u64;
+    assert!(
+        res.bytes_read >= res.requests * len,
+        "{} < {} * {len}",
+        res.bytes_read,
+        res.requests
+    );
+    assert!(res.bytes_read <= (res.requests + 8) * len);
+    assert!(res.requests_per_s > 0.0 && res.latency_ms.p50 > 0.0);
+    assert!(res.latency_ms.p50 <= res.latency_ms.p99 && res.latency_ms.p99 <= res.latency_ms.max);
+    // Keep-alive: one connection per slot (no reconnects on a healthy server).
+    assert_eq!(server.connections.load(Ordering::SeqCst), 8);
+}
+
+#[test]
+fn chunked_counts_agree_with_server() {
+    let server = TestServer::start(Mode::Chunked);
+    let res = load(&config(server.target(), 4, 1, 300));
+    assert_counts_agree(&res, server.requests(), 4);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn connection_close_from_server_reconnects() {
+    let server = TestServer::start(Mode::Close);
+    let res = load(&config(server.target(), 4, 2, 300));
+    assert_counts_agree(&res, server.requests(), 4);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    // One connection per request.
+    let conns = server.connections.load(Ordering::SeqCst);
+    assert!(
+        conns >= res.requests,
+        "{conns} connections for {} requests",
+        res.requests
+    );
+}
+
+#[test]
+fn no_keepalive_opens_one_connection_per_request() {
+    let server = TestServer::start(Mode::ContentLength);
+    let mut cfg = config(server.target(), 4, 1, 300);
+    cfg.keepalive = false;
+    let res = load(&cfg);
+    assert_counts_agree(&res, server.requests(), 4);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    let conns = server.connections.load(Ordering::SeqCst);
+    assert!(
+        conns >= res.requests && conns <= res.requests + 4,
+        "{conns} vs {}",
+        res.requests
+    );
+}
+
+#[test]
+fn percentiles_follow_server_delay() {
+    let server = TestServer::start(Mode::Delay(Duration::from_millis(20)));
+    let res = load(&config(server.target(), 4, 1, 700));
+    assert_counts_agree(&res, server.requests(), 4);
+    let l = &res.latency_ms;
+    assert!(l.p50 >= 20.0 && l.p50 < 30.0, "p50 {} ms", l.p50);
+    assert!(l.mean >= 20.0 && l.max >= l.p50, "{l:?}");
+    assert!(l.stdev >= 0.0 && l.stdev < 20.0, "{l:?}");
+}
+
+#[test]
+fn connect_refused_is_counted_and_named() {
+    // A port that was just free: bind, note it, close.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let target = HttpTarget {
+        addr,
+        host: addr.to_string(),
+        path: "/".to_string(),
+    };
+    let res = load(&config(target, 4, 2, 200));
+    assert_eq!(res.requests, 0);
+    assert!(res.errors.connect > 0, "{res:?}");
+    assert_eq!(res.errors.total(), res.errors.connect);
+    let first = res.first_error.expect("first_error");
+    assert_eq!(first, format!("connect {addr}: connection refused"));
+}
+
+#[test]
+fn server_errors_count_as_status_errors() {
+    let server = TestServer::start(Mode::Status500);
+    let res = load(&config(server.target(), 2, 1, 200));
+    assert_counts_agree(&res, server.requests(), 2);
+    assert_eq!(res.errors.status, res.requests);
+    assert_eq!(res.status.get(&500), Some(&res.requests));
+    assert!(res.first_error.unwrap().contains("500"));
+}
+
+#[test]
+fn silent_server_times_out() {
+    let server = TestServer::start(Mode::Silent);
+    let mut cfg = config(server.target(), 2, 1, 500);
+    cfg.timeout = Duration::from_millis(100);
+    let res = load(&cfg);
+    assert_eq!(res.requests, 0);
+    assert!(res.errors.timeout >= 2, "{res:?}");
+    // A timed-out connection is replaced by a new one.
+    assert!(server.connections.load(Ordering::SeqCst) > 2);
+    assert!(
+        res.first_error
+            .unwrap()
+            .starts_with(&format!("timeout {}", server.addr))
+    );
+}
+
+#[test]
+fn garbage_is_a_read_error() {
+    let server = TestServer::start(Mode::Garbage);
+    let res = load(&config(server.target(), 2, 1, 200));
+    assert_eq!(res.requests, 0);
+    assert!(res.errors.read > 0, "{res:?}");
+    assert!(res.first_error.unwrap().contains("invalid response header"));
+}
+
+#[test]
+fn zero_connections_is_an_error_and_threads_are_fixed_up() {
+    let server = TestServer::start(Mode::ContentLength);
+    let cfg = config(server.target(), 0, 2, 100);
+    let err = run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, LoadError::NoConnections), "{err}");
+    let res = load(&config(server.target(), 1, 4, 100));
+    assert_eq!((res.connections, res.threads), (1, 1));
+    assert!(res.requests > 0);
+}
+
+#[test]
+fn stop_flag_ends_the_run_and_progress_is_reported() {
+    let server = TestServer::start(Mode::ContentLength);
+    let cfg = config(server.target(), 2, 1, 20_000);
+    let stop = AtomicBool::new(false);
+    let mut calls = Vec::new();
+    let t0 = Instant::now();
+    let res = run(&cfg, &stop, &mut |p| {
+        calls.push(p.requests);
+        stop.store(true, Ordering::SeqCst);
+    })
+    .unwrap();
+    assert!(!calls.is_empty());
+    assert!(t0.elapsed() < Duration::from_secs(10), "stop ignored");
+    assert!(res.duration_s < 10.0);
+    assert!(res.requests >= calls[0]);
+    assert_counts_agree(&res, server.requests(), 2);
+}
+
+#[test]
+fn url_parsing() {
+    let t = HttpTarget::from_url("http://127.0.0.1:18090/a/b?x=1").unwrap();
+    assert_eq!(t.addr, "127.0.0.1:18090".parse().unwrap());
+    assert_eq!(
+        (t.host.as_str(), t.path.as_str()),
+        ("127.0.0.1:18090", "/a/b?x=1")
+    );
+    let t = HttpTarget::from_url("http://[::1]/").unwrap();
+    assert_eq!(t.addr, "[::1]:80".parse().unwrap());
+    assert_eq!(t.host, "[::1]");
+    assert!(HttpTarget::from_url("https://127.0.0.1/").is_err());
+    assert!(HttpTarget::from_url("not a url").is_err());
+}
