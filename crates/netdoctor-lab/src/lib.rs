@@ -23,6 +23,7 @@
 //! and is idempotent, so it also cleans up after a crash. [`cleanup_on_signal`] runs it on
 //! SIGINT/SIGTERM/SIGHUP so Ctrl-C during `netdoctor demo` leaves nothing behind.
 
+pub mod builtin;
 mod netns;
 mod nginx;
 
@@ -310,6 +311,8 @@ pub struct Lab {
     client_netns: String,
     servers: Vec<LabServer>,
     nginx_pid: Option<u32>,
+    /// The built-in reference server's threads, when the lab runs without nginx.
+    builtin: Option<builtin::BuiltinServers>,
 }
 
 /// Knobs used by tests to provoke failures; `Lab::start` uses the defaults.
@@ -337,6 +340,67 @@ impl Lab {
     /// On any failure, removes what it made.
     pub fn start(cfg: &LabConfig) -> Result<Lab, LabError> {
         Self::start_with(cfg, &StartOptions::default())
+    }
+
+    /// True when the nginx that [`Lab::start`] runs is installed.
+    pub fn nginx_available() -> bool {
+        is_executable(Path::new(DEFAULT_NGINX))
+    }
+
+    /// Like [`Lab::start`], but the servers are netdoctor's built-in reference server (see
+    /// [`builtin`]) running as threads of this process inside the server namespace, so the lab
+    /// lives only as long as the calling process. For `demo` on machines without nginx.
+    pub fn start_builtin(cfg: &LabConfig) -> Result<Lab, LabError> {
+        cfg.validate()?;
+        let _lock = LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(reason) = presence(cfg) {
+            return Err(LabError::AlreadyRunning {
+                name: cfg.name.clone(),
+                reason,
+            });
+        }
+        let built = (|| {
+            let (srv, cli) = build_network(cfg)?;
+            let servers = lab_servers();
+            let specs: Vec<(SocketAddr, bool)> =
+                servers.iter().map(|s| (s.addr, s.tcp_nodelay)).collect();
+            let running =
+                in_netns(&srv, || builtin::BuiltinServers::start(&specs))?.map_err(|source| {
+                    LabError::Io {
+                        op: format!("start the built-in reference server in {srv}"),
+                        source,
+                    }
+                })?;
+            let probes = in_netns(&cli, || {
+                servers
+                    .iter()
+                    .map(|s| http_check(s.addr, Duration::from_secs(2)))
+                    .collect::<Vec<_>>()
+            })?;
+            if let Some(Err(detail)) = probes.into_iter().find(|p| p.is_err()) {
+                return Err(LabError::Io {
+                    op: format!("check the built-in reference server from {cli}"),
+                    source: std::io::Error::other(detail),
+                });
+            }
+            Ok(Lab {
+                cfg: cfg.clone(),
+                server_netns: srv,
+                client_netns: cli,
+                servers,
+                nginx_pid: None,
+                builtin: Some(running),
+            })
+        })();
+        if built.is_err() {
+            let _ = teardown(cfg);
+        }
+        built
+    }
+
+    /// Whether the servers are the built-in reference server rather than nginx.
+    pub fn is_builtin(&self) -> bool {
+        self.builtin.is_some()
     }
 
     pub(crate) fn start_with(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, LabError> {
@@ -396,6 +460,7 @@ impl Lab {
             client_netns: state.client_netns,
             servers: lab_servers(),
             nginx_pid,
+            builtin: None,
         }))
     }
 
@@ -496,7 +561,10 @@ impl Lab {
     }
 
     /// Tears the lab down (see [`stop`]).
-    pub fn stop(self) -> Result<(), LabError> {
+    pub fn stop(mut self) -> Result<(), LabError> {
+        if let Some(servers) = self.builtin.take() {
+            servers.stop();
+        }
         stop(&self.cfg).map(|_| ())
     }
 }
@@ -613,7 +681,9 @@ fn presence(cfg: &LabConfig) -> Option<String> {
     (!found.is_empty()).then(|| found.join(", "))
 }
 
-fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, LabError> {
+/// State dir, state file, both namespaces and the veth pair between them. Returns the server
+/// and client namespace names.
+fn build_network(cfg: &LabConfig) -> Result<(String, String), LabError> {
     let srv = cfg.server_netns();
     let cli = cfg.client_netns();
     let paths = StatePaths::new(&cfg.state_dir);
@@ -646,6 +716,12 @@ fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, LabError> {
         netns::ip(&["-n", ns, "link", "set", "lo", "up"])?;
         netns::ip(&["-n", ns, "link", "set", ifname, "up"])?;
     }
+    Ok((srv, cli))
+}
+
+fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, LabError> {
+    let (srv, cli) = build_network(cfg)?;
+    let paths = StatePaths::new(&cfg.state_dir);
 
     // nginx config and page.
     create_dir(&paths.html_dir)?;
@@ -685,6 +761,7 @@ fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, LabError> {
         client_netns: cli,
         servers,
         nginx_pid: Some(pid as u32),
+        builtin: None,
     })
 }
 

@@ -274,3 +274,29 @@ fn stop_from_another_process_cleans_up_after_a_crash() {
     assert!(!removed.is_empty());
     assert_gone(&cfg, pid);
 }
+
+#[test]
+fn builtin_lab_serves_both_ports_and_leaves_nothing() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let cfg = unique_cfg("b");
+    let lab = Lab::start_builtin(&cfg).expect("start builtin lab");
+    assert!(lab.is_builtin());
+    assert_eq!(lab.nginx_pid(), None);
+    let addrs: Vec<SocketAddr> = lab.servers().iter().map(|s| s.addr).collect();
+    let answers = in_netns(lab.client_netns(), || {
+        addrs.iter().map(|a| get(*a)).collect::<Vec<_>>()
+    })
+    .unwrap();
+    for a in answers {
+        let (status, headers, body) = a.expect("answer");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        assert!(headers.contains("content-length: 615"), "{headers}");
+        assert_eq!(body, DEFAULT_PAGE);
+    }
+    lab.stop().unwrap();
+    assert_gone(&cfg, None);
+}

@@ -371,7 +371,7 @@ pub fn render_comparison(
             Verdict::Healthy => "healthy",
             Verdict::Inconclusive => "inconclusive",
         };
-        match r.findings.first() {
+        match r.findings.iter().find(|f| f.severity > Severity::Info) {
             Some(f) => format!("{v}: {}", f.id),
             None => v.to_string(),
         }

@@ -118,7 +118,18 @@ pub struct DemoArgs {
     /// Concurrent connections for each server.
     #[arg(short = 'c', long, default_value_t = 100)]
     pub connections: usize,
+    /// Which servers to run: nginx when installed, else the built-in reference server (auto);
+    /// or force one.
+    #[arg(long, value_enum, default_value_t = DemoServer::Auto)]
+    pub server: DemoServer,
     /// Print both reports as a JSON array instead of the side-by-side summary.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DemoServer {
+    Auto,
+    Nginx,
+    Builtin,
 }

@@ -4,7 +4,7 @@
 //! both servers from the client namespace exactly as `diagnose` would, prints them side by side
 //! with the slow one's root cause, evidence and fix, and removes the lab — also on Ctrl-C.
 
-use crate::cli::{DemoArgs, DiagnoseArgs};
+use crate::cli::{DemoArgs, DemoServer, DiagnoseArgs};
 use crate::diagnose::diagnose;
 use crate::output::Progress;
 use anyhow::Context;
@@ -21,8 +21,30 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let progress = Progress::new();
     let cfg = LabConfig::new(DEMO_LAB);
     netdoctor_lab::cleanup_on_signal(&cfg)?;
-    progress.stage("starting the lab: nginx with tcp_nodelay on (:8080) and off (:8081) in a network namespace");
-    let guard = LabGuard::new(Lab::start(&cfg).context("start the demo lab")?);
+    let use_nginx = match args.server {
+        DemoServer::Auto => Lab::nginx_available(),
+        DemoServer::Nginx => true,
+        DemoServer::Builtin => false,
+    };
+    let lab = if use_nginx {
+        progress.stage(
+            "starting the lab: nginx with tcp_nodelay on (:8080) and off (:8081) in a network namespace",
+        );
+        Lab::start(&cfg)
+    } else {
+        progress.stage(
+            "using netdoctor's built-in reference server (for real nginx: apt-get install nginx-light), \
+             which writes headers and body in two writes as nginx does, with TCP_NODELAY on (:8080) \
+             and off (:8081)",
+        );
+        Lab::start_builtin(&cfg)
+    };
+    let guard = LabGuard::new(lab.context("start the demo lab")?);
+    let server_kind = if guard.lab().is_builtin() {
+        "netdoctor's built-in reference server (not nginx)"
+    } else {
+        "nginx"
+    };
     let lab = guard.lab();
     let mut runs: Vec<(String, Report)> = Vec::new();
     for server in lab.servers() {
@@ -60,7 +82,7 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         serde_json::to_writer_pretty(&mut *out, &both)?;
         writeln!(out)?;
     } else {
-        render(on, off, as_expected, out)?;
+        render(on, off, server_kind, as_expected, out)?;
     }
     Ok(if as_expected { 0 } else { 1 })
 }
@@ -85,13 +107,15 @@ fn demo_diagnose_args(url: &str, args: &DemoArgs) -> DiagnoseArgs {
 fn render(
     on: &Report,
     off: &Report,
+    server_kind: &str,
     as_expected: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "The reference case: the same nginx and page twice, once with `tcp_nodelay on;` and once \
-         with\n`tcp_nodelay off;`, loaded with {} keep-alive connections from another network namespace.\n",
+        "The reference case: the same server and page twice, once with `tcp_nodelay on;` and once \
+         with\n`tcp_nodelay off;`, loaded with {} keep-alive connections from another network \
+         namespace.\nServer: {server_kind}.\n",
         off.measurements.load.as_ref().map_or(0, |l| l.connections)
     )?;
     terminal::render_comparison(["tcp_nodelay on", "tcp_nodelay off"], [on, off], out)?;

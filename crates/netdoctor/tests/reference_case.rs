@@ -98,6 +98,25 @@ fn demo_finds_nagle_on_the_slow_server_and_calls_the_other_healthy() {
 }
 
 #[test]
+fn demo_with_the_builtin_server_gives_the_same_diagnosis() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, packet capture)");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let o = netdoctor(&["demo", "--json", "-d", "3s", "--server", "builtin"]);
+    let v = json(&o);
+    let reports = v.as_array().expect("array of two reports");
+    for r in reports {
+        assert_schema(r);
+    }
+    assert_healthy(&reports[0]);
+    assert_nagle(&reports[1]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    no_namespaces_named("nd-demo");
+}
+
+#[test]
 fn lab_diagnose_pcap_then_analyze_agree() {
     if let Some(why) = lab_unavailable() {
         eprintln!("skipped: {why}");

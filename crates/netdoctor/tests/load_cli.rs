@@ -1,0 +1,545 @@
+//! `netdoctor load` and `netdoctor connect` through the real binary, against servers started by
+//! the test (127.0.0.1, port 0) that count what they see, and (as root) inside network
+//! namespaces the test creates and removes.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn netdoctor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_netdoctor"))
+        .args(args)
+        .env("NETDOCTOR_QUIET", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run netdoctor")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n{}", stdout(o), stderr(o)))
+}
+
+fn assert_clean_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(err.contains(needle), "expected '{needle}' in: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(o.stdout.is_empty(), "stdout: {}", stdout(o));
+}
+
+/// What the test server saw.
+#[derive(Default)]
+struct Seen {
+    requests: AtomicU64,
+    /// The last request's head and body.
+    last: Mutex<(String, Vec<u8>)>,
+}
+
+/// A thread-per-connection HTTP/1.1 server: 200 with a 615-byte body after `delay`; `/500`
+/// answers 500. Listening before `start` returns (the ready signal is the listen itself).
+struct Server {
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Server {
+    fn start(delay: Duration) -> Server {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let seen = Arc::new(Seen::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s2, st2) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                if st2.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(c) = c else { continue };
+                let s = s2.clone();
+                std::thread::spawn(move || serve(c, delay, &s));
+            }
+        });
+        Server { addr, seen, stop }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn requests(&self) -> u64 {
+        self.seen.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(mut s: TcpStream, delay: Duration, seen: &Seen) {
+    let _ = s.set_nodelay(true);
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        let end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            match s.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        while buf.len() < end + len {
+            match s.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        }
+        let body = buf[end..end + len].to_vec();
+        buf.drain(..end + len);
+        let is_500 = head.starts_with("GET /500 ") || head.contains(" /500 HTTP");
+        *seen.last.lock().unwrap() = (head, body);
+        seen.requests.fetch_add(1, Ordering::SeqCst);
+        if !delay.is_zero() {
+            // The server's simulated processing time.
+            std::thread::sleep(delay);
+        }
+        let resp = if is_500 {
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr".to_string()
+        } else {
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: 615\r\n\r\n{}",
+                "x".repeat(615)
+            )
+        };
+        if s.write_all(resp.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn load_json_counts_agree_with_the_server() {
+    let server = Server::start(Duration::ZERO);
+    let o = netdoctor(&[
+        "load",
+        &server.url("/index.html"),
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-d",
+        "500ms",
+        "--json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["schema"], "netdoctor.load/v1");
+    assert_eq!(v["target"]["address"], server.addr.to_string());
+    assert_eq!(
+        (v["connections"].as_u64(), v["threads"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(v["keepalive"], true);
+    let requests = v["requests"].as_u64().unwrap();
+    let seen = server.requests();
+    // Every counted response was served; at most one per connection was in flight at the end.
+    assert!(
+        requests > 0 && seen >= requests && seen <= requests + 4,
+        "{requests} vs {seen}"
+    );
+    assert_eq!(v["status"]["200"].as_u64(), Some(requests));
+    for kind in ["connect", "read", "write", "timeout", "status"] {
+        assert_eq!(v["errors"][kind], 0, "{kind}: {v}");
+    }
+    assert!(v["requests_per_s"].as_f64().unwrap() > 0.0);
+    let l = &v["latency_ms"];
+    assert!(l["p50"].as_f64().unwrap() <= l["p99"].as_f64().unwrap());
+    assert!(v.get("rate").is_none(), "closed loop has no rate: {v}");
+}
+
+#[test]
+fn load_text_is_wrk_like() {
+    let server = Server::start(Duration::ZERO);
+    let o = netdoctor(&[
+        "load",
+        &server.url("/"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "300ms",
+        "--latency",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in [
+        "Running 300.00ms test @ http://",
+        "1 threads and 2 connections (keep-alive",
+        "Latency Distribution",
+        "     50%",
+        "     99%",
+        " requests in ",
+        "Requests/sec:",
+        "Transfer/sec:",
+    ] {
+        assert!(out.contains(needle), "'{needle}' missing:\n{out}");
+    }
+    assert!(!out.contains("Errors:"), "{out}");
+}
+
+#[test]
+fn method_headers_and_body_reach_the_server() {
+    let server = Server::start(Duration::ZERO);
+    let o = netdoctor(&[
+        "load",
+        &server.url("/submit?x=1"),
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "200ms",
+        "-m",
+        "POST",
+        "-H",
+        "X-Test: yes",
+        "-H",
+        "Host: example.test",
+        "--body",
+        "hello=world",
+        "--json",
+    ]);
+    let v = json(&o);
+    assert!(v["requests"].as_u64().unwrap() > 0);
+    let (head, body) = server.seen.last.lock().unwrap().clone();
+    assert!(head.starts_with("POST /submit?x=1 HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("\r\nX-Test: yes\r\n"), "{head}");
+    assert!(head.contains("\r\nHost: example.test\r\n"), "{head}");
+    assert!(head.contains("\r\nContent-Length: 11\r\n"), "{head}");
+    assert_eq!(body, b"hello=world");
+}
+
+#[test]
+fn percentiles_follow_a_known_server_delay() {
+    let server = Server::start(Duration::from_millis(20));
+    let o = netdoctor(&[
+        "load",
+        &server.url("/"),
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "600ms",
+        "--json",
+    ]);
+    let v = json(&o);
+    let p50 = v["latency_ms"]["p50"].as_f64().unwrap();
+    let p90 = v["latency_ms"]["p90"].as_f64().unwrap();
+    assert!((20.0..30.0).contains(&p50), "p50 {p50}");
+    assert!((20.0..40.0).contains(&p90), "p90 {p90}");
+}
+
+#[test]
+fn constant_rate_in_json() {
+    let server = Server::start(Duration::ZERO);
+    let o = netdoctor(&[
+        "load",
+        &server.url("/"),
+        "-c",
+        "4",
+        "-d",
+        "1s",
+        "-R",
+        "100",
+        "--json",
+    ]);
+    let v = json(&o);
+    assert_eq!(v["rate"].as_f64(), Some(100.0));
+    let requests = v["requests"].as_u64().unwrap();
+    assert!(
+        (95..=100).contains(&requests),
+        "{requests} at 100/s for 1 s"
+    );
+    let seen = server.requests();
+    assert!(
+        seen >= requests && seen <= requests + 4,
+        "{requests} vs {seen}"
+    );
+}
+
+#[test]
+fn request_errors_are_reported_and_exit_zero() {
+    let server = Server::start(Duration::ZERO);
+    let o = netdoctor(&[
+        "load",
+        &server.url("/500"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "200ms",
+        "--json",
+    ]);
+    let v = json(&o);
+    let requests = v["requests"].as_u64().unwrap();
+    assert!(requests > 0);
+    assert_eq!(v["errors"]["status"].as_u64(), Some(requests));
+    assert_eq!(v["status"]["500"].as_u64(), Some(requests));
+    assert!(
+        v["first_error"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP status 500")
+    );
+    // The text report names them too.
+    let o = netdoctor(&[
+        "load",
+        &server.url("/500"),
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "100ms",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Errors: connect 0, read 0, write 0, timeout 0, status "),
+        "{out}"
+    );
+    assert!(out.contains("Status codes: 500: "), "{out}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_2() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = netdoctor(&["load", &format!("http://127.0.0.1:{port}/"), "-d", "1s"]);
+    assert_clean_error(
+        &o,
+        &format!("error: connect 127.0.0.1:{port}: connection refused"),
+    );
+    let o = netdoctor(&["connect", &format!("127.0.0.1:{port}"), "-n", "3"]);
+    assert_clean_error(
+        &o,
+        "connection refused (ECONNREFUSED): all 3 connects failed",
+    );
+    let o = netdoctor(&["load", "http://[::1/"]);
+    assert_clean_error(&o, "invalid URL");
+    let o = netdoctor(&["load", "ftp://127.0.0.1/"]);
+    assert_clean_error(&o, "scheme 'ftp'");
+    for (args, needle) in [
+        (
+            &["load", "-c", "0", "http://127.0.0.1:1/"][..],
+            "at least 1",
+        ),
+        (
+            &["load", "-t", "0", "http://127.0.0.1:1/"][..],
+            "at least 1",
+        ),
+        (&["load", "-c", "-5", "http://127.0.0.1:1/"][..], "-5"),
+        (
+            &["load", "-d", "0s", "http://127.0.0.1:1/"][..],
+            "greater than zero",
+        ),
+        (
+            &["load", "-R", "0", "http://127.0.0.1:1/"][..],
+            "greater than zero",
+        ),
+        (&["load", "-R", "-3", "http://127.0.0.1:1/"][..], "-3"),
+        (
+            &["load", "-H", "nocolon", "http://127.0.0.1:1/"][..],
+            "Name: value",
+        ),
+        (&["connect", "127.0.0.1:1", "-n", "0"][..], "at least 1"),
+        (&["connect", "127.0.0.1:1", "-c", "0"][..], "at least 1"),
+        (&["connect", "127.0.0.1"][..], "HOST:PORT"),
+        (&["connect", "127.0.0.1:99999"][..], "1..65535"),
+    ] {
+        let o = netdoctor(args);
+        assert_clean_error(&o, needle);
+    }
+}
+
+#[test]
+fn connect_json_counts_every_connect() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let accept = std::thread::spawn(move || {
+        for _ in 0..30 {
+            if l.accept().is_err() {
+                break;
+            }
+        }
+    });
+    let o = netdoctor(&[
+        "connect",
+        &addr.to_string(),
+        "-n",
+        "30",
+        "-c",
+        "3",
+        "--json",
+    ]);
+    let v = json(&o);
+    accept.join().unwrap();
+    assert_eq!(v["schema"], "netdoctor.connect/v1");
+    assert_eq!(v["target"]["address"], addr.to_string());
+    assert_eq!(
+        (
+            v["attempts"].as_u64(),
+            v["connected"].as_u64(),
+            v["failed"].as_u64()
+        ),
+        (Some(30), Some(30), Some(0))
+    );
+    assert_eq!(v["concurrency"], 3);
+    assert_eq!(v["syn_retransmit_suspects"], 0);
+    assert!(v["errors"].as_object().unwrap().is_empty());
+    assert!(v["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A network namespace made for one test (loopback up), deleted on drop, also on panic.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let name = format!("nd-t-cli{}-{tag}", std::process::id());
+        let run = |args: &[&str]| {
+            let st = Command::new("ip").args(args).status().expect("run ip");
+            assert!(st.success(), "ip {args:?}");
+        };
+        run(&["netns", "add", &name]);
+        let ns = Netns(name);
+        run(&["-n", &ns.0, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    fn netdoctor(&self, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.0, env!("CARGO_BIN_EXE_netdoctor")])
+            .args(args)
+            .env("NETDOCTOR_QUIET", "1")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run netdoctor in the namespace")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn connect_names_eaddrnotavail_when_local_ports_run_out() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let ns = Netns::new("pr");
+    let st = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sysctl", "-q", "-w"])
+        .arg("net.ipv4.ip_local_port_range=40000 40003")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // The listener lives in the namespace (created from a thread that joined it).
+    let l = netdoctor_lab::in_netns(&ns.0, || TcpListener::bind("127.0.0.1:8080").unwrap())
+        .expect("in_netns");
+    let o = ns.netdoctor(&["connect", "127.0.0.1:8080", "-n", "40", "-c", "8"]);
+    drop(l);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Failures by errno: EADDRNOTAVAIL "), "{out}");
+    assert!(out.contains("local ports ran out"), "{out}");
+    assert!(out.contains("ip_local_port_range"), "{out}");
+}
+
+#[test]
+fn connect_shows_syn_retransmit_suspects_on_a_full_listen_queue() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let ns = Netns::new("bl");
+    // listen(1) and never accept: once two connections wait, new SYNs are dropped.
+    let l = netdoctor_lab::in_netns(&ns.0, || {
+        // SAFETY: plain socket syscalls on a descriptor this closure owns; every return value is
+        // checked, and the descriptor is closed below by OwnedFd.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(fd >= 0);
+            let owned = <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd);
+            let sa = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: 8080u16.to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(libc::bind(fd, (&raw const sa).cast(), len), 0);
+            assert_eq!(libc::listen(fd, 1), 0);
+            owned
+        }
+    })
+    .expect("in_netns");
+    let o = ns.netdoctor(&[
+        "connect",
+        "127.0.0.1:8080",
+        "-n",
+        "8",
+        "-c",
+        "8",
+        "--timeout",
+        "1500ms",
+        "--json",
+    ]);
+    drop(l);
+    let v = json(&o);
+    let suspects = v["syn_retransmit_suspects"].as_u64().unwrap();
+    assert!(suspects >= 4, "{v}");
+    assert!(v["syn_retransmits"].as_u64().unwrap() >= v["timeouts"].as_u64().unwrap());
+    assert_eq!(v["errors"]["timeout"], v["timeouts"]);
+}
