@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Regenerates the committed test captures (see README.md in this folder).
-# Needs root, nginx (Debian nginx-light 1.22), wrk, tcpdump, editcap (wireshark-common), python3.
-# All traffic stays on loopback; every process started here is stopped by its PID on exit.
+# Needs root, nginx (Debian nginx-light 1.22), wrk, tcpdump, editcap and tshark
+# (wireshark-common / tshark), python3, iproute2 and iptables.
+# Usage: ./make.sh [all|loopback|lab]   (default all; "lab" = only the namespace captures)
+#        ONLY="loss.pcap rto.pcap" ./make.sh lab   regenerates only the named lab captures
+# Loopback captures stay on lo; the lab captures run between three network namespaces created
+# here (nd-cap-cli, nd-cap-rtr, nd-cap-srv) and deleted on exit. The root namespace's sysctls, iptables
+# and qdiscs are never touched. Every process started here is stopped by its PID on exit.
 set -euo pipefail
+what="${1:-all}"
 
 out="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d /tmp/netdoctor-captures.XXXXXX)"
@@ -11,9 +17,24 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     if [[ -f "$work/nginx.pid" ]]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
+    # deleting a namespace also deletes its veth end, its iptables rules and its sockets
+    ip netns del nd-cap-cli 2>/dev/null || true
+    ip netns del nd-cap-rtr 2>/dev/null || true
+    ip netns del nd-cap-srv 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# want NAME: whether this lab capture is to be made (all unless ONLY names some)
+want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
+
+# wait_listening FILE: bounded wait for tcpdump's "listening on" line (its ready signal)
+wait_listening() {
+    for _ in $(seq 1 200); do grep -q "listening on" "$1" 2>/dev/null && break; sleep 0.05; done
+    grep -q "listening on" "$1"
+}
+
+if [[ "$what" == all || "$what" == loopback ]]; then
 
 # --- nginx: 18080 tcp_nodelay on (healthy), 18081 tcp_nodelay off (the reference stall) ---
 chmod 755 "$work"   # nginx workers run as nobody/www-data and must read html/
@@ -82,9 +103,8 @@ capture() {
     tcpdump -U -c "$count" -w "$out/$name" "$@" "$filter" 2>"$work/td.err" &
     local td=$!
     pids+=("$td")
-    # ready signal: tcpdump says "listening on" once the socket and filter are set (bounded wait)
-    for _ in $(seq 1 200); do grep -q "listening on" "$work/td.err" 2>/dev/null && break; sleep 0.05; done
-    grep -q "listening on" "$work/td.err"
+    # ready signal: tcpdump says "listening on" once the socket and filter are set
+    wait_listening "$work/td.err"
     wrk -c 10 -t 1 -d 1s "$url" >"$work/wrk.out"
     kill -INT "$td" 2>/dev/null || true   # no-op when -c was reached first
     wait "$td" || true
@@ -103,6 +123,23 @@ capture slow-eth.pcap      600 'tcp port 18082' http://127.0.0.1:18082/ -i lo -s
 capture nagle-full.tmp.pcap 600 'tcp port 18081' http://127.0.0.1:18081/ -i lo -s 0
 editcap -F pcapng "$out/nagle-full.tmp.pcap" "$out/nagle-full.pcapng"
 rm -f "$out/nagle-full.tmp.pcap"
+
+# healthy under load: wrk -c 100 against tcp_nodelay on. The 100 connections starve the client
+# of CPU for a few ms at the start: the server retransmits ~5 ms after the original, the
+# client reports the duplicates with D-SACKs (tshark: "suspected retransmission"). Snaplen 96,
+# and only the connections with a retransmission (at most 20) plus 10 others are kept, to stay
+# small. Whether the starvation happens depends on the machine: check the tshark line.
+rm -f "$work/td.err"
+tcpdump -U -i lo -s 96 -c 4000 -w "$work/c100.pcap" 'tcp port 18080' 2>"$work/td.err" &
+td=$!
+pids+=("$td")
+wait_listening "$work/td.err"
+wrk -c 100 -t 2 -d 1s http://127.0.0.1:18080/ >"$work/wrk.out"
+kill -INT "$td" 2>/dev/null || true
+wait "$td" || true
+streams=$(tshark -r "$work/c100.pcap" -Y tcp.analysis.retransmission -T fields -e tcp.stream 2>/dev/null | sort -un | head -20 | tr '\n' ',')
+tshark -r "$work/c100.pcap" -Y "tcp.stream in {${streams}$(seq -s, 60 69)}" -w "$out/healthy-spurious.pcap" 2>/dev/null
+echo "healthy-spurious.pcap: $(tshark -r "$out/healthy-spurious.pcap" -Y tcp.analysis.retransmission 2>/dev/null | wc -l) suspected retransmissions"
 
 # raw IP (LINKTYPE_RAW = 101): tcpdump cannot capture raw IP on lo, so strip the 14-byte
 # Ethernet header from every record of nagle-eth.pcap.
@@ -123,4 +160,149 @@ while off + 16 <= len(data):
     out.append(struct.pack(e + "IIII", ts_s, ts_f, incl - 14, orig - 14) + rec[14:])
 open(dst, "wb").write(b"".join(out))
 PY
+fi
+
+# ---------------------------------------------------------------------------------------
+# Lab captures: client namespace nd-cap-cli (10.77.1.1, veth nd-c) → router namespace
+# nd-cap-rtr (veths nd-rc / nd-rs, forwarding on inside it) → server namespace nd-cap-srv
+# (10.77.2.2, veth nd-s); MTU 1500; servers and clients from lab.py. tcpdump runs in the client
+# namespace on nd-c (snaplen 200). Loss is made with iptables rules inside these namespaces:
+# in the router's FORWARD chain for network loss (the sender's TCP cannot tell), or in the
+# client's INPUT chain (after tcpdump saw the packet: what a capture at the sender shows).
+# Not in the sender's OUTPUT chain: a packet dropped there makes the sender's TCP see a local
+# error and send it again later, so no loss ever shows on the wire.
+# ---------------------------------------------------------------------------------------
+if [[ "$what" == all || "$what" == lab ]]; then
+CLI=(ip netns exec nd-cap-cli)
+RTR=(ip netns exec nd-cap-rtr)
+SRV=(ip netns exec nd-cap-srv)
+ip netns add nd-cap-cli
+ip netns add nd-cap-rtr
+ip netns add nd-cap-srv
+ip link add nd-c netns nd-cap-cli type veth peer name nd-rc netns nd-cap-rtr
+ip link add nd-s netns nd-cap-srv type veth peer name nd-rs netns nd-cap-rtr
+"${CLI[@]}" ip addr add 10.77.1.1/24 dev nd-c
+"${RTR[@]}" ip addr add 10.77.1.254/24 dev nd-rc
+"${RTR[@]}" ip addr add 10.77.2.254/24 dev nd-rs
+"${SRV[@]}" ip addr add 10.77.2.2/24 dev nd-s
+"${RTR[@]}" sysctl -qw net.ipv4.ip_forward=1   # inside the router namespace only
+# veth offloads would hand tcpdump 64 KB super-segments; real NICs' captures show MTU-size
+# segments on the wire, and so should ours (one segment per GSO skb; no ethtool needed).
+for ns in CLI RTR SRV; do
+    eval "cmd=(\"\${${ns}[@]}\")"
+    for dev in $("${cmd[@]}" ls /sys/class/net); do
+        "${cmd[@]}" ip link set "$dev" gso_max_segs 1 2>/dev/null || true
+        "${cmd[@]}" ip link set "$dev" up
+    done
+done
+"${CLI[@]}" ip route add default via 10.77.1.254
+"${SRV[@]}" ip route add default via 10.77.2.254
+# the links are up once they report LOWER_UP (bounded wait, ready signal)
+for _ in $(seq 1 100); do
+    "${CLI[@]}" ip link show nd-c | grep -q LOWER_UP && "${SRV[@]}" ip link show nd-s | grep -q LOWER_UP && break
+    sleep 0.02
+done
+LAB="$out/lab.py"
+
+# lab_server PORT MODE BODY: starts a lab.py server in the server namespace, waits for "ready"
+lab_server() {
+    local fifo="$work/srv.$1"
+    mkfifo "$fifo"
+    "${SRV[@]}" python3 "$LAB" server "$1" "$2" "$3" >"$fifo" &
+    pids+=($!)
+    read -r _ <"$fifo"
+}
+
+# lab_capture NAME COUNT FILTER CLIENT-ARGS...: tcpdump in the client namespace around one
+# lab.py client run
+lab_capture() {
+    local name="$1" count="$2" filter="$3"
+    shift 3
+    want "$name" || return 0
+    rm -f "$work/td.err"
+    "${CLI[@]}" tcpdump -U --immediate-mode -i nd-c -s 200 -c "$count" -w "$out/$name" "$filter" 2>"$work/td.err" &
+    local td=$!
+    pids+=("$td")
+    wait_listening "$work/td.err"
+    "${CLI[@]}" python3 "$LAB" client "$@"
+    sleep 0.3   # let the closing FIN/ACKs (or the last retransmissions) reach the capture
+    kill -INT "$td" 2>/dev/null || true
+    wait "$td" || true
+    echo "$name: $(tcpdump -r "$out/$name" 2>/dev/null | wc -l) packets"
+}
+
+# healthy over veth: 64 KB responses, keep-alive, no loss
+lab_server 18089 keepalive 65536
+lab_capture lab-healthy.pcap 1000 'tcp port 18089' keepalive 10.77.2.2 18089 10
+
+# loss: 64 KB responses, every 25th packet from the server dropped in the router (network loss,
+# before the capture point): the capture at the client sees holes, duplicate ACKs with SACK
+# blocks, and the retransmissions that fill the holes (fast retransmit)
+lab_server 18090 keepalive 65536
+"${RTR[@]}" iptables -A FORWARD -p tcp --sport 18090 -m length --length 1000:65535 -m statistic --mode nth --every 25 --packet 0 -j DROP
+lab_capture loss.pcap 1000 'tcp port 18090' keepalive 10.77.2.2 18090 10
+
+# RTO: one-segment responses, every 4th data packet of the server dropped at the client's
+# INPUT (after tcpdump saw it, as a capture at the sender would show it): nothing follows the
+# lost segment, so only a timer (tail loss probe / RTO, ≥ 200 ms for a single outstanding
+# segment) repairs it
+lab_server 18091 keepalive 100
+"${CLI[@]}" iptables -A INPUT -p tcp --sport 18091 -m length --length 150:65535 -m statistic --mode nth --every 4 --packet 0 -j DROP
+lab_capture rto.pcap 400 'tcp port 18091' keepalive 10.77.2.2 18091 12
+
+# zero window: the client asks for 128 KB with SO_RCVBUF 4096 and does not read for 0.5 s
+lab_server 18092 keepalive 131072
+lab_capture zero-window.pcap 1200 'tcp port 18092' slowread 10.77.2.2 18092 1
+
+# SYN retransmits: (1) a listener with backlog 0 that never accepts, 4 concurrent connects:
+# the accept queue is full, the kernel drops the SYNs and the client repeats them; (2) a normal
+# server, 2 connections held open silently, the router drops every other pure ACK from the
+# client: the server's SYN/ACK is repeated after 1 s
+lab_server 18093 noaccept 0
+lab_server 18097 keepalive 100
+"${RTR[@]}" iptables -A FORWARD -p tcp --dport 18097 --tcp-flags ALL ACK -m length --length 52 -m statistic --mode nth --every 2 --packet 0 -j DROP
+if want syn-retransmit.pcap; then
+rm -f "$work/td.err"
+"${CLI[@]}" tcpdump -U --immediate-mode -i nd-c -s 200 -c 200 -w "$out/syn-retransmit.pcap" 'tcp port 18093 or tcp port 18097' 2>"$work/td.err" &
+td=$!
+pids+=("$td")
+wait_listening "$work/td.err"
+"${CLI[@]}" python3 "$LAB" client connect 10.77.2.2 18093 4
+"${CLI[@]}" python3 "$LAB" client hold 10.77.2.2 18097 2
+sleep 0.3
+kill -INT "$td" 2>/dev/null || true
+wait "$td" || true
+echo "syn-retransmit.pcap: $(tcpdump -r "$out/syn-retransmit.pcap" 2>/dev/null | wc -l) packets"
+fi
+
+# resets: a server that resets mid-response (SO_LINGER 0), then a closed port (RST, no handshake)
+lab_server 18094 reset 20000
+if want reset.pcap; then
+rm -f "$work/td.err"
+"${CLI[@]}" tcpdump -U --immediate-mode -i nd-c -s 200 -c 400 -w "$out/reset.pcap" 'tcp port 18094 or tcp port 18095' 2>"$work/td.err" &
+td=$!
+pids+=("$td")
+wait_listening "$work/td.err"
+"${CLI[@]}" python3 "$LAB" client reset 10.77.2.2 18094 3
+"${CLI[@]}" python3 "$LAB" client refused 10.77.2.2 18095 2
+sleep 0.3
+kill -INT "$td" 2>/dev/null || true
+wait "$td" || true
+echo "reset.pcap: $(tcpdump -r "$out/reset.pcap" 2>/dev/null | wc -l) packets"
+fi
+
+# short connections: 40 requests, one connection each
+lab_server 18096 keepalive 100
+lab_capture short-connections.pcap 600 'tcp port 18096' perconn 10.77.2.2 18096 40
+
+# delayed-ACK stall without Nagle: every 25th large packet of the server dropped in the
+# server's own OUTPUT chain. TCP sees the local error, keeps the segment queued, and retries
+# only when something wakes it: the next ACK from the client. With one full-size segment
+# unacknowledged, the client delays that ACK (40 ms): the sender stands still, waiting for a
+# delayed ACK, though Nagle is off (TCP_NODELAY) and the held segments are full-size. When
+# nothing is in flight at all, only the zero-window probe timer (~200 ms) wakes it.
+lab_server 18098 keepalive 65536
+"${SRV[@]}" iptables -A OUTPUT -p tcp --sport 18098 -m length --length 1000:65535 -m statistic --mode nth --every 25 --packet 0 -j DROP
+lab_capture delack-stall.pcap 1000 'tcp port 18098' keepalive 10.77.2.2 18098 10
+fi
 ls -l "$out"

@@ -12,6 +12,12 @@
 //! Which side is the server: the receiver of the SYN; without a captured handshake,
 //! `server_port` when given, else the side whose payload starts with an HTTP status line (or
 //! the peer of the side that sends a request line), else the lower port.
+//!
+//! Data that is not new is classified by [`crate::detect::loss`] (out of order, retransmitted,
+//! spurious); data the receiver acknowledged but the capture never saw is counted as a capture
+//! gap. Both capture gaps and the ring's own drops ([`Analyzer::note_capture_drops`]) become
+//! warnings, and transport findings computed over an incomplete capture say so. Each HTTP/1.x
+//! exchange gets a latency breakdown ([`crate::breakdown`]).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -19,11 +25,18 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
+use crate::breakdown::{Breakdown, BreakdownAgg, Cause, ExchangeParts};
 use crate::decode::{TcpSegment, decode};
 use crate::detect::Pkt;
+use crate::detect::connection_reset::{ResetAgg, ResetKind};
+use crate::detect::delayed_ack_stall::DelAckAgg;
+use crate::detect::loss::{Episode, LossAgg, LossDir, Old};
 use crate::detect::nagle_delayed_ack::{NagleAgg, NagleDir};
+use crate::detect::short_connections::ShortAgg;
 use crate::detect::slow_server_processing::{ExchangeView, SlowAgg};
-use crate::finding::{Finding, rank};
+use crate::detect::syn_retransmit::{SynAgg, SynState};
+use crate::detect::zero_window::{ZeroAgg, ZeroDir, ZeroPeriod};
+use crate::finding::{Finding, Layer, rank};
 use crate::packet::RawPacket;
 use crate::stats::{Hist, Percentiles};
 
@@ -50,13 +63,37 @@ pub struct CaptureStats {
     pub connections_with_handshake: u64,
     /// Connections not analyzed because [`MAX_CONNECTIONS`] were open.
     pub connections_untracked: u64,
-    /// Data segments entirely below the highest sequence number already sent.
+    /// Data segments entirely below the highest sequence number already sent, that repeat
+    /// bytes already sent (out-of-order segments are not counted here).
     pub retransmitted_segments: u64,
     pub first_ts_ns: Option<i64>,
     pub last_ts_ns: Option<i64>,
     pub duration_s: f64,
     /// Packets the kernel ring dropped during a live capture.
     pub capture_drops: u64,
+    /// New data segments carrying payload (original transmissions).
+    #[serde(default)]
+    pub data_segments: u64,
+    /// Segments that filled a gap in the sequence space before the receiver asked for them
+    /// (reordering, not loss).
+    #[serde(default)]
+    pub out_of_order_segments: u64,
+    /// Retransmissions of data already acknowledged, or reported by the receiver as received
+    /// twice (D-SACK).
+    #[serde(default)]
+    pub spurious_retransmissions: u64,
+    /// Pure ACKs that repeated the previous cumulative ACK while data was outstanding.
+    #[serde(default)]
+    pub duplicate_acks: u64,
+    /// Segments the receiver acknowledged that the capture never saw (capture-side drops).
+    #[serde(default)]
+    pub capture_gaps: u64,
+    /// Repeated SYNs and SYN/ACKs (same initial sequence number).
+    #[serde(default)]
+    pub syn_retransmits: u64,
+    /// TCP resets.
+    #[serde(default)]
+    pub resets: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -69,6 +106,12 @@ pub struct ExchangeStats {
     pub server_time_ms: Percentiles,
     /// Median handshake RTT (SYN → ACK of the SYN/ACK) over connections with a handshake.
     pub rtt_ms: Option<f64>,
+    /// Where the time of a typical (median-latency) request went; see [`crate::breakdown`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_p50_ms: Option<Breakdown>,
+    /// Mean breakdown over all exchanges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_mean_ms: Option<Breakdown>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -142,6 +185,12 @@ struct Dir {
     window: u32,
     fin: bool,
     nagle: NagleDir,
+    loss: LossDir,
+    /// Zero-window periods of this endpoint as a receiver.
+    zero: ZeroDir,
+    /// Since this direction's last new data: a retransmission, or the peer closed its
+    /// window. A late ACK then is not a delayed-ACK stall.
+    disturbed: bool,
 }
 
 impl Dir {
@@ -169,6 +218,20 @@ struct Exchange {
     http: bool,
     stalled_server: bool,
     stalled_client: bool,
+    delack_server: bool,
+    delack_client: bool,
+    /// Zero window advertised by the client (index 0) / the server (1) during the exchange.
+    zero: [bool; 2],
+    parts: ExchangeParts,
+    /// The last (needed, not spurious) retransmission of response data: the response was
+    /// delivered then, not when its original left.
+    delivered_ns: i64,
+}
+
+impl Exchange {
+    fn add_stall(&mut self, cause: Cause, start: i64, end: i64) {
+        self.parts.add(cause, self.first_req.ts_ns, start, end);
+    }
 }
 
 struct Conn {
@@ -182,6 +245,12 @@ struct Conn {
     rtt_ns: Option<i64>,
     phase: Phase,
     cur: Option<Exchange>,
+    syn: SynState,
+    /// Completed exchanges on this connection and the first request's first packet.
+    exchanges: u32,
+    first_req: Option<Pkt>,
+    /// Last packet seen on the connection (ends open zero-window periods).
+    last: Option<Pkt>,
 }
 
 /// Request-line methods of HTTP/1.x (with the following space).
@@ -226,7 +295,14 @@ struct Aggs {
     server_time: Hist,
     exchanges: u64,
     nagle: NagleAgg,
+    delack: DelAckAgg,
     slow: SlowAgg,
+    loss: LossAgg,
+    syn: SynAgg,
+    zero: ZeroAgg,
+    resets: ResetAgg,
+    short: ShortAgg,
+    breakdown: BreakdownAgg,
 }
 
 impl Analyzer {
@@ -241,7 +317,14 @@ impl Analyzer {
                 server_time: Hist::new(),
                 exchanges: 0,
                 nagle: NagleAgg::default(),
+                delack: DelAckAgg::default(),
                 slow: SlowAgg::default(),
+                loss: LossAgg::default(),
+                syn: SynAgg::default(),
+                zero: ZeroAgg::default(),
+                resets: ResetAgg::default(),
+                short: ShortAgg::default(),
+                breakdown: BreakdownAgg::new(),
             },
         }
     }
@@ -275,9 +358,17 @@ impl Analyzer {
         let f = seg.flags;
         let opening = f.syn() && !f.ack();
 
-        if opening && let Some(old) = self.conns.remove(&key) {
-            // Port reuse: a new connection on the same 4-tuple.
-            self.close(old);
+        if opening && let Some(old) = self.conns.get(&key) {
+            // The same SYN again (same ISN from the same side) is a retransmission; otherwise
+            // a new connection reuses the 4-tuple.
+            let d = &old.dirs[i];
+            let repeat = old.syn.first_syn.is_some()
+                && d.started
+                && d.isn == seg.seq
+                && d.nxt == seg.seq.wrapping_add(1);
+            if !repeat && let Some(old) = self.conns.remove(&key) {
+                self.close(old);
+            }
         }
         let n_conns = self.conns.len();
         let c = match self.conns.entry(key) {
@@ -307,30 +398,44 @@ impl Analyzer {
             flags: f,
             len: seg.payload_len,
         };
+        c.last = Some(pkt);
 
         // Handshake.
         if f.syn() {
             let d = &mut c.dirs[i];
+            let repeat = d.started && d.isn == seg.seq && (opening || c.synack_seen);
+            if repeat {
+                self.stats.syn_retransmits += 1;
+            }
             d.started = true;
             d.isn = seg.seq;
-            d.nxt = seg.seq.wrapping_add(1);
+            if !repeat || seq_gt(seg.seq.wrapping_add(1), d.nxt) {
+                d.nxt = seg.seq.wrapping_add(1);
+            }
             d.mss = seg.mss;
             d.wscale = seg.wscale;
             if opening {
                 c.syn_ts = Some(seg.ts_ns);
+                c.syn.on_syn(pkt);
             } else {
                 c.synack_seen = true;
+                c.syn.on_synack(pkt);
             }
-        } else if f.ack()
-            && c.rtt_ns.is_none()
-            && c.synack_seen
-            && !from_server
-            && let Some(t) = c.syn_ts
-        {
-            let rtt = seg.ts_ns - t;
-            if rtt >= 0 {
-                c.rtt_ns = Some(rtt);
-                self.aggs.handshake_rtt.record_ns(rtt);
+        } else if f.ack() && !from_server && c.synack_seen && c.syn.done.is_none() {
+            // The client's first ACK after the (last) SYN/ACK completes the handshake.
+            c.syn.done = Some(pkt);
+            if c.rtt_ns.is_none()
+                && let Some(t) = c.syn_ts
+            {
+                // With a repeated SYN/ACK: SYN → first SYN/ACK plus last SYN/ACK → ACK.
+                let rtt = match (c.syn.synacks > 1, c.syn.first_synack, c.syn.last_synack) {
+                    (true, Some(a), Some(b)) => (a.ts_ns - t).max(0) + (seg.ts_ns - b.ts_ns),
+                    _ => seg.ts_ns - t,
+                };
+                if rtt >= 0 {
+                    c.rtt_ns = Some(rtt);
+                    self.aggs.handshake_rtt.record_ns(rtt);
+                }
             }
         }
 
@@ -341,16 +446,39 @@ impl Analyzer {
                 _ => 0,
             };
             c.dirs[i].window = u32::from(seg.window) << scale;
+            if let Some(z) = c.dirs[i].zero.on_window(pkt, seg.window) {
+                self.aggs.on_zero_period(c, i, z);
+            }
+            if c.dirs[i].zero.active() {
+                c.dirs[j].disturbed = true;
+            }
         }
 
         // ACK of the peer's data.
         if f.ack() {
+            let pure = seg.payload_len == 0 && !f.syn() && !f.fin() && !f.rst();
+            let mss = u32::from(c.dirs[i].mss.unwrap_or(1460)).saturating_sub(40);
             let peer = &mut c.dirs[j];
+            let news = peer.loss.on_peer_ack(
+                seg.ts_ns,
+                seg.ack,
+                peer.acked,
+                peer.nxt,
+                seg.sack.as_slice(),
+                pure,
+                mss,
+            );
             if peer.acked.is_none_or(|a| seq_gt(seg.ack, a)) {
                 peer.acked = Some(seg.ack);
             }
-            if seg.payload_len == 0 && !f.syn() && !f.fin() && !f.rst() {
+            if pure {
                 peer.nagle.on_peer_ack(seg.ack, pkt);
+            }
+            self.stats.duplicate_acks += u64::from(news.dup);
+            self.stats.spurious_retransmissions += u64::from(news.dsack);
+            self.stats.capture_gaps += u64::from(news.capture_gaps);
+            if let Some(ep) = news.closed {
+                self.aggs.on_episode(c, ep);
             }
         }
 
@@ -364,7 +492,9 @@ impl Analyzer {
             }
             let end = seg.seq.wrapping_add(seg.payload_len);
             if seq_gt(end, d.nxt) {
+                d.loss.on_new_data(pkt, seg.seq, d.nxt, d.acked, seg.ip_id);
                 d.nxt = end;
+                self.stats.data_segments += 1;
                 // Re-orient a guessed connection on the first telling payload.
                 if c.reason <= Reason::LowerPort && c.cur.is_none() {
                     if looks_like_response(seg.payload) {
@@ -379,7 +509,17 @@ impl Analyzer {
                 let pkt = Pkt { from_server, ..pkt };
                 self.aggs.on_new_data(c, i, pkt, end, seg.payload);
             } else {
-                self.stats.retransmitted_segments += 1;
+                match d
+                    .loss
+                    .on_old_data(pkt, seg.seq, end, d.nxt, d.acked, c.rtt_ns, seg.ip_id)
+                {
+                    Old::OutOfOrder => self.stats.out_of_order_segments += 1,
+                    Old::Retransmission { spurious } => {
+                        self.stats.retransmitted_segments += 1;
+                        self.stats.spurious_retransmissions += u64::from(spurious);
+                        d.disturbed = true;
+                    }
+                }
             }
         } else if seg.seq_len() > 0 {
             let d = &mut c.dirs[i];
@@ -396,6 +536,10 @@ impl Analyzer {
         // Teardown.
         if f.fin() {
             c.dirs[i].fin = true;
+        }
+        if f.rst() {
+            self.stats.resets += 1;
+            self.aggs.on_reset(c, pkt);
         }
         if (f.rst() || (c.dirs[0].fin && c.dirs[1].fin))
             && let Some(c) = self.conns.remove(&key)
@@ -437,6 +581,10 @@ fn new_conn(cfg: &AnalyzerConfig, key: ConnKey, i: usize, seg: &TcpSegment<'_>) 
         rtt_ns: None,
         phase: Phase::Idle,
         cur: None,
+        syn: SynState::default(),
+        exchanges: 0,
+        first_req: None,
+        last: None,
     }
 }
 
@@ -474,6 +622,7 @@ impl Aggs {
                 }
                 Phase::Idle | Phase::Response => {
                     finished = c.cur.take();
+                    c.first_req.get_or_insert(pkt);
                     c.cur = Some(Exchange {
                         first_req: pkt,
                         last_req: pkt,
@@ -482,48 +631,120 @@ impl Aggs {
                         http: payload.len() < 4 || looks_like_request(payload),
                         stalled_server: false,
                         stalled_client: false,
+                        delack_server: false,
+                        delack_client: false,
+                        zero: [false; 2],
+                        parts: ExchangeParts::default(),
+                        delivered_ns: i64::MIN,
                     });
                     c.phase = Phase::Request;
                 }
             }
         }
 
-        // Nagle: this side's tracker sees the data, the peer's learns a new message began.
+        // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
+        // message began.
         let rtt = c.rtt_ns;
         let mss = c.dirs[j].mss; // the MSS this side may send is the one the peer announced
+        let disturbed = std::mem::take(&mut c.dirs[i].disturbed);
         let stall = c.dirs[i].nagle.on_data(pkt, end, mss, rtt);
         c.dirs[j].nagle.on_peer_data();
-        if let Some(st) = stall {
+        if let Some(st) = stall
+            && !disturbed
+        {
             if let Some(x) = c.cur.as_mut() {
-                if pkt.from_server {
-                    x.stalled_server = true;
+                let cause = if st.nagle {
+                    Cause::Nagle
                 } else {
-                    x.stalled_client = true;
+                    Cause::DelayedAck
+                };
+                x.add_stall(cause, st.prev.ts_ns, st.held.ts_ns);
+                match (st.nagle, pkt.from_server) {
+                    (true, true) => x.stalled_server = true,
+                    (true, false) => x.stalled_client = true,
+                    (false, true) => x.delack_server = true,
+                    (false, false) => x.delack_client = true,
                 }
             }
-            self.nagle.on_stall(client, server, st);
+            if st.nagle {
+                self.nagle.on_stall(client, server, st);
+            } else {
+                self.delack.on_stall(client, server, st);
+            }
         }
         if let Some(x) = finished {
-            self.finish_exchange(client, server, rtt, x);
+            self.finish_exchange(c, x);
         }
     }
 
-    fn finish_exchange(
-        &mut self,
-        client: SocketAddr,
-        server: SocketAddr,
-        rtt: Option<i64>,
-        x: Exchange,
-    ) {
+    /// A loss episode of the connection ended: charge its stall and count it.
+    fn on_episode(&mut self, c: &mut Conn, ep: Episode) {
+        let (client, server) = (c.ep[1 - c.server], c.ep[c.server]);
+        if let Some(x) = c.cur.as_mut()
+            && ep.stall_ns() > 0
+        {
+            let cause = if ep.timeout {
+                Cause::Timeout
+            } else {
+                Cause::Loss
+            };
+            x.add_stall(cause, ep.stall_start_ns(), ep.last.ts_ns);
+            if ep.last.from_server && x.first_resp.is_some() {
+                x.delivered_ns = x.delivered_ns.max(ep.last.ts_ns);
+            }
+        }
+        self.loss.on_episode(client, server, ep);
+    }
+
+    /// Endpoint `i` of the connection reopened its window after `z`.
+    fn on_zero_period(&mut self, c: &mut Conn, i: usize, z: ZeroPeriod) {
+        let (client, server) = (c.ep[1 - c.server], c.ep[c.server]);
+        let reader_is_server = c.server == i;
+        if let Some(x) = c.cur.as_mut() {
+            x.add_stall(Cause::ZeroWindow, z.start.ts_ns, z.end.ts_ns);
+            x.zero[usize::from(reader_is_server)] = true;
+        }
+        self.zero.on_period(client, server, reader_is_server, z);
+    }
+
+    /// A reset `rst` arrived on the connection (before its state is dropped).
+    fn on_reset(&mut self, c: &Conn, rst: Pkt) {
+        let (client, server) = (c.ep[1 - c.server], c.ep[c.server]);
+        let kind = if c.rtt_ns.is_none() && c.syn.first_syn.is_some() && c.cur.is_none() {
+            ResetKind::Refused
+        } else {
+            match (c.phase, rst.from_server) {
+                (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
+                (Phase::Response, false) => ResetKind::ClientAbort,
+                (Phase::Idle, _) => ResetKind::Idle,
+            }
+        };
+        let before = match kind {
+            ResetKind::Refused => c.syn.last_syn,
+            _ => c.cur.map(|x| {
+                if x.first_resp.is_some() {
+                    x.last_resp
+                } else {
+                    x.last_req
+                }
+            }),
+        };
+        self.resets.on_reset(client, server, kind, before, rst);
+    }
+
+    fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {
         let Some(first_resp) = x.first_resp else {
             return;
         };
         if !x.http {
             return;
         }
+        let (client, server) = (c.ep[1 - c.server], c.ep[c.server]);
+        let rtt = c.rtt_ns;
+        c.exchanges += 1;
         self.exchanges += 1;
-        self.latency
-            .record_ns(x.last_resp.ts_ns - x.first_req.ts_ns);
+        let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
+        self.latency.record_ns(latency);
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - rtt.unwrap_or(0)).max(0);
         self.server_time.record_ns(server_time);
         if x.stalled_server {
@@ -532,6 +753,23 @@ impl Aggs {
         if x.stalled_client {
             self.nagle.on_affected_exchange(false);
         }
+        if x.delack_server {
+            self.delack.on_affected_exchange(true);
+        }
+        if x.delack_client {
+            self.delack.on_affected_exchange(false);
+        }
+        for (k, z) in x.zero.iter().enumerate() {
+            if *z {
+                self.zero.on_exchange(k == 1);
+            }
+        }
+        self.loss.on_exchange(
+            x.parts.stalls[Cause::Loss as usize],
+            x.parts.stalls[Cause::Timeout as usize],
+        );
+        self.breakdown
+            .record(latency, rtt.unwrap_or(0), server_time, &x.parts);
         self.slow.on_exchange(&ExchangeView {
             client,
             server,
@@ -542,17 +780,45 @@ impl Aggs {
             server_time_ns: server_time,
         });
     }
+
+    /// A connection's state is dropped (closed, reused, or the capture ended): loss episodes
+    /// and zero-window periods still open end here (charged to the exchange in progress).
+    fn flush_stalls(&mut self, c: &mut Conn) {
+        for k in 0..2 {
+            if let Some(ep) = c.dirs[k].loss.take_open() {
+                self.on_episode(c, ep);
+            }
+            if let Some(last) = c.last
+                && let Some(z) = c.dirs[k].zero.take_open(last)
+            {
+                self.on_zero_period(c, k, z);
+            }
+        }
+    }
+
+    /// Per-connection counts, once the connection's last exchange was finished.
+    fn flush_counts(&mut self, c: &Conn) {
+        let (client, server) = (c.ep[1 - c.server], c.ep[c.server]);
+        self.syn.on_conn(client, server, &c.syn);
+        if let Some(syn) = c.syn.first_syn {
+            self.short
+                .on_conn(client, server, syn, c.first_req, c.exchanges);
+        }
+    }
 }
 
 impl Analyzer {
     /// A connection ended (FIN both ways, RST, or reuse): its exchange is complete.
     fn close(&mut self, mut c: Conn) {
+        // Open loss episodes and zero-window periods end with the connection; charge them to
+        // the exchange before it is finished.
+        self.aggs.flush_stalls(&mut c);
         if c.phase == Phase::Response
             && let Some(x) = c.cur.take()
         {
-            let (client, server) = (c.ep[1 - c.server], c.ep[c.server]);
-            self.aggs.finish_exchange(client, server, c.rtt_ns, x);
+            self.aggs.finish_exchange(&mut c, x);
         }
+        self.aggs.flush_counts(&c);
     }
 
     /// Ends the analysis. Exchanges still in progress (cut off by the end of the capture)
@@ -562,12 +828,29 @@ impl Analyzer {
         if let (Some(a), Some(b)) = (self.stats.first_ts_ns, self.stats.last_ts_ns) {
             self.stats.duration_s = (b - a).max(0) as f64 / 1e9;
         }
+        for (_, mut c) in std::mem::take(&mut self.conns) {
+            self.aggs.flush_stalls(&mut c);
+            self.aggs.flush_counts(&c);
+        }
         let mut findings = Vec::new();
         let g = &self.aggs;
+        let p50 = g.latency.quantile_ms(0.5);
         g.nagle.finish(g.exchanges, t0, &mut findings);
+        g.delack.finish(g.exchanges, t0, &mut findings);
         g.slow
             .finish(g.exchanges, &g.latency, &g.server_time, t0, &mut findings);
-        rank(&mut findings);
+        g.loss.finish(
+            g.exchanges,
+            self.stats.data_segments,
+            p50,
+            t0,
+            &mut findings,
+        );
+        g.syn.finish(t0, &mut findings);
+        g.zero.finish(g.exchanges, t0, &mut findings);
+        g.resets
+            .finish(g.exchanges, self.stats.connections, t0, &mut findings);
+        g.short.finish(p50, t0, &mut findings);
 
         let mut warnings = Vec::new();
         let s = &self.stats;
@@ -580,6 +863,24 @@ impl Analyzer {
                 s.capture_drops
             ));
         }
+        if s.capture_gaps > 0 {
+            warnings.push(format!(
+                "the capture missed {} segments that the receiver acknowledged (dropped by the \
+                 capture, not by the network): loss and stall findings may be incomplete",
+                s.capture_gaps
+            ));
+        }
+        if s.capture_drops > 0 || s.capture_gaps > 0 {
+            // Transport findings are computed from the packets; missing packets can hide or
+            // fake their patterns. Say so where it matters and trust them less.
+            for f in findings.iter_mut().filter(|f| f.layer == Layer::Transport) {
+                f.confidence = (f.confidence * 0.7).max(0.1);
+                f.explanation.push_str(
+                    " Note: the capture itself missed packets, so this analysis may be wrong \
+                     (retransmissions, stalls or window changes may be hidden or misread).",
+                );
+            }
+        }
         if s.connections_untracked > 0 {
             warnings.push(format!(
                 "{} connections were not analyzed (more than {MAX_CONNECTIONS} open at once)",
@@ -589,8 +890,10 @@ impl Analyzer {
         if s.packets > 0 && s.tcp_segments == 0 {
             warnings.push("the capture contains no TCP segments".to_string());
         }
+        rank(&mut findings);
         let g = &self.aggs;
         let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
+        let breakdown = g.breakdown.finish();
         Analysis {
             stats: self.stats,
             exchanges: ExchangeStats {
@@ -598,6 +901,8 @@ impl Analyzer {
                 latency_ms: g.latency.percentiles(),
                 server_time_ms: g.server_time.percentiles(),
                 rtt_ms,
+                breakdown_p50_ms: breakdown.map(|b| b.0),
+                breakdown_mean_ms: breakdown.map(|b| b.1),
             },
             findings,
             warnings,
@@ -609,7 +914,7 @@ impl Analyzer {
 mod tests {
     use super::*;
     use crate::decode::TcpFlags as F;
-    use crate::finding::{Evidence, FindingId, Side};
+    use crate::finding::{Evidence, FindingId, Severity, Side};
     use crate::packet::LinkType;
 
     const MS: i64 = 1_000_000;
@@ -633,16 +938,40 @@ mod tests {
         flags: u8,
         payload: &[u8],
     ) -> Vec<u8> {
+        ipv4_full(src, dst, seq, ack, flags, payload, 0xffff, &[], 0)
+    }
+
+    /// An IPv4/TCP packet with a given window, SACK blocks and IP id.
+    #[allow(clippy::too_many_arguments)]
+    fn ipv4_full(
+        src: SocketAddr,
+        dst: SocketAddr,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        payload: &[u8],
+        window: u16,
+        sack: &[(u32, u32)],
+        ip_id: u16,
+    ) -> Vec<u8> {
         let (IpAddr::V4(s), IpAddr::V4(d)) = (src.ip(), dst.ip()) else {
             unreachable!()
         };
         let syn = flags & F::SYN != 0;
-        let opts: &[u8] = if syn { &[2, 4, 0x05, 0xb4] } else { &[] };
+        let mut opts: Vec<u8> = if syn { vec![2, 4, 0x05, 0xb4] } else { vec![] };
+        if !sack.is_empty() {
+            opts.extend_from_slice(&[1, 1, 5, 2 + 8 * sack.len() as u8]);
+            for (l, r) in sack {
+                opts.extend_from_slice(&l.to_be_bytes());
+                opts.extend_from_slice(&r.to_be_bytes());
+            }
+        }
         let tcp_len = 20 + opts.len();
         let total = (20 + tcp_len + payload.len()) as u16;
         let mut p = vec![0x45, 0];
         p.extend_from_slice(&total.to_be_bytes());
-        p.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]);
+        p.extend_from_slice(&ip_id.to_be_bytes());
+        p.extend_from_slice(&[0x40, 0, 64, 6, 0, 0]);
         p.extend_from_slice(&s.octets());
         p.extend_from_slice(&d.octets());
         p.extend_from_slice(&src.port().to_be_bytes());
@@ -651,8 +980,9 @@ mod tests {
         p.extend_from_slice(&ack.to_be_bytes());
         p.push(((tcp_len / 4) as u8) << 4);
         p.push(flags);
-        p.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
-        p.extend_from_slice(opts);
+        p.extend_from_slice(&window.to_be_bytes());
+        p.extend_from_slice(&[0, 0, 0, 0]);
+        p.extend_from_slice(&opts);
         p.extend_from_slice(payload);
         p
     }
@@ -685,6 +1015,36 @@ mod tests {
             } else {
                 self.sseq = self.sseq.wrapping_add(adv);
             }
+            self.a.push(&RawPacket {
+                frame: self.frame,
+                ts_ns: self.t,
+                link: LinkType::Raw,
+                data: &p,
+                orig_len: p.len() as u32,
+            });
+        }
+        /// Sends a segment with explicit sequence numbers (the script's own are not moved).
+        #[allow(clippy::too_many_arguments)]
+        fn raw(
+            &mut self,
+            dt: i64,
+            from_client: bool,
+            seq: u32,
+            ack: u32,
+            flags: u8,
+            payload: &[u8],
+            window: u16,
+            sack: &[(u32, u32)],
+            ip_id: u16,
+        ) {
+            self.t += dt;
+            self.frame += 1;
+            let (src, dst) = if from_client {
+                (self.c, self.s)
+            } else {
+                (self.s, self.c)
+            };
+            let p = ipv4_full(src, dst, seq, ack, flags, payload, window, sack, ip_id);
             self.a.push(&RawPacket {
                 frame: self.frame,
                 ts_ns: self.t,
@@ -784,9 +1144,23 @@ mod tests {
         s.close();
         let an = s.a.finish();
         assert_eq!(an.stats.retransmitted_segments, 1);
+        assert_eq!(an.stats.data_segments, 2);
         assert_eq!(an.exchanges.count, 1);
-        // The retransmission did not extend the response: latency = 0.1 ms, not 200 ms.
-        assert!(an.exchanges.latency_ms.max < 1.0, "{:?}", an.exchanges);
+        // The retransmission is not a new response segment, but it was needed (no D-SACK):
+        // the client got the response only then, 200 ms after the original.
+        let lat = an.exchanges.latency_ms.max;
+        assert!((200.0..201.0).contains(&lat), "{:?}", an.exchanges);
+        let f = an
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::RetransmissionTimeout)
+            .unwrap();
+        assert!((199.0..201.0).contains(&f.impact.added_latency_ms.unwrap()));
+        let b = an.exchanges.breakdown_p50_ms.unwrap();
+        assert!(
+            (199.0..201.0).contains(&b.stalls.retransmission_timeout),
+            "{b:?}"
+        );
     }
 
     #[test]
@@ -832,6 +1206,353 @@ mod tests {
             panic!()
         };
         assert_eq!(connection, "10.0.0.1:80 → 10.0.0.2:50000");
+    }
+
+    const SEG: usize = 1400;
+
+    /// Server sends segments 0,2 then (after the client's SACK) 1, with the given IP ids for
+    /// segment 1 (2 is sent with id 102). Returns the analysis.
+    fn hole_then_fill(fill_id: u16, fill_delay: i64, complain: bool) -> Analysis {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        s.send(MS, true, F::PSH | F::ACK, REQ);
+        let (c, b) = (s.cseq, s.sseq);
+        let seg = [b'x'; SEG];
+        let at = |k: u32| b.wrapping_add(k * SEG as u32);
+        s.raw(100_000, false, at(0), c, F::ACK, &seg, 0xffff, &[], 100);
+        s.raw(10_000, false, at(2), c, F::ACK, &seg, 0xffff, &[], 102);
+        if complain {
+            s.raw(
+                2_000,
+                true,
+                c,
+                at(1),
+                F::ACK,
+                b"",
+                0xffff,
+                &[(at(2), at(3))],
+                7,
+            );
+        }
+        s.raw(
+            fill_delay,
+            false,
+            at(1),
+            c,
+            F::ACK,
+            &seg,
+            0xffff,
+            &[],
+            fill_id,
+        );
+        s.raw(5_000, true, c, at(3), F::ACK, b"", 0xffff, &[], 8);
+        s.sseq = at(3);
+        s.close();
+        s.a.finish()
+    }
+
+    #[test]
+    fn reordering_is_not_retransmission() {
+        // The late segment has the smaller IP id: it was sent before the one that overtook it,
+        // even though it arrives after the client's SACK, 2 ms later.
+        let an = hole_then_fill(101, 2 * MS, true);
+        assert_eq!(an.stats.out_of_order_segments, 1, "{:?}", an.stats);
+        assert_eq!(an.stats.retransmitted_segments, 0);
+        assert_eq!(an.stats.capture_gaps, 0);
+        assert!(
+            an.findings
+                .iter()
+                .all(|f| f.id != FindingId::PacketLossRetransmission),
+            "{:#?}",
+            an.findings
+        );
+        // Without IP ids: arriving before any complaint means reordering too.
+        let an = hole_then_fill(0, 20_000, false);
+        assert_eq!(an.stats.out_of_order_segments, 1, "{:?}", an.stats);
+        assert_eq!(an.stats.retransmitted_segments, 0);
+    }
+
+    #[test]
+    fn signalled_hole_filled_later_is_loss() {
+        // Larger IP id: sent again after the client's SACK reported the hole.
+        let an = hole_then_fill(103, 300_000, true);
+        assert_eq!(an.stats.retransmitted_segments, 1, "{:?}", an.stats);
+        assert_eq!(an.stats.out_of_order_segments, 0);
+        let f = an
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::PacketLossRetransmission)
+            .unwrap_or_else(|| panic!("{:#?}", an.findings));
+        assert_eq!(f.side, Side::Network);
+        assert_eq!(f.impact.affected_fraction, Some(1.0));
+        // No IP ids, but the fill came well after the complaint (RTT 0.1 ms here): loss too.
+        let an = hole_then_fill(0, 300_000, true);
+        assert_eq!(an.stats.retransmitted_segments, 1, "{:?}", an.stats);
+        let b = an.exchanges.breakdown_p50_ms.unwrap();
+        assert!(b.stalls.packet_loss_retransmission > 0.0, "{b:?}");
+    }
+
+    #[test]
+    fn dsack_spurious_retransmissions_keep_a_healthy_server_healthy() {
+        // 100 exchanges; on each the client is slow to ACK (4 ms, starved of CPU), the server
+        // retransmits its response (tail-loss probe), and the client reports the duplicate
+        // with a D-SACK. tshark flags all 100 as retransmissions; they cost nothing.
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        for _ in 0..100 {
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            let (c, b) = (s.cseq, s.sseq);
+            s.send(100_000, false, F::PSH | F::ACK, HDR);
+            let e = s.sseq;
+            s.raw(4 * MS, false, b, c, F::PSH | F::ACK, HDR, 0xffff, &[], 0);
+            s.raw(100_000, true, c, e, F::ACK, b"", 0xffff, &[(b, e)], 0);
+        }
+        s.close();
+        let an = s.a.finish();
+        assert_eq!(an.exchanges.count, 100);
+        assert_eq!(an.stats.retransmitted_segments, 100);
+        assert_eq!(an.stats.spurious_retransmissions, 100, "{:?}", an.stats);
+        assert!(
+            an.findings.iter().all(|f| f.severity == Severity::Info),
+            "{:#?}",
+            an.findings
+        );
+        assert!(
+            an.findings
+                .iter()
+                .all(|f| f.id != FindingId::PacketLossRetransmission
+                    && f.id != FindingId::RetransmissionTimeout),
+            "{:#?}",
+            an.findings
+        );
+        let b = an.exchanges.breakdown_p50_ms.unwrap();
+        assert_eq!(b.stalls_total(), 0.0, "{b:?}");
+        assert!(an.exchanges.latency_ms.p50 < 1.0, "{:?}", an.exchanges);
+    }
+
+    #[test]
+    fn repeated_syn_is_one_connection_and_a_syn_retransmit() {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.send(0, true, F::SYN, b"");
+        s.cseq -= 1;
+        s.send(1000 * MS, true, F::SYN, b"");
+        s.send(50_000, false, F::SYN | F::ACK, b"");
+        s.send(50_000, true, F::ACK, b"");
+        s.send(MS, true, F::PSH | F::ACK, REQ);
+        s.send(100_000, false, F::PSH | F::ACK, HDR);
+        s.close();
+        let an = s.a.finish();
+        assert_eq!(an.stats.connections, 1);
+        assert_eq!(an.stats.syn_retransmits, 1);
+        assert_eq!(an.exchanges.count, 1);
+        // The RTT comes from the SYN that was answered.
+        assert_eq!(an.exchanges.rtt_ms, Some(0.1));
+        let f = an
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::SynRetransmit)
+            .unwrap();
+        assert!(f.summary.contains("repeat its SYN"), "{}", f.summary);
+        let added = f.impact.added_latency_ms.unwrap();
+        assert!((1000.0..1001.0).contains(&added), "{added}");
+        assert_eq!(f.severity, Severity::Critical);
+
+        // The SYN/ACK repeated instead (the client's ACK was lost).
+        let mut s = Script::new("10.0.0.1:40001", "10.0.0.2:80");
+        s.send(0, true, F::SYN, b"");
+        s.send(50_000, false, F::SYN | F::ACK, b"");
+        s.sseq -= 1;
+        s.send(1000 * MS, false, F::SYN | F::ACK, b"");
+        s.send(50_000, true, F::ACK, b"");
+        s.close();
+        let an = s.a.finish();
+        assert_eq!(an.stats.connections, 1);
+        let f = an
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::SynRetransmit)
+            .unwrap();
+        assert!(f.summary.contains("SYN/ACK"), "{}", f.summary);
+        assert_eq!(an.exchanges.rtt_ms, Some(0.1));
+    }
+
+    #[test]
+    fn zero_window_names_the_reader_and_its_time() {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        for _ in 0..3 {
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            s.send(100_000, false, F::ACK, &[b'x'; SEG]);
+            let (c, b) = (s.cseq, s.sseq);
+            // The client's buffer is full: window 0 for 100 ms, then reopened.
+            s.raw(50_000, true, c, b, F::ACK, b"", 0, &[], 0);
+            s.raw(100 * MS, true, c, b, F::ACK, b"", 0xffff, &[], 0);
+            s.send(50_000, false, F::PSH | F::ACK, &[b'x'; 100]);
+            s.send(50_000, true, F::ACK, b"");
+        }
+        s.close();
+        let an = s.a.finish();
+        let f = an
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::ZeroWindow)
+            .unwrap_or_else(|| panic!("{:#?}", an.findings));
+        assert_eq!(f.side, Side::Client);
+        assert!(f.severity >= Severity::Warning);
+        let d = f.impact.added_latency_ms.unwrap();
+        assert!((99.0..101.0).contains(&d), "{d}");
+        assert_eq!(f.impact.affected_fraction, Some(1.0));
+        let b = an.exchanges.breakdown_p50_ms.unwrap();
+        assert!((99.0..101.0).contains(&b.stalls.zero_window), "{b:?}");
+        // Not a delayed-ACK stall: the window, not the ACK timer, held the server.
+        assert!(
+            an.findings
+                .iter()
+                .all(|f| f.id != FindingId::DelayedAckStall && f.id != FindingId::NagleDelayedAck),
+            "{:#?}",
+            an.findings
+        );
+    }
+
+    #[test]
+    fn resets_say_who_and_when() {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        // Refused: SYN answered by RST/ACK.
+        s.send(0, true, F::SYN, b"");
+        s.send(50_000, false, F::RST | F::ACK, b"");
+        // Server resets mid-response, 3 times.
+        for port in 40001..40004 {
+            s.c.set_port(port);
+            s.handshake();
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            s.send(100_000, false, F::ACK, &[b'x'; SEG]);
+            s.send(10 * MS, false, F::RST | F::ACK, b"");
+        }
+        // A client that aborts while the response arrives: info only.
+        s.c.set_port(40010);
+        s.handshake();
+        s.send(MS, true, F::PSH | F::ACK, REQ);
+        s.send(100_000, false, F::ACK, &[b'x'; SEG]);
+        s.send(100_000, true, F::RST | F::ACK, b"");
+        let an = s.a.finish();
+        assert_eq!(an.stats.resets, 5);
+        let resets: Vec<_> = an
+            .findings
+            .iter()
+            .filter(|f| f.id == FindingId::ConnectionReset)
+            .collect();
+        assert_eq!(resets.len(), 3, "{resets:#?}");
+        let refused = resets
+            .iter()
+            .find(|f| f.summary.contains("refused"))
+            .unwrap();
+        assert_eq!(refused.side, Side::Server);
+        let mid = resets
+            .iter()
+            .find(|f| f.summary.contains("middle"))
+            .unwrap();
+        assert_eq!((mid.side, mid.severity), (Side::Server, Severity::Critical));
+        assert!(
+            mid.summary.contains("reset 3 connections"),
+            "{}",
+            mid.summary
+        );
+        let abort = resets.iter().find(|f| f.side == Side::Client).unwrap();
+        assert_eq!(abort.severity, Severity::Info);
+    }
+
+    #[test]
+    fn delayed_ack_stall_without_nagle() {
+        // A window-limited server: one full-size segment in flight, the client delays its ACK
+        // 40 ms, the next full segment leaves right after the ACK. Nagle never holds full
+        // segments, so this is delayed_ack_stall, side client (the one delaying ACKs).
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        for _ in 0..6 {
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            s.send(100_000, false, F::ACK, &[b'x'; 1420]);
+            s.send(40 * MS, true, F::ACK, b"");
+            s.send(100_000, false, F::PSH | F::ACK, &[b'x'; 1420]);
+            s.send(50_000, true, F::ACK, b"");
+        }
+        s.close();
+        let an = s.a.finish();
+        let f = &an.findings[0];
+        assert_eq!(f.id, FindingId::DelayedAckStall, "{:#?}", an.findings);
+        assert_eq!(f.side, Side::Client);
+        assert_eq!(f.severity, Severity::Critical);
+        let added = f.impact.added_latency_ms.unwrap();
+        assert!((39.0..41.0).contains(&added), "{added}");
+        assert!(
+            an.findings
+                .iter()
+                .all(|f| f.id != FindingId::NagleDelayedAck)
+        );
+        let b = an.exchanges.breakdown_p50_ms.unwrap();
+        assert!((39.0..41.0).contains(&b.stalls.delayed_ack_stall), "{b:?}");
+    }
+
+    #[test]
+    fn data_acked_but_never_captured_is_a_capture_gap() {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        for _ in 0..6 {
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            s.send(100_000, false, F::PSH | F::ACK, HDR);
+            // The body's first segment is missing from the capture, the client ACKs it all.
+            s.sseq += SEG as u32;
+            s.send(100_000, false, F::ACK, &[b'x'; SEG]);
+            s.send(50_000, true, F::ACK, b"");
+        }
+        s.close();
+        let an = s.a.finish();
+        assert_eq!(an.stats.capture_gaps, 6, "{:?}", an.stats);
+        assert_eq!(an.stats.retransmitted_segments, 0);
+        assert!(
+            an.warnings
+                .iter()
+                .any(|w| w.contains("capture missed 6 segments")),
+            "{:?}",
+            an.warnings
+        );
+    }
+
+    #[test]
+    fn one_request_per_connection_is_short_connections() {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        for port in 0..10u16 {
+            s.c.set_port(41000 + port);
+            s.handshake();
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            s.send(100_000, false, F::PSH | F::ACK, HDR);
+            s.close();
+        }
+        let an = s.a.finish();
+        let f = an
+            .findings
+            .iter()
+            .find(|f| f.id == FindingId::ShortConnections)
+            .unwrap_or_else(|| panic!("{:#?}", an.findings));
+        // SYN → request: 0.1 ms handshake + 1 ms; the request itself takes 0.1 ms: setup
+        // dominates, but 1.1 ms is still cheap.
+        let added = f.impact.added_latency_ms.unwrap();
+        assert!((1.0..1.2).contains(&added), "{added}");
+        assert_eq!(f.impact.affected_fraction, Some(1.0));
+        assert_eq!(f.severity, Severity::Warning);
+        // Keep-alive: no finding.
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        for _ in 0..10 {
+            s.send(MS, true, F::PSH | F::ACK, REQ);
+            s.send(100_000, false, F::PSH | F::ACK, HDR);
+        }
+        s.close();
+        let an = s.a.finish();
+        assert!(
+            an.findings
+                .iter()
+                .all(|f| f.id != FindingId::ShortConnections)
+        );
     }
 
     #[test]

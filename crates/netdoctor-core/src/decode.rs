@@ -108,6 +108,9 @@ pub struct TcpSegment<'a> {
     pub mss: Option<u16>,
     pub wscale: Option<u8>,
     pub sack: SackBlocks,
+    /// IPv4 identification field (`None` for IPv6). Linux numbers the packets of a
+    /// connection consecutively, so it tells a late original from a retransmission.
+    pub ip_id: Option<u16>,
 }
 
 impl TcpSegment<'_> {
@@ -226,6 +229,7 @@ pub fn decode<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, DecodeE
             },
         }
     })?;
+    let mut ip_id = None;
     let (src_ip, dst_ip, payload, ip_payload_len): (IpAddr, IpAddr, _, Option<usize>) = match &ip {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
@@ -233,6 +237,7 @@ pub fn decode<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, DecodeE
             let auth = v4.extensions().auth.map_or(0, |a| a.slice().len());
             let hl = h.slice().len() + auth;
             let len = (total >= hl).then(|| total - hl);
+            ip_id = Some(h.identification());
             (
                 IpAddr::V4(Ipv4Addr::from(h.source())),
                 IpAddr::V4(Ipv4Addr::from(h.destination())),
@@ -322,6 +327,7 @@ pub fn decode<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, DecodeE
         mss,
         wscale,
         sack,
+        ip_id,
     }))
 }
 

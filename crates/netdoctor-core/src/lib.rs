@@ -6,6 +6,7 @@
 //! (live) and `analyze` (files), and would serve a per-node agent.
 
 pub mod analyze;
+pub mod breakdown;
 pub mod decode;
 pub mod detect;
 pub mod finding;
@@ -14,6 +15,7 @@ pub mod probes;
 mod stats;
 
 pub use analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, ExchangeStats};
+pub use breakdown::{Breakdown, Stalls};
 pub use decode::{DecodeError, SackBlocks, TcpFlags, TcpSegment, decode};
 pub use finding::{
     Evidence, Finding, FindingId, Impact, Layer, PacketRef, Severity, Side, Verdict,

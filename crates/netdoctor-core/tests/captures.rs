@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use netdoctor_core::finding::{FindingId, Severity, Side};
+use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, Evidence, LinkType, RawPacket};
 use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
 
@@ -118,6 +118,11 @@ fn assert_nagle(name: &str, expect_link: LinkType) {
     );
     assert_eq!(f.side, Side::Server);
     assert_eq!(f.severity, Severity::Critical);
+    assert!(
+        f.fix.contains("tcp_nopush on") && f.fix.contains("sendfile on"),
+        "{}",
+        f.fix
+    );
     let added = f.impact.added_latency_ms.unwrap();
     assert!((35.0..=60.0).contains(&added), "{name}: added {added}");
     let frac = f.impact.affected_fraction.unwrap();
@@ -208,6 +213,13 @@ fn healthy_has_nothing_above_info() {
             .iter()
             .any(|f| f.id == FindingId::NagleDelayedAck)
     );
+    assert!(an.findings.is_empty(), "{:#?}", an.findings);
+    assert_eq!(
+        an.exchanges.breakdown_p50_ms.unwrap().stalls_total(),
+        0.0,
+        "{:?}",
+        an.exchanges
+    );
 }
 
 #[test]
@@ -223,6 +235,8 @@ fn slow_server_is_found_and_is_not_nagle() {
     // The server sleeps 25 ms per request.
     let st = f.impact.added_latency_ms.unwrap();
     assert!((24.0..=80.0).contains(&st), "server time {st}");
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    assert!(b.server >= 24.0 && b.stalls_total() == 0.0, "{b:?}");
     assert!(!f.evidence.is_empty());
     assert!(
         !an.findings
@@ -266,6 +280,249 @@ fn server_port_orients_mid_stream_captures() {
             .unwrap();
         assert_eq!(f.side, Side::Server, "{cfg:?}");
     }
+}
+
+fn findings(an: &Analysis, id: FindingId) -> Vec<&Finding> {
+    an.findings.iter().filter(|f| f.id == id).collect()
+}
+
+fn one(an: &Analysis, id: FindingId) -> &Finding {
+    let v = findings(an, id);
+    assert_eq!(v.len(), 1, "{id}: {:#?}", an.findings);
+    v[0]
+}
+
+/// Frame numbers of the evidence packets of a finding.
+fn frames(f: &Finding) -> Vec<Vec<u64>> {
+    f.evidence
+        .iter()
+        .map(|e| match e {
+            Evidence::Packets { packets, .. } => packets.iter().map(|p| p.frame).collect(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn lab_healthy_has_no_finding() {
+    // 10 × 64 KB over veth + router: no loss, no stall.
+    let (an, _) = analyze("lab-healthy.pcap");
+    assert_eq!(an.exchanges.count, 10, "{:?}", an.exchanges);
+    assert_eq!(an.stats.retransmitted_segments, 0);
+    assert!(an.findings.is_empty(), "{:#?}", an.findings);
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    assert_eq!(b.stalls_total(), 0.0);
+    let sum = b.network + b.server + b.transfer;
+    assert!((sum - b.latency).abs() < 1e-6, "{b:?}");
+}
+
+#[test]
+fn spurious_retransmissions_do_not_make_a_healthy_server_lossy() {
+    // nginx tcp_nodelay on under wrk -c 100: 31 retransmissions ~5 ms after the original while
+    // the client was starved of CPU, each reported back with a D-SACK (tshark: 31 "suspected
+    // retransmission", 31 "D-SACK Sequence", only 4 "spurious"). They cost nothing.
+    let (an, _) = analyze("healthy-spurious.pcap");
+    assert_eq!(an.stats.retransmitted_segments, 31, "{:?}", an.stats);
+    assert_eq!(an.stats.spurious_retransmissions, 31, "{:?}", an.stats);
+    assert!(an.exchanges.count >= 200, "{:?}", an.exchanges);
+    assert!(an.findings.is_empty(), "{:#?}", an.findings);
+    assert_eq!(an.exchanges.breakdown_p50_ms.unwrap().stalls_total(), 0.0);
+}
+
+#[test]
+fn loss_is_fast_retransmission_not_reordering() {
+    // Every 25th large server packet dropped in the router, before the capture point: 19 holes,
+    // each filled by a retransmission (the IP ids prove it), plus one spurious retransmission
+    // the client reported with a D-SACK. tshark calls 5 of the fills "out-of-order".
+    let (an, _) = analyze("loss.pcap");
+    let s = &an.stats;
+    assert_eq!(s.retransmitted_segments, 20, "{s:?}");
+    assert_eq!(s.out_of_order_segments, 0, "{s:?}");
+    assert_eq!(s.spurious_retransmissions, 1, "{s:?}");
+    assert_eq!(s.capture_gaps, 0);
+    assert!(s.duplicate_acks >= 15, "{s:?}");
+    let f = one(&an, FindingId::PacketLossRetransmission);
+    assert_eq!(f.side, Side::Network);
+    // 4.2% of data segments lost: a warning even though each loss costs < 1 ms here.
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.summary.contains("19 segments"), "{}", f.summary);
+    assert_eq!(f.impact.affected_fraction, Some(1.0));
+    let tshark_fills = [
+        27, 54, 77, 106, 136, 173, 214, 251, 319, 321, 350, 380, 386, 414, 442, 480, 518, 551, 585,
+        612,
+    ];
+    for ex in frames(f) {
+        assert!(ex.iter().any(|fr| tshark_fills.contains(fr)), "{ex:?}");
+    }
+    assert!(findings(&an, FindingId::RetransmissionTimeout).is_empty());
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    assert!(b.stalls.packet_loss_retransmission > 0.0, "{b:?}");
+}
+
+#[test]
+fn rto_stalls_are_retransmission_timeouts() {
+    // Every 4th one-segment response dropped after the capture point: the server resends it
+    // after ~205 ms (frames 6→7, 14→16, 24→25, 31→32). The client's own resent request
+    // (frame 15) was already acknowledged: spurious, D-SACKed in frame 17.
+    let (an, _) = analyze("rto.pcap");
+    assert_eq!(an.exchanges.count, 12);
+    assert_eq!(an.stats.retransmitted_segments, 5);
+    assert_eq!(an.stats.spurious_retransmissions, 1, "{:?}", an.stats);
+    let f = one(&an, FindingId::RetransmissionTimeout);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.summary.contains("4 stalls"), "{}", f.summary);
+    let added = f.impact.added_latency_ms.unwrap();
+    assert!((200.0..=260.0).contains(&added), "{added}");
+    assert_eq!(f.impact.affected_fraction, Some(4.0 / 12.0));
+    assert_eq!(frames(f)[0], [6, 7]);
+    // The lost responses arrived only with their retransmission.
+    assert!(an.exchanges.latency_ms.p90 >= 200.0, "{:?}", an.exchanges);
+    assert!(findings(&an, FindingId::PacketLossRetransmission).is_empty());
+    assert!(findings(&an, FindingId::DelayedAckStall).is_empty());
+}
+
+#[test]
+fn zero_window_blames_the_client_that_does_not_read() {
+    let (an, _) = analyze("zero-window.pcap");
+    let f = one(&an, FindingId::ZeroWindow);
+    assert_eq!(f.side, Side::Client);
+    assert_eq!(f.severity, Severity::Critical);
+    // The client sleeps 0.5 s before reading; its buffer is full after ~0.1 s.
+    let d = f.impact.added_latency_ms.unwrap();
+    assert!((250.0..=500.0).contains(&d), "{d}");
+    // tshark: "TCP Zero Window segment" in frames 13 and 15 (one period).
+    assert_eq!(frames(f)[0][0], 13);
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    assert!(b.stalls.zero_window >= 250.0, "{b:?}");
+    assert!(findings(&an, FindingId::DelayedAckStall).is_empty());
+    assert!(findings(&an, FindingId::NagleDelayedAck).is_empty());
+}
+
+#[test]
+fn syn_retransmits_say_which_packet_was_repeated() {
+    let (an, _) = analyze("syn-retransmit.pcap");
+    // tshark flags the same 9 SYNs and 1 SYN/ACK (and a FIN) as retransmissions.
+    assert_eq!(an.stats.syn_retransmits, 10, "{:?}", an.stats);
+    assert_eq!(an.stats.connections, 6);
+    let f = one(&an, FindingId::SynRetransmit);
+    assert_eq!(f.side, Side::Server);
+    assert!(
+        f.summary.contains("SYN on 3") && f.summary.contains("SYN/ACK on 1"),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.impact.affected_fraction, Some(4.0 / 6.0));
+    // Linux 6.18 repeats SYNs every second (tcp_syn_linear_timeouts): the client gave up
+    // after 3.5 s, 3 s after its first SYN.
+    let added = f.impact.added_latency_ms.unwrap();
+    assert!((2900.0..=3200.0).contains(&added), "{added}");
+}
+
+#[test]
+fn resets_refused_and_mid_response() {
+    let (an, _) = analyze("reset.pcap");
+    assert_eq!(an.stats.resets, 5);
+    let v = findings(&an, FindingId::ConnectionReset);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    let refused = v.iter().find(|f| f.summary.contains("refused")).unwrap();
+    assert!(refused.summary.starts_with("2 connection attempts"));
+    let mid = v.iter().find(|f| f.summary.contains("middle")).unwrap();
+    assert_eq!(mid.side, Side::Server);
+    assert!(
+        mid.summary.contains("reset 3 connections"),
+        "{}",
+        mid.summary
+    );
+    assert_eq!(mid.severity, Severity::Critical);
+}
+
+#[test]
+fn one_request_per_connection_is_found_but_cheap_on_a_lan() {
+    let (an, _) = analyze("short-connections.pcap");
+    assert_eq!(an.stats.connections_with_handshake, 40);
+    let f = one(&an, FindingId::ShortConnections);
+    assert_eq!(f.impact.affected_fraction, Some(1.0));
+    // A handshake across a veth costs a fraction of a millisecond: info.
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.impact.added_latency_ms.unwrap() < 1.0);
+    assert!(an.findings.iter().all(|f| f.severity == Severity::Info));
+}
+
+#[test]
+fn delayed_ack_stall_on_real_traffic() {
+    // The server's TCP retries a locally dropped full-size segment only when the client's
+    // next ACK arrives, and the client delays that ACK 40 ms (one segment outstanding).
+    let (an, _) = analyze("delack-stall.pcap");
+    let f = one(&an, FindingId::DelayedAckStall);
+    assert_eq!(f.side, Side::Client);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.summary.contains("3 times"), "{}", f.summary);
+    let added = f.impact.added_latency_ms.unwrap();
+    assert!((40.0..=50.0).contains(&added), "{added}");
+    assert_eq!(f.impact.affected_fraction, Some(0.3));
+    assert_eq!(frames(f)[0], [210, 211, 212]);
+    for e in &f.evidence {
+        let Evidence::Packets { packets, .. } = e else {
+            panic!()
+        };
+        // Full-size segments: Nagle had nothing to do with it.
+        assert!(packets[2].desc.contains("len=1448"), "{packets:?}");
+    }
+    assert!(findings(&an, FindingId::NagleDelayedAck).is_empty());
+    // tshark's expert info sees nothing here: no retransmission happened on the wire.
+    assert_eq!(an.stats.retransmitted_segments, 0);
+    assert!(an.exchanges.latency_ms.p90 >= 40.0, "{:?}", an.exchanges);
+}
+
+#[test]
+fn capture_drops_are_warned_and_qualify_findings() {
+    // Leave out 5 of the server's segments that did reach the client: the client ACKs data
+    // the capture never saw.
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet("loss.pcap", |p| {
+        if !(100..=104).contains(&p.frame) {
+            a.push(p)
+        }
+    });
+    let an = a.finish();
+    assert!(an.stats.capture_gaps >= 1, "{:?}", an.stats);
+    assert!(
+        an.warnings.iter().any(|w| w.contains("capture missed")),
+        "{:?}",
+        an.warnings
+    );
+    let f = one(&an, FindingId::PacketLossRetransmission);
+    assert!(f.explanation.contains("may be wrong"), "{}", f.explanation);
+
+    // Ring drops reported by a live capture do the same.
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet("nagle-eth.pcap", |p| a.push(p));
+    a.note_capture_drops(7);
+    let an = a.finish();
+    assert!(an.warnings.iter().any(|w| w.contains("dropped 7 packets")));
+    assert!(an.findings[0].explanation.contains("may be wrong"));
+}
+
+#[test]
+fn nagle_breakdown_adds_up_to_the_median() {
+    let (an, _) = analyze("nagle-eth.pcap");
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    // p50 ≈ 44 ms = a few µs of network + ~0.1 ms server + ~43 ms Nagle/delayed ACK.
+    assert!(
+        (b.latency - an.exchanges.latency_ms.p50).abs() < 0.2 * b.latency,
+        "{b:?}"
+    );
+    assert!(b.stalls.nagle_delayed_ack >= 35.0, "{b:?}");
+    assert!(b.network < 1.0 && b.server < 1.0, "{b:?}");
+    let sum = b.network + b.server + b.transfer + b.stalls_total();
+    assert!((sum - b.latency).abs() < 1e-6, "{b:?}");
+    let v = serde_json::to_value(&an.exchanges).unwrap();
+    assert!(
+        v["breakdown_p50_ms"]["stalls"]["nagle_delayed_ack"]
+            .as_f64()
+            .unwrap()
+            >= 35.0
+    );
 }
 
 /// `cargo test -p netdoctor-core --test captures dump -- --ignored --nocapture NAME`-style

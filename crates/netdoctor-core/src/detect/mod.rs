@@ -4,8 +4,14 @@
 //! Detectors keep aggregates (counters, histograms) and a bounded number of example packets,
 //! never per-packet lists, so memory does not grow with the capture.
 
+pub mod connection_reset;
+pub mod delayed_ack_stall;
+pub mod loss;
 pub mod nagle_delayed_ack;
+pub mod short_connections;
 pub mod slow_server_processing;
+pub mod syn_retransmit;
+pub mod zero_window;
 
 use std::net::SocketAddr;
 

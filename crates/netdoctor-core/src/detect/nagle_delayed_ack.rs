@@ -10,6 +10,11 @@
 //!   immediate; at the receiver's capture point it arrives one RTT later),
 //!
 //! then the sender was waiting for that ACK: a stall of `ack − prev` is counted.
+//!
+//! When `held` is a full-size segment, Nagle did not hold it (Nagle only holds sub-MSS
+//! segments): the sender was limited by its congestion window or the peer's receive window,
+//! which only that ACK opened. Such stalls are handed to
+//! [`delayed_ack_stall`](super::delayed_ack_stall) instead (`Stall::nagle == false`).
 
 use std::net::SocketAddr;
 
@@ -38,6 +43,8 @@ pub(crate) struct Stall {
     pub prev: Pkt,
     pub ack: Pkt,
     pub held: Pkt,
+    /// `held` was smaller than the MSS: Nagle's doing. Otherwise a window-limited sender.
+    pub nagle: bool,
 }
 
 impl Stall {
@@ -66,13 +73,19 @@ impl NagleDir {
         if let (Some(prev), Some(ack)) = (self.prev, self.ack)
             && !self.peer_data
         {
-            let s = Stall { prev, ack, held: x };
+            // Full-size segments carry up to 40 bytes of options (timestamps: 12) less.
+            let small = mss.is_none_or(|m| x.len + 40 < u32::from(m));
+            let s = Stall {
+                prev,
+                ack,
+                held: x,
+                nagle: small,
+            };
             let rtt = rtt_ns.unwrap_or(0).max(0);
             let late =
                 s.delay_ns() >= MIN_ACK_DELAY_NS && (rtt_ns.is_none() || s.delay_ns() >= 10 * rtt);
             let prompt = (0..=HOLD_BASE_NS + 2 * rtt).contains(&s.hold_ns());
-            let small = mss.is_none_or(|m| x.len < u32::from(m));
-            if late && prompt && small {
+            if late && prompt {
                 stall = Some(s);
             }
         }
@@ -215,7 +228,10 @@ fn finding(server_held: bool, s: &SideAgg, exchanges: u64, t0_ns: i64) -> Findin
     };
     let fix = if server_held {
         "Enable TCP_NODELAY on the server's sockets (nginx: `tcp_nodelay on;`, the default), or \
-         write each response in one call (writev / TCP_CORK)."
+         write each response in one call (writev / TCP_CORK). With nginx, `tcp_nopush on;` \
+         (TCP_CORK around sendfile) also sends headers and body together, and `tcp_nodelay \
+         off` only matters when headers and body leave in separate writes (`sendfile on` with \
+         `tcp_nopush off`)."
     } else {
         "Enable TCP_NODELAY on the client's sockets (most HTTP client libraries have an option \
          for it), or write each request in one call (writev / TCP_CORK)."

@@ -1,0 +1,244 @@
+//! Per-request latency breakdown for HTTP/1.x exchanges: where the time of a request went.
+//!
+//! An exchange's latency (first request byte → last response byte, at the capture point) is
+//! split into parts that add up to it:
+//!
+//! 1. **stalls**, by cause: intervals in which the exchange waited on a detected problem.
+//!    - `nagle_delayed_ack` / `delayed_ack_stall`: from the segment before the held one to the
+//!      held segment's departure;
+//!    - `packet_loss_retransmission` / `retransmission_timeout`: from the last known progress
+//!      (cumulative ACK advance, or the start of the flight) to the last retransmission of the
+//!      loss episode (see [`crate::detect::loss`]); spurious retransmissions add nothing;
+//!    - `zero_window`: from the zero-window advertisement to the reopening.
+//!
+//!    Intervals are clipped to the exchange and never counted twice: a stall that overlaps an
+//!    earlier one of the same exchange only adds its non-overlapping part.
+//! 2. **network**: one path RTT (the connection's handshake RTT; 0 when it was not captured),
+//!    at most what the stalls left.
+//! 3. **server**: first response byte − last request byte − RTT (the server's think time), at
+//!    most what was left.
+//! 4. **transfer**: the rest: moving the request and response bytes (serialization, windows,
+//!    the client's own pacing).
+//!
+//! `breakdown_p50_ms` describes a typical request: the mean breakdown of the exchanges whose
+//! latency fell in the same bucket (buckets 2^¼ ≈ 19% wide) as the median latency, so its parts
+//! add up to ≈ p50. `breakdown_mean_ms` is the mean over all exchanges. Memory is fixed
+//! ([`BUCKETS`] × the parts), whatever the number of exchanges.
+
+use serde::{Deserialize, Serialize};
+
+/// Stall time per cause, in milliseconds. Field names are finding ids.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stalls {
+    pub nagle_delayed_ack: f64,
+    pub delayed_ack_stall: f64,
+    pub packet_loss_retransmission: f64,
+    pub retransmission_timeout: f64,
+    pub zero_window: f64,
+}
+
+/// Where the time of a request went, in milliseconds; `network + server + transfer + stalls`
+/// adds up to `latency`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    pub latency: f64,
+    pub network: f64,
+    pub server: f64,
+    pub transfer: f64,
+    pub stalls: Stalls,
+}
+
+impl Breakdown {
+    /// Sum of the stall parts.
+    pub fn stalls_total(&self) -> f64 {
+        let s = &self.stalls;
+        s.nagle_delayed_ack
+            + s.delayed_ack_stall
+            + s.packet_loss_retransmission
+            + s.retransmission_timeout
+            + s.zero_window
+    }
+}
+
+/// Stall causes, index into [`ExchangeParts::stalls`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    Nagle = 0,
+    DelayedAck = 1,
+    Loss = 2,
+    Timeout = 3,
+    ZeroWindow = 4,
+}
+
+pub(crate) const CAUSES: usize = 5;
+
+/// Stall accounting of one exchange in progress (`Copy`, no allocation).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ExchangeParts {
+    pub stalls: [i64; CAUSES],
+    /// End of the latest stall charged: later stalls only add what lies after it.
+    mark: i64,
+}
+
+impl ExchangeParts {
+    /// Charges the interval `[start, end]` (ns) to `cause`, clipped to after `from` (the
+    /// exchange's first request byte) and to what earlier stalls did not cover.
+    pub(crate) fn add(&mut self, cause: Cause, from: i64, start: i64, end: i64) {
+        let s = start.max(self.mark).max(from);
+        if end > s {
+            self.stalls[cause as usize] += end - s;
+        }
+        self.mark = self.mark.max(end);
+    }
+}
+
+/// Latency buckets: 4 per power of two of microseconds, up to 2^32 µs.
+pub(crate) const BUCKETS: usize = 128;
+/// Parts summed per bucket: latency, network, server, transfer, then the stalls.
+const PARTS: usize = 4 + CAUSES;
+
+fn bucket(latency_ns: i64) -> usize {
+    let us = (latency_ns.max(0) as f64 / 1000.0) + 1.0;
+    ((us.log2() * 4.0) as usize).min(BUCKETS - 1)
+}
+
+pub(crate) struct BreakdownAgg {
+    counts: Box<[u64; BUCKETS]>,
+    sums: Box<[[f64; PARTS]; BUCKETS]>,
+}
+
+impl BreakdownAgg {
+    pub(crate) fn new() -> Self {
+        BreakdownAgg {
+            counts: Box::new([0; BUCKETS]),
+            sums: Box::new([[0.0; PARTS]; BUCKETS]),
+        }
+    }
+
+    /// Records one finished exchange (all values in ns).
+    pub(crate) fn record(&mut self, latency: i64, rtt: i64, server: i64, parts: &ExchangeParts) {
+        let latency = latency.max(0);
+        let mut stalls = [0i64; CAUSES];
+        let mut left = latency;
+        for (k, s) in parts.stalls.iter().enumerate() {
+            stalls[k] = (*s).clamp(0, left);
+            left -= stalls[k];
+        }
+        let network = rtt.clamp(0, left);
+        left -= network;
+        let server = server.clamp(0, left);
+        left -= server;
+        let b = bucket(latency);
+        self.counts[b] += 1;
+        let row = &mut self.sums[b];
+        let vals = [latency, network, server, left];
+        for (k, v) in vals.iter().chain(stalls.iter()).enumerate() {
+            row[k] += *v as f64 / 1e6;
+        }
+    }
+
+    fn mean(counts: u64, row: &[f64; PARTS]) -> Breakdown {
+        let n = counts.max(1) as f64;
+        let v = |k: usize| row[k] / n;
+        Breakdown {
+            latency: v(0),
+            network: v(1),
+            server: v(2),
+            transfer: v(3),
+            stalls: Stalls {
+                nagle_delayed_ack: v(4 + Cause::Nagle as usize),
+                delayed_ack_stall: v(4 + Cause::DelayedAck as usize),
+                packet_loss_retransmission: v(4 + Cause::Loss as usize),
+                retransmission_timeout: v(4 + Cause::Timeout as usize),
+                zero_window: v(4 + Cause::ZeroWindow as usize),
+            },
+        }
+    }
+
+    /// (median bucket's mean breakdown, overall mean); `None` without exchanges.
+    pub(crate) fn finish(&self) -> Option<(Breakdown, Breakdown)> {
+        let total: u64 = self.counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut all = [0.0; PARTS];
+        for row in self.sums.iter() {
+            for (a, v) in all.iter_mut().zip(row) {
+                *a += v;
+            }
+        }
+        let half = total.div_ceil(2);
+        let mut seen = 0;
+        let mut med = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= half {
+                med = b;
+                break;
+            }
+        }
+        Some((
+            Self::mean(self.counts[med], &self.sums[med]),
+            Self::mean(total, &all),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    #[test]
+    fn parts_add_up_and_overlaps_count_once() {
+        let mut p = ExchangeParts::default();
+        // Two overlapping stalls: 10..50 ms Nagle, 30..70 ms loss → 40 + 20 ms.
+        p.add(Cause::Nagle, 0, 10 * MS, 50 * MS);
+        p.add(Cause::Loss, 0, 30 * MS, 70 * MS);
+        // Before the exchange started: clipped away.
+        p.add(Cause::ZeroWindow, 0, -20 * MS, -10 * MS);
+        assert_eq!(p.stalls[Cause::Nagle as usize], 40 * MS);
+        assert_eq!(p.stalls[Cause::Loss as usize], 20 * MS);
+        assert_eq!(p.stalls[Cause::ZeroWindow as usize], 0);
+        let mut a = BreakdownAgg::new();
+        a.record(100 * MS, MS, 5 * MS, &p);
+        let (med, mean) = a.finish().unwrap();
+        assert_eq!(med, mean);
+        assert!((med.latency - 100.0).abs() < 1e-9);
+        assert!((med.stalls.nagle_delayed_ack - 40.0).abs() < 1e-9);
+        assert!((med.network - 1.0).abs() < 1e-9);
+        assert!((med.server - 5.0).abs() < 1e-9);
+        assert!((med.transfer - 34.0).abs() < 1e-9);
+        let sum = med.network + med.server + med.transfer + med.stalls_total();
+        assert!((sum - med.latency).abs() < 1e-9);
+    }
+
+    #[test]
+    fn median_bucket_describes_the_typical_request() {
+        let mut a = BreakdownAgg::new();
+        let none = ExchangeParts::default();
+        let mut nagle = ExchangeParts::default();
+        nagle.add(Cause::Nagle, 0, 0, 40 * MS);
+        // 7 stalled requests of ~44 ms, 3 fast ones of 2 ms: the median is a stalled one.
+        for _ in 0..7 {
+            a.record(44 * MS, MS / 10, MS / 10, &nagle);
+        }
+        for _ in 0..3 {
+            a.record(2 * MS, MS / 10, MS / 10, &none);
+        }
+        let (med, mean) = a.finish().unwrap();
+        assert!((med.latency - 44.0).abs() < 1e-9, "{med:?}");
+        assert!((med.stalls.nagle_delayed_ack - 40.0).abs() < 1e-9);
+        assert!((mean.latency - (7.0 * 44.0 + 3.0 * 2.0) / 10.0).abs() < 1e-9);
+        // Over-long stalls are clipped to the latency.
+        let mut b = BreakdownAgg::new();
+        let mut huge = ExchangeParts::default();
+        huge.add(Cause::Timeout, 0, 0, 500 * MS);
+        b.record(300 * MS, MS, MS, &huge);
+        let (m, _) = b.finish().unwrap();
+        assert!((m.stalls.retransmission_timeout - 300.0).abs() < 1e-9);
+        assert_eq!((m.network, m.server, m.transfer), (0.0, 0.0, 0.0));
+        assert!(BreakdownAgg::new().finish().is_none());
+    }
+}

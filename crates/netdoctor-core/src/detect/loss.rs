@@ -1,0 +1,531 @@
+//! `packet_loss_retransmission` and `retransmission_timeout`: segments lost and sent again.
+//!
+//! Per direction ([`LossDir`]) we classify every data segment that is not entirely new:
+//!
+//! - **Out of order** (not a retransmission): it fills a *hole*, a range the capture never saw
+//!   because a later segment arrived first, and it came before the sender could have reacted
+//!   to the receiver's complaint: no duplicate ACK / SACK pointing at the hole was captured
+//!   before it, or it came less than [`REACT_RTT_DIV`]th of the handshake RTT after that
+//!   complaint. (A Linux receiver complains within microseconds of an out-of-order arrival,
+//!   so "was it signalled" alone cannot tell; the data path reacts faster than the handshake
+//!   RTT suggests, which includes the SYN's slow path, hence the fraction.) tshark decides by
+//!   a fixed time since the hole and flags late reordered segments as retransmissions and
+//!   quick retransmissions as out-of-order (Wireshark issues 13843, 15993).
+//!   When both the fill and the segment that opened the hole carry a non-zero IPv4
+//!   identification (Linux numbers a connection's packets consecutively), the order of the
+//!   two ids decides instead of the timing: an original sent before the segment that
+//!   overtook it has the smaller id, a retransmission a larger one.
+//! - **Retransmission**: it repeats bytes the capture already saw, or fills a hole the receiver
+//!   signalled (lost before the capture point). It is a **timeout** retransmission when the
+//!   sender had been silent for ≥ [`RTO_MIN_NS`] before it (Linux' minimum RTO is 200 ms; a
+//!   tail-loss probe for a single outstanding segment waits as long), else a fast one (duplicate
+//!   ACKs, SACK, RACK, or a short tail-loss probe).
+//! - **Spurious**: the bytes were already acknowledged when they were resent, or the receiver
+//!   reported them with a D-SACK (a SACK block below the cumulative ACK or inside the next
+//!   block: "I got this twice"). Spurious retransmissions cost the requests nothing and are
+//!   not loss: a healthy server whose client was briefly starved of CPU must not look lossy.
+//!
+//! Retransmissions are grouped into **episodes**: from the first retransmission until the
+//! cumulative ACK passes the highest byte sent when it began. An episode is a timeout episode
+//! if any of its retransmissions was. Its **stall** runs from the last moment the transfer was
+//! known to progress (the last cumulative ACK advance, or the start of the flight when the
+//! sender had nothing outstanding) to its last retransmission; entirely spurious episodes have
+//! none. The analyzer charges the stall to the exchange in progress.
+//!
+//! Capture gaps: data the receiver acknowledged (cumulatively or by SACK) but the capture never
+//! saw was dropped by the capture, not by the network; it is counted and reported as a warning.
+
+use std::net::SocketAddr;
+
+use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::stats::Hist;
+
+/// Silence before a retransmission that marks it as timer-driven (Linux: RTO ≥ 200 ms).
+pub const RTO_MIN_NS: i64 = 150_000_000;
+/// A fill that comes less than RTT / this after the receiver's complaint is out of order.
+pub const REACT_RTT_DIV: i64 = 8;
+/// Holes (ranges not captured yet) remembered per direction; more are forgotten.
+const MAX_HOLES: usize = 3;
+
+fn seq_gt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+fn seq_ge(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Hole {
+    start: u32,
+    end: u32,
+    /// IPv4 id of the segment that opened the hole (after it in sequence space).
+    ip_id: Option<u16>,
+    /// When the receiver first pointed at it (duplicate ACK at its start or a SACK block
+    /// above it).
+    signalled: Option<i64>,
+}
+
+/// A group of retransmissions repairing one loss.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Episode {
+    /// The episode ends when the cumulative ACK reaches this.
+    recover: u32,
+    pub first: Pkt,
+    pub last: Pkt,
+    /// The sender's last transmission before the first retransmission.
+    pub before: Option<Pkt>,
+    pub timeout: bool,
+    /// Silence before the first timeout retransmission (the RTO), 0 without a timeout.
+    pub rto_ns: i64,
+    stall_from: i64,
+    pub retx: u32,
+    pub spurious: u32,
+}
+
+impl Episode {
+    /// Time the transfer was stalled by this loss (0 when every retransmission was spurious).
+    pub(crate) fn stall_ns(&self) -> i64 {
+        if self.spurious >= self.retx {
+            0
+        } else {
+            (self.last.ts_ns - self.stall_from).max(0)
+        }
+    }
+    pub(crate) fn stall_start_ns(&self) -> i64 {
+        self.stall_from
+    }
+    pub(crate) fn is_spurious(&self) -> bool {
+        self.spurious >= self.retx
+    }
+}
+
+/// What a data segment that is not entirely new turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Old {
+    OutOfOrder,
+    Retransmission { spurious: bool },
+}
+
+/// What an ACK of this direction's data told us.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AckNews {
+    pub dup: bool,
+    pub dsack: bool,
+    /// Segments' worth of ranges the receiver had that the capture never saw.
+    pub capture_gaps: u32,
+    pub closed: Option<Episode>,
+}
+
+/// Per-direction loss state (lives in the connection state of the sending side).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LossDir {
+    holes: [Hole; MAX_HOLES],
+    n_holes: u8,
+    last_tx: Option<Pkt>,
+    progress_ts: i64,
+    flight_ts: i64,
+    episode: Option<Episode>,
+    /// The last retransmission already known to be spurious when sent (its D-SACK is not
+    /// counted again).
+    spurious_range: Option<(u32, u32)>,
+}
+
+impl LossDir {
+    /// New data `[seq, end)` was sent; `nxt` is the highest sequence sent before it and
+    /// `acked` the peer's cumulative ACK.
+    pub(crate) fn on_new_data(
+        &mut self,
+        pkt: Pkt,
+        seq: u32,
+        nxt: u32,
+        acked: Option<u32>,
+        ip_id: Option<u16>,
+    ) {
+        if seq_gt(seq, nxt) && self.n_holes < MAX_HOLES as u8 {
+            self.holes[usize::from(self.n_holes)] = Hole {
+                start: nxt,
+                end: seq,
+                ip_id,
+                signalled: None,
+            };
+            self.n_holes += 1;
+        }
+        if acked.is_none_or(|a| seq_ge(a, nxt)) {
+            self.flight_ts = pkt.ts_ns;
+        }
+        self.last_tx = Some(pkt);
+    }
+
+    /// Data `[seq, end)` entirely below the highest sequence sent (`ip_id`: its IPv4 id).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_old_data(
+        &mut self,
+        pkt: Pkt,
+        seq: u32,
+        end: u32,
+        nxt: u32,
+        acked: Option<u32>,
+        rtt_ns: Option<i64>,
+        ip_id: Option<u16>,
+    ) -> Old {
+        // Does it fill a hole?
+        let mut filled = None;
+        for k in 0..usize::from(self.n_holes) {
+            let h = self.holes[k];
+            if seq_gt(end, h.start) && seq_gt(h.end, seq) {
+                filled = Some(h);
+                if seq_ge(seq, h.start) && seq_gt(h.end, end) && seq_gt(seq, h.start) {
+                    // In the middle: keep the front part, forget the tail (bounded state).
+                    self.holes[k].end = seq;
+                } else if seq_gt(h.end, end) {
+                    self.holes[k].start = end;
+                } else if seq_gt(seq, h.start) {
+                    self.holes[k].end = seq;
+                } else {
+                    self.remove_hole(k);
+                }
+                break;
+            }
+        }
+        if let Some(h) = filled {
+            let quick = |t: i64| pkt.ts_ns - t < rtt_ns.unwrap_or(0) / REACT_RTT_DIV;
+            let reordered = match (ip_id, h.ip_id) {
+                (Some(a), Some(b)) if a != 0 && b != 0 && a != b => (a.wrapping_sub(b) as i16) < 0,
+                _ => h.signalled.is_none_or(quick),
+            };
+            if reordered {
+                self.last_tx = Some(pkt);
+                return Old::OutOfOrder;
+            }
+        }
+        let spurious = acked.is_some_and(|a| seq_ge(a, end));
+        if spurious {
+            self.spurious_range = Some((seq, end));
+        }
+        let silence = self.last_tx.map_or(0, |p| pkt.ts_ns - p.ts_ns);
+        let timeout = silence >= RTO_MIN_NS;
+        match self.episode.as_mut() {
+            Some(e) => {
+                e.retx += 1;
+                e.spurious += u32::from(spurious);
+                e.last = pkt;
+                if timeout && !e.timeout {
+                    e.timeout = true;
+                    e.rto_ns = silence;
+                }
+            }
+            None => {
+                self.episode = Some(Episode {
+                    recover: nxt,
+                    first: pkt,
+                    last: pkt,
+                    before: self.last_tx,
+                    timeout,
+                    rto_ns: if timeout { silence } else { 0 },
+                    stall_from: self.progress_ts.max(self.flight_ts),
+                    retx: 1,
+                    spurious: u32::from(spurious),
+                });
+            }
+        }
+        self.last_tx = Some(pkt);
+        Old::Retransmission { spurious }
+    }
+
+    fn remove_hole(&mut self, k: usize) {
+        let n = usize::from(self.n_holes);
+        self.holes.copy_within(k + 1..n, k);
+        self.n_holes -= 1;
+    }
+
+    /// The peer acknowledged up to `ack` (with SACK blocks); `prev` is its previous highest
+    /// cumulative ACK, `nxt` the highest sequence sent, `pure` whether it carried nothing else.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_peer_ack(
+        &mut self,
+        ts_ns: i64,
+        ack: u32,
+        prev: Option<u32>,
+        nxt: u32,
+        sack: &[(u32, u32)],
+        pure: bool,
+        mss: u32,
+    ) -> AckNews {
+        let mut news = AckNews::default();
+        let advanced = prev.is_none_or(|p| seq_gt(ack, p));
+        // D-SACK (RFC 2883): the first block lies below the cumulative ACK or inside the second.
+        if let Some(&(l, r)) = sack.first() {
+            let below = seq_ge(ack, r);
+            let inside = sack
+                .get(1)
+                .is_some_and(|&(l2, r2)| seq_ge(l, l2) && seq_ge(r2, r));
+            if (below || inside) && self.spurious_range != Some((l, r)) {
+                news.dsack = true;
+                if let Some(e) = self.episode.as_mut()
+                    && e.spurious < e.retx
+                {
+                    e.spurious += 1;
+                }
+            }
+        }
+        // Holes: signalled, or acknowledged without ever being captured.
+        let mut k = 0;
+        while k < usize::from(self.n_holes) {
+            let h = self.holes[k];
+            let sacked_above = sack.iter().any(|&(l, _)| seq_ge(l, h.end));
+            let sacked_inside = sack
+                .iter()
+                .any(|&(l, r)| seq_gt(r, h.start) && seq_gt(h.end, l));
+            if seq_gt(ack, h.start) || sacked_inside {
+                // The receiver has bytes the capture never saw.
+                news.capture_gaps += (h.end.wrapping_sub(h.start)).div_ceil(mss.max(1)).max(1);
+                self.remove_hole(k);
+                continue;
+            }
+            if (ack == h.start || sacked_above) && h.signalled.is_none() {
+                self.holes[k].signalled = Some(ts_ns);
+            }
+            k += 1;
+        }
+        if seq_gt(ack, nxt) {
+            // ACK for data never captured at all.
+            news.capture_gaps += 1;
+        }
+        if advanced {
+            self.progress_ts = ts_ns;
+        } else if pure && seq_gt(nxt, ack) {
+            news.dup = true;
+        }
+        if let Some(e) = self.episode
+            && seq_ge(ack, e.recover)
+        {
+            news.closed = Some(e);
+            self.episode = None;
+        }
+        news
+    }
+
+    /// The connection ended or the capture did: an episode still open ends here.
+    pub(crate) fn take_open(&mut self) -> Option<Episode> {
+        self.episode.take()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Example {
+    client: SocketAddr,
+    server: SocketAddr,
+    ep: Episode,
+}
+
+/// Aggregate for one of the two findings (fast loss recovery / timeouts).
+#[derive(Default)]
+struct KindAgg {
+    episodes: u64,
+    retx: u64,
+    affected_exchanges: u64,
+    /// Stall per affected exchange.
+    stall: Option<Hist>,
+    /// RTO lengths (timeouts only).
+    rto: Option<Hist>,
+    by_server: u64,
+    examples: Vec<Example>,
+}
+
+#[derive(Default)]
+pub(crate) struct LossAgg {
+    fast: KindAgg,
+    timeout: KindAgg,
+    pub spurious_episodes: u64,
+}
+
+impl LossAgg {
+    pub(crate) fn on_episode(&mut self, client: SocketAddr, server: SocketAddr, ep: Episode) {
+        if ep.is_spurious() {
+            self.spurious_episodes += 1;
+            return;
+        }
+        let k = if ep.timeout {
+            &mut self.timeout
+        } else {
+            &mut self.fast
+        };
+        k.episodes += 1;
+        k.retx += u64::from(ep.retx - ep.spurious.min(ep.retx));
+        k.by_server += u64::from(ep.first.from_server);
+        if ep.timeout {
+            k.rto.get_or_insert_with(Hist::new).record_ns(ep.rto_ns);
+        }
+        if k.examples.len() < MAX_EXAMPLES {
+            k.examples.push(Example { client, server, ep });
+        }
+    }
+
+    /// An exchange finished that was stalled `fast_ns` by fast-recovered losses and
+    /// `timeout_ns` by timeouts.
+    pub(crate) fn on_exchange(&mut self, fast_ns: i64, timeout_ns: i64) {
+        for (k, ns) in [(&mut self.fast, fast_ns), (&mut self.timeout, timeout_ns)] {
+            if ns > 0 {
+                k.affected_exchanges += 1;
+                k.stall.get_or_insert_with(Hist::new).record_ns(ns);
+            }
+        }
+    }
+
+    pub(crate) fn finish(
+        &self,
+        exchanges: u64,
+        data_segments: u64,
+        latency_p50_ms: f64,
+        t0_ns: i64,
+        out: &mut Vec<Finding>,
+    ) {
+        if self.fast.episodes > 0 {
+            out.push(self.finding(false, exchanges, data_segments, latency_p50_ms, t0_ns));
+        }
+        if self.timeout.episodes > 0 {
+            out.push(self.finding(true, exchanges, data_segments, latency_p50_ms, t0_ns));
+        }
+    }
+
+    fn finding(
+        &self,
+        timeout: bool,
+        exchanges: u64,
+        data_segments: u64,
+        p50: f64,
+        t0_ns: i64,
+    ) -> Finding {
+        let k = if timeout { &self.timeout } else { &self.fast };
+        let added = k.stall.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let fraction =
+            (exchanges > 0).then(|| (k.affected_exchanges as f64 / exchanges as f64).min(1.0));
+        let rate = if data_segments > 0 {
+            k.retx as f64 / data_segments as f64
+        } else {
+            0.0
+        };
+        let rto = k.rto.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        // Severity follows what the losses cost the requests; real (not spurious) loss of 1% or
+        // more is a warning anyway: on a longer path each loss costs a longer round trip and
+        // halves the sending rate.
+        let severity = match fraction {
+            Some(f) => {
+                let costly = added >= 20.0 && added >= 0.25 * p50;
+                let felt = added >= 5.0 || added >= 0.25 * p50;
+                if timeout && f >= 0.05 || !timeout && f >= 0.10 && costly {
+                    Severity::Critical
+                } else if (timeout && f >= 0.001)
+                    || (f >= 0.02 && felt)
+                    || (k.episodes >= 5 && rate >= 0.01)
+                {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                }
+            }
+            None if timeout || (k.episodes >= 5 && rate >= 0.01) => Severity::Warning,
+            None => Severity::Info,
+        };
+        // Loss is on the path (or in a host's queues), whichever side sent the data.
+        let side = Side::Network;
+        let who = if k.by_server * 2 >= k.episodes {
+            "the server's data"
+        } else {
+            "the client's data"
+        };
+        let share = match fraction {
+            Some(f) => format!(" on {:.0}% of requests", f * 100.0),
+            None => String::new(),
+        };
+        let (id, summary, explanation, fix) = if timeout {
+            (
+                FindingId::RetransmissionTimeout,
+                format!(
+                    "Retransmission timeouts: {} stalls of ~{rto:.0} ms (RTO) waiting for lost segments, +{added:.1} ms{share}",
+                    k.episodes
+                ),
+                format!(
+                    "Segments of {who} were lost and nothing told the sender quickly: no later \
+                     segment arrived to trigger duplicate ACKs (the lost segment was the last one \
+                     of a response, or several in a row were lost). The sender waited for its \
+                     retransmission timer (median {rto:.0} ms here; Linux never waits less than \
+                     200 ms, and doubles it after each further loss) before sending the data \
+                     again. Each such stall adds a fifth of a second or more to a request, \
+                     however fast the network otherwise is."
+                ),
+                "Find where packets are lost (interface errors and drops with `ip -s link`, \
+                 `ethtool -S`; a full queue or policer on the path; `netstat -s` on both hosts) \
+                 and remove the loss. Meanwhile keep tail-loss probes on \
+                 (net.ipv4.tcp_early_retrans=3, the default) and avoid sending single small \
+                 segments that have nothing behind them to trigger fast retransmit."
+                    .to_string(),
+            )
+        } else {
+            (
+                FindingId::PacketLossRetransmission,
+                format!(
+                    "Packet loss: {} segments of {who} retransmitted ({:.2}% of data segments), +{added:.1} ms{share}",
+                    k.retx,
+                    rate * 100.0
+                ),
+                format!(
+                    "Segments of {who} were lost between the sender and the receiver. The \
+                     receiver noticed the gap (duplicate ACKs, SACK blocks naming what it did \
+                     get) and the sender resent the missing data without waiting for a timer \
+                     (fast retransmit), so each loss costs about a round trip, and the sender \
+                     halves its sending rate. Reordered segments and spurious retransmissions \
+                     (reported by the receiver with a D-SACK) are not counted here: {} loss \
+                     episodes were spurious.",
+                    self.spurious_episodes
+                ),
+                "Find where packets are lost: interface errors and drops (`ip -s link`, \
+                 `ethtool -S`), a full queue or a policer on the path, a congested link \
+                 (`netstat -s | grep -i retrans` on both hosts). Loss on a LAN is never normal."
+                    .to_string(),
+            )
+        };
+        let mut f = Finding::new(id, severity, side, summary);
+        f.confidence = (0.7 + 0.29 * (k.episodes as f64 / 5.0).min(1.0)).min(0.99);
+        f.impact.added_latency_ms = Some(added);
+        f.impact.affected_fraction = fraction;
+        f.explanation = explanation;
+        f.fix = fix;
+        f.evidence = k
+            .examples
+            .iter()
+            .map(|e| {
+                let mut packets = Vec::with_capacity(3);
+                if let Some(b) = e.ep.before {
+                    packets.push(b.to_ref(t0_ns));
+                }
+                packets.push(e.ep.first.to_ref(t0_ns));
+                if e.ep.last.frame != e.ep.first.frame {
+                    packets.push(e.ep.last.to_ref(t0_ns));
+                }
+                let note = if e.ep.timeout {
+                    format!(
+                        "{} retransmission(s); the first came after {:.1} ms of silence (RTO); stalled {:.1} ms",
+                        e.ep.retx,
+                        ms(e.ep.rto_ns),
+                        ms(e.ep.stall_ns())
+                    )
+                } else {
+                    format!(
+                        "{} retransmission(s) ({} spurious); stalled {:.2} ms",
+                        e.ep.retx,
+                        e.ep.spurious,
+                        ms(e.ep.stall_ns())
+                    )
+                };
+                Evidence::Packets {
+                    connection: conn_label(e.client, e.server),
+                    packets,
+                    note,
+                }
+            })
+            .collect();
+        f
+    }
+}

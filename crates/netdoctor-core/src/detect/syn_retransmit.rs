@@ -1,0 +1,195 @@
+//! `syn_retransmit`: connection setup delayed by a repeated SYN or SYN/ACK.
+//!
+//! A SYN with the same initial sequence number as the connection's first SYN is a
+//! retransmission (a new connection on the same 4-tuple has a new ISN); likewise for the
+//! SYN/ACK. Linux repeats a SYN/ACK after 1 s, then 2 s, 4 s more (1 s, 3 s, 7 s after the
+//! first). SYNs used to follow the same exponential schedule; recent kernels (6.18 here) have
+//! `net.ipv4.tcp_syn_linear_timeouts` (default 4): the first 4 SYN retransmissions come every
+//! second (1 s, 2 s, 3 s, 4 s after the first SYN), as the lab capture shows. Setup delay = the ACK completing the handshake (or the last
+//! SYN/SYN/ACK seen, when it never completed) − the first SYN.
+//!
+//! Which one was repeated tells where to look: a repeated SYN with no SYN/ACK in between means
+//! the server never answered (its accept queue or SYN queue was full, or a firewall dropped
+//! the SYN); a repeated SYN/ACK means the server answered but did not get (or dropped) the
+//! client's ACK: Linux drops that ACK when the accept queue is full. In that case the client
+//! believes it is connected after the first SYN/ACK; the server only after the client's
+//! answer to the last SYN/ACK, which is where the delay is measured to.
+
+use std::net::SocketAddr;
+
+use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::stats::Hist;
+
+/// Handshake state of one connection.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SynState {
+    pub first_syn: Option<Pkt>,
+    pub last_syn: Option<Pkt>,
+    pub syns: u16,
+    pub first_synack: Option<Pkt>,
+    pub last_synack: Option<Pkt>,
+    pub synacks: u16,
+    pub done: Option<Pkt>,
+}
+
+impl SynState {
+    pub(crate) fn on_syn(&mut self, p: Pkt) {
+        self.first_syn.get_or_insert(p);
+        self.last_syn = Some(p);
+        self.syns = self.syns.saturating_add(1);
+    }
+    pub(crate) fn on_synack(&mut self, p: Pkt) {
+        self.first_synack.get_or_insert(p);
+        self.last_synack = Some(p);
+        self.synacks = self.synacks.saturating_add(1);
+        // A repeated SYN/ACK means the server did not take the client's ACK: the handshake
+        // completes (for the server) only with the next one.
+        self.done = None;
+    }
+    fn repeated(&self) -> bool {
+        self.syns > 1 || self.synacks > 1
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Example {
+    client: SocketAddr,
+    server: SocketAddr,
+    st: SynState,
+}
+
+#[derive(Default)]
+pub(crate) struct SynAgg {
+    handshakes: u64,
+    affected: u64,
+    syn_repeated: u64,
+    synack_repeated: u64,
+    never_completed: u64,
+    delay: Option<Hist>,
+    examples: Vec<Example>,
+}
+
+impl SynAgg {
+    /// A connection that began with a captured SYN ended (or the capture did).
+    pub(crate) fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState) {
+        let Some(first) = st.first_syn else {
+            return;
+        };
+        self.handshakes += 1;
+        if !st.repeated() {
+            return;
+        }
+        self.affected += 1;
+        self.syn_repeated += u64::from(st.syns > 1);
+        self.synack_repeated += u64::from(st.synacks > 1);
+        let end = match st.done {
+            Some(d) => d,
+            None => {
+                self.never_completed += 1;
+                [st.last_syn, st.last_synack]
+                    .into_iter()
+                    .flatten()
+                    .max_by_key(|p| p.ts_ns)
+                    .unwrap_or(first)
+            }
+        };
+        self.delay
+            .get_or_insert_with(Hist::new)
+            .record_ns(end.ts_ns - first.ts_ns);
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(Example {
+                client,
+                server,
+                st: *st,
+            });
+        }
+    }
+
+    pub(crate) fn finish(&self, t0_ns: i64, out: &mut Vec<Finding>) {
+        if self.affected == 0 {
+            return;
+        }
+        let added = self.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let fraction = (self.affected as f64 / self.handshakes.max(1) as f64).min(1.0);
+        let severity = if fraction >= 0.05 && added >= 500.0 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let what = match (self.syn_repeated, self.synack_repeated) {
+            (0, _) => format!(
+                "the server had to repeat its SYN/ACK on {}",
+                self.synack_repeated
+            ),
+            (n, 0) => format!("the client had to repeat its SYN on {n}"),
+            (n, m) => format!("the client repeated its SYN on {n}, the server its SYN/ACK on {m}"),
+        };
+        let mut f = Finding::new(
+            FindingId::SynRetransmit,
+            severity,
+            Side::Server,
+            format!(
+                "Connection setup delayed on {} of {} connections ({what}): +{added:.0} ms (median)",
+                self.affected, self.handshakes
+            ),
+        );
+        f.confidence = 0.95;
+        f.impact.added_latency_ms = Some(added);
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = format!(
+            "Opening a TCP connection takes a SYN, a SYN/ACK and an ACK. When one is lost, \
+             nothing happens until a timer fires: a SYN or SYN/ACK is repeated after 1 s, \
+             then 3 s after the first (recent Linux clients repeat SYNs every second: 1 s, \
+             2 s, 3 s, 4 s). That is the 1 s / 3 s pattern in request latencies. Here the SYN was repeated on {} connections (the server did \
+             not answer it: its accept queue was full, a SYN-flood defence or a firewall \
+             dropped it, or the path lost it), and the SYN/ACK on {} (the server answered, but \
+             the client's ACK did not complete the handshake: Linux drops that ACK while the \
+             listener's accept queue is full). {} connections never completed.",
+            self.syn_repeated, self.synack_repeated, self.never_completed
+        );
+        f.fix = "Check the server's listen queue (`ss -ltn`: Recv-Q reaching Send-Q; `nstat \
+                 TcpExtListenOverflows TcpExtListenDrops`): accept faster (more workers) or raise \
+                 the backlog (listen() argument and net.core.somaxconn). If the queue is fine, \
+                 look for a firewall or rate limit dropping SYNs, or loss on the path."
+            .to_string();
+        f.evidence = self
+            .examples
+            .iter()
+            .map(|e| {
+                let st = &e.st;
+                let mut pkts: Vec<Pkt> = [
+                    st.first_syn,
+                    st.last_syn,
+                    st.first_synack,
+                    st.last_synack,
+                    st.done,
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                pkts.sort_by_key(|p| p.frame);
+                pkts.dedup_by_key(|p| p.frame);
+                let first = st.first_syn.map_or(0, |p| p.ts_ns);
+                let note = format!(
+                    "{} SYN(s), {} SYN/ACK(s); {}",
+                    st.syns,
+                    st.synacks,
+                    match st.done {
+                        Some(d) => format!(
+                            "handshake completed {:.0} ms after the first SYN",
+                            ms(d.ts_ns - first)
+                        ),
+                        None => "the handshake never completed".to_string(),
+                    }
+                );
+                Evidence::Packets {
+                    connection: conn_label(e.client, e.server),
+                    packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
+                    note,
+                }
+            })
+            .collect();
+        out.push(f);
+    }
+}
