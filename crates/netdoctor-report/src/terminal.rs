@@ -141,6 +141,9 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                     .unwrap_or_default()
             )?;
         }
+        if let Some(b) = &c.exchanges.breakdown_p50_ms {
+            writeln!(out, "  {:<14} {}", "", breakdown_line(b))?;
+        }
         if let Some(p) = &c.pcap_file {
             writeln!(out, "  {:<14} packets written to {p}", "")?;
         }
@@ -164,6 +167,35 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  nothing (see checks below)")?;
     }
     Ok(())
+}
+
+/// `"a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"`:
+/// where the time of a median request went, largest stall parts named.
+pub fn breakdown_line(b: &netdoctor_core::Breakdown) -> String {
+    let mut parts = vec![
+        format!("{} network", ms(b.network)),
+        format!("{} server", ms(b.server)),
+    ];
+    if b.transfer >= 0.005 {
+        parts.push(format!("{} transfer", ms(b.transfer)));
+    }
+    let s = &b.stalls;
+    for (v, name) in [
+        (s.nagle_delayed_ack, "Nagle/delayed ACK"),
+        (s.delayed_ack_stall, "delayed-ACK stall"),
+        (s.packet_loss_retransmission, "loss recovery"),
+        (s.retransmission_timeout, "retransmission timeouts"),
+        (s.zero_window, "zero window"),
+    ] {
+        if v >= 0.005 {
+            parts.push(format!("{} {name}", ms(v)));
+        }
+    }
+    format!(
+        "a typical request (p50) {} = {}",
+        ms(b.latency),
+        parts.join(" + ")
+    )
 }
 
 /// Counters worth a line in the terminal summary (all changes are in the JSON).
@@ -438,6 +470,24 @@ mod tests {
         assert_eq!(thousands(45123), "45,123");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn breakdown_names_the_parts_that_matter() {
+        let b = netdoctor_core::Breakdown {
+            latency: 43.93,
+            network: 0.0075,
+            server: 0.12,
+            transfer: 0.0,
+            stalls: netdoctor_core::Stalls {
+                nagle_delayed_ack: 43.8,
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            breakdown_line(&b),
+            "a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"
+        );
     }
 
     #[test]

@@ -48,11 +48,12 @@ pub(crate) struct Stall {
 }
 
 impl Stall {
+    // Saturating: capture files may hold any i64 timestamps (found by fuzzing).
     pub(crate) fn delay_ns(&self) -> i64 {
-        self.ack.ts_ns - self.prev.ts_ns
+        self.ack.ts_ns.saturating_sub(self.prev.ts_ns)
     }
     pub(crate) fn hold_ns(&self) -> i64 {
-        self.held.ts_ns - self.ack.ts_ns
+        self.held.ts_ns.saturating_sub(self.ack.ts_ns)
     }
 }
 
@@ -82,9 +83,10 @@ impl NagleDir {
                 nagle: small,
             };
             let rtt = rtt_ns.unwrap_or(0).max(0);
-            let late =
-                s.delay_ns() >= MIN_ACK_DELAY_NS && (rtt_ns.is_none() || s.delay_ns() >= 10 * rtt);
-            let prompt = (0..=HOLD_BASE_NS + 2 * rtt).contains(&s.hold_ns());
+            let late = s.delay_ns() >= MIN_ACK_DELAY_NS
+                && (rtt_ns.is_none() || s.delay_ns() >= rtt.saturating_mul(10));
+            let prompt =
+                (0..=HOLD_BASE_NS.saturating_add(rtt.saturating_mul(2))).contains(&s.hold_ns());
             if late && prompt {
                 stall = Some(s);
             }
