@@ -12,6 +12,7 @@ pub mod detect;
 pub mod finding;
 pub mod packet;
 pub mod probes;
+pub mod sockets;
 mod stats;
 
 pub use analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, ExchangeStats};

@@ -4,6 +4,7 @@
 //! - [`pcapwrite`]: write nanosecond pcap files that tcpdump, tshark and Wireshark read.
 //! - [`live`]: AF_PACKET capture with a kernel BPF filter, a TPACKET_V3 ring and drop counts.
 //! - [`counters`]: kernel counter snapshots (/proc/net/netstat, /proc/net/snmp) and their deltas.
+//! - [`sockopt`]: socket options (TCP_NODELAY, TCP_CORK, buffers) of the process serving a port.
 //!
 //! Every source of packets sits behind the small [`PacketSource`] trait, so the analysis code
 //! runs the same on a live capture, a file, or a fake in tests.
@@ -13,6 +14,7 @@ mod error;
 pub mod live;
 pub mod pcapfile;
 pub mod pcapwrite;
+pub mod sockopt;
 
 pub use counters::{CounterDelta, CounterSnapshot, delta, snapshot, snapshot_from};
 pub use error::{BadCaptureKind, ObserveError};

@@ -5,6 +5,7 @@
 //! sections embed the result types of the probe, load and observe crates, which are plain data.
 
 use netdoctor_core::analyze::{CaptureStats, ExchangeStats};
+use netdoctor_core::sockets::ServerSocket;
 use netdoctor_core::{Finding, Verdict};
 use netdoctor_load::LoadResult;
 use netdoctor_observe::counters::CounterDelta;
@@ -50,6 +51,9 @@ pub struct Measurements {
     pub capture: Option<CaptureSection>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters: Option<CountersSection>,
+    /// Sockets of the process serving the target on this host, with their options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_sockets: Option<Vec<ServerSocket>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

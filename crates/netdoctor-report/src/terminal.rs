@@ -151,6 +151,25 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "  {:<14} {} {w}", "", "warning:".yellow())?;
         }
     }
+    if let Some(socks) = &m.server_sockets {
+        any = true;
+        let conns: Vec<_> = socks
+            .iter()
+            .filter(|s| s.state == netdoctor_core::sockets::SocketState::Established)
+            .collect();
+        if let Some(first) = conns.first().copied().or(socks.first()) {
+            let off = conns.iter().filter(|s| !s.tcp_nodelay).count();
+            let corked = conns.iter().filter(|s| s.tcp_cork).count();
+            writeln!(
+                out,
+                "  {:<14} {} (pid {}): TCP_NODELAY off on {off} of {} sampled connections, TCP_CORK on {corked}",
+                "Server sockets",
+                first.process,
+                first.pid,
+                conns.len()
+            )?;
+        }
+    }
     if let Some(c) = &m.counters {
         any = true;
         let shown: Vec<String> = c

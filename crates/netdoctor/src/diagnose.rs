@@ -10,10 +10,11 @@ use crate::target::{HttpUrl, parse_url};
 use anyhow::Context;
 use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig};
 use netdoctor_core::probes as probe_findings;
+use netdoctor_core::sockets::ServerSocket;
 use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::pcapwrite::PcapWriter;
-use netdoctor_observe::{SourceSummary, counters};
+use netdoctor_observe::{SourceSummary, counters, sockopt};
 use netdoctor_probe::{HttpProbeConfig, ProbeError, SynProbeConfig};
 use netdoctor_report::{
     CaptureSection, Check, CountersSection, ProbeSection, Report, Target, terminal::ms,
@@ -28,6 +29,9 @@ use std::time::Instant;
 
 /// Fewer exchanges than this in the capture and a run without findings is inconclusive.
 const MIN_EXCHANGES: u64 = 20;
+
+/// When, into the load, the server's socket options are sampled (connections are open then).
+const SOCKET_SAMPLE_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Upper bound on packets analyzed live; past it the capture stops (and says so).
 const MAX_LIVE_PACKETS: u64 = 3_000_000;
@@ -151,7 +155,13 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
             ""
         }
     ));
-    let load = run_load(&url, addr, args, progress);
+    // The server's own socket options, sampled once while the load holds connections open.
+    let mut sockets: Option<Result<Vec<ServerSocket>, String>> = None;
+    let load = run_load(&url, addr, args, progress, &mut |elapsed| {
+        if sockets.is_none() && elapsed >= SOCKET_SAMPLE_AFTER.min(args.duration / 2) {
+            sockets = Some(sockopt::server_sockets(addr, 16).map_err(|e| e.to_string()));
+        }
+    });
     stop.store(true, Ordering::Relaxed);
     let load = match load {
         Ok(l) => {
@@ -196,6 +206,22 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     let exchanges = analysis.as_ref().map_or(0, |a| a.exchanges.count);
     if let Some(a) = analysis {
         report.findings.extend(a.findings);
+    }
+    match sockets {
+        Some(Ok(list)) if !list.is_empty() => {
+            netdoctor_core::sockets::corroborate(&mut report.findings, &list);
+            report.checks.push(Check::ok("socket_options"));
+            report.measurements.server_sockets = Some(list);
+        }
+        Some(Ok(_)) => report.checks.push(Check::skipped(
+            "socket_options",
+            format!("no process on this host serves {addr} (a remote server?)"),
+        )),
+        Some(Err(e)) => report.checks.push(Check::skipped("socket_options", e)),
+        None => report.checks.push(Check::skipped(
+            "socket_options",
+            "the load ended before the server's sockets were sampled",
+        )),
     }
     report.measurements.load = load;
     let mut conclusive = exchanges >= MIN_EXCHANGES;
@@ -246,6 +272,7 @@ fn run_load(
     addr: SocketAddr,
     args: &DiagnoseArgs,
     progress: &Progress,
+    on_tick: &mut dyn FnMut(std::time::Duration),
 ) -> anyhow::Result<LoadResult> {
     let mut cfg = LoadConfig::new(HttpTarget {
         addr,
@@ -262,7 +289,8 @@ fn run_load(
     let stop = AtomicBool::new(false);
     let total = args.duration;
     let result = netdoctor_load::run(&cfg, &stop, &mut |p| {
-        progress.tick(p.elapsed, total, p.requests, p.errors)
+        progress.tick(p.elapsed, total, p.requests, p.errors);
+        on_tick(p.elapsed);
     });
     progress.end_ticks();
     Ok(result?)

@@ -29,8 +29,12 @@ fn assert_nagle(off: &serde_json::Value) {
     assert!((35.0..=60.0).contains(&added), "added latency {added} ms");
     let frac = f["impact"]["affected_fraction"].as_f64().unwrap();
     assert!(frac > 0.5, "affected fraction {frac}");
-    let ev = &f["evidence"][0];
-    assert_eq!(ev["kind"], "packets");
+    let ev = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "packets")
+        .unwrap_or_else(|| panic!("no packet evidence: {f:#}"));
     assert!(ev["packets"].as_array().unwrap().len() >= 3);
     let p50 = off["measurements"]["load"]["latency_ms"]["p50"]
         .as_f64()
@@ -160,6 +164,25 @@ fn lab_diagnose_pcap_then_analyze_agree() {
     let live = json(&o);
     assert_schema(&live);
     assert_nagle(&live);
+    // The server's own sockets confirm it: nginx's connections have TCP_NODELAY off.
+    let f = finding(&live, "nagle_delayed_ack").unwrap();
+    let sockopt = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "socket_option")
+        .unwrap_or_else(|| panic!("no socket_option evidence: {f:#}"));
+    assert_eq!(sockopt["option"], "TCP_NODELAY");
+    assert!(
+        sockopt["value"].as_str().unwrap().starts_with('0'),
+        "{sockopt}"
+    );
+    let socks = live["measurements"]["server_sockets"].as_array().unwrap();
+    assert!(
+        socks
+            .iter()
+            .any(|s| s["process"] == "nginx" && s["state"] == "established")
+    );
 
     // The written capture gives the same answer offline.
     let a = netdoctor(&["analyze", "--json", pcap.to_str().unwrap()]);

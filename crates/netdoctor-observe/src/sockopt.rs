@@ -1,0 +1,319 @@
+//! Socket options of the process that serves a port on this host.
+//!
+//! How: every process's socket descriptors (`/proc/<pid>/fd/* → socket:[inode]`) are matched
+//! against the TCP table of that process's network namespace (`/proc/<pid>/net/tcp{,6}`: inode
+//! → local address and state), which finds the listener and the accepted connections bound to
+//! the target address even when the server runs in another network namespace. A matching
+//! descriptor is duplicated into this process with `pidfd_getfd(2)` (Linux ≥ 5.6; needs
+//! CAP_SYS_PTRACE over the target, i.e. root) and read with `getsockopt`: TCP_NODELAY,
+//! TCP_CORK, SO_SNDBUF, SO_RCVBUF. The duplicate is closed at once; the server is not touched.
+//!
+//! Hand-written: no crate wraps `pidfd_getfd`, and the /proc parsing needed is a few lines.
+
+use crate::error::ObserveError;
+use netdoctor_core::sockets::{ServerSocket, SocketState};
+use std::collections::HashMap;
+use std::fs;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Reads the options of at most `max_per_process` established sockets (plus the listener) of
+/// each process bound to `addr`. An empty result means no process on this host serves it (a
+/// remote server, or one in another PID namespace).
+pub fn server_sockets(
+    addr: SocketAddr,
+    max_per_process: usize,
+) -> Result<Vec<ServerSocket>, ObserveError> {
+    let me = std::process::id();
+    let mut tables: HashMap<String, HashMap<u64, TcpEntry>> = HashMap::new();
+    let mut out = Vec::new();
+    let mut denied: Option<String> = None;
+    let procs = fs::read_dir("/proc").map_err(|e| ObserveError::Capture {
+        op: "read /proc".into(),
+        errno: e.raw_os_error(),
+        message: e.to_string(),
+    })?;
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let sockets = socket_fds(pid);
+        if sockets.is_empty() {
+            continue;
+        }
+        let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/net")) else {
+            continue;
+        };
+        let ns = ns.to_string_lossy().into_owned();
+        let table = tables.entry(ns).or_insert_with(|| tcp_table(pid));
+        let mut established = 0;
+        let mut listener_seen = false;
+        for (fd, inode) in sockets {
+            let Some(e) = table.get(&inode) else { continue };
+            if e.local.port() != addr.port()
+                || !(e.local.ip() == addr.ip() || e.local.ip().is_unspecified())
+            {
+                continue;
+            }
+            let state = match e.state {
+                0x0A if !listener_seen => SocketState::Listen,
+                0x01 if established < max_per_process => SocketState::Established,
+                _ => continue,
+            };
+            match read_options(pid, fd) {
+                Ok(o) => {
+                    match state {
+                        SocketState::Listen => listener_seen = true,
+                        SocketState::Established => established += 1,
+                    }
+                    out.push(ServerSocket {
+                        pid,
+                        process: comm(pid),
+                        fd,
+                        state,
+                        local: e.local.to_string(),
+                        tcp_nodelay: o.nodelay,
+                        tcp_cork: o.cork,
+                        sndbuf: o.sndbuf,
+                        rcvbuf: o.rcvbuf,
+                    });
+                }
+                Err(msg) => {
+                    denied.get_or_insert(msg);
+                }
+            }
+        }
+    }
+    match (out.is_empty(), denied) {
+        (true, Some(msg)) => Err(ObserveError::Capture {
+            op: format!("read the socket options of the process serving {addr}"),
+            errno: None,
+            message: msg,
+        }),
+        _ => Ok(out),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TcpEntry {
+    local: SocketAddr,
+    state: u8,
+}
+
+/// `(fd, inode)` of every socket descriptor of `pid` (none if it cannot be read).
+fn socket_fds(pid: u32) -> Vec<(RawFd, u64)> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let fd = e.file_name().to_str()?.parse::<RawFd>().ok()?;
+            let target = fs::read_link(e.path()).ok()?;
+            let inode = target
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()?;
+            Some((fd, inode))
+        })
+        .collect()
+}
+
+/// inode → entry for the TCP sockets of `pid`'s network namespace.
+fn tcp_table(pid: u32) -> HashMap<u64, TcpEntry> {
+    let mut map = HashMap::new();
+    for file in ["tcp", "tcp6"] {
+        if let Ok(text) = fs::read_to_string(format!("/proc/{pid}/net/{file}")) {
+            for line in text.lines().skip(1) {
+                if let Some((inode, e)) = parse_tcp_line(line) {
+                    map.insert(inode, e);
+                }
+            }
+        }
+    }
+    map
+}
+
+/// One line of /proc/net/tcp or tcp6: `sl local rem st tx:rx tr:when retr uid timeout inode …`.
+fn parse_tcp_line(line: &str) -> Option<(u64, TcpEntry)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() < 10 {
+        return None;
+    }
+    let local = parse_hex_addr(f[1])?;
+    let state = u8::from_str_radix(f[3], 16).ok()?;
+    let inode = f[9].parse().ok()?;
+    Some((inode, TcpEntry { local, state }))
+}
+
+/// `0100007F:1F90` (IPv4) or 32 hex digits `:PORT` (IPv6): each 32-bit word in host order.
+fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
+    let (ip, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |i: usize| -> Option<[u8; 4]> {
+        let w = u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16).ok()?;
+        Some(w.to_ne_bytes())
+    };
+    let ip = match ip.len() {
+        8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),
+        32 => {
+            let mut b = [0u8; 16];
+            for i in 0..4 {
+                b[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            let v6 = Ipv6Addr::from(b);
+            match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => IpAddr::V6(v6),
+            }
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+fn comm(pid: u32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+struct Options {
+    nodelay: bool,
+    cork: bool,
+    sndbuf: u32,
+    rcvbuf: u32,
+}
+
+fn read_options(pid: u32, fd: RawFd) -> Result<Options, String> {
+    let sock = dup_from(pid, fd)?;
+    let get = |level: i32, name: i32| -> Result<i32, String> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `sock` is an open descriptor we own; `v` and `len` are valid for writes of
+        // the sizes given, and the kernel writes at most `len` bytes.
+        let rc = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                level,
+                name,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            Ok(v)
+        } else {
+            Err(format!("getsockopt: {}", std::io::Error::last_os_error()))
+        }
+    };
+    Ok(Options {
+        nodelay: get(libc::IPPROTO_TCP, libc::TCP_NODELAY)? != 0,
+        cork: get(libc::IPPROTO_TCP, libc::TCP_CORK)? != 0,
+        sndbuf: get(libc::SOL_SOCKET, libc::SO_SNDBUF)?.max(0) as u32,
+        rcvbuf: get(libc::SOL_SOCKET, libc::SO_RCVBUF)?.max(0) as u32,
+    })
+}
+
+/// Duplicates descriptor `fd` of process `pid` into this process.
+fn dup_from(pid: u32, fd: RawFd) -> Result<OwnedFd, String> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if pidfd < 0 {
+        return Err(format!(
+            "pidfd_open({pid}): {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: `pidfd` was just returned by the kernel and is owned by nobody else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+    // SAFETY: pidfd_getfd takes a pidfd, a descriptor number in that process and flags, and
+    // returns a new descriptor in ours or -1.
+    let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    if got < 0 {
+        let e = std::io::Error::last_os_error();
+        let hint = if e.raw_os_error() == Some(libc::EPERM) {
+            " (needs CAP_SYS_PTRACE: run as root)"
+        } else {
+            ""
+        };
+        return Err(format!("pidfd_getfd(pid {pid}, fd {fd}): {e}{hint}"));
+    }
+    // SAFETY: `got` is a new descriptor the kernel created for us.
+    Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_net_tcp_lines() {
+        let v4 = "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12345 1 0000000000000000 100 0 0 10 0";
+        let (inode, e) = parse_tcp_line(v4).unwrap();
+        assert_eq!(inode, 12345);
+        assert_eq!(e.local, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(e.state, 0x0A);
+        let v6 = "   1: 00000000000000000000000001000000:1F91 00000000000000000000000000000000:0000 01 00000000:00000000 00:00000000 00000000     0        0 777 1 0";
+        let (inode, e) = parse_tcp_line(v6).unwrap();
+        assert_eq!(inode, 777);
+        assert_eq!(e.local, "[::1]:8081".parse().unwrap());
+        assert_eq!(e.state, 0x01);
+        assert!(parse_tcp_line("garbage").is_none());
+        assert!(parse_tcp_line("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode").is_none());
+    }
+
+    #[test]
+    fn reads_the_options_of_a_server_in_a_child_process() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: pidfd_getfd needs CAP_SYS_PTRACE (root)");
+            return;
+        }
+        // A python child listens, accepts one connection with TCP_NODELAY off, and holds it.
+        let script = "import socket,sys\n\
+            s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(4)\n\
+            print(s.getsockname()[1], flush=True)\n\
+            c,_=s.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)\n\
+            print('accepted', flush=True); sys.stdin.read()\n";
+        let mut child = match std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("skipped: python3: {e}");
+                return;
+            }
+        };
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let port: u16 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "accepted");
+        let found = server_sockets(addr, 4);
+        let _ = child.kill();
+        let _ = child.wait();
+        let found = found.unwrap();
+        let listen = found.iter().find(|s| s.state == SocketState::Listen);
+        let conn = found.iter().find(|s| s.state == SocketState::Established);
+        assert_eq!(listen.map(|s| s.pid), Some(child.id()), "{found:?}");
+        let conn = conn.expect("the accepted connection");
+        assert!(!conn.tcp_nodelay, "TCP_NODELAY was turned off by the child");
+        assert!(conn.process.starts_with("python"), "{}", conn.process);
+        assert!(conn.sndbuf > 0);
+        // Our own client socket (local port ephemeral) is not mistaken for the server's.
+        assert!(found.iter().all(|s| s.local.ends_with(&format!(":{port}"))));
+    }
+}
