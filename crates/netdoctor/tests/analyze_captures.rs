@@ -1,0 +1,115 @@
+//! `netdoctor analyze` on committed captures of every supported link type and format: the same
+//! answer from `tcpdump -i lo`, `-i any` (SLL2 and SLL), IPv6, raw IP, pcapng and BSD loopback.
+
+mod common;
+use common::*;
+
+fn analyze(path: &std::path::Path) -> (i32, serde_json::Value) {
+    let o = netdoctor(&["analyze", "--json", path.to_str().unwrap()]);
+    let v = json(&o);
+    assert_schema(&v);
+    (o.status.code().unwrap_or(-1), v)
+}
+
+fn assert_reference_stall(file: &str, v: &serde_json::Value, code: i32) {
+    assert_eq!(code, 1, "{file}: exit code");
+    assert_eq!(v["verdict"], "problem", "{file}");
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "nagle_delayed_ack", "{file}: {v:#}");
+    assert_eq!(f["side"], "server", "{file}");
+    let added = f["impact"]["added_latency_ms"].as_f64().unwrap();
+    assert!((35.0..=60.0).contains(&added), "{file}: added {added} ms");
+    assert!(
+        v["measurements"]["capture"]["exchanges"]["count"]
+            .as_u64()
+            .unwrap()
+            > 50,
+        "{file}"
+    );
+}
+
+#[test]
+fn every_link_type_gives_the_same_diagnosis() {
+    for file in [
+        "nagle-eth.pcap",    // tcpdump -i lo (Ethernet)
+        "nagle-sll2.pcap",   // tcpdump -i any (Linux cooked v2)
+        "nagle-sll.pcap",    // tcpdump -i any -y LINUX_SLL (cooked v1)
+        "nagle-ipv6.pcap",   // [::1]
+        "nagle-raw.pcap",    // raw IP
+        "nagle-full.pcapng", // pcapng, full payload
+    ] {
+        let (code, v) = analyze(&captures_dir().join(file));
+        assert_reference_stall(file, &v, code);
+    }
+}
+
+#[test]
+fn bsd_loopback_link_type() {
+    // Rewrite the Ethernet capture as LINKTYPE_NULL (4-byte host-order address family instead
+    // of the 14-byte Ethernet header), as a BSD/macOS `tcpdump -i lo0` would write it.
+    let src = std::fs::read(captures_dir().join("nagle-eth.pcap")).unwrap();
+    assert_eq!(
+        &src[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "little-endian µs pcap expected"
+    );
+    let mut out = src[..24].to_vec();
+    out[20..24].copy_from_slice(&0u32.to_le_bytes()); // LINKTYPE_NULL
+    let mut i = 24;
+    while i + 16 <= src.len() {
+        let caplen = u32::from_le_bytes(src[i + 8..i + 12].try_into().unwrap()) as usize;
+        let origlen = u32::from_le_bytes(src[i + 12..i + 16].try_into().unwrap());
+        let data = &src[i + 16..i + 16 + caplen];
+        let ethertype = u16::from_be_bytes([data[12], data[13]]);
+        let family: u32 = if ethertype == 0x86dd { 30 } else { 2 };
+        let mut rec = src[i..i + 8].to_vec();
+        rec.extend_from_slice(&((caplen - 10) as u32).to_le_bytes());
+        rec.extend_from_slice(&(origlen - 10).to_le_bytes());
+        rec.extend_from_slice(&family.to_le_bytes());
+        rec.extend_from_slice(&data[14..]);
+        out.extend_from_slice(&rec);
+        i += 16 + caplen;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nagle-null.pcap");
+    std::fs::write(&path, out).unwrap();
+    let (code, v) = analyze(&path);
+    assert_reference_stall("nagle-null.pcap", &v, code);
+}
+
+#[test]
+fn healthy_and_slow_server_captures() {
+    let (code, v) = analyze(&captures_dir().join("healthy-eth.pcap"));
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("healthy")), "{v:#}");
+    assert!(v["findings"].as_array().unwrap().is_empty(), "{v:#}");
+
+    let (code, v) = analyze(&captures_dir().join("slow-eth.pcap"));
+    assert_eq!(code, 1);
+    assert_eq!(v["findings"][0]["id"], "slow_server_processing", "{v:#}");
+    assert_eq!(v["findings"][0]["side"], "server");
+    let added = v["findings"][0]["impact"]["added_latency_ms"]
+        .as_f64()
+        .unwrap();
+    assert!((20.0..=80.0).contains(&added), "server time {added} ms");
+}
+
+#[test]
+fn lab_captures_name_their_causes() {
+    for (file, id) in [
+        ("loss.pcap", "packet_loss_retransmission"),
+        ("rto.pcap", "retransmission_timeout"),
+        ("zero-window.pcap", "zero_window"),
+        ("syn-retransmit.pcap", "syn_retransmit"),
+        ("reset.pcap", "connection_reset"),
+    ] {
+        let (code, v) = analyze(&captures_dir().join(file));
+        assert_eq!(code, 1, "{file}: {v:#}");
+        let ids: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["id"].as_str())
+            .collect();
+        assert!(ids.contains(&id), "{file}: {ids:?}");
+    }
+}
