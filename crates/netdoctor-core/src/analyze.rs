@@ -123,31 +123,44 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
-/// One endpoint, IPv4 stored as v4-mapped IPv6: a compact, cheaply hashed key part.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// One endpoint, IPv4 stored as v4-mapped IPv6, the address as a big-endian integer: a
+/// compact key part that compares (same order as the address bytes) and hashes in a few
+/// instructions.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Endpoint {
-    ip: [u8; 16],
+    ip: u128,
     port: u16,
 }
 
 impl From<SocketAddr> for Endpoint {
+    #[inline]
     fn from(a: SocketAddr) -> Self {
         let ip = match a.ip() {
-            IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
-            IpAddr::V6(v6) => v6.octets(),
+            IpAddr::V4(v4) => 0xffff_0000_0000 | u128::from(v4.to_bits()),
+            IpAddr::V6(v6) => v6.to_bits(),
         };
         Endpoint { ip, port: a.port() }
     }
 }
 
 /// Both endpoints, lower first, so both directions map to the same entry.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct ConnKey {
     lo: Endpoint,
     hi: Endpoint,
 }
 
+impl std::hash::Hash for ConnKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u128(self.lo.ip);
+        state.write_u128(self.hi.ip);
+        state.write_u32(u32::from(self.lo.port) << 16 | u32::from(self.hi.port));
+    }
+}
+
 /// The key and the index (0: lo, 1: hi) of the sender.
+#[inline]
 fn conn_key(src: SocketAddr, dst: SocketAddr) -> (ConnKey, usize) {
     let (s, d) = (Endpoint::from(src), Endpoint::from(dst));
     if s <= d {
@@ -251,6 +264,8 @@ struct Conn {
     first_req: Option<Pkt>,
     /// Last packet seen on the connection (ends open zero-window periods).
     last: Option<Pkt>,
+    /// The frame that opened the state (orders the connections still open at the end).
+    first_frame: u64,
 }
 
 /// Request-line methods of HTTP/1.x (with the following space).
@@ -280,9 +295,14 @@ fn looks_like_response(p: &[u8]) -> bool {
     n >= 4 && b"HTTP/1."[..n] == p[..n]
 }
 
+/// How far (2^55 ns ≈ 1.1 years) a packet's time may lie from the first packet's.
+const TS_BOUND_NS: i64 = 1 << 55;
+
 pub struct Analyzer {
     cfg: AnalyzerConfig,
     stats: CaptureStats,
+    /// Packets whose timestamp lay more than [`TS_BOUND_NS`] from the first and was clamped.
+    clamped_ts: u64,
     conns: HashMap<ConnKey, Conn, foldhash::fast::RandomState>,
     aggs: Aggs,
 }
@@ -310,6 +330,7 @@ impl Analyzer {
         Analyzer {
             cfg,
             stats: CaptureStats::default(),
+            clamped_ts: 0,
             conns: HashMap::default(),
             aggs: Aggs {
                 handshake_rtt: Hist::new(),
@@ -333,14 +354,22 @@ impl Analyzer {
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
         self.stats.packets += 1;
         self.stats.bytes += u64::from(pkt.orig_len);
-        if self.stats.first_ts_ns.is_none() {
-            self.stats.first_ts_ns = Some(pkt.ts_ns);
+        // Timestamps from files can be anything. Keeping every one within TS_BOUND_NS of the
+        // first bounds every difference the detectors take (and multiply) far from overflow.
+        let t0 = *self.stats.first_ts_ns.get_or_insert(pkt.ts_ns);
+        let ts = pkt.ts_ns.clamp(
+            t0.saturating_sub(TS_BOUND_NS),
+            t0.saturating_add(TS_BOUND_NS),
+        );
+        if ts != pkt.ts_ns {
+            self.clamped_ts += 1;
         }
-        self.stats.last_ts_ns = Some(pkt.ts_ns);
+        let pkt = &RawPacket { ts_ns: ts, ..*pkt };
+        self.stats.last_ts_ns = Some(ts);
         match decode(pkt) {
-            Ok(Some(seg)) => {
+            Ok(Some(ref seg)) => {
                 self.stats.tcp_segments += 1;
-                self.on_segment(&seg);
+                self.on_segment(seg);
             }
             Ok(None) => self.stats.other_packets += 1,
             Err(_) => self.stats.decode_errors += 1,
@@ -585,6 +614,7 @@ fn new_conn(cfg: &AnalyzerConfig, key: ConnKey, i: usize, seg: &TcpSegment<'_>) 
         exchanges: 0,
         first_req: None,
         last: None,
+        first_frame: seg.frame,
     }
 }
 
@@ -828,7 +858,12 @@ impl Analyzer {
         if let (Some(a), Some(b)) = (self.stats.first_ts_ns, self.stats.last_ts_ns) {
             self.stats.duration_s = (b - a).max(0) as f64 / 1e9;
         }
-        for (_, mut c) in std::mem::take(&mut self.conns) {
+        // In the order the connections started, not the hash table's (randomly seeded)
+        // order: detectors keep the first few examples, and the report must not change from
+        // one run to the next.
+        let mut open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
+        open.sort_unstable_by_key(|c| c.first_frame);
+        for mut c in open {
             self.aggs.flush_stalls(&mut c);
             self.aggs.flush_counts(&c);
         }
@@ -856,6 +891,13 @@ impl Analyzer {
         let s = &self.stats;
         if s.decode_errors > 0 {
             warnings.push(format!("{} packets could not be decoded", s.decode_errors));
+        }
+        if self.clamped_ts > 0 {
+            warnings.push(format!(
+                "{} packets have timestamps more than a year away from the first packet's \
+                 (a corrupt file?); their times were clamped",
+                self.clamped_ts
+            ));
         }
         if s.capture_drops > 0 {
             warnings.push(format!(

@@ -591,3 +591,33 @@ fn throughput() {
         an.findings.len()
     );
 }
+
+#[test]
+fn absurd_timestamps_are_clamped_with_a_warning_and_no_overflow() {
+    // A corrupt file: every 50th packet claims a time at the ends of the i64 range. Before the
+    // clamp this overflowed in the Nagle detector (found by fuzzing).
+    let mut an = Analyzer::new(AnalyzerConfig::default());
+    let mut n = 0u64;
+    for_each_packet("nagle-eth.pcap", |p| {
+        n += 1;
+        let ts_ns = match n % 100 {
+            0 => i64::MAX,
+            50 => i64::MIN,
+            _ => p.ts_ns,
+        };
+        an.push(&RawPacket { ts_ns, ..*p });
+    });
+    let a = an.finish();
+    assert!(
+        a.warnings.iter().any(|w| w.contains("clamped")),
+        "{:?}",
+        a.warnings
+    );
+    // The rest of the capture still tells its story.
+    assert_eq!(a.findings[0].id, FindingId::NagleDelayedAck);
+    assert!(
+        a.stats.duration_s < 3.0e7 * 2.5,
+        "duration {}",
+        a.stats.duration_s
+    );
+}
