@@ -25,10 +25,16 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: args.server_port,
     });
+    let mut last_tick = Instant::now();
     let summary = file.for_each_packet(&mut |p| {
         analyzer.push(p);
+        if p.frame % 65_536 == 0 && last_tick.elapsed().as_millis() >= 250 {
+            progress.count("read", p.frame);
+            last_tick = Instant::now();
+        }
         ControlFlow::Continue(())
     })?;
+    progress.end_ticks();
     let analysis = analyzer.finish();
 
     let mut report = Report::new(

@@ -67,6 +67,17 @@ impl Progress {
         }
     }
 
+    /// A live `label: N packets` line (`\r`-rewritten) on a terminal; nothing otherwise.
+    pub fn count(&self, label: &str, packets: u64) {
+        if self.live {
+            let _ = write!(
+                io::stderr(),
+                "\r\x1b[2K  {label}: {} packets",
+                netdoctor_report::terminal::thousands(packets)
+            );
+        }
+    }
+
     /// Ends a live line.
     pub fn end_ticks(&self) {
         if self.live {
