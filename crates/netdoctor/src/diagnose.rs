@@ -225,11 +225,12 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     }
     report.measurements.load = load;
     let mut conclusive = exchanges >= MIN_EXCHANGES;
-    if report.findings.is_empty() && conclusive {
-        if let Some(why) = unexplained_latency(&report) {
-            report.checks.push(Check::failed("explained", why));
-            conclusive = false;
-        }
+    if report.findings.is_empty()
+        && conclusive
+        && let Some(why) = unexplained_latency(&report)
+    {
+        report.checks.push(Check::failed("explained", why));
+        conclusive = false;
     }
     if !conclusive && analysis_was_skipped(&report) {
         report.checks.push(Check::skipped(
@@ -326,10 +327,10 @@ fn start_capture(
             let mut write_err = None;
             let summary = cap.run(&stop, &mut |p| {
                 analyzer.push(p);
-                if let Some(w) = writer.as_mut() {
-                    if let Err(e) = w.write(p) {
-                        write_err.get_or_insert(e);
-                    }
+                if let Some(w) = writer.as_mut()
+                    && let Err(e) = w.write(p)
+                {
+                    write_err.get_or_insert(e);
                 }
             })?;
             if let Some(w) = writer {
