@@ -1,4 +1,5 @@
-//! Minimal CLI over the load engine, for benchmarking against wrk:
+//! Minimal CLI over the load engine (no clap, builds in seconds) for quick experiments; the
+//! benchmark proper (`bench/load-vs-peers`) runs `netdoctor load`:
 //! `loadbench http://127.0.0.1:18090/ -c 100 -t 2 -d 5s [--no-keepalive] [--timeout 2s]`.
 //! Prints requests/s, latency percentiles and errors; the last line (`RESULT ...`) is for scripts.
 

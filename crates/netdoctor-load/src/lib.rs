@@ -1,12 +1,16 @@
-//! netdoctor-load: the HTTP/1.1 closed-loop load engine (wrk-like: connections × threads ×
-//! duration), the instrument the diagnosis stands on.
+//! netdoctor-load: the HTTP/1.1 load engine, the instrument the diagnosis stands on: closed loop
+//! (wrk-like: connections × threads × duration), open loop at a constant rate with
+//! coordinated-omission correction (wrk2-like, [`LoadConfig::rate`]), and the connection-setup
+//! benchmark ([`connect_bench`]: N connects, per-connect latency, SYN-retransmit suspects,
+//! failures by errno).
 //!
 //! [`run`] starts `threads` worker threads; each owns an edge-triggered event loop (mio, i.e.
 //! epoll with `EPOLLET`) and `connections / threads` non-blocking TCP connections with
 //! `TCP_NODELAY` set (as wrk). Every connection keeps exactly one request in flight: the request
 //! bytes are built once per run, a response is parsed incrementally as it arrives (see
-//! the `http` module for the framing), and the next request is written from the same event
-//! handler that completed the previous response. In steady state a request costs one `write`,
+//! the `http` module for the framing), and the next request is written once the current batch
+//! of events has been handled (as wrk's loop does: the server then finds the batch's requests
+//! together and serves them in one wake-up). In steady state a request costs one `write`,
 //! one `read` and a share of one `epoll_wait`: no `epoll_ctl` (interest is registered once for
 //! read and write, edge-triggered), no allocation (a reused per-thread read buffer), and no extra
 //! `read` to see `EAGAIN` when a read came back shorter than the buffer (a TCP read shorter than
@@ -16,19 +20,35 @@
 //! (with `keepalive = false`, from the start of the connect), recorded per thread into an HDR
 //! histogram (1 µs .. 60 s, 3 significant digits) and merged at the end, so memory does not grow
 //! with the duration. Requests still in flight when the duration ends are not counted (as wrk).
+//! At a constant rate (`rate`), latency is measured from each request's intended send time
+//! instead (see the `worker` module). A request without a complete response after `timeout` is
+//! counted as a timeout error and its connection is replaced by a new one (wrk counts it and
+//! keeps waiting on the same connection), so a server that hangs some connections cannot freeze
+//! part of the load.
 //!
 //! mio is used rather than hand-written epoll: it *is* epoll in edge-triggered mode, and strace of
 //! a run shows exactly the syscalls a raw loop would make (per request one `sendto` and one
-//! `recvfrom`, about one `epoll_wait` per 2-25 requests, no `epoll_ctl`); wrk makes two
+//! `recvfrom`, one `epoll_wait` per 2-35 requests, no `epoll_ctl`); wrk makes two
 //! `epoll_ctl` per request on top. Most of the client's CPU is the kernel's loopback TCP path
 //! inside `sendto` and the wake-ups in `epoll_wait` (perf), not user space, so a hand-written
-//! epoll would buy nothing measurable for its `unsafe`. Benchmark: `bench/load-vs-wrk.sh`.
+//! epoll would buy nothing measurable for its `unsafe`. Benchmark against wrk and oha:
+//! `bench/load-vs-peers`.
 //!
 //! With `keepalive = false` the client closes each connection after its response, so TIME_WAIT
 //! sockets pile up on the client side (on loopback Linux reuses them: `tcp_tw_reuse = 2`).
 
+mod connect;
 mod http;
 mod worker;
+
+/// JSON Schema of `netdoctor load --json` (`"schema": "netdoctor.load/v1"`).
+pub const LOAD_SCHEMA_JSON: &str = include_str!("../schema/load-v1.json");
+/// JSON Schema of `netdoctor connect --json` (`"schema": "netdoctor.connect/v1"`).
+pub const CONNECT_SCHEMA_JSON: &str = include_str!("../schema/connect-v1.json");
+
+pub use connect::{
+    ConnectConfig, ConnectResult, SYN_RETRANSMIT_SUSPECT, connect_bench, errno_name,
+};
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -112,6 +132,9 @@ pub struct LoadConfig {
     pub headers: Vec<(String, String)>,
     /// Request body (a `Content-Length` is added).
     pub body: Option<Vec<u8>>,
+    /// Open loop at this many requests per second for the whole run (wrk2's `-R`), with
+    /// latency measured from each request's intended send time; `None` (default) = closed loop.
+    pub rate: Option<f64>,
 }
 
 impl LoadConfig {
@@ -128,6 +151,7 @@ impl LoadConfig {
             method: "GET".to_string(),
             headers: Vec::new(),
             body: None,
+            rate: None,
         }
     }
 }
@@ -204,6 +228,10 @@ pub struct LoadResult {
     pub errors: ErrorCounts,
     /// The first error seen, e.g. `connect 127.0.0.1:1: connection refused`.
     pub first_error: Option<String>,
+    /// The constant rate asked for (requests/s), when the run was open loop; latencies are then
+    /// measured from each request's intended send time (coordinated omission corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
 }
 
 /// A run could not take place.
@@ -211,6 +239,10 @@ pub struct LoadResult {
 pub enum LoadError {
     #[error("load needs at least one connection (connections = 0)")]
     NoConnections,
+    #[error("invalid rate {0}: requests per second must be a number greater than zero")]
+    InvalidRate(f64),
+    #[error("connect needs at least one connection attempt (count = 0)")]
+    InvalidCount,
     #[error("invalid request for {addr}: {reason}")]
     InvalidRequest { addr: SocketAddr, reason: String },
     #[error("invalid url {url}: {reason}")]
@@ -234,6 +266,11 @@ pub fn run(
     if cfg.connections == 0 {
         return Err(LoadError::NoConnections);
     }
+    if let Some(r) = cfg.rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(LoadError::InvalidRate(r));
+    }
     let threads = cfg.threads.clamp(1, cfg.connections);
     let request = http::build_request(
         &cfg.method,
@@ -253,16 +290,22 @@ pub fn run(
         head: cfg.method.eq_ignore_ascii_case("HEAD"),
         keepalive: cfg.keepalive,
         timeout: cfg.timeout,
+        rate: cfg.rate,
+        connections: cfg.connections,
     };
 
     let mut workers = Vec::with_capacity(threads);
+    let mut first = 0;
     for i in 0..threads {
         // Spread the remainder: the first `connections % threads` threads get one more.
         let n = cfg.connections / threads + usize::from(i < cfg.connections % threads);
-        workers.push(worker::Worker::new(n).map_err(|source| LoadError::Io {
-            op: format!("create event loop for load thread {i}"),
-            source,
-        })?);
+        workers.push(
+            worker::Worker::new(n, first).map_err(|source| LoadError::Io {
+                op: format!("create event loop for load thread {i}"),
+                source,
+            })?,
+        );
+        first += n;
     }
     let shared: Vec<worker::Shared> = workers.iter().map(|w| w.shared()).collect();
     let done = AtomicBool::new(false);
@@ -341,7 +384,9 @@ pub fn run(
     })?;
     // The run lasted until the last worker stopped (not until this thread noticed).
     let end = outcome.iter().map(|o| o.ended).max().unwrap_or(start);
-    Ok(merge(cfg.connections, threads, end - start, outcome))
+    let mut res = merge(cfg.connections, threads, end - start, outcome);
+    res.rate = cfg.rate;
+    Ok(res)
 }
 
 fn merge(
@@ -387,6 +432,7 @@ fn merge(
         status,
         errors,
         first_error: first.map(|(_, m)| m),
+        rate: None,
     }
 }
 

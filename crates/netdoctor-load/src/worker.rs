@@ -5,9 +5,24 @@
 //! `keepalive = false` closes it and opens a new one. Timeouts are checked by a scan every
 //! `timeout / 8` (bounded to 1..100 ms) rather than a timer per request, which is cheaper and
 //! precise enough (a timeout fires at most 12.5 % late).
+//!
+//! With a constant rate (`Spec::rate`, wrk2's model) every connection has a schedule: its
+//! requests are due every `connections / rate` seconds, offset by `1 / rate` per connection so the
+//! run's requests are evenly spaced. A connection that is ready before its next request is due
+//! waits `Idle` in a per-thread min-heap; one that falls behind (a stalled server) sends its
+//! overdue requests back to back. Latency is measured from the request's *intended* send time,
+//! not from when it could be sent: the coordinated-omission correction, so a stall shows up in
+//! the tail (every request that was due during it waited) instead of being one slow sample.
+//! The loop wakes for the next due request through a `timerfd` (µs precision) rather than
+//! `epoll_wait`'s timeout, which mio rounds up to whole milliseconds: that rounding would send
+//! requests up to 1 ms late and add it to every corrected latency. The two libc calls are
+//! wrapped here (no crate in the tree wraps timerfd).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,6 +35,7 @@ use crate::ErrorCounts;
 use crate::http::{Feed, ResponseParser};
 
 const WAKER: Token = Token(usize::MAX);
+const TIMER: Token = Token(usize::MAX - 1);
 const READ_BUF: usize = 64 * 1024;
 /// A connection whose connect() failed is retried after this pause (no busy loop against a
 /// closed port).
@@ -33,6 +49,10 @@ pub(crate) struct Spec {
     pub head: bool,
     pub keepalive: bool,
     pub timeout: Duration,
+    /// Constant rate: the whole run's requests per second (None = closed loop).
+    pub rate: Option<f64>,
+    /// All connections of the run (for the rate schedule).
+    pub connections: usize,
 }
 
 /// Live counters read by the progress loop; on its own cache lines (no false sharing).
@@ -86,10 +106,12 @@ pub(crate) struct Worker {
     waker: Arc<Waker>,
     counters: Arc<Counters>,
     connections: usize,
+    /// Run-wide index of this worker's first connection (for the rate schedule).
+    first: usize,
 }
 
 impl Worker {
-    pub fn new(connections: usize) -> io::Result<Self> {
+    pub fn new(connections: usize, first: usize) -> io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         Ok(Worker {
@@ -97,6 +119,7 @@ impl Worker {
             waker,
             counters: Arc::default(),
             connections,
+            first,
         })
     }
 
@@ -112,17 +135,23 @@ impl Worker {
             mut poll,
             counters,
             connections,
+            first,
             ..
         } = self;
         let mut lp = Loop {
             spec,
+            start,
             deadline,
             conns: (0..connections)
-                .map(|_| Conn {
+                .map(|k| Conn {
                     stream: None,
                     state: State::Closed,
+                    pending: false,
                     written: 0,
                     start,
+                    sent: start,
+                    index: (first + k) as u64,
+                    seq: 0,
                     readable: false,
                     parser: ResponseParser::new(spec.head),
                 })
@@ -138,16 +167,32 @@ impl Worker {
                 ended: start,
             },
             retry_at: None,
+            due: BinaryHeap::new(),
+            queued: Vec::with_capacity(connections),
+        };
+        // Constant rate: a timer for the due requests (without it, the ms poll timeout).
+        let mut timer = match spec.rate {
+            Some(_) => Timer::new()
+                .and_then(|t| {
+                    poll.registry().register(
+                        &mut mio::unix::SourceFd(&t.fd.as_raw_fd()),
+                        TIMER,
+                        Interest::READABLE,
+                    )?;
+                    Ok(t)
+                })
+                .ok(),
+            None => None,
         };
         for i in 0..connections {
-            lp.connect(&poll, i, start);
+            lp.reopen(&poll, i, start);
         }
         let mut events = Events::with_capacity(connections.clamp(16, 1024) + 1);
         let scan_every =
             (spec.timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut next_scan = start + scan_every;
         loop {
-            let now = Instant::now();
+            let mut now = Instant::now();
             if now >= deadline || done.load(Ordering::Relaxed) {
                 break;
             }
@@ -155,8 +200,16 @@ impl Worker {
                 lp.scan(&poll, now);
                 next_scan = now + scan_every;
             }
+            if lp.run_due(&poll, now) {
+                now = Instant::now();
+            }
             let mut wake = deadline.min(next_scan);
             if let Some(t) = lp.retry_at {
+                wake = wake.min(t);
+            }
+            if let Some(&Reverse((t, _))) = lp.due.peek()
+                && !timer.as_mut().is_some_and(|tm| tm.arm(t, now))
+            {
                 wake = wake.min(t);
             }
             if let Err(e) = poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
@@ -168,10 +221,11 @@ impl Worker {
             }
             for ev in events.iter() {
                 let t = ev.token();
-                if t != WAKER {
+                if t != WAKER && t != TIMER {
                     lp.handle(&poll, t.0, ev);
                 }
             }
+            lp.run_queued(&poll);
             counters.requests.store(lp.out.requests, Ordering::Relaxed);
             counters
                 .errors
@@ -191,6 +245,11 @@ impl Worker {
 enum State {
     /// No socket; reconnect at the next scan (after a connect error).
     Closed,
+    /// Constant rate: waiting in the heap for the next request's intended send time (with an
+    /// open keep-alive connection, or none without keep-alive).
+    Idle,
+    /// Response complete; the next request is written after the current batch of events.
+    Queued,
     Connecting,
     Writing,
     Reading,
@@ -199,10 +258,19 @@ enum State {
 struct Conn {
     stream: Option<TcpStream>,
     state: State,
+    /// A request has been issued (its latency clock runs) and is written once connected.
+    pending: bool,
     /// Request bytes written so far.
     written: usize,
-    /// When the current request (or its connect) started.
+    /// Where the current request's latency is measured from: its first write (keep-alive),
+    /// the start of its connect (no keep-alive), or its intended send time (constant rate).
     start: Instant,
+    /// When the current connect or request was actually started (for the timeout).
+    sent: Instant,
+    /// Run-wide connection index and this connection's request sequence number: together they
+    /// give the intended send time of its next request at a constant rate.
+    index: u64,
+    seq: u64,
     /// A readable edge arrived while still writing.
     readable: bool,
     parser: ResponseParser,
@@ -219,12 +287,17 @@ enum Kind {
 
 struct Loop<'a> {
     spec: &'a Spec,
+    start: Instant,
     deadline: Instant,
     conns: Vec<Conn>,
     buf: Vec<u8>,
     out: Outcome,
     /// Earliest time a closed connection should reconnect.
     retry_at: Option<Instant>,
+    /// Constant rate: idle connections by the intended send time of their next request.
+    due: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Connections whose next request waits for the end of the current batch of events.
+    queued: Vec<usize>,
 }
 
 impl Loop<'_> {
@@ -242,6 +315,83 @@ impl Loop<'_> {
         }
     }
 
+    /// The intended send time of connection `i`'s next request at a constant rate.
+    fn next_due(&self, i: usize, rate: f64) -> Instant {
+        let c = &self.conns[i];
+        let n = c.index + c.seq * self.spec.connections as u64;
+        self.start + Duration::from_secs_f64(n as f64 / rate)
+    }
+
+    /// Drops slot `i`'s connection (if any) and gets it going again: a keep-alive connection is
+    /// reopened at once (its next request follows when it is connected); without keep-alive
+    /// the next request opens its own.
+    fn reopen(&mut self, poll: &Poll, i: usize, now: Instant) {
+        let c = &mut self.conns[i];
+        c.stream = None;
+        c.pending = false;
+        if self.spec.keepalive {
+            self.connect(poll, i, now);
+        } else {
+            self.begin(poll, i, now);
+        }
+    }
+
+    /// Slot `i` is ready for its next request: issue it now (closed loop, or when it is due),
+    /// or park the slot until it is due.
+    fn begin(&mut self, poll: &Poll, i: usize, now: Instant) {
+        let mut start = now;
+        if let Some(rate) = self.spec.rate {
+            let due = self.next_due(i, rate);
+            if due > now {
+                self.conns[i].state = State::Idle;
+                self.due.push(Reverse((due, i)));
+                return;
+            }
+            // Latency counts from when the request should have been sent.
+            start = due;
+            self.conns[i].seq += 1;
+        }
+        let c = &mut self.conns[i];
+        c.pending = true;
+        c.start = start;
+        c.sent = now;
+        c.written = 0;
+        c.parser.reset();
+        if c.stream.is_none() {
+            return self.connect(poll, i, now);
+        }
+        c.state = State::Writing;
+        self.write(poll, i);
+    }
+
+    /// Issues the requests whose time has come; true when any was.
+    fn run_due(&mut self, poll: &Poll, now: Instant) -> bool {
+        let mut any = false;
+        while let Some(Reverse((t, i))) = self.due.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.due.pop();
+            if self.conns[i].state == State::Idle {
+                any = true;
+                self.begin(poll, i, now);
+            }
+        }
+        any
+    }
+
+    /// Sends the next request of every connection queued during the batch of events.
+    fn run_queued(&mut self, poll: &Poll) {
+        let mut queued = std::mem::take(&mut self.queued);
+        for &i in &queued {
+            if self.conns[i].state == State::Queued {
+                self.begin(poll, i, Instant::now());
+            }
+        }
+        queued.clear();
+        self.queued = queued;
+    }
+
     /// Opens a new connection for slot `i` (the old one, if any, is closed).
     fn connect(&mut self, poll: &Poll, i: usize, now: Instant) {
         let addr = self.spec.addr;
@@ -250,7 +400,7 @@ impl Loop<'_> {
         c.state = State::Closed;
         c.written = 0;
         c.readable = false;
-        c.start = now;
+        c.sent = now;
         c.parser.reset();
         let res = TcpStream::connect(addr).and_then(|mut s| {
             s.set_nodelay(true)?;
@@ -271,14 +421,12 @@ impl Loop<'_> {
         let c = &mut self.conns[i];
         c.stream = None;
         c.state = State::Closed;
+        // A request waiting for this connection failed with it.
+        c.pending = false;
         let at = now + CONNECT_RETRY;
         self.retry_at = Some(self.retry_at.map_or(at, |t| t.min(at)));
         let addr = self.spec.addr;
         self.note_error(Kind::Connect, || format!("connect {addr}: {}", describe(e)));
-    }
-
-    fn reconnect(&mut self, poll: &Poll, i: usize) {
-        self.connect(poll, i, Instant::now());
     }
 
     fn handle(&mut self, poll: &Poll, i: usize, ev: &mio::event::Event) {
@@ -286,7 +434,14 @@ impl Loop<'_> {
             return;
         };
         match c.state {
-            State::Closed => {}
+            State::Closed | State::Queued => {}
+            State::Idle => {
+                if ev.is_read_closed() || ev.is_error() {
+                    // The server closed an idle keep-alive connection: the next request opens
+                    // a new one.
+                    c.stream = None;
+                }
+            }
             State::Connecting => {
                 let err = match c.stream.as_ref().map(|s| s.take_error()) {
                     Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
@@ -296,13 +451,13 @@ impl Loop<'_> {
                 if let Some(e) = err {
                     self.connect_failed(i, Instant::now(), &e);
                 } else if ev.is_writable() {
-                    c.state = State::Writing;
                     c.readable = ev.is_readable();
-                    if self.spec.keepalive {
-                        // Keep-alive latency starts at the first write, as wrk's.
-                        c.start = Instant::now();
+                    if c.pending {
+                        c.state = State::Writing;
+                        self.write(poll, i);
+                    } else {
+                        self.begin(poll, i, Instant::now());
                     }
-                    self.write(poll, i);
                 }
             }
             State::Writing => {
@@ -332,7 +487,7 @@ impl Loop<'_> {
                 Ok(0) => {
                     let addr = self.spec.addr;
                     self.note_error(Kind::Write, || format!("write {addr}: wrote 0 bytes"));
-                    return self.reconnect(poll, i);
+                    return self.reopen(poll, i, Instant::now());
                 }
                 Ok(n) => {
                     c.written += n;
@@ -350,7 +505,7 @@ impl Loop<'_> {
                 Err(e) => {
                     let addr = self.spec.addr;
                     self.note_error(Kind::Write, || format!("write {addr}: {}", describe(&e)));
-                    return self.reconnect(poll, i);
+                    return self.reopen(poll, i, Instant::now());
                 }
             }
         }
@@ -366,8 +521,9 @@ impl Loop<'_> {
             };
             let n = match stream.read(&mut self.buf) {
                 Ok(0) => {
+                    let now = Instant::now();
                     if c.parser.eof_completes() {
-                        if !self.complete(i, Instant::now()) {
+                        if !self.complete(i, now) {
                             c_closed(&mut self.conns[i]);
                             return;
                         }
@@ -379,7 +535,7 @@ impl Loop<'_> {
                             )
                         });
                     }
-                    return self.reconnect(poll, i);
+                    return self.reopen(poll, i, now);
                 }
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -387,7 +543,7 @@ impl Loop<'_> {
                 Err(e) => {
                     let addr = self.spec.addr;
                     self.note_error(Kind::Read, || format!("read {addr}: {}", describe(&e)));
-                    return self.reconnect(poll, i);
+                    return self.reopen(poll, i, Instant::now());
                 }
             };
             self.out.bytes_read += n as u64;
@@ -409,20 +565,23 @@ impl Loop<'_> {
                                 n - consumed
                             )
                         });
-                        return self.reconnect(poll, i);
+                        return self.reopen(poll, i, now);
                     }
                     let c = &mut self.conns[i];
+                    c.pending = false;
                     if c.parser.close || !self.spec.keepalive {
-                        return self.connect(poll, i, now);
+                        return self.reopen(poll, i, now);
                     }
-                    c.parser.reset();
-                    c.start = now;
-                    c.written = 0;
-                    c.state = State::Writing;
-                    self.write(poll, i);
-                    // The next response cannot be there yet: wait for its edge, unless the
-                    // peer already closed (then the next read reports it).
-                    if !closed || self.conns[i].state != State::Reading {
+                    if !closed {
+                        // Write the next request after the batch: the server then gets the
+                        // batch's requests together (one wake-up for many), as wrk's loop does.
+                        c.state = State::Queued;
+                        self.queued.push(i);
+                        return;
+                    }
+                    // The peer already closed: send now and read on, so the next read reports it.
+                    self.begin(poll, i, now);
+                    if self.conns[i].state != State::Reading {
                         return;
                     }
                     continue;
@@ -430,7 +589,7 @@ impl Loop<'_> {
                 Err(e) => {
                     let addr = self.spec.addr;
                     self.note_error(Kind::Read, || format!("read {addr}: {e}"));
-                    return self.reconnect(poll, i);
+                    return self.reopen(poll, i, Instant::now());
                 }
             }
             if n < self.buf.len() && !closed {
@@ -476,9 +635,9 @@ impl Loop<'_> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             match c.state {
-                State::Closed if retry_due => self.connect(poll, i, now),
-                State::Closed => {}
-                _ if now.saturating_duration_since(c.start) >= timeout => {
+                State::Closed if retry_due => self.reopen(poll, i, now),
+                State::Closed | State::Idle | State::Queued => {}
+                _ if now.saturating_duration_since(c.sent) >= timeout => {
                     let addr = self.spec.addr;
                     let what = if c.state == State::Connecting {
                         "connect"
@@ -488,11 +647,68 @@ impl Loop<'_> {
                     self.note_error(Kind::Timeout, || {
                         format!("timeout {addr}: no {what} after {timeout:?}")
                     });
-                    self.connect(poll, i, now);
+                    self.reopen(poll, i, now);
                 }
                 _ => {}
             }
         }
+    }
+}
+
+/// A relative CLOCK_MONOTONIC timerfd that wakes the event loop for the next due request.
+struct Timer {
+    fd: OwnedFd,
+    /// When it is set to fire (None: disarmed).
+    armed: Option<Instant>,
+}
+
+impl Timer {
+    fn new() -> io::Result<Timer> {
+        // SAFETY: timerfd_create has no memory arguments; the result is checked before use.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Timer { fd, armed: None })
+    }
+
+    /// Makes sure the timer fires by `due`; false when it cannot (then poll with a timeout).
+    /// Setting the timer clears its expiration count, so its edge-triggered readiness fires
+    /// again at the next expiry without a read.
+    fn arm(&mut self, due: Instant, now: Instant) -> bool {
+        if self.armed.is_some_and(|a| a <= due && a > now) {
+            return true;
+        }
+        let rel = due.saturating_duration_since(now);
+        if rel.is_zero() {
+            return false;
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: rel.as_secs() as libc::time_t,
+                tv_nsec: rel.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: the descriptor is our timerfd; `spec` is a valid itimerspec and the old value
+        // pointer may be null.
+        let rc =
+            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        if rc != 0 {
+            return false;
+        }
+        self.armed = Some(due);
+        true
     }
 }
 

@@ -3,8 +3,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,10 @@ enum Mode {
     Close,
     /// Sleeps this long before each response.
     Delay(Duration),
+    /// Like ContentLength, but when request number `at` arrives the whole server stalls for
+    /// `ms` milliseconds: every connection's responses wait until then (one global pause, like
+    /// a server's GC pause or a blocked event loop).
+    StallOnce { at: u64, ms: u64 },
     /// 500 with a body.
     Status500,
     /// Reads requests, never answers.
@@ -36,6 +40,8 @@ struct TestServer {
     connections: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
+    /// StallOnce: until when the server stalls (None before the stall began).
+    stall_until: Arc<Mutex<Option<Instant>>>,
 }
 
 impl TestServer {
@@ -47,6 +53,8 @@ impl TestServer {
         let connections = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (r, c, s) = (requests.clone(), connections.clone(), stop.clone());
+        let stall_until = Arc::new(Mutex::new(None));
+        let su = stall_until.clone();
         let accept = std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -55,7 +63,8 @@ impl TestServer {
                 let Ok(stream) = stream else { continue };
                 c.fetch_add(1, Ordering::SeqCst);
                 let r = r.clone();
-                std::thread::spawn(move || serve(stream, mode, &r));
+                let su = su.clone();
+                std::thread::spawn(move || serve(stream, mode, &r, &su));
             }
         });
         TestServer {
@@ -64,6 +73,7 @@ impl TestServer {
             connections,
             stop,
             accept: Some(accept),
+            stall_until,
         }
     }
 
@@ -92,7 +102,7 @@ impl Drop for TestServer {
 }
 
 /// One connection: reads requests (no bodies) and answers each per `mode`.
-fn serve(mut s: TcpStream, mode: Mode, count: &AtomicU64) {
+fn serve(mut s: TcpStream, mode: Mode, count: &AtomicU64, stall: &Mutex<Option<Instant>>) {
     s.set_nodelay(true).unwrap();
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
@@ -108,11 +118,25 @@ fn serve(mut s: TcpStream, mode: Mode, count: &AtomicU64) {
             }
         };
         buf.drain(..end);
-        count.fetch_add(1, Ordering::SeqCst);
+        let n = count.fetch_add(1, Ordering::SeqCst) + 1;
         let ok = match mode {
-            Mode::ContentLength | Mode::Delay(_) => {
+            Mode::ContentLength | Mode::Delay(_) | Mode::StallOnce { .. } => {
                 if let Mode::Delay(d) = mode {
                     std::thread::sleep(d);
+                }
+                if let Mode::StallOnce { at, ms } = mode {
+                    let until = {
+                        let mut g = stall.lock().unwrap();
+                        if n == at {
+                            *g = Some(Instant::now() + Duration::from_millis(ms));
+                        }
+                        *g
+                    };
+                    // The simulated stall itself (server behaviour, not a test wait).
+                    if let Some(wait) = until.and_then(|u| u.checked_duration_since(Instant::now()))
+                    {
+                        std::thread::sleep(wait);
+                    }
                 }
                 let head =
                     format!("HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: {BODY_LEN}\r\n\r\n");
@@ -347,4 +371,101 @@ fn url_parsing() {
     assert_eq!(t.host, "[::1]");
     assert!(HttpTarget::from_url("https://127.0.0.1/").is_err());
     assert!(HttpTarget::from_url("not a url").is_err());
+}
+
+fn stalled(server: &TestServer) -> bool {
+    server.stall_until.lock().unwrap().is_some()
+}
+
+#[test]
+fn constant_rate_sends_the_rate_and_counts_agree() {
+    let server = TestServer::start(Mode::ContentLength);
+    let mut cfg = config(server.target(), 4, 2, 1000);
+    cfg.rate = Some(200.0);
+    let res = load(&cfg);
+    assert_counts_agree(&res, server.requests(), 4);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    assert_eq!(res.rate, Some(200.0));
+    // 200 requests are due in the first second; a few may still be in flight at the end.
+    assert!(
+        (190..=200).contains(&res.requests),
+        "{} requests at 200/s for 1 s",
+        res.requests
+    );
+    // Keep-alive: the connections are opened once.
+    assert_eq!(server.connections.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn constant_rate_latency_follows_server_delay() {
+    let server = TestServer::start(Mode::Delay(Duration::from_millis(20)));
+    let mut cfg = config(server.target(), 4, 1, 1000);
+    // 40 ms between requests on each connection: the 20 ms server keeps up.
+    cfg.rate = Some(100.0);
+    let res = load(&cfg);
+    assert_counts_agree(&res, server.requests(), 4);
+    let l = &res.latency_ms;
+    assert!(l.p50 >= 20.0 && l.p50 < 30.0, "p50 {} ms", l.p50);
+    assert!(l.max < 200.0, "{l:?}");
+}
+
+#[test]
+fn constant_rate_without_keepalive() {
+    let server = TestServer::start(Mode::ContentLength);
+    let mut cfg = config(server.target(), 4, 1, 500);
+    cfg.rate = Some(100.0);
+    cfg.keepalive = false;
+    let res = load(&cfg);
+    assert_counts_agree(&res, server.requests(), 4);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    assert!((45..=50).contains(&res.requests), "{}", res.requests);
+    let conns = server.connections.load(Ordering::SeqCst);
+    assert!(conns >= res.requests && conns <= res.requests + 4);
+}
+
+/// The coordinated-omission check: one 300 ms server stall. At a constant rate every request due
+/// during the stall waited for it, so the tail shows it; the closed loop only ever had one
+/// request per connection waiting, so its p99 stays small (the stall is a few samples).
+#[test]
+fn a_stall_shows_in_the_tail_at_constant_rate_but_not_in_closed_loop() {
+    // 400 requests/s over 4 connections for 1.5 s (600 requests); the stall begins at the 100th
+    // (~0.25 s in), so ~120 requests are due during it, ~40 of them 200 ms or more before it ends.
+    let server = TestServer::start(Mode::StallOnce { at: 100, ms: 300 });
+    let mut cfg = config(server.target(), 4, 1, 1500);
+    cfg.rate = Some(400.0);
+    let open = load(&cfg);
+    assert!(stalled(&server), "the server did not stall: {open:?}");
+    assert_counts_agree(&open, server.requests(), 4);
+    let l = &open.latency_ms;
+    assert!(l.max >= 250.0, "max {l:?}");
+    assert!(l.p99 >= 200.0, "corrected p99 should show the stall: {l:?}");
+    assert!(
+        l.p50 < 100.0,
+        "most requests were not during the stall: {l:?}"
+    );
+
+    let server = TestServer::start(Mode::StallOnce { at: 100, ms: 300 });
+    let closed = load(&config(server.target(), 4, 1, 1500));
+    assert!(stalled(&server), "the server did not stall: {closed:?}");
+    assert_counts_agree(&closed, server.requests(), 4);
+    let l = &closed.latency_ms;
+    assert!(l.max >= 250.0, "the stalled requests themselves: {l:?}");
+    // Closed loop: the 4 stalled requests are far below 1 % of the run (needs > 400 requests).
+    assert!(
+        closed.requests > 1000,
+        "too few requests: {}",
+        closed.requests
+    );
+    assert!(l.p99 < 100.0, "closed loop hides the stall: {l:?}");
+}
+
+#[test]
+fn invalid_rate_is_an_error() {
+    let server = TestServer::start(Mode::ContentLength);
+    for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
+        let mut cfg = config(server.target(), 1, 1, 100);
+        cfg.rate = Some(bad);
+        let err = run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap_err();
+        assert!(matches!(err, LoadError::InvalidRate(_)), "{err}");
+    }
 }

@@ -32,6 +32,17 @@ fn json(o: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n{}", stdout(o), stderr(o)))
 }
 
+/// Validates a document against one of the committed schemas, panicking with every error.
+fn assert_schema(doc: &serde_json::Value, schema: &str) {
+    let schema: serde_json::Value = serde_json::from_str(schema).expect("schema is JSON");
+    let v = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "breaks the schema: {errors:#?}\n{doc}");
+}
+
 fn assert_clean_error(o: &Output, needle: &str) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
@@ -159,6 +170,7 @@ fn load_json_counts_agree_with_the_server() {
         "--json",
     ]);
     let v = json(&o);
+    assert_schema(&v, netdoctor_load::LOAD_SCHEMA_JSON);
     assert_eq!(v["schema"], "netdoctor.load/v1");
     assert_eq!(v["target"]["address"], server.addr.to_string());
     assert_eq!(
@@ -282,6 +294,7 @@ fn constant_rate_in_json() {
         "--json",
     ]);
     let v = json(&o);
+    assert_schema(&v, netdoctor_load::LOAD_SCHEMA_JSON);
     assert_eq!(v["rate"].as_f64(), Some(100.0));
     let requests = v["requests"].as_u64().unwrap();
     assert!(
@@ -310,6 +323,7 @@ fn request_errors_are_reported_and_exit_zero() {
         "--json",
     ]);
     let v = json(&o);
+    assert_schema(&v, netdoctor_load::LOAD_SCHEMA_JSON);
     let requests = v["requests"].as_u64().unwrap();
     assert!(requests > 0);
     assert_eq!(v["errors"]["status"].as_u64(), Some(requests));
@@ -416,6 +430,7 @@ fn connect_json_counts_every_connect() {
     ]);
     let v = json(&o);
     accept.join().unwrap();
+    assert_schema(&v, netdoctor_load::CONNECT_SCHEMA_JSON);
     assert_eq!(v["schema"], "netdoctor.connect/v1");
     assert_eq!(v["target"]["address"], addr.to_string());
     assert_eq!(
@@ -538,8 +553,45 @@ fn connect_shows_syn_retransmit_suspects_on_a_full_listen_queue() {
     ]);
     drop(l);
     let v = json(&o);
+    assert_schema(&v, netdoctor_load::CONNECT_SCHEMA_JSON);
     let suspects = v["syn_retransmit_suspects"].as_u64().unwrap();
     assert!(suspects >= 4, "{v}");
     assert!(v["syn_retransmits"].as_u64().unwrap() >= v["timeouts"].as_u64().unwrap());
     assert_eq!(v["errors"]["timeout"], v["timeouts"]);
+}
+
+/// Ctrl-C ends a long run early and still reports what was measured.
+#[test]
+fn sigint_ends_the_run_with_a_report() {
+    let server = Server::start(Duration::ZERO);
+    let child = Command::new(env!("CARGO_BIN_EXE_netdoctor"))
+        .args([
+            "load",
+            &server.url("/"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "60s",
+            "--json",
+        ])
+        .env("NETDOCTOR_QUIET", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn netdoctor");
+    // Ready signal: the server has answered requests of this run (bounded: 20 s).
+    let t0 = std::time::Instant::now();
+    while server.requests() < 100 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::yield_now();
+    }
+    assert!(server.requests() >= 100, "the load did not start");
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on the PID of the child this test spawned and has not waited for yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    let v = json(&o);
+    assert!(v["requests"].as_u64().unwrap() >= 100);
+    assert!(v["duration_s"].as_f64().unwrap() < 30.0, "{v}");
 }
