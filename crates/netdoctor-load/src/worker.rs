@@ -169,6 +169,7 @@ impl Worker {
             retry_at: None,
             due: BinaryHeap::new(),
             queued: Vec::with_capacity(connections),
+            draining: false,
         };
         // Constant rate: a timer for the due requests (without it, the ms poll timeout).
         let mut timer = match spec.rate {
@@ -231,12 +232,40 @@ impl Worker {
                 .errors
                 .store(lp.out.errors.total(), Ordering::Relaxed);
         }
-        // Connections close when `lp` drops; in-flight requests are not counted.
+        lp.out.ended = Instant::now();
+        // In-flight requests are not counted, but their responses are read before the
+        // connections close: closing a socket with unread data makes the kernel send a reset,
+        // which a capture of the run would show as the client aborting.
+        lp.draining = true;
+        for i in 0..lp.conns.len() {
+            if !lp.conns[i].in_flight() {
+                lp.close(i);
+            }
+        }
+        let grace_end = Instant::now() + spec.timeout.min(DRAIN_GRACE);
+        while lp.conns.iter().any(Conn::in_flight) {
+            let now = Instant::now();
+            if now >= grace_end {
+                break;
+            }
+            match poll.poll(&mut events, Some(grace_end - now)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+            for ev in events.iter() {
+                let t = ev.token();
+                if t != WAKER && t != TIMER {
+                    lp.handle(&poll, t.0, ev);
+                }
+            }
+            lp.run_queued(&poll);
+        }
+        // The rest close when `lp` drops.
         counters.requests.store(lp.out.requests, Ordering::Relaxed);
         counters
             .errors
             .store(lp.out.errors.total(), Ordering::Relaxed);
-        lp.out.ended = Instant::now();
         lp.out
     }
 }
@@ -276,6 +305,16 @@ struct Conn {
     parser: ResponseParser,
 }
 
+impl Conn {
+    /// A request has been written (or is being written) and its response has not ended.
+    fn in_flight(&self) -> bool {
+        self.stream.is_some() && matches!(self.state, State::Writing | State::Reading)
+    }
+}
+
+/// Longest wait, after the run's end, for in-flight responses (bounded by the timeout too).
+const DRAIN_GRACE: Duration = Duration::from_millis(300);
+
 #[derive(Clone, Copy)]
 enum Kind {
     Connect,
@@ -298,10 +337,16 @@ struct Loop<'a> {
     due: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Connections whose next request waits for the end of the current batch of events.
     queued: Vec<usize>,
+    /// The run is over: in-flight responses are read to the end (uncounted), nothing new is
+    /// sent, and connections close once idle — so they close with a FIN, not a reset.
+    draining: bool,
 }
 
 impl Loop<'_> {
     fn note_error(&mut self, kind: Kind, msg: impl FnOnce() -> String) {
+        if self.draining {
+            return;
+        }
         let e = &mut self.out.errors;
         match kind {
             Kind::Connect => e.connect += 1,
@@ -315,6 +360,14 @@ impl Loop<'_> {
         }
     }
 
+    /// Closes slot `i`'s connection for good (the run is over).
+    fn close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        c.stream = None;
+        c.state = State::Closed;
+        c.pending = false;
+    }
+
     /// The intended send time of connection `i`'s next request at a constant rate.
     fn next_due(&self, i: usize, rate: f64) -> Instant {
         let c = &self.conns[i];
@@ -326,6 +379,9 @@ impl Loop<'_> {
     /// reopened at once (its next request follows when it is connected); without keep-alive
     /// the next request opens its own.
     fn reopen(&mut self, poll: &Poll, i: usize, now: Instant) {
+        if self.draining {
+            return self.close(i);
+        }
         let c = &mut self.conns[i];
         c.stream = None;
         c.pending = false;
@@ -339,6 +395,9 @@ impl Loop<'_> {
     /// Slot `i` is ready for its next request: issue it now (closed loop, or when it is due),
     /// or park the slot until it is due.
     fn begin(&mut self, poll: &Poll, i: usize, now: Instant) {
+        if self.draining {
+            return self.close(i);
+        }
         let mut start = now;
         if let Some(rate) = self.spec.rate {
             let due = self.next_due(i, rate);

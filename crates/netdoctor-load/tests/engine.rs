@@ -469,3 +469,58 @@ fn invalid_rate_is_an_error() {
         assert!(matches!(err, LoadError::InvalidRate(_)), "{err}");
     }
 }
+
+/// At the end of a run, a response still in flight is read before the connection closes, so
+/// the server sees an orderly close (EOF), not a reset. (A reset is what a capture of the run
+/// would otherwise report as the client aborting mid-response.)
+#[test]
+fn in_flight_responses_are_drained_so_connections_close_without_reset() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let outcome = Arc::new(Mutex::new(Vec::<String>::new()));
+    let out = outcome.clone();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 4096];
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY_LEN}\r\n\r\n");
+        let body = vec![b'x'; BODY_LEN];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => {
+                    out.lock().unwrap().push("eof".into());
+                    return;
+                }
+                Ok(_) => {
+                    // Slow enough that the run's end falls while a response is in flight.
+                    std::thread::sleep(Duration::from_millis(40));
+                    if s.write_all(head.as_bytes()).is_err() || s.write_all(&body).is_err() {
+                        out.lock().unwrap().push("write failed".into());
+                        return;
+                    }
+                }
+                Err(e) => {
+                    out.lock().unwrap().push(format!("{:?}", e.kind()));
+                    return;
+                }
+            }
+        }
+    });
+    let mut cfg = LoadConfig::new(HttpTarget {
+        addr,
+        host: "t".into(),
+        path: "/".into(),
+    });
+    cfg.connections = 1;
+    cfg.threads = 1;
+    cfg.duration = Duration::from_millis(210);
+    let r = run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    server.join().unwrap();
+    assert!(r.requests >= 2, "{r:?}");
+    assert_eq!(r.errors.total(), 0, "{r:?}");
+    assert_eq!(
+        outcome.lock().unwrap().as_slice(),
+        ["eof"],
+        "server saw a reset, not a close"
+    );
+}
