@@ -38,7 +38,8 @@ connect, read, write, timeout, status); 2 on usage errors or when no connection 
 const CONNECT_AFTER_HELP: &str = "\
 Each connect is timed from connect() to the completed handshake, then closed. A connect taking \
 1 s or more (or timing out after 1 s or more) is a SYN-retransmit suspect: Linux retransmits an \
-unanswered SYN after 1 s, then 3 s, 7 s. Failures are counted by errno: EADDRNOTAVAIL means the \
+unanswered SYN after 1 s, then again after growing intervals (the schedule depends on the kernel: \
+exponential 1, 3, 7 s on most, shorter steps with net.ipv4.tcp_syn_linear_timeouts). Failures are counted by errno: EADDRNOTAVAIL means the \
 local ports ran out (ip_local_port_range, TIME_WAIT), ECONNREFUSED that nothing listens.
 
 Exit status: 0 when at least one connect completed (failures are reported); 2 on usage errors or \
@@ -554,7 +555,7 @@ fn write_connect_text(
             out,
             "SYN retransmit suspects: {} ({} connected after 1 s or more, {} timed out); SYN \
              retransmissions counted by the kernel: {}. A full listen queue (ListenOverflows in \
-             `nstat`), a firewall or packet loss drops SYNs; each drop costs 1 s, then 3 s.",
+             `nstat`), a firewall or packet loss drops SYNs; each drop costs at least 1 s.",
             r.syn_retransmit_suspects, r.slow_connects, r.timeouts, r.syn_retransmits
         )?;
     }
