@@ -220,17 +220,8 @@ impl Worker {
                 lp.note_error(Kind::Read, || format!("epoll_wait: {}", describe(&e)));
                 break;
             }
-            for ev in events.iter() {
-                let t = ev.token();
-                if t != WAKER && t != TIMER {
-                    lp.handle(&poll, t.0, ev);
-                }
-            }
-            lp.run_queued(&poll);
-            counters.requests.store(lp.out.requests, Ordering::Relaxed);
-            counters
-                .errors
-                .store(lp.out.errors.total(), Ordering::Relaxed);
+            lp.dispatch(&poll, &events);
+            lp.publish(&counters);
         }
         lp.out.ended = Instant::now();
         // In-flight requests are not counted, but their responses are read before the
@@ -253,19 +244,10 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             }
-            for ev in events.iter() {
-                let t = ev.token();
-                if t != WAKER && t != TIMER {
-                    lp.handle(&poll, t.0, ev);
-                }
-            }
-            lp.run_queued(&poll);
+            lp.dispatch(&poll, &events);
         }
         // The rest close when `lp` drops.
-        counters.requests.store(lp.out.requests, Ordering::Relaxed);
-        counters
-            .errors
-            .store(lp.out.errors.total(), Ordering::Relaxed);
+        lp.publish(&counters);
         lp.out
     }
 }
@@ -358,6 +340,27 @@ impl Loop<'_> {
         if self.out.first_error.is_none() {
             self.out.first_error = Some((Instant::now(), msg()));
         }
+    }
+
+    /// Handles one batch of readiness events, then writes the queued next requests.
+    fn dispatch(&mut self, poll: &Poll, events: &Events) {
+        for ev in events.iter() {
+            let t = ev.token();
+            if t != WAKER && t != TIMER {
+                self.handle(poll, t.0, ev);
+            }
+        }
+        self.run_queued(poll);
+    }
+
+    /// Makes the counts so far visible to the progress reporter.
+    fn publish(&self, counters: &Counters) {
+        counters
+            .requests
+            .store(self.out.requests, Ordering::Relaxed);
+        counters
+            .errors
+            .store(self.out.errors.total(), Ordering::Relaxed);
     }
 
     /// Closes slot `i`'s connection for good (the run is over).
