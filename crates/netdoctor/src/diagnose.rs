@@ -98,9 +98,10 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
             Some(t)
         }
         Err(e) => {
-            report
-                .checks
-                .push(Check::failed("http_probe", e.to_string()));
+            report.checks.push(Check::failed(
+                "http_probe",
+                format!("{:#}", anyhow::Error::new(e)),
+            ));
             None
         }
     };
