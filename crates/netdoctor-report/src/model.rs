@@ -60,6 +60,7 @@ pub struct Measurements {
 pub struct ProbeSection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub syn: Option<SynProbe>,
+    /// The request with the median total time out of three timed one after another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpTiming>,
 }

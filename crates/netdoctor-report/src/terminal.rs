@@ -70,7 +70,7 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             any = true;
             writeln!(
                 out,
-                "  {:<14} connect {} · first byte {} · total {}  (HTTP {}, {} bytes)",
+                "  {:<14} connect {} · first byte {} · total {}  (HTTP {}, {} bytes; median of 3)",
                 "One request",
                 ms(h.connect_ms),
                 ms(h.ttfb_ms),
@@ -309,25 +309,43 @@ fn render_evidence(ev: &Evidence, out: &mut dyn Write) -> io::Result<()> {
                     p.frame, p.time, p.dir, p.desc
                 )?;
             }
-            for line in wrap(note, WIDTH - 8) {
-                writeln!(out, "      {}", line.italic())?;
-            }
+            note_lines(note, out)?;
         }
         Evidence::Counter {
             name,
             before,
             after,
             note,
-        } => writeln!(out, "    counter {name}: {before} → {after}  {note}")?,
+        } => {
+            writeln!(out, "    counter {name}: {before} → {after}")?;
+            note_lines(note, out)?;
+        }
         Evidence::SocketOption {
             pid,
             fd,
             option,
             value,
             note,
-        } => writeln!(out, "    pid {pid} fd {fd}: {option} = {value}  {note}")?,
-        Evidence::Probe { probe, note } => writeln!(out, "    probe {probe}: {note}")?,
-        Evidence::Log { line, note } => writeln!(out, "    kernel log: {line}  {note}")?,
+        } => {
+            writeln!(out, "    socket of pid {pid} (fd {fd}): {option} = {value}")?;
+            note_lines(note, out)?;
+        }
+        Evidence::Probe { probe, note } => {
+            writeln!(out, "    probe {probe}:")?;
+            note_lines(note, out)?;
+        }
+        Evidence::Log { line, note } => {
+            writeln!(out, "    kernel log: {line}")?;
+            note_lines(note, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// An evidence note, wrapped and indented under its evidence line.
+fn note_lines(note: &str, out: &mut dyn Write) -> io::Result<()> {
+    for line in wrap(note, WIDTH - 8) {
+        writeln!(out, "      {}", line.italic())?;
     }
     Ok(())
 }
