@@ -29,9 +29,9 @@ use crate::breakdown::{Breakdown, BreakdownAgg, Cause, ExchangeParts};
 use crate::decode::{TcpSegment, decode};
 use crate::detect::Pkt;
 use crate::detect::connection_reset::{ResetAgg, ResetKind};
-use crate::detect::delayed_ack_stall::DelAckAgg;
+use crate::detect::delayed_ack_stall;
 use crate::detect::loss::{Episode, LossAgg, LossDir, Old};
-use crate::detect::nagle_delayed_ack::{NagleAgg, NagleDir};
+use crate::detect::nagle_delayed_ack::{self, NagleDir, StallSides};
 use crate::detect::short_connections::ShortAgg;
 use crate::detect::slow_server_processing::{ExchangeView, SlowAgg};
 use crate::detect::syn_retransmit::{SynAgg, SynState};
@@ -314,8 +314,9 @@ struct Aggs {
     latency: Hist,
     server_time: Hist,
     exchanges: u64,
-    nagle: NagleAgg,
-    delack: DelAckAgg,
+    /// Stalls released by a late ACK: small segments (Nagle) and full-size ones.
+    nagle: StallSides,
+    delack: StallSides,
     slow: SlowAgg,
     loss: LossAgg,
     syn: SynAgg,
@@ -337,8 +338,8 @@ impl Analyzer {
                 latency: Hist::new(),
                 server_time: Hist::new(),
                 exchanges: 0,
-                nagle: NagleAgg::default(),
-                delack: DelAckAgg::default(),
+                nagle: StallSides::default(),
+                delack: StallSides::default(),
                 slow: SlowAgg::default(),
                 loss: LossAgg::default(),
                 syn: SynAgg::default(),
@@ -870,8 +871,8 @@ impl Analyzer {
         let mut findings = Vec::new();
         let g = &self.aggs;
         let p50 = g.latency.quantile_ms(0.5);
-        g.nagle.finish(g.exchanges, t0, &mut findings);
-        g.delack.finish(g.exchanges, t0, &mut findings);
+        nagle_delayed_ack::finish(&g.nagle, g.exchanges, t0, &mut findings);
+        delayed_ack_stall::finish(&g.delack, g.exchanges, t0, &mut findings);
         g.slow
             .finish(g.exchanges, &g.latency, &g.server_time, t0, &mut findings);
         g.loss.finish(

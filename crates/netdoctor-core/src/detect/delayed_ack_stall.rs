@@ -9,109 +9,58 @@
 //! segment. Stalls during loss recovery or a zero window are excluded by the analyzer (those
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
-use std::net::SocketAddr;
-
-use super::nagle_delayed_ack::Stall;
-use super::{MAX_EXAMPLES, conn_label, ms};
+use super::nagle_delayed_ack::StallSides;
+use super::{conn_label, ms};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
-use crate::stats::Hist;
 
-#[derive(Clone, Copy, Debug)]
-struct Example {
-    client: SocketAddr,
-    server: SocketAddr,
-    stall: Stall,
-}
-
-#[derive(Default)]
-struct SideAgg {
-    stalls: u64,
-    affected_exchanges: u64,
-    delay: Option<Hist>,
-    examples: Vec<Example>,
-}
-
-/// Index 0: the server's data waited (client delays ACKs); 1: the client's data waited.
-#[derive(Default)]
-pub(crate) struct DelAckAgg {
-    sides: [SideAgg; 2],
-}
-
-fn idx(server_sent: bool) -> usize {
-    if server_sent { 0 } else { 1 }
-}
-
-impl DelAckAgg {
-    pub(crate) fn on_stall(&mut self, client: SocketAddr, server: SocketAddr, stall: Stall) {
-        let s = &mut self.sides[idx(stall.held.from_server)];
-        s.stalls += 1;
-        s.delay
-            .get_or_insert_with(Hist::new)
-            .record_ns(stall.delay_ns());
-        if s.examples.len() < MAX_EXAMPLES {
-            s.examples.push(Example {
-                client,
-                server,
-                stall,
-            });
-        }
-    }
-
-    pub(crate) fn on_affected_exchange(&mut self, server_sent: bool) {
-        self.sides[idx(server_sent)].affected_exchanges += 1;
-    }
-
-    pub(crate) fn finish(&self, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
-        for (i, s) in self.sides.iter().enumerate() {
-            if s.stalls == 0 {
-                continue;
-            }
-            let server_sent = i == 0;
-            let median = s.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
-            let fraction =
-                (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
-            let events = s.affected_exchanges.max(s.stalls);
-            let severity = if fraction.unwrap_or(0.0) >= 0.10 && median >= 20.0 {
-                Severity::Critical
-            } else if events >= 3 {
-                Severity::Warning
-            } else {
-                Severity::Info
-            };
-            let (sender, receiver, side) = if server_sent {
-                ("server", "client", Side::Client)
-            } else {
-                ("client", "server", Side::Server)
-            };
-            let mut f = Finding::new(
-                FindingId::DelayedAckStall,
-                severity,
-                side,
-                format!(
-                    "The {sender} waits for the {receiver}'s delayed ACK before it may send \
+/// The `delayed_ack_stall` findings, one per side whose data waited.
+pub(crate) fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
+    for (server_sent, s) in agg.active() {
+        let median = s.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let fraction =
+            (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
+        let events = s.affected_exchanges.max(s.stalls);
+        let severity = if fraction.unwrap_or(0.0) >= 0.10 && median >= 20.0 {
+            Severity::Critical
+        } else if events >= 3 {
+            Severity::Warning
+        } else {
+            Severity::Info
+        };
+        let (sender, receiver, side) = if server_sent {
+            ("server", "client", Side::Client)
+        } else {
+            ("client", "server", Side::Server)
+        };
+        let mut f = Finding::new(
+            FindingId::DelayedAckStall,
+            severity,
+            side,
+            format!(
+                "The {sender} waits for the {receiver}'s delayed ACK before it may send \
                      more: +{median:.1} ms, {} times",
-                    s.stalls
-                ),
-            );
-            f.confidence = (0.5 + 0.45 * (events as f64 / 10.0).min(1.0)).min(0.95);
-            f.impact.added_latency_ms = Some(median);
-            f.impact.affected_fraction = fraction;
-            f.explanation = format!(
-                "The {sender} had more data to send but was not allowed to: everything its \
+                s.stalls
+            ),
+        );
+        f.confidence = (0.5 + 0.45 * (events as f64 / 10.0).min(1.0)).min(0.95);
+        f.impact.added_latency_ms = Some(median);
+        f.impact.affected_fraction = fraction;
+        f.explanation = format!(
+            "The {sender} had more data to send but was not allowed to: everything its \
                  congestion window or the {receiver}'s receive window permitted was in flight. \
                  Only an ACK from the {receiver} could let it continue, and the {receiver} \
                  delayed that ACK (Linux delays the ACK of a lone segment by 40 ms or more, \
                  hoping to piggyback it). The next full-size segment left right after the late \
                  ACK: the transfer stood still for about {median:.0} ms each time. Unlike \
                  nagle_delayed_ack, TCP_NODELAY does not help here."
-            );
-            f.fix = format!(
-                "Give the {sender} room so one ACK is never the only way forward: larger receive \
+        );
+        f.fix = format!(
+            "Give the {sender} room so one ACK is never the only way forward: larger receive \
                  buffers on the {receiver} (do not pin SO_RCVBUF small), or have the \
                  {receiver} acknowledge at once (TCP_QUICKACK after each read, or `ip route \
                  ... quickack 1` for that route)."
-            );
-            f.evidence = s
+        );
+        f.evidence = s
                 .examples
                 .iter()
                 .map(|e| {
@@ -132,7 +81,6 @@ impl DelAckAgg {
                     }
                 })
                 .collect();
-            out.push(f);
-        }
+        out.push(f);
     }
 }

@@ -111,35 +111,35 @@ impl NagleDir {
     }
 }
 
+/// One stall kept as evidence.
 #[derive(Clone, Copy, Debug)]
-struct Example {
-    client: SocketAddr,
-    server: SocketAddr,
-    stall: Stall,
+pub(crate) struct Example {
+    pub(crate) client: SocketAddr,
+    pub(crate) server: SocketAddr,
+    pub(crate) stall: Stall,
 }
 
+/// The stalls of one side's data over the whole capture.
 #[derive(Default)]
-struct SideAgg {
-    stalls: u64,
-    affected_exchanges: u64,
-    delay: Option<Hist>,
-    hold: Option<Hist>,
-    examples: Vec<Example>,
+pub(crate) struct StallSide {
+    pub(crate) stalls: u64,
+    pub(crate) affected_exchanges: u64,
+    /// Data → late ACK.
+    pub(crate) delay: Option<Hist>,
+    /// Late ACK → the held data.
+    pub(crate) hold: Option<Hist>,
+    pub(crate) examples: Vec<Example>,
 }
 
-/// Aggregate over the whole capture, one half per side whose data was held.
+/// Stalls per side whose data waited (index 0: the server's, 1: the client's). Shared by
+/// `nagle_delayed_ack` and `delayed_ack_stall`, which see the same packet signature and differ
+/// only in whether the released segment was small (Nagle) or full-size.
 #[derive(Default)]
-pub(crate) struct NagleAgg {
-    sides: [SideAgg; 2], // 0: server held data, 1: client held data
-}
+pub(crate) struct StallSides([StallSide; 2]);
 
-fn idx(server_held: bool) -> usize {
-    if server_held { 0 } else { 1 }
-}
-
-impl NagleAgg {
+impl StallSides {
     pub(crate) fn on_stall(&mut self, client: SocketAddr, server: SocketAddr, stall: Stall) {
-        let s = &mut self.sides[idx(stall.held.from_server)];
+        let s = &mut self.0[usize::from(!stall.held.from_server)];
         s.stalls += 1;
         s.delay
             .get_or_insert_with(Hist::new)
@@ -156,22 +156,27 @@ impl NagleAgg {
         }
     }
 
-    /// An exchange that had at least one stall on side `server_held` completed.
-    pub(crate) fn on_affected_exchange(&mut self, server_held: bool) {
-        self.sides[idx(server_held)].affected_exchanges += 1;
+    /// An exchange that had at least one stall of the server's (or the client's) data completed.
+    pub(crate) fn on_affected_exchange(&mut self, server_side: bool) {
+        self.0[usize::from(!server_side)].affected_exchanges += 1;
     }
 
-    pub(crate) fn finish(&self, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
-        for (i, s) in self.sides.iter().enumerate() {
-            if s.stalls == 0 {
-                continue;
-            }
-            out.push(finding(i == 0, s, exchanges, t0_ns));
-        }
+    /// The sides with stalls, each with whether it is the server's data that waited.
+    pub(crate) fn active(&self) -> impl Iterator<Item = (bool, &StallSide)> {
+        [(true, &self.0[0]), (false, &self.0[1])]
+            .into_iter()
+            .filter(|(_, s)| s.stalls > 0)
     }
 }
 
-fn finding(server_held: bool, s: &SideAgg, exchanges: u64, t0_ns: i64) -> Finding {
+/// The `nagle_delayed_ack` findings, one per side whose data Nagle held.
+pub(crate) fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
+    for (server_held, s) in agg.active() {
+        out.push(finding(server_held, s, exchanges, t0_ns));
+    }
+}
+
+fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Finding {
     let median = s.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
     let hold_med = s.hold.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
     let fraction =
