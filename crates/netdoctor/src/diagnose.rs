@@ -233,7 +233,7 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
         report.checks.push(Check::failed("explained", why));
         conclusive = false;
     }
-    if !conclusive && analysis_was_skipped(&report) {
+    if !conclusive && report.measurements.capture.is_none() {
         report.checks.push(Check::skipped(
             "verdict",
             "without a packet capture transport-level causes cannot be ruled out",
@@ -242,10 +242,6 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     report.conclude(conclusive);
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
-}
-
-fn analysis_was_skipped(report: &Report) -> bool {
-    report.measurements.capture.is_none()
 }
 
 /// Requests timed one after another by [`http_median`].

@@ -23,7 +23,7 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// Progress on stderr: one line per stage; a live-updating line while loading when stderr is a
-/// terminal. Silent when `NETDOCTOR_QUIET` is set (tests) .
+/// terminal. Silent when `NETDOCTOR_QUIET` is set (tests).
 #[derive(Clone)]
 pub struct Progress {
     enabled: bool,
@@ -36,14 +36,6 @@ impl Progress {
         Progress {
             enabled,
             live: enabled && io::stderr().is_terminal(),
-        }
-    }
-
-    /// A progress reporter that prints nothing.
-    pub fn silent() -> Progress {
-        Progress {
-            enabled: false,
-            live: false,
         }
     }
 
