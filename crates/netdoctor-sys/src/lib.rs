@@ -1,0 +1,17 @@
+//! netdoctor-sys: the few Linux system calls netdoctor makes that `socket2`/`std` do not wrap,
+//! each in a small function with its one `unsafe` block and a `// SAFETY:` comment, plus the
+//! helpers that interpret their results.
+//!
+//! - [`sockopt`]: typed `getsockopt`/`setsockopt` (an `int` or a plain struct).
+//! - [`pidfd`]: `pidfd_open` + `pidfd_getfd`, to read socket options of another process's socket.
+//! - [`privilege`]: which capabilities this thread has (`CapEff`), which one a feature needs,
+//!   and what still works without it (the model is trippy's `trippy-privilege`).
+//! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
+//!
+//! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
+//! no `pidfd_getfd` wrapper; `libc` gives the raw calls and constants.
+
+pub mod os_error;
+pub mod pidfd;
+pub mod privilege;
+pub mod sockopt;
