@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
-use crate::syn::MIN_WAIT;
+use crate::model::MIN_WAIT;
 
 /// What to request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

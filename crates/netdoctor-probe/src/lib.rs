@@ -11,6 +11,7 @@
 
 mod error;
 mod http;
+mod model;
 mod packet;
 mod raw;
 mod syn;
@@ -20,7 +21,8 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
 pub use error::ProbeError;
 pub use http::{HttpProbeConfig, HttpTiming, http_timing};
-pub use syn::{SynMethod, SynProbe, SynProbeConfig, connect_rtt, syn_rtt};
+pub use model::{SynMethod, SynProbe, SynProbeConfig};
+pub use syn::{connect_rtt, syn_rtt};
 
 /// Resolves `host:port` with the system resolver (getaddrinfo). IP literals (also `[::1]`) are
 /// returned as they are. The error names the host: `resolve nosuch.invalid: name or service not
@@ -42,7 +44,7 @@ pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, ProbeError> {
     }
     let addrs = (bare, port).to_socket_addrs().map_err(|e| {
         // std says "failed to lookup address information: Name or service not known"
-        let s = e.to_string();
+        let s = netdoctor_sys::os_error::describe(&e);
         let s = s
             .strip_prefix("failed to lookup address information: ")
             .unwrap_or(&s);

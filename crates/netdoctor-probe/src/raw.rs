@@ -32,10 +32,11 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use netdoctor_sys::sockopt;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+use crate::model::{MIN_WAIT, Outcome, SynMethod, SynProbe, SynProbeConfig};
 use crate::packet::{self, Answer};
-use crate::syn::{MIN_WAIT, Outcome, SynMethod, SynProbe, SynProbeConfig};
 use crate::sys;
 
 /// Why the raw probe could not start.
@@ -87,7 +88,7 @@ pub(crate) fn probe(target: SocketAddr, cfg: &SynProbeConfig) -> Result<RawRun, 
     let domain = Domain::for_address(target);
     let raw = match Socket::new(domain, Type::RAW, Some(Protocol::TCP)) {
         Ok(s) => s,
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => {
+        Err(e) if netdoctor_sys::os_error::is_permission(&e) => {
             return Err(SetupError::NoPermission);
         }
         Err(e) => return Err(other("raw socket for", target, e)),
@@ -101,16 +102,16 @@ pub(crate) fn probe(target: SocketAddr, cfg: &SynProbeConfig) -> Result<RawRun, 
     raw.connect(&dst.into())
         .map_err(|e| other("connect raw socket to", target, e))?;
     if target.is_ipv6() {
-        sys::setsockopt_int(&raw, libc::IPPROTO_IPV6, libc::IPV6_CHECKSUM, 16)
+        sockopt::set_int(&raw, libc::IPPROTO_IPV6, libc::IPV6_CHECKSUM, 16)
             .map_err(|e| other("set IPV6_CHECKSUM for", target, e))?;
     }
-    sys::setsockopt_int(&raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+    sockopt::set_int(&raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
         .map_err(|e| other("set SO_TIMESTAMPNS for", target, e))?;
     // Best effort: without TX timestamps the send time comes from clock_gettime.
     let tx_flags = libc::SOF_TIMESTAMPING_TX_SOFTWARE
         | libc::SOF_TIMESTAMPING_SOFTWARE
         | libc::SOF_TIMESTAMPING_OPT_TSONLY;
-    let _ = sys::setsockopt_int(
+    let _ = sockopt::set_int(
         &raw,
         libc::SOL_SOCKET,
         libc::SO_TIMESTAMPING,
@@ -119,7 +120,7 @@ pub(crate) fn probe(target: SocketAddr, cfg: &SynProbeConfig) -> Result<RawRun, 
     // The raw socket gets a copy of every TCP packet from the target address (on loopback: of
     // all local TCP traffic, e.g. a load test running meanwhile). A big buffer keeps the SYN/ACK
     // from being dropped behind them; SO_RCVBUFFORCE (CAP_NET_ADMIN) passes net.core.rmem_max.
-    if sys::setsockopt_int(&raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20).is_err() {
+    if sockopt::set_int(&raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20).is_err() {
         let _ = raw.set_recv_buffer_size(4 << 20);
     }
 
@@ -277,13 +278,15 @@ fn isn_seed() -> u32 {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use std::net::TcpListener;
 
-    /// True when this process may open raw sockets (root / CAP_NET_RAW).
-    pub(crate) fn can_raw() -> bool {
-        Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::TCP)).is_ok()
+    /// True when this thread may open raw sockets (root / CAP_NET_RAW).
+    fn can_raw() -> bool {
+        netdoctor_sys::privilege::Privileges::current()
+            .check(netdoctor_sys::privilege::Feature::RawSynProbe)
+            .is_ok()
     }
 
     fn cfg(count: u32) -> SynProbeConfig {

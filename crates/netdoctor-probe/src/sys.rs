@@ -1,6 +1,6 @@
-//! The few syscalls `socket2` does not wrap: integer `setsockopt`s (timestamping, IPv6
-//! checksum offset) and `recvmsg` with a control buffer (kernel timestamps, error queue).
-//! Control messages are then parsed from bytes without further `unsafe`.
+//! `recvmsg` with a control buffer (kernel timestamps, error queue), which `socket2` does not
+//! wrap with control messages. Control messages are then parsed from bytes without further
+//! `unsafe`. (Socket options go through `netdoctor_sys::sockopt`.)
 
 use std::io;
 use std::mem::size_of;
@@ -9,31 +9,6 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use socket2::{SockAddr, Socket};
-
-/// `setsockopt(level, name, &value)` with an `int` value.
-pub(crate) fn setsockopt_int(
-    sock: &Socket,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: the fd is owned by `sock` and open; the option value points to a live c_int
-    // whose size is passed as optlen.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// What one `recvmsg` returned.
 pub(crate) struct Received {
