@@ -17,15 +17,16 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use netdoctor_sys::os_error::{describe, errno_name};
+use netdoctor_sys::sockopt;
 use serde::{Deserialize, Serialize};
 
-use crate::worker::{describe, new_histogram};
+use crate::worker::new_histogram;
 use crate::{LoadError, Percentiles, Progress, percentiles};
 
 /// A connect slower than this is a SYN-retransmit suspect (Linux's initial SYN RTO).
@@ -292,47 +293,7 @@ pub fn connect_bench(
 
 /// `tcpi_total_retrans` of a socket: on a connecting socket, its SYN retransmissions.
 fn total_retrans(s: &TcpStream) -> Option<u32> {
-    // SAFETY: `tcp_info` is plain integers, so all-zero is a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: the descriptor is an open TCP socket owned by `s`; `info` and `len` are valid for
-    // writes and `len` holds the size of `info`, which the kernel does not exceed.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&raw mut info).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(info.tcpi_total_retrans)
-}
-
-/// The errno's symbolic name (`EADDRNOTAVAIL`), or `errno N`, or `other`.
-pub fn errno_name(e: &io::Error) -> String {
-    let Some(n) = e.raw_os_error() else {
-        return "other".into();
-    };
-    let name = match n {
-        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
-        libc::EADDRINUSE => "EADDRINUSE",
-        libc::ECONNREFUSED => "ECONNREFUSED",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::EHOSTUNREACH => "EHOSTUNREACH",
-        libc::ENETUNREACH => "ENETUNREACH",
-        libc::ENETDOWN => "ENETDOWN",
-        libc::EAGAIN => "EAGAIN",
-        libc::EMFILE => "EMFILE",
-        libc::ENFILE => "ENFILE",
-        libc::ENOBUFS => "ENOBUFS",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EPERM => "EPERM",
-        libc::EINVAL => "EINVAL",
-        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
-        _ => return format!("errno {n}"),
-    };
-    name.into()
+    sockopt::tcp_info(s)
+        .ok()
+        .map(|info| info.tcpi_total_retrans)
 }

@@ -46,9 +46,10 @@ pub const LOAD_SCHEMA_JSON: &str = include_str!("../schema/load-v1.json");
 /// JSON Schema of `netdoctor connect --json` (`"schema": "netdoctor.connect/v1"`).
 pub const CONNECT_SCHEMA_JSON: &str = include_str!("../schema/connect-v1.json");
 
-pub use connect::{
-    ConnectConfig, ConnectResult, SYN_RETRANSMIT_SUSPECT, connect_bench, errno_name,
-};
+pub use connect::{ConnectConfig, ConnectResult, SYN_RETRANSMIT_SUSPECT, connect_bench};
+/// The errno's symbolic name; kept here for callers of the load crate (see
+/// `netdoctor_sys::os_error`).
+pub use netdoctor_sys::os_error::errno_name;
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};

@@ -1,0 +1,264 @@
+//! One load thread: an edge-triggered mio event loop over its share of the connections.
+//!
+//! Each connection is registered once for read and write interest (edge-triggered) and walks
+//! `Connecting → Writing → Reading → Writing → ...`; an error, a timeout, `Connection: close` or
+//! `keepalive = false` closes it and opens a new one. Timeouts are checked by a scan every
+//! `timeout / 8` (bounded to 1..100 ms) rather than a timer per request, which is cheaper and
+//! precise enough (a timeout fires at most 12.5 % late).
+//!
+//! With a constant rate (`Spec::rate`, wrk2's model) every connection has a schedule: its
+//! requests are due every `connections / rate` seconds, offset by `1 / rate` per connection so the
+//! run's requests are evenly spaced. A connection that is ready before its next request is due
+//! waits `Idle` in a per-thread min-heap; one that falls behind (a stalled server) sends its
+//! overdue requests back to back. Latency is measured from the request's *intended* send time,
+//! not from when it could be sent: the coordinated-omission correction, so a stall shows up in
+//! the tail (every request that was due during it waited) instead of being one slow sample.
+//! The loop wakes for the next due request through a `timerfd` (µs precision) rather than
+//! `epoll_wait`'s timeout, which mio rounds up to whole milliseconds: that rounding would send
+//! requests up to 1 ms late and add it to every corrected latency. The two libc calls are
+//! wrapped in the `timer` module (no crate in the tree wraps timerfd).
+//!
+//! Files: this one runs the loop (`Worker::run`); `conn` is one connection's life (connect,
+//! write, read, complete, timeouts, errors); `schedule` decides when a connection's next request
+//! goes out (closed loop or the constant-rate schedule); `timer` is the timerfd.
+
+mod conn;
+mod schedule;
+mod timer;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::ErrorCounts;
+use crate::http::ResponseParser;
+use conn::{Conn, DRAIN_GRACE, Kind, Loop, State};
+use netdoctor_sys::os_error::describe;
+use timer::Timer;
+
+const WAKER: Token = Token(usize::MAX);
+const TIMER: Token = Token(usize::MAX - 1);
+const READ_BUF: usize = 64 * 1024;
+/// A connection whose connect() failed is retried after this pause (no busy loop against a
+/// closed port).
+const CONNECT_RETRY: Duration = Duration::from_millis(10);
+const STATUS_CODES: usize = 1000;
+
+/// What every worker does, built once per run.
+pub(crate) struct Spec {
+    pub addr: SocketAddr,
+    pub request: Vec<u8>,
+    pub head: bool,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    /// Constant rate: the whole run's requests per second (None = closed loop).
+    pub rate: Option<f64>,
+    /// All connections of the run (for the rate schedule).
+    pub connections: usize,
+}
+
+/// Live counters read by the progress loop; on its own cache lines (no false sharing).
+#[repr(align(128))]
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// The calling thread's handle on a worker: progress counters and a waker.
+pub(crate) struct Shared {
+    counters: Arc<Counters>,
+    waker: Arc<Waker>,
+}
+
+impl Shared {
+    pub fn wake(&self) {
+        // A failed wake only delays the stop until the worker's next poll timeout.
+        let _ = self.waker.wake();
+    }
+
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.counters.requests.load(Ordering::Relaxed),
+            self.counters.errors.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// What one worker measured.
+pub(crate) struct Outcome {
+    pub hist: Histogram<u64>,
+    pub requests: u64,
+    pub bytes_read: u64,
+    pub errors: ErrorCounts,
+    /// Responses by status code (index = code).
+    pub status: Vec<u64>,
+    pub first_error: Option<(Instant, String)>,
+    /// When the loop stopped.
+    pub ended: Instant,
+}
+
+pub(crate) fn new_histogram() -> Histogram<u64> {
+    // 1 µs .. 60 s at 3 significant digits: valid bounds, cannot fail.
+    Histogram::new_with_bounds(1, 60_000_000, 3).unwrap_or_else(|_| Histogram::new(3).unwrap())
+}
+
+pub(crate) struct Worker {
+    poll: Poll,
+    waker: Arc<Waker>,
+    counters: Arc<Counters>,
+    connections: usize,
+    /// Run-wide index of this worker's first connection (for the rate schedule).
+    first: usize,
+}
+
+impl Worker {
+    pub fn new(connections: usize, first: usize) -> io::Result<Self> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        Ok(Worker {
+            poll,
+            waker,
+            counters: Arc::default(),
+            connections,
+            first,
+        })
+    }
+
+    pub fn shared(&self) -> Shared {
+        Shared {
+            counters: self.counters.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+
+    pub fn run(self, spec: &Spec, start: Instant, deadline: Instant, done: &AtomicBool) -> Outcome {
+        let Worker {
+            mut poll,
+            counters,
+            connections,
+            first,
+            ..
+        } = self;
+        let mut lp = Loop {
+            spec,
+            start,
+            deadline,
+            conns: (0..connections)
+                .map(|k| Conn {
+                    stream: None,
+                    state: State::Closed,
+                    pending: false,
+                    written: 0,
+                    start,
+                    sent: start,
+                    index: (first + k) as u64,
+                    seq: 0,
+                    readable: false,
+                    parser: ResponseParser::new(spec.head),
+                })
+                .collect(),
+            buf: vec![0; READ_BUF],
+            out: Outcome {
+                hist: new_histogram(),
+                requests: 0,
+                bytes_read: 0,
+                errors: ErrorCounts::default(),
+                status: vec![0; STATUS_CODES],
+                first_error: None,
+                ended: start,
+            },
+            retry_at: None,
+            due: BinaryHeap::new(),
+            queued: Vec::with_capacity(connections),
+            draining: false,
+        };
+        // Constant rate: a timer for the due requests (without it, the ms poll timeout).
+        let mut timer = match spec.rate {
+            Some(_) => Timer::new()
+                .and_then(|t| {
+                    poll.registry().register(
+                        &mut mio::unix::SourceFd(&t.fd.as_raw_fd()),
+                        TIMER,
+                        Interest::READABLE,
+                    )?;
+                    Ok(t)
+                })
+                .ok(),
+            None => None,
+        };
+        for i in 0..connections {
+            lp.reopen(&poll, i, start);
+        }
+        let mut events = Events::with_capacity(connections.clamp(16, 1024) + 1);
+        let scan_every =
+            (spec.timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let mut next_scan = start + scan_every;
+        loop {
+            let mut now = Instant::now();
+            if now >= deadline || done.load(Ordering::Relaxed) {
+                break;
+            }
+            if now >= next_scan || lp.retry_at.is_some_and(|t| now >= t) {
+                lp.scan(&poll, now);
+                next_scan = now + scan_every;
+            }
+            if lp.run_due(&poll, now) {
+                now = Instant::now();
+            }
+            let mut wake = deadline.min(next_scan);
+            if let Some(t) = lp.retry_at {
+                wake = wake.min(t);
+            }
+            if let Some(&Reverse((t, _))) = lp.due.peek()
+                && !timer.as_mut().is_some_and(|tm| tm.arm(t, now))
+            {
+                wake = wake.min(t);
+            }
+            if let Err(e) = poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                lp.note_error(Kind::Read, || format!("epoll_wait: {}", describe(&e)));
+                break;
+            }
+            lp.dispatch(&poll, &events);
+            lp.publish(&counters);
+        }
+        lp.out.ended = Instant::now();
+        // In-flight requests are not counted, but their responses are read before the
+        // connections close: closing a socket with unread data makes the kernel send a reset,
+        // which a capture of the run would show as the client aborting.
+        lp.draining = true;
+        for i in 0..lp.conns.len() {
+            if !lp.conns[i].in_flight() {
+                lp.close(i);
+            }
+        }
+        let grace_end = Instant::now() + spec.timeout.min(DRAIN_GRACE);
+        while lp.conns.iter().any(Conn::in_flight) {
+            let now = Instant::now();
+            if now >= grace_end {
+                break;
+            }
+            match poll.poll(&mut events, Some(grace_end - now)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+            lp.dispatch(&poll, &events);
+        }
+        // The rest close when `lp` drops.
+        lp.publish(&counters);
+        lp.out
+    }
+}
