@@ -1,5 +1,6 @@
 //! HTTP/1.x wire handling for the load engine: the request bytes (built once per run) and an
-//! incremental response parser.
+//! incremental response parser — netdoctor's one HTTP/1 response framer, also used by the
+//! probe's single timed request (`netdoctor_probe::http_timing`).
 //!
 //! The status line and headers are parsed with `httparse`. The body framing (Content-Length,
 //! chunked, until-close) is a small hand-written state machine because the engine never keeps the
@@ -11,11 +12,12 @@
 //! reused for the whole run (its capacity stays), so the steady state allocates nothing.
 
 /// Largest response header block accepted; beyond it the response is treated as invalid.
-pub(crate) const MAX_HEADER_BYTES: usize = 64 * 1024;
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 
-/// Builds the request bytes once per run.
-pub(crate) fn build_request(
+/// Builds the request bytes (once per run): request line, `Host` (unless `headers` has one),
+/// `headers`, `Content-Length` for a body, `Connection: close` without keep-alive.
+pub fn build_request(
     method: &str,
     host: &str,
     path: &str,
@@ -80,12 +82,18 @@ fn is_token_byte(b: u8) -> bool {
 
 /// Why a response could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ParseError {
+pub enum ParseError {
+    /// The status line or a header is malformed.
     Header(httparse::Error),
+    /// The header block is larger than [`MAX_HEADER_BYTES`].
     HeaderTooLarge,
+    /// A Content-Length that is not a number, or two that differ.
     ContentLength,
+    /// Chunked framing that does not follow the format.
     Chunk,
 }
+
+impl std::error::Error for ParseError {}
 
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -102,7 +110,7 @@ impl std::fmt::Display for ParseError {
 
 /// Outcome of feeding bytes to the parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Feed {
+pub enum Feed {
     /// All bytes consumed; the response is not complete yet.
     NeedMore,
     /// The response ended after `consumed` bytes of the slice.
@@ -132,7 +140,7 @@ enum Phase {
 
 /// Incremental parser for one response at a time; `reset` before the next response.
 #[derive(Debug)]
-pub(crate) struct ResponseParser {
+pub struct ResponseParser {
     phase: Phase,
     partial: Vec<u8>,
     head: bool,
@@ -142,6 +150,12 @@ pub(crate) struct ResponseParser {
     pub close: bool,
     /// Some byte of the current response was seen.
     pub started: bool,
+    /// Bytes of status lines and headers of the current response, skipped interim (1xx)
+    /// responses included.
+    pub header_bytes: u64,
+    /// Body bytes of the current response so far, after transfer decoding (chunk framing is not
+    /// counted).
+    pub body_bytes: u64,
 }
 
 impl ResponseParser {
@@ -154,6 +168,8 @@ impl ResponseParser {
             status: 0,
             close: false,
             started: false,
+            header_bytes: 0,
+            body_bytes: 0,
         }
     }
 
@@ -163,6 +179,21 @@ impl ResponseParser {
         self.status = 0;
         self.close = false;
         self.started = false;
+        self.header_bytes = 0;
+        self.body_bytes = 0;
+    }
+
+    /// True while the status line and headers are not complete yet.
+    pub fn in_headers(&self) -> bool {
+        matches!(self.phase, Phase::Headers)
+    }
+
+    /// Body bytes still expected, when the body is framed by Content-Length.
+    pub fn body_remaining(&self) -> Option<u64> {
+        match self.phase {
+            Phase::Body(n) => Some(n),
+            _ => None,
+        }
     }
 
     /// Feeds the next bytes of the stream.
@@ -218,14 +249,19 @@ impl ResponseParser {
                 Phase::Body(remaining) => {
                     let avail = (data.len() - pos) as u64;
                     if avail >= remaining {
+                        self.body_bytes += remaining;
                         return Ok(Feed::Complete {
                             consumed: pos + remaining as usize,
                         });
                     }
+                    self.body_bytes += avail;
                     self.phase = Phase::Body(remaining - avail);
                     return Ok(Feed::NeedMore);
                 }
-                Phase::UntilClose => return Ok(Feed::NeedMore),
+                Phase::UntilClose => {
+                    self.body_bytes += (data.len() - pos) as u64;
+                    return Ok(Feed::NeedMore);
+                }
                 Phase::Chunked(state) => {
                     return match self.chunked(state, data, &mut pos)? {
                         true => Ok(Feed::Complete { consumed: pos }),
@@ -258,6 +294,7 @@ impl ResponseParser {
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(e) => return Err(ParseError::Header(e)),
         };
+        self.header_bytes += n as u64;
         let code = res.code.unwrap_or(0);
         if (100..200).contains(&code) && code != 101 {
             // Interim response (100 Continue, 103 Early Hints): the real one follows.
@@ -349,6 +386,7 @@ impl ResponseParser {
                     let avail = (data.len() - *pos) as u64 + 1;
                     let take = avail.min(n);
                     *pos += take as usize - 1;
+                    self.body_bytes += take;
                     if take == n {
                         Chunk::DataCr
                     } else {
@@ -478,6 +516,49 @@ mod tests {
         assert_eq!(parse_all(v10, false), vec![(200, true, v10.len())]);
         let v10ka = b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 1\r\n\r\nx";
         assert_eq!(parse_all(v10ka, false), vec![(200, false, v10ka.len())]);
+    }
+
+    /// (header_bytes, body_bytes) of the one response in `wire`, fed in two pieces split at
+    /// every position; asserts every split gives the same.
+    fn sizes(wire: &[u8], eof: bool) -> (u64, u64) {
+        let mut seen = None;
+        for cut in 0..=wire.len() {
+            let mut p = ResponseParser::new(false);
+            let mut done = false;
+            for piece in [&wire[..cut], &wire[cut..]] {
+                if !done && p.feed(piece).unwrap() != Feed::NeedMore {
+                    done = true;
+                }
+            }
+            assert!(done || (eof && p.eof_completes()), "split at {cut}");
+            let got = (p.header_bytes, p.body_bytes);
+            assert_eq!(*seen.get_or_insert(got), got, "split at {cut}");
+        }
+        seen.unwrap_or_default()
+    }
+
+    #[test]
+    fn counts_header_and_decoded_body_bytes() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+        let wire = [&head[..], b"hello world"].concat();
+        assert_eq!(sizes(&wire, false), (head.len() as u64, 11));
+        let head = b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let body = b"5\r\nhello\r\n1a;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n";
+        let wire = [&head[..], body].concat();
+        assert_eq!(sizes(&wire, false), (head.len() as u64, 5 + 26));
+        let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
+        let head = b"HTTP/1.0 200 OK\r\n\r\n";
+        let wire = [&interim[..], head, &[b'x'; 300]].concat();
+        assert_eq!(
+            sizes(&wire, true),
+            ((interim.len() + head.len()) as u64, 300)
+        );
+        let mut p = ResponseParser::new(false);
+        p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+            .unwrap();
+        assert_eq!((p.body_bytes, p.body_remaining()), (3, Some(7)));
+        p.reset();
+        assert_eq!((p.header_bytes, p.body_bytes, p.in_headers()), (0, 0, true));
     }
 
     #[test]

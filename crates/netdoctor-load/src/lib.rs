@@ -38,7 +38,8 @@
 //! sockets pile up on the client side (on loopback Linux reuses them: `tcp_tw_reuse = 2`).
 
 mod connect;
-mod http;
+pub mod http;
+pub mod target;
 mod worker;
 
 /// JSON Schema of `netdoctor load --json` (`"schema": "netdoctor.load/v1"`).
@@ -71,44 +72,36 @@ pub struct HttpTarget {
 }
 
 impl HttpTarget {
-    /// Parses an `http://host[:port]/path?query` URL and resolves the host (first address).
+    /// Parses a URL with [`target::parse_url`] (`http://host[:port]/path?query`, or
+    /// `host:port/path`) and resolves the host (first address).
     pub fn from_url(input: &str) -> Result<Self, LoadError> {
-        let bad = |reason: &str| LoadError::InvalidUrl {
-            url: input.to_string(),
-            reason: reason.to_string(),
+        let url = target::parse_url(input).map_err(|e| LoadError::InvalidUrl {
+            url: e.input,
+            reason: e.reason,
+        })?;
+        Self::resolve(&url)
+    }
+
+    /// Resolves a parsed URL's host (first address) into a target.
+    pub fn resolve(url: &target::HttpUrl) -> Result<Self, LoadError> {
+        let resolve_err = |source| LoadError::Resolve {
+            host: url.host.clone(),
+            source,
         };
-        let url = url::Url::parse(input).map_err(|e| bad(&e.to_string()))?;
-        if url.scheme() != "http" {
-            return Err(bad("only http:// is supported (no TLS)"));
-        }
-        let host = url.host_str().ok_or_else(|| bad("no host"))?;
-        let port = url.port_or_known_default().unwrap_or(80);
-        // `host_str` keeps IPv6 brackets; resolution needs them off.
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let addr = (bare, port)
+        let addr = (url.host.as_str(), url.port)
             .to_socket_addrs()
-            .map_err(|source| LoadError::Resolve {
-                host: host.to_string(),
-                source,
-            })?
+            .map_err(resolve_err)?
             .next()
-            .ok_or_else(|| LoadError::Resolve {
-                host: host.to_string(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+            .ok_or_else(|| {
+                resolve_err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no address",
+                ))
             })?;
-        let host_header = match url.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.to_string(),
-        };
-        let mut path = url.path().to_string();
-        if let Some(q) = url.query() {
-            path.push('?');
-            path.push_str(q);
-        }
         Ok(HttpTarget {
             addr,
-            host: host_header,
-            path,
+            host: url.host_header.clone(),
+            path: url.path.clone(),
         })
     }
 }

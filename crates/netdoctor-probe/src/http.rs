@@ -1,14 +1,15 @@
 //! One HTTP/1.1 request, timed: connect, time to first byte, total.
 //!
-//! A blocking `std::net::TcpStream` and `httparse` for the status line and headers; the body is
-//! framed by hand (Content-Length, chunked via `httparse::parse_chunk_size`, or until close)
-//! because all the probe needs is to know where the response ends and how big it was — an HTTP
-//! client crate would hide exactly the timings measured here. The body is counted, not stored.
+//! A blocking `std::net::TcpStream`; the response is framed by the load engine's incremental
+//! parser (`netdoctor_load::http::ResponseParser`: `httparse` for the head, Content-Length,
+//! chunked or until close for the body), netdoctor's one HTTP/1 framer. An HTTP client crate
+//! would hide exactly the timings measured here. The body is counted, not stored.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use netdoctor_load::http::{Feed, ResponseParser};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
@@ -51,9 +52,6 @@ pub struct HttpTiming {
     /// Body bytes after transfer decoding (chunk framing is not counted).
     pub body_bytes: u64,
 }
-
-/// Largest response header block accepted.
-const MAX_HEADER_BYTES: usize = 64 * 1024;
 
 /// Sends `GET cfg.path` to `addr` with `Connection: close` and times the answer.
 pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming, ProbeError> {
@@ -100,58 +98,31 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
     }
     let ttfb = written.elapsed();
 
-    // Status line and headers; informational (1xx, not 101) responses are skipped.
-    let mut header_bytes = 0u64;
-    let (status, framing) = loop {
-        let mut headers = [httparse::EMPTY_HEADER; 100];
-        let mut resp = httparse::Response::new(&mut headers);
-        match resp.parse(&conn.buf) {
-            Ok(httparse::Status::Complete(n)) => {
-                let status = resp.code.unwrap_or(0);
-                let framing = framing(status, resp.headers).map_err(&http_err)?;
-                header_bytes += n as u64;
-                conn.buf.drain(..n);
-                if (100..200).contains(&status) && status != 101 {
-                    continue;
-                }
-                break (status, framing);
-            }
-            Ok(httparse::Status::Partial) => {
-                if conn.buf.len() > MAX_HEADER_BYTES {
-                    return Err(http_err(format!(
-                        "response headers longer than {MAX_HEADER_BYTES} bytes"
-                    )));
-                }
-                if conn.fill()? == 0 {
-                    return Err(http_err(
-                        "connection closed inside the response headers".into(),
-                    ));
-                }
-            }
-            Err(e) => return Err(http_err(format!("invalid response: {e}"))),
+    // Frame the response (informational 1xx responses are skipped by the parser).
+    let mut parser = ResponseParser::new(false);
+    loop {
+        match parser.feed(&conn.buf) {
+            Ok(Feed::Complete { .. }) => break,
+            Ok(Feed::NeedMore) => {}
+            Err(e) => return Err(http_err(e.to_string())),
         }
-    };
-
-    let body_bytes = match framing {
-        Framing::Empty => 0,
-        Framing::Length(len) => {
-            conn.skip(len)?;
-            len
-        }
-        Framing::Chunked => read_chunked(&mut conn)?,
-        Framing::UntilClose => {
-            let mut n = conn.buf.len() as u64;
-            conn.buf.clear();
-            loop {
-                let got = conn.fill()?;
-                if got == 0 {
-                    break n;
-                }
-                n += got as u64;
-                conn.buf.clear();
+        conn.buf.clear();
+        if conn.fill()? == 0 {
+            if parser.eof_completes() {
+                break;
             }
+            return Err(http_err(if parser.in_headers() {
+                "connection closed inside the response headers".into()
+            } else if let Some(left) = parser.body_remaining() {
+                let got = parser.body_bytes;
+                format!("connection closed after {got} of {} body bytes", got + left)
+            } else {
+                "connection closed inside a chunked body".into()
+            }));
         }
-    };
+    }
+    let (status, header_bytes, body_bytes) =
+        (parser.status, parser.header_bytes, parser.body_bytes);
     let total = start.elapsed();
     Ok(HttpTiming {
         connect_ms: ms(connect),
@@ -167,100 +138,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// How the end of the body is found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    Empty,
-    Length(u64),
-    Chunked,
-    UntilClose,
-}
-
-fn framing(status: u16, headers: &[httparse::Header<'_>]) -> Result<Framing, String> {
-    if (100..200).contains(&status) || status == 204 || status == 304 {
-        return Ok(Framing::Empty);
-    }
-    let value = |name: &'static str| {
-        headers
-            .iter()
-            .filter(move |h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| String::from_utf8_lossy(h.value).trim().to_ascii_lowercase())
-    };
-    if value("transfer-encoding").any(|v| v.split(',').any(|t| t.trim() == "chunked")) {
-        return Ok(Framing::Chunked);
-    }
-    let mut length = None;
-    for v in value("content-length") {
-        let n: u64 = v
-            .parse()
-            .map_err(|_| format!("invalid Content-Length {v:?}"))?;
-        if length.is_some_and(|l| l != n) {
-            return Err("conflicting Content-Length headers".into());
-        }
-        length = Some(n);
-    }
-    Ok(length.map_or(Framing::UntilClose, Framing::Length))
-}
-
-/// Reads a chunked body to its end (including trailers); returns the decoded payload size.
-fn read_chunked(conn: &mut Conn) -> Result<u64, ProbeError> {
-    let addr = conn.addr;
-    let err = |msg: &str| ProbeError::Http {
-        addr,
-        msg: msg.to_string(),
-    };
-    let mut total = 0u64;
-    loop {
-        let size = loop {
-            match httparse::parse_chunk_size(&conn.buf) {
-                Ok(httparse::Status::Complete((used, size))) => {
-                    conn.buf.drain(..used);
-                    break size;
-                }
-                Ok(httparse::Status::Partial) => {
-                    if conn.buf.len() > MAX_HEADER_BYTES {
-                        return Err(err("chunk size line too long"));
-                    }
-                    if conn.fill()? == 0 {
-                        return Err(err("connection closed inside a chunked body"));
-                    }
-                }
-                Err(_) => return Err(err("invalid chunk size line")),
-            }
-        };
-        if size == 0 {
-            // Trailer section: header lines, then an empty line.
-            loop {
-                if conn.buf.starts_with(b"\r\n") {
-                    return Ok(total);
-                }
-                if let Some(i) = conn.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    conn.buf.drain(..i + 4);
-                    return Ok(total);
-                }
-                if conn.buf.len() > MAX_HEADER_BYTES {
-                    return Err(err("chunked trailers too long"));
-                }
-                if conn.fill()? == 0 {
-                    return Err(err("connection closed inside the chunked trailers"));
-                }
-            }
-        }
-        conn.skip(size)?;
-        total += size;
-        while conn.buf.len() < 2 {
-            if conn.fill()? == 0 {
-                return Err(err("connection closed inside a chunked body"));
-            }
-        }
-        if &conn.buf[..2] != b"\r\n" {
-            return Err(err("chunk data not followed by CRLF"));
-        }
-        conn.buf.drain(..2);
-    }
-}
-
-/// The connection plus unconsumed received bytes, with a deadline for every operation.
+/// The connection plus received bytes not yet given to the parser, with a deadline for every
+/// operation.
 struct Conn {
     stream: TcpStream,
     buf: Vec<u8>,
@@ -314,66 +193,5 @@ impl Conn {
                 Err(e) => return Err(ProbeError::from_io("read", self.addr, e)),
             }
         }
-    }
-
-    /// Consumes exactly `n` bytes (buffered first, then from the socket).
-    fn skip(&mut self, n: u64) -> Result<(), ProbeError> {
-        let mut left = n;
-        loop {
-            let take = left.min(self.buf.len() as u64) as usize;
-            self.buf.drain(..take);
-            left -= take as u64;
-            if left == 0 {
-                return Ok(());
-            }
-            if self.fill()? == 0 {
-                return Err(ProbeError::Http {
-                    addr: self.addr,
-                    msg: format!("connection closed after {} of {n} body bytes", n - left),
-                });
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h<'a>(name: &'a str, value: &'a str) -> httparse::Header<'a> {
-        httparse::Header {
-            name,
-            value: value.as_bytes(),
-        }
-    }
-
-    #[test]
-    fn framing_rules() {
-        assert_eq!(
-            framing(200, &[h("Content-Length", " 12 ")]),
-            Ok(Framing::Length(12))
-        );
-        assert_eq!(
-            framing(
-                200,
-                &[
-                    h("Transfer-Encoding", "gzip, Chunked"),
-                    h("Content-Length", "3")
-                ]
-            ),
-            Ok(Framing::Chunked)
-        );
-        assert_eq!(framing(200, &[]), Ok(Framing::UntilClose));
-        assert_eq!(
-            framing(204, &[h("Content-Length", "5")]),
-            Ok(Framing::Empty)
-        );
-        assert_eq!(framing(304, &[]), Ok(Framing::Empty));
-        assert!(framing(200, &[h("Content-Length", "x")]).is_err());
-        assert!(framing(200, &[h("Content-Length", "1"), h("content-length", "2")]).is_err());
-        assert_eq!(
-            framing(200, &[h("Content-Length", "2"), h("content-length", "2")]),
-            Ok(Framing::Length(2))
-        );
     }
 }

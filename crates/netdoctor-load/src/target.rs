@@ -1,0 +1,251 @@
+//! The one parser of what users type as a target: an HTTP URL (`http://host[:port]/path?query`,
+//! or `host:port/path` without a scheme) and a bare `host:port` (for `connect`). Pure: no name
+//! resolution here (see [`crate::HttpTarget::resolve`]), so every case is unit-tested.
+//!
+//! URLs go through the `url` crate (WHATWG parsing: IPv6 brackets, percent-encoding, default
+//! ports); only the scheme check, the no-scheme shorthand and the messages are netdoctor's.
+
+/// A target that cannot be used; prints as `invalid URL 'x': reason` or
+/// `invalid target 'x': reason`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} '{input}': {reason}")]
+pub struct TargetError {
+    /// "URL" or "target".
+    pub what: &'static str,
+    /// What the user typed.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// An HTTP target as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpUrl {
+    /// What the user typed.
+    pub input: String,
+    /// Host name or address, without brackets (`::1`).
+    pub host: String,
+    /// The port (80 when the URL has none).
+    pub port: u16,
+    /// Path with query, at least `/`.
+    pub path: String,
+    /// Value for the Host header (`host` or `host:port`, IPv6 in brackets).
+    pub host_header: String,
+}
+
+/// A `host:port` target (no path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    /// What the user typed.
+    pub input: String,
+    /// Host name or address, without brackets.
+    pub host: String,
+    /// The port, 1..65535.
+    pub port: u16,
+}
+
+/// Parses `http://host[:port]/path?query`; `host:port/path` without a scheme means http.
+pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
+    let bad = |reason: String| TargetError {
+        what: "URL",
+        input: input.to_string(),
+        reason,
+    };
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(bad("empty".into()));
+    }
+    let with_scheme = if trimmed.contains("://") {
+        trimmed.to_string()
+    } else {
+        format!("http://{trimmed}")
+    };
+    let url = url::Url::parse(&with_scheme).map_err(|e| bad(e.to_string()))?;
+    match url.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(bad(
+                "https is not supported yet; netdoctor speaks HTTP/1.1 over plain TCP (point it \
+                 at the backend's http port)"
+                    .into(),
+            ));
+        }
+        other => {
+            return Err(bad(format!(
+                "scheme '{other}' is not supported (use http://)"
+            )));
+        }
+    }
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(a)) => a.to_string(),
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        None => return Err(bad("no host".into())),
+    };
+    if host.is_empty() {
+        return Err(bad("no host".into()));
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    let mut path = url.path().to_string();
+    if path.is_empty() {
+        path.push('/');
+    }
+    if let Some(q) = url.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    let host_str = url.host_str().unwrap_or(&host).to_string();
+    let host_header = match url.port() {
+        Some(p) => format!("{host_str}:{p}"),
+        None => host_str,
+    };
+    Ok(HttpUrl {
+        input: input.to_string(),
+        host,
+        port,
+        path,
+        host_header,
+    })
+}
+
+/// Parses `host:port` or `[v6]:port`; an `http://` URL gives its host and port.
+pub fn parse_host_port(input: &str) -> Result<HostPort, TargetError> {
+    let bad = |reason: String| TargetError {
+        what: "target",
+        input: input.to_string(),
+        reason,
+    };
+    let s = input.trim();
+    if let Ok(a) = s.parse::<std::net::SocketAddr>() {
+        if a.port() == 0 {
+            return Err(bad("port 0 is not a number in 1..65535".into()));
+        }
+        return Ok(HostPort {
+            input: input.to_string(),
+            host: a.ip().to_string(),
+            port: a.port(),
+        });
+    }
+    if s.contains("://") {
+        let u = parse_url(s)?;
+        return Ok(HostPort {
+            input: input.to_string(),
+            host: u.host,
+            port: u.port,
+        });
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(bad("expected HOST:PORT, e.g. 127.0.0.1:80".into()));
+    };
+    let port: u16 = match port.parse() {
+        Ok(p) if p > 0 => p,
+        _ => {
+            return Err(bad(format!("port '{port}' is not a number in 1..65535")));
+        }
+    };
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if host.is_empty() {
+        return Err(bad("no host".into()));
+    }
+    Ok(HostPort {
+        input: input.to_string(),
+        host: host.to_string(),
+        port,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_with_and_without_scheme() {
+        let u = parse_url("http://127.0.0.1:8080/index.html?x=1").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("127.0.0.1", 8080));
+        assert_eq!(u.path, "/index.html?x=1");
+        assert_eq!(u.host_header, "127.0.0.1:8080");
+        assert_eq!(u.input, "http://127.0.0.1:8080/index.html?x=1");
+        // host:port without a scheme means http
+        let u = parse_url("localhost:9000").unwrap();
+        assert_eq!(
+            (
+                u.host.as_str(),
+                u.port,
+                u.path.as_str(),
+                u.host_header.as_str()
+            ),
+            ("localhost", 9000, "/", "localhost:9000")
+        );
+        let u = parse_url("  10.0.0.1/a/b?c=d&e  ").unwrap();
+        assert_eq!((u.port, u.path.as_str()), (80, "/a/b?c=d&e"));
+    }
+
+    #[test]
+    fn ipv6_brackets_and_default_port() {
+        let u = parse_url("http://[::1]:8080/").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.host_header.as_str(), u.port),
+            ("::1", "[::1]:8080", 8080)
+        );
+        let u = parse_url("http://[::1]/").unwrap();
+        assert_eq!((u.port, u.host_header.as_str()), (80, "[::1]"));
+        let u = parse_url("http://example.org").unwrap();
+        assert_eq!(
+            (u.port, u.host_header.as_str(), u.path.as_str()),
+            (80, "example.org", "/")
+        );
+        // an explicit default port stays out of the Host header (the url crate drops it)
+        let u = parse_url("http://example.org:80/x").unwrap();
+        assert_eq!((u.port, u.host_header.as_str()), (80, "example.org"));
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_wrong() {
+        let e = parse_url("").unwrap_err();
+        assert_eq!(e.to_string(), "invalid URL '': empty");
+        let e = parse_url("https://x/").unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid URL 'https://x/': https is not supported"),
+            "{e}"
+        );
+        let e = parse_url("ftp://x/").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid URL 'ftp://x/': scheme 'ftp' is not supported (use http://)"
+        );
+        for bad in ["http://", "http://[::1/", "not a url", "http://h:99999/"] {
+            let e = parse_url(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("invalid URL '{bad}': ")),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn host_ports() {
+        let hp = |s: &str| parse_host_port(s).map(|h| (h.host, h.port));
+        assert_eq!(hp("127.0.0.1:80"), Ok(("127.0.0.1".into(), 80)));
+        assert_eq!(hp("[::1]:8080"), Ok(("::1".into(), 8080)));
+        assert_eq!(hp("localhost:9000"), Ok(("localhost".into(), 9000)));
+        assert_eq!(hp("http://[::1]/x"), Ok(("::1".into(), 80)));
+        let e = |s: &str| parse_host_port(s).unwrap_err().to_string();
+        assert_eq!(
+            e("127.0.0.1:0"),
+            "invalid target '127.0.0.1:0': port 0 is not a number in 1..65535"
+        );
+        assert_eq!(
+            e("localhost"),
+            "invalid target 'localhost': expected HOST:PORT, e.g. 127.0.0.1:80"
+        );
+        assert_eq!(
+            e("h:http"),
+            "invalid target 'h:http': port 'http' is not a number in 1..65535"
+        );
+        assert_eq!(e(":80"), "invalid target ':80': no host");
+        assert!(e("https://x/").starts_with("invalid URL 'https://x/'"));
+    }
+}
