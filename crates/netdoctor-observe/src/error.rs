@@ -61,13 +61,10 @@ pub enum ObserveError {
     Counters { file: String, message: String },
 }
 
-/// The message of an I/O error without Rust's " (os error N)" suffix.
+/// The message of an I/O error without Rust's " (os error N)" suffix (see
+/// `netdoctor_sys::os_error`).
 pub(crate) fn io_message(e: &io::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" (os error ") {
-        Some(i) if s.ends_with(')') => s[..i].to_string(),
-        _ => s,
-    }
+    netdoctor_sys::os_error::strip_code(e)
 }
 
 pub(crate) fn io_error(op: &'static str, path: &Path, e: &io::Error) -> ObserveError {

@@ -420,12 +420,15 @@ mod sys {
     }
 
     #[repr(C)]
-    #[derive(Default)]
+    #[derive(Default, Clone, Copy)]
     pub struct TpacketStatsV3 {
         pub tp_packets: u32,
         pub tp_drops: u32,
         pub tp_freeze_q_cnt: u32,
     }
+
+    // SAFETY: `TpacketStatsV3` is `repr(C)` with `u32` fields only: every bit pattern is valid.
+    unsafe impl netdoctor_sys::sockopt::Plain for TpacketStatsV3 {}
 
     fn check(rc: libc::c_int) -> io::Result<()> {
         if rc < 0 {
@@ -447,16 +450,7 @@ mod sys {
     }
 
     fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
-        // SAFETY: v points to a live T of the size passed; the kernel only reads it.
-        check(unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                level,
-                name,
-                (v as *const T).cast(),
-                size_of::<T>() as libc::socklen_t,
-            )
-        })
+        netdoctor_sys::sockopt::set(fd, level, name, v)
     }
 
     pub fn attach_filter(fd: &OwnedFd, prog: &[libc::sock_filter]) -> io::Result<()> {
@@ -538,19 +532,8 @@ mod sys {
 
     /// Statistics since the previous call (the kernel resets them on read).
     pub fn packet_stats(fd: &OwnedFd) -> io::Result<TpacketStatsV3> {
-        let mut st = TpacketStatsV3::default();
-        let mut len = size_of::<TpacketStatsV3>() as libc::socklen_t;
-        // SAFETY: st is writable for len bytes; len is updated by the kernel.
-        check(unsafe {
-            libc::getsockopt(
-                fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                (&mut st as *mut TpacketStatsV3).cast(),
-                &mut len,
-            )
-        })?;
-        Ok(st)
+        netdoctor_sys::sockopt::get::<TpacketStatsV3>(fd, SOL_PACKET, PACKET_STATISTICS)
+            .map(|(st, _)| st)
     }
 
     pub fn if_index(name: &str) -> io::Result<u32> {

@@ -8,18 +8,23 @@
 //! CAP_SYS_PTRACE over the target, i.e. root) and read with `getsockopt`: TCP_NODELAY,
 //! TCP_CORK, SO_SNDBUF, SO_RCVBUF. The duplicate is closed at once; the server is not touched.
 //!
-//! Hand-written: no crate wraps `pidfd_getfd`, and the /proc parsing needed is a few lines.
+//! Hand-written: no crate wraps `pidfd_getfd` (netdoctor-sys does), and the /proc parsing
+//! needed is a few lines.
 
 use crate::error::ObserveError;
 use netdoctor_core::sockets::{ServerSocket, SocketState};
+use netdoctor_sys::privilege::{Feature, Privileges};
+use netdoctor_sys::{os_error, pidfd, sockopt};
 use std::collections::HashMap;
 use std::fs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 
 /// Reads the options of at most `max_per_process` established sockets (plus the listener) of
 /// each process bound to `addr`. An empty result means no process on this host serves it (a
-/// remote server, or one in another PID namespace).
+/// remote server, or one in another PID namespace). When the address has a listener here but
+/// its process cannot be inspected (another user's, without CAP_SYS_PTRACE), the error says so
+/// and names the missing capability.
 pub fn server_sockets(
     addr: SocketAddr,
     max_per_process: usize,
@@ -28,6 +33,7 @@ pub fn server_sockets(
     let mut tables: HashMap<String, HashMap<u64, TcpEntry>> = HashMap::new();
     let mut out = Vec::new();
     let mut denied: Option<String> = None;
+    let mut hidden = 0;
     let procs = fs::read_dir("/proc").map_err(|e| ObserveError::Capture {
         op: "read /proc".into(),
         errno: e.raw_os_error(),
@@ -44,7 +50,10 @@ pub fn server_sockets(
         if pid == me {
             continue;
         }
-        let sockets = socket_fds(pid);
+        let Ok(sockets) = socket_fds(pid) else {
+            hidden += 1;
+            continue;
+        };
         if sockets.is_empty() {
             continue;
         }
@@ -91,12 +100,23 @@ pub fn server_sockets(
             }
         }
     }
+    let op = || format!("read the socket options of the process serving {addr}");
     match (out.is_empty(), denied) {
         (true, Some(msg)) => Err(ObserveError::Capture {
-            op: format!("read the socket options of the process serving {addr}"),
+            op: op(),
             errno: None,
             message: msg,
         }),
+        (true, None) => {
+            match hidden_server(addr, hidden, local_listener(addr), &Privileges::current()) {
+                Some(message) => Err(ObserveError::Capture {
+                    op: op(),
+                    errno: Some(libc::EACCES),
+                    message,
+                }),
+                None => Ok(out),
+            }
+        }
         _ => Ok(out),
     }
 }
@@ -107,12 +127,16 @@ struct TcpEntry {
     state: u8,
 }
 
-/// `(fd, inode)` of every socket descriptor of `pid` (none if it cannot be read).
-fn socket_fds(pid: u32) -> Vec<(RawFd, u64)> {
-    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
+/// `(fd, inode)` of every socket descriptor of `pid`; `Err` when its descriptors may not be
+/// read (another user's process), empty when it has gone.
+fn socket_fds(pid: u32) -> Result<Vec<(RawFd, u64)>, ()> {
+    let dir = match fs::read_dir(format!("/proc/{pid}/fd")) {
+        Ok(dir) => dir,
+        Err(e) if os_error::is_permission(&e) => return Err(()),
+        Err(_) => return Ok(Vec::new()),
     };
-    dir.flatten()
+    Ok(dir
+        .flatten()
         .filter_map(|e| {
             let fd = e.file_name().to_str()?.parse::<RawFd>().ok()?;
             let target = fs::read_link(e.path()).ok()?;
@@ -124,14 +148,19 @@ fn socket_fds(pid: u32) -> Vec<(RawFd, u64)> {
                 .ok()?;
             Some((fd, inode))
         })
-        .collect()
+        .collect())
 }
 
 /// inode → entry for the TCP sockets of `pid`'s network namespace.
 fn tcp_table(pid: u32) -> HashMap<u64, TcpEntry> {
+    tcp_table_of(&pid.to_string())
+}
+
+/// [`tcp_table`] of `/proc/<proc_dir>` (a pid, or `self`).
+fn tcp_table_of(proc_dir: &str) -> HashMap<u64, TcpEntry> {
     let mut map = HashMap::new();
     for file in ["tcp", "tcp6"] {
-        if let Ok(text) = fs::read_to_string(format!("/proc/{pid}/net/{file}")) {
+        if let Ok(text) = fs::read_to_string(format!("/proc/{proc_dir}/net/{file}")) {
             for line in text.lines().skip(1) {
                 if let Some((inode, e)) = parse_tcp_line(line) {
                     map.insert(inode, e);
@@ -194,26 +223,19 @@ struct Options {
 }
 
 fn read_options(pid: u32, fd: RawFd) -> Result<Options, String> {
-    let sock = dup_from(pid, fd)?;
-    let get = |level: i32, name: i32| -> Result<i32, String> {
-        let mut v: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: `sock` is an open descriptor we own; `v` and `len` are valid for writes of
-        // the sizes given, and the kernel writes at most `len` bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                sock.as_raw_fd(),
-                level,
-                name,
-                (&mut v as *mut libc::c_int).cast(),
-                &mut len,
-            )
+    let sock = pidfd::dup_from(pid, fd).map_err(|e| {
+        let why = match Privileges::current().explain(Feature::ForeignSocketOptions, &e) {
+            Some(missing) => format!("; {missing}"),
+            None => String::new(),
         };
-        if rc == 0 {
-            Ok(v)
-        } else {
-            Err(format!("getsockopt: {}", std::io::Error::last_os_error()))
-        }
+        format!(
+            "pidfd_getfd(pid {pid}, fd {fd}): {}{why}",
+            os_error::describe(&e)
+        )
+    })?;
+    let get = |level: i32, name: i32| -> Result<i32, String> {
+        sockopt::get_int(&sock, level, name)
+            .map_err(|e| format!("getsockopt: {}", os_error::describe(&e)))
     };
     Ok(Options {
         nodelay: get(libc::IPPROTO_TCP, libc::TCP_NODELAY)? != 0,
@@ -223,32 +245,37 @@ fn read_options(pid: u32, fd: RawFd) -> Result<Options, String> {
     })
 }
 
-/// Duplicates descriptor `fd` of process `pid` into this process.
-fn dup_from(pid: u32, fd: RawFd) -> Result<OwnedFd, String> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if pidfd < 0 {
-        return Err(format!(
-            "pidfd_open({pid}): {}",
-            std::io::Error::last_os_error()
-        ));
+/// Why nothing was found when processes could not be inspected: `hidden` processes whose
+/// descriptors this user may not read, while the address has a listener in this network
+/// namespace (so the server is local, just not visible). `None`: nothing hidden, or no local
+/// listener (a remote server, or one in another namespace).
+fn hidden_server(
+    addr: SocketAddr,
+    hidden: usize,
+    local_listener: bool,
+    privileges: &Privileges,
+) -> Option<String> {
+    if hidden == 0 || !local_listener {
+        return None;
     }
-    // SAFETY: `pidfd` was just returned by the kernel and is owned by nobody else.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
-    // SAFETY: pidfd_getfd takes a pidfd, a descriptor number in that process and flags, and
-    // returns a new descriptor in ours or -1.
-    let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
-    if got < 0 {
-        let e = std::io::Error::last_os_error();
-        let hint = if e.raw_os_error() == Some(libc::EPERM) {
-            " (needs CAP_SYS_PTRACE: run as root)"
-        } else {
-            ""
-        };
-        return Err(format!("pidfd_getfd(pid {pid}, fd {fd}): {e}{hint}"));
-    }
-    // SAFETY: `got` is a new descriptor the kernel created for us.
-    Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
+    let missing = privileges
+        .check(Feature::ForeignSocketOptions)
+        .err()
+        .map_or_else(|| "reading them was refused".to_string(), |m| m.to_string());
+    Some(format!(
+        "{addr} has a listener on this host, but the descriptors of {hidden} processes of other \
+         users cannot be read: {missing}"
+    ))
+}
+
+/// Whether this process's network namespace has a TCP listener on `addr` (or on the wildcard
+/// address of its port).
+fn local_listener(addr: SocketAddr) -> bool {
+    tcp_table_of("self").values().any(|e| {
+        e.state == 0x0A
+            && e.local.port() == addr.port()
+            && (e.local.ip() == addr.ip() || e.local.ip().is_unspecified())
+    })
 }
 
 #[cfg(test)]
@@ -269,6 +296,32 @@ mod tests {
         assert_eq!(e.state, 0x01);
         assert!(parse_tcp_line("garbage").is_none());
         assert!(parse_tcp_line("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode").is_none());
+    }
+
+    #[test]
+    fn a_hidden_local_server_is_a_permission_problem_not_a_remote_one() {
+        use netdoctor_sys::privilege::CapSet;
+        let addr: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let user = Privileges::from_set(CapSet(0));
+        let why = hidden_server(addr, 3, true, &user).unwrap();
+        assert!(why.contains("descriptors of 3 processes"), "{why}");
+        assert!(why.contains("needs CAP_SYS_PTRACE"), "{why}");
+        // nothing hidden, or no listener here: nothing to say (remote or other namespace)
+        assert_eq!(hidden_server(addr, 0, true, &user), None);
+        assert_eq!(hidden_server(addr, 3, false, &user), None);
+        // the capability is there, yet reading was refused (LSM, ptrace_scope)
+        let root = Privileges::from_set(CapSet(u64::MAX));
+        let why = hidden_server(addr, 1, true, &root).unwrap();
+        assert!(why.ends_with("reading them was refused"), "{why}");
+    }
+
+    #[test]
+    fn finds_a_local_listener_in_this_namespace() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        assert!(local_listener(addr));
+        drop(l);
+        assert!(!local_listener(addr));
     }
 
     #[test]

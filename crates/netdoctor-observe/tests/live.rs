@@ -290,31 +290,8 @@ fn ipv6_loopback_is_captured() {
 
 /// Linux capabilities are per thread: drop CAP_NET_RAW from this thread's effective set only.
 fn drop_net_raw_in_this_thread() -> bool {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const CAP_NET_RAW: u32 = 13;
-    let mut hdr = Header {
-        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-        pid: 0,
-    };
-    let mut data = [Data::default(); 2];
-    // SAFETY: capget writes two Data structs for version 3; both pointers are valid.
-    if unsafe { libc::syscall(libc::SYS_capget, &mut hdr, data.as_mut_ptr()) } != 0 {
-        return false;
-    }
-    data[0].effective &= !(1 << CAP_NET_RAW);
-    // SAFETY: as above; capset only reads them and affects the calling thread.
-    unsafe { libc::syscall(libc::SYS_capset, &mut hdr, data.as_ptr()) == 0 }
+    use netdoctor_sys::privilege::{Capability, drop_effective_in_this_thread};
+    drop_effective_in_this_thread(Capability::NetRaw).unwrap_or(false)
 }
 
 #[test]
