@@ -1,7 +1,10 @@
 //! Unit tests: pure parts, plus failure injection through `StartOptions` (root + nginx only).
 
 use super::*;
-use std::net::TcpListener;
+use crate::readiness::http_check;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener};
+use std::path::PathBuf;
 
 #[test]
 fn config_defaults() {

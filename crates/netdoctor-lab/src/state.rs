@@ -1,0 +1,83 @@
+//! The state dir's files: `lab.state` (hand-written `key=value`, see the crate docs) and the
+//! helpers that write files with fixed permissions.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::LabError;
+
+pub(crate) fn create_dir(dir: &Path) -> Result<(), LabError> {
+    fs::create_dir_all(dir)
+        .and_then(|_| fs::set_permissions(dir, fs::Permissions::from_mode(0o755)))
+        .map_err(|source| LabError::Io {
+            op: format!("create directory {}", dir.display()),
+            source,
+        })
+}
+
+pub(crate) fn write_file(path: &Path, contents: &str) -> Result<(), LabError> {
+    fs::write(path, contents)
+        .and_then(|_| fs::set_permissions(path, fs::Permissions::from_mode(0o644)))
+        .map_err(|source| LabError::Io {
+            op: format!("write {}", path.display()),
+            source,
+        })
+}
+
+/// Contents of `lab.state`.
+#[derive(Debug, PartialEq)]
+pub(crate) struct State {
+    pub(crate) name: String,
+    pub(crate) server_netns: String,
+    pub(crate) client_netns: String,
+    pub(crate) nginx_pid: Option<u32>,
+}
+
+pub(crate) const STATE_HEADER: &str = "netdoctor-lab v1";
+
+impl State {
+    pub(crate) fn render(&self) -> String {
+        let mut s = format!(
+            "{STATE_HEADER}\nname={}\nserver_netns={}\nclient_netns={}\n",
+            self.name, self.server_netns, self.client_netns
+        );
+        if let Some(pid) = self.nginx_pid {
+            s.push_str(&format!("nginx_pid={pid}\n"));
+        }
+        s
+    }
+
+    pub(crate) fn parse(text: &str) -> Result<State, String> {
+        let mut lines = text.lines();
+        if lines.next() != Some(STATE_HEADER) {
+            return Err(format!("first line is not {STATE_HEADER:?}"));
+        }
+        let (mut name, mut srv, mut cli, mut pid) = (None, None, None, None);
+        for line in lines.filter(|l| !l.trim().is_empty()) {
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| format!("line {line:?} is not key=value"))?;
+            match key {
+                "name" => name = Some(value.to_string()),
+                "server_netns" => srv = Some(value.to_string()),
+                "client_netns" => cli = Some(value.to_string()),
+                "nginx_pid" => {
+                    pid = Some(
+                        value
+                            .parse::<u32>()
+                            .map_err(|e| format!("nginx_pid {value:?}: {e}"))?,
+                    )
+                }
+                _ => {} // unknown keys: written by a newer version, ignored
+            }
+        }
+        let missing = |k: &str| format!("missing {k}");
+        Ok(State {
+            name: name.ok_or_else(|| missing("name"))?,
+            server_netns: srv.ok_or_else(|| missing("server_netns"))?,
+            client_netns: cli.ok_or_else(|| missing("client_netns"))?,
+            nginx_pid: pid,
+        })
+    }
+}
