@@ -1,8 +1,9 @@
 //! Starts a lab, prints `ready <server netns> <client netns> <url>...` on stdout, and holds it
 //! until SIGINT/SIGTERM/SIGHUP, which tear it down (`cleanup_on_signal`) and exit with 130.
 //!
-//! Usage: `labhold [NAME] [STATE_DIR]` (defaults: "netdoctor", /run/netdoctor/lab-NAME).
-//! Used by the Ctrl-C test, and handy for measuring the lab by hand.
+//! Usage: `labhold [NAME] [STATE_DIR] [builtin]` (defaults: "netdoctor",
+//! /run/netdoctor/lab-NAME, nginx; `builtin`: the built-in reference server instead of nginx).
+//! Used by the Ctrl-C and leftover tests, and handy for measuring the lab by hand.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -20,7 +21,13 @@ fn main() -> ExitCode {
         eprintln!("labhold: {e}");
         return ExitCode::from(2);
     }
-    let lab = match Lab::start(&cfg) {
+    let builtin = args.next().as_deref() == Some("builtin");
+    let started = if builtin {
+        Lab::start_builtin(&cfg)
+    } else {
+        Lab::start(&cfg)
+    };
+    let lab = match started {
         Ok(lab) => lab,
         Err(e) => {
             eprintln!("labhold: {e}");

@@ -24,13 +24,14 @@
 //! SIGINT/SIGTERM/SIGHUP so Ctrl-C during `netdoctor demo` leaves nothing behind.
 //!
 //! Files: `config` (which lab, its servers), `lifecycle` (start, attach, the guard), `readiness`
-//! (wait until both servers answer), `status`, `teardown` (stop one lab; find and stop every lab
-//! left under `/run/netdoctor`), `signals`, `state` (the state file), `error`; `netns`, `nginx`
+//! (wait until both servers answer), `status`, `teardown` (stop one lab), `leftovers` (find,
+//! list and stop every lab left under `/run/netdoctor`), `signals`, `state` (the state file), `error`; `netns`, `nginx`
 //! and `builtin` as before.
 
 pub mod builtin;
 mod config;
 mod error;
+mod leftovers;
 mod lifecycle;
 mod netns;
 mod nginx;
@@ -49,6 +50,9 @@ use std::time::Duration;
 
 pub use config::{LabConfig, LabServer};
 pub use error::LabError;
+pub use leftovers::{
+    LabEntry, StoppedLab, list_labs, list_labs_in, remove_abandoned, stop_all, stop_all_in,
+};
 pub use lifecycle::{Lab, LabGuard};
 pub use netns::{in_netns, netns_exists};
 pub use nginx::DEFAULT_PAGE;

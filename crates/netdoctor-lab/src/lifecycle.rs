@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::nginx::{self, ServerBlock, StatePaths};
 use crate::readiness::{http_check, wait_ready};
-use crate::state::{State, create_dir, write_file};
+use crate::state::{Owner, State, create_dir, write_file};
 use crate::teardown::teardown;
 use crate::{
     CLIENT_IF, CLIENT_IP, DEFAULT_NGINX, DEFAULT_PAGE, LIFECYCLE, LabConfig, LabError, LabServer,
@@ -75,7 +75,7 @@ impl Lab {
             });
         }
         let built = (|| {
-            let (srv, cli) = build_network(cfg)?;
+            let (srv, cli) = build_network(cfg, true)?;
             let servers = lab_servers();
             let specs: Vec<(SocketAddr, bool)> =
                 servers.iter().map(|s| (s.addr, s.tcp_nodelay)).collect();
@@ -287,9 +287,10 @@ pub(crate) fn presence(cfg: &LabConfig) -> Option<String> {
     (!found.is_empty()).then(|| found.join(", "))
 }
 
-/// State dir, state file, both namespaces and the veth pair between them. Returns the server
+/// State dir, state file (with this process as the owner; `builtin`: the servers are its
+/// threads), both namespaces and the veth pair between them. Returns the server
 /// and client namespace names.
-pub(crate) fn build_network(cfg: &LabConfig) -> Result<(String, String), LabError> {
+pub(crate) fn build_network(cfg: &LabConfig, builtin: bool) -> Result<(String, String), LabError> {
     let srv = cfg.server_netns();
     let cli = cfg.client_netns();
     let paths = StatePaths::new(&cfg.state_dir);
@@ -304,6 +305,8 @@ pub(crate) fn build_network(cfg: &LabConfig) -> Result<(String, String), LabErro
             server_netns: srv.clone(),
             client_netns: cli.clone(),
             nginx_pid: None,
+            owner: Owner::current(),
+            builtin,
         }
         .render(),
     )?;
@@ -326,7 +329,7 @@ pub(crate) fn build_network(cfg: &LabConfig) -> Result<(String, String), LabErro
 }
 
 pub(crate) fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, LabError> {
-    let (srv, cli) = build_network(cfg)?;
+    let (srv, cli) = build_network(cfg, false)?;
     let paths = StatePaths::new(&cfg.state_dir);
 
     // nginx config and page.
@@ -358,6 +361,8 @@ pub(crate) fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, Lab
             server_netns: srv.clone(),
             client_netns: cli.clone(),
             nginx_pid: Some(pid as u32),
+            owner: Owner::current(),
+            builtin: false,
         }
         .render(),
     )?;

@@ -32,6 +32,47 @@ pub(crate) struct State {
     pub(crate) server_netns: String,
     pub(crate) client_netns: String,
     pub(crate) nginx_pid: Option<u32>,
+    /// The process that started the lab (absent in files of older versions).
+    pub(crate) owner: Option<Owner>,
+    /// The servers are the built-in reference server: threads of the owner, gone with it.
+    pub(crate) builtin: bool,
+}
+
+/// A process, by PID and start time (`/proc/<pid>/stat` field 22, clock ticks since boot), so a
+/// reused PID is not mistaken for the process that started a lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) pid: u32,
+    pub(crate) start: u64,
+}
+
+impl Owner {
+    /// This process.
+    pub(crate) fn current() -> Option<Owner> {
+        let pid = std::process::id();
+        Some(Owner {
+            pid,
+            start: start_time(pid)?,
+        })
+    }
+
+    /// Whether that process still runs (same PID, same start time, not a zombie).
+    pub(crate) fn alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start)
+    }
+}
+
+/// Start time of a live (non-zombie) process.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses; split after the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    if fields.next()? == "Z" {
+        return None;
+    }
+    // `rest` starts at field 3 (state); start time is field 22.
+    fields.nth(18)?.parse().ok()
 }
 
 pub(crate) const STATE_HEADER: &str = "netdoctor-lab v1";
@@ -45,6 +86,12 @@ impl State {
         if let Some(pid) = self.nginx_pid {
             s.push_str(&format!("nginx_pid={pid}\n"));
         }
+        if let Some(o) = self.owner {
+            s.push_str(&format!("owner_pid={}\nowner_start={}\n", o.pid, o.start));
+        }
+        if self.builtin {
+            s.push_str("servers=builtin\n");
+        }
         s
     }
 
@@ -54,6 +101,7 @@ impl State {
             return Err(format!("first line is not {STATE_HEADER:?}"));
         }
         let (mut name, mut srv, mut cli, mut pid) = (None, None, None, None);
+        let (mut owner_pid, mut owner_start, mut builtin) = (None, None, false);
         for line in lines.filter(|l| !l.trim().is_empty()) {
             let (key, value) = line
                 .split_once('=')
@@ -69,6 +117,9 @@ impl State {
                             .map_err(|e| format!("nginx_pid {value:?}: {e}"))?,
                     )
                 }
+                "owner_pid" => owner_pid = value.parse::<u32>().ok(),
+                "owner_start" => owner_start = value.parse::<u64>().ok(),
+                "servers" => builtin = value == "builtin",
                 _ => {} // unknown keys: written by a newer version, ignored
             }
         }
@@ -78,6 +129,11 @@ impl State {
             server_netns: srv.ok_or_else(|| missing("server_netns"))?,
             client_netns: cli.ok_or_else(|| missing("client_netns"))?,
             nginx_pid: pid,
+            owner: match (owner_pid, owner_start) {
+                (Some(pid), Some(start)) => Some(Owner { pid, start }),
+                _ => None,
+            },
+            builtin,
         })
     }
 }

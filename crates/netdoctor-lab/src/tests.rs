@@ -54,8 +54,14 @@ fn state_file_round_trip_and_errors() {
         server_netns: "n-srv".into(),
         client_netns: "n-cli".into(),
         nginx_pid: Some(42),
+        owner: Some(crate::state::Owner { pid: 7, start: 99 }),
+        builtin: true,
     };
     assert_eq!(State::parse(&st.render()).unwrap(), st);
+    // a file of an older version (no owner, no servers key) still reads
+    let old = "netdoctor-lab v1\nname=n\nserver_netns=n-srv\nclient_netns=n-cli\n";
+    let parsed = State::parse(old).unwrap();
+    assert_eq!((parsed.owner, parsed.builtin), (None, false));
     let no_pid = State {
         nginx_pid: None,
         ..st

@@ -11,7 +11,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use netdoctor_lab::{
-    DEFAULT_NGINX, DEFAULT_PAGE, Lab, LabConfig, LabError, LabGuard, in_netns, netns_exists, stop,
+    DEFAULT_NGINX, DEFAULT_PAGE, Lab, LabConfig, LabError, LabGuard, in_netns, list_labs_in,
+    netns_exists, remove_abandoned, stop, stop_all_in,
 };
 
 fn prerequisites() -> Result<(), String> {
@@ -197,6 +198,11 @@ fn example_binary(name: &str) -> PathBuf {
 
 /// Spawns `labhold <name> <state_dir>` and waits for its "ready" line.
 fn spawn_labhold(cfg: &LabConfig) -> std::process::Child {
+    spawn_labhold_with(cfg, false)
+}
+
+/// Spawns `labhold <name> <state_dir> [builtin]` and waits for its "ready" line.
+fn spawn_labhold_with(cfg: &LabConfig, builtin: bool) -> std::process::Child {
     let bin = example_binary("labhold");
     assert!(
         bin.exists(),
@@ -206,6 +212,7 @@ fn spawn_labhold(cfg: &LabConfig) -> std::process::Child {
     let mut child = Command::new(&bin)
         .arg(&cfg.name)
         .arg(&cfg.state_dir)
+        .args(builtin.then_some("builtin"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -299,4 +306,103 @@ fn builtin_lab_serves_both_ports_and_leaves_nothing() {
     }
     lab.stop().unwrap();
     assert_gone(&cfg, None);
+}
+
+/// A state parent of this test's own, so listing and stopping "every lab" never touches a lab
+/// of the user or of another test run (those live under /run/netdoctor or their own dirs).
+fn unique_parent(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("netdoctor-labs-{tag}-{}", std::process::id()))
+}
+
+fn cfg_under(parent: &Path, tag: &str) -> LabConfig {
+    let name = format!("ndt{tag}{}", std::process::id());
+    LabConfig {
+        state_dir: parent.join(format!("lab-{name}")),
+        name,
+    }
+}
+
+#[test]
+fn stop_all_removes_every_lab_left_by_killed_processes() {
+    require_lab!();
+    let parent = unique_parent("all");
+    let with_nginx = cfg_under(&parent, "alln");
+    let builtin = cfg_under(&parent, "allb");
+    let mut a = spawn_labhold_with(&with_nginx, false);
+    let mut b = spawn_labhold_with(&builtin, true);
+    let nginx_pid = Lab::status(&with_nginx).unwrap().nginx_pid;
+    assert!(nginx_pid.is_some());
+    // Both holders are alive: listed with their owners running.
+    let labs = list_labs_in(&parent).unwrap();
+    let names: Vec<&str> = labs.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, [builtin.name.as_str(), with_nginx.name.as_str()]);
+    assert!(
+        labs.iter().all(|l| l.owner_alive && l.serving()),
+        "{labs:?}"
+    );
+    assert_eq!((labs[0].builtin, labs[1].builtin), (true, false));
+    assert_eq!(labs[1].nginx_pid, nginx_pid);
+
+    // SIGKILL: no handler runs; nginx (a daemon) and both labs' namespaces stay behind.
+    for child in [&mut a, &mut b] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let labs = list_labs_in(&parent).unwrap();
+    assert_eq!(labs.len(), 2, "{labs:?}");
+    assert!(labs.iter().all(|l| !l.owner_alive), "{labs:?}");
+    assert!(
+        !labs[0].serving(),
+        "built-in servers die with their process"
+    );
+    assert!(labs[1].serving(), "nginx outlives the crash");
+    assert!(netns_exists(&builtin.server_netns()));
+
+    let stopped = stop_all_in(&parent).unwrap();
+    assert_eq!(stopped.len(), 2, "{stopped:?}");
+    for s in &stopped {
+        assert_eq!(s.error, None, "{s:?}");
+        assert!(
+            s.removed.iter().any(|r| r.starts_with("network namespace")),
+            "{s:?}"
+        );
+    }
+    assert!(
+        stopped[1]
+            .removed
+            .iter()
+            .any(|r| r.starts_with("nginx master process")),
+        "{stopped:?}"
+    );
+    assert_gone(&with_nginx, nginx_pid);
+    assert_gone(&builtin, None);
+    assert!(list_labs_in(&parent).unwrap().is_empty());
+    assert!(stop_all_in(&parent).unwrap().is_empty(), "idempotent");
+    let _ = std::fs::remove_dir(&parent);
+}
+
+#[test]
+fn an_abandoned_lab_is_removed_but_a_live_one_is_not() {
+    require_lab!();
+    let parent = unique_parent("aband");
+    let cfg = cfg_under(&parent, "aband");
+    assert_eq!(remove_abandoned(&cfg).unwrap(), Vec::<String>::new());
+    let mut child = spawn_labhold(&cfg);
+    let nginx_pid = Lab::status(&cfg).unwrap().nginx_pid;
+    // Its owner runs: not abandoned, and nothing is touched.
+    let err = remove_abandoned(&cfg).unwrap_err();
+    assert!(matches!(err, LabError::AlreadyRunning { .. }), "{err}");
+    assert!(err.to_string().contains(&child.id().to_string()), "{err}");
+    assert!(Lab::status(&cfg).unwrap().running);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let removed = remove_abandoned(&cfg).unwrap();
+    assert!(
+        removed
+            .iter()
+            .any(|r| r.starts_with("nginx master process")),
+        "{removed:?}"
+    );
+    assert_gone(&cfg, nginx_pid);
+    let _ = std::fs::remove_dir(&parent);
 }
