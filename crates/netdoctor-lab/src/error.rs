@@ -9,7 +9,9 @@ pub enum LabError {
     #[error("nginx not found: install it with `apt-get install nginx-light` (looked for {path})")]
     NginxMissing { path: PathBuf },
     /// A lab with this name exists already (state file or namespaces present).
-    #[error("lab {name:?} is already running ({reason}); run `netdoctor lab stop` first")]
+    #[error(
+        "lab {name:?} is already running ({reason}); run `netdoctor lab stop --name {name}` first"
+    )]
     AlreadyRunning { name: String, reason: String },
     /// The lab name cannot be used for namespace or file names.
     #[error("invalid lab name {name:?}: {reason}")]

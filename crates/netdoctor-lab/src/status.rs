@@ -53,11 +53,14 @@ impl std::fmt::Display for LabStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let present = |yes: bool| if yes { "present" } else { "absent" };
         let verdict = if self.running {
-            "running"
+            "running".to_string()
         } else if self.anything_present() {
-            "broken (partly present; `netdoctor lab stop` removes the rest)"
+            format!(
+                "broken (partly present; `netdoctor lab stop --name {}` removes the rest)",
+                self.name
+            )
         } else {
-            "not running"
+            "not running".to_string()
         };
         write!(f, "lab '{}': {verdict}", self.name)?;
         if !self.anything_present() {
