@@ -315,6 +315,71 @@ mod tests {
         assert!(why.ends_with("reading them was refused"), "{why}");
     }
 
+    /// Env var that makes [`as_another_user_the_error_names_the_missing_capability`] the child
+    /// half: it then runs as `nobody` and prints what `server_sockets` says.
+    const CHILD_ADDR: &str = "NETDOCTOR_SOCKOPT_CHILD_ADDR";
+
+    #[test]
+    fn as_another_user_the_error_names_the_missing_capability() {
+        if let Ok(addr) = std::env::var(CHILD_ADDR) {
+            let addr: SocketAddr = addr.parse().unwrap();
+            match server_sockets(addr, 4) {
+                Ok(found) => println!("CHILD-OK {}", found.len()),
+                Err(e) => println!("CHILD-ERR {e}"),
+            }
+            return;
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to run a child as another user");
+            return;
+        }
+        // The server: a listener of this (root) process. The child runs as nobody, with no
+        // capabilities, and cannot read this process's descriptors.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let out = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+            ])
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "sockopt::tests::as_another_user_the_error_names_the_missing_capability",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ADDR, addr.to_string())
+            .output();
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("skipped: setpriv: {e}");
+                return;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| l.find("CHILD-").map(|i| &l[i..]))
+            .unwrap_or_else(|| {
+                panic!(
+                    "child printed no result: {stdout}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        assert!(line.starts_with("CHILD-ERR "), "{line}");
+        assert!(line.contains(&addr.to_string()), "{line}");
+        assert!(line.contains("has a listener on this host"), "{line}");
+        assert!(line.contains("needs CAP_SYS_PTRACE"), "{line}");
+        assert!(!line.contains("remote"), "{line}");
+        drop(l);
+    }
+
     #[test]
     fn finds_a_local_listener_in_this_namespace() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
