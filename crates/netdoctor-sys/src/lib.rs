@@ -5,7 +5,8 @@
 //! - [`sockopt`]: typed `getsockopt`/`setsockopt` (an `int` or a plain struct).
 //! - [`pidfd`]: `pidfd_open` + `pidfd_getfd`, to read socket options of another process's socket.
 //! - [`privilege`]: which capabilities this thread has (`CapEff`), which one a feature needs,
-//!   and what still works without it (the model is trippy's `trippy-privilege`).
+//!   and what still works without it, and raising a permitted capability into the effective set
+//!   (the model is trippy's `trippy-privilege`).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has

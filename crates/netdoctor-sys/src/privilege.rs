@@ -288,10 +288,23 @@ impl Privileges {
 }
 
 /// Removes `cap` from the effective set of the calling thread only (the raw `capset` syscall
-/// acts on one thread, unlike glibc's setuid family). The permitted set keeps it, so nothing is
-/// lost for good. Returns false when the thread did not have it. For tests that check the
-/// unprivileged paths while running as root.
+/// acts on one thread, unlike glibc's setuid family). The permitted set keeps it, so
+/// [`raise_effective`] can bring it back. Returns false when the thread did not have it. For
+/// tests that check the unprivileged paths while running as root.
 pub fn drop_effective_in_this_thread(cap: Capability) -> io::Result<bool> {
+    set_effective(cap, false)
+}
+
+/// Raises `cap` from the permitted into the effective set of the calling thread, as a binary
+/// with `setcap cap_net_raw+p` must before it can use it (threads spawned afterwards inherit
+/// it, so call it first thing). Returns false when `cap` is not permitted (then nothing
+/// changes), true when it is effective now.
+pub fn raise_effective(cap: Capability) -> io::Result<bool> {
+    set_effective(cap, true)
+}
+
+/// `capget`, change the effective bit of `cap` (raise only when permitted), `capset`.
+fn set_effective(cap: Capability, on: bool) -> io::Result<bool> {
     #[repr(C)]
     struct Header {
         version: u32,
@@ -318,10 +331,21 @@ pub fn drop_effective_in_this_thread(cap: Capability) -> io::Result<bool> {
     }
     let n = cap.number() as usize;
     let (word, bit) = (n / 32, 1u32 << (n % 32));
-    if data[word].effective & bit == 0 {
-        return Ok(false);
+    let d = &mut data[word];
+    if on {
+        if d.permitted & bit == 0 {
+            return Ok(false);
+        }
+        if d.effective & bit != 0 {
+            return Ok(true);
+        }
+        d.effective |= bit;
+    } else {
+        if d.effective & bit == 0 {
+            return Ok(false);
+        }
+        d.effective &= !bit;
     }
-    data[word].effective &= !bit;
     // SAFETY: capset reads `hdr` and two `Data` structs, all live for the call; pid 0 means the
     // calling thread only.
     let rc = unsafe { libc::syscall(libc::SYS_capset, &mut hdr, data.as_ptr()) };
@@ -430,12 +454,16 @@ mod tests {
         let in_thread = std::thread::spawn(|| {
             let dropped = drop_effective_in_this_thread(Capability::NetRaw).unwrap();
             let again = drop_effective_in_this_thread(Capability::NetRaw).unwrap();
-            (dropped, again, effective().unwrap())
+            let without = effective().unwrap();
+            // still permitted: it comes back
+            let raised = raise_effective(Capability::NetRaw).unwrap();
+            (dropped, again, without, raised, effective().unwrap())
         })
         .join()
         .unwrap();
         assert_eq!((in_thread.0, in_thread.1), (true, false));
         assert!(!in_thread.2.contains(Capability::NetRaw));
+        assert!(in_thread.3 && in_thread.4.contains(Capability::NetRaw));
         assert!(
             Privileges::from_set(in_thread.2)
                 .check(Feature::RawSynProbe)
