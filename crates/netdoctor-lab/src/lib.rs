@@ -18,10 +18,13 @@
 //!
 //! State lives in `state_dir` (default `/run/netdoctor/lab-<name>`): the nginx config, the page,
 //! nginx's pid file and error log, and `lab.state`, a small `key=value` file (hand-written to keep
-//! the crate free of a JSON dependency; it holds four fields). [`stop`] tears down everything a lab
+//! the crate free of a JSON dependency; it holds a few fields: name, namespaces, nginx PID, the
+//! process that started the lab, built-in or nginx servers). [`stop`] tears down everything a lab
 //! with a given config may have left — by the nginx PID from the pid file, never by process name —
 //! and is idempotent, so it also cleans up after a crash. [`cleanup_on_signal`] runs it on
-//! SIGINT/SIGTERM/SIGHUP so Ctrl-C during `netdoctor demo` leaves nothing behind.
+//! SIGINT/SIGTERM/SIGHUP so Ctrl-C during `netdoctor demo` leaves nothing behind. A SIGKILL
+//! leaves no chance to clean up: [`list_labs`] and [`stop_all`] find such leftovers by their
+//! state dirs, and [`remove_abandoned`] removes a lab whose starting process is gone.
 //!
 //! Files: `config` (which lab, its servers), `lifecycle` (start, attach, the guard), `readiness`
 //! (wait until both servers answer), `status`, `teardown` (stop one lab), `leftovers` (find,

@@ -5,7 +5,7 @@ use crate::{LIFECYCLE, LabConfig, LabError};
 
 /// Spawns a thread that, on SIGINT/SIGTERM/SIGHUP, tears down the lab with this config and exits
 /// the process with status 130 — used by `demo` and `lab start` so Ctrl-C leaves nothing behind.
-/// If the signal arrives while [`Lab::start`] runs, the teardown waits for it to finish first.
+/// If the signal arrives while [`Lab::start`](crate::Lab::start) runs, the teardown waits for it to finish first.
 pub fn cleanup_on_signal(cfg: &LabConfig) -> Result<(), LabError> {
     use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
     cfg.validate()?;
