@@ -157,8 +157,7 @@ fn http_check_accepts_only_the_lab_page() {
 // ---- root + nginx: failure injection ----
 
 fn lab_prerequisites() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !netdoctor_sys::privilege::is_root() {
         return Err("not root".into());
     }
     if !is_executable(Path::new(DEFAULT_NGINX)) {

@@ -16,8 +16,7 @@ use netdoctor_lab::{
 };
 
 fn prerequisites() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !netdoctor_sys::privilege::is_root() {
         return Err("not root".into());
     }
     if !Path::new(DEFAULT_NGINX).exists() {
@@ -284,8 +283,7 @@ fn stop_from_another_process_cleans_up_after_a_crash() {
 
 #[test]
 fn builtin_lab_serves_both_ports_and_leaves_nothing() {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !netdoctor_sys::privilege::is_root() {
         eprintln!("skipped: not root");
         return;
     }

@@ -71,8 +71,7 @@ fn zero_counts_are_errors() {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    netdoctor_sys::privilege::is_root()
 }
 
 /// A network namespace made for one test (loopback up), deleted on drop, also on panic.

@@ -329,8 +329,7 @@ mod tests {
             }
             return;
         }
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !netdoctor_sys::privilege::is_root() {
             eprintln!("skipped: needs root to run a child as another user");
             return;
         }
@@ -391,8 +390,7 @@ mod tests {
 
     #[test]
     fn reads_the_options_of_a_server_in_a_child_process() {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !netdoctor_sys::privilege::is_root() {
             eprintln!("skipped: pidfd_getfd needs CAP_SYS_PTRACE (root)");
             return;
         }

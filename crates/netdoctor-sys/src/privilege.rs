@@ -97,6 +97,13 @@ pub fn effective() -> io::Result<CapSet> {
     parse_cap_eff(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// Whether the effective user is root (uid 0). Capabilities say more (see [`Privileges`]);
+/// this is for what is tied to the user, e.g. running a child as another user in tests.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions, touches no memory and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// A netdoctor feature that needs a privilege.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Feature {
