@@ -3,6 +3,7 @@
 //! `/proc/net/netstat`-style text, everything else from plain values.
 
 use crate::host::{Capture, Host};
+use crate::observers::CpuTimes;
 use netdoctor_core::RawPacket;
 use netdoctor_core::packet::LinkType;
 use netdoctor_core::sockets::ServerSocket;
@@ -43,6 +44,8 @@ pub struct FakeHost {
     pub ticks: Vec<Duration>,
     /// Set by the fake load after this many ticks (simulates a Ctrl-C during the load).
     pub interrupt_after_ticks: Option<usize>,
+    /// CPU counters handed out in turn (before, after the load).
+    pub cpu: Mutex<Vec<CpuTimes>>,
 }
 
 impl FakeHost {
@@ -76,6 +79,7 @@ impl FakeHost {
             load,
             ticks: (1..=10).map(|i| Duration::from_millis(100 * i)).collect(),
             interrupt_after_ticks: None,
+            cpu: Mutex::new(Vec::new()),
         }
     }
 }
@@ -167,5 +171,9 @@ impl Host for FakeHost {
             }
         }
         Ok(result)
+    }
+    fn cpu_times(&self) -> Option<CpuTimes> {
+        let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
+        (!list.is_empty()).then(|| list.remove(0))
     }
 }

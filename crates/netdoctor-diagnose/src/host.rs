@@ -6,6 +6,7 @@
 //! (which checks are skipped and why, what is corroborated, when a run is interrupted) is tested
 //! without root or network. Model: bandwhich's `OsInputOutput`.
 
+use crate::observers::CpuTimes;
 use netdoctor_core::RawPacket;
 use netdoctor_core::packet::LinkType;
 use netdoctor_core::sockets::ServerSocket;
@@ -49,6 +50,8 @@ pub trait Host: Sync {
         stop: &AtomicBool,
         on_progress: &mut dyn FnMut(&LoadProgress),
     ) -> Result<LoadResult, LoadError>;
+    /// The machine's and this process's CPU counters; `None` when they cannot be read.
+    fn cpu_times(&self) -> Option<CpuTimes>;
 }
 
 /// The real machine.
@@ -102,5 +105,8 @@ impl Host for SystemHost {
         on_progress: &mut dyn FnMut(&LoadProgress),
     ) -> Result<LoadResult, LoadError> {
         netdoctor_load::run(cfg, stop, on_progress)
+    }
+    fn cpu_times(&self) -> Option<CpuTimes> {
+        crate::observers::cpu_times()
     }
 }

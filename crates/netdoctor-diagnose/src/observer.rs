@@ -31,6 +31,8 @@ pub struct Outcome {
     pub analysis: Option<Analysis>,
     /// The server's sockets with their options, when they could be read.
     pub server_sockets: Option<Vec<ServerSocket>>,
+    /// CPU use during the load.
+    pub cpu: Option<crate::observers::CpuUse>,
 }
 
 pub trait Observer: Send {

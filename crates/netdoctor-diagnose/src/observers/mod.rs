@@ -3,6 +3,7 @@
 
 mod capture;
 mod counters;
+mod cpu;
 mod sockets;
 
 use crate::observer::Observer;
@@ -11,12 +12,14 @@ use netdoctor_report::Check;
 
 pub use capture::CaptureObserver;
 pub use counters::CountersObserver;
+pub use cpu::{CpuObserver, CpuTimes, CpuUse, cpu_times};
 pub use sockets::SocketsObserver;
 
 /// The observers the plan asks for, and the checks of those it switched off.
 pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
     let mut on: Vec<Box<dyn Observer>> = Vec::new();
     let mut off = Vec::new();
+    on.push(Box::new(CpuObserver::default()));
     if plan.counters {
         on.push(Box::new(CountersObserver::default()));
     }
