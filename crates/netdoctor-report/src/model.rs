@@ -30,6 +30,9 @@ pub struct Report {
     pub checks: Vec<Check>,
     /// Wall-clock time the run took, in seconds.
     pub elapsed_s: f64,
+    /// The run was cut short (Ctrl-C or SIGTERM): the report holds what was seen until then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -145,6 +148,7 @@ impl Report {
             measurements: Measurements::default(),
             checks: Vec::new(),
             elapsed_s: 0.0,
+            interrupted: false,
         }
     }
 

@@ -7,6 +7,7 @@
 //! - [`privilege`]: which capabilities this thread has (`CapEff`), which one a feature needs,
 //!   and what still works without it, and raising a permitted capability into the effective set
 //!   (the model is trippy's `trippy-privilege`).
+//! - [`rusage`]: this process's CPU time (`getrusage`).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
@@ -15,4 +16,5 @@
 pub mod os_error;
 pub mod pidfd;
 pub mod privilege;
+pub mod rusage;
 pub mod sockopt;

@@ -2,6 +2,7 @@
 
 use crate::target::parse_duration;
 use clap::{Args, Parser, Subcommand};
+use netdoctor_diagnose::plan::defaults;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ pub struct DiagnoseArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/ (http only; `host:port` means http://host:port/).
     pub url: String,
     /// Concurrent keep-alive connections during the load.
-    #[arg(short = 'c', long, default_value_t = 100)]
+    #[arg(short = 'c', long, default_value_t = defaults::CONNECTIONS)]
     pub connections: usize,
     /// Load threads (default: 2, or 1 on a single core).
     #[arg(short = 't', long)]
@@ -59,13 +60,13 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
     /// Bytes kept per captured packet (headers and the start of HTTP messages fit in 256).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = defaults::SNAPLEN)]
     pub snaplen: u32,
     /// Do not capture packets (without a capture, transport-level causes cannot be seen).
     #[arg(long)]
     pub no_capture: bool,
     /// Number of SYN probes for the baseline RTT.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = defaults::SYN_PROBES)]
     pub syn_probes: u32,
     /// Run the whole diagnosis from inside this network namespace (e.g. the lab's client:
     /// `--netns netdoctor-cli`).

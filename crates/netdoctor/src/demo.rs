@@ -4,15 +4,17 @@
 //! both servers from the client namespace exactly as `diagnose` would, prints them side by side
 //! with the slow one's root cause, evidence and fix, and removes the lab — also on Ctrl-C.
 
-use crate::cli::{DemoArgs, DemoServer, DiagnoseArgs};
+use crate::cli::{DemoArgs, DemoServer};
 use crate::diagnose::diagnose;
 use crate::output::Progress;
+use crate::target::parse_url;
 use anyhow::Context;
 use netdoctor_core::{FindingId, Verdict};
+use netdoctor_diagnose::{DiagnosePlan, TargetSpec};
 use netdoctor_lab::{Lab, LabConfig, LabGuard};
 use netdoctor_report::{Report, terminal};
 use std::io::Write;
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
 
 /// The demo's own lab name, so it never touches a lab the user started with `lab start`.
 pub const DEMO_LAB: &str = "nd-demo";
@@ -54,10 +56,12 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             if server.tcp_nodelay { "on" } else { "off" },
             lab.client_netns()
         ));
-        let dargs = demo_diagnose_args(&server.url, args);
+        let plan = demo_plan(&server.url, args)?;
         let p = progress.clone();
-        let report = netdoctor_lab::in_netns(lab.client_netns(), move || diagnose(&dargs, &p))
-            .context("enter the lab's client namespace")??;
+        let report = netdoctor_lab::in_netns(lab.client_netns(), move || {
+            diagnose(&plan, &p, &AtomicBool::new(false))
+        })
+        .context("enter the lab's client namespace")??;
         let label = format!(
             "tcp_nodelay {}",
             if server.tcp_nodelay { "on" } else { "off" }
@@ -87,21 +91,20 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     Ok(if as_expected { 0 } else { 1 })
 }
 
-fn demo_diagnose_args(url: &str, args: &DemoArgs) -> DiagnoseArgs {
-    DiagnoseArgs {
-        url: url.to_string(),
-        connections: args.connections,
-        threads: None,
-        duration: args.duration,
-        timeout: Duration::from_secs(2),
-        no_keepalive: false,
-        pcap: None,
-        snaplen: 256,
-        no_capture: false,
-        syn_probes: 5,
-        netns: None,
-        json: args.json,
-    }
+/// The diagnose defaults, with the demo's load.
+fn demo_plan(url: &str, args: &DemoArgs) -> anyhow::Result<DiagnosePlan> {
+    let url = parse_url(url).map_err(anyhow::Error::msg)?;
+    let mut plan = DiagnosePlan::new(TargetSpec {
+        input: url.input,
+        host: url.host,
+        port: url.port,
+        path: url.path,
+        host_header: url.host_header,
+    });
+    plan.load.connections = args.connections;
+    plan.load.duration = args.duration;
+    plan.validate().map_err(anyhow::Error::msg)?;
+    Ok(plan)
 }
 
 fn render(

@@ -8,6 +8,7 @@ pub mod diagnose;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
+pub mod signals;
 pub mod target;
 
 pub use cli::{Cli, Command};

@@ -1,0 +1,179 @@
+//! A recorded host: the orchestration's tests feed it results and packets instead of touching
+//! the machine (no root, no network). Packets come from a capture file, counters from
+//! `/proc/net/netstat`-style text, everything else from plain values.
+
+use crate::host::{Capture, Host};
+use crate::observers::CpuTimes;
+use netdoctor_core::RawPacket;
+use netdoctor_core::packet::LinkType;
+use netdoctor_core::sockets::ServerSocket;
+use netdoctor_load::{LoadConfig, LoadError, LoadResult, Progress as LoadProgress};
+use netdoctor_observe::live::LiveConfig;
+use netdoctor_observe::pcapfile::CaptureFile;
+use netdoctor_observe::{CounterSnapshot, ObserveError, PacketSource, SourceSummary};
+use netdoctor_probe::{
+    HttpProbeConfig, HttpTiming, ProbeError, SynMethod, SynProbe, SynProbeConfig,
+};
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How the fake capture behaves.
+pub enum FakeCapture {
+    /// Replays this capture file's packets (of this link type, for a `--pcap` copy).
+    File(PathBuf, LinkType),
+    /// Opening the capture fails like this.
+    Denied,
+}
+
+/// Recorded answers; each field is what the real host would have returned.
+pub struct FakeHost {
+    pub addr: SocketAddr,
+    pub syn: SynProbe,
+    /// `None`: the connection is refused.
+    pub http: Option<HttpTiming>,
+    pub capture: FakeCapture,
+    /// Counter snapshots handed out in turn (before, after); an empty list fails the read.
+    pub counters: Mutex<Vec<CounterSnapshot>>,
+    pub sockets: Result<Vec<ServerSocket>, String>,
+    pub load: LoadResult,
+    /// Progress ticks the fake load reports (the load ends early when `stop` is set).
+    pub ticks: Vec<Duration>,
+    /// Set by the fake load after this many ticks (simulates a Ctrl-C during the load).
+    pub interrupt_after_ticks: Option<usize>,
+    /// CPU counters handed out in turn (before, after the load).
+    pub cpu: Mutex<Vec<CpuTimes>>,
+}
+
+impl FakeHost {
+    /// A host whose target answers SYNs in 0.05 ms and one request in 0.3 ms.
+    pub fn answering(addr: SocketAddr, load: LoadResult) -> FakeHost {
+        FakeHost {
+            addr,
+            syn: SynProbe {
+                method: SynMethod::Connect,
+                fallback_reason: None,
+                sent: 5,
+                answered: 5,
+                refused: 0,
+                lost: 0,
+                rtt_ms: vec![0.05; 5],
+                min_ms: Some(0.05),
+                median_ms: Some(0.05),
+                max_ms: Some(0.05),
+            },
+            http: Some(HttpTiming {
+                connect_ms: 0.05,
+                ttfb_ms: 0.2,
+                total_ms: 0.3,
+                status: 200,
+                header_bytes: 238,
+                body_bytes: 615,
+            }),
+            capture: FakeCapture::Denied,
+            counters: Mutex::new(Vec::new()),
+            sockets: Ok(Vec::new()),
+            load,
+            ticks: (1..=10).map(|i| Duration::from_millis(100 * i)).collect(),
+            interrupt_after_ticks: None,
+            cpu: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+struct FileCapture(CaptureFile, LinkType);
+
+impl Capture for FileCapture {
+    fn link_type(&self) -> LinkType {
+        self.1
+    }
+    fn run(
+        &mut self,
+        _stop: &AtomicBool,
+        f: &mut dyn FnMut(&RawPacket<'_>),
+    ) -> Result<SourceSummary, ObserveError> {
+        self.0.for_each_packet(&mut |p| {
+            f(p);
+            ControlFlow::Continue(())
+        })
+    }
+}
+
+impl Host for FakeHost {
+    fn resolve(&self, _host: &str, _port: u16) -> Result<Vec<SocketAddr>, ProbeError> {
+        Ok(vec![self.addr])
+    }
+    fn syn_probe(&self, _addr: SocketAddr, _cfg: &SynProbeConfig) -> SynProbe {
+        self.syn.clone()
+    }
+    fn http_probe(
+        &self,
+        addr: SocketAddr,
+        _cfg: &HttpProbeConfig,
+    ) -> Result<HttpTiming, ProbeError> {
+        self.http.clone().ok_or(ProbeError::Refused { addr })
+    }
+    fn open_capture(&self, _cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError> {
+        match &self.capture {
+            FakeCapture::File(p, link) => Ok(Box::new(FileCapture(CaptureFile::open(p)?, *link))),
+            FakeCapture::Denied => Err(ObserveError::NeedsCapNetRaw),
+        }
+    }
+    fn counters(&self) -> Result<CounterSnapshot, ObserveError> {
+        let mut list = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        if list.is_empty() {
+            return Err(ObserveError::Capture {
+                op: "read /proc/net/netstat".into(),
+                errno: None,
+                message: "no recorded counters".into(),
+            });
+        }
+        Ok(list.remove(0))
+    }
+    fn server_sockets(
+        &self,
+        _addr: SocketAddr,
+        _max_per_process: usize,
+    ) -> Result<Vec<ServerSocket>, ObserveError> {
+        self.sockets
+            .clone()
+            .map_err(|message| ObserveError::Capture {
+                op: "read the server's sockets".into(),
+                errno: None,
+                message,
+            })
+    }
+    fn load(
+        &self,
+        cfg: &LoadConfig,
+        stop: &AtomicBool,
+        on_progress: &mut dyn FnMut(&LoadProgress),
+    ) -> Result<LoadResult, LoadError> {
+        if cfg.connections == 0 {
+            return Err(LoadError::NoConnections);
+        }
+        let mut result = self.load.clone();
+        for (i, &elapsed) in self.ticks.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                result.duration_s = elapsed.as_secs_f64();
+                break;
+            }
+            on_progress(&LoadProgress {
+                elapsed,
+                requests: 0,
+                errors: 0,
+            });
+            if self.interrupt_after_ticks == Some(i + 1) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        Ok(result)
+    }
+    fn cpu_times(&self) -> Option<CpuTimes> {
+        let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
+        (!list.is_empty()).then(|| list.remove(0))
+    }
+}

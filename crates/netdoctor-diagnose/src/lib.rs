@@ -1,0 +1,26 @@
+//! netdoctor-diagnose: the layered method as a library, apart from the CLI.
+//!
+//! ```text
+//! DiagnosePlan ─► probes ─► observers start ─► load (observers tick) ─► observers finish
+//!                                                                        │
+//!                         Report ◄── verdict ◄── detectors ◄── observations, packets
+//! ```
+//!
+//! - [`plan`]: what a run will do, with the defaults the CLI and `demo` share.
+//! - [`host`]: every OS source behind the [`Host`] trait ([`SystemHost`] is the machine).
+//! - [`observer`] and [`observers`]: capture, counters, the server's socket options, all of one
+//!   shape; adding one is a file and a line.
+//! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
+//! - [`fake`]: a recorded host, so the orchestration is tested without root.
+
+pub mod fake;
+pub mod host;
+pub mod observer;
+pub mod observers;
+pub mod plan;
+mod run;
+mod verdict;
+
+pub use host::{Capture, Host, SystemHost};
+pub use plan::{CapturePlan, DiagnosePlan, LoadPlan, TargetSpec};
+pub use run::{DiagnoseError, Progress, Silent, run};

@@ -1,0 +1,35 @@
+//! The observers a diagnosis runs, in the order they start. Adding one: a file here that
+//! implements [`Observer`](crate::observer::Observer) and one line in [`for_plan`].
+
+mod capture;
+mod counters;
+mod cpu;
+mod sockets;
+
+use crate::observer::Observer;
+use crate::plan::DiagnosePlan;
+use netdoctor_report::Check;
+
+pub use capture::CaptureObserver;
+pub use counters::CountersObserver;
+pub use cpu::{CpuObserver, CpuTimes, CpuUse, cpu_times};
+pub use sockets::SocketsObserver;
+
+/// The observers the plan asks for, and the checks of those it switched off.
+pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
+    let mut on: Vec<Box<dyn Observer>> = Vec::new();
+    let mut off = Vec::new();
+    on.push(Box::new(CpuObserver::default()));
+    if plan.counters {
+        on.push(Box::new(CountersObserver::default()));
+    }
+    if plan.capture.enabled {
+        on.push(Box::new(CaptureObserver::default()));
+    } else {
+        off.push(Check::skipped("capture", "--no-capture was given"));
+    }
+    if plan.socket_options {
+        on.push(Box::new(SocketsObserver::default()));
+    }
+    (on, off)
+}

@@ -1,0 +1,52 @@
+//! The socket options of the process serving the target on this host, sampled once while the
+//! load holds connections open.
+
+use crate::observer::{Observer, Outcome, RunCtx};
+use crate::plan::defaults::SOCKETS_PER_PROCESS;
+use netdoctor_core::sockets::ServerSocket;
+use netdoctor_report::Check;
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct SocketsObserver {
+    sample: Option<Result<Vec<ServerSocket>, String>>,
+}
+
+impl Observer for SocketsObserver {
+    fn name(&self) -> &'static str {
+        "socket_options"
+    }
+
+    fn start(&mut self, _ctx: &RunCtx<'_>) -> Result<(), Check> {
+        Ok(())
+    }
+
+    fn tick(&mut self, ctx: &RunCtx<'_>, elapsed: Duration) {
+        if self.sample.is_none() && elapsed >= ctx.plan.socket_sample_at() {
+            self.sample = Some(
+                ctx.host
+                    .server_sockets(ctx.addr, SOCKETS_PER_PROCESS)
+                    .map_err(|e| e.to_string()),
+            );
+        }
+    }
+
+    fn finish(self: Box<Self>, ctx: &RunCtx<'_>, out: &mut Outcome) {
+        let addr = ctx.addr;
+        match self.sample {
+            Some(Ok(list)) if !list.is_empty() => {
+                out.checks.push(Check::ok("socket_options"));
+                out.server_sockets = Some(list);
+            }
+            Some(Ok(_)) => out.checks.push(Check::skipped(
+                "socket_options",
+                format!("no process on this host serves {addr} (a remote server?)"),
+            )),
+            Some(Err(e)) => out.checks.push(Check::skipped("socket_options", e)),
+            None => out.checks.push(Check::skipped(
+                "socket_options",
+                "the load ended before the server's sockets were sampled",
+            )),
+        }
+    }
+}

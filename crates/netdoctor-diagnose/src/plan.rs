@@ -1,0 +1,182 @@
+//! What a diagnosis will do, decided before anything runs. The CLI builds a [`DiagnosePlan`]
+//! from its arguments and `demo` builds one with [`DiagnosePlan::new`], so the defaults live
+//! here once (the CLI's `--help` shows these same constants).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The target as the user gave it, parsed (resolution happens in the run, through the host).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetSpec {
+    /// What the user typed.
+    pub input: String,
+    /// Host name or address, without brackets.
+    pub host: String,
+    pub port: u16,
+    /// Path with query, at least `/`.
+    pub path: String,
+    /// Value for the Host header.
+    pub host_header: String,
+}
+
+/// Defaults shared by the CLI and `demo`.
+pub mod defaults {
+    use std::time::Duration;
+    pub const CONNECTIONS: usize = 100;
+    pub const DURATION: Duration = Duration::from_secs(5);
+    pub const TIMEOUT: Duration = Duration::from_secs(2);
+    pub const SNAPLEN: u32 = 256;
+    /// The smallest snap length that still holds the IP and TCP headers with options.
+    pub const MIN_SNAPLEN: u32 = 96;
+    pub const SYN_PROBES: u32 = 5;
+    /// Upper bound on packets analyzed live; past it the capture stops (and says so).
+    pub const MAX_LIVE_PACKETS: u64 = 3_000_000;
+    /// When, into the load, the server's socket options are sampled (connections are open).
+    pub const SOCKET_SAMPLE_AFTER: Duration = Duration::from_millis(500);
+    /// Established sockets of each server process whose options are read.
+    pub const SOCKETS_PER_PROCESS: usize = 16;
+}
+
+/// How the load runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPlan {
+    pub connections: usize,
+    /// `None`: the load engine's default (2, or 1 on a single core).
+    pub threads: Option<usize>,
+    pub duration: Duration,
+    pub timeout: Duration,
+    pub keepalive: bool,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+/// Whether and how packets are captured during the load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturePlan {
+    pub enabled: bool,
+    pub snaplen: u32,
+    /// Write what was captured to this pcap file.
+    pub pcap: Option<PathBuf>,
+    pub max_packets: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiagnosePlan {
+    pub target: TargetSpec,
+    pub load: LoadPlan,
+    pub capture: CapturePlan,
+    pub syn_probes: u32,
+    /// Read the kernel's counters before and after the load.
+    pub counters: bool,
+    /// Read the socket options of the local server process during the load.
+    pub socket_options: bool,
+    pub socket_sample_after: Duration,
+}
+
+impl DiagnosePlan {
+    /// The defaults: 100 keep-alive connections for 5 s, capture on (256-byte snap length),
+    /// 5 SYN probes, counters and socket options on.
+    pub fn new(target: TargetSpec) -> DiagnosePlan {
+        DiagnosePlan {
+            target,
+            load: LoadPlan {
+                connections: defaults::CONNECTIONS,
+                threads: None,
+                duration: defaults::DURATION,
+                timeout: defaults::TIMEOUT,
+                keepalive: true,
+                method: "GET".to_string(),
+                headers: Vec::new(),
+                body: None,
+            },
+            capture: CapturePlan {
+                enabled: true,
+                snaplen: defaults::SNAPLEN,
+                pcap: None,
+                max_packets: defaults::MAX_LIVE_PACKETS,
+            },
+            syn_probes: defaults::SYN_PROBES,
+            counters: true,
+            socket_options: true,
+            socket_sample_after: defaults::SOCKET_SAMPLE_AFTER,
+        }
+    }
+
+    /// Checks the numbers a user can get wrong; the message names the flag's meaning.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.load.connections == 0 {
+            return Err("connections must be at least 1".into());
+        }
+        if self.load.threads == Some(0) {
+            return Err("threads must be at least 1".into());
+        }
+        if self.load.duration.is_zero() {
+            return Err("duration must be greater than zero".into());
+        }
+        if self.load.timeout.is_zero() {
+            return Err("timeout must be greater than zero".into());
+        }
+        if self.syn_probes == 0 {
+            return Err("syn probes must be at least 1".into());
+        }
+        if self.capture.enabled && self.capture.snaplen < defaults::MIN_SNAPLEN {
+            return Err(format!(
+                "snap length {} is too small: at least {} bytes are needed for the IP and TCP headers",
+                self.capture.snaplen,
+                defaults::MIN_SNAPLEN
+            ));
+        }
+        Ok(())
+    }
+
+    /// When the server's sockets are sampled: after [`Self::socket_sample_after`], or half-way
+    /// through a shorter load.
+    pub fn socket_sample_at(&self) -> Duration {
+        self.socket_sample_after.min(self.load.duration / 2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> TargetSpec {
+        TargetSpec {
+            input: "http://127.0.0.1:8080/".into(),
+            host: "127.0.0.1".into(),
+            port: 8080,
+            path: "/".into(),
+            host_header: "127.0.0.1:8080".into(),
+        }
+    }
+
+    #[test]
+    fn defaults_validate_and_nonsense_does_not() {
+        let plan = DiagnosePlan::new(target());
+        assert_eq!(plan.validate(), Ok(()));
+        let mut p = plan.clone();
+        p.load.connections = 0;
+        assert!(p.validate().unwrap_err().contains("connections"));
+        let mut p = plan.clone();
+        p.load.threads = Some(0);
+        assert!(p.validate().unwrap_err().contains("threads"));
+        let mut p = plan.clone();
+        p.syn_probes = 0;
+        assert!(p.validate().unwrap_err().contains("syn probes"));
+        let mut p = plan.clone();
+        p.capture.snaplen = 10;
+        assert!(p.validate().unwrap_err().contains("snap length 10"));
+        // A tiny snap length does not matter when nothing is captured.
+        p.capture.enabled = false;
+        assert_eq!(p.validate(), Ok(()));
+    }
+
+    #[test]
+    fn sockets_are_sampled_within_short_loads() {
+        let mut p = DiagnosePlan::new(target());
+        assert_eq!(p.socket_sample_at(), Duration::from_millis(500));
+        p.load.duration = Duration::from_millis(400);
+        assert_eq!(p.socket_sample_at(), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,251 @@
+//! The method, in order: plan → probes → start observers → load → finish observers →
+//! detectors → verdict. Every stage that cannot run becomes a skipped or failed check and the
+//! run goes on; an interrupt stops the load early and the run still reports what it saw.
+
+use crate::host::Host;
+use crate::observer::{Observer, Outcome, RunCtx};
+use crate::observers;
+use crate::plan::DiagnosePlan;
+use netdoctor_core::probes as probe_findings;
+use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
+use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbeConfig};
+use netdoctor_report::{Check, ProbeSection, Report, Target};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where a run tells people what it is doing (stderr in the CLI, nothing in tests).
+pub trait Progress: Sync {
+    fn stage(&self, _msg: &str) {}
+    fn load_tick(&self, _elapsed: Duration, _total: Duration, _requests: u64, _errors: u64) {}
+    fn end_ticks(&self) {}
+}
+
+/// No progress output.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// What makes a run meaningless: nothing else is an error, it is a check or a finding.
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnoseError {
+    #[error("invalid plan: {0}")]
+    Plan(String),
+    #[error(transparent)]
+    Resolve(#[from] ProbeError),
+    #[error("resolve {0}: no addresses")]
+    NoAddress(String),
+}
+
+/// Requests timed one after another for the one-request figure (the median is kept).
+const HTTP_PROBES: usize = 3;
+
+/// Runs a whole diagnosis on `host`. Setting `interrupt` (first Ctrl-C) ends the load early;
+/// the report is then marked `interrupted` and holds what was seen until then.
+pub fn run(
+    plan: &DiagnosePlan,
+    host: &dyn Host,
+    progress: &dyn Progress,
+    interrupt: &AtomicBool,
+) -> Result<Report, DiagnoseError> {
+    let started = Instant::now();
+    plan.validate().map_err(DiagnoseError::Plan)?;
+    let t = &plan.target;
+    let addr = *host
+        .resolve(&t.host, t.port)?
+        .first()
+        .ok_or_else(|| DiagnoseError::NoAddress(t.host.clone()))?;
+    let mut report = Report::new(
+        "diagnose",
+        Target {
+            input: t.input.clone(),
+            address: Some(addr.to_string()),
+        },
+    );
+
+    // 1. Baseline probes.
+    progress.stage(&format!("probing {addr}: SYN RTT and one request"));
+    let refused = probe(plan, host, addr, &mut report);
+    if refused {
+        let why = format!("nothing listens on {addr}");
+        for stage in ["load", "capture", "counters"] {
+            report.checks.push(Check::skipped(stage, why.clone()));
+        }
+        return Ok(finish(report, Outcome::default(), interrupt, started));
+    }
+
+    // 2. Observers, then the load while they watch.
+    let ctx = RunCtx { plan, addr, host };
+    let (planned, switched_off) = observers::for_plan(plan);
+    report.checks.extend(switched_off);
+    let mut running: Vec<Box<dyn Observer>> = Vec::new();
+    for mut o in planned {
+        match o.start(&ctx) {
+            Ok(()) => running.push(o),
+            Err(check) => report.checks.push(check),
+        }
+    }
+    let capturing = running.iter().any(|o| o.name() == "capture");
+    progress.stage(&format!(
+        "loading {} with {} connections for {:.1} s{}",
+        t.input,
+        plan.load.connections,
+        plan.load.duration.as_secs_f64(),
+        if capturing {
+            " while capturing packets"
+        } else {
+            ""
+        }
+    ));
+    let load = run_load(plan, &ctx, progress, interrupt, &mut running);
+    report.checks.push(match &load {
+        Ok(_) => Check::ok("load"),
+        Err(e) => Check::failed("load", e.clone()),
+    });
+    report.measurements.load = load.ok();
+
+    // 3. Observers finish (the capture is analyzed as it runs; this joins it).
+    if capturing {
+        progress.stage("analyzing captured packets");
+    }
+    let mut outcome = Outcome::default();
+    for o in running {
+        o.finish(&ctx, &mut outcome);
+    }
+    Ok(finish(report, outcome, interrupt, started))
+}
+
+/// SYN RTT and one timed request; true when the target refused the connection.
+fn probe(plan: &DiagnosePlan, host: &dyn Host, addr: SocketAddr, report: &mut Report) -> bool {
+    let syn = host.syn_probe(
+        addr,
+        &SynProbeConfig {
+            count: plan.syn_probes,
+            ..SynProbeConfig::default()
+        },
+    );
+    report.checks.push(match &syn.fallback_reason {
+        None => Check::ok("syn_probe"),
+        Some(why) => Check::ok_with("syn_probe", why.clone()),
+    });
+    let cfg = HttpProbeConfig {
+        host: plan.target.host_header.clone(),
+        path: plan.target.path.clone(),
+        timeout: plan.load.timeout,
+    };
+    let http = http_median(host, addr, &cfg);
+    let refused =
+        matches!(http, Err(ProbeError::Refused { .. })) || (syn.answered == 0 && syn.refused > 0);
+    let http = match http {
+        Ok(t) => {
+            report.checks.push(Check::ok("http_probe"));
+            Some(t)
+        }
+        Err(e) => {
+            report
+                .checks
+                .push(Check::failed("http_probe", error_chain(&e)));
+            None
+        }
+    };
+    if refused {
+        report.findings.push(probe_findings::server_not_listening(
+            &addr.to_string(),
+            syn.sent,
+            syn.refused,
+        ));
+    }
+    report.measurements.probe = Some(ProbeSection {
+        syn: Some(syn),
+        http,
+    });
+    refused
+}
+
+/// The request with the median total of [`HTTP_PROBES`], so one scheduling hiccup on a shared
+/// host does not become the "one request" figure. The first error ends the probing.
+fn http_median(
+    host: &dyn Host,
+    addr: SocketAddr,
+    cfg: &HttpProbeConfig,
+) -> Result<HttpTiming, ProbeError> {
+    let mut timings = Vec::with_capacity(HTTP_PROBES);
+    for _ in 0..HTTP_PROBES {
+        timings.push(host.http_probe(addr, cfg)?);
+    }
+    timings.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+    Ok(timings.swap_remove(HTTP_PROBES / 2))
+}
+
+fn run_load(
+    plan: &DiagnosePlan,
+    ctx: &RunCtx<'_>,
+    progress: &dyn Progress,
+    interrupt: &AtomicBool,
+    observers: &mut [Box<dyn Observer>],
+) -> Result<LoadResult, String> {
+    let t = &plan.target;
+    let mut cfg = LoadConfig::new(HttpTarget {
+        addr: ctx.addr,
+        host: t.host_header.clone(),
+        path: t.path.clone(),
+    });
+    let l = &plan.load;
+    cfg.connections = l.connections;
+    if let Some(n) = l.threads {
+        cfg.threads = n;
+    }
+    cfg.duration = l.duration;
+    cfg.timeout = l.timeout;
+    cfg.keepalive = l.keepalive;
+    cfg.method = l.method.clone();
+    cfg.headers = l.headers.clone();
+    cfg.body = l.body.clone();
+    let result = ctx.host.load(&cfg, interrupt, &mut |p| {
+        progress.load_tick(p.elapsed, l.duration, p.requests, p.errors);
+        for o in observers.iter_mut() {
+            o.tick(ctx, p.elapsed);
+        }
+    });
+    progress.end_ticks();
+    result.map_err(|e| error_chain(&e))
+}
+
+/// Detectors over what the observers saw, and the verdict.
+fn finish(
+    mut report: Report,
+    outcome: Outcome,
+    interrupt: &AtomicBool,
+    started: Instant,
+) -> Report {
+    report.checks.extend(outcome.checks);
+    let mut m = outcome.measurements;
+    m.probe = report.measurements.probe.take();
+    m.load = report.measurements.load.take();
+    report.measurements = m;
+    if let Some(a) = outcome.analysis {
+        report.findings.extend(a.findings);
+    }
+    if let Some(list) = outcome.server_sockets {
+        netdoctor_core::sockets::corroborate(&mut report.findings, &list);
+        report.measurements.server_sockets = Some(list);
+    }
+    crate::verdict::conclude(&mut report);
+    report.interrupted = interrupt.load(Ordering::Relaxed);
+    report.elapsed_s = started.elapsed().as_secs_f64();
+    report
+}
+
+/// `op: cause: cause`, each cause once.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let c = s.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+        src = s.source();
+    }
+    msg
+}

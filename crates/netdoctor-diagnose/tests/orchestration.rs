@@ -1,0 +1,255 @@
+//! The orchestration on a recorded host: real packets from committed captures, recorded probe,
+//! counter, socket and load results. No root, no network.
+
+use netdoctor_core::packet::LinkType;
+use netdoctor_core::sockets::{ServerSocket, SocketState};
+use netdoctor_core::{Evidence, FindingId, Verdict};
+use netdoctor_diagnose::fake::{FakeCapture, FakeHost};
+use netdoctor_diagnose::{DiagnosePlan, Silent, TargetSpec, run};
+use netdoctor_load::{LoadResult, Percentiles};
+use netdoctor_observe::counters::snapshot_from;
+use netdoctor_report::{CheckStatus, Report};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/captures")
+        .join(name)
+}
+
+fn plan(addr: SocketAddr) -> DiagnosePlan {
+    DiagnosePlan::new(TargetSpec {
+        input: format!("http://{addr}/"),
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        path: "/".into(),
+        host_header: addr.to_string(),
+    })
+}
+
+fn load(p50: f64) -> LoadResult {
+    LoadResult {
+        connections: 100,
+        threads: 2,
+        duration_s: 5.0,
+        requests: 10_000,
+        requests_per_s: 2_000.0,
+        bytes_read: 8_530_000,
+        transfer_per_s: 1_706_000.0,
+        latency_ms: Percentiles {
+            p50,
+            p99: p50 * 1.2,
+            max: p50 * 1.5,
+            ..Percentiles::default()
+        },
+        status: [(200, 10_000)].into_iter().collect(),
+        errors: Default::default(),
+        first_error: None,
+        rate: None,
+    }
+}
+
+fn counters(retrans: u64) -> netdoctor_observe::CounterSnapshot {
+    snapshot_from(
+        "TcpExt: ListenOverflows DelayedACKs\nTcpExt: 0 10\n",
+        &format!("Tcp: RetransSegs\nTcp: {retrans}\n"),
+    )
+    .unwrap()
+}
+
+fn socket(state: SocketState, nodelay: bool, fd: i32) -> ServerSocket {
+    ServerSocket {
+        pid: 4242,
+        process: "nginx".into(),
+        fd,
+        state,
+        local: "127.0.0.1:18081".into(),
+        tcp_nodelay: nodelay,
+        tcp_cork: false,
+        sndbuf: 2_626_560,
+        rcvbuf: 131_072,
+    }
+}
+
+fn check(r: &Report, name: &str) -> (CheckStatus, String) {
+    let c = r
+        .checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name} in {:?}", r.checks));
+    (c.status, c.reason.clone().unwrap_or_default())
+}
+
+fn nagle_host() -> FakeHost {
+    let addr: SocketAddr = "127.0.0.1:18081".parse().unwrap();
+    let mut h = FakeHost::answering(addr, load(44.0));
+    h.capture = FakeCapture::File(capture("nagle-eth.pcap"), LinkType::Ethernet);
+    h.counters = Mutex::new(vec![counters(5), counters(9)]);
+    h.sockets = Ok(vec![
+        socket(SocketState::Listen, false, 6),
+        socket(SocketState::Established, false, 10),
+        socket(SocketState::Established, false, 11),
+    ]);
+    h
+}
+
+#[test]
+fn nagle_from_packets_is_confirmed_by_the_servers_sockets() {
+    let h = nagle_host();
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.verdict, Verdict::Problem);
+    let f = &r.findings[0];
+    assert_eq!(f.id, FindingId::NagleDelayedAck);
+    assert!(f.confidence >= 0.99, "confirmed: {}", f.confidence);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::SocketOption { pid: 4242, .. })),
+        "{:?}",
+        f.evidence
+    );
+    for name in [
+        "syn_probe",
+        "http_probe",
+        "counters",
+        "capture",
+        "load",
+        "socket_options",
+    ] {
+        assert_eq!(check(&r, name).0, CheckStatus::Ok, "{name}: {:?}", r.checks);
+    }
+    let changed = &r.measurements.counters.as_ref().unwrap().changed;
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!((changed[0].before, changed[0].after), (5, 9));
+    assert!(!r.interrupted);
+}
+
+#[test]
+fn contradicting_sockets_lower_the_confidence() {
+    let mut h = nagle_host();
+    h.sockets = Ok(vec![
+        socket(SocketState::Established, true, 10),
+        socket(SocketState::Established, true, 11),
+    ]);
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::NagleDelayedAck)
+        .unwrap();
+    assert!(f.confidence < 0.9, "contradicted: {}", f.confidence);
+}
+
+#[test]
+fn without_capture_privilege_the_run_goes_on_and_says_why() {
+    let mut h = nagle_host();
+    h.capture = FakeCapture::Denied;
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    let (status, reason) = check(&r, "capture");
+    assert_eq!(status, CheckStatus::Skipped);
+    assert!(reason.contains("CAP_NET_RAW"), "{reason}");
+    assert_eq!(check(&r, "load").0, CheckStatus::Ok);
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert_eq!(check(&r, "verdict").0, CheckStatus::Skipped);
+    assert!(r.measurements.load.is_some());
+}
+
+#[test]
+fn a_refused_connection_is_the_diagnosis_and_nothing_else_runs() {
+    let mut h = nagle_host();
+    h.http = None;
+    h.syn.answered = 0;
+    h.syn.refused = 5;
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.verdict, Verdict::Problem);
+    assert_eq!(r.findings[0].id, FindingId::ServerNotListening);
+    for name in ["load", "capture", "counters"] {
+        assert_eq!(check(&r, name).0, CheckStatus::Skipped, "{name}");
+    }
+    assert!(r.measurements.load.is_none());
+}
+
+#[test]
+fn an_interrupted_run_still_reports_what_it_saw() {
+    let mut h = nagle_host();
+    h.interrupt_after_ticks = Some(3);
+    let stop = AtomicBool::new(false);
+    let r = run(&plan(h.addr), &h, &Silent, &stop).unwrap();
+    assert!(r.interrupted);
+    // The packets seen before the interrupt are analyzed.
+    assert_eq!(r.findings[0].id, FindingId::NagleDelayedAck);
+    // The sockets were to be sampled at 0.5 s; the load ended at 0.3 s.
+    let (status, reason) = check(&r, "socket_options");
+    assert_eq!(status, CheckStatus::Skipped);
+    assert!(reason.contains("ended before"), "{reason}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["interrupted"], true);
+}
+
+#[test]
+fn the_pcap_copy_is_written_or_its_failure_is_a_failed_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = nagle_host();
+    let mut p = plan(h.addr);
+    let out = dir.path().join("run.pcap");
+    p.capture.pcap = Some(out.clone());
+    let r = run(&p, &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(check(&r, "pcap").0, CheckStatus::Ok);
+    let copy = netdoctor_observe::pcapfile::CaptureFile::open(&out).unwrap();
+    drop(copy);
+    assert_eq!(
+        r.measurements
+            .capture
+            .as_ref()
+            .unwrap()
+            .pcap_file
+            .as_deref(),
+        Some(out.to_str().unwrap())
+    );
+
+    let h = nagle_host();
+    p.capture.pcap = Some(dir.path().join("no/such/dir/run.pcap"));
+    let r = run(&p, &h, &Silent, &AtomicBool::new(false)).unwrap();
+    let (status, reason) = check(&r, "pcap");
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(reason.contains("no/such/dir"), "{reason}");
+    // The capture itself still ran and was analyzed.
+    assert_eq!(check(&r, "capture").0, CheckStatus::Ok);
+    assert!(r.measurements.capture.as_ref().unwrap().pcap_file.is_none());
+    assert_eq!(r.findings[0].id, FindingId::NagleDelayedAck);
+}
+
+#[test]
+fn a_healthy_capture_with_matching_load_is_healthy() {
+    let addr: SocketAddr = "127.0.0.1:18080".parse().unwrap();
+    let mut h = FakeHost::answering(addr, load(1.8));
+    h.capture = FakeCapture::File(capture("healthy-eth.pcap"), LinkType::Ethernet);
+    h.counters = Mutex::new(vec![counters(1), counters(1)]);
+    let r = run(&plan(addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(
+        r.verdict,
+        Verdict::Healthy,
+        "{:?} {:?}",
+        r.findings,
+        r.checks
+    );
+    // The server process is not on this (fake) host: a skipped check with the reason.
+    assert_eq!(check(&r, "socket_options").0, CheckStatus::Skipped);
+}
+
+#[test]
+fn latency_nothing_explains_is_not_healthy() {
+    let addr: SocketAddr = "127.0.0.1:18080".parse().unwrap();
+    let mut h = FakeHost::answering(addr, load(80.0));
+    h.capture = FakeCapture::File(capture("healthy-eth.pcap"), LinkType::Ethernet);
+    let r = run(&plan(addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    let (status, reason) = check(&r, "explained");
+    assert_eq!(status, CheckStatus::Failed);
+    assert!(reason.contains("80.0 ms"), "{reason}");
+    // Counters could not be read on this host: a failed check, not an error.
+    assert_eq!(check(&r, "counters").0, CheckStatus::Failed);
+}
