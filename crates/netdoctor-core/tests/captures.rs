@@ -356,7 +356,10 @@ fn loss_is_fast_retransmission_not_reordering() {
     }
     assert!(findings(&an, FindingId::RetransmissionTimeout).is_empty());
     let b = an.exchanges.breakdown_p50_ms.unwrap();
-    assert!(b.stalls.packet_loss_retransmission > 0.0, "{b:?}");
+    assert!(
+        b.stalls.get(FindingId::PacketLossRetransmission) > 0.0,
+        "{b:?}"
+    );
 }
 
 #[test]
@@ -393,7 +396,7 @@ fn zero_window_blames_the_client_that_does_not_read() {
     // tshark: "TCP Zero Window segment" in frames 13 and 15 (one period).
     assert_eq!(frames(f)[0][0], 13);
     let b = an.exchanges.breakdown_p50_ms.unwrap();
-    assert!(b.stalls.zero_window >= 250.0, "{b:?}");
+    assert!(b.stalls.get(FindingId::ZeroWindow) >= 250.0, "{b:?}");
     assert!(findings(&an, FindingId::DelayedAckStall).is_empty());
     assert!(findings(&an, FindingId::NagleDelayedAck).is_empty());
 }
@@ -512,7 +515,7 @@ fn nagle_breakdown_adds_up_to_the_median() {
         (b.latency - an.exchanges.latency_ms.p50).abs() < 0.2 * b.latency,
         "{b:?}"
     );
-    assert!(b.stalls.nagle_delayed_ack >= 35.0, "{b:?}");
+    assert!(b.stalls.get(FindingId::NagleDelayedAck) >= 35.0, "{b:?}");
     assert!(b.network < 1.0 && b.server < 1.0, "{b:?}");
     let sum = b.network + b.server + b.transfer + b.stalls_total();
     assert!((sum - b.latency).abs() < 1e-6, "{b:?}");

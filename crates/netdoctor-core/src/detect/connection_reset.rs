@@ -13,16 +13,9 @@
 
 use std::net::SocketAddr;
 
-use super::{MAX_EXAMPLES, Pkt, conn_label};
+use super::{Context, Detector, MAX_EXAMPLES, Pkt, conn_label};
+use crate::event::{Event, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ResetKind {
-    Refused,
-    DuringExchange,
-    ClientAbort,
-    Idle,
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -39,9 +32,28 @@ struct KindAgg {
     examples: Vec<Example>,
 }
 
+/// The `connection_reset` detector.
 #[derive(Default)]
-pub(crate) struct ResetAgg {
+pub struct ConnectionReset {
     kinds: [KindAgg; 4],
+}
+
+impl Detector for ConnectionReset {
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::Reset {
+            ends,
+            kind,
+            before,
+            rst,
+        } = ev
+        {
+            self.on_reset(ends.client, ends.server, *kind, *before, *rst);
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.report(cx.exchanges, cx.connections, cx.t0_ns, out);
+    }
 }
 
 fn idx(k: ResetKind) -> usize {
@@ -53,8 +65,8 @@ fn idx(k: ResetKind) -> usize {
     }
 }
 
-impl ResetAgg {
-    pub(crate) fn on_reset(
+impl ConnectionReset {
+    fn on_reset(
         &mut self,
         client: SocketAddr,
         server: SocketAddr,
@@ -75,13 +87,7 @@ impl ResetAgg {
         }
     }
 
-    pub(crate) fn finish(
-        &self,
-        exchanges: u64,
-        connections: u64,
-        t0_ns: i64,
-        out: &mut Vec<Finding>,
-    ) {
+    fn report(&self, exchanges: u64, connections: u64, t0_ns: i64, out: &mut Vec<Finding>) {
         for kind in [
             ResetKind::Refused,
             ResetKind::DuringExchange,

@@ -10,11 +10,34 @@
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
 use super::nagle_delayed_ack::StallSides;
-use super::{conn_label, ms};
+use super::{Context, Detector, conn_label, ms};
+use crate::event::{Event, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
+/// The `delayed_ack_stall` detector: stalls whose released segment was full-size.
+#[derive(Default)]
+pub struct DelayedAckStall {
+    sides: StallSides,
+}
+
+impl Detector for DelayedAckStall {
+    fn on_event(&mut self, ev: &Event<'_>) {
+        match ev {
+            Event::Stall { ends, stall } if stall.kind == StallKind::DelayedAck => {
+                self.sides.on_stall(ends.client, ends.server, *stall);
+            }
+            Event::ExchangeDone(x) => self.sides.on_exchange(x, FindingId::DelayedAckStall),
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        finish(&self.sides, cx.exchanges, cx.t0_ns, out);
+    }
+}
+
 /// The `delayed_ack_stall` findings, one per side whose data waited.
-pub(crate) fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
+fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
     for (server_sent, s) in agg.active() {
         let median = s.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let fraction =

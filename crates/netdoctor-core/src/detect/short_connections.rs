@@ -11,7 +11,8 @@
 
 use std::net::SocketAddr;
 
-use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, MAX_EXAMPLES, Pkt, conn_label, ms};
+use crate::event::Event;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
 
@@ -26,18 +27,33 @@ struct Example {
     first_req: Pkt,
 }
 
+/// The `short_connections` detector.
 #[derive(Default)]
-pub(crate) struct ShortAgg {
+pub struct ShortConnections {
     conns: u64,
     exchanges: u64,
     setup: Option<Hist>,
     examples: Vec<Example>,
 }
 
-impl ShortAgg {
+impl Detector for ShortConnections {
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::ConnDone(c) = ev
+            && let Some(syn) = c.syn.first_syn
+        {
+            self.on_conn(c.ends.client, c.ends.server, syn, c.first_req, c.exchanges);
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.report(cx.latency_p50_ms, cx.t0_ns, out);
+    }
+}
+
+impl ShortConnections {
     /// A connection with a captured handshake ended after `exchanges` complete exchanges; its
     /// first request started at `first_req`.
-    pub(crate) fn on_conn(
+    fn on_conn(
         &mut self,
         client: SocketAddr,
         server: SocketAddr,
@@ -66,7 +82,7 @@ impl ShortAgg {
         }
     }
 
-    pub(crate) fn finish(&self, latency_p50_ms: f64, t0_ns: i64, out: &mut Vec<Finding>) {
+    fn report(&self, latency_p50_ms: f64, t0_ns: i64, out: &mut Vec<Finding>) {
         if self.conns < MIN_CONNECTIONS {
             return;
         }
