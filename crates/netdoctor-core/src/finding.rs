@@ -234,7 +234,9 @@ impl Verdict {
     }
 
     /// Problem if any finding is above `info`; otherwise healthy when the run had enough
-    /// data to judge (`conclusive`), else inconclusive.
+    /// data to judge (`conclusive`), else inconclusive. Superseded by
+    /// [`crate::verdict::decide`] (one rule with named inputs and reasons); kept until the
+    /// callers move.
     pub fn from_findings(findings: &[Finding], conclusive: bool) -> Verdict {
         if findings.iter().any(|f| f.severity > Severity::Info) {
             Verdict::Problem
