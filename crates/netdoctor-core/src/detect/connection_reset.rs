@@ -215,3 +215,49 @@ impl ConnectionReset {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+
+    fn reset(kind: ResetKind, from_server: bool, k: u64) -> Event<'static> {
+        Event::Reset {
+            ends: ends(),
+            kind,
+            before: Some(pkt(k * 2, k as i64, !from_server, F::PSH, 100)),
+            rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
+        }
+    }
+
+    #[test]
+    fn kinds_get_their_own_finding_side_and_severity() {
+        let ev = [
+            reset(ResetKind::DuringExchange, true, 1),
+            reset(ResetKind::DuringExchange, true, 2),
+            reset(ResetKind::ClientAbort, false, 3),
+        ];
+        let v = run::<ConnectionReset>(&ev, &cx(10));
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
+        assert!(
+            v[0].summary.contains("reset 2 connections"),
+            "{}",
+            v[0].summary
+        );
+        assert_eq!((v[1].side, v[1].severity), (Side::Client, Severity::Info));
+        assert_eq!(v[0].evidence.len(), 2);
+    }
+
+    #[test]
+    fn a_few_idle_resets_are_info() {
+        let ev = [reset(ResetKind::Idle, true, 1)];
+        let v = run::<ConnectionReset>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Info);
+        assert!(run::<ConnectionReset>(&[], &cx(10)).is_empty());
+    }
+}

@@ -107,3 +107,60 @@ fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) 
         out.push(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::{ExchangeDone, Stall};
+
+    #[test]
+    fn full_size_stalls_name_the_receiver_whose_ack_was_late() {
+        let mut ev_stalls = Vec::new();
+        let mut done = Vec::new();
+        for k in 0..6u64 {
+            let t = k as i64 * 100;
+            let stall = Stall {
+                prev: pkt(k * 5 + 1, t, true, F::ACK, 1448),
+                ack: pkt(k * 5 + 2, t + 40, false, F::ACK, 0),
+                held: pkt(k * 5 + 3, t + 40, true, F::ACK, 1448),
+                kind: StallKind::DelayedAck,
+            };
+            ev_stalls.push(Event::Stall {
+                ends: ends(),
+                stall,
+            });
+            let mut x = ExchangeDone::new(ends(), pkt(k * 5, t, false, F::PSH, 78), stall.held);
+            x.charge(FindingId::DelayedAckStall, true, 40 * MS);
+            done.push(x);
+        }
+        let mut ev = ev_stalls.clone();
+        ev.extend(done.iter().map(Event::ExchangeDone));
+        let v = run::<DelayedAckStall>(&ev, &cx(6));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].id, FindingId::DelayedAckStall);
+        assert_eq!(
+            v[0].side,
+            Side::Client,
+            "the client's delayed ACK held the server's data"
+        );
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(v[0].summary.contains("6 times"), "{}", v[0].summary);
+        // Nagle stalls are not this detector's.
+        let nagle: Vec<Event<'_>> = ev_stalls
+            .iter()
+            .map(|e| match e {
+                Event::Stall { ends, stall } => Event::Stall {
+                    ends: *ends,
+                    stall: Stall {
+                        kind: StallKind::Nagle,
+                        ..*stall
+                    },
+                },
+                other => *other,
+            })
+            .collect();
+        assert!(run::<DelayedAckStall>(&nagle, &cx(6)).is_empty());
+    }
+}

@@ -285,3 +285,63 @@ impl Loss {
         f
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::ExchangeDone;
+
+    fn episode(k: u64, silence_ms: i64, spurious: bool) -> Episode {
+        let t = k as i64 * 1000;
+        let first = pkt(k * 10 + 5, t + silence_ms, true, F::ACK, 1448);
+        Episode::synthetic(first, first, (t) * MS + T0, 1, u32::from(spurious))
+    }
+
+    #[test]
+    fn fast_and_timeout_episodes_are_two_findings() {
+        let eps = [
+            episode(0, 2, false),
+            episode(1, 2, false),
+            episode(2, 210, false),
+        ];
+        let mut ev: Vec<Event<'_>> = eps
+            .iter()
+            .map(|e| Event::LossEpisode {
+                ends: ends(),
+                episode: *e,
+            })
+            .collect();
+        let mut x = ExchangeDone::new(
+            ends(),
+            pkt(1, 0, false, F::PSH, 78),
+            pkt(2, 1, true, F::PSH, 100),
+        );
+        x.charge(FindingId::RetransmissionTimeout, true, 210 * MS);
+        ev.push(Event::ExchangeDone(&x));
+        let v = run::<Loss>(&ev, &cx(10));
+        let ids: Vec<FindingId> = v.iter().map(|f| f.id).collect();
+        assert_eq!(
+            ids,
+            [
+                FindingId::PacketLossRetransmission,
+                FindingId::RetransmissionTimeout
+            ]
+        );
+        assert!(v.iter().all(|f| f.side == Side::Network));
+        let rto = &v[1];
+        assert_eq!(rto.severity, Severity::Critical, "{rto:?}");
+        assert!(rto.summary.contains("210 ms"), "{}", rto.summary);
+    }
+
+    #[test]
+    fn spurious_episodes_are_not_loss() {
+        let e = episode(0, 5, true);
+        let ev = [Event::LossEpisode {
+            ends: ends(),
+            episode: e,
+        }];
+        assert!(run::<Loss>(&ev, &cx(10)).is_empty());
+    }
+}

@@ -224,3 +224,116 @@ fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Find
     f.evidence = evidence;
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::{Ends, ExchangeDone};
+    use crate::sockets::SocketState;
+
+    /// `n` exchanges, each with a stall of `kind` on the server's data (44 ms late ACK).
+    fn stream(n: u64, kind: StallKind) -> (Vec<(Ends, Stall)>, Vec<ExchangeDone>) {
+        let mut stalls = Vec::new();
+        let mut done = Vec::new();
+        for k in 0..n {
+            let t = k as i64 * 100;
+            let f = k * 10;
+            let st = Stall {
+                prev: pkt(f + 2, t + 1, true, F::PSH | F::ACK, 238),
+                ack: pkt(f + 3, t + 45, false, F::ACK, 0),
+                held: pkt(f + 4, t + 45, true, F::PSH | F::ACK, 615),
+                kind,
+            };
+            stalls.push((ends(), st));
+            let mut x = ExchangeDone::new(ends(), pkt(f + 1, t, false, F::PSH, 78), st.held);
+            x.charge(FindingId::NagleDelayedAck, true, 44 * MS);
+            done.push(x);
+        }
+        (stalls, done)
+    }
+
+    fn events<'a>(stalls: &'a [(Ends, Stall)], done: &'a [ExchangeDone]) -> Vec<Event<'a>> {
+        let mut ev: Vec<Event<'a>> = stalls
+            .iter()
+            .map(|(ends, stall)| Event::Stall {
+                ends: *ends,
+                stall: *stall,
+            })
+            .collect();
+        ev.extend(done.iter().map(Event::ExchangeDone));
+        ev
+    }
+
+    #[test]
+    fn server_stalls_on_most_requests_are_critical_side_server() {
+        let (s, d) = stream(10, StallKind::Nagle);
+        let v = run::<NagleDelayedAck>(&events(&s, &d), &cx(10));
+        assert_eq!(v.len(), 1);
+        let f = &v[0];
+        assert_eq!(
+            (f.id, f.side, f.severity),
+            (FindingId::NagleDelayedAck, Side::Server, Severity::Critical)
+        );
+        assert_eq!(f.impact.affected_fraction, Some(1.0));
+        assert!(
+            (43.0..45.0).contains(&f.impact.added_latency_ms.unwrap()),
+            "{f:?}"
+        );
+        assert_eq!(f.evidence.len(), MAX_EXAMPLES);
+    }
+
+    #[test]
+    fn other_stall_kinds_are_not_nagle() {
+        for kind in [StallKind::DelayedAck, StallKind::WindowLimited] {
+            let (s, d) = stream(10, kind);
+            assert!(
+                run::<NagleDelayedAck>(&events(&s, &d), &cx(10)).is_empty(),
+                "{kind:?}"
+            );
+        }
+    }
+
+    fn sockets(nodelay: bool) -> Observation {
+        Observation::ServerSockets(vec![ServerSocket {
+            pid: 42,
+            process: "nginx".into(),
+            fd: 7,
+            state: SocketState::Established,
+            local: "10.0.0.2:80".into(),
+            tcp_nodelay: nodelay,
+            tcp_cork: false,
+            sndbuf: 16384,
+            rcvbuf: 131072,
+        }])
+    }
+
+    #[test]
+    fn tcp_nodelay_on_at_the_server_is_never_critical() {
+        let (s, d) = stream(10, StallKind::Nagle);
+        let obs = sockets(true);
+        let mut ev = events(&s, &d);
+        ev.push(Event::Observed(&obs));
+        let v = run::<NagleDelayedAck>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Warning);
+        assert!(
+            matches!(&v[0].evidence[0], Evidence::SocketOption { value, .. } if value.starts_with('1'))
+        );
+        // TCP_NODELAY off confirms it.
+        let obs = sockets(false);
+        let mut ev = events(&s, &d);
+        ev.insert(0, Event::Observed(&obs));
+        let v = run::<NagleDelayedAck>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(v[0].confidence >= 0.99);
+    }
+
+    #[test]
+    fn few_stalls_are_info() {
+        let (s, d) = stream(1, StallKind::Nagle);
+        let v = run::<NagleDelayedAck>(&events(&s, &d[..0]), &cx(100));
+        assert_eq!(v[0].severity, Severity::Info);
+        assert_eq!(v[0].impact.affected_fraction, Some(0.0));
+    }
+}

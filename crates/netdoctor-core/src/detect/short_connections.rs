@@ -147,3 +147,56 @@ impl ShortConnections {
         out.push(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::{ConnDone, SynState};
+
+    fn conns(n: u64, exchanges: u32, setup_ms: i64) -> Vec<ConnDone> {
+        (0..n)
+            .map(|k| {
+                let t = k as i64 * 100;
+                let mut syn = SynState::default();
+                syn.on_syn(pkt(k * 10 + 1, t, false, F::SYN, 0));
+                ConnDone {
+                    ends: ends(),
+                    syn,
+                    first_req: Some(pkt(k * 10 + 4, t + setup_ms, false, F::PSH, 78)),
+                    exchanges,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_request_per_connection_is_found() {
+        let cs = conns(MIN_CONNECTIONS, 1, 60);
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<ShortConnections>(
+            &ev,
+            &Context {
+                latency_p50_ms: 10.0,
+                ..cx(5)
+            },
+        );
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Critical, Side::Client)
+        );
+        assert_eq!(v[0].impact.affected_fraction, Some(1.0));
+    }
+
+    #[test]
+    fn keep_alive_or_few_connections_say_nothing() {
+        let many = conns(10, 50, 1);
+        let ev: Vec<Event<'_>> = many.iter().map(Event::ConnDone).collect();
+        assert!(run::<ShortConnections>(&ev, &cx(500)).is_empty());
+        let few = conns(MIN_CONNECTIONS - 1, 1, 1);
+        let ev: Vec<Event<'_>> = few.iter().map(Event::ConnDone).collect();
+        assert!(run::<ShortConnections>(&ev, &cx(4)).is_empty());
+    }
+}

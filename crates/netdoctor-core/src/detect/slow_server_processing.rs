@@ -110,3 +110,72 @@ impl SlowServerProcessing {
         out.push(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+
+    fn exchanges(n: u64, think_ms: i64) -> Vec<ExchangeDone> {
+        (0..n)
+            .map(|k| {
+                let t = k as i64 * 1000;
+                let mut x = ExchangeDone::new(
+                    ends(),
+                    pkt(k * 2 + 1, t, false, F::PSH, 78),
+                    pkt(k * 2 + 2, t + think_ms, true, F::PSH, 200),
+                );
+                x.server_time_ns = think_ms * MS;
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn think_time_that_dominates_latency_is_found() {
+        let xs = exchanges(10, 30);
+        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
+        let cx = Context {
+            latency_p50_ms: 30.0,
+            server_time_p50_ms: 30.0,
+            ..cx(10)
+        };
+        let v = run::<SlowServerProcessing>(&ev, &cx);
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Warning, Side::Server)
+        );
+        assert_eq!(v[0].impact.affected_fraction, Some(1.0));
+        assert_eq!(v[0].evidence.len(), MAX_EXAMPLES);
+        // 300 ms of think time is critical.
+        let cx = Context {
+            latency_p50_ms: 300.0,
+            server_time_p50_ms: 300.0,
+            ..cx
+        };
+        assert_eq!(
+            run::<SlowServerProcessing>(&ev, &cx)[0].severity,
+            Severity::Critical
+        );
+    }
+
+    #[test]
+    fn too_few_exchanges_or_a_small_share_say_nothing() {
+        let xs = exchanges(MIN_EXCHANGES - 1, 30);
+        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
+        let few = Context {
+            latency_p50_ms: 30.0,
+            server_time_p50_ms: 30.0,
+            ..cx(MIN_EXCHANGES - 1)
+        };
+        assert!(run::<SlowServerProcessing>(&ev, &few).is_empty());
+        let small_share = Context {
+            latency_p50_ms: 100.0,
+            server_time_p50_ms: 30.0,
+            ..cx(10)
+        };
+        assert!(run::<SlowServerProcessing>(&ev, &small_share).is_empty());
+    }
+}

@@ -176,3 +176,47 @@ impl SynRetransmit {
         out.push(f);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::ConnDone;
+
+    fn conn(repeat_syn: bool) -> ConnDone {
+        let mut syn = SynState::default();
+        syn.on_syn(pkt(1, 0, false, F::SYN, 0));
+        let mut t = 0;
+        if repeat_syn {
+            t = 1000;
+            syn.on_syn(pkt(2, t, false, F::SYN, 0));
+        }
+        syn.on_synack(pkt(3, t, true, F::SYN | F::ACK, 0));
+        syn.done = Some(pkt(4, t, false, F::ACK, 0));
+        ConnDone {
+            ends: ends(),
+            syn,
+            first_req: None,
+            exchanges: 0,
+        }
+    }
+
+    #[test]
+    fn a_repeated_syn_delays_setup_by_a_second() {
+        let cs = [conn(true), conn(false), conn(false)];
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(0));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(
+            v[0].summary.contains("on 1 of 3 connections"),
+            "{}",
+            v[0].summary
+        );
+        assert!((999.0..1001.0).contains(&v[0].impact.added_latency_ms.unwrap()));
+        let clean = [conn(false)];
+        let ev: Vec<Event<'_>> = clean.iter().map(Event::ConnDone).collect();
+        assert!(run::<SynRetransmit>(&ev, &cx(0)).is_empty());
+    }
+}

@@ -268,3 +268,84 @@ fn full_window_finding(server: bool, s: &SideAgg, exchanges: u64, t0_ns: i64) ->
     f.evidence = full_evidence(server, s, t0_ns);
     f
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::ExchangeDone;
+
+    #[test]
+    fn zero_window_periods_name_the_reader() {
+        let z = ZeroPeriod {
+            start: pkt(5, 10, false, F::ACK, 0),
+            end: pkt(9, 310, false, F::ACK, 0),
+        };
+        let mut x = ExchangeDone::new(
+            ends(),
+            pkt(1, 0, false, F::PSH, 78),
+            pkt(10, 320, true, F::ACK, 100),
+        );
+        x.charge(FindingId::ZeroWindow, false, 300 * MS);
+        let ev = [
+            Event::ZeroWindow {
+                ends: ends(),
+                reader_is_server: false,
+                period: z,
+            },
+            Event::ExchangeDone(&x),
+        ];
+        let v = run::<ZeroWindow>(&ev, &cx(1));
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Client, Severity::Critical)
+        );
+        assert!(v[0].summary.contains("stopped reading"), "{}", v[0].summary);
+        assert!((299.0..301.0).contains(&v[0].impact.added_latency_ms.unwrap()));
+    }
+
+    #[test]
+    fn a_full_window_stall_is_flow_control_of_the_reader() {
+        let stalls: Vec<Event<'_>> = (0..5u64)
+            .map(|k| {
+                let t = k as i64 * 100;
+                Event::Stall {
+                    ends: ends(),
+                    stall: Stall {
+                        prev: pkt(k * 3 + 1, t, true, F::PSH, 4096),
+                        ack: pkt(k * 3 + 2, t + 41, false, F::ACK, 0),
+                        held: pkt(k * 3 + 3, t + 41, true, F::PSH, 2048),
+                        kind: StallKind::WindowLimited,
+                    },
+                }
+            })
+            .collect();
+        let v = run::<ZeroWindow>(&stalls, &cx(5));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].id, FindingId::ZeroWindow);
+        assert_eq!(v[0].side, Side::Client, "the client's window was full");
+        assert!(
+            v[0].summary.contains("window was full 5 times"),
+            "{}",
+            v[0].summary
+        );
+        assert!(v[0].explanation.contains("TCP_NODELAY does not change it"));
+        // Nagle stalls are not flow control.
+        let nagle: Vec<Event<'_>> = stalls
+            .iter()
+            .map(|e| match e {
+                Event::Stall { ends, stall } => Event::Stall {
+                    ends: *ends,
+                    stall: Stall {
+                        kind: StallKind::Nagle,
+                        ..*stall
+                    },
+                },
+                other => *other,
+            })
+            .collect();
+        assert!(run::<ZeroWindow>(&nagle, &cx(5)).is_empty());
+    }
+}

@@ -48,6 +48,23 @@ pub struct Episode {
 }
 
 impl Episode {
+    /// An episode of `retx` retransmissions (`spurious` of them spurious) from `first` to
+    /// `last`, stalled since `stall_from` (for detectors' tests and synthetic streams).
+    pub fn synthetic(first: Pkt, last: Pkt, stall_from: i64, retx: u32, spurious: u32) -> Self {
+        let silence = first.ts_ns - stall_from;
+        Episode {
+            recover: 0,
+            first,
+            last,
+            before: None,
+            timeout: silence >= RTO_MIN_NS,
+            rto_ns: if silence >= RTO_MIN_NS { silence } else { 0 },
+            stall_from,
+            retx,
+            spurious,
+        }
+    }
+
     /// Time the transfer was stalled by this loss (0 when every retransmission was spurious).
     pub fn stall_ns(&self) -> i64 {
         if self.spurious >= self.retx {
