@@ -269,7 +269,8 @@ impl Analyzer {
     /// start), at time `now_ns` (ns since the epoch; the capture's clock): idle connections
     /// are evicted first (with [`Analyzer::idle_timeout`]), then every detector reports and
     /// starts over. Connections still open keep their state and go on into the next window;
-    /// their exchange in progress counts in the window it completes in. `stats` in the result
+    /// events count in the window they are raised in (a stall when its held data leaves, an
+    /// exchange when it completes). `stats` in the result
     /// are cumulative since the start. Observations belong to the window they arrived in.
     pub fn take_window(&mut self, now_ns: i64) -> Analysis {
         if self.idle_ns.is_some() {
