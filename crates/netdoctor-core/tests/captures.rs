@@ -624,3 +624,65 @@ fn absurd_timestamps_are_clamped_with_a_warning_and_no_overflow() {
         a.stats.duration_s
     );
 }
+
+/// nginx `tcp_nodelay on`, a client with SO_RCVBUF 4096 reading 1 KB every 60 ms
+/// (`make-slow-reader.sh`): the server's small segments leave right after the client's late
+/// window updates. That looked like Nagle (critical, "enable TCP_NODELAY") before the held
+/// segment was checked against the advertised window; it is flow control by the client.
+#[test]
+fn slow_reader_is_flow_control_not_nagle() {
+    let (an, _) = analyze("slow-reader.pcap");
+    assert!(
+        findings(&an, FindingId::NagleDelayedAck).is_empty(),
+        "{:#?}",
+        an.findings
+    );
+    let f = one(&an, FindingId::ZeroWindow);
+    assert_eq!((f.side, f.severity), (Side::Client, Severity::Critical));
+    assert!(
+        f.summary.contains("its window was also full 24 times"),
+        "{}",
+        f.summary
+    );
+    // tshark: frame 31 opens the window to 18674 + 4096, frame 32 fills it (4096 bytes),
+    // frame 33 ACKs it 40.8 ms later with window 2048, frame 34 sends 2048 bytes at once:
+    // 22770..24818 lay past the old right edge 22770.
+    assert!(frames(f).contains(&vec![32, 33, 34]), "{:?}", frames(f));
+    assert_eq!(an.exchanges.count, 8);
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    assert_eq!(b.stalls.get(FindingId::NagleDelayedAck), 0.0, "{b:?}");
+    assert!(b.stalls.get(FindingId::ZeroWindow) > 1000.0, "{b:?}");
+    assert_eq!(an.findings.len(), 1, "{:#?}", an.findings);
+}
+
+/// The server's sockets observed with TCP_NODELAY on contradict a server-side Nagle finding:
+/// it stays (the packets show the pattern) but is never critical.
+#[test]
+fn nodelay_on_at_the_server_caps_a_nagle_finding() {
+    use netdoctor_core::observation::{Observation, ServerSocket, SocketState};
+    let observe = |nodelay: bool| {
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        a.observe(Observation::ServerSockets(vec![ServerSocket {
+            pid: 4242,
+            process: "nginx".into(),
+            fd: 12,
+            state: SocketState::Established,
+            local: "127.0.0.1:18081".into(),
+            tcp_nodelay: nodelay,
+            tcp_cork: false,
+            sndbuf: 2_626_560,
+            rcvbuf: 131_072,
+        }]));
+        for_each_packet("nagle-eth.pcap", |p| a.push(p));
+        a.finish()
+    };
+    let on = observe(true);
+    let f = one(&on, FindingId::NagleDelayedAck);
+    assert_eq!((f.side, f.severity), (Side::Server, Severity::Warning));
+    assert!(matches!(&f.evidence[0], Evidence::SocketOption { option, value, .. }
+        if option == "TCP_NODELAY" && value.starts_with('1')));
+    let off = observe(false);
+    let f = one(&off, FindingId::NagleDelayedAck);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.confidence >= 0.99);
+}
