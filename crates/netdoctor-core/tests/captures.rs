@@ -1,88 +1,13 @@
 //! Detector tests on real captures made on loopback by `testdata/captures/make.sh`.
 //!
-//! The pcap/pcapng reader below is test-only (core does no I/O); netdoctor-observe has the
-//! real one.
+//! The pcap/pcapng reader (`common`) is test-only (core does no I/O); netdoctor-observe has
+//! the real one.
 
-use std::path::PathBuf;
+mod common;
 
+use common::for_each_packet;
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, Evidence, LinkType, RawPacket};
-use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
-
-fn capture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/captures")
-        .join(name)
-}
-
-/// Reads a pcap or pcapng file and feeds every packet to `f` (frame numbers from 1).
-fn for_each_packet(name: &str, mut f: impl FnMut(&RawPacket<'_>)) -> LinkType {
-    let path = capture_path(name);
-    let file =
-        std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-    let mut reader = create_reader(1 << 20, file).expect("pcap reader");
-    let mut frame = 0u64;
-    let mut legacy: Option<(LinkType, bool)> = None; // link, nanosecond timestamps
-    let mut ifaces: Vec<(LinkType, u64, i64)> = Vec::new(); // link, units per second, offset
-    let mut link_seen = None;
-    loop {
-        match reader.next() {
-            Ok((offset, block)) => {
-                match block {
-                    PcapBlockOwned::LegacyHeader(h) => {
-                        let link = LinkType::from_pcap(h.network.0 as u32).expect("link type");
-                        legacy = Some((link, h.is_nanosecond_precision()));
-                        link_seen = Some(link);
-                    }
-                    PcapBlockOwned::Legacy(b) => {
-                        let (link, nanos) = legacy.expect("header before packets");
-                        frame += 1;
-                        let sub = if nanos { 1 } else { 1000 };
-                        let data = &b.data[..(b.caplen as usize).min(b.data.len())];
-                        f(&RawPacket {
-                            frame,
-                            ts_ns: i64::from(b.ts_sec) * 1_000_000_000 + i64::from(b.ts_usec) * sub,
-                            link,
-                            data,
-                            orig_len: b.origlen,
-                        });
-                    }
-                    PcapBlockOwned::NG(pcap_parser::Block::InterfaceDescription(idb)) => {
-                        let link = LinkType::from_pcap(idb.linktype.0 as u32).expect("link type");
-                        ifaces.push((
-                            link,
-                            idb.ts_resolution().unwrap_or(1_000_000),
-                            idb.ts_offset(),
-                        ));
-                        link_seen = Some(link);
-                    }
-                    PcapBlockOwned::NG(pcap_parser::Block::EnhancedPacket(epb)) => {
-                        let (link, res, off) = ifaces[epb.if_id as usize];
-                        frame += 1;
-                        let units = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                        let ts_ns = (units as i128 * 1_000_000_000 / res as i128) as i64
-                            + off * 1_000_000_000;
-                        let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                        f(&RawPacket {
-                            frame,
-                            ts_ns,
-                            link,
-                            data,
-                            orig_len: epb.origlen,
-                        });
-                    }
-                    _ => {}
-                }
-                reader.consume(offset);
-            }
-            Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => reader.refill().expect("refill"),
-            Err(e) => panic!("read {}: {e:?}", path.display()),
-        }
-    }
-    assert!(frame > 0, "{name}: no packets");
-    link_seen.expect("link type")
-}
 
 fn analyze(name: &str) -> (Analysis, LinkType) {
     let mut a = Analyzer::new(AnalyzerConfig::default());
@@ -679,8 +604,10 @@ fn nodelay_on_at_the_server_caps_a_nagle_finding() {
     let on = observe(true);
     let f = one(&on, FindingId::NagleDelayedAck);
     assert_eq!((f.side, f.severity), (Side::Server, Severity::Warning));
-    assert!(matches!(&f.evidence[0], Evidence::SocketOption { option, value, .. }
-        if option == "TCP_NODELAY" && value.starts_with('1')));
+    assert!(
+        matches!(&f.evidence[0], Evidence::SocketOption { option, value, .. }
+        if option == "TCP_NODELAY" && value.starts_with('1'))
+    );
     let off = observe(false);
     let f = one(&off, FindingId::NagleDelayedAck);
     assert_eq!(f.severity, Severity::Critical);
