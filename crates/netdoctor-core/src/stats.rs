@@ -4,13 +4,22 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// Percentiles of a latency distribution, in milliseconds. All zero when there were no samples.
+/// Percentiles of a latency distribution, in milliseconds. All zero when there were no
+/// samples. The one latency summary of the workspace (the load engine's too).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 pub struct Percentiles {
+    #[serde(default)]
+    pub mean: f64,
     pub p50: f64,
+    #[serde(default)]
+    pub p75: f64,
     pub p90: f64,
     pub p99: f64,
+    #[serde(default)]
+    pub p999: f64,
     pub max: f64,
+    #[serde(default)]
+    pub stdev: f64,
 }
 
 /// Microsecond histogram from 1 µs to 10 minutes, 3 significant digits.
@@ -49,10 +58,14 @@ impl Hist {
             return Percentiles::default();
         }
         Percentiles {
+            mean: self.0.mean() / 1000.0,
             p50: self.quantile_ms(0.5),
+            p75: self.quantile_ms(0.75),
             p90: self.quantile_ms(0.9),
             p99: self.quantile_ms(0.99),
+            p999: self.quantile_ms(0.999),
             max: self.0.max() as f64 / 1000.0,
+            stdev: self.0.stdev() / 1000.0,
         }
     }
 }
