@@ -45,6 +45,7 @@ pub const STALL_CAUSES: [FindingId; 5] = [
 pub(crate) const CAUSES: usize = STALL_CAUSES.len();
 
 /// Index of a stall cause in [`STALL_CAUSES`]; `None` for ids that are not stall causes.
+#[inline]
 pub const fn cause_index(id: FindingId) -> Option<usize> {
     let mut k = 0;
     while k < CAUSES {

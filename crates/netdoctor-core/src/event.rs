@@ -97,6 +97,7 @@ impl ExchangeDone {
     }
 
     /// Stall time charged to cause `id` during this exchange (ns, overlaps counted once).
+    #[inline]
     pub fn stall_ns(&self, id: FindingId) -> i64 {
         cause_index(id).map_or(0, |k| self.parts.stalls[k])
     }
@@ -104,6 +105,7 @@ impl ExchangeDone {
     /// Whether a stall of cause `id` hit this exchange on the given side (what "side" means
     /// is the cause's: whose data was held for Nagle/delayed-ACK stalls, who stopped reading
     /// for zero-window ones).
+    #[inline]
     pub fn stalled(&self, id: FindingId, server_side: bool) -> bool {
         cause_index(id).is_some_and(|k| self.parts.sides[k] & side_bit(server_side) != 0)
     }
@@ -117,6 +119,7 @@ impl ExchangeDone {
     }
 }
 
+#[inline]
 pub(crate) fn side_bit(server_side: bool) -> u8 {
     if server_side { 1 } else { 2 }
 }
@@ -133,6 +136,33 @@ pub struct ConnDone {
     pub first_req: Option<Pkt>,
     /// Completed exchanges on the connection.
     pub exchanges: u32,
+}
+
+/// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the
+/// analyzer hands each event only to the detectors that asked for its kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interests(u8);
+
+impl Interests {
+    pub const STALL: Interests = Interests(1 << 0);
+    pub const LOSS_EPISODE: Interests = Interests(1 << 1);
+    pub const ZERO_WINDOW: Interests = Interests(1 << 2);
+    pub const RESET: Interests = Interests(1 << 3);
+    pub const EXCHANGE_DONE: Interests = Interests(1 << 4);
+    pub const CONN_DONE: Interests = Interests(1 << 5);
+    pub const OBSERVED: Interests = Interests(1 << 6);
+    pub const ALL: Interests = Interests(0x7f);
+    pub(crate) const KINDS: usize = 7;
+
+    /// Both sets.
+    pub const fn and(self, other: Interests) -> Interests {
+        Interests(self.0 | other.0)
+    }
+
+    /// Whether events of kind index `kind` (see [`Event::kind`]) are wanted.
+    pub(crate) fn wants(self, kind: usize) -> bool {
+        self.0 & (1 << kind) != 0
+    }
 }
 
 /// What detectors consume.
@@ -167,4 +197,20 @@ pub enum Event<'a> {
     ConnDone(&'a ConnDone),
     /// Something seen outside the packets.
     Observed(&'a Observation),
+}
+
+impl Event<'_> {
+    /// The kind's index (the bit of [`Interests`]).
+    #[inline]
+    pub(crate) fn kind(&self) -> usize {
+        match self {
+            Event::Stall { .. } => 0,
+            Event::LossEpisode { .. } => 1,
+            Event::ZeroWindow { .. } => 2,
+            Event::Reset { .. } => 3,
+            Event::ExchangeDone(_) => 4,
+            Event::ConnDone(_) => 5,
+            Event::Observed(_) => 6,
+        }
+    }
 }

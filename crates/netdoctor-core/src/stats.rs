@@ -102,7 +102,13 @@ mod tests {
         // hdrhistogram reports the highest value equivalent to a sample (3 significant
         // digits): 3 ms reads 3.001 ms.
         let near = |a: f64, b: f64| (a - b).abs() <= 0.002;
-        assert!(near(p.p50, 2.0) && near(p.p75, 3.0) && near(p.max, 4.0), "{p:?}");
-        assert!(near(p.p90, 4.0) && near(p.p99, 4.0) && near(p.p999, 4.0), "{p:?}");
+        assert!(
+            near(p.p50, 2.0) && near(p.p75, 3.0) && near(p.max, 4.0),
+            "{p:?}"
+        );
+        assert!(
+            near(p.p90, 4.0) && near(p.p99, 4.0) && near(p.p999, 4.0),
+            "{p:?}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use super::http::Exchange;
 use crate::breakdown::{BreakdownAgg, DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
 use crate::detect::{self, Detector};
 use crate::event::{
-    ConnDone, Episode, Event, ExchangeDone, Pkt, ResetKind, Stall, StallKind, ZeroPeriod,
+    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetKind, Stall, StallKind, ZeroPeriod,
 };
 use crate::stats::Hist;
 
@@ -21,25 +21,43 @@ pub(super) struct Hub {
     pub exchanges: u64,
     pub breakdown: BreakdownAgg,
     pub detectors: Vec<Box<dyn Detector>>,
+    /// Per event kind, the indices of the detectors that want it.
+    by_kind: [Vec<u8>; Interests::KINDS],
 }
 
 impl Hub {
     pub(super) fn new() -> Self {
-        Hub {
+        let mut hub = Hub {
             handshake_rtt: Hist::new(),
             latency: Hist::new(),
             server_time: Hist::new(),
             exchanges: 0,
             breakdown: BreakdownAgg::new(),
-            detectors: detect::all(),
+            detectors: Vec::new(),
+            by_kind: Default::default(),
+        };
+        for d in detect::all() {
+            hub.add(d);
         }
+        hub
     }
 
-    /// Hands `ev` to every detector.
+    fn add(&mut self, d: Box<dyn Detector>) {
+        let k = u8::try_from(self.detectors.len()).expect("fewer than 256 detectors");
+        let wants = d.interests();
+        for (kind, list) in self.by_kind.iter_mut().enumerate() {
+            if wants.wants(kind) {
+                list.push(k);
+            }
+        }
+        self.detectors.push(d);
+    }
+
+    /// Hands `ev` to every detector that wants its kind, in registry order.
     #[inline]
     pub(super) fn emit(&mut self, ev: &Event<'_>) {
-        for d in &mut self.detectors {
-            d.on_event(ev);
+        for &k in &self.by_kind[ev.kind()] {
+            self.detectors[usize::from(k)].on_event(ev);
         }
     }
 

@@ -13,7 +13,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, MAX_EXAMPLES, Pkt, conn_label};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
 use crate::event::{Event, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
@@ -39,6 +39,10 @@ pub struct ConnectionReset {
 }
 
 impl Detector for ConnectionReset {
+    fn interests(&self) -> Interests {
+        Interests::RESET
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         if let Event::Reset {
             ends,

@@ -10,7 +10,7 @@
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
 use super::nagle_delayed_ack::StallSides;
-use super::{Context, Detector, conn_label, ms};
+use super::{Context, Detector, Interests, conn_label, ms};
 use crate::event::{Event, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
@@ -21,6 +21,10 @@ pub struct DelayedAckStall {
 }
 
 impl Detector for DelayedAckStall {
+    fn interests(&self) -> Interests {
+        Interests::STALL.and(Interests::EXCHANGE_DONE)
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::Stall { ends, stall } if stall.kind == StallKind::DelayedAck => {

@@ -37,7 +37,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, MAX_EXAMPLES, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
 use crate::event::{Ends, Event};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
@@ -73,6 +73,10 @@ pub struct Loss {
 }
 
 impl Detector for Loss {
+    fn interests(&self) -> Interests {
+        Interests::LOSS_EPISODE.and(Interests::EXCHANGE_DONE)
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::LossEpisode { ends, episode } => self.on_episode(*ends, *episode),

@@ -22,7 +22,7 @@ pub mod zero_window;
 
 use std::net::SocketAddr;
 
-pub use crate::event::{Event, Pkt};
+pub use crate::event::{Event, Interests, Pkt};
 use crate::finding::Finding;
 
 /// Examples kept per finding for evidence.
@@ -47,7 +47,12 @@ pub struct Context {
 
 /// One detector: consumes events, emits findings.
 pub trait Detector: Send {
-    /// Called for every event, in the order the analyzer raised them.
+    /// The kinds of events this detector wants (all unless it says otherwise); the others
+    /// are not handed to it (fewer calls on the analyzer's path).
+    fn interests(&self) -> Interests {
+        Interests::ALL
+    }
+    /// Called for every event of a wanted kind, in the order the analyzer raised them.
     fn on_event(&mut self, ev: &Event<'_>);
     /// Appends this detector's findings for what it saw. The analyzer builds a fresh
     /// detector for the next window afterwards.

@@ -27,7 +27,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, MAX_EXAMPLES, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
 use crate::event::{Event, Stall, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{Observation, ServerSocket};
@@ -43,6 +43,12 @@ pub struct NagleDelayedAck {
 }
 
 impl Detector for NagleDelayedAck {
+    fn interests(&self) -> Interests {
+        Interests::STALL
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::OBSERVED)
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::Stall { ends, stall } if stall.kind == StallKind::Nagle => {

@@ -1,7 +1,7 @@
 //! `server_not_listening`: connection attempts were refused ([`Observation::ConnectRefused`],
 //! from the SYN and connect() probes): nothing listens on the target port.
 
-use super::{Context, Detector};
+use super::{Context, Detector, Interests};
 use crate::event::Event;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::Observation;
@@ -14,6 +14,10 @@ pub struct ServerNotListening {
 }
 
 impl Detector for ServerNotListening {
+    fn interests(&self) -> Interests {
+        Interests::OBSERVED
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         if let Event::Observed(Observation::ConnectRefused {
             addr,

@@ -11,7 +11,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
 use crate::event::Event;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
@@ -37,6 +37,10 @@ pub struct ShortConnections {
 }
 
 impl Detector for ShortConnections {
+    fn interests(&self) -> Interests {
+        Interests::CONN_DONE
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         if let Event::ConnDone(c) = ev
             && let Some(syn) = c.syn.first_syn

@@ -8,7 +8,7 @@
 //! between response segments), so this does not fire there; a healthy server answers in
 //! well under 10 ms. Critical from [`CRITICAL_MS`] on, warning below.
 
-use super::{Context, Detector, MAX_EXAMPLES, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
 use crate::event::{Event, ExchangeDone};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
@@ -25,6 +25,10 @@ pub struct SlowServerProcessing {
 }
 
 impl Detector for SlowServerProcessing {
+    fn interests(&self) -> Interests {
+        Interests::EXCHANGE_DONE
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         if let Event::ExchangeDone(x) = ev {
             self.on_exchange(x);

@@ -17,7 +17,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
 use crate::event::{Event, SynState};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
@@ -42,6 +42,10 @@ pub struct SynRetransmit {
 }
 
 impl Detector for SynRetransmit {
+    fn interests(&self) -> Interests {
+        Interests::CONN_DONE
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         if let Event::ConnDone(c) = ev {
             self.on_conn(c.ends.client, c.ends.server, &c.syn);

@@ -16,7 +16,7 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, MAX_EXAMPLES, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
 use crate::event::{Event, Stall, StallKind, ZeroPeriod};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
@@ -56,6 +56,12 @@ pub struct ZeroWindow {
 }
 
 impl Detector for ZeroWindow {
+    fn interests(&self) -> Interests {
+        Interests::ZERO_WINDOW
+            .and(Interests::STALL)
+            .and(Interests::EXCHANGE_DONE)
+    }
+
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::ZeroWindow {
