@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use common::for_each_packet;
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, Evidence, LinkType, RawPacket};
@@ -612,4 +614,60 @@ fn nodelay_on_at_the_server_caps_a_nagle_finding() {
     let f = one(&off, FindingId::NagleDelayedAck);
     assert_eq!(f.severity, Severity::Critical);
     assert!(f.confidence >= 0.99);
+}
+
+/// Every committed capture cut into 100 ms windows (no eviction): the windows' exchanges add
+/// up to the single pass's, nothing panics, and each window's findings carry absolute
+/// timestamps inside the capture.
+#[test]
+fn windows_add_up_to_the_whole_capture() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".pcap") || n.ends_with(".pcapng"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 18, "{names:?}");
+    for name in &names {
+        let (whole, _) = analyze(name);
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        let mut next: Option<i64> = None;
+        let mut windows = Vec::new();
+        for_each_packet(name, |p| {
+            let due = *next.get_or_insert(p.ts_ns + 100_000_000);
+            if p.ts_ns >= due {
+                windows.push(a.take_window(p.ts_ns));
+                next = Some(p.ts_ns + 100_000_000);
+            }
+            a.push(p);
+        });
+        windows.push(a.finish());
+        let sum: u64 = windows.iter().map(|w| w.exchanges.count).sum();
+        assert_eq!(
+            sum,
+            whole.exchanges.count,
+            "{name}: {} windows",
+            windows.len()
+        );
+        let (first, last) = (
+            whole.stats.first_ts_ns.unwrap(),
+            whole.stats.last_ts_ns.unwrap(),
+        );
+        for w in &windows {
+            for f in &w.findings {
+                for e in &f.evidence {
+                    if let Evidence::Packets { packets, .. } = e {
+                        for p in packets {
+                            let ns = (p.ts * 1e9) as i64;
+                            assert!(
+                                (first - 1_000..=last + 1_000).contains(&ns),
+                                "{name}: {p:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
