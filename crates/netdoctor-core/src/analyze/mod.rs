@@ -138,6 +138,19 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
+impl Analysis {
+    /// What the capture contributes to the verdict ([`crate::verdict::decide`]): its
+    /// completed exchanges, and that a capture was analyzed. Callers add what they know
+    /// (failed requests, an interrupted run, ...).
+    pub fn verdict_inputs(&self) -> crate::verdict::VerdictInputs {
+        crate::verdict::VerdictInputs {
+            exchanges: self.exchanges.count,
+            capture_present: true,
+            ..Default::default()
+        }
+    }
+}
+
 /// How far (2^55 ns ≈ 1.1 years) a packet's time may lie from the first packet's.
 const TS_BOUND_NS: i64 = 1 << 55;
 

@@ -119,4 +119,34 @@ fn observations_alone_make_findings() {
     assert_eq!(an.findings.len(), 1);
     assert_eq!(an.findings[0].id, FindingId::ServerNotListening);
     assert!(an.warnings.is_empty(), "{:?}", an.warnings);
+    // Observations only: a problem, whatever the (missing) evidence.
+    let mut findings = an.findings.clone();
+    let o = crate::verdict::decide(&mut findings, &an.verdict_inputs());
+    assert_eq!(o.verdict, crate::finding::Verdict::Problem);
+}
+
+#[test]
+fn the_verdict_of_a_capture_needs_twenty_exchanges() {
+    let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+    s.handshake();
+    for _ in 0..crate::verdict::MIN_EXCHANGES {
+        s.send(MS, true, F::PSH | F::ACK, REQ);
+        s.send(100_000, false, F::PSH | F::ACK, HDR);
+        s.send(50_000, true, F::ACK, b"");
+    }
+    // The last exchange completes with the close: 20 in all.
+    s.close();
+    let an = s.a.finish();
+    assert_eq!(an.exchanges.count, crate::verdict::MIN_EXCHANGES);
+    let mut f = an.findings.clone();
+    let o = crate::verdict::decide(&mut f, &an.verdict_inputs());
+    assert_eq!(o.verdict, crate::finding::Verdict::Healthy, "{o:?}");
+    let fewer = crate::verdict::VerdictInputs {
+        exchanges: an.exchanges.count - 1,
+        ..an.verdict_inputs()
+    };
+    assert_eq!(
+        crate::verdict::decide(&mut f, &fewer).verdict,
+        crate::finding::Verdict::Inconclusive
+    );
 }
