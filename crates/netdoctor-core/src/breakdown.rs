@@ -23,7 +23,7 @@
 //! `breakdown_p50_ms` describes a typical request: the mean breakdown of the exchanges whose
 //! latency fell in the same bucket (buckets 2^¼ ≈ 19% wide) as the median latency, so its parts
 //! add up to ≈ p50. `breakdown_mean_ms` is the mean over all exchanges. Memory is fixed
-//! ([`BUCKETS`] × the parts), whatever the number of exchanges.
+//! (`BUCKETS` × the parts), whatever the number of exchanges.
 
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -33,7 +33,7 @@ use crate::finding::FindingId;
 
 /// The finding ids that are stall causes, in the order the breakdown charges and prints them.
 /// A detector whose events stall exchanges adds its id here (one line) and charges its
-/// intervals with [`cause`] of that id.
+/// intervals with [`cause_index`] of that id.
 pub const STALL_CAUSES: [FindingId; 5] = [
     FindingId::NagleDelayedAck,
     FindingId::DelayedAckStall,

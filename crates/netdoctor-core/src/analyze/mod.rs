@@ -3,8 +3,8 @@
 //! [`Analyzer::observe`] what observers saw), then [`Analyzer::finish`]; or
 //! [`Analyzer::take_window`] now and then to get the findings so far and go on.
 //!
-//! Layout: [`flow`] (the table's key), [`conn`] (per-connection and per-direction state),
-//! [`orient`] (which side is the server), `tcp` (the per-segment path), [`http`] (exchange
+//! Layout: `flow` (the table's key), `conn` (per-connection and per-direction state),
+//! `orient` (which side is the server), `tcp` (the per-segment path), `http` (exchange
 //! splitting), `hub` (aggregates and the detectors, fed with [`crate::event::Event`]s),
 //! `quality` (capture-quality warnings).
 //!

@@ -1,6 +1,6 @@
 //! `packet_loss_retransmission` and `retransmission_timeout`: segments lost and sent again.
 //!
-//! Per direction ([`LossDir`]) we classify every data segment that is not entirely new:
+//! Per direction (`LossDir` in [`crate::track::loss`]) we classify every data segment that is not entirely new:
 //!
 //! - **Out of order** (not a retransmission): it fills a *hole*, a range the capture never saw
 //!   because a later segment arrived first, and it came before the sender could have reacted
