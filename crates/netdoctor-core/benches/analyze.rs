@@ -7,7 +7,7 @@
 //! served by best-of-N rounds than by criterion's statistics).
 //!
 //! Inputs, all loaded into memory first (reading and pcap parsing are not measured):
-//! - `corpus`: every committed capture in `testdata/captures/` (17 files, ~12k packets: Nagle stalls on
+//! - `corpus`: every committed capture in `testdata/captures/` (18 files, ~12k packets: Nagle stalls on
 //!   five link types, IPv6, loss, RTO, resets, zero windows, short connections...). Each
 //!   capture is replayed `REPLAYS` times back to back through ONE [`Analyzer`] per capture,
 //!   timestamps shifted by the capture's span (plus 1 s) per replay and frame numbers

@@ -23,18 +23,111 @@
 //! `breakdown_p50_ms` describes a typical request: the mean breakdown of the exchanges whose
 //! latency fell in the same bucket (buckets 2^¼ ≈ 19% wide) as the median latency, so its parts
 //! add up to ≈ p50. `breakdown_mean_ms` is the mean over all exchanges. Memory is fixed
-//! ([`BUCKETS`] × the parts), whatever the number of exchanges.
+//! (`BUCKETS` × the parts), whatever the number of exchanges.
 
-use serde::{Deserialize, Serialize};
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Stall time per cause, in milliseconds. Field names are finding ids.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
-pub struct Stalls {
-    pub nagle_delayed_ack: f64,
-    pub delayed_ack_stall: f64,
-    pub packet_loss_retransmission: f64,
-    pub retransmission_timeout: f64,
-    pub zero_window: f64,
+use crate::finding::FindingId;
+
+/// The finding ids that are stall causes, in the order the breakdown charges and prints them.
+/// A detector whose events stall exchanges adds its id here (one line) and charges its
+/// intervals with [`cause_index`] of that id.
+pub const STALL_CAUSES: [FindingId; 5] = [
+    FindingId::NagleDelayedAck,
+    FindingId::DelayedAckStall,
+    FindingId::PacketLossRetransmission,
+    FindingId::RetransmissionTimeout,
+    FindingId::ZeroWindow,
+];
+
+pub(crate) const CAUSES: usize = STALL_CAUSES.len();
+
+/// Index of a stall cause in [`STALL_CAUSES`]; `None` for ids that are not stall causes.
+#[inline]
+pub const fn cause_index(id: FindingId) -> Option<usize> {
+    let mut k = 0;
+    while k < CAUSES {
+        if STALL_CAUSES[k] as u32 == id as u32 {
+            return Some(k);
+        }
+        k += 1;
+    }
+    None
+}
+
+/// [`cause_index`] for ids known to be causes (a compile-time error otherwise when used in a
+/// `const`).
+pub(crate) const fn cause(id: FindingId) -> usize {
+    match cause_index(id) {
+        Some(k) => k,
+        None => panic!("not a stall cause"),
+    }
+}
+
+pub(crate) const NAGLE: usize = cause(FindingId::NagleDelayedAck);
+pub(crate) const DELAYED_ACK: usize = cause(FindingId::DelayedAckStall);
+pub(crate) const LOSS: usize = cause(FindingId::PacketLossRetransmission);
+pub(crate) const TIMEOUT: usize = cause(FindingId::RetransmissionTimeout);
+pub(crate) const ZERO_WINDOW: usize = cause(FindingId::ZeroWindow);
+
+/// Stall time per cause, in milliseconds, keyed by finding id. Serialized as a JSON object
+/// with one member per [`STALL_CAUSES`] id, in that order (the contract of
+/// `breakdown_*_ms.stalls`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stalls([f64; CAUSES]);
+
+impl Stalls {
+    /// Milliseconds charged to `id` (0 for ids that are not stall causes).
+    pub fn get(&self, id: FindingId) -> f64 {
+        cause_index(id).map_or(0.0, |k| self.0[k])
+    }
+
+    /// Sets the milliseconds of a stall cause; ids that are not causes are ignored.
+    pub fn set(&mut self, id: FindingId, ms: f64) {
+        if let Some(k) = cause_index(id) {
+            self.0[k] = ms;
+        }
+    }
+
+    /// Every cause with its milliseconds, in [`STALL_CAUSES`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (FindingId, f64)> + '_ {
+        STALL_CAUSES.iter().copied().zip(self.0.iter().copied())
+    }
+}
+
+impl Serialize for Stalls {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(CAUSES))?;
+        for (id, v) in self.iter() {
+            m.serialize_entry(id.as_str(), &v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Stalls {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Stalls;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of stall milliseconds keyed by finding id")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Stalls, A::Error> {
+                let mut s = Stalls::default();
+                while let Some((k, v)) = a.next_entry::<String, f64>()? {
+                    // Causes a newer netdoctor added are skipped, not an error.
+                    if let Some(id) = STALL_CAUSES.iter().find(|id| id.as_str() == k) {
+                        s.set(*id, v);
+                    }
+                }
+                Ok(s)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// Where the time of a request went, in milliseconds; `network + server + transfer + stalls`
@@ -51,31 +144,17 @@ pub struct Breakdown {
 impl Breakdown {
     /// Sum of the stall parts.
     pub fn stalls_total(&self) -> f64 {
-        let s = &self.stalls;
-        s.nagle_delayed_ack
-            + s.delayed_ack_stall
-            + s.packet_loss_retransmission
-            + s.retransmission_timeout
-            + s.zero_window
+        self.stalls.0.iter().sum()
     }
 }
-
-/// Stall causes, index into [`ExchangeParts::stalls`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cause {
-    Nagle = 0,
-    DelayedAck = 1,
-    Loss = 2,
-    Timeout = 3,
-    ZeroWindow = 4,
-}
-
-pub(crate) const CAUSES: usize = 5;
 
 /// Stall accounting of one exchange in progress (`Copy`, no allocation).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ExchangeParts {
     pub stalls: [i64; CAUSES],
+    /// Per cause, which sides were hit (bit 1: server side, 2: client side; see
+    /// [`crate::event::ExchangeDone::stalled`]).
+    pub sides: [u8; CAUSES],
     /// End of the latest stall charged: later stalls only add what lies after it.
     mark: i64,
 }
@@ -83,10 +162,10 @@ pub(crate) struct ExchangeParts {
 impl ExchangeParts {
     /// Charges the interval `[start, end]` (ns) to `cause`, clipped to after `from` (the
     /// exchange's first request byte) and to what earlier stalls did not cover.
-    pub(crate) fn add(&mut self, cause: Cause, from: i64, start: i64, end: i64) {
+    pub(crate) fn add(&mut self, cause: usize, from: i64, start: i64, end: i64) {
         let s = start.max(self.mark).max(from);
         if end > s {
-            self.stalls[cause as usize] += end - s;
+            self.stalls[cause] += end - s;
         }
         self.mark = self.mark.max(end);
     }
@@ -145,13 +224,7 @@ impl BreakdownAgg {
             network: v(1),
             server: v(2),
             transfer: v(3),
-            stalls: Stalls {
-                nagle_delayed_ack: v(4 + Cause::Nagle as usize),
-                delayed_ack_stall: v(4 + Cause::DelayedAck as usize),
-                packet_loss_retransmission: v(4 + Cause::Loss as usize),
-                retransmission_timeout: v(4 + Cause::Timeout as usize),
-                zero_window: v(4 + Cause::ZeroWindow as usize),
-            },
+            stalls: Stalls(std::array::from_fn(|k| v(4 + k))),
         }
     }
 
@@ -194,19 +267,19 @@ mod tests {
     fn parts_add_up_and_overlaps_count_once() {
         let mut p = ExchangeParts::default();
         // Two overlapping stalls: 10..50 ms Nagle, 30..70 ms loss → 40 + 20 ms.
-        p.add(Cause::Nagle, 0, 10 * MS, 50 * MS);
-        p.add(Cause::Loss, 0, 30 * MS, 70 * MS);
+        p.add(NAGLE, 0, 10 * MS, 50 * MS);
+        p.add(LOSS, 0, 30 * MS, 70 * MS);
         // Before the exchange started: clipped away.
-        p.add(Cause::ZeroWindow, 0, -20 * MS, -10 * MS);
-        assert_eq!(p.stalls[Cause::Nagle as usize], 40 * MS);
-        assert_eq!(p.stalls[Cause::Loss as usize], 20 * MS);
-        assert_eq!(p.stalls[Cause::ZeroWindow as usize], 0);
+        p.add(ZERO_WINDOW, 0, -20 * MS, -10 * MS);
+        assert_eq!(p.stalls[NAGLE], 40 * MS);
+        assert_eq!(p.stalls[LOSS], 20 * MS);
+        assert_eq!(p.stalls[ZERO_WINDOW], 0);
         let mut a = BreakdownAgg::new();
         a.record(100 * MS, MS, 5 * MS, &p);
         let (med, mean) = a.finish().unwrap();
         assert_eq!(med, mean);
         assert!((med.latency - 100.0).abs() < 1e-9);
-        assert!((med.stalls.nagle_delayed_ack - 40.0).abs() < 1e-9);
+        assert!((med.stalls.get(FindingId::NagleDelayedAck) - 40.0).abs() < 1e-9);
         assert!((med.network - 1.0).abs() < 1e-9);
         assert!((med.server - 5.0).abs() < 1e-9);
         assert!((med.transfer - 34.0).abs() < 1e-9);
@@ -219,7 +292,7 @@ mod tests {
         let mut a = BreakdownAgg::new();
         let none = ExchangeParts::default();
         let mut nagle = ExchangeParts::default();
-        nagle.add(Cause::Nagle, 0, 0, 40 * MS);
+        nagle.add(NAGLE, 0, 0, 40 * MS);
         // 7 stalled requests of ~44 ms, 3 fast ones of 2 ms: the median is a stalled one.
         for _ in 0..7 {
             a.record(44 * MS, MS / 10, MS / 10, &nagle);
@@ -229,16 +302,37 @@ mod tests {
         }
         let (med, mean) = a.finish().unwrap();
         assert!((med.latency - 44.0).abs() < 1e-9, "{med:?}");
-        assert!((med.stalls.nagle_delayed_ack - 40.0).abs() < 1e-9);
+        assert!((med.stalls.get(FindingId::NagleDelayedAck) - 40.0).abs() < 1e-9);
         assert!((mean.latency - (7.0 * 44.0 + 3.0 * 2.0) / 10.0).abs() < 1e-9);
         // Over-long stalls are clipped to the latency.
         let mut b = BreakdownAgg::new();
         let mut huge = ExchangeParts::default();
-        huge.add(Cause::Timeout, 0, 0, 500 * MS);
+        huge.add(TIMEOUT, 0, 0, 500 * MS);
         b.record(300 * MS, MS, MS, &huge);
         let (m, _) = b.finish().unwrap();
-        assert!((m.stalls.retransmission_timeout - 300.0).abs() < 1e-9);
+        assert!((m.stalls.get(FindingId::RetransmissionTimeout) - 300.0).abs() < 1e-9);
         assert_eq!((m.network, m.server, m.transfer), (0.0, 0.0, 0.0));
         assert!(BreakdownAgg::new().finish().is_none());
+    }
+
+    #[test]
+    fn stalls_serialize_as_an_object_keyed_by_finding_id() {
+        let mut s = Stalls::default();
+        s.set(FindingId::NagleDelayedAck, 43.8);
+        s.set(FindingId::ZeroWindow, 1.5);
+        s.set(FindingId::HighBaseRtt, 9.0); // not a cause: ignored
+        let json = serde_json::to_string(&s).unwrap();
+        assert_eq!(
+            json,
+            "{\"nagle_delayed_ack\":43.8,\"delayed_ack_stall\":0.0,\
+             \"packet_loss_retransmission\":0.0,\"retransmission_timeout\":0.0,\
+             \"zero_window\":1.5}"
+        );
+        let back: Stalls = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.get(FindingId::HighBaseRtt), 0.0);
+        // Unknown causes (from a newer writer) are skipped.
+        let newer: Stalls = serde_json::from_str("{\"zero_window\":2.0,\"x\":1.0}").unwrap();
+        assert_eq!(newer.get(FindingId::ZeroWindow), 2.0);
     }
 }

@@ -131,12 +131,17 @@ pub struct Impact {
 }
 
 /// One packet named as evidence: its frame number in the capture (1-based, as Wireshark
-/// numbers them), time relative to the first packet, direction and a short description.
+/// numbers them), time relative to the first packet and absolute, direction and a short
+/// description.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PacketRef {
     pub frame: u64,
     /// Seconds since the first packet of the capture.
     pub time: f64,
+    /// Capture timestamp, seconds since the Unix epoch (absolute: comparable across windows,
+    /// captures and logs). 0 in reports written before it existed.
+    #[serde(default)]
+    pub ts: f64,
     /// `"S→C"` or `"C→S"`.
     pub dir: String,
     /// e.g. `"[P.] len=238 seq=1 ack=79"`.
@@ -229,7 +234,9 @@ impl Verdict {
     }
 
     /// Problem if any finding is above `info`; otherwise healthy when the run had enough
-    /// data to judge (`conclusive`), else inconclusive.
+    /// data to judge (`conclusive`), else inconclusive. Superseded by
+    /// [`crate::verdict::decide`] (one rule with named inputs and reasons); kept until the
+    /// callers move.
     pub fn from_findings(findings: &[Finding], conclusive: bool) -> Verdict {
         if findings.iter().any(|f| f.severity > Severity::Info) {
             Verdict::Problem

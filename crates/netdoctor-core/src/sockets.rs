@@ -1,8 +1,11 @@
 //! What the server's own sockets say. When the server runs on this host, the observe crate reads
 //! the socket options of the process that owns the target port (`pidfd_getfd` + `getsockopt`);
-//! this module turns them into evidence for (or against) the findings made from packets.
+//! this module turns them into evidence for (or against) the findings made from packets. The
+//! analyzer path is `Analyzer::observe(Observation::ServerSockets(..))`, which the
+//! `nagle_delayed_ack` detector uses; [`corroborate`] applies the same rule to findings made
+//! already (to be removed once `diagnose` feeds observations).
 
-use crate::finding::{Evidence, Finding, FindingId, Side};
+use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,9 +33,20 @@ pub struct ServerSocket {
 
 /// Adds socket-option evidence to the findings it bears on. A server-side
 /// `nagle_delayed_ack` whose connections really have TCP_NODELAY off (and no TCP_CORK) is
-/// confirmed; one whose connections have TCP_NODELAY on is marked as contradicted and its
-/// confidence lowered, because the held segments must then come from somewhere else.
+/// confirmed; one whose connections have TCP_NODELAY on is marked as contradicted, its
+/// confidence lowered and its severity capped at `warning`, because the held segments must
+/// then come from somewhere else.
 pub fn corroborate(findings: &mut [Finding], sockets: &[ServerSocket]) {
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.id == FindingId::NagleDelayedAck && f.side == Side::Server)
+    {
+        corroborate_nagle(f, sockets);
+    }
+}
+
+/// [`corroborate`] for one server-side `nagle_delayed_ack` finding.
+pub(crate) fn corroborate_nagle(f: &mut Finding, sockets: &[ServerSocket]) {
     let conns: Vec<&ServerSocket> = sockets
         .iter()
         .filter(|s| s.state == SocketState::Established)
@@ -43,9 +57,6 @@ pub fn corroborate(findings: &mut [Finding], sockets: &[ServerSocket]) {
     let nagle_on = conns.iter().filter(|s| !s.tcp_nodelay).count();
     let corked = conns.iter().filter(|s| s.tcp_cork).count();
     let n = conns.len();
-    for f in findings
-        .iter_mut()
-        .filter(|f| f.id == FindingId::NagleDelayedAck && f.side == Side::Server)
     {
         let (value, note) = if nagle_on == n && corked == 0 {
             f.confidence = f.confidence.max(0.99);
@@ -59,6 +70,7 @@ pub fn corroborate(findings: &mut [Finding], sockets: &[ServerSocket]) {
             )
         } else if nagle_on == 0 {
             f.confidence *= 0.7;
+            f.severity = f.severity.min(Severity::Warning);
             (
                 "1 (Nagle off)".to_string(),
                 format!(
@@ -97,7 +109,6 @@ pub fn corroborate(findings: &mut [Finding], sockets: &[ServerSocket]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Severity;
 
     fn sock(state: SocketState, nodelay: bool) -> ServerSocket {
         ServerSocket {
@@ -146,6 +157,11 @@ mod tests {
         let mut v = vec![nagle()];
         corroborate(&mut v, &[sock(SocketState::Established, true)]);
         assert!(v[0].confidence < 0.9);
+        assert_eq!(
+            v[0].severity,
+            Severity::Warning,
+            "never critical with TCP_NODELAY on"
+        );
         assert!(
             matches!(&v[0].evidence[0], Evidence::SocketOption { note, .. }
             if note.contains("not what holds"))

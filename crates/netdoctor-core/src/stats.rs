@@ -4,17 +4,31 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// Percentiles of a latency distribution, in milliseconds. All zero when there were no samples.
+/// Percentiles of a latency distribution, in milliseconds. All zero when there were no
+/// samples. The one latency summary of the workspace (the load engine's too).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 pub struct Percentiles {
+    #[serde(default)]
+    pub mean: f64,
     pub p50: f64,
+    #[serde(default)]
+    pub p75: f64,
     pub p90: f64,
     pub p99: f64,
+    #[serde(default)]
+    pub p999: f64,
     pub max: f64,
+    #[serde(default)]
+    pub stdev: f64,
 }
 
-/// Microsecond histogram from 1 µs to 10 minutes, 3 significant digits.
-pub(crate) struct Hist(Histogram<u64>);
+/// Microsecond histogram from 1 µs to 10 minutes, 3 significant digits, with a running sum
+/// and sum of squares (mean and standard deviation without walking the histogram).
+pub(crate) struct Hist {
+    h: Histogram<u64>,
+    sum: f64,
+    sum_sq: f64,
+}
 
 const MAX_US: u64 = 600_000_000;
 
@@ -22,37 +36,79 @@ impl Hist {
     pub(crate) fn new() -> Self {
         // Constant bounds that hdrhistogram accepts (1 ≤ low, high ≥ 2·low, sigfig ≤ 5):
         // this cannot fail at run time, whatever the input.
-        Hist(Histogram::new_with_bounds(1, MAX_US, 3).expect("constant histogram bounds"))
+        Hist {
+            h: Histogram::new_with_bounds(1, MAX_US, 3).expect("constant histogram bounds"),
+            sum: 0.0,
+            sum_sq: 0.0,
+        }
     }
 
     /// Records a duration in nanoseconds (clamped to the histogram's range).
     pub(crate) fn record_ns(&mut self, ns: i64) {
         let us = (ns.max(0) as u64 / 1000).clamp(1, MAX_US);
         // saturating_record never fails for in-range values.
-        self.0.saturating_record(us);
+        self.h.saturating_record(us);
+        let v = us as f64;
+        self.sum += v;
+        self.sum_sq += v * v;
     }
 
     pub(crate) fn len(&self) -> u64 {
-        self.0.len()
+        self.h.len()
     }
 
     /// Quantile (0..=1) in milliseconds; 0 when empty.
     pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
-        if self.0.is_empty() {
+        if self.h.is_empty() {
             return 0.0;
         }
-        self.0.value_at_quantile(q) as f64 / 1000.0
+        self.h.value_at_quantile(q) as f64 / 1000.0
     }
 
     pub(crate) fn percentiles(&self) -> Percentiles {
-        if self.0.is_empty() {
+        if self.h.is_empty() {
             return Percentiles::default();
         }
+        let n = self.h.len() as f64;
+        let mean = self.sum / n;
+        let var = (self.sum_sq / n - mean * mean).max(0.0);
         Percentiles {
+            mean: mean / 1000.0,
             p50: self.quantile_ms(0.5),
+            p75: self.quantile_ms(0.75),
             p90: self.quantile_ms(0.9),
             p99: self.quantile_ms(0.99),
-            max: self.0.max() as f64 / 1000.0,
+            p999: self.quantile_ms(0.999),
+            max: self.h.max() as f64 / 1000.0,
+            stdev: var.sqrt() / 1000.0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_known_samples() {
+        let mut h = Hist::new();
+        assert_eq!(h.percentiles(), Percentiles::default());
+        for ms in [1i64, 2, 3, 4] {
+            h.record_ns(ms * 1_000_000);
+        }
+        let p = h.percentiles();
+        assert!((p.mean - 2.5).abs() < 1e-9, "{p:?}");
+        assert!((p.stdev - 1.25f64.sqrt()).abs() < 1e-9, "{p:?}");
+        // hdrhistogram reports the highest value equivalent to a sample (3 significant
+        // digits): 3 ms reads 3.001 ms.
+        let near = |a: f64, b: f64| (a - b).abs() <= 0.002;
+        assert!(
+            near(p.p50, 2.0) && near(p.p75, 3.0) && near(p.max, 4.0),
+            "{p:?}"
+        );
+        assert!(
+            near(p.p90, 4.0) && near(p.p99, 4.0) && near(p.p999, 4.0),
+            "{p:?}"
+        );
     }
 }

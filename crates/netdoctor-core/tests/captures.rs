@@ -1,88 +1,15 @@
 //! Detector tests on real captures made on loopback by `testdata/captures/make.sh`.
 //!
-//! The pcap/pcapng reader below is test-only (core does no I/O); netdoctor-observe has the
-//! real one.
+//! The pcap/pcapng reader (`common`) is test-only (core does no I/O); netdoctor-observe has
+//! the real one.
+
+mod common;
 
 use std::path::PathBuf;
 
+use common::for_each_packet;
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, Evidence, LinkType, RawPacket};
-use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
-
-fn capture_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/captures")
-        .join(name)
-}
-
-/// Reads a pcap or pcapng file and feeds every packet to `f` (frame numbers from 1).
-fn for_each_packet(name: &str, mut f: impl FnMut(&RawPacket<'_>)) -> LinkType {
-    let path = capture_path(name);
-    let file =
-        std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
-    let mut reader = create_reader(1 << 20, file).expect("pcap reader");
-    let mut frame = 0u64;
-    let mut legacy: Option<(LinkType, bool)> = None; // link, nanosecond timestamps
-    let mut ifaces: Vec<(LinkType, u64, i64)> = Vec::new(); // link, units per second, offset
-    let mut link_seen = None;
-    loop {
-        match reader.next() {
-            Ok((offset, block)) => {
-                match block {
-                    PcapBlockOwned::LegacyHeader(h) => {
-                        let link = LinkType::from_pcap(h.network.0 as u32).expect("link type");
-                        legacy = Some((link, h.is_nanosecond_precision()));
-                        link_seen = Some(link);
-                    }
-                    PcapBlockOwned::Legacy(b) => {
-                        let (link, nanos) = legacy.expect("header before packets");
-                        frame += 1;
-                        let sub = if nanos { 1 } else { 1000 };
-                        let data = &b.data[..(b.caplen as usize).min(b.data.len())];
-                        f(&RawPacket {
-                            frame,
-                            ts_ns: i64::from(b.ts_sec) * 1_000_000_000 + i64::from(b.ts_usec) * sub,
-                            link,
-                            data,
-                            orig_len: b.origlen,
-                        });
-                    }
-                    PcapBlockOwned::NG(pcap_parser::Block::InterfaceDescription(idb)) => {
-                        let link = LinkType::from_pcap(idb.linktype.0 as u32).expect("link type");
-                        ifaces.push((
-                            link,
-                            idb.ts_resolution().unwrap_or(1_000_000),
-                            idb.ts_offset(),
-                        ));
-                        link_seen = Some(link);
-                    }
-                    PcapBlockOwned::NG(pcap_parser::Block::EnhancedPacket(epb)) => {
-                        let (link, res, off) = ifaces[epb.if_id as usize];
-                        frame += 1;
-                        let units = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                        let ts_ns = (units as i128 * 1_000_000_000 / res as i128) as i64
-                            + off * 1_000_000_000;
-                        let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                        f(&RawPacket {
-                            frame,
-                            ts_ns,
-                            link,
-                            data,
-                            orig_len: epb.origlen,
-                        });
-                    }
-                    _ => {}
-                }
-                reader.consume(offset);
-            }
-            Err(PcapError::Eof) => break,
-            Err(PcapError::Incomplete(_)) => reader.refill().expect("refill"),
-            Err(e) => panic!("read {}: {e:?}", path.display()),
-        }
-    }
-    assert!(frame > 0, "{name}: no packets");
-    link_seen.expect("link type")
-}
 
 fn analyze(name: &str) -> (Analysis, LinkType) {
     let mut a = Analyzer::new(AnalyzerConfig::default());
@@ -356,7 +283,10 @@ fn loss_is_fast_retransmission_not_reordering() {
     }
     assert!(findings(&an, FindingId::RetransmissionTimeout).is_empty());
     let b = an.exchanges.breakdown_p50_ms.unwrap();
-    assert!(b.stalls.packet_loss_retransmission > 0.0, "{b:?}");
+    assert!(
+        b.stalls.get(FindingId::PacketLossRetransmission) > 0.0,
+        "{b:?}"
+    );
 }
 
 #[test]
@@ -393,7 +323,7 @@ fn zero_window_blames_the_client_that_does_not_read() {
     // tshark: "TCP Zero Window segment" in frames 13 and 15 (one period).
     assert_eq!(frames(f)[0][0], 13);
     let b = an.exchanges.breakdown_p50_ms.unwrap();
-    assert!(b.stalls.zero_window >= 250.0, "{b:?}");
+    assert!(b.stalls.get(FindingId::ZeroWindow) >= 250.0, "{b:?}");
     assert!(findings(&an, FindingId::DelayedAckStall).is_empty());
     assert!(findings(&an, FindingId::NagleDelayedAck).is_empty());
 }
@@ -512,7 +442,7 @@ fn nagle_breakdown_adds_up_to_the_median() {
         (b.latency - an.exchanges.latency_ms.p50).abs() < 0.2 * b.latency,
         "{b:?}"
     );
-    assert!(b.stalls.nagle_delayed_ack >= 35.0, "{b:?}");
+    assert!(b.stalls.get(FindingId::NagleDelayedAck) >= 35.0, "{b:?}");
     assert!(b.network < 1.0 && b.server < 1.0, "{b:?}");
     let sum = b.network + b.server + b.transfer + b.stalls_total();
     assert!((sum - b.latency).abs() < 1e-6, "{b:?}");
@@ -620,4 +550,124 @@ fn absurd_timestamps_are_clamped_with_a_warning_and_no_overflow() {
         "duration {}",
         a.stats.duration_s
     );
+}
+
+/// nginx `tcp_nodelay on`, a client with SO_RCVBUF 4096 reading 1 KB every 60 ms
+/// (`make-slow-reader.sh`): the server's small segments leave right after the client's late
+/// window updates. That looked like Nagle (critical, "enable TCP_NODELAY") before the held
+/// segment was checked against the advertised window; it is flow control by the client.
+#[test]
+fn slow_reader_is_flow_control_not_nagle() {
+    let (an, _) = analyze("slow-reader.pcap");
+    assert!(
+        findings(&an, FindingId::NagleDelayedAck).is_empty(),
+        "{:#?}",
+        an.findings
+    );
+    let f = one(&an, FindingId::ZeroWindow);
+    assert_eq!((f.side, f.severity), (Side::Client, Severity::Critical));
+    assert!(
+        f.summary.contains("its window was also full 24 times"),
+        "{}",
+        f.summary
+    );
+    // tshark: frame 31 opens the window to 18674 + 4096, frame 32 fills it (4096 bytes),
+    // frame 33 ACKs it 40.8 ms later with window 2048, frame 34 sends 2048 bytes at once:
+    // 22770..24818 lay past the old right edge 22770.
+    assert!(frames(f).contains(&vec![32, 33, 34]), "{:?}", frames(f));
+    assert_eq!(an.exchanges.count, 8);
+    let b = an.exchanges.breakdown_p50_ms.unwrap();
+    assert_eq!(b.stalls.get(FindingId::NagleDelayedAck), 0.0, "{b:?}");
+    assert!(b.stalls.get(FindingId::ZeroWindow) > 1000.0, "{b:?}");
+    assert_eq!(an.findings.len(), 1, "{:#?}", an.findings);
+}
+
+/// The server's sockets observed with TCP_NODELAY on contradict a server-side Nagle finding:
+/// it stays (the packets show the pattern) but is never critical.
+#[test]
+fn nodelay_on_at_the_server_caps_a_nagle_finding() {
+    use netdoctor_core::observation::{Observation, ServerSocket, SocketState};
+    let observe = |nodelay: bool| {
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        a.observe(Observation::ServerSockets(vec![ServerSocket {
+            pid: 4242,
+            process: "nginx".into(),
+            fd: 12,
+            state: SocketState::Established,
+            local: "127.0.0.1:18081".into(),
+            tcp_nodelay: nodelay,
+            tcp_cork: false,
+            sndbuf: 2_626_560,
+            rcvbuf: 131_072,
+        }]));
+        for_each_packet("nagle-eth.pcap", |p| a.push(p));
+        a.finish()
+    };
+    let on = observe(true);
+    let f = one(&on, FindingId::NagleDelayedAck);
+    assert_eq!((f.side, f.severity), (Side::Server, Severity::Warning));
+    assert!(
+        matches!(&f.evidence[0], Evidence::SocketOption { option, value, .. }
+        if option == "TCP_NODELAY" && value.starts_with('1'))
+    );
+    let off = observe(false);
+    let f = one(&off, FindingId::NagleDelayedAck);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.confidence >= 0.99);
+}
+
+/// Every committed capture cut into 100 ms windows (no eviction): the windows' exchanges add
+/// up to the single pass's, nothing panics, and each window's findings carry absolute
+/// timestamps inside the capture.
+#[test]
+fn windows_add_up_to_the_whole_capture() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".pcap") || n.ends_with(".pcapng"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 18, "{names:?}");
+    for name in &names {
+        let (whole, _) = analyze(name);
+        let mut a = Analyzer::new(AnalyzerConfig::default());
+        let mut next: Option<i64> = None;
+        let mut windows = Vec::new();
+        for_each_packet(name, |p| {
+            let due = *next.get_or_insert(p.ts_ns + 100_000_000);
+            if p.ts_ns >= due {
+                windows.push(a.take_window(p.ts_ns));
+                next = Some(p.ts_ns + 100_000_000);
+            }
+            a.push(p);
+        });
+        windows.push(a.finish());
+        let sum: u64 = windows.iter().map(|w| w.exchanges.count).sum();
+        assert_eq!(
+            sum,
+            whole.exchanges.count,
+            "{name}: {} windows",
+            windows.len()
+        );
+        let (first, last) = (
+            whole.stats.first_ts_ns.unwrap(),
+            whole.stats.last_ts_ns.unwrap(),
+        );
+        for w in &windows {
+            for f in &w.findings {
+                for e in &f.evidence {
+                    if let Evidence::Packets { packets, .. } = e {
+                        for p in packets {
+                            let ns = (p.ts * 1e9) as i64;
+                            assert!(
+                                (first - 1_000..=last + 1_000).contains(&ns),
+                                "{name}: {p:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -160,18 +160,8 @@ pub struct Progress {
     pub errors: u64,
 }
 
-/// Latency summary in milliseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
-    pub mean: f64,
-    pub p50: f64,
-    pub p75: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub stdev: f64,
-}
+/// Latency summary in milliseconds (core's, the workspace's one type).
+pub use netdoctor_core::Percentiles;
 
 /// Errors by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -35,20 +35,8 @@ impl CounterSnapshot {
     }
 }
 
-/// One counter that changed during a run.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct CounterDelta {
-    pub name: String,
-    pub before: u64,
-    pub after: u64,
-}
-
-impl CounterDelta {
-    /// `after - before`, negative when a counter went down (gauges such as Tcp.CurrEstab).
-    pub fn change(&self) -> i128 {
-        i128::from(self.after) - i128::from(self.before)
-    }
-}
+/// One counter that changed during a run (defined in core: observations carry it).
+pub use netdoctor_core::observation::CounterDelta;
 
 /// Reads /proc/net/netstat and /proc/net/snmp of the caller's network namespace.
 pub fn snapshot() -> Result<CounterSnapshot, ObserveError> {

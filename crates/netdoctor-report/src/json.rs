@@ -37,6 +37,7 @@ mod tests {
             packets: vec![PacketRef {
                 frame: 1,
                 time: 0.0,
+                ts: 1_700_000_000.0,
                 dir: "S→C".into(),
                 desc: "[P.] len=238".into(),
             }],

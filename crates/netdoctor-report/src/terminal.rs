@@ -198,14 +198,16 @@ pub fn breakdown_line(b: &netdoctor_core::Breakdown) -> String {
     if b.transfer >= 0.005 {
         parts.push(format!("{} transfer", ms(b.transfer)));
     }
-    let s = &b.stalls;
-    for (v, name) in [
-        (s.nagle_delayed_ack, "Nagle/delayed ACK"),
-        (s.delayed_ack_stall, "delayed-ACK stall"),
-        (s.packet_loss_retransmission, "loss recovery"),
-        (s.retransmission_timeout, "retransmission timeouts"),
-        (s.zero_window, "zero window"),
-    ] {
+    for (id, v) in b.stalls.iter() {
+        use netdoctor_core::FindingId as F;
+        let name = match id {
+            F::NagleDelayedAck => "Nagle/delayed ACK",
+            F::DelayedAckStall => "delayed-ACK stall",
+            F::PacketLossRetransmission => "loss recovery",
+            F::RetransmissionTimeout => "retransmission timeouts",
+            F::ZeroWindow => "zero window",
+            other => other.as_str(),
+        };
         if v >= 0.005 {
             parts.push(format!("{} {name}", ms(v)));
         }
@@ -516,9 +518,10 @@ mod tests {
             network: 0.0075,
             server: 0.12,
             transfer: 0.0,
-            stalls: netdoctor_core::Stalls {
-                nagle_delayed_ack: 43.8,
-                ..Default::default()
+            stalls: {
+                let mut s = netdoctor_core::Stalls::default();
+                s.set(netdoctor_core::FindingId::NagleDelayedAck, 43.8);
+                s
             },
         };
         assert_eq!(

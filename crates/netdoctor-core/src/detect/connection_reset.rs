@@ -13,16 +13,9 @@
 
 use std::net::SocketAddr;
 
-use super::{MAX_EXAMPLES, Pkt, conn_label};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
+use crate::event::{Event, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ResetKind {
-    Refused,
-    DuringExchange,
-    ClientAbort,
-    Idle,
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -39,9 +32,32 @@ struct KindAgg {
     examples: Vec<Example>,
 }
 
+/// The `connection_reset` detector.
 #[derive(Default)]
-pub(crate) struct ResetAgg {
+pub struct ConnectionReset {
     kinds: [KindAgg; 4],
+}
+
+impl Detector for ConnectionReset {
+    fn interests(&self) -> Interests {
+        Interests::RESET
+    }
+
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::Reset {
+            ends,
+            kind,
+            before,
+            rst,
+        } = ev
+        {
+            self.on_reset(ends.client, ends.server, *kind, *before, *rst);
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.report(cx.exchanges, cx.connections, cx.t0_ns, out);
+    }
 }
 
 fn idx(k: ResetKind) -> usize {
@@ -53,8 +69,8 @@ fn idx(k: ResetKind) -> usize {
     }
 }
 
-impl ResetAgg {
-    pub(crate) fn on_reset(
+impl ConnectionReset {
+    fn on_reset(
         &mut self,
         client: SocketAddr,
         server: SocketAddr,
@@ -75,13 +91,7 @@ impl ResetAgg {
         }
     }
 
-    pub(crate) fn finish(
-        &self,
-        exchanges: u64,
-        connections: u64,
-        t0_ns: i64,
-        out: &mut Vec<Finding>,
-    ) {
+    fn report(&self, exchanges: u64, connections: u64, t0_ns: i64, out: &mut Vec<Finding>) {
         for kind in [
             ResetKind::Refused,
             ResetKind::DuringExchange,
@@ -207,5 +217,51 @@ impl ResetAgg {
                 .collect();
             out.push(f);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+
+    fn reset(kind: ResetKind, from_server: bool, k: u64) -> Event<'static> {
+        Event::Reset {
+            ends: ends(),
+            kind,
+            before: Some(pkt(k * 2, k as i64, !from_server, F::PSH, 100)),
+            rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
+        }
+    }
+
+    #[test]
+    fn kinds_get_their_own_finding_side_and_severity() {
+        let ev = [
+            reset(ResetKind::DuringExchange, true, 1),
+            reset(ResetKind::DuringExchange, true, 2),
+            reset(ResetKind::ClientAbort, false, 3),
+        ];
+        let v = run::<ConnectionReset>(&ev, &cx(10));
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
+        assert!(
+            v[0].summary.contains("reset 2 connections"),
+            "{}",
+            v[0].summary
+        );
+        assert_eq!((v[1].side, v[1].severity), (Side::Client, Severity::Info));
+        assert_eq!(v[0].evidence.len(), 2);
+    }
+
+    #[test]
+    fn a_few_idle_resets_are_info() {
+        let ev = [reset(ResetKind::Idle, true, 1)];
+        let v = run::<ConnectionReset>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Info);
+        assert!(run::<ConnectionReset>(&[], &cx(10)).is_empty());
     }
 }

@@ -10,11 +10,38 @@
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
 use super::nagle_delayed_ack::StallSides;
-use super::{conn_label, ms};
+use super::{Context, Detector, Interests, conn_label, ms};
+use crate::event::{Event, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
+/// The `delayed_ack_stall` detector: stalls whose released segment was full-size.
+#[derive(Default)]
+pub struct DelayedAckStall {
+    sides: StallSides,
+}
+
+impl Detector for DelayedAckStall {
+    fn interests(&self) -> Interests {
+        Interests::STALL.and(Interests::EXCHANGE_DONE)
+    }
+
+    fn on_event(&mut self, ev: &Event<'_>) {
+        match ev {
+            Event::Stall { ends, stall } if stall.kind == StallKind::DelayedAck => {
+                self.sides.on_stall(ends.client, ends.server, *stall);
+            }
+            Event::ExchangeDone(x) => self.sides.on_exchange(x, FindingId::DelayedAckStall),
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        finish(&self.sides, cx.exchanges, cx.t0_ns, out);
+    }
+}
+
 /// The `delayed_ack_stall` findings, one per side whose data waited.
-pub(crate) fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
+fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
     for (server_sent, s) in agg.active() {
         let median = s.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let fraction =
@@ -82,5 +109,62 @@ pub(crate) fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec
                 })
                 .collect();
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::{ExchangeDone, Stall};
+
+    #[test]
+    fn full_size_stalls_name_the_receiver_whose_ack_was_late() {
+        let mut ev_stalls = Vec::new();
+        let mut done = Vec::new();
+        for k in 0..6u64 {
+            let t = k as i64 * 100;
+            let stall = Stall {
+                prev: pkt(k * 5 + 1, t, true, F::ACK, 1448),
+                ack: pkt(k * 5 + 2, t + 40, false, F::ACK, 0),
+                held: pkt(k * 5 + 3, t + 40, true, F::ACK, 1448),
+                kind: StallKind::DelayedAck,
+            };
+            ev_stalls.push(Event::Stall {
+                ends: ends(),
+                stall,
+            });
+            let mut x = ExchangeDone::new(ends(), pkt(k * 5, t, false, F::PSH, 78), stall.held);
+            x.charge(FindingId::DelayedAckStall, true, 40 * MS);
+            done.push(x);
+        }
+        let mut ev = ev_stalls.clone();
+        ev.extend(done.iter().map(Event::ExchangeDone));
+        let v = run::<DelayedAckStall>(&ev, &cx(6));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].id, FindingId::DelayedAckStall);
+        assert_eq!(
+            v[0].side,
+            Side::Client,
+            "the client's delayed ACK held the server's data"
+        );
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(v[0].summary.contains("6 times"), "{}", v[0].summary);
+        // Nagle stalls are not this detector's.
+        let nagle: Vec<Event<'_>> = ev_stalls
+            .iter()
+            .map(|e| match e {
+                Event::Stall { ends, stall } => Event::Stall {
+                    ends: *ends,
+                    stall: Stall {
+                        kind: StallKind::Nagle,
+                        ..*stall
+                    },
+                },
+                other => *other,
+            })
+            .collect();
+        assert!(run::<DelayedAckStall>(&nagle, &cx(6)).is_empty());
     }
 }

@@ -1,13 +1,20 @@
-//! Detectors: each file watches the reconstructed connections for one finding id and turns
-//! what it saw into a [`Finding`](crate::finding::Finding) at the end.
+//! Detectors: each file turns [`Event`]s (packet-derived and observed alike) into findings
+//! for one finding id (or a pair that shares its evidence), behind one [`Detector`] trait.
+//! [`REGISTRY`] lists them, one line each.
 //!
-//! Detectors keep aggregates (counters, histograms) and a bounded number of example packets,
-//! never per-packet lists, so memory does not grow with the capture.
+//! Adding a detector: write `detect/<id>.rs` with a `Default` struct that implements
+//! [`Detector`] (keep aggregates and at most [`MAX_EXAMPLES`] example packets, never a list
+//! per packet, so memory does not grow with the capture), unit-test it on synthetic events in
+//! the same file, add its `pub mod` and one line to [`REGISTRY`]. When it needs something the
+//! packet path does not raise yet, add an [`Event`] variant and raise it from the tracker
+//! (once per episode, exchange or connection, never per packet); when it needs something from
+//! outside the packets, add an [`Observation`](crate::observation::Observation) kind.
 
 pub mod connection_reset;
 pub mod delayed_ack_stall;
 pub mod loss;
 pub mod nagle_delayed_ack;
+pub mod server_not_listening;
 pub mod short_connections;
 pub mod slow_server_processing;
 pub mod syn_retransmit;
@@ -15,31 +22,60 @@ pub mod zero_window;
 
 use std::net::SocketAddr;
 
-use crate::decode::TcpFlags;
-use crate::finding::PacketRef;
+pub use crate::event::{Event, Interests, Pkt};
+use crate::finding::Finding;
 
 /// Examples kept per finding for evidence.
-pub(crate) const MAX_EXAMPLES: usize = 3;
+pub const MAX_EXAMPLES: usize = 3;
 
-/// A packet remembered for evidence. `Copy`: strings are only built for the findings.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Pkt {
-    pub frame: u64,
-    pub ts_ns: i64,
-    pub from_server: bool,
-    pub flags: TcpFlags,
-    pub len: u32,
+/// What a detector knows at the end of a window (or of the capture) besides its own events.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Context {
+    /// Timestamp of the capture's first packet (evidence times are relative to it).
+    pub t0_ns: i64,
+    /// Completed HTTP/1.x exchanges in the window.
+    pub exchanges: u64,
+    /// Connections analyzed (since the start).
+    pub connections: u64,
+    /// New data segments carrying payload (since the start).
+    pub data_segments: u64,
+    /// Median exchange latency in the window, ms (0 without exchanges).
+    pub latency_p50_ms: f64,
+    /// Median server time in the window, ms (0 without exchanges).
+    pub server_time_p50_ms: f64,
 }
 
-impl Pkt {
-    pub(crate) fn to_ref(self, t0_ns: i64) -> PacketRef {
-        PacketRef {
-            frame: self.frame,
-            time: (self.ts_ns - t0_ns) as f64 / 1e9,
-            dir: if self.from_server { "S→C" } else { "C→S" }.to_string(),
-            desc: format!("{} len={}", self.flags, self.len),
-        }
+/// One detector: consumes events, emits findings.
+pub trait Detector: Send {
+    /// The kinds of events this detector wants (all unless it says otherwise); the others
+    /// are not handed to it (fewer calls on the analyzer's path).
+    fn interests(&self) -> Interests {
+        Interests::ALL
     }
+    /// Called for every event of a wanted kind, in the order the analyzer raised them.
+    fn on_event(&mut self, ev: &Event<'_>);
+    /// Appends this detector's findings for what it saw. The analyzer builds a fresh
+    /// detector for the next window afterwards.
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>);
+}
+
+/// Every detector, in the order their findings are listed before ranking (ties in rank keep
+/// this order). One line per detector.
+pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
+    || Box::<nagle_delayed_ack::NagleDelayedAck>::default(),
+    || Box::<delayed_ack_stall::DelayedAckStall>::default(),
+    || Box::<slow_server_processing::SlowServerProcessing>::default(),
+    || Box::<loss::Loss>::default(),
+    || Box::<syn_retransmit::SynRetransmit>::default(),
+    || Box::<zero_window::ZeroWindow>::default(),
+    || Box::<connection_reset::ConnectionReset>::default(),
+    || Box::<short_connections::ShortConnections>::default(),
+    || Box::<server_not_listening::ServerNotListening>::default(),
+];
+
+/// A fresh set of every registered detector.
+pub fn all() -> Vec<Box<dyn Detector>> {
+    REGISTRY.iter().map(|make| make()).collect()
 }
 
 /// `"client → server"` as used in `Evidence::Packets::connection`.
@@ -49,4 +85,55 @@ pub(crate) fn conn_label(client: SocketAddr, server: SocketAddr) -> String {
 
 pub(crate) fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
+}
+
+/// Helpers for detectors' unit tests: synthetic packets and connections.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::*;
+    use crate::decode::TcpFlags;
+    use crate::event::Ends;
+
+    pub const MS: i64 = 1_000_000;
+    pub const T0: i64 = 1_700_000_000_000_000_000;
+
+    pub fn ends() -> Ends {
+        Ends {
+            client: "10.0.0.1:40000".parse().unwrap(),
+            server: "10.0.0.2:80".parse().unwrap(),
+        }
+    }
+
+    /// A packet `ms` after [`T0`].
+    pub fn pkt(frame: u64, ms: i64, from_server: bool, flags: u8, len: u32) -> Pkt {
+        Pkt {
+            frame,
+            ts_ns: T0 + ms * MS,
+            from_server,
+            flags: TcpFlags(flags),
+            len,
+        }
+    }
+
+    pub fn cx(exchanges: u64) -> Context {
+        Context {
+            t0_ns: T0,
+            exchanges,
+            connections: 1,
+            data_segments: exchanges * 2,
+            latency_p50_ms: 1.0,
+            server_time_p50_ms: 0.1,
+        }
+    }
+
+    /// Runs `events` through a fresh detector and returns its findings.
+    pub fn run<D: Detector + Default>(events: &[Event<'_>], cx: &Context) -> Vec<Finding> {
+        let mut d = D::default();
+        for e in events {
+            d.on_event(e);
+        }
+        let mut out = Vec::new();
+        d.finish(cx, &mut out);
+        out
+    }
 }

@@ -13,101 +13,61 @@
 //!
 //! When `held` is a full-size segment, Nagle did not hold it (Nagle only holds sub-MSS
 //! segments): the sender was limited by its congestion window or the peer's receive window,
-//! which only that ACK opened. Such stalls are handed to
-//! [`delayed_ack_stall`](super::delayed_ack_stall) instead (`Stall::nagle == false`).
+//! which only that ACK opened. Such stalls go to
+//! [`delayed_ack_stall`](super::delayed_ack_stall) instead ([`StallKind::DelayedAck`]).
+//! Nor does Nagle hold a segment that would not have fit in the receive window the peer had
+//! advertised before the late ACK: that is flow control by a slow reader
+//! ([`StallKind::WindowLimited`], reported by [`zero_window`](super::zero_window)). The
+//! per-direction tracking is in [`crate::track::nagle`].
+//!
+//! The server's own sockets ([`Observation::ServerSockets`]) are evidence: TCP_NODELAY off
+//! confirms a server-side finding; TCP_NODELAY on for every sampled connection contradicts it,
+//! lowers its confidence and caps it at `warning` (something else holds the data: a proxy,
+//! TCP_CORK).
 
 use std::net::SocketAddr;
 
-use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
+use crate::event::{Event, Stall, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::{Observation, ServerSocket};
 use crate::stats::Hist;
+pub use crate::track::nagle::{HOLD_BASE_NS, MIN_ACK_DELAY_NS};
 
-/// ACKs later than this are delayed ACKs rather than prompt ones (Linux minimum: 40 ms;
-/// some timer slack is allowed below it).
-pub const MIN_ACK_DELAY_NS: i64 = 30_000_000;
-/// The held segment must leave within this (plus 2 RTT) after the ACK.
-pub const HOLD_BASE_NS: i64 = 1_000_000;
-
-/// Per-direction tracker (lives in the connection state of the sending side).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct NagleDir {
-    prev: Option<Pkt>,
-    prev_end: u32,
-    ack: Option<Pkt>,
-    peer_data: bool,
+/// The `nagle_delayed_ack` detector.
+#[derive(Default)]
+pub struct NagleDelayedAck {
+    sides: StallSides,
+    /// The latest sample of the server's sockets, when an observer took one.
+    sockets: Option<Vec<ServerSocket>>,
 }
 
-/// One detected stall.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Stall {
-    pub prev: Pkt,
-    pub ack: Pkt,
-    pub held: Pkt,
-    /// `held` was smaller than the MSS: Nagle's doing. Otherwise a window-limited sender.
-    pub nagle: bool,
-}
-
-impl Stall {
-    // Saturating: capture files may hold any i64 timestamps (found by fuzzing).
-    pub(crate) fn delay_ns(&self) -> i64 {
-        self.ack.ts_ns.saturating_sub(self.prev.ts_ns)
+impl Detector for NagleDelayedAck {
+    fn interests(&self) -> Interests {
+        Interests::STALL
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::OBSERVED)
     }
-    pub(crate) fn hold_ns(&self) -> i64 {
-        self.held.ts_ns.saturating_sub(self.ack.ts_ns)
-    }
-}
 
-fn seq_ge(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) >= 0
-}
-
-impl NagleDir {
-    /// The sender sent new data `x` ending at sequence `end`.
-    pub(crate) fn on_data(
-        &mut self,
-        x: Pkt,
-        end: u32,
-        mss: Option<u16>,
-        rtt_ns: Option<i64>,
-    ) -> Option<Stall> {
-        let mut stall = None;
-        if let (Some(prev), Some(ack)) = (self.prev, self.ack)
-            && !self.peer_data
-        {
-            // Full-size segments carry up to 40 bytes of options (timestamps: 12) less.
-            let small = mss.is_none_or(|m| x.len + 40 < u32::from(m));
-            let s = Stall {
-                prev,
-                ack,
-                held: x,
-                nagle: small,
-            };
-            let rtt = rtt_ns.unwrap_or(0).max(0);
-            let late = s.delay_ns() >= MIN_ACK_DELAY_NS
-                && (rtt_ns.is_none() || s.delay_ns() >= rtt.saturating_mul(10));
-            let prompt =
-                (0..=HOLD_BASE_NS.saturating_add(rtt.saturating_mul(2))).contains(&s.hold_ns());
-            if late && prompt {
-                stall = Some(s);
+    fn on_event(&mut self, ev: &Event<'_>) {
+        match ev {
+            Event::Stall { ends, stall } if stall.kind == StallKind::Nagle => {
+                self.sides.on_stall(ends.client, ends.server, *stall);
             }
-        }
-        self.prev = Some(x);
-        self.prev_end = end;
-        self.ack = None;
-        self.peer_data = false;
-        stall
-    }
-
-    /// The peer sent a pure ACK (no data, SYN, FIN or RST) acknowledging up to `ack`.
-    pub(crate) fn on_peer_ack(&mut self, ack: u32, pkt: Pkt) {
-        if self.prev.is_some() && self.ack.is_none() && seq_ge(ack, self.prev_end) {
-            self.ack = Some(pkt);
+            Event::ExchangeDone(x) => self.sides.on_exchange(x, FindingId::NagleDelayedAck),
+            Event::Observed(Observation::ServerSockets(s)) => self.sockets = Some(s.clone()),
+            _ => {}
         }
     }
 
-    /// The peer sent data: a new message, so the next segment is not a held-back piece.
-    pub(crate) fn on_peer_data(&mut self) {
-        self.peer_data = true;
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        for (server_held, s) in self.sides.active() {
+            let mut f = finding(server_held, s, cx.exchanges, cx.t0_ns);
+            if server_held && let Some(sockets) = &self.sockets {
+                crate::sockets::corroborate_nagle(&mut f, sockets);
+            }
+            out.push(f);
+        }
     }
 }
 
@@ -156,9 +116,13 @@ impl StallSides {
         }
     }
 
-    /// An exchange that had at least one stall of the server's (or the client's) data completed.
-    pub(crate) fn on_affected_exchange(&mut self, server_side: bool) {
-        self.0[usize::from(!server_side)].affected_exchanges += 1;
+    /// An exchange completed: counts it for each side whose data stalled (cause `id`).
+    pub(crate) fn on_exchange(&mut self, x: &crate::event::ExchangeDone, id: FindingId) {
+        for server_side in [true, false] {
+            if x.stalled(id, server_side) {
+                self.0[usize::from(!server_side)].affected_exchanges += 1;
+            }
+        }
     }
 
     /// The sides with stalls, each with whether it is the server's data that waited.
@@ -166,13 +130,6 @@ impl StallSides {
         [(true, &self.0[0]), (false, &self.0[1])]
             .into_iter()
             .filter(|(_, s)| s.stalls > 0)
-    }
-}
-
-/// The `nagle_delayed_ack` findings, one per side whose data Nagle held.
-pub(crate) fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) {
-    for (server_held, s) in agg.active() {
-        out.push(finding(server_held, s, exchanges, t0_ns));
     }
 }
 
@@ -272,4 +229,117 @@ fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Find
     f.fix = fix.to_string();
     f.evidence = evidence;
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::{Ends, ExchangeDone};
+    use crate::sockets::SocketState;
+
+    /// `n` exchanges, each with a stall of `kind` on the server's data (44 ms late ACK).
+    fn stream(n: u64, kind: StallKind) -> (Vec<(Ends, Stall)>, Vec<ExchangeDone>) {
+        let mut stalls = Vec::new();
+        let mut done = Vec::new();
+        for k in 0..n {
+            let t = k as i64 * 100;
+            let f = k * 10;
+            let st = Stall {
+                prev: pkt(f + 2, t + 1, true, F::PSH | F::ACK, 238),
+                ack: pkt(f + 3, t + 45, false, F::ACK, 0),
+                held: pkt(f + 4, t + 45, true, F::PSH | F::ACK, 615),
+                kind,
+            };
+            stalls.push((ends(), st));
+            let mut x = ExchangeDone::new(ends(), pkt(f + 1, t, false, F::PSH, 78), st.held);
+            x.charge(FindingId::NagleDelayedAck, true, 44 * MS);
+            done.push(x);
+        }
+        (stalls, done)
+    }
+
+    fn events<'a>(stalls: &'a [(Ends, Stall)], done: &'a [ExchangeDone]) -> Vec<Event<'a>> {
+        let mut ev: Vec<Event<'a>> = stalls
+            .iter()
+            .map(|(ends, stall)| Event::Stall {
+                ends: *ends,
+                stall: *stall,
+            })
+            .collect();
+        ev.extend(done.iter().map(Event::ExchangeDone));
+        ev
+    }
+
+    #[test]
+    fn server_stalls_on_most_requests_are_critical_side_server() {
+        let (s, d) = stream(10, StallKind::Nagle);
+        let v = run::<NagleDelayedAck>(&events(&s, &d), &cx(10));
+        assert_eq!(v.len(), 1);
+        let f = &v[0];
+        assert_eq!(
+            (f.id, f.side, f.severity),
+            (FindingId::NagleDelayedAck, Side::Server, Severity::Critical)
+        );
+        assert_eq!(f.impact.affected_fraction, Some(1.0));
+        assert!(
+            (43.0..45.0).contains(&f.impact.added_latency_ms.unwrap()),
+            "{f:?}"
+        );
+        assert_eq!(f.evidence.len(), MAX_EXAMPLES);
+    }
+
+    #[test]
+    fn other_stall_kinds_are_not_nagle() {
+        for kind in [StallKind::DelayedAck, StallKind::WindowLimited] {
+            let (s, d) = stream(10, kind);
+            assert!(
+                run::<NagleDelayedAck>(&events(&s, &d), &cx(10)).is_empty(),
+                "{kind:?}"
+            );
+        }
+    }
+
+    fn sockets(nodelay: bool) -> Observation {
+        Observation::ServerSockets(vec![ServerSocket {
+            pid: 42,
+            process: "nginx".into(),
+            fd: 7,
+            state: SocketState::Established,
+            local: "10.0.0.2:80".into(),
+            tcp_nodelay: nodelay,
+            tcp_cork: false,
+            sndbuf: 16384,
+            rcvbuf: 131072,
+        }])
+    }
+
+    #[test]
+    fn tcp_nodelay_on_at_the_server_is_never_critical() {
+        let (s, d) = stream(10, StallKind::Nagle);
+        let obs = sockets(true);
+        let mut ev = events(&s, &d);
+        ev.push(Event::Observed(&obs));
+        let v = run::<NagleDelayedAck>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Warning);
+        assert!(
+            matches!(&v[0].evidence[0], Evidence::SocketOption { value, .. } if value.starts_with('1'))
+        );
+        // TCP_NODELAY off confirms it.
+        let obs = sockets(false);
+        let mut ev = events(&s, &d);
+        ev.insert(0, Event::Observed(&obs));
+        let v = run::<NagleDelayedAck>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(v[0].confidence >= 0.99);
+    }
+
+    #[test]
+    fn few_stalls_are_info() {
+        let (s, d) = stream(1, StallKind::Nagle);
+        let v = run::<NagleDelayedAck>(&events(&s, &d[..0]), &cx(100));
+        assert_eq!(v[0].severity, Severity::Info);
+        assert_eq!(v[0].impact.affected_fraction, Some(0.0));
+    }
 }

@@ -11,7 +11,8 @@
 
 use std::net::SocketAddr;
 
-use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
+use crate::event::Event;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
 
@@ -26,18 +27,37 @@ struct Example {
     first_req: Pkt,
 }
 
+/// The `short_connections` detector.
 #[derive(Default)]
-pub(crate) struct ShortAgg {
+pub struct ShortConnections {
     conns: u64,
     exchanges: u64,
     setup: Option<Hist>,
     examples: Vec<Example>,
 }
 
-impl ShortAgg {
+impl Detector for ShortConnections {
+    fn interests(&self) -> Interests {
+        Interests::CONN_DONE
+    }
+
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::ConnDone(c) = ev
+            && let Some(syn) = c.syn.first_syn
+        {
+            self.on_conn(c.ends.client, c.ends.server, syn, c.first_req, c.exchanges);
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.report(cx.latency_p50_ms, cx.t0_ns, out);
+    }
+}
+
+impl ShortConnections {
     /// A connection with a captured handshake ended after `exchanges` complete exchanges; its
     /// first request started at `first_req`.
-    pub(crate) fn on_conn(
+    fn on_conn(
         &mut self,
         client: SocketAddr,
         server: SocketAddr,
@@ -66,7 +86,7 @@ impl ShortAgg {
         }
     }
 
-    pub(crate) fn finish(&self, latency_p50_ms: f64, t0_ns: i64, out: &mut Vec<Finding>) {
+    fn report(&self, latency_p50_ms: f64, t0_ns: i64, out: &mut Vec<Finding>) {
         if self.conns < MIN_CONNECTIONS {
             return;
         }
@@ -129,5 +149,58 @@ impl ShortAgg {
             })
             .collect();
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::{ConnDone, SynState};
+
+    fn conns(n: u64, exchanges: u32, setup_ms: i64) -> Vec<ConnDone> {
+        (0..n)
+            .map(|k| {
+                let t = k as i64 * 100;
+                let mut syn = SynState::default();
+                syn.on_syn(pkt(k * 10 + 1, t, false, F::SYN, 0));
+                ConnDone {
+                    ends: ends(),
+                    syn,
+                    first_req: Some(pkt(k * 10 + 4, t + setup_ms, false, F::PSH, 78)),
+                    exchanges,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_request_per_connection_is_found() {
+        let cs = conns(MIN_CONNECTIONS, 1, 60);
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<ShortConnections>(
+            &ev,
+            &Context {
+                latency_p50_ms: 10.0,
+                ..cx(5)
+            },
+        );
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Critical, Side::Client)
+        );
+        assert_eq!(v[0].impact.affected_fraction, Some(1.0));
+    }
+
+    #[test]
+    fn keep_alive_or_few_connections_say_nothing() {
+        let many = conns(10, 50, 1);
+        let ev: Vec<Event<'_>> = many.iter().map(Event::ConnDone).collect();
+        assert!(run::<ShortConnections>(&ev, &cx(500)).is_empty());
+        let few = conns(MIN_CONNECTIONS - 1, 1, 1);
+        let ev: Vec<Event<'_>> = few.iter().map(Event::ConnDone).collect();
+        assert!(run::<ShortConnections>(&ev, &cx(4)).is_empty());
     }
 }

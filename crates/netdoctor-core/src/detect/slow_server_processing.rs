@@ -8,37 +8,46 @@
 //! between response segments), so this does not fire there; a healthy server answers in
 //! well under 10 ms. Critical from [`CRITICAL_MS`] on, warning below.
 
-use std::net::SocketAddr;
-
-use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
+use crate::event::{Event, ExchangeDone};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
-use crate::stats::Hist;
 
 pub const MIN_EXCHANGES: u64 = 5;
 pub const MIN_SERVER_MS: f64 = 10.0;
 pub const MIN_SHARE: f64 = 0.5;
 pub const CRITICAL_MS: f64 = 200.0;
 
-/// One completed exchange, as the analyzer hands it to detectors.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ExchangeView {
-    pub client: SocketAddr,
-    pub server: SocketAddr,
-    pub first_req: Pkt,
-    pub last_req: Pkt,
-    pub first_resp: Pkt,
-    pub last_resp: Pkt,
-    pub server_time_ns: i64,
-}
-
+/// The `slow_server_processing` detector.
 #[derive(Default)]
-pub(crate) struct SlowAgg {
+pub struct SlowServerProcessing {
     slow_exchanges: u64,
-    examples: Vec<ExchangeView>,
+    examples: Vec<ExchangeDone>,
 }
 
-impl SlowAgg {
-    pub(crate) fn on_exchange(&mut self, x: &ExchangeView) {
+impl Detector for SlowServerProcessing {
+    fn interests(&self) -> Interests {
+        Interests::EXCHANGE_DONE
+    }
+
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::ExchangeDone(x) = ev {
+            self.on_exchange(x);
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.report(
+            cx.exchanges,
+            cx.latency_p50_ms,
+            cx.server_time_p50_ms,
+            cx.t0_ns,
+            out,
+        );
+    }
+}
+
+impl SlowServerProcessing {
+    fn on_exchange(&mut self, x: &ExchangeDone) {
         if ms(x.server_time_ns) >= MIN_SERVER_MS {
             self.slow_exchanges += 1;
             if self.examples.len() < MAX_EXAMPLES {
@@ -47,19 +56,10 @@ impl SlowAgg {
         }
     }
 
-    pub(crate) fn finish(
-        &self,
-        exchanges: u64,
-        latency: &Hist,
-        server_time: &Hist,
-        t0_ns: i64,
-        out: &mut Vec<Finding>,
-    ) {
+    fn report(&self, exchanges: u64, lat: f64, st: f64, t0_ns: i64, out: &mut Vec<Finding>) {
         if exchanges < MIN_EXCHANGES {
             return;
         }
-        let st = server_time.quantile_ms(0.5);
-        let lat = latency.quantile_ms(0.5);
         if st < MIN_SERVER_MS || lat <= 0.0 || st < MIN_SHARE * lat {
             return;
         }
@@ -101,7 +101,7 @@ impl SlowAgg {
                 // One-segment requests/responses: first and last are the same packet.
                 pkts.dedup_by_key(|p| p.frame);
                 Evidence::Packets {
-                connection: conn_label(x.client, x.server),
+                connection: conn_label(x.ends.client, x.ends.server),
                 packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
                 note: format!(
                     "request complete, first response byte {:.1} ms later (server time net of RTT), exchange took {:.1} ms",
@@ -112,5 +112,74 @@ impl SlowAgg {
             })
             .collect();
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+
+    fn exchanges(n: u64, think_ms: i64) -> Vec<ExchangeDone> {
+        (0..n)
+            .map(|k| {
+                let t = k as i64 * 1000;
+                let mut x = ExchangeDone::new(
+                    ends(),
+                    pkt(k * 2 + 1, t, false, F::PSH, 78),
+                    pkt(k * 2 + 2, t + think_ms, true, F::PSH, 200),
+                );
+                x.server_time_ns = think_ms * MS;
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn think_time_that_dominates_latency_is_found() {
+        let xs = exchanges(10, 30);
+        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
+        let cx = Context {
+            latency_p50_ms: 30.0,
+            server_time_p50_ms: 30.0,
+            ..cx(10)
+        };
+        let v = run::<SlowServerProcessing>(&ev, &cx);
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Warning, Side::Server)
+        );
+        assert_eq!(v[0].impact.affected_fraction, Some(1.0));
+        assert_eq!(v[0].evidence.len(), MAX_EXAMPLES);
+        // 300 ms of think time is critical.
+        let cx = Context {
+            latency_p50_ms: 300.0,
+            server_time_p50_ms: 300.0,
+            ..cx
+        };
+        assert_eq!(
+            run::<SlowServerProcessing>(&ev, &cx)[0].severity,
+            Severity::Critical
+        );
+    }
+
+    #[test]
+    fn too_few_exchanges_or_a_small_share_say_nothing() {
+        let xs = exchanges(MIN_EXCHANGES - 1, 30);
+        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
+        let few = Context {
+            latency_p50_ms: 30.0,
+            server_time_p50_ms: 30.0,
+            ..cx(MIN_EXCHANGES - 1)
+        };
+        assert!(run::<SlowServerProcessing>(&ev, &few).is_empty());
+        let small_share = Context {
+            latency_p50_ms: 100.0,
+            server_time_p50_ms: 30.0,
+            ..cx(10)
+        };
+        assert!(run::<SlowServerProcessing>(&ev, &small_share).is_empty());
     }
 }

@@ -17,40 +17,10 @@
 
 use std::net::SocketAddr;
 
-use super::{MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
+use crate::event::{Event, SynState};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
-
-/// Handshake state of one connection.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct SynState {
-    pub first_syn: Option<Pkt>,
-    pub last_syn: Option<Pkt>,
-    pub syns: u16,
-    pub first_synack: Option<Pkt>,
-    pub last_synack: Option<Pkt>,
-    pub synacks: u16,
-    pub done: Option<Pkt>,
-}
-
-impl SynState {
-    pub(crate) fn on_syn(&mut self, p: Pkt) {
-        self.first_syn.get_or_insert(p);
-        self.last_syn = Some(p);
-        self.syns = self.syns.saturating_add(1);
-    }
-    pub(crate) fn on_synack(&mut self, p: Pkt) {
-        self.first_synack.get_or_insert(p);
-        self.last_synack = Some(p);
-        self.synacks = self.synacks.saturating_add(1);
-        // A repeated SYN/ACK means the server did not take the client's ACK: the handshake
-        // completes (for the server) only with the next one.
-        self.done = None;
-    }
-    fn repeated(&self) -> bool {
-        self.syns > 1 || self.synacks > 1
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -59,8 +29,9 @@ struct Example {
     st: SynState,
 }
 
+/// The `syn_retransmit` detector.
 #[derive(Default)]
-pub(crate) struct SynAgg {
+pub struct SynRetransmit {
     handshakes: u64,
     affected: u64,
     syn_repeated: u64,
@@ -70,9 +41,25 @@ pub(crate) struct SynAgg {
     examples: Vec<Example>,
 }
 
-impl SynAgg {
+impl Detector for SynRetransmit {
+    fn interests(&self) -> Interests {
+        Interests::CONN_DONE
+    }
+
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::ConnDone(c) = ev {
+            self.on_conn(c.ends.client, c.ends.server, &c.syn);
+        }
+    }
+
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.report(cx.t0_ns, out);
+    }
+}
+
+impl SynRetransmit {
     /// A connection that began with a captured SYN ended (or the capture did).
-    pub(crate) fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState) {
+    fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState) {
         let Some(first) = st.first_syn else {
             return;
         };
@@ -106,7 +93,7 @@ impl SynAgg {
         }
     }
 
-    pub(crate) fn finish(&self, t0_ns: i64, out: &mut Vec<Finding>) {
+    fn report(&self, t0_ns: i64, out: &mut Vec<Finding>) {
         if self.affected == 0 {
             return;
         }
@@ -191,5 +178,49 @@ impl SynAgg {
             })
             .collect();
         out.push(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags as F;
+    use crate::detect::testkit::*;
+    use crate::event::ConnDone;
+
+    fn conn(repeat_syn: bool) -> ConnDone {
+        let mut syn = SynState::default();
+        syn.on_syn(pkt(1, 0, false, F::SYN, 0));
+        let mut t = 0;
+        if repeat_syn {
+            t = 1000;
+            syn.on_syn(pkt(2, t, false, F::SYN, 0));
+        }
+        syn.on_synack(pkt(3, t, true, F::SYN | F::ACK, 0));
+        syn.done = Some(pkt(4, t, false, F::ACK, 0));
+        ConnDone {
+            ends: ends(),
+            syn,
+            first_req: None,
+            exchanges: 0,
+        }
+    }
+
+    #[test]
+    fn a_repeated_syn_delays_setup_by_a_second() {
+        let cs = [conn(true), conn(false), conn(false)];
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(0));
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(
+            v[0].summary.contains("on 1 of 3 connections"),
+            "{}",
+            v[0].summary
+        );
+        assert!((999.0..1001.0).contains(&v[0].impact.added_latency_ms.unwrap()));
+        let clean = [conn(false)];
+        let ev: Vec<Event<'_>> = clean.iter().map(Event::ConnDone).collect();
+        assert!(run::<SynRetransmit>(&ev, &cx(0)).is_empty());
     }
 }

@@ -1,0 +1,97 @@
+//! Connection state: per direction the sequence space, the window and the trackers
+//! ([`crate::track`]); per connection the orientation, the handshake and the HTTP/1 exchange
+//! in progress. Only sequence numbers and a few `Copy` packet summaries are kept; payload
+//! bytes never are.
+
+use std::net::SocketAddr;
+
+use super::AnalyzerConfig;
+use super::flow::ConnKey;
+use super::http::{Exchange, Phase};
+use super::orient::{Reason, orient};
+use crate::decode::TcpSegment;
+use crate::event::{Ends, Pkt};
+use crate::track::loss::LossDir;
+use crate::track::nagle::NagleDir;
+use crate::track::syn::SynState;
+use crate::track::zero::ZeroDir;
+
+/// One direction of a connection: the data sent by one endpoint.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Dir {
+    pub started: bool,
+    /// This endpoint's SYN was captured (its window scale option, or its absence, is known).
+    pub syn_seen: bool,
+    pub isn: u32,
+    /// Highest sequence number sent + 1 (absolute).
+    pub nxt: u32,
+    /// Highest ACK received from the peer for this direction's data.
+    pub acked: Option<u32>,
+    pub mss: Option<u16>,
+    pub wscale: Option<u8>,
+    /// Last advertised receive window of this endpoint, scaled when both sides negotiated it.
+    pub window: u32,
+    pub fin: bool,
+    pub nagle: NagleDir,
+    pub loss: LossDir,
+    /// Zero-window periods of this endpoint as a receiver.
+    pub zero: ZeroDir,
+    /// Since this direction's last new data: a retransmission, or the peer closed its
+    /// window. A late ACK then is not a delayed-ACK stall.
+    pub disturbed: bool,
+}
+
+pub(super) struct Conn {
+    pub ep: [SocketAddr; 2],
+    /// Index of the server endpoint and why.
+    pub server: usize,
+    pub reason: Reason,
+    pub dirs: [Dir; 2],
+    pub syn_ts: Option<i64>,
+    pub synack_seen: bool,
+    pub rtt_ns: Option<i64>,
+    pub phase: Phase,
+    pub cur: Option<Exchange>,
+    pub syn: SynState,
+    /// Completed exchanges on this connection and the first request's first packet.
+    pub exchanges: u32,
+    pub first_req: Option<Pkt>,
+    /// Last packet seen on the connection (ends open zero-window periods; idle eviction).
+    pub last: Option<Pkt>,
+    /// The frame that opened the state (orders the connections still open at the end).
+    pub first_frame: u64,
+}
+
+impl Conn {
+    pub(super) fn new(cfg: &AnalyzerConfig, key: ConnKey, i: usize, seg: &TcpSegment<'_>) -> Conn {
+        let ep = if i == 0 {
+            [seg.src, seg.dst]
+        } else {
+            [seg.dst, seg.src]
+        };
+        let (server, reason) = orient(cfg, key, i, seg);
+        Conn {
+            ep,
+            server,
+            reason,
+            dirs: [Dir::default(); 2],
+            syn_ts: None,
+            synack_seen: false,
+            rtt_ns: None,
+            phase: Phase::Idle,
+            cur: None,
+            syn: SynState::default(),
+            exchanges: 0,
+            first_req: None,
+            last: None,
+            first_frame: seg.frame,
+        }
+    }
+
+    pub(super) fn ends(&self) -> Ends {
+        Ends {
+            client: self.ep[1 - self.server],
+            server: self.ep[self.server],
+        }
+    }
+}

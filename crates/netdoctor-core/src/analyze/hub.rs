@@ -1,0 +1,227 @@
+//! Where the trackers' conclusions go: capture-wide latency aggregates, the per-request
+//! breakdown, and the detectors ([`crate::detect::REGISTRY`]), which get every conclusion as
+//! an [`Event`]. Kept apart from the connection table so both can be borrowed at once (one
+//! hash lookup per packet).
+
+use super::conn::Conn;
+use super::http::Exchange;
+use crate::breakdown::{BreakdownAgg, DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
+use crate::detect::{self, Detector};
+use crate::event::{
+    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetKind, Stall, StallKind, ZeroPeriod,
+};
+use crate::stats::Hist;
+
+use super::http::Phase;
+
+pub(super) struct Hub {
+    pub handshake_rtt: Hist,
+    pub latency: Hist,
+    pub server_time: Hist,
+    pub exchanges: u64,
+    pub breakdown: BreakdownAgg,
+    pub detectors: Vec<Box<dyn Detector>>,
+    /// Per event kind, the indices of the detectors that want it.
+    by_kind: [Vec<u8>; Interests::KINDS],
+}
+
+impl Hub {
+    pub(super) fn new() -> Self {
+        let mut hub = Hub {
+            handshake_rtt: Hist::new(),
+            latency: Hist::new(),
+            server_time: Hist::new(),
+            exchanges: 0,
+            breakdown: BreakdownAgg::new(),
+            detectors: Vec::new(),
+            by_kind: Default::default(),
+        };
+        for d in detect::all() {
+            hub.add(d);
+        }
+        hub
+    }
+
+    fn add(&mut self, d: Box<dyn Detector>) {
+        let k = u8::try_from(self.detectors.len()).expect("fewer than 256 detectors");
+        let wants = d.interests();
+        for (kind, list) in self.by_kind.iter_mut().enumerate() {
+            if wants.wants(kind) {
+                list.push(k);
+            }
+        }
+        self.detectors.push(d);
+    }
+
+    /// Hands `ev` to every detector that wants its kind, in registry order.
+    #[inline]
+    pub(super) fn emit(&mut self, ev: &Event<'_>) {
+        for &k in &self.by_kind[ev.kind()] {
+            self.detectors[usize::from(k)].on_event(ev);
+        }
+    }
+
+    /// New (not retransmitted) payload from endpoint `i` (`pkt` oriented).
+    pub(super) fn on_new_data(
+        &mut self,
+        c: &mut Conn,
+        i: usize,
+        pkt: Pkt,
+        end: u32,
+        payload: &[u8],
+    ) {
+        let j = 1 - i;
+        let finished = c.on_http_data(pkt, payload);
+
+        // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
+        // message began.
+        let rtt = c.rtt_ns;
+        let mss = c.dirs[j].mss; // the MSS this side may send is the one the peer announced
+        let disturbed = std::mem::take(&mut c.dirs[i].disturbed);
+        let stall = c.dirs[i].nagle.on_data(pkt, end, mss, rtt);
+        c.dirs[j].nagle.on_peer_data();
+        if let Some(st) = stall
+            && !disturbed
+        {
+            self.on_stall(c, st);
+        }
+        if let Some(x) = finished {
+            self.finish_exchange(c, x);
+        }
+    }
+
+    fn on_stall(&mut self, c: &mut Conn, st: Stall) {
+        if let Some(x) = c.cur.as_mut() {
+            let held_server = st.held.from_server;
+            let (cause, server_side) = match st.kind {
+                StallKind::Nagle => (NAGLE, held_server),
+                StallKind::DelayedAck => (DELAYED_ACK, held_server),
+                // The side of a full window is its reader: the peer of the held data's sender.
+                StallKind::WindowLimited => (ZERO_WINDOW, !held_server),
+            };
+            x.add_stall(cause, server_side, st.prev.ts_ns, st.held.ts_ns);
+        }
+        let ends = c.ends();
+        self.emit(&Event::Stall { ends, stall: st });
+    }
+
+    /// A loss episode of the connection ended: charge its stall and count it.
+    pub(super) fn on_episode(&mut self, c: &mut Conn, ep: Episode) {
+        if let Some(x) = c.cur.as_mut()
+            && ep.stall_ns() > 0
+        {
+            let cause = if ep.timeout { TIMEOUT } else { LOSS };
+            x.add_stall(
+                cause,
+                ep.last.from_server,
+                ep.stall_start_ns(),
+                ep.last.ts_ns,
+            );
+            if ep.last.from_server && x.first_resp.is_some() {
+                x.delivered_ns = x.delivered_ns.max(ep.last.ts_ns);
+            }
+        }
+        let ends = c.ends();
+        self.emit(&Event::LossEpisode { ends, episode: ep });
+    }
+
+    /// Endpoint `i` of the connection reopened its window after `z`.
+    pub(super) fn on_zero_period(&mut self, c: &mut Conn, i: usize, z: ZeroPeriod) {
+        let reader_is_server = c.server == i;
+        if let Some(x) = c.cur.as_mut() {
+            x.add_stall(ZERO_WINDOW, reader_is_server, z.start.ts_ns, z.end.ts_ns);
+        }
+        let ends = c.ends();
+        self.emit(&Event::ZeroWindow {
+            ends,
+            reader_is_server,
+            period: z,
+        });
+    }
+
+    /// A reset `rst` arrived on the connection (before its state is dropped).
+    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt) {
+        let kind = if c.rtt_ns.is_none() && c.syn.first_syn.is_some() && c.cur.is_none() {
+            ResetKind::Refused
+        } else {
+            match (c.phase, rst.from_server) {
+                (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
+                (Phase::Response, false) => ResetKind::ClientAbort,
+                (Phase::Idle, _) => ResetKind::Idle,
+            }
+        };
+        let before = match kind {
+            ResetKind::Refused => c.syn.last_syn,
+            _ => c.cur.map(|x| {
+                if x.first_resp.is_some() {
+                    x.last_resp
+                } else {
+                    x.last_req
+                }
+            }),
+        };
+        self.emit(&Event::Reset {
+            ends: c.ends(),
+            kind,
+            before,
+            rst,
+        });
+    }
+
+    pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {
+        let Some(first_resp) = x.first_resp else {
+            return;
+        };
+        if !x.http {
+            return;
+        }
+        let rtt = c.rtt_ns;
+        c.exchanges += 1;
+        self.exchanges += 1;
+        let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
+        self.latency.record_ns(latency);
+        let server_time = (first_resp.ts_ns - x.last_req.ts_ns - rtt.unwrap_or(0)).max(0);
+        self.server_time.record_ns(server_time);
+        self.breakdown
+            .record(latency, rtt.unwrap_or(0), server_time, &x.parts);
+        let done = ExchangeDone {
+            ends: c.ends(),
+            first_req: x.first_req,
+            last_req: x.last_req,
+            first_resp,
+            last_resp: x.last_resp,
+            latency_ns: latency,
+            server_time_ns: server_time,
+            rtt_ns: rtt,
+            parts: x.parts,
+        };
+        self.emit(&Event::ExchangeDone(&done));
+    }
+
+    /// A connection's state is dropped (closed, reused, evicted, or the capture ended): loss
+    /// episodes and zero-window periods still open end here (charged to the exchange in
+    /// progress).
+    pub(super) fn flush_stalls(&mut self, c: &mut Conn) {
+        for k in 0..2 {
+            if let Some(ep) = c.dirs[k].loss.take_open() {
+                self.on_episode(c, ep);
+            }
+            if let Some(last) = c.last
+                && let Some(z) = c.dirs[k].zero.take_open(last)
+            {
+                self.on_zero_period(c, k, z);
+            }
+        }
+    }
+
+    /// The connection is done, once its last exchange was finished.
+    pub(super) fn flush_counts(&mut self, c: &Conn) {
+        let done = ConnDone {
+            ends: c.ends(),
+            syn: c.syn,
+            first_req: c.first_req,
+            exchanges: c.exchanges,
+        };
+        self.emit(&Event::ConnDone(&done));
+    }
+}

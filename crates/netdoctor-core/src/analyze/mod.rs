@@ -1,0 +1,363 @@
+//! The analyzer: decodes packets, rebuilds TCP connections, splits HTTP/1.x exchanges and
+//! feeds the detectors. Streaming: [`Analyzer::push`] one packet at a time (and
+//! [`Analyzer::observe`] what observers saw), then [`Analyzer::finish`]; or
+//! [`Analyzer::take_window`] now and then to get the findings so far and go on.
+//!
+//! Layout: `flow` (the table's key), `conn` (per-connection and per-direction state),
+//! `orient` (which side is the server), `tcp` (the per-segment path), `http` (exchange
+//! splitting), `hub` (aggregates and the detectors, fed with [`crate::event::Event`]s),
+//! `quality` (capture-quality warnings).
+//!
+//! TCP reconstruction is hand-written: crates that reassemble TCP streams (for IDS use)
+//! buffer payload and do not expose the timing of ACKs relative to data, which is what the
+//! detectors need. We keep per direction only sequence numbers and a few `Copy` packet
+//! summaries; payload bytes are never stored. Memory is bounded by the number of
+//! concurrently open connections ([`MAX_CONNECTIONS`]): state is dropped on RST, when both
+//! FINs were seen, or (with [`Analyzer::idle_timeout`]) when a connection was idle too long;
+//! latencies go into HDR histograms, and detectors keep a few examples.
+//!
+//! Data that is not new is classified by [`crate::track::loss`] (out of order, retransmitted,
+//! spurious); data the receiver acknowledged but the capture never saw is counted as a capture
+//! gap. Both capture gaps and the ring's own drops ([`Analyzer::note_capture_drops`]) become
+//! warnings, and transport findings computed over an incomplete capture say so. Each HTTP/1.x
+//! exchange gets a latency breakdown ([`crate::breakdown`]).
+
+mod conn;
+mod flow;
+mod http;
+mod hub;
+mod orient;
+mod quality;
+mod tcp;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::breakdown::Breakdown;
+use crate::decode::decode;
+use crate::detect::Context;
+use crate::event::Event;
+use crate::finding::{Finding, rank};
+use crate::observation::Observation;
+use crate::packet::RawPacket;
+use crate::stats::Percentiles;
+use conn::Conn;
+use flow::ConnKey;
+use hub::Hub;
+
+/// Connections tracked at once; more are counted but not analyzed.
+pub const MAX_CONNECTIONS: usize = 65_536;
+
+#[derive(Default, Clone, Debug)]
+pub struct AnalyzerConfig {
+    /// The server's port, for connections whose handshake was not captured.
+    pub server_port: Option<u16>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct CaptureStats {
+    pub packets: u64,
+    /// Sum of the on-the-wire lengths.
+    pub bytes: u64,
+    pub tcp_segments: u64,
+    /// Valid packets that are not TCP segments (ARP, UDP, IP fragments, ...).
+    pub other_packets: u64,
+    pub decode_errors: u64,
+    /// Connections analyzed (each SYN or each mid-stream connection counts once).
+    pub connections: u64,
+    pub connections_with_handshake: u64,
+    /// Connections not analyzed because [`MAX_CONNECTIONS`] were open.
+    pub connections_untracked: u64,
+    /// Data segments entirely below the highest sequence number already sent, that repeat
+    /// bytes already sent (out-of-order segments are not counted here).
+    pub retransmitted_segments: u64,
+    pub first_ts_ns: Option<i64>,
+    pub last_ts_ns: Option<i64>,
+    pub duration_s: f64,
+    /// Packets the kernel ring dropped during a live capture.
+    pub capture_drops: u64,
+    /// New data segments carrying payload (original transmissions).
+    #[serde(default)]
+    pub data_segments: u64,
+    /// Segments that filled a gap in the sequence space before the receiver asked for them
+    /// (reordering, not loss).
+    #[serde(default)]
+    pub out_of_order_segments: u64,
+    /// Retransmissions of data already acknowledged, or reported by the receiver as received
+    /// twice (D-SACK).
+    #[serde(default)]
+    pub spurious_retransmissions: u64,
+    /// Pure ACKs that repeated the previous cumulative ACK while data was outstanding.
+    #[serde(default)]
+    pub duplicate_acks: u64,
+    /// Segments the receiver acknowledged that the capture never saw (capture-side drops).
+    #[serde(default)]
+    pub capture_gaps: u64,
+    /// Repeated SYNs and SYN/ACKs (same initial sequence number).
+    #[serde(default)]
+    pub syn_retransmits: u64,
+    /// TCP resets.
+    #[serde(default)]
+    pub resets: u64,
+    /// Connections dropped after [`Analyzer::idle_timeout`] without a packet.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connections_evicted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct ExchangeStats {
+    /// Completed HTTP/1.x request/response exchanges.
+    pub count: u64,
+    /// Last response byte − first request byte, as seen at the capture point.
+    pub latency_ms: Percentiles,
+    /// First response byte − last request byte, minus the handshake RTT when known.
+    pub server_time_ms: Percentiles,
+    /// Median handshake RTT (SYN → ACK of the SYN/ACK) over connections with a handshake.
+    pub rtt_ms: Option<f64>,
+    /// Where the time of a typical (median-latency) request went; see [`crate::breakdown`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_p50_ms: Option<Breakdown>,
+    /// Mean breakdown over all exchanges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_mean_ms: Option<Breakdown>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Analysis {
+    pub stats: CaptureStats,
+    pub exchanges: ExchangeStats,
+    /// Ranked with [`crate::finding::rank`].
+    pub findings: Vec<Finding>,
+    pub warnings: Vec<String>,
+}
+
+impl Analysis {
+    /// What the capture contributes to the verdict ([`crate::verdict::decide`]): its
+    /// completed exchanges, and that a capture was analyzed. Callers add what they know
+    /// (failed requests, an interrupted run, ...).
+    pub fn verdict_inputs(&self) -> crate::verdict::VerdictInputs {
+        crate::verdict::VerdictInputs {
+            exchanges: self.exchanges.count,
+            capture_present: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// How far (2^55 ns ≈ 1.1 years) a packet's time may lie from the first packet's.
+const TS_BOUND_NS: i64 = 1 << 55;
+
+pub struct Analyzer {
+    cfg: AnalyzerConfig,
+    stats: CaptureStats,
+    /// Packets whose timestamp lay more than [`TS_BOUND_NS`] from the first and was clamped.
+    clamped_ts: u64,
+    conns: HashMap<ConnKey, Conn, foldhash::fast::RandomState>,
+    hub: Hub,
+    /// Connections without a packet for this long are dropped (`None`: never).
+    idle_ns: Option<i64>,
+    /// Next packet time at which idle connections are looked for.
+    next_sweep_ns: i64,
+    /// Start of the current window (first packet's time until the first window is taken).
+    window_start_ns: Option<i64>,
+}
+
+impl Analyzer {
+    pub fn new(cfg: AnalyzerConfig) -> Self {
+        Analyzer {
+            cfg,
+            stats: CaptureStats::default(),
+            clamped_ts: 0,
+            conns: HashMap::default(),
+            hub: Hub::new(),
+            idle_ns: None,
+            next_sweep_ns: i64::MIN,
+            window_start_ns: None,
+        }
+    }
+
+    /// Drops connections that saw no packet for `timeout` (checked as packets arrive, at most
+    /// every quarter of the timeout, and at [`Analyzer::take_window`]). Their exchange in
+    /// progress is completed as on a close, their open stalls end, and they are counted in
+    /// [`CaptureStats::connections_evicted`]. For long-running analysis; off by default (a
+    /// file's connections are all kept until [`Analyzer::finish`]).
+    pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
+        let ns = i64::try_from(timeout.as_nanos()).unwrap_or(i64::MAX).max(1);
+        self.idle_ns = Some(ns);
+        self
+    }
+
+    /// Feeds one captured packet. Never panics; undecodable packets are counted.
+    pub fn push(&mut self, pkt: &RawPacket<'_>) {
+        self.stats.packets += 1;
+        self.stats.bytes += u64::from(pkt.orig_len);
+        // Timestamps from files can be anything. Keeping every one within TS_BOUND_NS of the
+        // first bounds every difference the detectors take (and multiply) far from overflow.
+        let t0 = *self.stats.first_ts_ns.get_or_insert(pkt.ts_ns);
+        let ts = pkt.ts_ns.clamp(
+            t0.saturating_sub(TS_BOUND_NS),
+            t0.saturating_add(TS_BOUND_NS),
+        );
+        if ts != pkt.ts_ns {
+            self.clamped_ts += 1;
+        }
+        let pkt = &RawPacket { ts_ns: ts, ..*pkt };
+        self.stats.last_ts_ns = Some(ts);
+        self.window_start_ns.get_or_insert(ts);
+        if self.idle_ns.is_some() && ts >= self.next_sweep_ns {
+            self.evict_idle(ts);
+        }
+        match decode(pkt) {
+            Ok(Some(ref seg)) => {
+                self.stats.tcp_segments += 1;
+                self.on_segment(seg);
+            }
+            Ok(None) => self.stats.other_packets += 1,
+            Err(_) => self.stats.decode_errors += 1,
+        }
+    }
+
+    /// Packets the kernel dropped before they reached the capture (live capture).
+    pub fn note_capture_drops(&mut self, drops: u64) {
+        self.stats.capture_drops += drops;
+    }
+
+    /// Something an observer saw outside the packets: it goes to every detector, in order
+    /// with the packets' events. Works without any packet (a run without a capture).
+    pub fn observe(&mut self, obs: Observation) {
+        self.hub.emit(&Event::Observed(&obs));
+    }
+
+    /// Connections open now (tracked state).
+    pub fn open_connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Drops the connections idle since before `now_ns - idle timeout`, oldest first.
+    fn evict_idle(&mut self, now_ns: i64) {
+        let Some(idle) = self.idle_ns else {
+            return;
+        };
+        self.next_sweep_ns = now_ns.saturating_add((idle / 4).max(1));
+        let limit = now_ns.saturating_sub(idle);
+        let stale: Vec<ConnKey> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.last.is_none_or(|p| p.ts_ns < limit))
+            .map(|(k, _)| *k)
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let mut gone: Vec<Conn> = stale.iter().filter_map(|k| self.conns.remove(k)).collect();
+        // Deterministic order (the table's order is randomly seeded).
+        gone.sort_unstable_by_key(|c| c.first_frame);
+        self.stats.connections_evicted += gone.len() as u64;
+        for c in gone {
+            self.close(c);
+        }
+    }
+
+    /// A connection ended (FIN both ways, RST, reuse or eviction): its exchange is complete.
+    fn close(&mut self, mut c: Conn) {
+        // Open loss episodes and zero-window periods end with the connection; charge them to
+        // the exchange before it is finished.
+        self.hub.flush_stalls(&mut c);
+        if c.phase == http::Phase::Response
+            && let Some(x) = c.cur.take()
+        {
+            self.hub.finish_exchange(&mut c, x);
+        }
+        self.hub.flush_counts(&c);
+    }
+
+    /// The findings and exchange figures of the window since the previous call (or the
+    /// start), at time `now_ns` (ns since the epoch; the capture's clock): idle connections
+    /// are evicted first (with [`Analyzer::idle_timeout`]), then every detector reports and
+    /// starts over. Connections still open keep their state and go on into the next window;
+    /// events count in the window they are raised in (a stall when its held data leaves, an
+    /// exchange when it completes). `stats` in the result
+    /// are cumulative since the start. Observations belong to the window they arrived in.
+    pub fn take_window(&mut self, now_ns: i64) -> Analysis {
+        if self.idle_ns.is_some() {
+            self.evict_idle(now_ns);
+        }
+        let a = self.conclude();
+        self.hub.reset_window();
+        self.window_start_ns = Some(now_ns);
+        a
+    }
+
+    /// Start of the current window (ns since the epoch), once a packet or window was seen.
+    pub fn window_start_ns(&self) -> Option<i64> {
+        self.window_start_ns
+    }
+
+    /// Ends the analysis. Exchanges still in progress (cut off by the end of the capture)
+    /// are not counted: their response may be incomplete.
+    pub fn finish(mut self) -> Analysis {
+        // In the order the connections started, not the hash table's (randomly seeded)
+        // order: detectors keep the first few examples, and the report must not change from
+        // one run to the next.
+        let mut open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
+        open.sort_unstable_by_key(|c| c.first_frame);
+        for mut c in open {
+            self.hub.flush_stalls(&mut c);
+            self.hub.flush_counts(&c);
+        }
+        self.conclude()
+    }
+
+    /// Runs the detectors' reports over what the hub holds now.
+    fn conclude(&mut self) -> Analysis {
+        let t0 = self.stats.first_ts_ns.unwrap_or(0);
+        if let (Some(a), Some(b)) = (self.stats.first_ts_ns, self.stats.last_ts_ns) {
+            self.stats.duration_s = (b - a).max(0) as f64 / 1e9;
+        }
+        let g = &mut self.hub;
+        let cx = Context {
+            t0_ns: t0,
+            exchanges: g.exchanges,
+            connections: self.stats.connections,
+            data_segments: self.stats.data_segments,
+            latency_p50_ms: g.latency.quantile_ms(0.5),
+            server_time_p50_ms: g.server_time.quantile_ms(0.5),
+        };
+        let mut findings: Vec<Finding> = Vec::new();
+        for d in &mut g.detectors {
+            d.finish(&cx, &mut findings);
+        }
+        let warnings = quality::warnings(&self.stats, self.clamped_ts, &mut findings);
+        rank(&mut findings);
+        let g = &self.hub;
+        let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
+        let breakdown: Option<(Breakdown, Breakdown)> = g.breakdown.finish();
+        Analysis {
+            stats: self.stats.clone(),
+            exchanges: ExchangeStats {
+                count: g.exchanges,
+                latency_ms: g.latency.percentiles(),
+                server_time_ms: g.server_time.percentiles(),
+                rtt_ms,
+                breakdown_p50_ms: breakdown.map(|b| b.0),
+                breakdown_mean_ms: breakdown.map(|b| b.1),
+            },
+            findings,
+            warnings,
+        }
+    }
+}
+
+impl Hub {
+    /// Starts a new window: fresh aggregates and detectors.
+    fn reset_window(&mut self) {
+        *self = Hub::new();
+    }
+}

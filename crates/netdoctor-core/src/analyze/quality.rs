@@ -1,0 +1,55 @@
+//! Capture-quality warnings: undecodable packets, clamped timestamps, the ring's drops,
+//! segments the receiver acknowledged that the capture never saw, untracked connections. With
+//! missing packets, transport findings (computed from the packets) are trusted less and say
+//! why.
+
+use super::{CaptureStats, MAX_CONNECTIONS};
+use crate::finding::{Finding, Layer};
+
+/// The warnings for `s`; lowers the confidence of transport findings when packets are missing.
+pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Finding]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if s.decode_errors > 0 {
+        warnings.push(format!("{} packets could not be decoded", s.decode_errors));
+    }
+    if clamped_ts > 0 {
+        warnings.push(format!(
+            "{clamped_ts} packets have timestamps more than a year away from the first packet's \
+             (a corrupt file?); their times were clamped"
+        ));
+    }
+    if s.capture_drops > 0 {
+        warnings.push(format!(
+            "capture dropped {} packets: findings may be incomplete",
+            s.capture_drops
+        ));
+    }
+    if s.capture_gaps > 0 {
+        warnings.push(format!(
+            "the capture missed {} segments that the receiver acknowledged (dropped by the \
+             capture, not by the network): loss and stall findings may be incomplete",
+            s.capture_gaps
+        ));
+    }
+    if s.capture_drops > 0 || s.capture_gaps > 0 {
+        // Transport findings are computed from the packets; missing packets can hide or
+        // fake their patterns. Say so where it matters and trust them less.
+        for f in findings.iter_mut().filter(|f| f.layer == Layer::Transport) {
+            f.confidence = (f.confidence * 0.7).max(0.1);
+            f.explanation.push_str(
+                " Note: the capture itself missed packets, so this analysis may be wrong \
+                 (retransmissions, stalls or window changes may be hidden or misread).",
+            );
+        }
+    }
+    if s.connections_untracked > 0 {
+        warnings.push(format!(
+            "{} connections were not analyzed (more than {MAX_CONNECTIONS} open at once)",
+            s.connections_untracked
+        ));
+    }
+    if s.packets > 0 && s.tcp_segments == 0 {
+        warnings.push("the capture contains no TCP segments".to_string());
+    }
+    warnings
+}

@@ -1,0 +1,216 @@
+//! Typed events: what the per-connection trackers saw, raised once per episode, exchange or
+//! connection (never per packet), plus the observations from outside the packets. Detectors
+//! ([`crate::detect::Detector`]) consume them and emit findings.
+//!
+//! The per-packet path ([`crate::analyze`]) is statically dispatched: the trackers of each
+//! direction ([`crate::track`]) are plain structs updated in place; only what they conclude
+//! becomes an [`Event`], handed to every registered detector in turn.
+
+use std::net::SocketAddr;
+
+use crate::breakdown::{CAUSES, ExchangeParts, cause_index};
+use crate::decode::TcpFlags;
+use crate::finding::{FindingId, PacketRef};
+use crate::observation::Observation;
+pub use crate::track::loss::Episode;
+pub use crate::track::nagle::{Stall, StallKind};
+pub use crate::track::syn::SynState;
+pub use crate::track::zero::ZeroPeriod;
+
+/// A packet remembered for evidence. `Copy`: strings are only built for the findings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pkt {
+    /// Frame number in the capture (1-based).
+    pub frame: u64,
+    /// Capture timestamp, ns since the Unix epoch.
+    pub ts_ns: i64,
+    pub from_server: bool,
+    pub flags: TcpFlags,
+    /// Payload length.
+    pub len: u32,
+}
+
+impl Pkt {
+    /// Evidence form: time relative to `t0_ns` (the first packet of the capture) and absolute.
+    pub fn to_ref(self, t0_ns: i64) -> PacketRef {
+        PacketRef {
+            frame: self.frame,
+            time: (self.ts_ns - t0_ns) as f64 / 1e9,
+            ts: self.ts_ns as f64 / 1e9,
+            dir: if self.from_server { "S→C" } else { "C→S" }.to_string(),
+            desc: format!("{} len={}", self.flags, self.len),
+        }
+    }
+}
+
+/// The two ends of a connection, as oriented by the analyzer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ends {
+    pub client: SocketAddr,
+    pub server: SocketAddr,
+}
+
+/// Why a TCP reset was sent, judged by when it came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResetKind {
+    /// Instead of a handshake: nothing listens (or a firewall rejects).
+    Refused,
+    /// A request was sent and its response was not complete.
+    DuringExchange,
+    /// The client reset while a response was arriving.
+    ClientAbort,
+    /// Between exchanges.
+    Idle,
+}
+
+/// A completed HTTP/1.x exchange.
+#[derive(Clone, Copy, Debug)]
+pub struct ExchangeDone {
+    pub ends: Ends,
+    pub first_req: Pkt,
+    pub last_req: Pkt,
+    pub first_resp: Pkt,
+    pub last_resp: Pkt,
+    /// Last response byte (or the last needed retransmission of it) − first request byte.
+    pub latency_ns: i64,
+    /// First response byte − last request byte − handshake RTT (≥ 0).
+    pub server_time_ns: i64,
+    /// The connection's handshake RTT, when captured.
+    pub rtt_ns: Option<i64>,
+    pub(crate) parts: ExchangeParts,
+}
+
+impl ExchangeDone {
+    /// An exchange without stalls (for detectors' tests and synthetic streams).
+    pub fn new(ends: Ends, req: Pkt, resp: Pkt) -> Self {
+        ExchangeDone {
+            ends,
+            first_req: req,
+            last_req: req,
+            first_resp: resp,
+            last_resp: resp,
+            latency_ns: resp.ts_ns - req.ts_ns,
+            server_time_ns: (resp.ts_ns - req.ts_ns).max(0),
+            rtt_ns: None,
+            parts: ExchangeParts::default(),
+        }
+    }
+
+    /// Stall time charged to cause `id` during this exchange (ns, overlaps counted once).
+    #[inline]
+    pub fn stall_ns(&self, id: FindingId) -> i64 {
+        cause_index(id).map_or(0, |k| self.parts.stalls[k])
+    }
+
+    /// Whether a stall of cause `id` hit this exchange on the given side (what "side" means
+    /// is the cause's: whose data was held for Nagle/delayed-ACK stalls, who stopped reading
+    /// for zero-window ones).
+    #[inline]
+    pub fn stalled(&self, id: FindingId, server_side: bool) -> bool {
+        cause_index(id).is_some_and(|k| self.parts.sides[k] & side_bit(server_side) != 0)
+    }
+
+    /// Charges `ns` of stall to cause `id` on a side (synthetic streams).
+    pub fn charge(&mut self, id: FindingId, server_side: bool, ns: i64) {
+        if let Some(k) = cause_index(id) {
+            self.parts.stalls[k] += ns;
+            self.parts.sides[k] |= side_bit(server_side);
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn side_bit(server_side: bool) -> u8 {
+    if server_side { 1 } else { 2 }
+}
+
+const _: () = assert!(CAUSES <= 8);
+
+/// A connection's state was dropped (both FINs, RST, reuse, eviction or the end of the
+/// capture), after its last exchange was finished.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnDone {
+    pub ends: Ends,
+    pub syn: SynState,
+    /// The first request's first packet.
+    pub first_req: Option<Pkt>,
+    /// Completed exchanges on the connection.
+    pub exchanges: u32,
+}
+
+/// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the
+/// analyzer hands each event only to the detectors that asked for its kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interests(u8);
+
+impl Interests {
+    pub const STALL: Interests = Interests(1 << 0);
+    pub const LOSS_EPISODE: Interests = Interests(1 << 1);
+    pub const ZERO_WINDOW: Interests = Interests(1 << 2);
+    pub const RESET: Interests = Interests(1 << 3);
+    pub const EXCHANGE_DONE: Interests = Interests(1 << 4);
+    pub const CONN_DONE: Interests = Interests(1 << 5);
+    pub const OBSERVED: Interests = Interests(1 << 6);
+    pub const ALL: Interests = Interests(0x7f);
+    pub(crate) const KINDS: usize = 7;
+
+    /// Both sets.
+    pub const fn and(self, other: Interests) -> Interests {
+        Interests(self.0 | other.0)
+    }
+
+    /// Whether events of kind index `kind` (see [`Event::kind`]) are wanted.
+    pub(crate) fn wants(self, kind: usize) -> bool {
+        self.0 & (1 << kind) != 0
+    }
+}
+
+/// What detectors consume.
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    /// A sender's data waited for a late pure ACK from the peer (Nagle, a delayed ACK, or a
+    /// window that only that ACK opened: see [`StallKind`]).
+    Stall {
+        ends: Ends,
+        stall: Stall,
+    },
+    /// A loss episode ended (cumulative ACK past it, or the connection ended).
+    LossEpisode {
+        ends: Ends,
+        episode: Episode,
+    },
+    /// An endpoint reopened its receive window after advertising zero.
+    ZeroWindow {
+        ends: Ends,
+        /// The endpoint that advertised the zero window is the server.
+        reader_is_server: bool,
+        period: ZeroPeriod,
+    },
+    /// A reset, with the exchange packet before it when there was one.
+    Reset {
+        ends: Ends,
+        kind: ResetKind,
+        before: Option<Pkt>,
+        rst: Pkt,
+    },
+    ExchangeDone(&'a ExchangeDone),
+    ConnDone(&'a ConnDone),
+    /// Something seen outside the packets.
+    Observed(&'a Observation),
+}
+
+impl Event<'_> {
+    /// The kind's index (the bit of [`Interests`]).
+    #[inline]
+    pub(crate) fn kind(&self) -> usize {
+        match self {
+            Event::Stall { .. } => 0,
+            Event::LossEpisode { .. } => 1,
+            Event::ZeroWindow { .. } => 2,
+            Event::Reset { .. } => 3,
+            Event::ExchangeDone(_) => 4,
+            Event::ConnDone(_) => 5,
+            Event::Observed(_) => 6,
+        }
+    }
+}

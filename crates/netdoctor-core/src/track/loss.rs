@@ -1,0 +1,294 @@
+//! Per-direction loss tracking: classifies data that is not new (out of order, retransmitted,
+//! spurious), groups retransmissions into episodes and raises one [`Episode`] when an episode
+//! ends. The [`packet_loss_retransmission` / `retransmission_timeout`
+//! detector](crate::detect::loss) turns episodes into findings; the method is described there.
+
+use crate::event::Pkt;
+
+/// Silence before a retransmission that marks it as timer-driven (Linux: RTO ≥ 200 ms).
+pub const RTO_MIN_NS: i64 = 150_000_000;
+/// A fill that comes less than RTT / this after the receiver's complaint is out of order.
+pub const REACT_RTT_DIV: i64 = 8;
+/// Holes (ranges not captured yet) remembered per direction; more are forgotten.
+const MAX_HOLES: usize = 3;
+
+fn seq_gt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+fn seq_ge(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Hole {
+    start: u32,
+    end: u32,
+    /// IPv4 id of the segment that opened the hole (after it in sequence space).
+    ip_id: Option<u16>,
+    /// When the receiver first pointed at it (duplicate ACK at its start or a SACK block
+    /// above it).
+    signalled: Option<i64>,
+}
+
+/// A group of retransmissions repairing one loss.
+#[derive(Clone, Copy, Debug)]
+pub struct Episode {
+    /// The episode ends when the cumulative ACK reaches this.
+    recover: u32,
+    pub first: Pkt,
+    pub last: Pkt,
+    /// The sender's last transmission before the first retransmission.
+    pub before: Option<Pkt>,
+    pub timeout: bool,
+    /// Silence before the first timeout retransmission (the RTO), 0 without a timeout.
+    pub rto_ns: i64,
+    stall_from: i64,
+    pub retx: u32,
+    pub spurious: u32,
+}
+
+impl Episode {
+    /// An episode of `retx` retransmissions (`spurious` of them spurious) from `first` to
+    /// `last`, stalled since `stall_from` (for detectors' tests and synthetic streams).
+    pub fn synthetic(first: Pkt, last: Pkt, stall_from: i64, retx: u32, spurious: u32) -> Self {
+        let silence = first.ts_ns - stall_from;
+        Episode {
+            recover: 0,
+            first,
+            last,
+            before: None,
+            timeout: silence >= RTO_MIN_NS,
+            rto_ns: if silence >= RTO_MIN_NS { silence } else { 0 },
+            stall_from,
+            retx,
+            spurious,
+        }
+    }
+
+    /// Time the transfer was stalled by this loss (0 when every retransmission was spurious).
+    pub fn stall_ns(&self) -> i64 {
+        if self.spurious >= self.retx {
+            0
+        } else {
+            (self.last.ts_ns - self.stall_from).max(0)
+        }
+    }
+    pub fn stall_start_ns(&self) -> i64 {
+        self.stall_from
+    }
+    pub fn is_spurious(&self) -> bool {
+        self.spurious >= self.retx
+    }
+}
+
+/// What a data segment that is not entirely new turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Old {
+    OutOfOrder,
+    Retransmission { spurious: bool },
+}
+
+/// What an ACK of this direction's data told us.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AckNews {
+    pub dup: bool,
+    pub dsack: bool,
+    /// Segments' worth of ranges the receiver had that the capture never saw.
+    pub capture_gaps: u32,
+    pub closed: Option<Episode>,
+}
+
+/// Per-direction loss state (lives in the connection state of the sending side).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LossDir {
+    holes: [Hole; MAX_HOLES],
+    n_holes: u8,
+    last_tx: Option<Pkt>,
+    progress_ts: i64,
+    flight_ts: i64,
+    episode: Option<Episode>,
+    /// The last retransmission already known to be spurious when sent (its D-SACK is not
+    /// counted again).
+    spurious_range: Option<(u32, u32)>,
+}
+
+impl LossDir {
+    /// New data `[seq, end)` was sent; `nxt` is the highest sequence sent before it and
+    /// `acked` the peer's cumulative ACK.
+    pub(crate) fn on_new_data(
+        &mut self,
+        pkt: Pkt,
+        seq: u32,
+        nxt: u32,
+        acked: Option<u32>,
+        ip_id: Option<u16>,
+    ) {
+        if seq_gt(seq, nxt) && self.n_holes < MAX_HOLES as u8 {
+            self.holes[usize::from(self.n_holes)] = Hole {
+                start: nxt,
+                end: seq,
+                ip_id,
+                signalled: None,
+            };
+            self.n_holes += 1;
+        }
+        if acked.is_none_or(|a| seq_ge(a, nxt)) {
+            self.flight_ts = pkt.ts_ns;
+        }
+        self.last_tx = Some(pkt);
+    }
+
+    /// Data `[seq, end)` entirely below the highest sequence sent (`ip_id`: its IPv4 id).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_old_data(
+        &mut self,
+        pkt: Pkt,
+        seq: u32,
+        end: u32,
+        nxt: u32,
+        acked: Option<u32>,
+        rtt_ns: Option<i64>,
+        ip_id: Option<u16>,
+    ) -> Old {
+        // Does it fill a hole?
+        let mut filled = None;
+        for k in 0..usize::from(self.n_holes) {
+            let h = self.holes[k];
+            if seq_gt(end, h.start) && seq_gt(h.end, seq) {
+                filled = Some(h);
+                if seq_ge(seq, h.start) && seq_gt(h.end, end) && seq_gt(seq, h.start) {
+                    // In the middle: keep the front part, forget the tail (bounded state).
+                    self.holes[k].end = seq;
+                } else if seq_gt(h.end, end) {
+                    self.holes[k].start = end;
+                } else if seq_gt(seq, h.start) {
+                    self.holes[k].end = seq;
+                } else {
+                    self.remove_hole(k);
+                }
+                break;
+            }
+        }
+        if let Some(h) = filled {
+            let quick = |t: i64| pkt.ts_ns - t < rtt_ns.unwrap_or(0) / REACT_RTT_DIV;
+            let reordered = match (ip_id, h.ip_id) {
+                (Some(a), Some(b)) if a != 0 && b != 0 && a != b => (a.wrapping_sub(b) as i16) < 0,
+                _ => h.signalled.is_none_or(quick),
+            };
+            if reordered {
+                self.last_tx = Some(pkt);
+                return Old::OutOfOrder;
+            }
+        }
+        let spurious = acked.is_some_and(|a| seq_ge(a, end));
+        if spurious {
+            self.spurious_range = Some((seq, end));
+        }
+        let silence = self.last_tx.map_or(0, |p| pkt.ts_ns - p.ts_ns);
+        let timeout = silence >= RTO_MIN_NS;
+        match self.episode.as_mut() {
+            Some(e) => {
+                e.retx += 1;
+                e.spurious += u32::from(spurious);
+                e.last = pkt;
+                if timeout && !e.timeout {
+                    e.timeout = true;
+                    e.rto_ns = silence;
+                }
+            }
+            None => {
+                self.episode = Some(Episode {
+                    recover: nxt,
+                    first: pkt,
+                    last: pkt,
+                    before: self.last_tx,
+                    timeout,
+                    rto_ns: if timeout { silence } else { 0 },
+                    stall_from: self.progress_ts.max(self.flight_ts),
+                    retx: 1,
+                    spurious: u32::from(spurious),
+                });
+            }
+        }
+        self.last_tx = Some(pkt);
+        Old::Retransmission { spurious }
+    }
+
+    fn remove_hole(&mut self, k: usize) {
+        let n = usize::from(self.n_holes);
+        self.holes.copy_within(k + 1..n, k);
+        self.n_holes -= 1;
+    }
+
+    /// The peer acknowledged up to `ack` (with SACK blocks); `prev` is its previous highest
+    /// cumulative ACK, `nxt` the highest sequence sent, `pure` whether it carried nothing else.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_peer_ack(
+        &mut self,
+        ts_ns: i64,
+        ack: u32,
+        prev: Option<u32>,
+        nxt: u32,
+        sack: &[(u32, u32)],
+        pure: bool,
+        mss: u32,
+    ) -> AckNews {
+        let mut news = AckNews::default();
+        let advanced = prev.is_none_or(|p| seq_gt(ack, p));
+        // D-SACK (RFC 2883): the first block lies below the cumulative ACK or inside the second.
+        if let Some(&(l, r)) = sack.first() {
+            let below = seq_ge(ack, r);
+            let inside = sack
+                .get(1)
+                .is_some_and(|&(l2, r2)| seq_ge(l, l2) && seq_ge(r2, r));
+            if (below || inside) && self.spurious_range != Some((l, r)) {
+                news.dsack = true;
+                if let Some(e) = self.episode.as_mut()
+                    && e.spurious < e.retx
+                {
+                    e.spurious += 1;
+                }
+            }
+        }
+        // Holes: signalled, or acknowledged without ever being captured.
+        let mut k = 0;
+        while k < usize::from(self.n_holes) {
+            let h = self.holes[k];
+            let sacked_above = sack.iter().any(|&(l, _)| seq_ge(l, h.end));
+            let sacked_inside = sack
+                .iter()
+                .any(|&(l, r)| seq_gt(r, h.start) && seq_gt(h.end, l));
+            if seq_gt(ack, h.start) || sacked_inside {
+                // The receiver has bytes the capture never saw.
+                news.capture_gaps += (h.end.wrapping_sub(h.start)).div_ceil(mss.max(1)).max(1);
+                self.remove_hole(k);
+                continue;
+            }
+            if (ack == h.start || sacked_above) && h.signalled.is_none() {
+                self.holes[k].signalled = Some(ts_ns);
+            }
+            k += 1;
+        }
+        if seq_gt(ack, nxt) {
+            // ACK for data never captured at all.
+            news.capture_gaps += 1;
+        }
+        if advanced {
+            self.progress_ts = ts_ns;
+        } else if pure && seq_gt(nxt, ack) {
+            news.dup = true;
+        }
+        if let Some(e) = self.episode
+            && seq_ge(ack, e.recover)
+        {
+            news.closed = Some(e);
+            self.episode = None;
+        }
+        news
+    }
+
+    /// The connection ended or the capture did: an episode still open ends here.
+    pub(crate) fn take_open(&mut self) -> Option<Episode> {
+        self.episode.take()
+    }
+}

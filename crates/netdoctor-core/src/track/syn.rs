@@ -1,0 +1,35 @@
+//! Handshake state of one connection: first and last SYN and SYN/ACK, and the ACK that
+//! completed the handshake (for the server).
+
+use crate::event::Pkt;
+
+/// Handshake state of one connection.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SynState {
+    pub first_syn: Option<Pkt>,
+    pub last_syn: Option<Pkt>,
+    pub syns: u16,
+    pub first_synack: Option<Pkt>,
+    pub last_synack: Option<Pkt>,
+    pub synacks: u16,
+    pub done: Option<Pkt>,
+}
+
+impl SynState {
+    pub fn on_syn(&mut self, p: Pkt) {
+        self.first_syn.get_or_insert(p);
+        self.last_syn = Some(p);
+        self.syns = self.syns.saturating_add(1);
+    }
+    pub fn on_synack(&mut self, p: Pkt) {
+        self.first_synack.get_or_insert(p);
+        self.last_synack = Some(p);
+        self.synacks = self.synacks.saturating_add(1);
+        // A repeated SYN/ACK means the server did not take the client's ACK: the handshake
+        // completes (for the server) only with the next one.
+        self.done = None;
+    }
+    pub fn repeated(&self) -> bool {
+        self.syns > 1 || self.synacks > 1
+    }
+}
