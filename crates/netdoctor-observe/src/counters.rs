@@ -36,7 +36,7 @@ impl CounterSnapshot {
 }
 
 /// One counter that changed during a run.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CounterDelta {
     pub name: String,
     pub before: u64,

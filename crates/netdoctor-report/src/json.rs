@@ -5,19 +5,33 @@ use std::io::{self, Write};
 
 /// Writes the report as pretty-printed JSON followed by a newline.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+    write_pretty(report, out)
+}
+
+/// Pretty-printed JSON and a newline. An I/O error keeps its kind (a closed pipe stays
+/// `BrokenPipe`, so the binary can end quietly).
+pub fn write_pretty<T: serde::Serialize + ?Sized>(
+    value: &T,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
     writeln!(out)
+}
+
+/// Reads a report back from its JSON (e.g. a saved run to compare against).
+pub fn parse(text: &str) -> serde_json::Result<Report> {
+    serde_json::from_str(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Check, Target};
+    use crate::model::{Check, CheckName, ReportCommand, Target};
     use netdoctor_core::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 
     fn sample() -> Report {
         let mut r = Report::new(
-            "diagnose",
+            ReportCommand::Diagnose,
             Target {
                 input: "http://127.0.0.1:8080/".into(),
                 address: Some("127.0.0.1:8080".into()),
@@ -43,9 +57,9 @@ mod tests {
             note: "gap".into(),
         });
         r.findings.push(f);
-        r.checks.push(Check::ok("load"));
+        r.checks.push(Check::ok(CheckName::Load));
         r.checks
-            .push(Check::skipped("capture", "needs CAP_NET_RAW"));
+            .push(Check::skipped(CheckName::Capture, "needs CAP_NET_RAW"));
         r.conclude(true);
         r
     }
@@ -65,6 +79,21 @@ mod tests {
         assert_eq!(v["verdict"], "problem");
         assert_eq!(v["findings"][0]["id"], "nagle_delayed_ack");
         assert_eq!(v["findings"][0]["evidence"][0]["kind"], "packets");
+    }
+
+    #[test]
+    fn sample_report_reads_back_from_its_json() {
+        let mut first = Vec::new();
+        render(&sample(), &mut first).unwrap();
+        let back = parse(std::str::from_utf8(&first).unwrap()).unwrap();
+        assert_eq!(back.checks[1].name, CheckName::Capture);
+        assert_eq!(back.command, ReportCommand::Diagnose);
+        let mut second = Vec::new();
+        render(&back, &mut second).unwrap();
+        assert_eq!(
+            String::from_utf8(first).unwrap(),
+            String::from_utf8(second).unwrap()
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "{} {}{}",
-        format!("netdoctor {}", report.command).bold(),
+        format!("netdoctor {}", report.command.as_str()).bold(),
         report.target.input,
         report
             .target
@@ -117,7 +117,7 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "  {:<14} {} packets ({} dropped) on {} connections, {} HTTP exchanges",
-            if c.source == "live" {
+            if c.source == crate::model::CaptureSource::Live {
                 "Captured"
             } else {
                 "Read"
@@ -359,8 +359,8 @@ fn render_checks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             CheckStatus::Failed => "failed".red().to_string(),
         };
         match &c.reason {
-            Some(r) => writeln!(out, "  {:<10} {status:<7}  {r}", c.name)?,
-            None => writeln!(out, "  {:<10} {status}", c.name)?,
+            Some(r) => writeln!(out, "  {:<10} {status:<7}  {r}", c.name.as_str())?,
+            None => writeln!(out, "  {:<10} {status}", c.name.as_str())?,
         }
     }
     Ok(())

@@ -5,14 +5,20 @@ use crate::output::{Progress, write_report};
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
 use netdoctor_observe::pcapfile::CaptureFile;
-use netdoctor_report::{CaptureSection, Check, Report, Target};
+use netdoctor_report::{
+    CaptureSection, CaptureSource, Check, CheckName, Report, ReportCommand, Target,
+};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
 pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let report = analyze(args, &Progress::new())?;
-    write_report(&report, args.json, out)?;
+    write_report(
+        &report,
+        args.output.format().map_err(anyhow::Error::msg)?,
+        out,
+    )?;
     Ok(report.exit_code())
 }
 
@@ -38,7 +44,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let analysis = analyzer.finish();
 
     let mut report = Report::new(
-        "analyze",
+        ReportCommand::Analyze,
         Target {
             input: args.file.display().to_string(),
             address: None,
@@ -47,11 +53,16 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let mut warnings = summary.warnings.clone();
     warnings.extend(analysis.warnings.iter().cloned());
     report.checks.push(if summary.warnings.is_empty() {
-        Check::ok("capture")
+        Check::ok(CheckName::Capture)
     } else {
-        Check::ok_with("capture", summary.warnings.join("; "))
+        Check::ok_with(CheckName::Capture, summary.warnings.join("; "))
     });
-    for stage in ["syn_probe", "http_probe", "load", "counters"] {
+    for stage in [
+        CheckName::SynProbe,
+        CheckName::HttpProbe,
+        CheckName::Load,
+        CheckName::Counters,
+    ] {
         report
             .checks
             .push(Check::skipped(stage, "offline analysis of a capture file"));
@@ -59,13 +70,13 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let conclusive = analysis.exchanges.count > 0 || analysis.stats.connections > 0;
     if analysis.stats.tcp_segments == 0 {
         report.checks.push(Check::failed(
-            "tcp",
+            CheckName::Tcp,
             format!("{} packets read, none of them TCP", summary.packets),
         ));
     }
     report.findings = analysis.findings.clone();
     report.measurements.capture = Some(CaptureSection {
-        source: "file",
+        source: CaptureSource::File,
         snaplen: None,
         pcap_file: None,
         stats: analysis.stats,

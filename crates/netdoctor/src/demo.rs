@@ -4,13 +4,13 @@
 //! both servers from the client namespace exactly as `diagnose` would, prints them side by side
 //! with the slow one's root cause, evidence and fix, and removes the lab — also on Ctrl-C.
 
-use crate::cli::{DemoArgs, DemoServer, DiagnoseArgs};
+use crate::cli::{DemoArgs, DemoServer, DiagnoseArgs, OutputArgs, RequestArgs};
 use crate::diagnose::diagnose;
 use crate::output::Progress;
 use anyhow::Context;
 use netdoctor_core::{FindingId, Verdict};
 use netdoctor_lab::{Lab, LabConfig, LabGuard};
-use netdoctor_report::{Report, terminal};
+use netdoctor_report::{Format, Report, json, terminal};
 use std::io::Write;
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use std::time::Duration;
 pub const DEMO_LAB: &str = "nd-demo";
 
 pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let format = args.output.format().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let cfg = LabConfig::new(DEMO_LAB);
     netdoctor_lab::cleanup_on_signal(&cfg)?;
@@ -77,13 +78,14 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .first()
         .is_some_and(|f| f.id == FindingId::NagleDelayedAck)
         && on.verdict == Verdict::Healthy;
-    if args.json {
-        let both: Vec<&Report> = vec![on, off];
-        serde_json::to_writer_pretty(&mut *out, &both)?;
-        writeln!(out)?;
-    } else {
-        render(on, off, server_kind, as_expected, out)?;
+    match format {
+        Format::Json => {
+            let both: Vec<&Report> = vec![on, off];
+            json::write_pretty(&both, out)?;
+        }
+        Format::Terminal => render(on, off, server_kind, as_expected, out)?,
     }
+    out.flush()?;
     Ok(if as_expected { 0 } else { 1 })
 }
 
@@ -100,7 +102,11 @@ fn demo_diagnose_args(url: &str, args: &DemoArgs) -> DiagnoseArgs {
         no_capture: false,
         syn_probes: 5,
         netns: None,
-        json: args.json,
+        request: RequestArgs {
+            method: "GET".into(),
+            ..RequestArgs::default()
+        },
+        output: OutputArgs::of(Format::Terminal),
     }
 }
 

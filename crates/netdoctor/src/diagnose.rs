@@ -17,7 +17,8 @@ use netdoctor_observe::pcapwrite::PcapWriter;
 use netdoctor_observe::{SourceSummary, counters, sockopt};
 use netdoctor_probe::{HttpProbeConfig, ProbeError, SynProbeConfig};
 use netdoctor_report::{
-    CaptureSection, Check, CountersSection, ProbeSection, Report, Target, terminal::ms,
+    CaptureSection, CaptureSource, Check, CheckName, CountersSection, ProbeSection, Report,
+    ReportCommand, Target, terminal::ms,
 };
 use std::io::Write;
 use std::net::SocketAddr;
@@ -37,6 +38,7 @@ const SOCKET_SAMPLE_AFTER: std::time::Duration = std::time::Duration::from_milli
 const MAX_LIVE_PACKETS: u64 = 3_000_000;
 
 pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let format = args.output.format().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let report = match &args.netns {
         None => diagnose(args, &progress)?,
@@ -46,7 +48,7 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                 .with_context(|| format!("enter network namespace {ns}"))??
         }
     };
-    write_report(&report, args.json, out)?;
+    write_report(&report, format, out)?;
     Ok(report.exit_code())
 }
 
@@ -62,7 +64,7 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
         .first()
         .with_context(|| format!("resolve {}: no addresses", url.host))?;
     let mut report = Report::new(
-        "diagnose",
+        ReportCommand::Diagnose,
         Target {
             input: url.input.clone(),
             address: Some(addr.to_string()),
@@ -79,8 +81,8 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
         },
     );
     report.checks.push(match &syn.fallback_reason {
-        None => Check::ok("syn_probe"),
-        Some(why) => Check::ok_with("syn_probe", why.clone()),
+        None => Check::ok(CheckName::SynProbe),
+        Some(why) => Check::ok_with(CheckName::SynProbe, why.clone()),
     });
     let http = http_median(
         addr,
@@ -94,12 +96,15 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
         matches!(http, Err(ProbeError::Refused { .. })) || (syn.answered == 0 && syn.refused > 0);
     let http = match http {
         Ok(t) => {
-            report.checks.push(Check::ok("http_probe"));
+            report.checks.push(match probe_request_differs(args) {
+                None => Check::ok(CheckName::HttpProbe),
+                Some(note) => Check::ok_with(CheckName::HttpProbe, note),
+            });
             Some(t)
         }
         Err(e) => {
             report.checks.push(Check::failed(
-                "http_probe",
+                CheckName::HttpProbe,
                 format!("{:#}", anyhow::Error::new(e)),
             ));
             None
@@ -116,7 +121,7 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
             syn.refused,
         ));
         let why = format!("nothing listens on {addr}");
-        for stage in ["load", "capture", "counters"] {
+        for stage in [CheckName::Load, CheckName::Capture, CheckName::Counters] {
             report.checks.push(Check::skipped(stage, why.clone()));
         }
         report.conclude(true);
@@ -130,7 +135,7 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     let capture = if args.no_capture {
         report
             .checks
-            .push(Check::skipped("capture", "--no-capture was given"));
+            .push(Check::skipped(CheckName::Capture, "--no-capture was given"));
         None
     } else {
         match start_capture(addr, args, Arc::clone(&stop)) {
@@ -138,7 +143,7 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
             Err(e) => {
                 report
                     .checks
-                    .push(Check::skipped("capture", format!("{e:#}")));
+                    .push(Check::skipped(CheckName::Capture, format!("{e:#}")));
                 None
             }
         }
@@ -166,11 +171,13 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     stop.store(true, Ordering::Relaxed);
     let load = match load {
         Ok(l) => {
-            report.checks.push(Check::ok("load"));
+            report.checks.push(Check::ok(CheckName::Load));
             Some(l)
         }
         Err(e) => {
-            report.checks.push(Check::failed("load", format!("{e:#}")));
+            report
+                .checks
+                .push(Check::failed(CheckName::Load, format!("{e:#}")));
             None
         }
     };
@@ -181,26 +188,29 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
         progress.stage("analyzing captured packets");
         match handle.join() {
             Ok(Ok((a, summary, pcap_file))) => {
-                report.checks.push(Check::ok("capture"));
+                report.checks.push(Check::ok(CheckName::Capture));
                 report.measurements.capture = Some(capture_section(&a, &summary, args, pcap_file));
                 analysis = Some(a);
             }
             Ok(Err(e)) => report
                 .checks
-                .push(Check::failed("capture", format!("{e:#}"))),
-            Err(_) => report
-                .checks
-                .push(Check::failed("capture", "the capture thread panicked")),
+                .push(Check::failed(CheckName::Capture, format!("{e:#}"))),
+            Err(_) => report.checks.push(Check::failed(
+                CheckName::Capture,
+                "the capture thread panicked",
+            )),
         }
     }
     match (before, counters::snapshot()) {
         (Ok(b), Ok(a)) => {
-            report.checks.push(Check::ok("counters"));
+            report.checks.push(Check::ok(CheckName::Counters));
             report.measurements.counters = Some(CountersSection {
                 changed: counters::delta(&b, &a),
             });
         }
-        (Err(e), _) | (_, Err(e)) => report.checks.push(Check::failed("counters", e.to_string())),
+        (Err(e), _) | (_, Err(e)) => report
+            .checks
+            .push(Check::failed(CheckName::Counters, e.to_string())),
     }
 
     // 5. Findings and verdict.
@@ -211,16 +221,18 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     match sockets {
         Some(Ok(list)) if !list.is_empty() => {
             netdoctor_core::sockets::corroborate(&mut report.findings, &list);
-            report.checks.push(Check::ok("socket_options"));
+            report.checks.push(Check::ok(CheckName::SocketOptions));
             report.measurements.server_sockets = Some(list);
         }
         Some(Ok(_)) => report.checks.push(Check::skipped(
-            "socket_options",
+            CheckName::SocketOptions,
             format!("no process on this host serves {addr} (a remote server?)"),
         )),
-        Some(Err(e)) => report.checks.push(Check::skipped("socket_options", e)),
+        Some(Err(e)) => report
+            .checks
+            .push(Check::skipped(CheckName::SocketOptions, e)),
         None => report.checks.push(Check::skipped(
-            "socket_options",
+            CheckName::SocketOptions,
             "the load ended before the server's sockets were sampled",
         )),
     }
@@ -230,12 +242,12 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
         && conclusive
         && let Some(why) = unexplained_latency(&report)
     {
-        report.checks.push(Check::failed("explained", why));
+        report.checks.push(Check::failed(CheckName::Explained, why));
         conclusive = false;
     }
     if !conclusive && report.measurements.capture.is_none() {
         report.checks.push(Check::skipped(
-            "verdict",
+            CheckName::Verdict,
             "without a packet capture transport-level causes cannot be ruled out",
         ));
     }
@@ -260,6 +272,19 @@ fn http_median(
     }
     timings.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
     Ok(timings.swap_remove(HTTP_PROBES / 2))
+}
+
+/// The one-request probe sends a plain GET (it has no method, header or body settings yet);
+/// when the load's request differs, the check says so.
+fn probe_request_differs(args: &DiagnoseArgs) -> Option<String> {
+    let r = &args.request;
+    let differs = !r.method.eq_ignore_ascii_case("GET")
+        || !r.headers.is_empty()
+        || r.body.is_some()
+        || r.body_file.is_some();
+    differs.then(|| {
+        "the one-request probe sent a plain GET; -m/-H/--body apply to the load only".to_string()
+    })
 }
 
 /// A healthy verdict must not hide latency nothing explains: when p50 under load is far above
@@ -302,6 +327,7 @@ fn run_load(
     cfg.duration = args.duration;
     cfg.timeout = args.timeout;
     cfg.keepalive = !args.no_keepalive;
+    crate::loadcmd::apply_request(&args.request, &mut cfg)?;
     let stop = AtomicBool::new(false);
     let total = args.duration;
     let result = netdoctor_load::run(&cfg, &stop, &mut |p| {
@@ -373,7 +399,7 @@ fn capture_section(
         ));
     }
     CaptureSection {
-        source: "live",
+        source: CaptureSource::Live,
         snaplen: Some(args.snaplen.max(96)),
         pcap_file: pcap_file.map(|p| p.display().to_string()),
         stats: a.stats.clone(),
