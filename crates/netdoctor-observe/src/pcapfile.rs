@@ -13,14 +13,23 @@
 //! Two things are done by hand although the crate has helpers: pcapng timestamps (the crate's
 //! `build_ts_resolution` rejects every binary `if_tsresol` and its `if_tsoffset` is always read
 //! little-endian), and format sniffing (to name what the file starts with in the error).
+//!
+//! The bytes come through [`input`]: files, FIFOs and standard input (`-`) alike, gzip'd or not
+//! (detected by magic), and with [`Follow`] a file that is still being written (`tail -f`). No
+//! seek is ever made.
+
+mod input;
+
+pub use input::Follow;
 
 use crate::error::io_error;
 use crate::{BadCaptureKind, ObserveError, PacketSource, SourceSummary};
+use input::{Input, Shared};
 use netdoctor_core::{LinkType, RawPacket};
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{Block, LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -41,10 +50,12 @@ const SPB_MAGIC: u32 = 3;
 const BOM_LE: [u8; 4] = [0x4d, 0x3c, 0x2b, 0x1a];
 const BOM_BE: [u8; 4] = [0x1a, 0x2b, 0x3c, 0x4d];
 
-/// A pcap or pcapng file opened for reading; a one-shot [`PacketSource`].
+/// A pcap or pcapng capture opened for reading; a one-shot [`PacketSource`].
 pub struct CaptureFile {
     path: String,
     inner: Inner,
+    gzip: bool,
+    input: Shared,
 }
 
 enum Inner {
@@ -53,7 +64,7 @@ enum Inner {
 }
 
 struct LegacyState {
-    reader: LegacyPcapReader<File>,
+    reader: LegacyPcapReader<Input>,
     link: LinkType,
     snaplen: u32,
     nanos: bool,
@@ -61,7 +72,7 @@ struct LegacyState {
 }
 
 struct NgState {
-    reader: PcapNGReader<File>,
+    reader: PcapNGReader<Input>,
     big_endian: bool,
     interfaces: Vec<Interface>,
     /// Packets skipped because their interface's link type is not decoded: (link type, count).
@@ -80,23 +91,53 @@ struct Interface {
 }
 
 impl CaptureFile {
-    /// Opens `path` and checks its file header.
+    /// Opens `path` (a file, a FIFO, `/dev/stdin`; `-` is standard input) and checks its file
+    /// header.
     pub fn open(path: &Path) -> Result<CaptureFile, ObserveError> {
-        let shown = path.display().to_string();
+        CaptureFile::open_with(path, None)
+    }
+
+    /// [`CaptureFile::open`], following the file as it grows when `follow` is given.
+    pub fn open_with(path: &Path, follow: Option<Follow>) -> Result<CaptureFile, ObserveError> {
+        if path.as_os_str() == "-" {
+            return CaptureFile::from_reader("stdin", Box::new(std::io::stdin()), follow);
+        }
+        let file = File::open(path).map_err(|e| io_error("open", path, &e))?;
+        CaptureFile::from_reader(&path.display().to_string(), Box::new(file), follow)
+    }
+
+    /// Reads a capture from any byte stream; `name` is used in messages.
+    pub fn from_reader(
+        name: &str,
+        reader: Box<dyn Read + Send>,
+        follow: Option<Follow>,
+    ) -> Result<CaptureFile, ObserveError> {
+        let shown = name.to_string();
         let bad = |kind, message: String| ObserveError::BadCapture {
             path: shown.clone(),
             kind,
             message,
         };
-        let mut file = File::open(path).map_err(|e| io_error("open", path, &e))?;
-        let mut head = [0u8; 24];
-        let n = read_up_to(&mut file, &mut head).map_err(|e| io_error("read", path, &e))?;
-        let head = &head[..n];
-        if head.is_empty() {
-            return Err(bad(BadCaptureKind::Empty, "empty file (0 bytes)".into()));
+        let (file, gzip, head) = Input::open(reader, follow, 24);
+        let input = file.state();
+        let state_error = || {
+            let st = input.lock().unwrap_or_else(|e| e.into_inner());
+            st.error
+                .as_ref()
+                .map(|e| input::describe_input_error(e, gzip).1)
+        };
+        if let Some(msg) = state_error() {
+            return Err(bad(BadCaptureKind::Malformed, msg));
         }
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| io_error("seek", path, &e))?;
+        let head = &head[..];
+        if head.is_empty() {
+            let what = if gzip {
+                "empty gzip'd data (0 bytes after decompression)"
+            } else {
+                "empty file (0 bytes)"
+            };
+            return Err(bad(BadCaptureKind::Empty, what.into()));
+        }
         let magic = head.get(..4).map(|m| [m[0], m[1], m[2], m[3]]);
         let inner = match magic {
             Some(m) if u32::from_le_bytes(m) == SHB_MAGIC => {
@@ -151,11 +192,59 @@ impl CaptureFile {
             _ => {
                 return Err(bad(
                     BadCaptureKind::NotCapture,
-                    format!("not a pcap or pcapng file (starts with {})", preview(head)),
+                    format!(
+                        "not a pcap or pcapng file{} (starts with {})",
+                        if gzip { " inside the gzip data" } else { "" },
+                        preview(head)
+                    ),
                 ));
             }
         };
-        Ok(CaptureFile { path: shown, inner })
+        Ok(CaptureFile {
+            path: shown,
+            inner,
+            gzip,
+            input,
+        })
+    }
+
+    /// Whether the data was gzip'd.
+    pub fn is_gzip(&self) -> bool {
+        self.gzip
+    }
+
+    /// Why following the file ended (`--follow`), once it has.
+    pub fn follow_end(&self) -> Option<String> {
+        self.input
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .follow_end
+            .clone()
+    }
+
+    /// Turns an error under the parser into a warning (a cut-short gzip: the packets read so
+    /// far stand) or an error.
+    fn finish_input(&self, mut summary: SourceSummary) -> Result<SourceSummary, ObserveError> {
+        let st = self.input.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(e) = &st.error else {
+            return Ok(summary);
+        };
+        let (truncated, msg) = input::describe_input_error(e, self.gzip);
+        if !truncated {
+            return Err(ObserveError::Io {
+                op: "read",
+                path: self.path.clone(),
+                kind: e.kind(),
+                message: format!("{msg} (after {} packets)", summary.packets),
+            });
+        }
+        let cut = truncated_warning(summary.packets);
+        summary.warnings.retain(|w| *w != cut);
+        summary.warnings.push(format!(
+            "{msg}: analyzed the {} packets before the cut",
+            summary.packets
+        ));
+        Ok(summary)
     }
 
     fn bad(&self, kind: BadCaptureKind, message: String) -> ObserveError {
@@ -172,19 +261,6 @@ fn is_pcap_magic(m: [u8; 4]) -> bool {
         u32::from_le_bytes(m),
         0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1 | 0xa1b2_cd34
     )
-}
-
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 fn read_u32(b: &[u8], big_endian: bool) -> u32 {
@@ -236,10 +312,10 @@ impl PacketSource for CaptureFile {
         &mut self,
         f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
     ) -> Result<SourceSummary, ObserveError> {
-        match &mut self.inner {
+        let summary = match &mut self.inner {
             Inner::Legacy(st) => {
                 let path = self.path.clone();
-                read_legacy(&path, st, f)
+                read_legacy(&path, st, f)?
             }
             Inner::Ng(st) => {
                 let path = self.path.clone();
@@ -252,9 +328,10 @@ impl PacketSource for CaptureFile {
                         format!("unsupported link type {link} (netdoctor decodes Ethernet, Linux cooked, raw IP and loopback captures)"),
                     ));
                 }
-                Ok(summary)
+                summary
             }
-        }
+        };
+        self.finish_input(summary)
     }
 }
 

@@ -17,7 +17,7 @@ use netdoctor_report::{ConnectReport, Format};
 
 use crate::cli::OutputArgs;
 use crate::output::Progress;
-use crate::stop::StopOnSigint;
+use crate::stop::StopOnSignals;
 use crate::target::{parse_duration, parse_host_port, positive, positive_u64};
 
 const CONNECT_AFTER_HELP: &str = "\
@@ -65,7 +65,7 @@ pub fn connect_command(args: &ConnectArgs, out: &mut dyn Write) -> anyhow::Resul
     }
     let live = std::env::var_os("NETDOCTOR_QUIET").is_none() && std::io::stderr().is_terminal();
     let stop = Arc::new(AtomicBool::new(false));
-    let sig = StopOnSigint::new(&stop);
+    let sig = StopOnSignals::sigint(&stop);
     let count = cfg.count;
     let res = netdoctor_load::connect_bench(&cfg, &stop, &mut |p| {
         if live {

@@ -21,7 +21,7 @@ use netdoctor_report::{Format, LoadReport};
 
 use crate::cli::{OutputArgs, RequestArgs};
 use crate::output::Progress;
-use crate::stop::StopOnSigint;
+use crate::stop::StopOnSignals;
 use crate::target::{parse_duration, parse_header, parse_url, positive, positive_rate, resolve};
 
 const LOAD_AFTER_HELP: &str = "\
@@ -121,7 +121,7 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         ));
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let sig = StopOnSigint::new(&stop);
+    let sig = StopOnSignals::sigint(&stop);
     let total = cfg.duration;
     let res = netdoctor_load::run(&cfg, &stop, &mut |p| {
         progress.tick(p.elapsed, total, p.requests, p.errors)
