@@ -420,7 +420,12 @@ fn read_legacy(
                         format!("record at byte {offset} cannot be parsed"),
                     ));
                 }
+                let before = st.reader.data().len();
                 st.reader.refill().map_err(|_| read_error(path, offset))?;
+                if st.reader.data().len() > before {
+                    // New bytes (a pipe or a followed file delivers a record in pieces).
+                    stalled = 0;
+                }
             }
             Err(PcapError::UnexpectedEof) => {
                 summary.warnings.push(truncated_warning(summary.packets));
@@ -701,7 +706,12 @@ fn read_ng(
                         format!("block at byte {offset}: inconsistent lengths inside the block"),
                     ));
                 }
+                let before = st.reader.data().len();
                 st.reader.refill().map_err(|_| read_error(path, offset))?;
+                if st.reader.data().len() > before {
+                    // New bytes (a pipe or a followed file delivers a record in pieces).
+                    stalled = 0;
+                }
             }
             Err(PcapError::UnexpectedEof) => {
                 let complete = block_len.is_some_and(|l| avail >= l as usize);

@@ -69,7 +69,7 @@ impl<R: Read> Read for FollowReader<R> {
         if buf.is_empty() {
             return Ok(0);
         }
-        loop {
+        {
             let n = self.inner.read(buf)?;
             if n > 0 {
                 self.last_data = Instant::now();
@@ -92,7 +92,9 @@ impl<R: Read> Read for FollowReader<R> {
                 lock(&self.state).follow_end = Some(why);
                 return Ok(0);
             }
-            std::thread::sleep(self.follow.poll);
+            // No data yet: [`Input`] hands on what it has, or waits a poll interval and asks
+            // again (which checks the stop conditions again).
+            return Err(io::ErrorKind::WouldBlock.into());
         }
     }
 }
@@ -108,6 +110,9 @@ pub(crate) struct Input {
     inner: Box<dyn Read + Send>,
     /// The inner reader ended (or failed); no more reads.
     done: bool,
+    /// Following a growing file: reads may come back short once some data is there, and an
+    /// empty end is waited on for this long before asking again.
+    poll: Option<Duration>,
     state: Shared,
 }
 
@@ -121,6 +126,7 @@ impl Input {
         sniff: usize,
     ) -> (Input, bool, Vec<u8>) {
         let state: Shared = Arc::default();
+        let poll = follow.as_ref().map(|f| f.poll);
         let raw: Box<dyn Read + Send> = match follow {
             Some(follow) => Box::new(FollowReader {
                 inner: raw,
@@ -136,6 +142,7 @@ impl Input {
             pos: 0,
             inner: raw,
             done: false,
+            poll,
             state,
         };
         let magic = input.sniff(GZIP_MAGIC.len());
@@ -154,23 +161,32 @@ impl Input {
     /// Reads up to `n` bytes into the prefix (they are returned again by `read`).
     fn sniff(&mut self, n: usize) -> Vec<u8> {
         let mut head = vec![0u8; n];
-        // `read` hands out what an earlier sniff kept, then fills from the inner reader.
-        let got = self.read(&mut head).unwrap_or(0);
+        // What an earlier sniff kept, then the inner reader until `n` bytes or the end.
+        let kept = self.prefix.len() - self.pos;
+        head[..kept].copy_from_slice(&self.prefix[self.pos..]);
+        let got = kept + self.fill(&mut head[kept..], false);
         head.truncate(got);
         self.prefix = head.clone();
         self.pos = 0;
         head
     }
 
-    /// Reads from the inner reader until `buf` is full or the data ends; a read error ends the
-    /// data and is kept in the state.
-    fn fill(&mut self, buf: &mut [u8]) -> usize {
+    /// Reads from the inner reader until `buf` is full or the data ends (with `short_ok` and a
+    /// followed file: until the data read so far ends). A read error ends the data and is kept
+    /// in the state.
+    fn fill(&mut self, buf: &mut [u8], short_ok: bool) -> usize {
         let mut n = 0;
         while n < buf.len() && !self.done {
             match self.inner.read(&mut buf[n..]) {
                 Ok(0) => self.done = true,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.poll.is_some() => {
+                    if short_ok && n > 0 {
+                        break;
+                    }
+                    std::thread::sleep(self.poll.unwrap_or_default());
+                }
                 Err(e) => {
                     self.done = true;
                     lock(&self.state).error.get_or_insert(e);
@@ -194,7 +210,7 @@ impl Read for Input {
             self.pos += k;
             n = k;
         }
-        Ok(n + self.fill(&mut buf[n..]))
+        Ok(n + self.fill(&mut buf[n..], true))
     }
 }
 
