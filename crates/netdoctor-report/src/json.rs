@@ -108,8 +108,32 @@ mod tests {
         let mut bad = good.clone();
         bad["checks"][1].as_object_mut().unwrap().remove("reason");
         assert!(!v.is_valid(&bad), "skipped check without a reason accepted");
+        let mut bad = good.clone();
+        bad["checks"][0]["name"] = "Load Test".into();
+        assert!(
+            !v.is_valid(&bad),
+            "a check name that is not snake_case accepted"
+        );
         let mut bad = good;
         bad["verdict"] = "fine".into();
         assert!(!v.is_valid(&bad), "unknown verdict accepted");
+    }
+
+    #[test]
+    fn schema_names_every_check() {
+        let schema: serde_json::Value = serde_json::from_str(crate::SCHEMA_JSON).unwrap();
+        let name = &schema["properties"]["checks"]["items"]["properties"]["name"];
+        let doc = name["description"].as_str().unwrap();
+        for c in CheckName::ALL {
+            assert!(doc.contains(c.as_str()), "schema does not list check {c}");
+            assert!(snake_case(c.as_str()), "{c} is not snake_case");
+        }
+    }
+
+    /// `^[a-z][a-z0-9_]*$` by hand.
+    fn snake_case(s: &str) -> bool {
+        s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     }
 }

@@ -353,14 +353,25 @@ fn note_lines(note: &str, out: &mut dyn Write) -> io::Result<()> {
 fn render_checks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", "Checks".bold())?;
     for c in &report.checks {
-        let status = match c.status {
-            CheckStatus::Ok => "ok".green().to_string(),
-            CheckStatus::Skipped => "skipped".yellow().to_string(),
-            CheckStatus::Failed => "failed".red().to_string(),
+        // Padded before it is coloured, so the reasons line up with and without colour.
+        let paint = |word: &str| match c.status {
+            CheckStatus::Ok => word.green().to_string(),
+            CheckStatus::Skipped => word.yellow().to_string(),
+            CheckStatus::Failed => word.red().to_string(),
+        };
+        let word = match c.status {
+            CheckStatus::Ok => "ok",
+            CheckStatus::Skipped => "skipped",
+            CheckStatus::Failed => "failed",
         };
         match &c.reason {
-            Some(r) => writeln!(out, "  {:<10} {status:<7}  {r}", c.name.as_str())?,
-            None => writeln!(out, "  {:<10} {status}", c.name.as_str())?,
+            Some(r) => writeln!(
+                out,
+                "  {:<10} {}  {r}",
+                c.name.as_str(),
+                paint(&format!("{word:<7}"))
+            )?,
+            None => writeln!(out, "  {:<10} {}", c.name.as_str(), paint(word))?,
         }
     }
     Ok(())
