@@ -60,6 +60,15 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
     if args.connections == 0 {
         anyhow::bail!("--connections must be at least 1");
     }
+    // A bad -H or an unreadable --body-file is a usage error before anything runs.
+    crate::loadcmd::apply_request(
+        &args.request,
+        &mut LoadConfig::new(HttpTarget {
+            addr: SocketAddr::from(([127, 0, 0, 1], 1)),
+            host: String::new(),
+            path: String::new(),
+        }),
+    )?;
     let addr = *netdoctor_probe::resolve(&url.host, url.port)?
         .first()
         .with_context(|| format!("resolve {}: no addresses", url.host))?;
