@@ -69,33 +69,31 @@ impl<R: Read> Read for FollowReader<R> {
         if buf.is_empty() {
             return Ok(0);
         }
-        {
-            let n = self.inner.read(buf)?;
-            if n > 0 {
-                self.last_data = Instant::now();
-                return Ok(n);
-            }
-            let end = if self.follow.stop.load(Ordering::Relaxed) {
-                Some("stopped by a signal".to_string())
-            } else if let Some(t) = self.follow.timeout
-                && self.started.elapsed() >= t
-            {
-                Some(format!("--follow-timeout {} s reached", t.as_secs_f64()))
-            } else if let Some(t) = self.follow.idle
-                && self.last_data.elapsed() >= t
-            {
-                Some(format!("no new data for {} s", t.as_secs_f64()))
-            } else {
-                None
-            };
-            if let Some(why) = end {
-                lock(&self.state).follow_end = Some(why);
-                return Ok(0);
-            }
-            // No data yet: [`Input`] hands on what it has, or waits a poll interval and asks
-            // again (which checks the stop conditions again).
-            return Err(io::ErrorKind::WouldBlock.into());
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            self.last_data = Instant::now();
+            return Ok(n);
         }
+        let end = if self.follow.stop.load(Ordering::Relaxed) {
+            Some("stopped by a signal".to_string())
+        } else if let Some(t) = self.follow.timeout
+            && self.started.elapsed() >= t
+        {
+            Some(format!("--follow-timeout {} s reached", t.as_secs_f64()))
+        } else if let Some(t) = self.follow.idle
+            && self.last_data.elapsed() >= t
+        {
+            Some(format!("no new data for {} s", t.as_secs_f64()))
+        } else {
+            None
+        };
+        if let Some(why) = end {
+            lock(&self.state).follow_end = Some(why);
+            return Ok(0);
+        }
+        // No data yet: [`Input`] hands on what it has, or waits a poll interval and asks
+        // again (which checks the stop conditions again).
+        Err(io::ErrorKind::WouldBlock.into())
     }
 }
 
