@@ -31,7 +31,7 @@ use netdoctor_core::{LinkType, RawPacket};
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
 use std::fs::File;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -80,12 +80,24 @@ impl CaptureFile {
         CaptureFile::open_with(path, None)
     }
 
-    /// [`CaptureFile::open`], following the file as it grows when `follow` is given.
+    /// [`CaptureFile::open`], following the file as it grows when `follow` is given. Only a
+    /// regular file is followed: the end of a pipe or FIFO is final (as with `tail -f`).
     pub fn open_with(path: &Path, follow: Option<Follow>) -> Result<CaptureFile, ObserveError> {
         if path.as_os_str() == "-" {
-            return CaptureFile::from_reader("stdin", Box::new(std::io::stdin()), follow);
+            if std::io::stdin().is_terminal() {
+                return Err(ObserveError::BadCapture {
+                    path: "stdin".into(),
+                    kind: BadCaptureKind::NotCapture,
+                    message: "standard input is a terminal; pipe a capture into it \
+                              (tcpdump -w - | netdoctor analyze -)"
+                        .into(),
+                });
+            }
+            return CaptureFile::from_reader("stdin", Box::new(std::io::stdin()), None);
         }
         let file = File::open(path).map_err(|e| io_error("open", path, &e))?;
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        let follow = follow.filter(|_| regular);
         CaptureFile::from_reader(&path.display().to_string(), Box::new(file), follow)
     }
 

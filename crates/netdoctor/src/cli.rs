@@ -168,7 +168,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub server_port: Option<u16>,
     /// Keep reading as the file grows (like `tail -f`) until Ctrl-C, SIGTERM, --follow-timeout
-    /// or --follow-idle; then report.
+    /// or --follow-idle; then report. Regular files only: a pipe's end is final.
     #[arg(long, short = 'f')]
     pub follow: bool,
     /// With --follow: stop and report after this long in total, e.g. 30s, 5m.
