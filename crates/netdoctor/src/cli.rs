@@ -138,7 +138,7 @@ pub struct DiagnoseArgs {
     /// Write the captured packets to this file (pcap, readable by tshark/Wireshark/tcpdump).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// Bytes kept per captured packet, at least 96 (headers and the start of HTTP messages fit
+    /// Bytes kept per captured packet, 96 to 262144 (headers and the start of HTTP messages fit
     /// in 256).
     #[arg(long, default_value_t = 256, value_parser = snaplen)]
     pub snaplen: u32,
@@ -232,6 +232,8 @@ pub enum DemoServer {
 
 /// The smallest `--snaplen`: Ethernet, IPv6 and a TCP header with options fit.
 pub const MIN_SNAPLEN: u32 = 96;
+/// The largest `--snaplen` (tcpdump's maximum; what capture files are read with).
+pub const MAX_SNAPLEN: u32 = netdoctor_observe::pcapfile::MAX_CAPLEN;
 
 fn snaplen(s: &str) -> Result<u32, String> {
     let n = positive_u32(s)?;
@@ -239,6 +241,9 @@ fn snaplen(s: &str) -> Result<u32, String> {
         return Err(format!(
             "must be at least {MIN_SNAPLEN} (the link, IP and TCP headers must fit)"
         ));
+    }
+    if n > MAX_SNAPLEN {
+        return Err(format!("must be at most {MAX_SNAPLEN}"));
     }
     Ok(n)
 }

@@ -34,6 +34,10 @@ fn zero_and_nonsense_counts_are_usage_errors() {
         (&["diagnose", "--syn-probes", "0", URL][..], "--syn-probes"),
         (&["diagnose", "--snaplen", "10", URL][..], "at least 96"),
         (&["diagnose", "--snaplen", "0", URL][..], "--snaplen"),
+        (
+            &["diagnose", "--snaplen", "1000000", URL][..],
+            "at most 262144",
+        ),
         (&["diagnose", "-d", "0s", URL][..], "greater than zero"),
         (
             &["diagnose", "--timeout", "0ms", URL][..],
