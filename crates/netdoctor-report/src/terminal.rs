@@ -157,7 +157,16 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .iter()
             .filter(|s| s.state == netdoctor_core::sockets::SocketState::Established)
             .collect();
-        if let Some(first) = conns.first().copied().or(socks.first()) {
+        if conns.is_empty()
+            && let Some(first) = socks.first()
+        {
+            writeln!(
+                out,
+                "  {:<14} {} (pid {}): only its listening socket was open when sampled; no \
+                 connection's options to show",
+                "Server sockets", first.process, first.pid
+            )?;
+        } else if let Some(first) = conns.first().copied() {
             let off = conns.iter().filter(|s| !s.tcp_nodelay).count();
             let corked = conns.iter().filter(|s| s.tcp_cork).count();
             writeln!(
@@ -535,6 +544,44 @@ mod tests {
         assert_eq!(
             breakdown_line(&b),
             "a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"
+        );
+    }
+
+    #[test]
+    fn server_sockets_line_never_says_0_of_0() {
+        let mut r = Report::new(
+            crate::ReportCommand::Diagnose,
+            crate::Target {
+                input: "http://127.0.0.1:8080/".into(),
+                address: None,
+            },
+        );
+        let sock = |state: &str, nodelay: bool| {
+            serde_json::from_value::<netdoctor_core::sockets::ServerSocket>(serde_json::json!({
+                "pid": 42, "process": "nginx", "fd": 6, "state": state,
+                "local": "127.0.0.1:8080", "tcp_nodelay": nodelay, "tcp_cork": false,
+                "sndbuf": 2626560, "rcvbuf": 131072
+            }))
+            .unwrap()
+        };
+        r.measurements.server_sockets = Some(vec![sock("listen", true)]);
+        let mut out = Vec::new();
+        render(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("only its listening socket was open"),
+            "{text}"
+        );
+        assert!(!text.contains("0 of 0"), "{text}");
+
+        r.measurements.server_sockets =
+            Some(vec![sock("listen", true), sock("established", false)]);
+        let mut out = Vec::new();
+        render(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("TCP_NODELAY off on 1 of 1 sampled connections"),
+            "{text}"
         );
     }
 
