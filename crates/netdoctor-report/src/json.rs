@@ -85,7 +85,10 @@ mod tests {
     fn sample_report_reads_back_from_its_json() {
         let mut first = Vec::new();
         render(&sample(), &mut first).unwrap();
-        let back = parse(std::str::from_utf8(&first).unwrap()).unwrap();
+        let text = std::str::from_utf8(&first).unwrap();
+        assert!(!text.contains("interrupted"), "written only when true");
+        let back = parse(text).unwrap();
+        assert!(!back.interrupted);
         assert_eq!(back.checks[1].name, CheckName::Capture);
         assert_eq!(back.command, ReportCommand::Diagnose);
         let mut second = Vec::new();
@@ -93,6 +96,29 @@ mod tests {
         assert_eq!(
             String::from_utf8(first).unwrap(),
             String::from_utf8(second).unwrap()
+        );
+    }
+
+    #[test]
+    fn an_interrupted_report_says_so_in_both_sinks() {
+        let mut r = sample();
+        r.interrupted = true;
+        let mut buf = Vec::new();
+        render(&r, &mut buf).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert!(validator().is_valid(&v));
+        assert_eq!(v["interrupted"], true);
+        assert!(
+            parse(std::str::from_utf8(&buf).unwrap())
+                .unwrap()
+                .interrupted
+        );
+        let mut text = Vec::new();
+        crate::terminal::render(&r, &mut text).unwrap();
+        assert!(
+            String::from_utf8(text)
+                .unwrap()
+                .contains("interrupted: the run was stopped early")
         );
     }
 

@@ -34,6 +34,10 @@ pub struct Report {
     pub checks: Vec<Check>,
     /// Wall-clock time the run took, in seconds.
     pub elapsed_s: f64,
+    /// The run was stopped early (Ctrl-C, SIGTERM): the report covers what was measured until
+    /// then. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// The command that made a report.
@@ -237,6 +241,7 @@ impl Report {
             measurements: Measurements::default(),
             checks: Vec::new(),
             elapsed_s: 0.0,
+            interrupted: false,
         }
     }
 

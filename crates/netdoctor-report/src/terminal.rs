@@ -26,6 +26,14 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .map(|a| format!("  ({a})"))
             .unwrap_or_default()
     )?;
+    if report.interrupted {
+        writeln!(
+            out,
+            "{}",
+            "interrupted: the run was stopped early; this report covers what was measured until then"
+                .yellow()
+        )?;
+    }
     writeln!(out)?;
     render_measurements(report, out)?;
     writeln!(out)?;
