@@ -8,9 +8,10 @@
 
 use crate::host::Host;
 use crate::plan::DiagnosePlan;
-use netdoctor_core::analyze::Analysis;
-use netdoctor_core::sockets::ServerSocket;
-use netdoctor_report::{Check, Measurements};
+use netdoctor_core::analyze::Analyzer;
+use netdoctor_core::observation::Observation;
+use netdoctor_observe::SourceSummary;
+use netdoctor_report::{Check, CheckName, Measurements};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -27,17 +28,26 @@ pub struct RunCtx<'a> {
 pub struct Outcome {
     pub checks: Vec<Check>,
     pub measurements: Measurements,
-    /// The packets' analysis, when a capture ran.
-    pub analysis: Option<Analysis>,
-    /// The server's sockets with their options, when they could be read.
-    pub server_sockets: Option<Vec<ServerSocket>>,
+    /// Fed to the detectors with the packets.
+    pub observations: Vec<Observation>,
+    /// The analyzer that saw the captured packets (not finished yet: the observations join
+    /// it), with what the capture itself reported.
+    pub capture: Option<Captured>,
     /// CPU use during the load.
     pub cpu: Option<crate::observers::CpuUse>,
 }
 
+/// A live capture that ran.
+pub struct Captured {
+    pub analyzer: Analyzer,
+    pub summary: SourceSummary,
+    /// The `--pcap` file, when it was written completely.
+    pub pcap_file: Option<std::path::PathBuf>,
+}
+
 pub trait Observer: Send {
     /// The check this observer reports under.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> CheckName;
     /// Before the load. An error is the observer's check (skipped or failed, with the
     /// reason); the observer is then dropped and the run goes on.
     fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check>;

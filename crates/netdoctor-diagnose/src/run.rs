@@ -6,10 +6,10 @@ use crate::host::Host;
 use crate::observer::{Observer, Outcome, RunCtx};
 use crate::observers;
 use crate::plan::DiagnosePlan;
-use netdoctor_core::probes as probe_findings;
+use netdoctor_core::observation::Observation;
 use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbeConfig};
-use netdoctor_report::{Check, ProbeSection, Report, Target};
+use netdoctor_report::{Check, CheckName, ProbeSection, Report, ReportCommand, Target};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -55,7 +55,7 @@ pub fn run(
         .first()
         .ok_or_else(|| DiagnoseError::NoAddress(t.host.clone()))?;
     let mut report = Report::new(
-        "diagnose",
+        ReportCommand::Diagnose,
         Target {
             input: t.input.clone(),
             address: Some(addr.to_string()),
@@ -64,13 +64,14 @@ pub fn run(
 
     // 1. Baseline probes.
     progress.stage(&format!("probing {addr}: SYN RTT and one request"));
-    let refused = probe(plan, host, addr, &mut report);
-    if refused {
+    let mut early = Outcome::default();
+    if let Some(refused) = probe(plan, host, addr, &mut report) {
+        early.observations.push(refused);
         let why = format!("nothing listens on {addr}");
-        for stage in ["load", "capture", "counters"] {
+        for stage in [CheckName::Load, CheckName::Capture, CheckName::Counters] {
             report.checks.push(Check::skipped(stage, why.clone()));
         }
-        return Ok(finish(report, Outcome::default(), interrupt, started));
+        return Ok(finish(plan, report, early, interrupt, started));
     }
 
     // 2. Observers, then the load while they watch.
@@ -84,7 +85,7 @@ pub fn run(
             Err(check) => report.checks.push(check),
         }
     }
-    let capturing = running.iter().any(|o| o.name() == "capture");
+    let capturing = running.iter().any(|o| o.name() == CheckName::Capture);
     progress.stage(&format!(
         "loading {} with {} connections for {:.1} s{}",
         t.input,
@@ -98,8 +99,8 @@ pub fn run(
     ));
     let load = run_load(plan, &ctx, progress, interrupt, &mut running);
     report.checks.push(match &load {
-        Ok(_) => Check::ok("load"),
-        Err(e) => Check::failed("load", e.clone()),
+        Ok(_) => Check::ok(CheckName::Load),
+        Err(e) => Check::failed(CheckName::Load, e.clone()),
     });
     report.measurements.load = load.ok();
 
@@ -111,11 +112,16 @@ pub fn run(
     for o in running {
         o.finish(&ctx, &mut outcome);
     }
-    Ok(finish(report, outcome, interrupt, started))
+    Ok(finish(plan, report, outcome, interrupt, started))
 }
 
-/// SYN RTT and one timed request; true when the target refused the connection.
-fn probe(plan: &DiagnosePlan, host: &dyn Host, addr: SocketAddr, report: &mut Report) -> bool {
+/// SYN RTT and one timed request; the refusal, when the target refused the connection.
+fn probe(
+    plan: &DiagnosePlan,
+    host: &dyn Host,
+    addr: SocketAddr,
+    report: &mut Report,
+) -> Option<Observation> {
     let syn = host.syn_probe(
         addr,
         &SynProbeConfig {
@@ -124,8 +130,8 @@ fn probe(plan: &DiagnosePlan, host: &dyn Host, addr: SocketAddr, report: &mut Re
         },
     );
     report.checks.push(match &syn.fallback_reason {
-        None => Check::ok("syn_probe"),
-        Some(why) => Check::ok_with("syn_probe", why.clone()),
+        None => Check::ok(CheckName::SynProbe),
+        Some(why) => Check::ok_with(CheckName::SynProbe, why.clone()),
     });
     let cfg = HttpProbeConfig {
         host: plan.target.host_header.clone(),
@@ -137,28 +143,39 @@ fn probe(plan: &DiagnosePlan, host: &dyn Host, addr: SocketAddr, report: &mut Re
         matches!(http, Err(ProbeError::Refused { .. })) || (syn.answered == 0 && syn.refused > 0);
     let http = match http {
         Ok(t) => {
-            report.checks.push(Check::ok("http_probe"));
+            report.checks.push(match probe_request_differs(plan) {
+                None => Check::ok(CheckName::HttpProbe),
+                Some(note) => Check::ok_with(CheckName::HttpProbe, note),
+            });
             Some(t)
         }
         Err(e) => {
             report
                 .checks
-                .push(Check::failed("http_probe", error_chain(&e)));
+                .push(Check::failed(CheckName::HttpProbe, error_chain(&e)));
             None
         }
     };
-    if refused {
-        report.findings.push(probe_findings::server_not_listening(
-            &addr.to_string(),
-            syn.sent,
-            syn.refused,
-        ));
-    }
+    let refusal = refused.then(|| Observation::ConnectRefused {
+        addr: addr.to_string(),
+        syn_sent: syn.sent,
+        syn_refused: syn.refused,
+    });
     report.measurements.probe = Some(ProbeSection {
         syn: Some(syn),
         http,
     });
-    refused
+    refusal
+}
+
+/// The one-request probe sends a plain GET; say so when the load sends something else.
+fn probe_request_differs(plan: &DiagnosePlan) -> Option<String> {
+    let l = &plan.load;
+    let differs =
+        !l.method.eq_ignore_ascii_case("GET") || !l.headers.is_empty() || l.body.is_some();
+    differs.then(|| {
+        "the one-request probe sent a plain GET; -m/-H/--body apply to the load only".to_string()
+    })
 }
 
 /// The request with the median total of [`HTTP_PROBES`], so one scheduling hiccup on a shared
@@ -212,25 +229,22 @@ fn run_load(
 
 /// Detectors over what the observers saw, and the verdict.
 fn finish(
+    plan: &DiagnosePlan,
     mut report: Report,
-    outcome: Outcome,
+    mut outcome: Outcome,
     interrupt: &AtomicBool,
     started: Instant,
 ) -> Report {
-    report.checks.extend(outcome.checks);
-    let mut m = outcome.measurements;
-    m.probe = report.measurements.probe.take();
-    m.load = report.measurements.load.take();
-    report.measurements = m;
-    if let Some(a) = outcome.analysis {
-        report.findings.extend(a.findings);
-    }
-    if let Some(list) = outcome.server_sockets {
-        netdoctor_core::sockets::corroborate(&mut report.findings, &list);
-        report.measurements.server_sockets = Some(list);
-    }
-    crate::verdict::conclude(&mut report);
+    let m = std::mem::take(&mut outcome.measurements);
+    report.measurements.counters = m.counters;
+    report.measurements.server_sockets = m.server_sockets;
     report.interrupted = interrupt.load(Ordering::Relaxed);
+    crate::verdict::conclude(
+        &mut report,
+        outcome,
+        plan.capture.snaplen,
+        plan.capture.max_packets,
+    );
     report.elapsed_s = started.elapsed().as_secs_f64();
     report
 }

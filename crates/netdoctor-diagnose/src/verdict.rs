@@ -1,36 +1,57 @@
-//! From findings and measurements to the verdict (to be replaced by core's one rule).
+//! From what the run saw to findings and the verdict: the observations join the packets in
+//! the analyzer, the detectors conclude, and core's one verdict rule decides.
 
+use crate::observer::Outcome;
+use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
+use netdoctor_core::verdict::VerdictInputs;
 use netdoctor_report::terminal::ms;
-use netdoctor_report::{Check, Report};
+use netdoctor_report::{CaptureSection, CaptureSource, Report};
 
-/// Fewer exchanges than this in the capture and a run without findings is inconclusive.
-const MIN_EXCHANGES: u64 = 20;
-
-pub fn conclude(report: &mut Report) {
-    let exchanges = report
-        .measurements
-        .capture
-        .as_ref()
-        .map_or(0, |c| c.exchanges.count);
-    let mut conclusive = exchanges >= MIN_EXCHANGES;
-    if report.findings.is_empty()
-        && conclusive
-        && let Some(why) = unexplained_latency(report)
-    {
-        report.checks.push(Check::failed("explained", why));
-        conclusive = false;
+/// Runs the detectors over the packets and observations and sets findings and verdict.
+pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_packets: u64) {
+    let captured = outcome.capture.take();
+    let capture_present = captured.is_some();
+    let (mut analyzer, summary, pcap_file) = match captured {
+        Some(c) => (c.analyzer, Some(c.summary), c.pcap_file),
+        None => (Analyzer::new(AnalyzerConfig::default()), None, None),
+    };
+    for obs in outcome.observations.drain(..) {
+        analyzer.observe(obs);
     }
-    if !conclusive && report.measurements.capture.is_none() {
-        report.checks.push(Check::skipped(
-            "verdict",
-            "without a packet capture transport-level causes cannot be ruled out",
-        ));
+    let analysis = analyzer.finish();
+    if let Some(summary) = summary {
+        let mut warnings = summary.warnings.clone();
+        warnings.extend(analysis.warnings.iter().cloned());
+        if summary.packets >= max_packets {
+            warnings.push(format!(
+                "capture stopped after {max_packets} packets; the rest of the load was not analyzed"
+            ));
+        }
+        report.measurements.capture = Some(CaptureSection {
+            source: CaptureSource::Live,
+            snaplen: Some(snaplen),
+            pcap_file: pcap_file.map(|p| p.display().to_string()),
+            stats: analysis.stats.clone(),
+            exchanges: analysis.exchanges.clone(),
+            warnings,
+        });
     }
-    report.conclude(conclusive);
+    report.checks.extend(outcome.checks);
+    let mut findings = analysis.findings;
+    findings.append(&mut report.findings);
+    let inputs = VerdictInputs {
+        exchanges: analysis.exchanges.count,
+        capture_present,
+        interrupted: report.interrupted,
+        unexplained_latency: unexplained_latency(report),
+        ..VerdictInputs::default()
+    };
+    report.findings = findings;
+    report.decide(&inputs);
 }
 
 /// A healthy verdict must not hide latency nothing explains: when p50 under load is far above
-/// the unloaded request time and no detector fired, say so instead of calling it healthy.
+/// the unloaded request time, say so (it only counts when no finding explains it).
 fn unexplained_latency(report: &Report) -> Option<String> {
     let load = report.measurements.load.as_ref()?;
     let probe = report.measurements.probe.as_ref()?;

@@ -78,7 +78,7 @@ fn check(r: &Report, name: &str) -> (CheckStatus, String) {
     let c = r
         .checks
         .iter()
-        .find(|c| c.name == name)
+        .find(|c| c.name.as_str() == name)
         .unwrap_or_else(|| panic!("no check {name} in {:?}", r.checks));
     (c.status, c.reason.clone().unwrap_or_default())
 }

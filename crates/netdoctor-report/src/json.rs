@@ -5,19 +5,33 @@ use std::io::{self, Write};
 
 /// Writes the report as pretty-printed JSON followed by a newline.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
+    write_pretty(report, out)
+}
+
+/// Pretty-printed JSON and a newline. An I/O error keeps its kind (a closed pipe stays
+/// `BrokenPipe`, so the binary can end quietly).
+pub fn write_pretty<T: serde::Serialize + ?Sized>(
+    value: &T,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
     writeln!(out)
+}
+
+/// Reads a report back from its JSON (e.g. a saved run to compare against).
+pub fn parse(text: &str) -> serde_json::Result<Report> {
+    serde_json::from_str(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Check, Target};
+    use crate::model::{Check, CheckName, ReportCommand, Target};
     use netdoctor_core::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 
     fn sample() -> Report {
         let mut r = Report::new(
-            "diagnose",
+            ReportCommand::Diagnose,
             Target {
                 input: "http://127.0.0.1:8080/".into(),
                 address: Some("127.0.0.1:8080".into()),
@@ -44,10 +58,14 @@ mod tests {
             note: "gap".into(),
         });
         r.findings.push(f);
-        r.checks.push(Check::ok("load"));
+        r.checks.push(Check::ok(CheckName::Load));
         r.checks
-            .push(Check::skipped("capture", "needs CAP_NET_RAW"));
-        r.conclude(true);
+            .push(Check::skipped(CheckName::Capture, "needs CAP_NET_RAW"));
+        r.decide(&netdoctor_core::verdict::VerdictInputs {
+            exchanges: 100,
+            capture_present: true,
+            ..Default::default()
+        });
         r
     }
 
@@ -69,6 +87,47 @@ mod tests {
     }
 
     #[test]
+    fn sample_report_reads_back_from_its_json() {
+        let mut first = Vec::new();
+        render(&sample(), &mut first).unwrap();
+        let text = std::str::from_utf8(&first).unwrap();
+        assert!(!text.contains("interrupted"), "written only when true");
+        let back = parse(text).unwrap();
+        assert!(!back.interrupted);
+        assert_eq!(back.checks[1].name, CheckName::Capture);
+        assert_eq!(back.command, ReportCommand::Diagnose);
+        let mut second = Vec::new();
+        render(&back, &mut second).unwrap();
+        assert_eq!(
+            String::from_utf8(first).unwrap(),
+            String::from_utf8(second).unwrap()
+        );
+    }
+
+    #[test]
+    fn an_interrupted_report_says_so_in_both_sinks() {
+        let mut r = sample();
+        r.interrupted = true;
+        let mut buf = Vec::new();
+        render(&r, &mut buf).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert!(validator().is_valid(&v));
+        assert_eq!(v["interrupted"], true);
+        assert!(
+            parse(std::str::from_utf8(&buf).unwrap())
+                .unwrap()
+                .interrupted
+        );
+        let mut text = Vec::new();
+        crate::terminal::render(&r, &mut text).unwrap();
+        assert!(
+            String::from_utf8(text)
+                .unwrap()
+                .contains("interrupted: the run was stopped early")
+        );
+    }
+
+    #[test]
     fn schema_rejects_what_breaks_the_contract() {
         let mut buf = Vec::new();
         render(&sample(), &mut buf).unwrap();
@@ -80,8 +139,32 @@ mod tests {
         let mut bad = good.clone();
         bad["checks"][1].as_object_mut().unwrap().remove("reason");
         assert!(!v.is_valid(&bad), "skipped check without a reason accepted");
+        let mut bad = good.clone();
+        bad["checks"][0]["name"] = "Load Test".into();
+        assert!(
+            !v.is_valid(&bad),
+            "a check name that is not snake_case accepted"
+        );
         let mut bad = good;
         bad["verdict"] = "fine".into();
         assert!(!v.is_valid(&bad), "unknown verdict accepted");
+    }
+
+    #[test]
+    fn schema_names_every_check() {
+        let schema: serde_json::Value = serde_json::from_str(crate::SCHEMA_JSON).unwrap();
+        let name = &schema["properties"]["checks"]["items"]["properties"]["name"];
+        let doc = name["description"].as_str().unwrap();
+        for c in CheckName::ALL {
+            assert!(doc.contains(c.as_str()), "schema does not list check {c}");
+            assert!(snake_case(c.as_str()), "{c} is not snake_case");
+        }
+    }
+
+    /// `^[a-z][a-z0-9_]*$` by hand.
+    fn snake_case(s: &str) -> bool {
+        s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
     }
 }

@@ -1,13 +1,19 @@
 //! netdoctor-report: one sink per output format.
 //!
-//! [`model::Report`] is the JSON contract (`netdoctor.report/v1`); [`json`] writes it as JSON and
-//! [`terminal`] writes it for people. Sinks take any `Write`, so tests render into buffers.
+//! [`model::Report`] is the JSON contract (`netdoctor.report/v1`) and reads back from its JSON.
+//! Every output format is a [`Sink`] ([`TerminalSink`], [`JsonSink`]) chosen by [`Format`]; sinks
+//! take any `Write`, so tests render into buffers. [`load`] holds the results of `netdoctor load`
+//! and `netdoctor connect` ([`LoadReport`], [`ConnectReport`]), which the same sinks write.
 
 pub mod json;
+pub mod load;
 pub mod model;
+pub mod sink;
 pub mod terminal;
 
+pub use load::{ConnectReport, LoadReport};
 pub use model::{
-    CaptureSection, Check, CheckStatus, CountersSection, Measurements, ProbeSection, Report,
-    SCHEMA_ID, SCHEMA_JSON, Target,
+    CaptureSection, CaptureSource, Check, CheckName, CheckStatus, CountersSection, Measurements,
+    ProbeSection, Report, ReportCommand, SCHEMA_ID, SCHEMA_JSON, Target,
 };
+pub use sink::{Format, JsonSink, Sink, TerminalSink};

@@ -3,6 +3,10 @@
 //! This is the JSON contract `netdoctor.report/v1` (schema: `schema/report-v1.json`). Findings are
 //! the core's [`Finding`] type, which is itself kept stable for this purpose; the measurement
 //! sections embed the result types of the probe, load and observe crates, which are plain data.
+//!
+//! A report reads back from its own JSON (`serde_json::from_str::<Report>`), so a saved run can
+//! be compared with a later one: every field is owned data or an enum, and unknown fields are
+//! ignored (newer reports stay readable).
 
 use netdoctor_core::analyze::{CaptureStats, ExchangeStats};
 use netdoctor_core::sockets::ServerSocket;
@@ -10,7 +14,7 @@ use netdoctor_core::{Finding, Verdict};
 use netdoctor_load::LoadResult;
 use netdoctor_observe::counters::CounterDelta;
 use netdoctor_probe::{HttpTiming, SynProbe};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The schema id written into every report.
 pub const SCHEMA_ID: &str = "netdoctor.report/v1";
@@ -18,11 +22,11 @@ pub const SCHEMA_ID: &str = "netdoctor.report/v1";
 /// The committed JSON Schema for [`Report`].
 pub const SCHEMA_JSON: &str = include_str!("../schema/report-v1.json");
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    pub schema: &'static str,
-    /// `"diagnose"` or `"analyze"`.
-    pub command: &'static str,
+    /// Always [`SCHEMA_ID`] when written by this version.
+    pub schema: String,
+    pub command: ReportCommand,
     pub target: Target,
     pub verdict: Verdict,
     pub findings: Vec<Finding>,
@@ -30,12 +34,30 @@ pub struct Report {
     pub checks: Vec<Check>,
     /// Wall-clock time the run took, in seconds.
     pub elapsed_s: f64,
-    /// The run was cut short (Ctrl-C or SIGTERM): the report holds what was seen until then.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    /// The run was stopped early (Ctrl-C, SIGTERM): the report covers what was measured until
+    /// then. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The command that made a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportCommand {
+    Diagnose,
+    Analyze,
+}
+
+impl ReportCommand {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportCommand::Diagnose => "diagnose",
+            ReportCommand::Analyze => "analyze",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     /// What the user typed: a URL or a capture file path.
     pub input: String,
@@ -44,7 +66,7 @@ pub struct Target {
     pub address: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Measurements {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeSection>,
@@ -59,7 +81,7 @@ pub struct Measurements {
     pub server_sockets: Option<Vec<ServerSocket>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub syn: Option<SynProbe>,
@@ -68,10 +90,19 @@ pub struct ProbeSection {
     pub http: Option<HttpTiming>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Where captured packets came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureSource {
+    /// AF_PACKET during the load.
+    Live,
+    /// A capture file (or a stream: stdin, a FIFO, a gzip'd file).
+    File,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaptureSection {
-    /// `"live"` (AF_PACKET during the load) or `"file"`.
-    pub source: &'static str,
+    pub source: CaptureSource,
     /// Snap length of the live capture (bytes kept per packet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snaplen: Option<u32>,
@@ -83,13 +114,13 @@ pub struct CaptureSection {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CountersSection {
     /// Kernel counters (/proc/net/netstat, /proc/net/snmp) that changed during the run.
     pub changed: Vec<CounterDelta>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckStatus {
     Ok,
@@ -97,38 +128,108 @@ pub enum CheckStatus {
     Failed,
 }
 
+/// The stages of the method a report accounts for (`checks[].name` in the JSON).
+///
+/// A new observer adds one variant here; the JSON name is the variant in snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckName {
+    /// SYN round-trip probes (raw SYN, or connect() timing without CAP_NET_RAW).
+    SynProbe,
+    /// The single timed HTTP request.
+    HttpProbe,
+    /// The concurrent load.
+    Load,
+    /// Packet capture (live) or the capture file (offline).
+    Capture,
+    /// Kernel counters before and after.
+    Counters,
+    /// Socket options of the server's process.
+    SocketOptions,
+    /// Whether the latency under load is explained by a finding.
+    Explained,
+    /// Whether the verdict could rule out transport-level causes.
+    Verdict,
+    /// Whether the capture held any TCP at all.
+    Tcp,
+    /// The `--pcap` copy of the captured packets.
+    Pcap,
+    /// CPU use of the machine and of netdoctor during the load.
+    Cpu,
+}
+
+impl CheckName {
+    /// Every check name, in the order a diagnose run reports them.
+    pub const ALL: [CheckName; 11] = [
+        CheckName::SynProbe,
+        CheckName::HttpProbe,
+        CheckName::Load,
+        CheckName::Capture,
+        CheckName::Counters,
+        CheckName::SocketOptions,
+        CheckName::Explained,
+        CheckName::Verdict,
+        CheckName::Tcp,
+        CheckName::Pcap,
+        CheckName::Cpu,
+    ];
+
+    /// The JSON name, e.g. `"syn_probe"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckName::SynProbe => "syn_probe",
+            CheckName::HttpProbe => "http_probe",
+            CheckName::Load => "load",
+            CheckName::Capture => "capture",
+            CheckName::Counters => "counters",
+            CheckName::SocketOptions => "socket_options",
+            CheckName::Explained => "explained",
+            CheckName::Verdict => "verdict",
+            CheckName::Tcp => "tcp",
+            CheckName::Pcap => "pcap",
+            CheckName::Cpu => "cpu",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One stage of the method and whether it ran; a skipped or failed check says why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
-    pub name: &'static str,
+    pub name: CheckName,
     pub status: CheckStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
 impl Check {
-    pub fn ok(name: &'static str) -> Check {
+    pub fn ok(name: CheckName) -> Check {
         Check {
             name,
             status: CheckStatus::Ok,
             reason: None,
         }
     }
-    pub fn ok_with(name: &'static str, note: impl Into<String>) -> Check {
+    pub fn ok_with(name: CheckName, note: impl Into<String>) -> Check {
         Check {
             name,
             status: CheckStatus::Ok,
             reason: Some(note.into()),
         }
     }
-    pub fn skipped(name: &'static str, reason: impl Into<String>) -> Check {
+    pub fn skipped(name: CheckName, reason: impl Into<String>) -> Check {
         Check {
             name,
             status: CheckStatus::Skipped,
             reason: Some(reason.into()),
         }
     }
-    pub fn failed(name: &'static str, reason: impl Into<String>) -> Check {
+    pub fn failed(name: CheckName, reason: impl Into<String>) -> Check {
         Check {
             name,
             status: CheckStatus::Failed,
@@ -138,9 +239,9 @@ impl Check {
 }
 
 impl Report {
-    pub fn new(command: &'static str, target: Target) -> Report {
+    pub fn new(command: ReportCommand, target: Target) -> Report {
         Report {
-            schema: SCHEMA_ID,
+            schema: SCHEMA_ID.to_string(),
             command,
             target,
             verdict: Verdict::Inconclusive,
@@ -152,14 +253,46 @@ impl Report {
         }
     }
 
-    /// Ranks the findings and sets the verdict. `conclusive` says whether the run saw enough
-    /// to call a target without findings healthy.
-    pub fn conclude(&mut self, conclusive: bool) {
-        netdoctor_core::finding::rank(&mut self.findings);
-        self.verdict = Verdict::from_findings(&self.findings, conclusive);
+    /// Ranks the findings and sets the verdict with core's one rule
+    /// ([`netdoctor_core::verdict::decide`]). When the run is not healthy for a reason other
+    /// than a finding, that reason becomes a check: latency nothing explains fails
+    /// `explained`, anything else (no capture, too few exchanges, failed requests, an
+    /// interrupted run, a limited client) skips `verdict` with the reason.
+    pub fn decide(&mut self, inputs: &netdoctor_core::verdict::VerdictInputs) {
+        use netdoctor_core::verdict::Reason;
+        let outcome = netdoctor_core::verdict::decide(&mut self.findings, inputs);
+        for r in &outcome.reasons {
+            match r {
+                Reason::Finding { .. } => {}
+                Reason::UnexplainedLatency { .. } => {
+                    self.checks
+                        .push(Check::failed(CheckName::Explained, r.message()));
+                }
+                _ => self
+                    .checks
+                    .push(Check::skipped(CheckName::Verdict, r.message())),
+            }
+        }
+        self.verdict = outcome.verdict;
     }
 
     pub fn exit_code(&self) -> i32 {
         self.verdict.exit_code()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_names_are_the_json_names() {
+        for name in CheckName::ALL {
+            let json = serde_json::to_value(name).unwrap();
+            assert_eq!(json, name.as_str(), "{name:?}");
+            let back: CheckName = serde_json::from_value(json).unwrap();
+            assert_eq!(back, name);
+        }
+        assert!(serde_json::from_str::<CheckName>("\"made_up\"").is_err());
     }
 }

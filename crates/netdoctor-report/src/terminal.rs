@@ -16,7 +16,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "{} {}{}",
-        format!("netdoctor {}", report.command).bold(),
+        format!("netdoctor {}", report.command.as_str()).bold(),
         report.target.input,
         report
             .target
@@ -26,6 +26,14 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .map(|a| format!("  ({a})"))
             .unwrap_or_default()
     )?;
+    if report.interrupted {
+        writeln!(
+            out,
+            "{}",
+            "interrupted: the run was stopped early; this report covers what was measured until then"
+                .yellow()
+        )?;
+    }
     writeln!(out)?;
     render_measurements(report, out)?;
     writeln!(out)?;
@@ -117,7 +125,7 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "  {:<14} {} packets ({} dropped) on {} connections, {} HTTP exchanges",
-            if c.source == "live" {
+            if c.source == crate::model::CaptureSource::Live {
                 "Captured"
             } else {
                 "Read"
@@ -157,7 +165,16 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             .iter()
             .filter(|s| s.state == netdoctor_core::sockets::SocketState::Established)
             .collect();
-        if let Some(first) = conns.first().copied().or(socks.first()) {
+        if conns.is_empty()
+            && let Some(first) = socks.first()
+        {
+            writeln!(
+                out,
+                "  {:<14} {} (pid {}): only its listening socket was open when sampled; no \
+                 connection's options to show",
+                "Server sockets", first.process, first.pid
+            )?;
+        } else if let Some(first) = conns.first().copied() {
             let off = conns.iter().filter(|s| !s.tcp_nodelay).count();
             let corked = conns.iter().filter(|s| s.tcp_cork).count();
             writeln!(
@@ -355,14 +372,25 @@ fn note_lines(note: &str, out: &mut dyn Write) -> io::Result<()> {
 fn render_checks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", "Checks".bold())?;
     for c in &report.checks {
-        let status = match c.status {
-            CheckStatus::Ok => "ok".green().to_string(),
-            CheckStatus::Skipped => "skipped".yellow().to_string(),
-            CheckStatus::Failed => "failed".red().to_string(),
+        // Padded before it is coloured, so the reasons line up with and without colour.
+        let paint = |word: &str| match c.status {
+            CheckStatus::Ok => word.green().to_string(),
+            CheckStatus::Skipped => word.yellow().to_string(),
+            CheckStatus::Failed => word.red().to_string(),
+        };
+        let word = match c.status {
+            CheckStatus::Ok => "ok",
+            CheckStatus::Skipped => "skipped",
+            CheckStatus::Failed => "failed",
         };
         match &c.reason {
-            Some(r) => writeln!(out, "  {:<10} {status:<7}  {r}", c.name)?,
-            None => writeln!(out, "  {:<10} {status}", c.name)?,
+            Some(r) => writeln!(
+                out,
+                "  {:<10} {}  {r}",
+                c.name.as_str(),
+                paint(&format!("{word:<7}"))
+            )?,
+            None => writeln!(out, "  {:<10} {}", c.name.as_str(), paint(word))?,
         }
     }
     Ok(())
@@ -527,6 +555,44 @@ mod tests {
         assert_eq!(
             breakdown_line(&b),
             "a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"
+        );
+    }
+
+    #[test]
+    fn server_sockets_line_never_says_0_of_0() {
+        let mut r = Report::new(
+            crate::ReportCommand::Diagnose,
+            crate::Target {
+                input: "http://127.0.0.1:8080/".into(),
+                address: None,
+            },
+        );
+        let sock = |state: &str, nodelay: bool| {
+            serde_json::from_value::<netdoctor_core::sockets::ServerSocket>(serde_json::json!({
+                "pid": 42, "process": "nginx", "fd": 6, "state": state,
+                "local": "127.0.0.1:8080", "tcp_nodelay": nodelay, "tcp_cork": false,
+                "sndbuf": 2626560, "rcvbuf": 131072
+            }))
+            .unwrap()
+        };
+        r.measurements.server_sockets = Some(vec![sock("listen", true)]);
+        let mut out = Vec::new();
+        render(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("only its listening socket was open"),
+            "{text}"
+        );
+        assert!(!text.contains("0 of 0"), "{text}");
+
+        r.measurements.server_sockets =
+            Some(vec![sock("listen", true), sock("established", false)]);
+        let mut out = Vec::new();
+        render(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("TCP_NODELAY off on 1 of 1 sampled connections"),
+            "{text}"
         );
     }
 

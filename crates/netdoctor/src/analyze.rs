@@ -1,27 +1,64 @@
 //! `netdoctor analyze FILE`: the live path's detectors on a capture made elsewhere.
+//!
+//! FILE may be a pcap or pcapng file, gzip'd or not, a FIFO, `/dev/stdin` or `-`
+//! (`tcpdump -w - | netdoctor analyze -`). With `--follow` a file still being written is read as
+//! it grows until Ctrl-C or SIGTERM (a second one ends the process), `--follow-timeout` or
+//! `--follow-idle`; then the report is printed as for a finished file.
 
 use crate::cli::AnalyzeArgs;
 use crate::output::{Progress, write_report};
+use crate::stop::StopOnSignals;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
-use netdoctor_observe::pcapfile::CaptureFile;
-use netdoctor_report::{CaptureSection, Check, Report, Target};
+use netdoctor_observe::pcapfile::{CaptureFile, Follow};
+use netdoctor_report::{
+    CaptureSection, CaptureSource, Check, CheckName, Report, ReportCommand, Target,
+};
 use std::io::Write;
 use std::ops::ControlFlow;
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let format = args.output.format().map_err(anyhow::Error::msg)?;
     let report = analyze(args, &Progress::new())?;
-    write_report(&report, args.json, out)?;
+    write_report(&report, format, out)?;
     Ok(report.exit_code())
 }
 
-/// Reads the whole file through the analyzer. A file that cannot be read as a capture is an
+/// Reads the whole capture through the analyzer. Input that cannot be read as a capture is an
 /// error; a truncated tail is a warning with the packets read so far analyzed.
 pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report> {
     let started = Instant::now();
-    let mut file = CaptureFile::open(&args.file)?;
-    progress.stage(&format!("reading {}", args.file.display()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (follow, _signals) = if args.follow {
+        let signals = StopOnSignals::new(&stop, &[libc::SIGINT, libc::SIGTERM]);
+        let follow = Follow {
+            stop: Arc::clone(&stop),
+            timeout: args.follow_timeout,
+            idle: args.follow_idle,
+            poll: Duration::from_millis(100),
+        };
+        (Some(follow), Some(signals))
+    } else {
+        (None, None)
+    };
+    let mut file = CaptureFile::open_with(&args.file, follow)?;
+    let shown = if args.file.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        args.file.display().to_string()
+    };
+    progress.stage(&format!(
+        "reading {shown}{}{}",
+        if file.is_gzip() { " (gzip)" } else { "" },
+        if args.follow {
+            " as it grows (Ctrl-C to stop and report)"
+        } else {
+            ""
+        }
+    ));
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: args.server_port,
     });
@@ -38,7 +75,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let analysis = analyzer.finish();
 
     let mut report = Report::new(
-        "analyze",
+        ReportCommand::Analyze,
         Target {
             input: args.file.display().to_string(),
             address: None,
@@ -46,33 +83,42 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     );
     let mut warnings = summary.warnings.clone();
     warnings.extend(analysis.warnings.iter().cloned());
-    report.checks.push(if summary.warnings.is_empty() {
-        Check::ok("capture")
+    let mut notes = summary.warnings.clone();
+    if let Some(end) = file.follow_end() {
+        notes.push(format!("followed the file until {end}"));
+    }
+    report.checks.push(if notes.is_empty() {
+        Check::ok(CheckName::Capture)
     } else {
-        Check::ok_with("capture", summary.warnings.join("; "))
+        Check::ok_with(CheckName::Capture, notes.join("; "))
     });
-    for stage in ["syn_probe", "http_probe", "load", "counters"] {
+    for stage in [
+        CheckName::SynProbe,
+        CheckName::HttpProbe,
+        CheckName::Load,
+        CheckName::Counters,
+    ] {
         report
             .checks
             .push(Check::skipped(stage, "offline analysis of a capture file"));
     }
-    let conclusive = analysis.exchanges.count > 0 || analysis.stats.connections > 0;
+    let inputs = analysis.verdict_inputs();
     if analysis.stats.tcp_segments == 0 {
         report.checks.push(Check::failed(
-            "tcp",
+            CheckName::Tcp,
             format!("{} packets read, none of them TCP", summary.packets),
         ));
     }
     report.findings = analysis.findings.clone();
     report.measurements.capture = Some(CaptureSection {
-        source: "file",
+        source: CaptureSource::File,
         snaplen: None,
         pcap_file: None,
         stats: analysis.stats,
         exchanges: analysis.exchanges,
         warnings,
     });
-    report.conclude(conclusive);
+    report.decide(&inputs);
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
 }

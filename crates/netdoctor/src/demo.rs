@@ -12,7 +12,7 @@ use anyhow::Context;
 use netdoctor_core::{FindingId, Verdict};
 use netdoctor_diagnose::{DiagnosePlan, TargetSpec};
 use netdoctor_lab::{Lab, LabConfig, LabGuard};
-use netdoctor_report::{Report, terminal};
+use netdoctor_report::{Format, Report, json, terminal};
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
 
@@ -20,6 +20,7 @@ use std::sync::atomic::AtomicBool;
 pub const DEMO_LAB: &str = "nd-demo";
 
 pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let format = args.output.format().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let cfg = LabConfig::new(DEMO_LAB);
     netdoctor_lab::cleanup_on_signal(&cfg)?;
@@ -81,13 +82,14 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .first()
         .is_some_and(|f| f.id == FindingId::NagleDelayedAck)
         && on.verdict == Verdict::Healthy;
-    if args.json {
-        let both: Vec<&Report> = vec![on, off];
-        serde_json::to_writer_pretty(&mut *out, &both)?;
-        writeln!(out)?;
-    } else {
-        render(on, off, server_kind, as_expected, out)?;
+    match format {
+        Format::Json => {
+            let both: Vec<&Report> = vec![on, off];
+            json::write_pretty(&both, out)?;
+        }
+        Format::Terminal => render(on, off, server_kind, as_expected, out)?,
     }
+    out.flush()?;
     Ok(if as_expected { 0 } else { 1 })
 }
 

@@ -4,23 +4,28 @@
 
 use crate::cli::DiagnoseArgs;
 use crate::output::{Progress, write_report};
-use crate::signals::StopOnSignal;
+use crate::stop::StopOnSignals;
 use crate::target::parse_url;
 use anyhow::Context;
 use netdoctor_diagnose::{DiagnosePlan, SystemHost, TargetSpec};
+use netdoctor_load::{HttpTarget, LoadConfig};
 use netdoctor_report::Report;
 use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let format = args.output.format().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let plan = plan(args)?;
-    let signals = StopOnSignal::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let signals = StopOnSignals::sigint_sigterm(&stop);
     let report = match &args.netns {
-        None => diagnose(&plan, &progress, &signals.stop)?,
+        None => diagnose(&plan, &progress, &stop)?,
         Some(ns) => {
-            let (p, stop) = (progress.clone(), signals.stop.clone());
+            let (p, stop) = (progress.clone(), Arc::clone(&stop));
             netdoctor_lab::in_netns(ns, move || diagnose(&plan, &p, &stop))
                 .with_context(|| format!("enter network namespace {ns}"))??
         }
@@ -28,7 +33,7 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     if report.interrupted {
         progress.stage("interrupted: reporting what was measured until then");
     }
-    write_report(&report, args.json, out)?;
+    write_report(&report, format, out)?;
     Ok(signals.exit_code().unwrap_or(report.exit_code()))
 }
 
@@ -51,6 +56,16 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     plan.capture.snaplen = args.snaplen;
     plan.capture.pcap = args.pcap.clone();
     plan.syn_probes = args.syn_probes;
+    // A bad -H or an unreadable --body-file is a usage error before anything runs.
+    let mut req = LoadConfig::new(HttpTarget {
+        addr: SocketAddr::from(([127, 0, 0, 1], 1)),
+        host: String::new(),
+        path: String::new(),
+    });
+    crate::loadcmd::apply_request(&args.request, &mut req)?;
+    plan.load.method = req.method;
+    plan.load.headers = req.headers;
+    plan.load.body = req.body;
     plan.validate().map_err(anyhow::Error::msg)?;
     Ok(plan)
 }

@@ -2,18 +2,19 @@
 
 use crate::cli::{LabAction, LabArgs};
 use netdoctor_lab::{Lab, LabConfig};
+use netdoctor_report::{Format, json};
 use std::io::Write;
 
 pub fn command(args: &LabArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let as_json = args.output.format().map_err(anyhow::Error::msg)? == Format::Json;
     let cfg = LabConfig::new(&args.name);
     match args.action {
         LabAction::Start => {
             // Ctrl-C while the lab is being built removes what was built so far.
             netdoctor_lab::cleanup_on_signal(&cfg)?;
             let lab = Lab::start(&cfg)?;
-            if args.json {
-                serde_json::to_writer_pretty(&mut *out, lab.servers())?;
-                writeln!(out)?;
+            if as_json {
+                json::write_pretty(lab.servers(), out)?;
             } else {
                 writeln!(out, "lab '{}' is running:", args.name)?;
                 writeln!(
@@ -50,9 +51,8 @@ pub fn command(args: &LabArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         LabAction::Status => {
             let status = Lab::status(&cfg)?;
-            if args.json {
-                serde_json::to_writer_pretty(&mut *out, &status)?;
-                writeln!(out)?;
+            if as_json {
+                json::write_pretty(&status, out)?;
             } else {
                 writeln!(out, "{status}")?;
             }
@@ -60,9 +60,8 @@ pub fn command(args: &LabArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
         LabAction::Stop => {
             let removed = netdoctor_lab::stop(&cfg)?;
-            if args.json {
-                serde_json::to_writer_pretty(&mut *out, &removed)?;
-                writeln!(out)?;
+            if as_json {
+                json::write_pretty(&removed, out)?;
             } else if removed.is_empty() {
                 writeln!(
                     out,

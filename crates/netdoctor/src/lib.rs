@@ -3,12 +3,13 @@
 
 pub mod analyze;
 pub mod cli;
+pub mod connectcmd;
 pub mod demo;
 pub mod diagnose;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
-pub mod signals;
+pub mod stop;
 pub mod target;
 
 pub use cli::{Cli, Command};
@@ -20,21 +21,27 @@ pub const EXIT_ERROR: i32 = 2;
 
 /// Runs one command, writing its result to `out` and progress to stderr. Returns the exit code.
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+    cli.output().format().map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Diagnose(args) => diagnose::command(&args, out),
         Command::Analyze(args) => analyze::command(&args, out),
         Command::Lab(args) => labcmd::command(&args, out),
         Command::Demo(args) => demo::command(&args, out),
         Command::Load(args) => loadcmd::load_command(&args, out),
-        Command::Connect(args) => loadcmd::connect_command(&args, out),
+        Command::Connect(args) => connectcmd::connect_command(&args, out),
     }
 }
 
 /// Parses the process arguments, runs, prints an error once with its causes, and returns the
 /// process exit code. A closed stdout (`netdoctor … | head`) ends the run quietly.
 pub fn main_with_args() -> i32 {
-    use clap::Parser;
+    use clap::{CommandFactory, Parser};
     let cli = Cli::parse();
+    if let Err(msg) = cli.output().format() {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, msg)
+            .exit();
+    }
     let mut out = anstream::AutoStream::auto(std::io::stdout());
     match run(cli, &mut out) {
         Ok(code) => code,

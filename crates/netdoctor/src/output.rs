@@ -1,24 +1,24 @@
-//! Writing results and progress: reports to stdout (JSON or terminal), progress to stderr.
+//! Writing results and progress: results to stdout through the chosen format's sink, progress
+//! to stderr.
 
-use netdoctor_report::{Report, json, terminal};
+use netdoctor_report::{Format, Report};
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
-/// Writes a report in the requested format.
-pub fn write_report(report: &Report, as_json: bool, out: &mut dyn Write) -> io::Result<()> {
-    if as_json {
-        json::render(report, out)
-    } else {
-        terminal::render(report, out)
-    }?;
-    out.flush()
+/// Writes a report with the sink of `format`.
+pub fn write_report(report: &Report, format: Format, out: &mut dyn Write) -> io::Result<()> {
+    format.write(report, out)
 }
 
 /// True when the error (or a cause) is a closed stdout: the reader went away, end quietly.
+/// Also when the I/O error sits inside a JSON serializer's error.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(io::ErrorKind::BrokenPipe)
     })
 }
 

@@ -1,5 +1,7 @@
-//! Parsing what users type: target URLs and durations.
+//! Parsing what users type: target URLs, `host:port`, headers, durations and counts.
 
+use anyhow::{Context, bail};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// An HTTP target as given on the command line.
@@ -105,6 +107,85 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A count of at least 1 (`-c`, `-t`): zero and nonsense are usage errors.
+pub fn positive(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a positive whole number")),
+    }
+}
+
+/// [`positive`] for `u32` flags.
+pub fn positive_u32(s: &str) -> Result<u32, String> {
+    u32::try_from(positive(s)?).map_err(|_| format!("'{s}' is too large"))
+}
+
+/// [`positive`] for `u64` flags.
+pub fn positive_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a positive whole number")),
+    }
+}
+
+/// A rate in requests per second, greater than zero.
+pub fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a rate: requests per second, a number greater than zero"
+        )),
+    }
+}
+
+/// "Name: value" → (name, value).
+pub fn parse_header(h: &str) -> anyhow::Result<(String, String)> {
+    let Some((name, value)) = h.split_once(':') else {
+        bail!("invalid header '{h}': expected 'Name: value'");
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        bail!("invalid header '{h}': empty name");
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+/// The first address of `host`.
+pub fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    netdoctor_probe::resolve(host, port)?
+        .into_iter()
+        .next()
+        .with_context(|| format!("resolve {host}: no addresses"))
+}
+
+/// `host:port`, `[v6]:port` or an http:// URL → the first address.
+pub fn parse_host_port(input: &str) -> anyhow::Result<SocketAddr> {
+    let s = input.trim();
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        if a.port() == 0 {
+            bail!("invalid target '{input}': port 0 is not a number in 1..65535");
+        }
+        return Ok(a);
+    }
+    if s.contains("://") {
+        let u = parse_url(s).map_err(anyhow::Error::msg)?;
+        return resolve(&u.host, u.port);
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        bail!("invalid target '{input}': expected HOST:PORT, e.g. 127.0.0.1:80");
+    };
+    let port: u16 = match port.parse() {
+        Ok(p) if p > 0 => p,
+        _ => bail!("invalid target '{input}': port '{port}' is not a number in 1..65535"),
+    };
+    if host.is_empty() {
+        bail!("invalid target '{input}': no host");
+    }
+    resolve(host, port)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +224,31 @@ mod tests {
         for bad in ["", "0s", "-1s", "abc", "5x", "1e9h"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn headers_targets_and_counts() {
+        assert_eq!(
+            parse_header("Accept:  text/html ").unwrap(),
+            ("Accept".to_string(), "text/html".to_string())
+        );
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header(": v").is_err());
+        assert_eq!(
+            parse_host_port("127.0.0.1:80").unwrap(),
+            "127.0.0.1:80".parse().unwrap()
+        );
+        assert_eq!(
+            parse_host_port("http://[::1]:8080/x").unwrap(),
+            "[::1]:8080".parse().unwrap()
+        );
+        for bad in ["127.0.0.1", "127.0.0.1:0", "127.0.0.1:x", ":80"] {
+            assert!(parse_host_port(bad).is_err(), "{bad}");
+        }
+        assert!(positive("0").is_err() && positive("-1").is_err() && positive("3") == Ok(3));
+        assert!(positive_u32("0").is_err() && positive_u32("5000000000").is_err());
+        assert_eq!(positive_u64("7"), Ok(7));
+        assert!(positive_rate("0").is_err() && positive_rate("nan").is_err());
+        assert_eq!(positive_rate("2.5"), Ok(2.5));
     }
 }

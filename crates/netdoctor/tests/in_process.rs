@@ -33,7 +33,21 @@ fn run_json(args: &[&str]) -> (i32, serde_json::Value) {
     let code = run(cli, &mut out).expect("run");
     let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON report");
     assert_schema(&v);
+    assert_reads_back(&out);
     (code, v)
+}
+
+/// A diagnose report (probe, load, counters, sockets sections) reads back into a `Report` and
+/// writes the same JSON again.
+fn assert_reads_back(json: &[u8]) {
+    let text = std::str::from_utf8(json).unwrap();
+    let report: netdoctor_report::Report =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("does not read back: {e}\n{text}"));
+    let mut again = Vec::new();
+    netdoctor_report::Format::Json
+        .write(&report, &mut again)
+        .unwrap();
+    assert_eq!(std::str::from_utf8(&again).unwrap(), text);
 }
 
 fn check<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

@@ -259,6 +259,49 @@ fn method_headers_and_body_reach_the_server() {
 }
 
 #[test]
+fn diagnose_sends_the_method_headers_and_body_of_load() {
+    let server = Server::start(Duration::ZERO);
+    let o = netdoctor(&[
+        "diagnose",
+        &server.url("/submit"),
+        "--no-capture",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "200ms",
+        "-m",
+        "PUT",
+        "-H",
+        "X-Test: yes",
+        "--body",
+        "hello",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["measurements"]["load"]["requests"].as_u64().unwrap() > 0);
+    // The load ran last: the last request the server saw is one of the load's.
+    let (head, body) = server.seen.last.lock().unwrap().clone();
+    assert!(head.starts_with("PUT /submit HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("\r\nX-Test: yes\r\n"), "{head}");
+    assert_eq!(body, b"hello");
+    // The one-request probe cannot send them yet, and says so.
+    let probe = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "http_probe")
+        .unwrap();
+    assert!(
+        probe["reason"].as_str().unwrap().contains("plain GET"),
+        "{probe}"
+    );
+}
+
+#[test]
 fn percentiles_follow_a_known_server_delay() {
     let server = Server::start(Duration::from_millis(20));
     let o = netdoctor(&[

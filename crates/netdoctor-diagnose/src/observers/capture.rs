@@ -1,17 +1,17 @@
 //! The live packet capture: opened before the load (it is capturing when `start` returns),
 //! analyzed on its own thread while the load runs, so memory stays bounded by the open
-//! connections; optionally written to a pcap file.
+//! connections; optionally written to a pcap file. The analyzer comes back unfinished: the
+//! other observers' observations join the packets before the detectors conclude.
 
 use crate::host::Capture;
-use crate::observer::{Observer, Outcome, RunCtx};
-use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig};
+use crate::observer::{Captured, Observer, Outcome, RunCtx};
+use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::SourceSummary;
 use netdoctor_observe::live::LiveConfig;
 use netdoctor_observe::pcapwrite::PcapWriter;
-use netdoctor_report::{CaptureSection, Check};
+use netdoctor_report::{Check, CheckName};
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -19,8 +19,8 @@ use std::thread::JoinHandle;
 type Writer = PcapWriter<BufWriter<File>>;
 
 /// What the capture thread hands back.
-struct Captured {
-    analysis: Analysis,
+struct Done {
+    analyzer: Analyzer,
     summary: SourceSummary,
     /// Why the pcap file could not be (completely) written.
     pcap_error: Option<String>,
@@ -29,14 +29,14 @@ struct Captured {
 #[derive(Default)]
 pub struct CaptureObserver {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<Captured, String>>>,
+    thread: Option<JoinHandle<Result<Done, String>>>,
     /// The pcap file could not be created (the capture still runs).
     pcap_error: Option<String>,
 }
 
 impl Observer for CaptureObserver {
-    fn name(&self) -> &'static str {
-        "capture"
+    fn name(&self) -> CheckName {
+        CheckName::Capture
     }
 
     fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check> {
@@ -50,7 +50,7 @@ impl Observer for CaptureObserver {
         let mut cap = ctx
             .host
             .open_capture(&cfg)
-            .map_err(|e| Check::skipped("capture", e.to_string()))?;
+            .map_err(|e| Check::skipped(CheckName::Capture, e.to_string()))?;
         let writer = match &plan.pcap {
             Some(path) => match PcapWriter::create(path, cap.link_type(), plan.snaplen) {
                 Ok(w) => Some(w),
@@ -66,7 +66,9 @@ impl Observer for CaptureObserver {
         let thread = std::thread::Builder::new()
             .name("capture".into())
             .spawn(move || analyze(&mut *cap, writer, port, &stop))
-            .map_err(|e| Check::failed("capture", format!("start the capture thread: {e}")))?;
+            .map_err(|e| {
+                Check::failed(CheckName::Capture, format!("start the capture thread: {e}"))
+            })?;
         self.thread = Some(thread);
         Ok(())
     }
@@ -78,23 +80,29 @@ impl Observer for CaptureObserver {
         };
         let pcap = ctx.plan.capture.pcap.as_ref();
         match thread.join() {
-            Ok(Ok(c)) => {
-                out.checks.push(Check::ok("capture"));
-                let pcap_error = self.pcap_error.take().or(c.pcap_error);
+            Ok(Ok(d)) => {
+                out.checks.push(Check::ok(CheckName::Capture));
+                let pcap_error = self.pcap_error.take().or(d.pcap_error);
                 if let Some(path) = pcap {
                     out.checks.push(match &pcap_error {
-                        None => Check::ok_with("pcap", format!("written to {}", path.display())),
-                        Some(e) => Check::failed("pcap", e.clone()),
+                        None => Check::ok_with(
+                            CheckName::Pcap,
+                            format!("written to {}", path.display()),
+                        ),
+                        Some(e) => Check::failed(CheckName::Pcap, e.clone()),
                     });
                 }
-                let written = pcap.filter(|_| pcap_error.is_none()).cloned();
-                out.measurements.capture = Some(section(&c.analysis, &c.summary, ctx, written));
-                out.analysis = Some(c.analysis);
+                out.capture = Some(Captured {
+                    analyzer: d.analyzer,
+                    summary: d.summary,
+                    pcap_file: pcap.filter(|_| pcap_error.is_none()).cloned(),
+                });
             }
-            Ok(Err(e)) => out.checks.push(Check::failed("capture", e)),
-            Err(_) => out
-                .checks
-                .push(Check::failed("capture", "the capture thread panicked")),
+            Ok(Err(e)) => out.checks.push(Check::failed(CheckName::Capture, e)),
+            Err(_) => out.checks.push(Check::failed(
+                CheckName::Capture,
+                "the capture thread panicked",
+            )),
         }
     }
 }
@@ -105,9 +113,10 @@ fn analyze(
     mut writer: Option<Writer>,
     port: u16,
     stop: &AtomicBool,
-) -> Result<Captured, String> {
+) -> Result<Done, String> {
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: Some(port),
+        ..AnalyzerConfig::default()
     });
     let mut pcap_error: Option<String> = None;
     let summary = cap
@@ -127,33 +136,9 @@ fn analyze(
         pcap_error.get_or_insert(e.to_string());
     }
     analyzer.note_capture_drops(summary.drops);
-    Ok(Captured {
-        analysis: analyzer.finish(),
+    Ok(Done {
+        analyzer,
         summary,
         pcap_error,
     })
-}
-
-fn section(
-    a: &Analysis,
-    summary: &SourceSummary,
-    ctx: &RunCtx<'_>,
-    pcap_file: Option<PathBuf>,
-) -> CaptureSection {
-    let max = ctx.plan.capture.max_packets;
-    let mut warnings = summary.warnings.clone();
-    warnings.extend(a.warnings.iter().cloned());
-    if summary.packets >= max {
-        warnings.push(format!(
-            "capture stopped after {max} packets; the rest of the load was not analyzed"
-        ));
-    }
-    CaptureSection {
-        source: "live",
-        snaplen: Some(ctx.plan.capture.snaplen),
-        pcap_file: pcap_file.map(|p| p.display().to_string()),
-        stats: a.stats.clone(),
-        exchanges: a.exchanges.clone(),
-        warnings,
-    }
 }

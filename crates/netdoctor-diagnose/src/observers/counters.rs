@@ -1,8 +1,9 @@
 //! Kernel counters (/proc/net/netstat, /proc/net/snmp) before and after the load.
 
 use crate::observer::{Observer, Outcome, RunCtx};
+use netdoctor_core::observation::Observation;
 use netdoctor_observe::{CounterSnapshot, counters};
-use netdoctor_report::{Check, CountersSection};
+use netdoctor_report::{Check, CheckName, CountersSection};
 
 #[derive(Default)]
 pub struct CountersObserver {
@@ -10,15 +11,15 @@ pub struct CountersObserver {
 }
 
 impl Observer for CountersObserver {
-    fn name(&self) -> &'static str {
-        "counters"
+    fn name(&self) -> CheckName {
+        CheckName::Counters
     }
 
     fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check> {
         let snap = ctx
             .host
             .counters()
-            .map_err(|e| Check::failed("counters", e.to_string()))?;
+            .map_err(|e| Check::failed(CheckName::Counters, e.to_string()))?;
         self.before = Some(snap);
         Ok(())
     }
@@ -27,12 +28,15 @@ impl Observer for CountersObserver {
         let Some(before) = self.before else { return };
         match ctx.host.counters() {
             Ok(after) => {
-                out.checks.push(Check::ok("counters"));
-                out.measurements.counters = Some(CountersSection {
-                    changed: counters::delta(&before, &after),
-                });
+                out.checks.push(Check::ok(CheckName::Counters));
+                let changed = counters::delta(&before, &after);
+                out.observations
+                    .push(Observation::Counters(changed.clone()));
+                out.measurements.counters = Some(CountersSection { changed });
             }
-            Err(e) => out.checks.push(Check::failed("counters", e.to_string())),
+            Err(e) => out
+                .checks
+                .push(Check::failed(CheckName::Counters, e.to_string())),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! netdoctor's own load caused.
 
 use crate::observer::{Observer, Outcome, RunCtx};
-use netdoctor_report::Check;
+use netdoctor_report::{Check, CheckName};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -66,15 +66,15 @@ pub struct CpuObserver {
 }
 
 impl Observer for CpuObserver {
-    fn name(&self) -> &'static str {
-        "cpu"
+    fn name(&self) -> CheckName {
+        CheckName::Cpu
     }
 
     fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check> {
         let t = ctx
             .host
             .cpu_times()
-            .ok_or_else(|| Check::failed("cpu", "read /proc/stat"))?;
+            .ok_or_else(|| Check::failed(CheckName::Cpu, "read /proc/stat"))?;
         self.start = Some((Instant::now(), t));
         Ok(())
     }
@@ -84,7 +84,8 @@ impl Observer for CpuObserver {
             return;
         };
         let Some(after) = ctx.host.cpu_times() else {
-            out.checks.push(Check::failed("cpu", "read /proc/stat"));
+            out.checks
+                .push(Check::failed(CheckName::Cpu, "read /proc/stat"));
             return;
         };
         let ((busy0, total0), (busy1, total1)) = (before.machine, after.machine);
@@ -103,7 +104,7 @@ impl Observer for CpuObserver {
         } else {
             0.0
         };
-        out.checks.push(Check::ok("cpu"));
+        out.checks.push(Check::ok(CheckName::Cpu));
         out.cpu = Some(CpuUse {
             cores,
             machine_busy,

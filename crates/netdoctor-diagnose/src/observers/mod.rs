@@ -8,7 +8,7 @@ mod sockets;
 
 use crate::observer::Observer;
 use crate::plan::DiagnosePlan;
-use netdoctor_report::Check;
+use netdoctor_report::{Check, CheckName};
 
 pub use capture::CaptureObserver;
 pub use counters::CountersObserver;
@@ -26,7 +26,7 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
     if plan.capture.enabled {
         on.push(Box::new(CaptureObserver::default()));
     } else {
-        off.push(Check::skipped("capture", "--no-capture was given"));
+        off.push(Check::skipped(CheckName::Capture, "--no-capture was given"));
     }
     if plan.socket_options {
         on.push(Box::new(SocketsObserver::default()));

@@ -3,8 +3,9 @@
 
 use crate::observer::{Observer, Outcome, RunCtx};
 use crate::plan::defaults::SOCKETS_PER_PROCESS;
+use netdoctor_core::observation::Observation;
 use netdoctor_core::sockets::ServerSocket;
-use netdoctor_report::Check;
+use netdoctor_report::{Check, CheckName};
 use std::time::Duration;
 
 #[derive(Default)]
@@ -13,8 +14,8 @@ pub struct SocketsObserver {
 }
 
 impl Observer for SocketsObserver {
-    fn name(&self) -> &'static str {
-        "socket_options"
+    fn name(&self) -> CheckName {
+        CheckName::SocketOptions
     }
 
     fn start(&mut self, _ctx: &RunCtx<'_>) -> Result<(), Check> {
@@ -35,16 +36,17 @@ impl Observer for SocketsObserver {
         let addr = ctx.addr;
         match self.sample {
             Some(Ok(list)) if !list.is_empty() => {
-                out.checks.push(Check::ok("socket_options"));
-                out.server_sockets = Some(list);
+                out.checks.push(Check::ok(CheckName::SocketOptions));
+                out.measurements.server_sockets = Some(list.clone());
+                out.observations.push(Observation::ServerSockets(list));
             }
             Some(Ok(_)) => out.checks.push(Check::skipped(
-                "socket_options",
+                CheckName::SocketOptions,
                 format!("no process on this host serves {addr} (a remote server?)"),
             )),
-            Some(Err(e)) => out.checks.push(Check::skipped("socket_options", e)),
+            Some(Err(e)) => out.checks.push(Check::skipped(CheckName::SocketOptions, e)),
             None => out.checks.push(Check::skipped(
-                "socket_options",
+                CheckName::SocketOptions,
                 "the load ended before the server's sockets were sampled",
             )),
         }
