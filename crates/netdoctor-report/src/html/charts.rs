@@ -66,9 +66,11 @@ pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
         if v > 0.0 && v >= lo && v <= hi {
             let px = x.at(v);
             s.line(px, top - 8.0, px, bottom, class);
-            let anchor = if px > W - 140.0 { "end" } else { "start" };
+            // p50 to the left of its line, p99 to the right (or left, lower, at the right
+            // edge): the two labels never overlap, however close the lines are.
+            let anchor = if name == "p50" || px > W - 140.0 { "end" } else { "start" };
             let dx = if anchor == "end" { -4.0 } else { 4.0 };
-            let ly = if name == "p50" { top - 12.0 } else { top + 4.0 };
+            let ly = if name == "p50" { top - 12.0 } else { top + 6.0 };
             s.text(px + dx, ly, anchor, class, &format!("{name} {}", fmt_ms(v)));
         }
     }

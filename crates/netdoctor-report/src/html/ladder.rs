@@ -19,8 +19,8 @@ const W: f64 = 820.0;
 const CLIENT_X: f64 = 200.0;
 const SERVER_X: f64 = 620.0;
 const TOP: f64 = 64.0;
-const ROW: f64 = 50.0;
-const GAP_ROW: f64 = 150.0;
+const ROW: f64 = 66.0;
+const GAP_ROW: f64 = 170.0;
 /// Half the vertical drop of an arrow.
 const SLOPE: f64 = 9.0;
 
@@ -166,7 +166,7 @@ pub(crate) fn ladder(
     s.text(8.0, TOP - 2.0, "start", "axis-title", "frame · time");
 
     if let Some(g) = marked {
-        let (y0, y1) = (ys[g] + SLOPE + 12.0, ys[g + 1] - SLOPE - 26.0);
+        let (y0, y1) = (ys[g] + SLOPE + 28.0, ys[g + 1] - SLOPE - 24.0);
         s.rect(
             CLIENT_X,
             y0,
@@ -233,7 +233,7 @@ pub(crate) fn ladder(
         if !what.is_empty() {
             s.text(
                 (x1 + x2) / 2.0,
-                y + SLOPE + 18.0,
+                y + SLOPE + 17.0,
                 "middle",
                 &format!("role {}", role.class()),
                 what,

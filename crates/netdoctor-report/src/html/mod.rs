@@ -61,6 +61,26 @@ impl fmt::Display for Esc<'_> {
     }
 }
 
+/// Escaped text in which `` `code` `` spans (as the core's texts write option names) become
+/// `<code>`; text with an odd number of backticks is only escaped.
+struct Rich<'a>(&'a str);
+
+impl fmt::Display for Rich<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.matches('`').count() % 2 != 0 {
+            return write!(f, "{}", esc(self.0));
+        }
+        for (i, part) in self.0.split('`').enumerate() {
+            if i % 2 == 1 {
+                write!(f, "<code>{}</code>", esc(part))?;
+            } else {
+                write!(f, "{}", esc(part))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 const CSS: &str = include_str!("report.css");
 
 /// Writes the report as one self-contained HTML page.
@@ -224,13 +244,13 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
         write!(h, r#"<p class="impact">Impact: {}</p>"#, esc(&impact.join(", ")))?;
     }
     if !f.explanation.is_empty() {
-        write!(h, r#"<p class="explain">{}</p>"#, esc(&f.explanation))?;
+        write!(h, r#"<p class="explain">{}</p>"#, Rich(&f.explanation))?;
     }
     if !f.fix.is_empty() {
         write!(
             h,
             r#"<div class="fix"><b>Fix</b> {}</div>"#,
-            esc(&f.fix)
+            Rich(&f.fix)
         )?;
     }
     let mut items = String::new();
@@ -583,5 +603,11 @@ mod tests {
         );
         assert_eq!(esc("plain → ü").to_string(), "plain → ü");
         assert_eq!(esc("").to_string(), "");
+        assert_eq!(
+            Rich("set `tcp_nodelay on;` <now>").to_string(),
+            "set <code>tcp_nodelay on;</code> &lt;now&gt;"
+        );
+        assert_eq!(Rich("odd ` <b>").to_string(), "odd ` &lt;b&gt;");
+        assert_eq!(Rich("`<script>`").to_string(), "<code>&lt;script&gt;</code>");
     }
 }
