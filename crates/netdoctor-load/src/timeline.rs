@@ -72,7 +72,8 @@ impl Recorder {
     }
 
     fn at(&mut self, now: Instant) -> &mut Slot {
-        let i = now.saturating_duration_since(self.start).as_nanos() / self.slot.as_nanos();
+        // Slots are whole seconds: a u64 division, not a u128 one.
+        let i = now.saturating_duration_since(self.start).as_secs() / self.slot.as_secs().max(1);
         let i = usize::try_from(i)
             .unwrap_or(usize::MAX)
             .min(self.slots.len() - 1);

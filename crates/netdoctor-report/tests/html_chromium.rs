@@ -110,7 +110,11 @@ fn check_page(bin: &Path, page: &Path, height: u32) -> String {
     let dom = browse(bin, page, "dom", &["--dump-dom".to_string()]);
     let msgs = console(&dom);
     assert!(msgs.is_empty(), "{name}: console messages: {msgs:#?}");
-    for want in [r#"id="verdict""#, r#"class="finding sev-"#, r#"class="ladder""#] {
+    for want in [
+        r#"id="verdict""#,
+        r#"class="finding sev-"#,
+        r#"class="ladder""#,
+    ] {
         assert!(dom.stdout.contains(want), "{name}: parsed DOM lacks {want}");
     }
     let shot = out_dir().join(format!("{name}.png"));
@@ -159,9 +163,15 @@ fn reports_open_cleanly_in_headless_chromium() {
         run.stderr
     );
 
-    let nagle = save("nagle-eth.html", &render(&report_from_capture("nagle-eth.pcap")));
+    let nagle = save(
+        "nagle-eth.html",
+        &render(&report_from_capture("nagle-eth.pcap")),
+    );
     let dom = check_page(&bin, &nagle, 3000);
-    assert!(dom.contains("45.3 ms gap"), "the gap label is not in the DOM");
+    assert!(
+        dom.contains("45.3 ms gap"),
+        "the gap label is not in the DOM"
+    );
 
     let hostile = save("hostile.html", &render(&hostile_report()));
     let dom = check_page(&bin, &hostile, 2600);
@@ -174,7 +184,11 @@ fn reports_open_cleanly_in_headless_chromium() {
         Some(r) => {
             let live = save("live-nagle.html", &render(&r));
             let dom = check_page(&bin, &live, 4400);
-            for want in [r#"id="histogram""#, r#"id="percentiles""#, r#"id="breakdown-bar""#] {
+            for want in [
+                r#"id="histogram""#,
+                r#"id="percentiles""#,
+                r#"id="breakdown-bar""#,
+            ] {
                 assert!(
                     dom.contains(want) || r.measurements.capture.is_none(),
                     "live page lacks {want}"

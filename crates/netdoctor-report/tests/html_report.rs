@@ -29,7 +29,10 @@ fn every_committed_capture_renders_with_its_findings_and_ladders() {
         save(&format!("{stem}.html"), &page);
         assert!(page.len() < MAX_BYTES, "{name}: {} bytes", page.len());
         assert_structure(&page);
-        let verdict = format!(r#"id="verdict" class="verdict v-{}""#, verdict_word(&report));
+        let verdict = format!(
+            r#"id="verdict" class="verdict v-{}""#,
+            verdict_word(&report)
+        );
         assert!(page.contains(&verdict), "{name}: no {verdict}");
         assert_eq!(
             page.matches(r#"<article class="finding"#).count(),
@@ -130,7 +133,10 @@ fn a_live_load_report_has_the_charts_and_follows_the_schema() {
     assert!(errors.is_empty(), "{errors:?}");
     let mut bad = v.clone();
     bad["measurements"]["load"]["timeline"][0]["requests"] = (-1).into();
-    assert!(!validator.is_valid(&bad), "negative per-second count accepted");
+    assert!(
+        !validator.is_valid(&bad),
+        "negative per-second count accepted"
+    );
     let mut bad = v.clone();
     bad["measurements"]["load"]["latency_histogram"][0]
         .as_object_mut()

@@ -68,7 +68,11 @@ pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
             s.line(px, top - 8.0, px, bottom, class);
             // p50 to the left of its line, p99 to the right (or left, lower, at the right
             // edge): the two labels never overlap, however close the lines are.
-            let anchor = if name == "p50" || px > W - 140.0 { "end" } else { "start" };
+            let anchor = if name == "p50" || px > W - 140.0 {
+                "end"
+            } else {
+                "start"
+            };
             let dx = if anchor == "end" { -4.0 } else { 4.0 };
             let ly = if name == "p50" { top - 12.0 } else { top + 6.0 };
             s.text(px + dx, ly, anchor, class, &format!("{name} {}", fmt_ms(v)));
@@ -94,7 +98,11 @@ fn nines(q: f64) -> f64 {
 pub(crate) fn curve(load: &LoadResult) -> Option<String> {
     let c = load.latency_curve.as_ref().filter(|c| c.len() >= 2)?;
     let (h, top, bottom) = (260.0, 20.0, 216.0);
-    let last = c.iter().rev().find(|p| p.quantile < 1.0).map_or(0.0, |p| nines(p.quantile));
+    let last = c
+        .iter()
+        .rev()
+        .find(|p| p.quantile < 1.0)
+        .map_or(0.0, |p| nines(p.quantile));
     let end = last.ceil().max(1.0) + 0.5;
     let xpos = |q: f64| if q >= 1.0 { end } else { nines(q) };
     let x = Linear {
@@ -187,7 +195,12 @@ pub(crate) fn timeline(load: &LoadResult) -> Option<String> {
         r0: b_bot,
         r1: b_top,
     };
-    let mut s = Svg::new(W, h, "chart", "requests per second and latency over the run");
+    let mut s = Svg::new(
+        W,
+        h,
+        "chart",
+        "requests per second and latency over the run",
+    );
     y_axis(&mut s, &ya, rmax, L, W - R);
     y_axis(&mut s, &yb, lmax, L, W - R);
     s.text(14.0, a_top - 12.0, "start", "axis-title", "requests/s");
@@ -202,7 +215,13 @@ pub(crate) fn timeline(load: &LoadResult) -> Option<String> {
         for bot in [a_bot, b_bot] {
             s.line(px, bot, px, bot + 5.0, "axis");
         }
-        s.text(px, b_bot + 19.0, "middle", "tick", &format!("{}s", fmt_tick(v)));
+        s.text(
+            px,
+            b_bot + 19.0,
+            "middle",
+            "tick",
+            &format!("{}s", fmt_tick(v)),
+        );
         v += step;
     }
     for p in t {
@@ -245,7 +264,12 @@ pub(crate) fn timeline(load: &LoadResult) -> Option<String> {
                         yb.at(v),
                         2.5,
                         &format!("line-dot {class}"),
-                        &format!("{}–{} s {name}: {}", fmt_tick(p.t_s), fmt_tick(p.t_s + p.len_s), fmt_ms(v)),
+                        &format!(
+                            "{}–{} s {name}: {}",
+                            fmt_tick(p.t_s),
+                            fmt_tick(p.t_s + p.len_s),
+                            fmt_ms(v)
+                        ),
                     );
                 }
                 None => {

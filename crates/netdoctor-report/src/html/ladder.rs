@@ -45,7 +45,9 @@ impl Role {
 }
 
 fn is_pure_ack(p: &PacketRef) -> bool {
-    p.desc.contains("len=0") && !p.desc.contains('S') && !p.desc.contains('R')
+    p.desc.contains("len=0")
+        && !p.desc.contains('S')
+        && !p.desc.contains('R')
         && !p.desc.contains('F')
 }
 
@@ -59,7 +61,10 @@ fn roles(id: FindingId, pkts: &[PacketRef]) -> Vec<(Role, String)> {
                 let (a, b, n) = (&pkts[i - 1], &pkts[i], &pkts[i + 1]);
                 if is_pure_ack(b) && a.dir == n.dir && a.dir != b.dir && !is_pure_ack(n) {
                     out[i - 1] = (Role::InFlight, "in flight, waiting for its ACK".into());
-                    out[i] = (Role::LateAck, "late ACK: the delayed-ACK timer fired".into());
+                    out[i] = (
+                        Role::LateAck,
+                        "late ACK: the delayed-ACK timer fired".into(),
+                    );
                     out[i + 1] = if id == FindingId::NagleDelayedAck {
                         (
                             Role::Held,
@@ -167,14 +172,7 @@ pub(crate) fn ladder(
 
     if let Some(g) = marked {
         let (y0, y1) = (ys[g] + SLOPE + 28.0, ys[g + 1] - SLOPE - 24.0);
-        s.rect(
-            CLIENT_X,
-            y0,
-            SERVER_X - CLIENT_X,
-            y1 - y0,
-            "gap-band",
-            None,
-        );
+        s.rect(CLIENT_X, y0, SERVER_X - CLIENT_X, y1 - y0, "gap-band", None);
         let mid = (y0 + y1) / 2.0;
         s.text(
             (CLIENT_X + SERVER_X) / 2.0,
@@ -196,7 +194,13 @@ pub(crate) fn ladder(
         s.line(bx, b0, bx, b1, "bracket");
         s.line(bx - 6.0, b0, bx, b0, "bracket");
         s.line(bx - 6.0, b1, bx, b1, "bracket");
-        s.text(bx + 8.0, (b0 + b1) / 2.0 + 5.0, "start", "bracket-text", &fmt_ms(gaps[g]));
+        s.text(
+            bx + 8.0,
+            (b0 + b1) / 2.0 + 5.0,
+            "start",
+            "bracket-text",
+            &fmt_ms(gaps[g]),
+        );
     }
 
     let roles = roles(id, pkts);
@@ -282,7 +286,10 @@ mod tests {
         assert!(svg.contains("45.3 ms gap"), "{svg}");
         assert!(svg.contains("late ACK"));
         assert!(svg.contains("held segment"));
-        assert!(svg.contains("+0.07 ms"), "small gaps keep their delta: {svg}");
+        assert!(
+            svg.contains("+0.07 ms"),
+            "small gaps keep their delta: {svg}"
+        );
         assert_eq!(svg.matches("gap-band").count(), 1);
         // Client on the left: the ACK (C→S) arrow runs left to right.
         assert!(svg.contains(r#"<line x1="200" y1="#), "{svg}");

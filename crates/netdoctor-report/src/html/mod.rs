@@ -67,7 +67,7 @@ struct Rich<'a>(&'a str);
 
 impl fmt::Display for Rich<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.matches('`').count() % 2 != 0 {
+        if !self.0.matches('`').count().is_multiple_of(2) {
             return write!(f, "{}", esc(self.0));
         }
         for (i, part) in self.0.split('`').enumerate() {
@@ -207,7 +207,7 @@ fn header(r: &Report, h: &mut String) -> fmt::Result {
     if let Some(a) = &r.target.address {
         write!(h, " ({})", esc(a))?;
     }
-    write!(h, " · took {:.1} s</p></header>\n", r.elapsed_s)
+    writeln!(h, " · took {:.1} s</p></header>", r.elapsed_s)
 }
 
 fn findings(r: &Report, h: &mut String) -> fmt::Result {
@@ -241,17 +241,17 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
         impact.push(format!("{:.0} % affected", fr * 100.0));
     }
     if !impact.is_empty() {
-        write!(h, r#"<p class="impact">Impact: {}</p>"#, esc(&impact.join(", ")))?;
+        write!(
+            h,
+            r#"<p class="impact">Impact: {}</p>"#,
+            esc(&impact.join(", "))
+        )?;
     }
     if !f.explanation.is_empty() {
         write!(h, r#"<p class="explain">{}</p>"#, Rich(&f.explanation))?;
     }
     if !f.fix.is_empty() {
-        write!(
-            h,
-            r#"<div class="fix"><b>Fix</b> {}</div>"#,
-            Rich(&f.fix)
-        )?;
+        write!(h, r#"<div class="fix"><b>Fix</b> {}</div>"#, Rich(&f.fix))?;
     }
     let mut items = String::new();
     let mut conns = 0;
@@ -400,7 +400,11 @@ fn packets(r: &Report, h: &mut String) -> fmt::Result {
         .findings
         .iter()
         .enumerate()
-        .filter(|(_, f)| f.evidence.iter().any(|e| matches!(e, Evidence::Packets { .. })))
+        .filter(|(_, f)| {
+            f.evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::Packets { .. }))
+        })
         .map(|(i, f)| (i + 1, f))
         .collect();
     h.push_str(r#"<section id="packets"><h2>Packet evidence</h2>"#);
@@ -519,7 +523,11 @@ fn tables(r: &Report, h: &mut String) -> fmt::Result {
                     esc(&word(&s.state)),
                     esc(&s.local),
                     if s.tcp_nodelay { "on" } else { "off" },
-                    if s.tcp_nodelay { "on (Nagle off)" } else { "off (Nagle on)" },
+                    if s.tcp_nodelay {
+                        "on (Nagle off)"
+                    } else {
+                        "off (Nagle on)"
+                    },
                     if s.tcp_cork { "on" } else { "off" },
                     s.sndbuf,
                     s.rcvbuf
@@ -531,7 +539,12 @@ fn tables(r: &Report, h: &mut String) -> fmt::Result {
             h,
             "Socket options",
             check_reason(r, "socket_options").or_else(|| {
-                Some("the server is not a process on this host, or it was not read".into())
+                Some(match r.measurements.capture.as_ref() {
+                    Some(c) if word(&c.source) == "file" => {
+                        "offline analysis of a capture file".into()
+                    }
+                    _ => "the server is not a process on this host, or it was not read".into(),
+                })
             }),
         )?,
     }
@@ -608,6 +621,9 @@ mod tests {
             "set <code>tcp_nodelay on;</code> &lt;now&gt;"
         );
         assert_eq!(Rich("odd ` <b>").to_string(), "odd ` &lt;b&gt;");
-        assert_eq!(Rich("`<script>`").to_string(), "<code>&lt;script&gt;</code>");
+        assert_eq!(
+            Rich("`<script>`").to_string(),
+            "<code>&lt;script&gt;</code>"
+        );
     }
 }

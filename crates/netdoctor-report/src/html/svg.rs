@@ -130,7 +130,6 @@ impl Svg {
         );
     }
 
-
     pub(crate) fn finish(mut self) -> String {
         self.buf.push_str("</svg>");
         self.buf
@@ -292,7 +291,10 @@ mod tests {
         let out = s.finish();
         assert!(!out.contains("<script"), "{out}");
         assert!(!out.contains("<b>"), "{out}");
-        assert!(out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{out}");
+        assert!(
+            out.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{out}"
+        );
         assert!(!out.contains("\"onmouseover"), "{out}");
     }
 }

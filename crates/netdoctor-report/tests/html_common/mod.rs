@@ -62,10 +62,45 @@ pub fn validator() -> jsonschema::Validator {
 }
 
 const TAGS: &[&str] = &[
-    "html", "head", "meta", "title", "style", "body", "header", "main", "section", "footer",
-    "h1", "h2", "h3", "p", "div", "span", "b", "code", "ul", "li", "article", "table", "thead",
-    "tbody", "tr", "th", "td", "figure", "figcaption", "details", "summary", "a", "svg", "line",
-    "rect", "text", "polyline", "circle", "path",
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "header",
+    "main",
+    "section",
+    "footer",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "div",
+    "span",
+    "b",
+    "code",
+    "ul",
+    "li",
+    "article",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "figure",
+    "figcaption",
+    "details",
+    "summary",
+    "a",
+    "svg",
+    "line",
+    "rect",
+    "text",
+    "polyline",
+    "circle",
+    "path",
 ];
 
 /// Every element in the page is one the renderer writes, no attribute is an event handler or
@@ -90,7 +125,11 @@ pub fn assert_structure(page: &str) {
             i += 1;
         }
         let name = &page[start..i];
-        assert!(TAGS.contains(&name), "unexpected element <{name}> near {:?}", ctx(page, start));
+        assert!(
+            TAGS.contains(&name),
+            "unexpected element <{name}> near {:?}",
+            ctx(page, start)
+        );
         count += 1;
         if closing {
             continue;
@@ -124,7 +163,10 @@ pub fn assert_structure(page: &str) {
             }
             assert!(!attr.starts_with("on"), "event handler {attr} in <{name}>");
             assert!(
-                !matches!(attr.as_str(), "src" | "srcdoc" | "action" | "formaction" | "style"),
+                !matches!(
+                    attr.as_str(),
+                    "src" | "srcdoc" | "action" | "formaction" | "style"
+                ),
                 "attribute {attr} in <{name}>"
             );
             if attr == "href" {
@@ -307,7 +349,8 @@ pub fn live_report() -> Option<Report> {
 
 /// Markup and quotes in every string a report can carry (names from a capture file or a host
 /// can be anything).
-pub const HOSTILE: &str = r#"<script>alert(1)</script>"><img src=x onerror=alert(2)>' onmouseover='alert(3)"#;
+pub const HOSTILE: &str =
+    r#"<script>alert(1)</script>"><img src=x onerror=alert(2)>' onmouseover='alert(3)"#;
 
 pub fn hostile_report() -> Report {
     let h = HOSTILE.to_string();
@@ -318,7 +361,12 @@ pub fn hostile_report() -> Report {
             address: Some(h.clone()),
         },
     );
-    let mut f = Finding::new(FindingId::NagleDelayedAck, Severity::Critical, Side::Server, &h);
+    let mut f = Finding::new(
+        FindingId::NagleDelayedAck,
+        Severity::Critical,
+        Side::Server,
+        &h,
+    );
     f.explanation = h.clone();
     f.fix = h.clone();
     let pkt = |frame, time| PacketRef {
