@@ -1,9 +1,9 @@
 //! The latency distribution of a run for charts: log-spaced histogram buckets and a percentile
 //! curve, both read from the run's merged HDR histogram at the end (nothing extra per request).
 //!
-//! Buckets are 10 per decade (edges `10^(k/10)` µs: 1, 1.26, 1.58, 2, 2.5, 3.2, 4, 5, 6.3, 7.9,
-//! 10, ...), each about 26 % wider than the one before, so one chart shows a 2 ms mode and a
-//! 40 ms mode with the same resolution; the list runs from the fastest request's bucket to the
+//! Buckets are 20 per decade (edges `10^(k/20)` µs: 1, 1.12, 1.26, 1.41, 1.58, 1.78, 2, ...,
+//! 10, ...), each about 12 % wider than the one before, so one chart shows a 2 ms mode and a
+//! 40 ms mode with the same resolution, and 40 ms apart from 44 ms; the list runs from the fastest request's bucket to the
 //! slowest's, empty buckets in between included. The curve gives the latency at quantiles that
 //! crowd toward the tail (`1 − 10^(−k/8)`: 0, 25 %, 44 %, ..., 90 %, ..., 99 %, ..., 99.999 %),
 //! as HdrHistogram's percentile distribution does, cut where the run has too few requests to
@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Buckets per decade of latency.
-const PER_DECADE: f64 = 10.0;
+const PER_DECADE: f64 = 20.0;
 /// Curve points per decade of `1 − quantile`.
 const CURVE_PER_DECADE: f64 = 8.0;
 /// The curve goes at most to `1 − 10^−5` before the maximum.
@@ -110,7 +110,7 @@ mod tests {
         let h = hist(&[(2_000, 900), (44_000, 100)]);
         let b = buckets(&h);
         assert_eq!(b.iter().map(|b| b.count).sum::<u64>(), 1000);
-        assert_eq!(b.len(), 14, "{b:?}"); // buckets 33 (10^3.3 µs) to 46 (10^4.6 µs)
+        assert_eq!(b.len(), 27, "{b:?}"); // buckets 66 (10^3.30 µs) to 92 (10^4.60 µs)
         let two = b
             .iter()
             .find(|b| b.from_ms <= 2.0 && 2.0 < b.to_ms)

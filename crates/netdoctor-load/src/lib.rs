@@ -236,7 +236,7 @@ pub struct LoadResult {
     /// measured from each request's intended send time (coordinated omission corrected).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
-    /// Latency histogram: log-spaced buckets (10 per decade) from the fastest request's to the
+    /// Latency histogram: log-spaced buckets (20 per decade) from the fastest request's to the
     /// slowest's; absent when no request completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<Vec<LatencyBucket>>,

@@ -180,7 +180,7 @@ fn reports_open_cleanly_in_headless_chromium() {
     assert!(!lower.contains("<img"), "an img element was parsed");
     assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
 
-    match live_report() {
+    match live_report(LOAD_SECS) {
         Some(r) => {
             let live = save("live-nagle.html", &render(&r));
             let dom = check_page(&bin, &live, 4400);

@@ -108,7 +108,7 @@ fn hostile_text_cannot_inject_markup() {
 
 #[test]
 fn a_live_load_report_has_the_charts_and_follows_the_schema() {
-    let Some(report) = live_report() else {
+    let Some(report) = live_report(LOAD_SECS) else {
         return;
     };
     let load = report.measurements.load.as_ref().unwrap();

@@ -57,7 +57,12 @@ pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
             k.count,
             k.count as f64 * 100.0 / total.max(1) as f64
         );
-        let py = y.at(k.count as f64);
+        // A bucket with any request stays visible (2 px) next to one with thousands.
+        let py = if k.count > 0 {
+            y.at(k.count as f64).min(bottom - 2.0)
+        } else {
+            bottom
+        };
         s.rect(x0 + 0.5, py, x1 - x0 - 1.0, bottom - py, "bar", Some(&tip));
     }
     s.line(L, bottom, W - R, bottom, "axis");

@@ -336,7 +336,7 @@ fn latency(r: &Report, h: &mut String) -> fmt::Result {
             match charts::histogram(load) {
                 Some(svg) => write!(
                     h,
-                    r#"<figure id="histogram"><figcaption>How many requests took how long (buckets 26 % wide; hover a bar for its count)</figcaption>{svg}</figure>"#
+                    r#"<figure id="histogram"><figcaption>How many requests took how long (log scale, buckets 12 % wide; hover a bar for its count)</figcaption>{svg}</figure>"#
                 )?,
                 None => not_measured(h, "Latency histogram", Some("no request completed".into()))?,
             }

@@ -24,7 +24,9 @@ pub const MAX_BYTES: usize = 500 * 1024;
 pub const LOAD_SECS: u64 = 2;
 
 pub fn out_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-test");
+    // Set for tests; the example that shares this file has no tmp dir of its own.
+    let tmp = option_env!("CARGO_TARGET_TMPDIR").unwrap_or("target/tmp");
+    let d = Path::new(tmp).join("html-test");
     std::fs::create_dir_all(&d).expect("create the test output dir");
     d
 }
@@ -197,9 +199,15 @@ pub fn capture_path(name: &str) -> PathBuf {
 
 /// The report `netdoctor analyze FILE` makes (same steps as the binary's `analyze.rs`).
 pub fn report_from_capture(name: &str) -> Report {
+    let mut r = report_from_path(&capture_path(name));
+    r.target.input = format!("testdata/captures/{name}");
+    r
+}
+
+/// [`report_from_capture`] for any capture file.
+pub fn report_from_path(path: &Path) -> Report {
     let started = Instant::now();
-    let path = capture_path(name);
-    let mut file = CaptureFile::open(&path).expect("open capture");
+    let mut file = CaptureFile::open(path).expect("open capture");
     let mut analyzer = Analyzer::new(AnalyzerConfig { server_port: None });
     let summary = file
         .for_each_packet(&mut |p| {
@@ -211,7 +219,7 @@ pub fn report_from_capture(name: &str) -> Report {
     let mut report = Report::new(
         "analyze",
         Target {
-            input: format!("testdata/captures/{name}"),
+            input: path.display().to_string(),
             address: None,
         },
     );
@@ -248,9 +256,9 @@ fn free_port() -> u16 {
 /// A real run the way `diagnose` makes one, on loopback: the built-in reference server with
 /// TCP_NODELAY off (Nagle on: the reference stall) on 127.0.0.1, kernel counters before and
 /// after, a live capture of the port on `lo` during the load when this process may open a
-/// packet socket, and `LOAD_SECS` of load on 20 connections. `None` (with the reason printed)
+/// packet socket, and `secs` of load on 20 connections. `None` (with the reason printed)
 /// when the server cannot start.
-pub fn live_report() -> Option<Report> {
+pub fn live_report(secs: u64) -> Option<Report> {
     let started = Instant::now();
     let port = free_port();
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
@@ -281,7 +289,7 @@ pub fn live_report() -> Option<Report> {
     });
     cfg.connections = 20;
     cfg.threads = 2;
-    cfg.duration = Duration::from_secs(LOAD_SECS);
+    cfg.duration = Duration::from_secs(secs);
     let stop = &stop;
     let (load, analysis) = std::thread::scope(|s| {
         let cap = match capture {
