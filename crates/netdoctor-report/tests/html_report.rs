@@ -101,8 +101,13 @@ fn hostile_text_cannot_inject_markup() {
     for bad in ["<script", "<img", "<iframe", "javascript:", "<svg onload"] {
         assert!(!lower.contains(bad), "{bad} got through");
     }
-    // The text is there, escaped.
+    // The text is there, escaped, also where the load's first error is shown.
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(
+        page.contains("; the first: <code>&lt;script&gt;"),
+        "first error not shown"
+    );
+    assert!(page.contains("Responses by status: 500: 1. Errors: <b>1</b>"));
     assert!(page.contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
 }
 

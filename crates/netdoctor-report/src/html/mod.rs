@@ -333,6 +333,7 @@ fn latency(r: &Report, h: &mut String) -> fmt::Result {
                 svg::fmt_ms(p.p99),
                 svg::fmt_ms(p.max)
             )?;
+            load_outcome(load, h)?;
             match charts::histogram(load) {
                 Some(svg) => write!(
                     h,
@@ -369,6 +370,40 @@ fn latency(r: &Report, h: &mut String) -> fmt::Result {
         }
     }
     h.push_str("</section>\n");
+    Ok(())
+}
+
+/// Status codes and errors of the load: a run whose requests failed says so next to its
+/// latencies.
+fn load_outcome(load: &netdoctor_load::LoadResult, h: &mut String) -> fmt::Result {
+    let codes: Vec<String> = load
+        .status
+        .iter()
+        .map(|(code, n)| format!("{code}: {n}"))
+        .collect();
+    let e = &load.errors;
+    let total = e.total();
+    write!(
+        h,
+        r#"<p class="lead{}">Responses by status: {}. Errors: <b>{total}</b>"#,
+        if total > 0 { " errors" } else { "" },
+        if codes.is_empty() {
+            "none".to_string()
+        } else {
+            esc(&codes.join(", ")).to_string()
+        }
+    )?;
+    if total > 0 {
+        write!(
+            h,
+            " (connect {}, read {}, write {}, timeout {}, HTTP status {})",
+            e.connect, e.read, e.write, e.timeout, e.status
+        )?;
+    }
+    if let Some(first) = &load.first_error {
+        write!(h, "; the first: <code>{}</code>", esc(first))?;
+    }
+    h.push_str(".</p>");
     Ok(())
 }
 
