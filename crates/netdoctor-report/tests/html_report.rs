@@ -160,6 +160,7 @@ fn a_live_load_report_has_the_charts_and_follows_the_schema() {
         r#"id="histogram""#,
         r#"id="percentiles""#,
         "requests per second and latency over the run",
+        r#"id="baseline""#,
     ] {
         assert!(page.contains(id), "no {id}");
     }

@@ -318,6 +318,7 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
 
 fn latency(r: &Report, h: &mut String) -> fmt::Result {
     h.push_str(r#"<section id="latency"><h2>Latency distribution</h2>"#);
+    baseline(r, h)?;
     match &r.measurements.load {
         Some(load) => {
             let p = &load.latency_ms;
@@ -371,6 +372,42 @@ fn latency(r: &Report, h: &mut String) -> fmt::Result {
     }
     h.push_str("</section>\n");
     Ok(())
+}
+
+/// The baseline probes: what one connection and one request cost alone, before the load (the
+/// method's first comparison: fine alone, slow under concurrency).
+fn baseline(r: &Report, h: &mut String) -> fmt::Result {
+    let Some(p) = &r.measurements.probe else {
+        return Ok(());
+    };
+    let mut parts = Vec::new();
+    if let Some(s) = &p.syn
+        && let Some(med) = s.median_ms
+    {
+        parts.push(format!(
+            "TCP handshake RTT <b>{}</b> (median of {} answered, {})",
+            esc(&svg::fmt_ms(med)),
+            s.answered,
+            esc(&word(&s.method))
+        ));
+    }
+    if let Some(t) = &p.http {
+        parts.push(format!(
+            "one request <b>{}</b> (connect {}, first byte {}, HTTP {})",
+            esc(&svg::fmt_ms(t.total_ms)),
+            esc(&svg::fmt_ms(t.connect_ms)),
+            esc(&svg::fmt_ms(t.ttfb_ms)),
+            t.status
+        ));
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    write!(
+        h,
+        r#"<p class="lead" id="baseline">Alone, before the load: {}.</p>"#,
+        parts.join("; ")
+    )
 }
 
 /// Status codes and errors of the load: a run whose requests failed says so next to its

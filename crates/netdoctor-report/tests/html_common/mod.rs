@@ -11,7 +11,10 @@ use netdoctor_observe::PacketSource;
 use netdoctor_observe::counters::{self, CounterDelta};
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::pcapfile::CaptureFile;
-use netdoctor_report::{CaptureSection, Check, CountersSection, Report, Target, html};
+use netdoctor_probe::{HttpProbeConfig, SynProbeConfig};
+use netdoctor_report::{
+    CaptureSection, Check, CountersSection, ProbeSection, Report, Target, html,
+};
 use std::net::{SocketAddr, TcpListener};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -276,6 +279,18 @@ pub fn live_report(secs: u64) -> Option<Report> {
             address: Some(addr.to_string()),
         },
     );
+    // Baseline probes, as diagnose makes them: the handshake RTT and one request alone.
+    let syn = netdoctor_probe::syn_rtt(addr, &SynProbeConfig::default());
+    let http = netdoctor_probe::http_timing(addr, &HttpProbeConfig::default());
+    report.checks.push(Check::ok("syn_probe"));
+    report.checks.push(match &http {
+        Ok(_) => Check::ok("http_probe"),
+        Err(e) => Check::failed("http_probe", e.to_string()),
+    });
+    report.measurements.probe = Some(ProbeSection {
+        syn: Some(syn),
+        http: http.ok(),
+    });
     let before = counters::snapshot();
     let stop = AtomicBool::new(false);
     let capture = LiveCapture::open(&LiveConfig {
