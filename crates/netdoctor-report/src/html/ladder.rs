@@ -114,6 +114,17 @@ fn gap_label(id: FindingId) -> &'static str {
     }
 }
 
+/// At most `n` characters of `s`, with an ellipsis when cut (labels must fit their place;
+/// the whole text is in the note under the diagram).
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// Splits `"10.0.0.1:40000 → 10.0.0.2:80"` into (client, server).
 fn ends(connection: &str) -> (&str, &str) {
     match connection.split_once('→') {
@@ -160,12 +171,13 @@ pub(crate) fn ladder(
         &format!("flow graph of {connection}: {} packets", pkts.len()),
     );
     // Column heads and the two time lines.
-    s.rect(CLIENT_X - 95.0, 8.0, 190.0, 40.0, "endpoint", None);
+    // 40 characters: an IPv6 address with its port fits.
+    s.rect(CLIENT_X - 150.0, 8.0, 300.0, 40.0, "endpoint", None);
     s.text(CLIENT_X, 25.0, "middle", "end-role", "client");
-    s.text(CLIENT_X, 41.0, "middle", "end-addr", client);
-    s.rect(SERVER_X - 95.0, 8.0, 190.0, 40.0, "endpoint", None);
+    s.text(CLIENT_X, 41.0, "middle", "end-addr", &clip(client, 40));
+    s.rect(SERVER_X - 150.0, 8.0, 300.0, 40.0, "endpoint", None);
     s.text(SERVER_X, 25.0, "middle", "end-role", "server");
-    s.text(SERVER_X, 41.0, "middle", "end-addr", server);
+    s.text(SERVER_X, 41.0, "middle", "end-addr", &clip(server, 40));
     s.line(CLIENT_X, TOP - 14.0, CLIENT_X, h - 10.0, "lifeline");
     s.line(SERVER_X, TOP - 14.0, SERVER_X, h - 10.0, "lifeline");
     s.text(8.0, TOP - 2.0, "start", "axis-title", "frame · time");
@@ -215,6 +227,7 @@ pub(crate) fn ladder(
         };
         let mut head = String::new();
         let _ = write!(head, "#{}", p.frame);
+        let head = clip(&head, 12);
         s.text(8.0, y - 2.0, "start", "frame", &head);
         s.text(8.0, y + 14.0, "start", "time", &format!("{:.6} s", p.time));
         if i > 0 && Some(i - 1) != marked {
@@ -232,7 +245,7 @@ pub(crate) fn ladder(
             y - SLOPE - 6.0,
             "middle",
             &format!("desc {}", role.class()),
-            &format!("{} {}", p.dir, p.desc),
+            &clip(&format!("{} {}", p.dir, p.desc), 56),
         );
         if !what.is_empty() {
             s.text(

@@ -340,7 +340,15 @@ fn latency(r: &Report, h: &mut String) -> fmt::Result {
                     h,
                     r#"<figure id="histogram"><figcaption>How many requests took how long (log scale, buckets 12 % wide; hover a bar for its count)</figcaption>{svg}</figure>"#
                 )?,
-                None => not_measured(h, "Latency histogram", Some("no request completed".into()))?,
+                None => not_measured(
+                    h,
+                    "Latency histogram",
+                    Some(if load.requests == 0 {
+                        "no request completed".into()
+                    } else {
+                        "this report has no histogram data".into()
+                    }),
+                )?,
             }
             if let Some(svg) = charts::curve(load) {
                 write!(
