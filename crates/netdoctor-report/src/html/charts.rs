@@ -70,7 +70,8 @@ pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
     for (name, v, class) in [("p50", p.p50, "mark p50"), ("p99", p.p99, "mark p99")] {
         if v > 0.0 && v >= lo && v <= hi {
             let px = x.at(v);
-            s.line(px, top - 8.0, px, bottom, class);
+            // Lines start below both labels, so neither crosses a label.
+            s.line(px, top + 10.0, px, bottom, class);
             // p50 to the left of its line, p99 to the right (or left, lower, at the right
             // edge): the two labels never overlap, however close the lines are.
             let anchor = if name == "p50" || px > W - 140.0 {
