@@ -177,9 +177,9 @@ fn header(r: &Report, h: &mut String) -> fmt::Result {
     let headline = match (r.verdict, r.findings.first()) {
         (Verdict::Problem, Some(f)) => f.summary.clone(),
         (Verdict::Problem, None) => "a problem was found".to_string(),
-        (Verdict::Healthy, _) => "no problem found: nothing above info".to_string(),
+        (Verdict::Healthy, _) => "No problem found: nothing above info".to_string(),
         (Verdict::Inconclusive, _) => {
-            "not enough evidence to call it healthy: see the checks below".to_string()
+            "Not enough evidence to call it healthy: see the checks below".to_string()
         }
     };
     let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
@@ -489,12 +489,13 @@ fn packets(r: &Report, h: &mut String) -> fmt::Result {
         .collect();
     h.push_str(r#"<section id="packets"><h2>Packet evidence</h2>"#);
     if with.is_empty() {
-        let reason = if r.measurements.capture.is_none() {
-            check_reason(r, "capture")
+        if r.measurements.capture.is_none() {
+            not_measured(h, "Packet evidence", check_reason(r, "capture"))?;
         } else {
-            Some("no finding rests on packets".to_string())
-        };
-        not_measured(h, "Packet evidence", reason)?;
+            h.push_str(
+                r#"<p class="none">No finding rests on packets: no flow graph to draw.</p>"#,
+            );
+        }
     }
     for (n, f) in with {
         let mut conns = f.evidence.iter().filter_map(|e| match e {
