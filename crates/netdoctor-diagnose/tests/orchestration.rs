@@ -49,6 +49,9 @@ fn load(p50: f64) -> LoadResult {
         errors: Default::default(),
         first_error: None,
         rate: None,
+        latency_histogram: None,
+        latency_curve: None,
+        timeline: None,
     }
 }
 

@@ -38,8 +38,10 @@
 //! sockets pile up on the client side (on loopback Linux reuses them: `tcp_tw_reuse = 2`).
 
 mod connect;
+mod distribution;
 pub mod http;
 pub mod target;
+mod timeline;
 mod worker;
 
 /// JSON Schema of `netdoctor load --json` (`"schema": "netdoctor.load/v1"`).
@@ -48,9 +50,11 @@ pub const LOAD_SCHEMA_JSON: &str = include_str!("../schema/load-v1.json");
 pub const CONNECT_SCHEMA_JSON: &str = include_str!("../schema/connect-v1.json");
 
 pub use connect::{ConnectConfig, ConnectResult, SYN_RETRANSMIT_SUSPECT, connect_bench};
+pub use distribution::{LatencyBucket, QuantilePoint};
 /// The errno's symbolic name; kept here for callers of the load crate (see
 /// `netdoctor_sys::os_error`).
 pub use netdoctor_sys::os_error::errno_name;
+pub use timeline::TimelinePoint;
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -216,6 +220,17 @@ pub struct LoadResult {
     /// measured from each request's intended send time (coordinated omission corrected).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// Latency histogram: log-spaced buckets (20 per decade) from the fastest request's to the
+    /// slowest's; absent when no request completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<Vec<LatencyBucket>>,
+    /// Latency at quantiles crowding toward the tail (0 .. 99.999 %, then the maximum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_curve: Option<Vec<QuantilePoint>>,
+    /// Requests, errors and latency per second of the run (wider slots for runs over
+    /// 600 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<TimelinePoint>>,
 }
 
 /// A run could not take place.
@@ -385,7 +400,9 @@ fn merge(
     let mut errors = ErrorCounts::default();
     let mut status = BTreeMap::new();
     let mut first: Option<(Instant, String)> = None;
+    let mut timelines = Vec::with_capacity(parts.len());
     for p in parts {
+        timelines.push(p.timeline);
         // Same bounds on both sides: `add` cannot fail; ignore rather than panic.
         let _ = hist.add(&p.hist);
         requests += p.requests;
@@ -417,6 +434,9 @@ fn merge(
         errors,
         first_error: first.map(|(_, m)| m),
         rate: None,
+        latency_histogram: Some(distribution::buckets(&hist)).filter(|b| !b.is_empty()),
+        latency_curve: Some(distribution::curve(&hist)).filter(|c| !c.is_empty()),
+        timeline: Some(timeline::merge(timelines, elapsed)).filter(|t| !t.is_empty()),
     }
 }
 

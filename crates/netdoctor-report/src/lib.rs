@@ -5,6 +5,7 @@
 //! take any `Write`, so tests render into buffers. [`load`] holds the results of `netdoctor load`
 //! and `netdoctor connect` ([`LoadReport`], [`ConnectReport`]), which the same sinks write.
 
+pub mod html;
 pub mod json;
 pub mod load;
 pub mod model;

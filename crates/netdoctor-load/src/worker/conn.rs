@@ -89,6 +89,7 @@ impl Loop<'_> {
             Kind::Timeout => e.timeout += 1,
             Kind::Status => e.status += 1,
         }
+        self.out.timeline.error(Instant::now());
         if self.out.first_error.is_none() {
             self.out.first_error = Some((Instant::now(), msg()));
         }
@@ -357,10 +358,10 @@ impl Loop<'_> {
         let c = &self.conns[i];
         let us = now.saturating_duration_since(c.start).as_micros();
         let code = c.parser.status;
+        let us = u64::try_from(us).unwrap_or(u64::MAX).max(1);
         self.out.requests += 1;
-        self.out
-            .hist
-            .saturating_record(u64::try_from(us).unwrap_or(u64::MAX).max(1));
+        self.out.hist.saturating_record(us);
+        self.out.timeline.request(now, us);
         if let Some(slot) = self.out.status.get_mut(usize::from(code)) {
             *slot += 1;
         }

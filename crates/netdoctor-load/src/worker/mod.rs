@@ -105,6 +105,8 @@ pub(crate) struct Outcome {
     pub first_error: Option<(Instant, String)>,
     /// When the loop stopped.
     pub ended: Instant,
+    /// Requests, errors and latency per second.
+    pub timeline: crate::timeline::Recorder,
 }
 
 pub(crate) fn new_histogram() -> Histogram<u64> {
@@ -176,6 +178,7 @@ impl Worker {
                 status: vec![0; STATUS_CODES],
                 first_error: None,
                 ended: start,
+                timeline: crate::timeline::Recorder::new(start, deadline - start),
             },
             retry_at: None,
             due: BinaryHeap::new(),

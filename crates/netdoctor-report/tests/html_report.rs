@@ -1,0 +1,174 @@
+//! The HTML report on real data: reports built in-process the way `netdoctor analyze` and
+//! `diagnose` build them (the committed captures; a real load against the built-in reference
+//! server on 127.0.0.1, captured live when this process may), rendered, and checked as text.
+//! `html_chromium.rs` opens the same pages in real headless Chromium. The pages are kept under
+//! `$CARGO_TARGET_TMPDIR/html-test/` for people to open.
+
+mod html_common;
+
+use html_common::*;
+use netdoctor_core::{Evidence, FindingId, Verdict};
+use netdoctor_report::html;
+
+#[test]
+fn every_committed_capture_renders_with_its_findings_and_ladders() {
+    for (name, id) in [
+        ("nagle-eth.pcap", Some(FindingId::NagleDelayedAck)),
+        ("delack-stall.pcap", Some(FindingId::DelayedAckStall)),
+        ("rto.pcap", Some(FindingId::RetransmissionTimeout)),
+        ("zero-window.pcap", Some(FindingId::ZeroWindow)),
+        ("loss.pcap", Some(FindingId::PacketLossRetransmission)),
+        ("syn-retransmit.pcap", Some(FindingId::SynRetransmit)),
+        ("slow-eth.pcap", Some(FindingId::SlowServerProcessing)),
+        ("reset.pcap", Some(FindingId::ConnectionReset)),
+        ("healthy-eth.pcap", None),
+    ] {
+        let report = report_from_capture(name);
+        let page = render(&report);
+        let stem = name.trim_end_matches(".pcap");
+        save(&format!("{stem}.html"), &page);
+        assert!(page.len() < MAX_BYTES, "{name}: {} bytes", page.len());
+        assert_structure(&page);
+        let verdict = format!(
+            r#"id="verdict" class="verdict v-{}""#,
+            verdict_word(&report)
+        );
+        assert!(page.contains(&verdict), "{name}: no {verdict}");
+        assert_eq!(
+            page.matches(r#"<article class="finding"#).count(),
+            report.findings.len(),
+            "{name}: one card per finding"
+        );
+        match id {
+            Some(id) => assert_eq!(report.findings[0].id, id, "{name}"),
+            None => assert_eq!(report.verdict, Verdict::Healthy, "{name}"),
+        }
+        for (i, f) in report.findings.iter().enumerate() {
+            let has_packets = f
+                .evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::Packets { .. }));
+            assert_eq!(
+                page.contains(&format!(r#"id="ladder-{}""#, i + 1)),
+                has_packets,
+                "{name}: ladder of finding {} ({})",
+                i + 1,
+                f.id
+            );
+            assert!(page.contains(&html::esc(&f.summary).to_string()), "{name}");
+        }
+        // Offline: no load, so the load charts say so instead of drawing anything.
+        assert!(
+            page.contains("Load not measured: offline analysis of a capture file."),
+            "{name}"
+        );
+        assert!(!page.contains(r#"id="histogram""#), "{name}");
+    }
+}
+
+#[test]
+fn the_nagle_ladder_shows_the_gap_the_late_ack_and_the_held_segment() {
+    let report = report_from_capture("nagle-eth.pcap");
+    let page = render(&report);
+    let ladder = between(&page, r#"id="ladder-1""#, "</svg>");
+    // Frames 116 (headers), 117 (the client's ACK 45.3 ms later), 127 (the held body).
+    for want in [
+        "#116",
+        "#117",
+        "#127",
+        "45.3 ms gap",
+        "late ACK: the delayed-ACK timer fired",
+        "held segment: Nagle kept it until the ACK",
+        "S→C [P.] len=616",
+        "client",
+        "127.0.0.1:35044",
+        "127.0.0.1:18081",
+    ] {
+        assert!(ladder.contains(want), "ladder lacks {want:?}");
+    }
+    // The breakdown bar is drawn from the capture, with the Nagle stall as its biggest part.
+    let bar = between(&page, r#"id="breakdown-bar""#, "</figure>");
+    assert!(bar.contains("stall: nagle_delayed_ack: 43.8 ms"), "{bar}");
+}
+
+#[test]
+fn hostile_text_cannot_inject_markup() {
+    let report = hostile_report();
+    let page = render(&report);
+    save("hostile.html", &page);
+    assert_structure(&page);
+    let lower = page.to_ascii_lowercase();
+    for bad in ["<script", "<img", "<iframe", "javascript:", "<svg onload"] {
+        assert!(!lower.contains(bad), "{bad} got through");
+    }
+    // The text is there, escaped, also where the load's first error is shown.
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(
+        page.contains("; the first: <code>&lt;script&gt;"),
+        "first error not shown"
+    );
+    assert!(page.contains("Responses by status: 500: 1. Errors: <b>1</b>"));
+    assert!(page.contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
+}
+
+#[test]
+fn a_live_load_report_has_the_charts_and_follows_the_schema() {
+    let Some(report) = live_report(LOAD_SECS) else {
+        return;
+    };
+    let load = report.measurements.load.as_ref().unwrap();
+    assert!(load.requests > 0, "the load completed no request");
+    let hist = load.latency_histogram.as_ref().expect("histogram");
+    assert_eq!(hist.iter().map(|b| b.count).sum::<u64>(), load.requests);
+    let tl = load.timeline.as_ref().expect("timeline");
+    assert_eq!(tl.iter().map(|p| p.requests).sum::<u64>(), load.requests);
+    assert!(
+        (LOAD_SECS as usize..=LOAD_SECS as usize + 1).contains(&tl.len()),
+        "{} slots for a {LOAD_SECS} s run",
+        tl.len()
+    );
+    let curve = load.latency_curve.as_ref().expect("curve");
+    assert_eq!(curve.last().unwrap().quantile, 1.0);
+    assert!((curve.last().unwrap().ms - load.latency_ms.max).abs() < 0.01);
+
+    // The new fields are in the schema: valid as written, rejected when broken.
+    let v = serde_json::to_value(&report).unwrap();
+    let validator = validator();
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut bad = v.clone();
+    bad["measurements"]["load"]["timeline"][0]["requests"] = (-1).into();
+    assert!(
+        !validator.is_valid(&bad),
+        "negative per-second count accepted"
+    );
+    let mut bad = v.clone();
+    bad["measurements"]["load"]["latency_histogram"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("count");
+    assert!(!validator.is_valid(&bad), "bucket without a count accepted");
+    let mut bad = v;
+    bad["measurements"]["load"]["latency_curve"][0]["quantile"] = 1.5.into();
+    assert!(!validator.is_valid(&bad), "quantile above 1 accepted");
+
+    let page = render(&report);
+    save("live-nagle.html", &page);
+    assert!(page.len() < MAX_BYTES, "{} bytes", page.len());
+    assert_structure(&page);
+    for id in [
+        r#"id="histogram""#,
+        r#"id="percentiles""#,
+        "requests per second and latency over the run",
+        r#"id="baseline""#,
+    ] {
+        assert!(page.contains(id), "no {id}");
+    }
+    eprintln!(
+        "live report: {} requests, p50 {:.1} ms, {} findings, page {} bytes",
+        load.requests,
+        load.latency_ms.p50,
+        report.findings.len(),
+        page.len()
+    );
+}
