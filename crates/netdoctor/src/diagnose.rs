@@ -88,6 +88,7 @@ pub fn diagnose(args: &DiagnoseArgs, progress: &Progress) -> anyhow::Result<Repo
             host: url.host_header.clone(),
             path: url.path.clone(),
             timeout: args.timeout,
+            tls: None,
         },
     );
     let refused =
