@@ -26,6 +26,7 @@
 pub mod builtin;
 mod netns;
 mod nginx;
+pub mod tls_nginx;
 
 use std::ffi::OsStr;
 use std::fs;
