@@ -187,7 +187,7 @@ impl Conn {
         let tls_err = |msg: String| ProbeError::Tls { addr, msg };
         let client = TlsClient::new(opts, false).map_err(|e| tls_err(e.to_string()))?;
         let mut session = client.session().map_err(|e| tls_err(e.to_string()))?;
-        let left = self.left("tls handshake")?;
+        let left = self.left("tls handshake with")?;
         let _ = self.stream.set_read_timeout(Some(left));
         let _ = self.stream.set_write_timeout(Some(left));
         match session.handshake(&mut self.stream) {
@@ -197,7 +197,7 @@ impl Conn {
             }
             // The socket's timeout: the deadline passed.
             Ok(false) => Err(ProbeError::Timeout {
-                op: "tls handshake",
+                op: "tls handshake with",
                 addr,
             }),
             Err(e) => Err(tls_err(e.to_string())),

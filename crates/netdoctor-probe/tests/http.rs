@@ -59,6 +59,7 @@ fn content_length_response() {
     assert_eq!(t.header_bytes, head.len() as u64);
     assert_eq!(t.body_bytes, 11);
     assert!(t.connect_ms >= 0.0 && t.connect_ms <= t.total_ms, "{t:?}");
+    assert_eq!(t.tls_ms, None, "plain HTTP has no TLS handshake");
     assert!(t.ttfb_ms <= t.total_ms, "{t:?}");
 }
 
