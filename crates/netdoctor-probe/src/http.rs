@@ -255,6 +255,9 @@ impl Conn {
                     return Ok(n);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // TLS: the bytes read were no whole application record yet (a session ticket,
+                // part of a record): read on until the deadline (`left` says when it passed).
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && self.tls.is_some() => {}
                 Err(e) => return Err(ProbeError::from_io("read", self.addr, e)),
             }
         }
