@@ -68,7 +68,9 @@ impl FakeHost {
             http: Some(HttpTiming {
                 connect_ms: 0.05,
                 ttfb_ms: 0.2,
+                first_byte_ms: 0.25,
                 total_ms: 0.3,
+                tls_ms: None,
                 status: 200,
                 header_bytes: 238,
                 body_bytes: 615,

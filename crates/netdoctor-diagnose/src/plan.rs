@@ -17,6 +17,8 @@ pub struct TargetSpec {
     pub path: String,
     /// Value for the Host header.
     pub host_header: String,
+    /// TLS for an `https://` target (`None`: plain TCP).
+    pub tls: Option<netdoctor_load::TlsOptions>,
 }
 
 /// Defaults shared by the CLI and `demo`.
@@ -148,6 +150,7 @@ mod tests {
             port: 8080,
             path: "/".into(),
             host_header: "127.0.0.1:8080".into(),
+            tls: None,
         }
     }
 

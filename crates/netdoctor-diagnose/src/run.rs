@@ -137,6 +137,7 @@ fn probe(
         host: plan.target.host_header.clone(),
         path: plan.target.path.clone(),
         timeout: plan.load.timeout,
+        tls: plan.target.tls.clone(),
     };
     let http = http_median(host, addr, &cfg);
     let refused =
@@ -217,6 +218,7 @@ fn run_load(
     cfg.method = l.method.clone();
     cfg.headers = l.headers.clone();
     cfg.body = l.body.clone();
+    cfg.tls = t.tls.clone();
     let result = ctx.host.load(&cfg, interrupt, &mut |p| {
         progress.load_tick(p.elapsed, l.duration, p.requests, p.errors);
         for o in observers.iter_mut() {

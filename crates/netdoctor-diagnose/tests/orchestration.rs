@@ -27,6 +27,7 @@ fn plan(addr: SocketAddr) -> DiagnosePlan {
         port: addr.port(),
         path: "/".into(),
         host_header: addr.to_string(),
+        tls: None,
     })
 }
 

@@ -43,6 +43,7 @@ mod signals;
 mod state;
 mod status;
 mod teardown;
+pub mod tls_nginx;
 
 use std::fs;
 use std::net::Ipv4Addr;

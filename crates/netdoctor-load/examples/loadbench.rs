@@ -1,13 +1,14 @@
 //! Minimal CLI over the load engine (no clap, builds in seconds) for quick experiments; the
 //! benchmark proper (`bench/load-vs-peers`) runs `netdoctor load`:
-//! `loadbench http://127.0.0.1:18090/ -c 100 -t 2 -d 5s [--no-keepalive] [--timeout 2s]`.
+//! `loadbench http[s]://127.0.0.1:18090/ -c 100 -t 2 -d 5s [--no-keepalive] [--timeout 2s] [-k]`
+//! (`-k`/`--insecure`: accept any TLS certificate).
 //! Prints requests/s, latency percentiles and errors; the last line (`RESULT ...`) is for scripts.
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use netdoctor_load::{HttpTarget, LoadConfig, run};
+use netdoctor_load::{LoadConfig, run};
 
 fn parse_duration(s: &str) -> Option<Duration> {
     if let Some(ms) = s.strip_suffix("ms") {
@@ -21,10 +22,11 @@ fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 fn main() -> ExitCode {
-    let usage = "usage: loadbench URL [-c CONNECTIONS] [-t THREADS] [-d DURATION] [--timeout DURATION] [--no-keepalive]";
+    let usage = "usage: loadbench URL [-c CONNECTIONS] [-t THREADS] [-d DURATION] [--timeout DURATION] [--no-keepalive] [-k|--insecure]";
     let mut args = std::env::args().skip(1);
     let mut url = None;
     let (mut c, mut t, mut d, mut timeout, mut keepalive) = (None, None, None, None, true);
+    let mut insecure = false;
     while let Some(a) = args.next() {
         let mut value = || args.next();
         let ok = match a.as_str() {
@@ -48,6 +50,10 @@ fn main() -> ExitCode {
                 keepalive = false;
                 true
             }
+            "-k" | "--insecure" => {
+                insecure = true;
+                true
+            }
             _ if url.is_none() && !a.starts_with('-') => {
                 url = Some(a.clone());
                 true
@@ -63,14 +69,13 @@ fn main() -> ExitCode {
         eprintln!("{usage}");
         return ExitCode::from(2);
     };
-    let target = match HttpTarget::from_url(&url) {
-        Ok(t) => t,
+    let mut cfg = match LoadConfig::from_url(&url, insecure) {
+        Ok(cfg) => cfg,
         Err(e) => {
             eprintln!("loadbench: {e}");
             return ExitCode::from(2);
         }
     };
-    let mut cfg = LoadConfig::new(target);
     cfg.connections = c.unwrap_or(cfg.connections);
     cfg.threads = t.unwrap_or(cfg.threads);
     cfg.duration = d.unwrap_or(cfg.duration);

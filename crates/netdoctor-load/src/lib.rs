@@ -34,6 +34,12 @@
 //! epoll would buy nothing measurable for its `unsafe`. Benchmark against wrk and oha:
 //! `bench/load-vs-peers`.
 //!
+//! HTTPS (`LoadConfig::tls`, from an `https://` URL): each connection runs a rustls session
+//! (see the `tls` module) driven by the same event loop: the handshake after connect (its failures
+//! count as connect errors and name the reason), then requests and responses through the session.
+//! A connection's transport is an enum (plain TCP or TLS), so the plain path stays as it was.
+//! Reconnections resume TLS sessions, as a browser would.
+//!
 //! With `keepalive = false` the client closes each connection after its response, so TIME_WAIT
 //! sockets pile up on the client side (on loopback Linux reuses them: `tcp_tw_reuse = 2`).
 
@@ -42,6 +48,7 @@ mod distribution;
 pub mod http;
 pub mod target;
 mod timeline;
+pub mod tls;
 mod worker;
 
 /// JSON Schema of `netdoctor load --json` (`"schema": "netdoctor.load/v1"`).
@@ -64,6 +71,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+pub use tls::TlsOptions;
+
 /// Where the load goes.
 #[derive(Clone, Debug)]
 pub struct HttpTarget {
@@ -76,8 +85,9 @@ pub struct HttpTarget {
 }
 
 impl HttpTarget {
-    /// Parses a URL with [`target::parse_url`] (`http://host[:port]/path?query`, or
-    /// `host:port/path`) and resolves the host (first address).
+    /// Parses a URL with [`target::parse_url`] (`http[s]://host[:port]/path?query`, or
+    /// `host:port/path`) and resolves the host (first address). The TLS part of an `https://`
+    /// URL is [`TlsOptions::for_url`] (or use [`LoadConfig::from_url`] for both).
     pub fn from_url(input: &str) -> Result<Self, LoadError> {
         let url = target::parse_url(input).map_err(|e| LoadError::InvalidUrl {
             url: e.input,
@@ -133,6 +143,8 @@ pub struct LoadConfig {
     /// Open loop at this many requests per second for the whole run (wrk2's `-R`), with
     /// latency measured from each request's intended send time; `None` (default) = closed loop.
     pub rate: Option<f64>,
+    /// HTTPS: speak TLS to the target ([`TlsOptions::for_url`]); `None` (default) = plain HTTP.
+    pub tls: Option<TlsOptions>,
 }
 
 impl LoadConfig {
@@ -150,7 +162,19 @@ impl LoadConfig {
             headers: Vec::new(),
             body: None,
             rate: None,
+            tls: None,
         }
+    }
+
+    /// The defaults for a URL: `http://` or `https://` (then TLS with `insecure` as given).
+    pub fn from_url(input: &str, insecure: bool) -> Result<Self, LoadError> {
+        let url = target::parse_url(input).map_err(|e| LoadError::InvalidUrl {
+            url: e.input,
+            reason: e.reason,
+        })?;
+        let mut cfg = LoadConfig::new(HttpTarget::resolve(&url)?);
+        cfg.tls = TlsOptions::for_url(&url, insecure);
+        Ok(cfg)
     }
 }
 
@@ -253,6 +277,11 @@ pub enum LoadError {
     },
     #[error("{op}: {source}")]
     Io { op: String, source: std::io::Error },
+    #[error("tls for {host}: {source}")]
+    Tls {
+        host: String,
+        source: tls::TlsSetupError,
+    },
 }
 
 /// Runs the load until `duration` passes or `stop` is set. `on_progress` is called from the
@@ -283,8 +312,18 @@ pub fn run(
         addr: cfg.target.addr,
         reason,
     })?;
+    let tls = match &cfg.tls {
+        Some(opts) => Some(
+            tls::TlsClient::new(opts, true).map_err(|source| LoadError::Tls {
+                host: opts.server_name.clone(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
     let spec = worker::Spec {
         addr: cfg.target.addr,
+        tls,
         request,
         head: cfg.method.eq_ignore_ascii_case("HEAD"),
         keepalive: cfg.keepalive,

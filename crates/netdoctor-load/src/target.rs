@@ -1,5 +1,5 @@
-//! The one parser of what users type as a target: an HTTP URL (`http://host[:port]/path?query`,
-//! or `host:port/path` without a scheme) and a bare `host:port` (for `connect`). Pure: no name
+//! The one parser of what users type as a target: an HTTP(S) URL
+//! (`http[s]://host[:port]/path?query`, or `host:port/path` without a scheme, which means http) and a bare `host:port` (for `connect`). Pure: no name
 //! resolution here (see [`crate::HttpTarget::resolve`]), so every case is unit-tested.
 //!
 //! URLs go through the `url` crate (WHATWG parsing: IPv6 brackets, percent-encoding, default
@@ -18,14 +18,25 @@ pub struct TargetError {
     pub reason: String,
 }
 
-/// An HTTP target as given on the command line.
+/// How a URL's requests travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `http://`: HTTP/1.1 over TCP (default port 80).
+    Http,
+    /// `https://`: HTTP/1.1 over TLS (default port 443; see [`crate::tls`]).
+    Https,
+}
+
+/// An HTTP(S) target as given on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpUrl {
     /// What the user typed.
     pub input: String,
+    /// `http` or `https`.
+    pub scheme: Scheme,
     /// Host name or address, without brackets (`::1`).
     pub host: String,
-    /// The port (80 when the URL has none).
+    /// The port (80 or 443 when the URL has none).
     pub port: u16,
     /// Path with query, at least `/`.
     pub path: String,
@@ -44,7 +55,7 @@ pub struct HostPort {
     pub port: u16,
 }
 
-/// Parses `http://host[:port]/path?query`; `host:port/path` without a scheme means http.
+/// Parses `http[s]://host[:port]/path?query`; `host:port/path` without a scheme means http.
 pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
     let bad = |reason: String| TargetError {
         what: "URL",
@@ -61,21 +72,15 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
         format!("http://{trimmed}")
     };
     let url = url::Url::parse(&with_scheme).map_err(|e| bad(e.to_string()))?;
-    match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(bad(
-                "https is not supported yet; netdoctor speaks HTTP/1.1 over plain TCP (point it \
-                 at the backend's http port)"
-                    .into(),
-            ));
-        }
+    let scheme = match url.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
         other => {
             return Err(bad(format!(
-                "scheme '{other}' is not supported (use http://)"
+                "scheme '{other}' is not supported (use http:// or https://)"
             )));
         }
-    }
+    };
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_string(),
         Some(url::Host::Ipv4(a)) => a.to_string(),
@@ -85,7 +90,10 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
     if host.is_empty() {
         return Err(bad("no host".into()));
     }
-    let port = url.port_or_known_default().unwrap_or(80);
+    let port = url.port_or_known_default().unwrap_or(match scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    });
     let mut path = url.path().to_string();
     if path.is_empty() {
         path.push('/');
@@ -101,6 +109,7 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
     };
     Ok(HttpUrl {
         input: input.to_string(),
+        scheme,
         host,
         port,
         path,
@@ -108,7 +117,7 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
     })
 }
 
-/// Parses `host:port` or `[v6]:port`; an `http://` URL gives its host and port.
+/// Parses `host:port` or `[v6]:port`; an `http(s)://` URL gives its host and port.
 pub fn parse_host_port(input: &str) -> Result<HostPort, TargetError> {
     let bad = |reason: String| TargetError {
         what: "target",
@@ -203,18 +212,33 @@ mod tests {
     }
 
     #[test]
+    fn https_urls() {
+        let u = parse_url("https://example.org/a").unwrap();
+        assert_eq!(
+            (u.scheme, u.port, u.host_header.as_str(), u.path.as_str()),
+            (Scheme::Https, 443, "example.org", "/a")
+        );
+        let u = parse_url("HTTPS://127.0.0.1:8443").unwrap();
+        assert_eq!(
+            (u.scheme, u.port, u.host_header.as_str()),
+            (Scheme::Https, 8443, "127.0.0.1:8443")
+        );
+        // an explicit default port stays out of the Host header
+        let u = parse_url("https://example.org:443/").unwrap();
+        assert_eq!((u.port, u.host_header.as_str()), (443, "example.org"));
+        // no scheme still means http
+        assert_eq!(parse_url("example.org:443/").unwrap().scheme, Scheme::Http);
+        assert_eq!(parse_url("http://x/").unwrap().scheme, Scheme::Http);
+    }
+
+    #[test]
     fn bad_urls_say_what_is_wrong() {
         let e = parse_url("").unwrap_err();
         assert_eq!(e.to_string(), "invalid URL '': empty");
-        let e = parse_url("https://x/").unwrap_err().to_string();
-        assert!(
-            e.starts_with("invalid URL 'https://x/': https is not supported"),
-            "{e}"
-        );
         let e = parse_url("ftp://x/").unwrap_err().to_string();
         assert_eq!(
             e,
-            "invalid URL 'ftp://x/': scheme 'ftp' is not supported (use http://)"
+            "invalid URL 'ftp://x/': scheme 'ftp' is not supported (use http:// or https://)"
         );
         for bad in ["http://", "http://[::1/", "not a url", "http://h:99999/"] {
             let e = parse_url(bad).unwrap_err().to_string();
@@ -246,6 +270,7 @@ mod tests {
             "invalid target 'h:http': port 'http' is not a number in 1..65535"
         );
         assert_eq!(e(":80"), "invalid target ':80': no host");
-        assert!(e("https://x/").starts_with("invalid URL 'https://x/'"));
+        assert_eq!(hp("https://x/"), Ok(("x".into(), 443)));
+        assert!(e("ftp://x/").starts_with("invalid URL 'ftp://x/'"));
     }
 }

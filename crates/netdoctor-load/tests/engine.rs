@@ -369,7 +369,21 @@ fn url_parsing() {
     let t = HttpTarget::from_url("http://[::1]/").unwrap();
     assert_eq!(t.addr, "[::1]:80".parse().unwrap());
     assert_eq!(t.host, "[::1]");
-    assert!(HttpTarget::from_url("https://127.0.0.1/").is_err());
+    // https: the address part here (port 443), TLS from LoadConfig::from_url
+    let t = HttpTarget::from_url("https://127.0.0.1/").unwrap();
+    assert_eq!(t.addr, "127.0.0.1:443".parse().unwrap());
+    let cfg = LoadConfig::from_url("https://127.0.0.1/x", true).unwrap();
+    let tls = cfg.tls.expect("https means TLS");
+    assert_eq!(
+        (tls.server_name.as_str(), tls.insecure),
+        ("127.0.0.1", true)
+    );
+    assert!(
+        LoadConfig::from_url("http://127.0.0.1/", true)
+            .unwrap()
+            .tls
+            .is_none()
+    );
     assert!(HttpTarget::from_url("not a url").is_err());
 }
 

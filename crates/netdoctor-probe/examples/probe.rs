@@ -29,6 +29,7 @@ fn main() {
         host: host.clone(),
         path: "/".into(),
         timeout: Duration::from_secs(5),
+        tls: None,
     };
     match http_timing(addrs[0], &http) {
         Ok(t) => println!("http:    {t:?}"),

@@ -40,6 +40,14 @@ pub enum ProbeError {
         #[source]
         source: io::Error,
     },
+    /// The TLS handshake failed (certificate, protocol, a server that is not TLS).
+    #[error("tls handshake with {addr}: {msg}")]
+    Tls {
+        /// The target address.
+        addr: SocketAddr,
+        /// Why, with the next step (e.g. `--insecure`, `use http://`).
+        msg: String,
+    },
     /// The server's answer is not valid HTTP/1.x (or the connection closed too early).
     #[error("http {addr}: {msg}")]
     Http {

@@ -1,6 +1,7 @@
-//! One HTTP/1.1 request, timed: connect, time to first byte, total.
+//! One HTTP/1.1 request, timed: connect, TLS handshake (https), time to first byte, total.
 //!
-//! A blocking `std::net::TcpStream`; the response is framed by the load engine's incremental
+//! A blocking `std::net::TcpStream` (with TLS: a `netdoctor_load::tls::TlsSession` over it, the
+//! load engine's rustls session, every handshake a full one); the response is framed by the load engine's incremental
 //! parser (`netdoctor_load::http::ResponseParser`: `httparse` for the head, Content-Length,
 //! chunked or until close for the body), netdoctor's one HTTP/1 framer. An HTTP client crate
 //! would hide exactly the timings measured here. The body is counted, not stored.
@@ -9,7 +10,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use netdoctor_load::TlsOptions;
 use netdoctor_load::http::{Feed, ResponseParser};
+use netdoctor_load::tls::{TlsClient, TlsSession};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
@@ -24,6 +27,9 @@ pub struct HttpProbeConfig {
     pub path: String,
     /// Limit for the whole exchange, connect to last byte (default 5 s).
     pub timeout: Duration,
+    /// HTTPS: TLS towards this server name (`TlsOptions::for_url`); `None` = plain HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsOptions>,
 }
 
 impl Default for HttpProbeConfig {
@@ -32,6 +38,7 @@ impl Default for HttpProbeConfig {
             host: String::new(),
             path: "/".into(),
             timeout: Duration::from_secs(5),
+            tls: None,
         }
     }
 }
@@ -41,8 +48,15 @@ impl Default for HttpProbeConfig {
 pub struct HttpTiming {
     /// connect() start to connection established.
     pub connect_ms: f64,
+    /// HTTPS: connection established to TLS handshake complete (absent for plain HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ms: Option<f64>,
     /// Request written to first response byte (server think time + one RTT).
     pub ttfb_ms: f64,
+    /// connect() start to first response byte, cumulative like curl's `time_starttransfer`
+    /// (connect + TLS + request written + `ttfb_ms`).
+    #[serde(default)]
+    pub first_byte_ms: f64,
     /// connect() start to last response byte.
     pub total_ms: f64,
     /// Final status code (informational 1xx responses are skipped).
@@ -53,7 +67,8 @@ pub struct HttpTiming {
     pub body_bytes: u64,
 }
 
-/// Sends `GET cfg.path` to `addr` with `Connection: close` and times the answer.
+/// Sends `GET cfg.path` to `addr` with `Connection: close` (over TLS when `cfg.tls` is set) and
+/// times the answer.
 pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming, ProbeError> {
     let http_err = |msg: String| ProbeError::Http { addr, msg };
     let path = if cfg.path.is_empty() {
@@ -85,9 +100,18 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
     let _ = stream.set_nodelay(true);
     let mut conn = Conn {
         stream,
+        tls: None,
         buf: Vec::with_capacity(16 * 1024),
         addr,
         deadline,
+    };
+    let tls = match &cfg.tls {
+        Some(opts) => {
+            let connected = Instant::now();
+            conn.handshake(opts)?;
+            Some(ms(connected.elapsed()))
+        }
+        None => None,
     };
     conn.write_all(request.as_bytes())?;
     let written = Instant::now();
@@ -97,6 +121,7 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
         ));
     }
     let ttfb = written.elapsed();
+    let first_byte = start.elapsed();
 
     // Frame the response (informational 1xx responses are skipped by the parser).
     let mut parser = ResponseParser::new(false);
@@ -126,7 +151,9 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
     let total = start.elapsed();
     Ok(HttpTiming {
         connect_ms: ms(connect),
+        tls_ms: tls,
         ttfb_ms: ms(ttfb),
+        first_byte_ms: ms(first_byte),
         total_ms: ms(total),
         status,
         header_bytes,
@@ -142,6 +169,8 @@ fn ms(d: Duration) -> f64 {
 /// operation.
 struct Conn {
     stream: TcpStream,
+    /// HTTPS: the TLS session over `stream`.
+    tls: Option<Box<TlsSession>>,
     buf: Vec<u8>,
     addr: SocketAddr,
     deadline: Instant,
@@ -158,11 +187,38 @@ impl Conn {
         }
     }
 
+    /// The TLS handshake, within the deadline.
+    fn handshake(&mut self, opts: &TlsOptions) -> Result<(), ProbeError> {
+        let addr = self.addr;
+        let tls_err = |msg: String| ProbeError::Tls { addr, msg };
+        let client = TlsClient::new(opts, false).map_err(|e| tls_err(e.to_string()))?;
+        let mut session = client.session().map_err(|e| tls_err(e.to_string()))?;
+        let left = self.left("tls handshake with")?;
+        let _ = self.stream.set_read_timeout(Some(left));
+        let _ = self.stream.set_write_timeout(Some(left));
+        match session.handshake(&mut self.stream) {
+            Ok(true) => {
+                self.tls = Some(Box::new(session));
+                Ok(())
+            }
+            // The socket's timeout: the deadline passed.
+            Ok(false) => Err(ProbeError::Timeout {
+                op: "tls handshake with",
+                addr,
+            }),
+            Err(e) => Err(tls_err(e.to_string())),
+        }
+    }
+
     fn write_all(&mut self, mut data: &[u8]) -> Result<(), ProbeError> {
         while !data.is_empty() {
             let left = self.left("write")?;
             let _ = self.stream.set_write_timeout(Some(left));
-            match self.stream.write(data) {
+            let res = match self.tls.as_mut() {
+                Some(t) => t.write(&mut self.stream, data),
+                None => self.stream.write(data),
+            };
+            match res {
                 Ok(0) => {
                     return Err(ProbeError::from_io(
                         "write",
@@ -175,6 +231,17 @@ impl Conn {
                 Err(e) => return Err(ProbeError::from_io("write", self.addr, e)),
             }
         }
+        while self.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            let left = self.left("write")?;
+            let _ = self.stream.set_write_timeout(Some(left));
+            if let Some(t) = self.tls.as_mut() {
+                match t.flush(&mut self.stream) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(ProbeError::from_io("write", self.addr, e)),
+                }
+            }
+        }
         Ok(())
     }
 
@@ -184,12 +251,19 @@ impl Conn {
         loop {
             let left = self.left("read")?;
             let _ = self.stream.set_read_timeout(Some(left));
-            match self.stream.read(&mut chunk) {
+            let res = match self.tls.as_mut() {
+                Some(t) => t.read(&mut self.stream, &mut chunk).map(|(n, _)| n),
+                None => self.stream.read(&mut chunk),
+            };
+            match res {
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
                     return Ok(n);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // TLS: the bytes read were no whole application record yet (a session ticket,
+                // part of a record): read on until the deadline (`left` says when it passed).
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && self.tls.is_some() => {}
                 Err(e) => return Err(ProbeError::from_io("read", self.addr, e)),
             }
         }

@@ -40,6 +40,7 @@ fn cfg(host: &str, path: &str) -> HttpProbeConfig {
         host: host.into(),
         path: path.into(),
         timeout: Duration::from_secs(5),
+        tls: None,
     }
 }
 
@@ -58,6 +59,7 @@ fn content_length_response() {
     assert_eq!(t.header_bytes, head.len() as u64);
     assert_eq!(t.body_bytes, 11);
     assert!(t.connect_ms >= 0.0 && t.connect_ms <= t.total_ms, "{t:?}");
+    assert_eq!(t.tls_ms, None, "plain HTTP has no TLS handshake");
     assert!(t.ttfb_ms <= t.total_ms, "{t:?}");
 }
 
@@ -101,6 +103,9 @@ fn delayed_first_byte_shows_in_ttfb() {
     server.join().unwrap();
     assert_eq!((t.status, t.body_bytes), (204, 0));
     assert!(t.ttfb_ms >= 50.0, "{t:?}");
+    // Cumulative like curl's time_starttransfer: connect + request + waiting.
+    assert!(t.first_byte_ms >= t.connect_ms + t.ttfb_ms - 0.01, "{t:?}");
+    assert!(t.first_byte_ms <= t.total_ms, "{t:?}");
     assert!(t.total_ms >= t.ttfb_ms, "{t:?}");
     assert!(t.ttfb_ms < 5_000.0, "{t:?}"); // sanity only
 }

@@ -76,12 +76,15 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
         if let Some(h) = &probe.http {
             any = true;
+            let tls = h
+                .tls_ms
+                .map_or(String::new(), |t| format!(" · TLS {}", ms(t)));
             writeln!(
                 out,
-                "  {:<14} connect {} · first byte {} · total {}  (HTTP {}, {} bytes; median of 3)",
+                "  {:<14} connect {}{tls} · first byte {} · total {}  (HTTP {}, {} bytes; median of 3)",
                 "One request",
                 ms(h.connect_ms),
-                ms(h.ttfb_ms),
+                ms(h.first_byte_ms),
                 ms(h.total_ms),
                 h.status,
                 h.header_bytes + h.body_bytes

@@ -136,6 +136,10 @@ pub struct DiagnoseArgs {
     /// One connection per request instead of keep-alive.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// For https:// targets: accept any certificate (self-signed, expired, another name), like
+    /// curl's -k. The handshake's signatures are still checked.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
     /// Write the captured packets to this file (pcap, readable by tshark/Wireshark/tcpdump).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,

@@ -102,6 +102,7 @@ fn demo_plan(url: &str, args: &DemoArgs) -> anyhow::Result<DiagnosePlan> {
         port: url.port,
         path: url.path,
         host_header: url.host_header,
+        tls: None,
     });
     plan.load.connections = args.connections;
     plan.load.duration = args.duration;

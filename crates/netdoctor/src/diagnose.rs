@@ -40,12 +40,14 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
 /// The plan the arguments ask for.
 pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     let url = parse_url(&args.url).map_err(anyhow::Error::msg)?;
+    let tls = netdoctor_load::TlsOptions::for_url(&url, args.insecure);
     let mut plan = DiagnosePlan::new(TargetSpec {
         input: url.input,
         host: url.host,
         port: url.port,
         path: url.path,
         host_header: url.host_header,
+        tls,
     });
     plan.load.connections = args.connections;
     plan.load.threads = args.threads;

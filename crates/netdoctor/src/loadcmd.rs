@@ -58,6 +58,10 @@ pub struct LoadArgs {
     /// One connection per request (sends `Connection: close`) instead of keep-alive.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// For https:// targets: accept any certificate (self-signed, expired, another name), like
+    /// curl's -k.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
     /// Constant rate: this many requests per second in total (open loop, as wrk2 -R), latency
     /// corrected for coordinated omission.
     #[arg(short = 'R', long, value_parser = positive_rate)]
@@ -101,6 +105,7 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     cfg.duration = args.duration;
     cfg.timeout = args.timeout;
     cfg.keepalive = !args.no_keepalive;
+    cfg.tls = netdoctor_load::TlsOptions::for_url(&url, args.insecure);
     cfg.rate = args.rate;
     apply_request(&args.request, &mut cfg)?;
     // Fail fast, with the OS's reason, when nothing can be reached (rather than after the whole

@@ -4,76 +4,12 @@ use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// An HTTP target as given on the command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpUrl {
-    /// What the user typed.
-    pub input: String,
-    /// Host name or address, without brackets.
-    pub host: String,
-    pub port: u16,
-    /// Path with query, at least `/`.
-    pub path: String,
-    /// Value for the Host header (`host` or `host:port`).
-    pub host_header: String,
-}
+/// An HTTP(S) target as given on the command line (the one parser: `netdoctor_load::target`).
+pub use netdoctor_load::target::HttpUrl;
 
-/// Parses `http://host[:port]/path`; `host:port/path` without a scheme means http.
+/// Parses `http(s)://host[:port]/path`; `host:port/path` without a scheme means http.
 pub fn parse_url(input: &str) -> Result<HttpUrl, String> {
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err("invalid URL '': empty".into());
-    }
-    let with_scheme = if trimmed.contains("://") {
-        trimmed.to_string()
-    } else {
-        format!("http://{trimmed}")
-    };
-    let url = url::Url::parse(&with_scheme).map_err(|e| format!("invalid URL '{input}': {e}"))?;
-    match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(format!(
-                "invalid URL '{input}': https is not supported yet; netdoctor speaks HTTP/1.1 over \
-                 plain TCP (point it at the backend's http port)"
-            ));
-        }
-        other => {
-            return Err(format!(
-                "invalid URL '{input}': scheme '{other}' is not supported (use http://)"
-            ));
-        }
-    }
-    let host = match url.host() {
-        Some(url::Host::Domain(d)) => d.to_string(),
-        Some(url::Host::Ipv4(a)) => a.to_string(),
-        Some(url::Host::Ipv6(a)) => a.to_string(),
-        None => return Err(format!("invalid URL '{input}': no host")),
-    };
-    if host.is_empty() {
-        return Err(format!("invalid URL '{input}': no host"));
-    }
-    let port = url.port_or_known_default().unwrap_or(80);
-    let mut path = url.path().to_string();
-    if path.is_empty() {
-        path.push('/');
-    }
-    if let Some(q) = url.query() {
-        path.push('?');
-        path.push_str(q);
-    }
-    let host_str = url.host_str().unwrap_or(&host).to_string();
-    let host_header = match url.port() {
-        Some(p) => format!("{host_str}:{p}"),
-        None => host_str,
-    };
-    Ok(HttpUrl {
-        input: input.to_string(),
-        host,
-        port,
-        path,
-        host_header,
-    })
+    netdoctor_load::target::parse_url(input).map_err(|e| e.to_string())
 }
 
 /// Parses durations written like `5s`, `500ms`, `1m`, `1.5s`, `2` (seconds), `1h`.
@@ -162,28 +98,8 @@ pub fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
 
 /// `host:port`, `[v6]:port` or an http:// URL → the first address.
 pub fn parse_host_port(input: &str) -> anyhow::Result<SocketAddr> {
-    let s = input.trim();
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        if a.port() == 0 {
-            bail!("invalid target '{input}': port 0 is not a number in 1..65535");
-        }
-        return Ok(a);
-    }
-    if s.contains("://") {
-        let u = parse_url(s).map_err(anyhow::Error::msg)?;
-        return resolve(&u.host, u.port);
-    }
-    let Some((host, port)) = s.rsplit_once(':') else {
-        bail!("invalid target '{input}': expected HOST:PORT, e.g. 127.0.0.1:80");
-    };
-    let port: u16 = match port.parse() {
-        Ok(p) if p > 0 => p,
-        _ => bail!("invalid target '{input}': port '{port}' is not a number in 1..65535"),
-    };
-    if host.is_empty() {
-        bail!("invalid target '{input}': no host");
-    }
-    resolve(host, port)
+    let hp = netdoctor_load::target::parse_host_port(input)?;
+    resolve(&hp.host, hp.port)
 }
 
 #[cfg(test)]
@@ -208,7 +124,12 @@ mod tests {
         );
         let u = parse_url("http://example.org").unwrap();
         assert_eq!((u.port, u.host_header.as_str()), (80, "example.org"));
-        for bad in ["", "https://x/", "ftp://x/", "http://", "http://[::1/"] {
+        let u = parse_url("https://example.org/").unwrap();
+        assert_eq!(
+            (u.port, u.scheme),
+            (443, netdoctor_load::target::Scheme::Https)
+        );
+        for bad in ["", "ftp://x/", "http://", "http://[::1/"] {
             let e = parse_url(bad).unwrap_err();
             assert!(e.starts_with("invalid URL"), "{bad}: {e}");
         }

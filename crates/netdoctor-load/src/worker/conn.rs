@@ -14,12 +14,14 @@ pub(super) enum State {
     /// Response complete; the next request is written after the current batch of events.
     Queued,
     Connecting,
+    /// HTTPS: connected, TLS handshake under way.
+    Handshaking,
     Writing,
     Reading,
 }
 
 pub(super) struct Conn {
-    pub(super) stream: Option<TcpStream>,
+    pub(super) stream: Option<Stream>,
     pub(super) state: State,
     /// A request has been issued (its latency clock runs) and is written once connected.
     pub(super) pending: bool,
@@ -157,16 +159,23 @@ impl Loop<'_> {
                 .register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE)?;
             Ok(s)
         });
-        match res {
-            Ok(s) => {
+        match res.map(|s| Stream::new(s, self.spec.tls.as_ref())) {
+            Ok(Ok(s)) => {
                 c.stream = Some(s);
                 c.state = State::Connecting;
             }
+            Ok(Err(e)) => self.setup_failed(i, now, || format!("tls session for {addr}: {e}")),
             Err(e) => self.connect_failed(i, now, &e),
         }
     }
 
     pub(super) fn connect_failed(&mut self, i: usize, now: Instant, e: &io::Error) {
+        let addr = self.spec.addr;
+        self.setup_failed(i, now, || format!("connect {addr}: {}", describe(e)));
+    }
+
+    /// Connecting (or the TLS handshake) failed: a connect error, retried after a pause.
+    pub(super) fn setup_failed(&mut self, i: usize, now: Instant, msg: impl FnOnce() -> String) {
         let c = &mut self.conns[i];
         c.stream = None;
         c.state = State::Closed;
@@ -174,8 +183,19 @@ impl Loop<'_> {
         c.pending = false;
         let at = now + CONNECT_RETRY;
         self.retry_at = Some(self.retry_at.map_or(at, |t| t.min(at)));
-        let addr = self.spec.addr;
-        self.note_error(Kind::Connect, || format!("connect {addr}: {}", describe(e)));
+        self.note_error(Kind::Connect, msg);
+    }
+
+    /// Slot `i` is connected (and past its TLS handshake): write its pending request, or issue
+    /// the next one.
+    pub(super) fn connected(&mut self, poll: &Poll, i: usize) {
+        let c = &mut self.conns[i];
+        if c.pending {
+            c.state = State::Writing;
+            self.write(poll, i);
+        } else {
+            self.begin(poll, i, Instant::now());
+        }
     }
 
     pub(super) fn handle(&mut self, poll: &Poll, i: usize, ev: &mio::event::Event) {
@@ -192,7 +212,7 @@ impl Loop<'_> {
                 }
             }
             State::Connecting => {
-                let err = match c.stream.as_ref().map(|s| s.take_error()) {
+                let err = match c.stream.as_ref().map(|s| s.tcp().take_error()) {
                     Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
                     _ if ev.is_error() => Some(io::Error::other("connection failed")),
                     _ => None,
@@ -201,14 +221,15 @@ impl Loop<'_> {
                     self.connect_failed(i, Instant::now(), &e);
                 } else if ev.is_writable() {
                     c.readable = ev.is_readable();
-                    if c.pending {
-                        c.state = State::Writing;
-                        self.write(poll, i);
+                    if c.stream.as_ref().is_some_and(Stream::is_tls) {
+                        c.state = State::Handshaking;
+                        self.handshake(poll, i);
                     } else {
-                        self.begin(poll, i, Instant::now());
+                        self.connected(poll, i);
                     }
                 }
             }
+            State::Handshaking => self.handshake(poll, i),
             State::Writing => {
                 if ev.is_readable() {
                     c.readable = true;
@@ -216,6 +237,13 @@ impl Loop<'_> {
                 self.write(poll, i);
             }
             State::Reading => {
+                if ev.is_writable() && c.stream.as_ref().is_some_and(Stream::is_tls) {
+                    // TLS bytes of the request that did not fit in the socket earlier.
+                    self.flush_tls(poll, i);
+                    if self.conns[i].state != State::Reading {
+                        return;
+                    }
+                }
                 let closed = ev.is_read_closed() || ev.is_error();
                 if ev.is_readable() || closed {
                     self.read(poll, i, closed);
@@ -268,8 +296,8 @@ impl Loop<'_> {
             let Some(stream) = c.stream.as_mut() else {
                 return;
             };
-            let n = match stream.read(&mut self.buf) {
-                Ok(0) => {
+            let (n, more) = match stream.read(&mut self.buf) {
+                Ok((0, _)) => {
                     let now = Instant::now();
                     if c.parser.eof_completes() {
                         if !self.complete(i, now) {
@@ -286,7 +314,7 @@ impl Loop<'_> {
                     }
                     return self.reopen(poll, i, now);
                 }
-                Ok(n) => n,
+                Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -341,7 +369,7 @@ impl Loop<'_> {
                     return self.reopen(poll, i, Instant::now());
                 }
             }
-            if n < self.buf.len() && !closed {
+            if !more && !closed {
                 // A short TCP read drained the receive queue; new data raises a new edge.
                 return;
             }
@@ -388,10 +416,10 @@ impl Loop<'_> {
                 State::Closed | State::Idle | State::Queued => {}
                 _ if now.saturating_duration_since(c.sent) >= timeout => {
                     let addr = self.spec.addr;
-                    let what = if c.state == State::Connecting {
-                        "connect"
-                    } else {
-                        "response"
+                    let what = match c.state {
+                        State::Connecting => "connect",
+                        State::Handshaking => "TLS handshake",
+                        _ => "response",
                     };
                     self.note_error(Kind::Timeout, || {
                         format!("timeout {addr}: no {what} after {timeout:?}")

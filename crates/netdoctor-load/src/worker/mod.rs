@@ -20,15 +20,17 @@
 //!
 //! Files: this one runs the loop (`Worker::run`); `conn` is one connection's life (connect,
 //! write, read, complete, timeouts, errors); `schedule` decides when a connection's next request
-//! goes out (closed loop or the constant-rate schedule); `timer` is the timerfd.
+//! goes out (closed loop or the constant-rate schedule); `timer` is the timerfd; `tls` is the
+//! transport enum (plain TCP or a TLS session) and the handshake step of HTTPS connections.
 
 mod conn;
 mod schedule;
 mod timer;
+mod tls;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -41,9 +43,11 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::ErrorCounts;
 use crate::http::ResponseParser;
+use crate::tls::TlsClient;
 use conn::{Conn, DRAIN_GRACE, Kind, Loop, State};
 use netdoctor_sys::os_error::describe;
 use timer::Timer;
+use tls::Stream;
 
 const WAKER: Token = Token(usize::MAX);
 const TIMER: Token = Token(usize::MAX - 1);
@@ -56,6 +60,8 @@ const STATUS_CODES: usize = 1000;
 /// What every worker does, built once per run.
 pub(crate) struct Spec {
     pub addr: SocketAddr,
+    /// HTTPS: the prepared TLS client (None = plain HTTP).
+    pub tls: Option<TlsClient>,
     pub request: Vec<u8>,
     pub head: bool,
     pub keepalive: bool,

@@ -1,0 +1,260 @@
+//! Debian's nginx serving HTTPS on 127.0.0.1 for tests: a self-signed certificate made with the
+//! `openssl` CLI, one `ssl` server block and one plain-HTTP block on free high ports, in a temp
+//! dir that is removed when the server is dropped.
+//!
+//! nginx runs in the foreground with `master_process off` (one process, no workers), so killing
+//! its PID on drop leaves nothing behind. The certificate is an end-entity one (`CA:FALSE`,
+//! subject `CN=netdoctor tls test`, unlike any system root: Debian's snakeoil is `CN=localhost`) for
+//! `localhost` and `127.0.0.1`: a client that checks it against the system roots fails with
+//! `UnknownIssuer`, as it would for any self-signed server certificate.
+//!
+//! `tcp_nodelay`, `ssl_buffer_size` and the page size are settable, for the Nagle case over TLS:
+//! a response that leaves in several TLS records (e.g. `ssl_buffer_size 4k` with an 8 KiB page)
+//! stalls behind the client's delayed ACK when `tcp_nodelay off`; one record does not.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to configure the TLS nginx.
+#[derive(Clone, Debug)]
+pub struct TlsNginxConfig {
+    /// `tcp_nodelay on|off` (nginx's default: on).
+    pub tcp_nodelay: bool,
+    /// `ssl_buffer_size` in bytes (nginx's default: 16k).
+    pub ssl_buffer_size: Option<usize>,
+    /// Size of the page served at `/` (default: nginx's 615-byte welcome page).
+    pub page_bytes: Option<usize>,
+}
+
+impl Default for TlsNginxConfig {
+    fn default() -> Self {
+        TlsNginxConfig {
+            tcp_nodelay: true,
+            ssl_buffer_size: None,
+            page_bytes: None,
+        }
+    }
+}
+
+/// A running TLS nginx; stopped (by PID) and its files removed on drop.
+pub struct TlsNginx {
+    /// The `ssl` server (`https://` here).
+    pub https: SocketAddr,
+    /// A plain-HTTP server of the same nginx (for "plain HTTP behind an https URL").
+    pub http: SocketAddr,
+    /// Size of the page at `/`.
+    pub page_bytes: usize,
+    child: Option<Child>,
+    dir: PathBuf,
+}
+
+/// Why the TLS nginx cannot be used; `Missing` means "skip the test" (a tool is not installed).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsNginxError {
+    #[error("{0} is not installed")]
+    Missing(&'static str),
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn installed(tool: &str) -> bool {
+    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .any(|d| Path::new(d).join(tool).exists())
+}
+
+fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl TlsNginx {
+    /// Makes the certificate and starts nginx; returns once both ports accept connections.
+    pub fn start(cfg: &TlsNginxConfig) -> Result<TlsNginx, TlsNginxError> {
+        for tool in ["nginx", "openssl"] {
+            if !installed(tool) {
+                return Err(TlsNginxError::Missing(tool));
+            }
+        }
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            TlsNginxError::Failed(format!("tls nginx: {what}: {e}"))
+        };
+        let dir = std::env::temp_dir().join(format!(
+            "netdoctor-tls-nginx-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("html")).map_err(|e| fail("create temp dir", &e))?;
+        // From here on, drop removes the dir (and stops nginx once it runs).
+        let mut server = TlsNginx {
+            https: SocketAddr::from(([127, 0, 0, 1], 0)),
+            http: SocketAddr::from(([127, 0, 0, 1], 0)),
+            page_bytes: 0,
+            child: None,
+            dir,
+        };
+        let d = server.dir.clone();
+        let out = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+            .arg("ec_paramgen_curve:prime256v1")
+            .args(["-nodes", "-days", "2", "-subj", "/CN=netdoctor tls test"])
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+            .arg("-keyout")
+            .arg(d.join("key.pem"))
+            .arg("-out")
+            .arg(d.join("cert.pem"))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| fail("run openssl", &e))?;
+        if !out.status.success() {
+            return Err(fail(
+                "openssl req",
+                &String::from_utf8_lossy(&out.stderr).trim(),
+            ));
+        }
+        let page = match cfg.page_bytes {
+            None => crate::DEFAULT_PAGE.to_string(),
+            Some(n) => {
+                let line = "netdoctor tls test page, padding to the size asked for.........\n";
+                line.repeat(n / line.len() + 1)[..n].to_string()
+            }
+        };
+        server.page_bytes = page.len();
+        std::fs::write(d.join("html/index.html"), page).map_err(|e| fail("write page", &e))?;
+
+        // A port picked free may be taken before nginx binds it: try a few times.
+        let mut last = String::new();
+        for _ in 0..5 {
+            let (ps, ph) = (
+                free_port().map_err(|e| fail("pick a port", &e))?,
+                free_port().map_err(|e| fail("pick a port", &e))?,
+            );
+            if ps == ph {
+                continue;
+            }
+            server.https.set_port(ps);
+            server.http.set_port(ph);
+            let conf = render(&d, ps, ph, cfg);
+            std::fs::write(d.join("nginx.conf"), conf).map_err(|e| fail("write config", &e))?;
+            let _ = std::fs::remove_file(d.join("nginx.pid"));
+            let child = Command::new("nginx")
+                .arg("-p")
+                .arg(&d)
+                .arg("-c")
+                .arg(d.join("nginx.conf"))
+                .arg("-e")
+                .arg(d.join("error.log"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| fail("start nginx", &e))?;
+            server.child = Some(child);
+            match server.wait_ready(Duration::from_secs(5)) {
+                Ok(()) => return Ok(server),
+                Err(e) => {
+                    last = e;
+                    server.stop_child();
+                }
+            }
+        }
+        Err(TlsNginxError::Failed(format!(
+            "tls nginx did not start: {last}"
+        )))
+    }
+
+    /// Waits for nginx's pid file (written once its sockets listen) and both ports.
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                let log = std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default();
+                return Err(format!("nginx exited ({status}): {}", log.trim()));
+            }
+            if self.dir.join("nginx.pid").exists()
+                && TcpStream::connect(self.https).is_ok()
+                && TcpStream::connect(self.http).is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() >= end {
+                return Err(format!("not ready after {limit:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn stop_child(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // One process (master_process off): killing its PID stops nginx entirely.
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The `https://` URL of the TLS server's page.
+    pub fn https_url(&self) -> String {
+        format!("https://{}/", self.https)
+    }
+}
+
+impl Drop for TlsNginx {
+    fn drop(&mut self) {
+        self.stop_child();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn render(dir: &Path, https_port: u16, http_port: u16, cfg: &TlsNginxConfig) -> String {
+    let d = dir.display();
+    let buffer = cfg
+        .ssl_buffer_size
+        .map(|n| format!("ssl_buffer_size {n};"))
+        .unwrap_or_default();
+    let nodelay = if cfg.tcp_nodelay { "on" } else { "off" };
+    format!(
+        "# netdoctor TLS test server (removed on drop)
+daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush off;
+    tcp_nodelay {nodelay};
+    keepalive_requests 100000;
+    types {{ text/html html; }}
+    default_type text/html;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    server {{
+        listen 127.0.0.1:{https_port} ssl;
+        ssl_certificate {d}/cert.pem;
+        ssl_certificate_key {d}/key.pem;
+        {buffer}
+        root {d}/html;
+        index index.html;
+    }}
+    server {{
+        listen 127.0.0.1:{http_port};
+        root {d}/html;
+        index index.html;
+    }}
+}}
+"
+    )
+}
