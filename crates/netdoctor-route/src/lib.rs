@@ -7,3 +7,4 @@
 
 pub mod dns;
 pub mod names;
+pub mod trace;

@@ -1,0 +1,139 @@
+//! The few syscalls the probe engine needs that socket2 does not wrap: IP_RECVERR and its error
+//! queue (`recvmsg(MSG_ERRQUEUE)`, which carries the ICMP error and the address of the router
+//! that sent it), and `poll(2)` over many probe sockets.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+/// An ICMP error the kernel queued on a socket (IP_RECVERR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuedError {
+    pub icmp_type: u8,
+    pub icmp_code: u8,
+    /// The router or host that sent the ICMP message.
+    pub offender: Option<IpAddr>,
+}
+
+/// Turns on IP_RECVERR: ICMP errors for this socket are queued with their sender's address.
+pub fn enable_recverr(sock: &impl AsRawFd) -> std::io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: valid fd; the option value is a c_int whose size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_IP,
+            libc::IP_RECVERR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Reads one entry of the socket's error queue, if any. Only ICMP-originated entries are
+/// returned; others (local errors) come back as `Ok(None)` after being drained.
+pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>> {
+    let mut data = [0u8; 512];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 64]; // 512 bytes, 8-aligned for cmsghdr
+    // SAFETY: msghdr is plain data; zeroed is a valid empty value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points at live buffers (iov, control) of the lengths given.
+    let n = unsafe {
+        libc::recvmsg(
+            sock.as_raw_fd(),
+            &mut msg,
+            libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    // SAFETY: the kernel filled msg_control with msg_controllen bytes of cmsgs; the CMSG_*
+    // macros walk them within those bounds; sock_extended_err and the offender sockaddr follow
+    // the IP_RECVERR header as documented in ip(7).
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_IP && (*cmsg).cmsg_type == libc::IP_RECVERR {
+                let ee = libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err;
+                let ee_val = std::ptr::read_unaligned(ee);
+                if ee_val.ee_origin != libc::SO_EE_ORIGIN_ICMP {
+                    return Ok(None);
+                }
+                let off = libc::SO_EE_OFFENDER(ee) as *const libc::sockaddr_in;
+                let sin = std::ptr::read_unaligned(off);
+                let offender = (sin.sin_family == libc::AF_INET as libc::sa_family_t)
+                    .then(|| IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                return Ok(Some(QueuedError {
+                    icmp_type: ee_val.ee_type,
+                    icmp_code: ee_val.ee_code,
+                    offender,
+                }));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok(None)
+}
+
+/// Receives one datagram without blocking; `Ok(None)` when nothing is waiting.
+pub fn recv_nonblocking(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+    // SAFETY: buf is a writable buffer of buf.len() bytes.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n >= 0 {
+        return Ok(Some(n as usize));
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => Ok(None),
+        _ => Err(e),
+    }
+}
+
+/// poll(2) on `fds` (events already set); returns after at most `timeout`.
+pub fn poll(fds: &mut [libc::pollfd], timeout: Duration) -> std::io::Result<usize> {
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: fds is a valid, writable slice of pollfd of the length passed.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
+}
+
+/// A pollfd for `fd` waiting on `events`.
+pub fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
