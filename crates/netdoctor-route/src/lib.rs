@@ -6,5 +6,6 @@
 //! detectors can be fed recorded results in tests.
 
 pub mod dns;
+pub mod findings;
 pub mod names;
 pub mod trace;
