@@ -24,8 +24,11 @@
 //! SIGINT/SIGTERM/SIGHUP so Ctrl-C during `netdoctor demo` leaves nothing behind.
 
 pub mod builtin;
+pub mod forwarder;
+pub mod nameserver;
 mod netns;
 mod nginx;
+pub mod route_lab;
 
 use std::ffi::OsStr;
 use std::fs;
