@@ -34,6 +34,10 @@ pub enum Command {
     Load(crate::loadcmd::LoadArgs),
     /// Connection-setup benchmark: N connect()+close, per-connect latency, failures by errno.
     Connect(crate::loadcmd::ConnectArgs),
+    /// Name resolution timed: resolver path, getaddrinfo, each nameserver over UDP/TCP, PTR.
+    Dns(crate::dnscmd::DnsArgs),
+    /// TCP/UDP/ICMP traceroute in rounds: per-hop loss, latency, jitter (mtr-like).
+    Trace(crate::tracecmd::TraceArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,10 +5,13 @@ pub mod analyze;
 pub mod cli;
 pub mod demo;
 pub mod diagnose;
+pub mod dnscmd;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
+pub mod routeout;
 pub mod target;
+pub mod tracecmd;
 
 pub use cli::{Cli, Command};
 
@@ -26,6 +29,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Demo(args) => demo::command(&args, out),
         Command::Load(args) => loadcmd::load_command(&args, out),
         Command::Connect(args) => loadcmd::connect_command(&args, out),
+        Command::Dns(args) => dnscmd::command(&args, out),
+        Command::Trace(args) => tracecmd::command(&args, out),
     }
 }
 

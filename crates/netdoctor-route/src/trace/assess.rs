@@ -20,7 +20,8 @@ use serde::Serialize;
 pub struct Thresholds {
     /// Added latency (median) at least this many ms …
     pub added_ms: f64,
-    /// … and at least this many times the jitter of the two hops around it.
+    /// … and at least this many times the RTT spread (median absolute deviation) of this hop
+    /// and the one before it.
     pub jitter_factor: f64,
     /// Added loss at least this fraction.
     pub added_loss: f64,
@@ -34,7 +35,7 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             added_ms: 5.0,
-            jitter_factor: 2.0,
+            jitter_factor: 3.0,
             added_loss: 0.05,
             ratelimit_loss: 0.2,
             slow_reply_ms: 10.0,
@@ -67,6 +68,18 @@ pub struct HopAssessment {
     pub floor_ms: Option<f64>,
     /// Loss that persists from this hop on.
     pub floor_loss: f64,
+}
+
+/// The hop's RTT spread: median absolute deviation from the median. Robust against the odd
+/// slow round (first-round neighbour resolution, a steal-time hiccup), unlike stdev or jitter.
+fn spread(h: &super::stats::Hop) -> f64 {
+    let Some(m) = h.median_ms else { return 0.0 };
+    let mut dev: Vec<f64> = h.rtts_ms.iter().flatten().map(|r| (r - m).abs()).collect();
+    if dev.is_empty() {
+        return 0.0;
+    }
+    dev.sort_by(f64::total_cmp);
+    dev[dev.len() / 2]
 }
 
 /// Assesses every hop of `trace`.
@@ -105,7 +118,7 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
             continue;
         }
         let floor = floor_ms[i].unwrap_or(0.0);
-        let jitter = h.jitter_ms.unwrap_or(0.0).max(h.stdev_ms.unwrap_or(0.0));
+        let jitter = spread(h);
         let added = floor - prev_ms;
         if added >= th.added_ms && added >= th.jitter_factor * (jitter + prev_jitter) {
             notes.push(HopNote::AddsLatency { added_ms: added });
@@ -201,6 +214,21 @@ pub(crate) mod tests {
             other => panic!("{other:?}"),
         }
         assert!(a[2].notes.is_empty(), "{:?}", a[2]);
+    }
+
+    #[test]
+    fn one_slow_first_round_does_not_hide_the_step() {
+        let mut h1 = row(0.1, 5);
+        h1[0] = Some(20.2);
+        let mut h2 = row(30.5, 5);
+        h2[0] = Some(49.6);
+        let t = trace_of(&[h1, h2, row(30.5, 5)]);
+        let a = assess(&t, &Thresholds::default());
+        assert!(
+            matches!(a[1].notes[..], [HopNote::AddsLatency { .. }]),
+            "{:?}",
+            a[1]
+        );
     }
 
     #[test]

@@ -1,0 +1,76 @@
+//! Shared output of `dns` and `trace`: the report envelope (the `netdoctor.report/v1` top level:
+//! schema, command, target, verdict, findings, measurements, checks, elapsed) and a plain
+//! terminal rendering of findings. Kept apart from `netdoctor-report` until the lead folds these
+//! commands into its sinks.
+
+use netdoctor_core::finding::{Evidence, Finding, Verdict, rank};
+use serde_json::json;
+use std::io::{self, Write};
+
+/// The JSON document of a `dns`/`trace` run.
+pub fn envelope(
+    command: &str,
+    input: &str,
+    address: Option<String>,
+    findings: &[Finding],
+    conclusive: bool,
+    measurements: serde_json::Value,
+    checks: serde_json::Value,
+    elapsed_s: f64,
+) -> serde_json::Value {
+    let verdict = Verdict::from_findings(findings, conclusive);
+    let mut target = json!({ "input": input });
+    if let Some(a) = address {
+        target["address"] = json!(a);
+    }
+    json!({
+        "schema": "netdoctor.report/v1",
+        "command": command,
+        "target": target,
+        "verdict": verdict,
+        "findings": findings,
+        "measurements": measurements,
+        "checks": checks,
+        "elapsed_s": elapsed_s,
+    })
+}
+
+/// Ranks findings and returns the verdict's exit code.
+pub fn conclude(findings: &mut [Finding], conclusive: bool) -> (Verdict, i32) {
+    rank(findings);
+    let v = Verdict::from_findings(findings, conclusive);
+    (v, v.exit_code())
+}
+
+/// Findings as a short terminal list: severity, id, summary, explanation, fix, evidence.
+pub fn write_findings(
+    out: &mut dyn Write,
+    findings: &[Finding],
+    verdict: Verdict,
+) -> io::Result<()> {
+    writeln!(out)?;
+    if findings.is_empty() {
+        return writeln!(out, "verdict: {verdict:?} — no finding").map(|_| ());
+    }
+    writeln!(out, "verdict: {}", format!("{verdict:?}").to_lowercase())?;
+    for f in findings {
+        let sev = format!("{:?}", f.severity).to_lowercase();
+        writeln!(out, "\n[{sev}] {}: {}", f.id, f.summary)?;
+        writeln!(out, "  why: {}", f.explanation)?;
+        writeln!(out, "  fix: {}", f.fix)?;
+        for e in &f.evidence {
+            if let Evidence::Probe { probe, note } = e {
+                writeln!(out, "  evidence ({probe}): {note}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn ms(v: Option<f64>) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+    }
+}
