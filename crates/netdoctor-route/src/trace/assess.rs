@@ -85,6 +85,8 @@ fn spread(h: &super::stats::Hop) -> f64 {
 /// Assesses every hop of `trace`.
 pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
     let hops = &trace.hops;
+    // UDP probes are answered by the destination with ICMP Port Unreachable.
+    let icmp_dest = trace.protocol == super::Protocol::Udp;
     let n = hops.len();
     // Floors from the end: over responding hops only (a silent row says nothing).
     let mut floor_ms: Vec<Option<f64>> = vec![None; n];
@@ -103,6 +105,7 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
     let mut prev_ms = 0.0;
     let mut prev_loss = 0.0;
     let mut prev_jitter = 0.0;
+    let mut prev_sent = 1u32;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let h = &hops[i];
@@ -124,11 +127,29 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
             notes.push(HopNote::AddsLatency { added_ms: added });
         }
         let added_loss = floor_loss[i] - prev_loss;
-        if added_loss >= th.added_loss {
-            notes.push(HopNote::AddsLoss { added_loss });
+        // Loss estimated from `sent` probes is noisy: ask for two standard errors of the
+        // difference of the two estimates (binomial) on top of the threshold, so 20% vs 40%
+        // over 30 probes each is not called a second lossy hop.
+        let (p, q) = (floor_loss[i], prev_loss);
+        let n_here = f64::from(h.sent.max(1));
+        let n_prev = f64::from(prev_sent.max(1));
+        let margin = 2.0 * (p * (1.0 - p) / n_here + q * (1.0 - q) / n_prev).sqrt();
+        let last = i + 1 == n;
+        if added_loss >= th.added_loss && added_loss >= margin {
+            if last && h.destination && icmp_dest {
+                // Nothing after the destination can confirm the loss, and its replies are
+                // ICMP errors, which hosts rate-limit (icmp_ratelimit covers Port Unreachable).
+                notes.push(HopNote::IcmpRateLimited { own_loss: h.loss });
+            } else {
+                notes.push(HopNote::AddsLoss { added_loss });
+            }
         }
         let own_loss = h.loss - floor_loss[i];
-        if own_loss >= th.ratelimit_loss {
+        if own_loss >= th.ratelimit_loss
+            && !notes
+                .iter()
+                .any(|n| matches!(n, HopNote::IcmpRateLimited { .. }))
+        {
             notes.push(HopNote::IcmpRateLimited { own_loss: h.loss });
         }
         let extra = h.median_ms.unwrap_or(floor) - floor;
@@ -144,6 +165,7 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
         prev_ms = prev_ms.max(floor);
         prev_loss = prev_loss.max(floor_loss[i]);
         prev_jitter = jitter;
+        prev_sent = h.sent;
     }
     out
 }
@@ -272,6 +294,37 @@ pub(crate) mod tests {
             [HopNote::AddsLoss { added_loss }] => assert!((added_loss - 0.3).abs() < 1e-9),
             other => panic!("{other:?}"),
         }
+        assert!(a[2].notes.is_empty(), "{:?}", a[2]);
+    }
+
+    #[test]
+    fn udp_destination_loss_alone_is_rate_limiting_and_noise_is_not_a_second_lossy_hop() {
+        let mut dest = row(0.6, 10);
+        for v in dest.iter_mut().skip(6) {
+            *v = None;
+        }
+        let mut t = trace_of(&[row(0.2, 10), row(0.4, 10), dest]);
+        t.protocol = Protocol::Udp;
+        let a = assess(&t, &Thresholds::default());
+        assert_eq!(a[2].notes, vec![HopNote::IcmpRateLimited { own_loss: 0.4 }]);
+        t.protocol = Protocol::Tcp;
+        assert!(matches!(
+            assess(&t, &Thresholds::default())[2].notes[..],
+            [HopNote::AddsLoss { .. }]
+        ));
+        // 20% then 30% over 30 probes: one lossy hop, not two.
+        let lossy = |k: usize| -> Vec<Option<f64>> {
+            (0..30)
+                .map(|i| if i % 10 < k { None } else { Some(0.5) })
+                .collect()
+        };
+        let t = trace_of(&[row(0.2, 30), lossy(2), lossy(3)]);
+        let a = assess(&t, &Thresholds::default());
+        assert!(
+            matches!(a[1].notes[..], [HopNote::AddsLoss { .. }]),
+            "{:?}",
+            a[1]
+        );
         assert!(a[2].notes.is_empty(), "{:?}", a[2]);
     }
 
