@@ -59,20 +59,21 @@ pub fn command(args: &DnsArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let conclusive = !report.servers.is_empty() || report.getaddrinfo.is_some();
     let (verdict, code) = routeout::conclude(&mut findings, conclusive);
     if args.json {
-        let checks: Vec<serde_json::Value> = report
-            .notes
-            .iter()
-            .map(|n| serde_json::json!({"name": "dns", "status": "skipped", "reason": n}))
-            .collect();
         let doc = routeout::envelope(
-            "dns",
-            &args.name,
-            None,
+            routeout::Run {
+                command: "dns",
+                input: &args.name,
+                address: None,
+                conclusive,
+                checks: report
+                    .notes
+                    .iter()
+                    .map(|n| ("skipped", n.clone()))
+                    .collect(),
+                measurements: serde_json::json!({ "dns": report }),
+                elapsed_s: started.elapsed().as_secs_f64(),
+            },
             &findings,
-            conclusive,
-            serde_json::json!({ "dns": report }),
-            serde_json::Value::Array(checks),
-            started.elapsed().as_secs_f64(),
         );
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;

@@ -7,31 +7,39 @@ use netdoctor_core::finding::{Evidence, Finding, Verdict, rank};
 use serde_json::json;
 use std::io::{self, Write};
 
+/// What a `dns`/`trace` run puts around its findings.
+pub struct Run<'a> {
+    pub command: &'a str,
+    pub input: &'a str,
+    pub address: Option<String>,
+    pub conclusive: bool,
+    pub measurements: serde_json::Value,
+    /// Check notes: `(status, reason)`.
+    pub checks: Vec<(&'static str, String)>,
+    pub elapsed_s: f64,
+}
+
 /// The JSON document of a `dns`/`trace` run.
-pub fn envelope(
-    command: &str,
-    input: &str,
-    address: Option<String>,
-    findings: &[Finding],
-    conclusive: bool,
-    measurements: serde_json::Value,
-    checks: serde_json::Value,
-    elapsed_s: f64,
-) -> serde_json::Value {
-    let verdict = Verdict::from_findings(findings, conclusive);
-    let mut target = json!({ "input": input });
-    if let Some(a) = address {
+pub fn envelope(run: Run<'_>, findings: &[Finding]) -> serde_json::Value {
+    let verdict = Verdict::from_findings(findings, run.conclusive);
+    let mut target = json!({ "input": run.input });
+    if let Some(a) = run.address {
         target["address"] = json!(a);
     }
+    let checks: Vec<serde_json::Value> = run
+        .checks
+        .into_iter()
+        .map(|(status, reason)| json!({"name": run.command, "status": status, "reason": reason}))
+        .collect();
     json!({
         "schema": "netdoctor.report/v1",
-        "command": command,
+        "command": run.command,
         "target": target,
         "verdict": verdict,
         "findings": findings,
-        "measurements": measurements,
+        "measurements": run.measurements,
         "checks": checks,
-        "elapsed_s": elapsed_s,
+        "elapsed_s": run.elapsed_s,
     })
 }
 

@@ -113,20 +113,17 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let (verdict, code) = routeout::conclude(&mut findings, result.reached);
     if args.json {
         let assessment = assess(&result, &th.hops);
-        let checks: Vec<serde_json::Value> = result
-            .notes
-            .iter()
-            .map(|n| serde_json::json!({"name": "trace", "status": "ok", "reason": n}))
-            .collect();
         let doc = routeout::envelope(
-            "trace",
-            &args.host,
-            Some(target.to_string()),
+            routeout::Run {
+                command: "trace",
+                input: &args.host,
+                address: Some(target.to_string()),
+                conclusive: result.reached,
+                checks: result.notes.iter().map(|n| ("ok", n.clone())).collect(),
+                measurements: serde_json::json!({ "trace": result, "hop_assessment": assessment }),
+                elapsed_s: started.elapsed().as_secs_f64(),
+            },
             &findings,
-            result.reached,
-            serde_json::json!({ "trace": result, "hop_assessment": assessment }),
-            serde_json::Value::Array(checks),
-            started.elapsed().as_secs_f64(),
         );
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
