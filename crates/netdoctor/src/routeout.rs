@@ -57,10 +57,11 @@ pub fn write_findings(
     verdict: Verdict,
 ) -> io::Result<()> {
     writeln!(out)?;
+    let v = format!("{verdict:?}").to_lowercase();
     if findings.is_empty() {
-        return writeln!(out, "verdict: {verdict:?} — no finding").map(|_| ());
+        return writeln!(out, "verdict: {v} — no finding");
     }
-    writeln!(out, "verdict: {}", format!("{verdict:?}").to_lowercase())?;
+    writeln!(out, "verdict: {v}")?;
     for f in findings {
         let sev = format!("{:?}", f.severity).to_lowercase();
         writeln!(out, "\n[{sev}] {}: {}", f.id, f.summary)?;

@@ -85,6 +85,7 @@ fn ms(d: Duration) -> f64 {
 fn io_outcome(op: &str, e: &std::io::Error) -> Outcome {
     let what = match e.kind() {
         ErrorKind::ConnectionRefused => "refused (nothing listens on port 53)".to_string(),
+        ErrorKind::UnexpectedEof => "connection closed without an answer".to_string(),
         _ => e.to_string(),
     };
     Outcome::Error {
