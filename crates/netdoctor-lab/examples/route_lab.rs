@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release -p netdoctor-lab --example route_lab -- --rtt-ms 30 --loss 0 --resolver slow:300
 //! ```
-//! It prints one line `ready client=<netns> server=<ip> nameserver=<ip> resolv=<path>` when the
+//! `--case NAME` starts a named case (slow-dns, dead-dns, no-dns, ptr-timeout, far-server,
+//! lossy-hop, icmp-ratelimit); later flags adjust it. It prints one line `ready client=<netns> server=<ip> nameserver=<ip> resolv=<path>` when the
 //! lab is up, then waits; closing stdin (or Ctrl-C) removes everything.
 
 use netdoctor_lab::nameserver::Behavior;
@@ -22,6 +23,14 @@ fn main() {
             "--rtt-ms" => {
                 let ms: f64 = val().parse().expect("--rtt-ms NUMBER");
                 cfg.one_way_delay = Duration::from_secs_f64(ms / 2000.0);
+            }
+            "--case" => {
+                let v = val();
+                cfg = RouteLabConfig::case(&v).unwrap_or_else(|| {
+                    let names: Vec<&str> = route_lab::CASES.iter().map(|c| c.0).collect();
+                    eprintln!("unknown case {v:?}: use one of {}", names.join(", "));
+                    std::process::exit(2);
+                });
             }
             "--loss" => cfg.loss = val().parse().expect("--loss FRACTION"),
             "--r1-icmp-ratelimit-ms" => {

@@ -80,6 +80,55 @@ impl Default for RouteLabConfig {
     }
 }
 
+/// The named cases of `lab start --case NAME` (see [`RouteLabConfig::case`]).
+pub const CASES: &[(&str, &str)] = &[
+    ("slow-dns", "the nameserver answers after 300 ms"),
+    (
+        "dead-dns",
+        "resolv.conf names a nameserver that never answers",
+    ),
+    ("no-dns", "resolv.conf lists no nameserver"),
+    (
+        "ptr-timeout",
+        "the nameserver never answers reverse (PTR) questions",
+    ),
+    ("far-server", "the r1–r2 hop adds 37 ms of RTT"),
+    ("lossy-hop", "the r1–r2 hop drops 10% of frames each way"),
+    (
+        "icmp-ratelimit",
+        "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
+    ),
+];
+
+impl RouteLabConfig {
+    /// The config of a named case ([`CASES`]), `None` for an unknown name.
+    pub fn case(name: &str) -> Option<RouteLabConfig> {
+        let lab = |b: Behavior| Resolver::Lab(b);
+        let mut c = RouteLabConfig::default();
+        match name {
+            "slow-dns" => {
+                c.resolver = lab(Behavior {
+                    delay: Duration::from_millis(300),
+                    ..Default::default()
+                })
+            }
+            "dead-dns" => c.resolver = Resolver::Dead,
+            "no-dns" => c.resolver = Resolver::Empty,
+            "ptr-timeout" => {
+                c.resolver = lab(Behavior {
+                    drop_reverse: true,
+                    ..Default::default()
+                })
+            }
+            "far-server" => c.one_way_delay = Duration::from_micros(18_500),
+            "lossy-hop" => c.loss = 0.1,
+            "icmp-ratelimit" => c.r1_icmp_ratelimit_ms = Some(1000),
+            _ => return None,
+        }
+        Some(c)
+    }
+}
+
 /// Route labs alive in this process (namespaces and /etc/netns dirs), for the signal handler.
 static LIVE: Mutex<Vec<(Vec<String>, PathBuf)>> = Mutex::new(Vec::new());
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -371,4 +420,19 @@ pub fn cleanup_on_signal() -> Result<(), LabError> {
             source,
         })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_case_has_a_config_and_unknown_names_none() {
+        for (name, _) in CASES {
+            assert!(RouteLabConfig::case(name).is_some(), "{name}");
+        }
+        assert!(RouteLabConfig::case("nope").is_none());
+        let far = RouteLabConfig::case("far-server").unwrap();
+        assert_eq!(far.one_way_delay * 2, Duration::from_millis(37));
+    }
 }
