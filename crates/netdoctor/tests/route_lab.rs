@@ -141,6 +141,41 @@ fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
     lab.stop().unwrap();
 }
 
+/// The unprivileged ICMP path: a ping socket (the lab allows root's group in the client
+/// namespace's `net.ipv4.ping_group_range`), run in-process inside the namespace.
+#[test]
+fn icmp_trace_over_a_ping_socket_finds_the_same_hops() {
+    use netdoctor_route::trace::{self, Protocol, TraceOptions};
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    let lab = lab(7.0, 0.0, Resolver::Lab(Behavior::default()));
+    let ok = Command::new("ip")
+        .args(["netns", "exec", lab.client_netns(), "sysctl", "-qw"])
+        .arg("net.ipv4.ping_group_range=0 0")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut o = TraceOptions::new(SERVER_IP, Protocol::Icmp);
+    o.icmp_ping_socket = true;
+    o.rounds = 5;
+    o.interval = Duration::from_millis(100);
+    o.names = false;
+    let r = netdoctor_lab::in_netns(lab.client_netns(), || trace::run(&o, &mut |_, _| {}))
+        .unwrap()
+        .unwrap();
+    assert!(r.method.contains("(ping) socket"), "{}", r.method);
+    let ips: Vec<String> = r.hops.iter().map(|h| h.addrs[0].ip.to_string()).collect();
+    assert_eq!(
+        ips,
+        [R1_IP.to_string(), R2_IP.to_string(), SERVER_IP.to_string()]
+    );
+    let added = r.hops[1].best_ms.unwrap() - r.hops[0].best_ms.unwrap();
+    assert!((added - 7.0).abs() < 2.0, "hop 2 adds {added} ms");
+    lab.stop().unwrap();
+}
+
 #[test]
 fn trace_tells_a_lossy_hop_from_a_router_that_rate_limits_its_icmp() {
     if skip() {

@@ -53,6 +53,9 @@ pub struct TraceOptions {
     pub names: bool,
     /// Cap on one reverse lookup.
     pub name_timeout: Duration,
+    /// ICMP: use a ping socket even when a raw socket is allowed (what an unprivileged user
+    /// gets; for tests of that path).
+    pub icmp_ping_socket: bool,
 }
 
 impl TraceOptions {
@@ -72,6 +75,7 @@ impl TraceOptions {
             timeout: Duration::from_secs(1),
             names: true,
             name_timeout: Duration::from_secs(2),
+            icmp_ping_socket: false,
         }
     }
 }
@@ -120,11 +124,11 @@ impl TraceResult {
     }
 }
 
-fn method_for(protocol: Protocol) -> Result<Method, TraceError> {
-    match protocol {
+fn method_for(opts: &TraceOptions) -> Result<Method, TraceError> {
+    match opts.protocol {
         Protocol::Tcp => Ok(Method::TcpConnect),
         Protocol::Udp => Ok(Method::Udp),
-        Protocol::Icmp => probe::icmp_method().map_err(TraceError::Privilege),
+        Protocol::Icmp => probe::icmp_method(opts.icmp_ping_socket).map_err(TraceError::Privilege),
     }
 }
 
@@ -146,7 +150,7 @@ pub fn run(
             opts.rounds
         )));
     }
-    let method = method_for(opts.protocol)?;
+    let method = method_for(opts)?;
     let mut notes = Vec::new();
     match method {
         Method::TcpConnect => notes.push(

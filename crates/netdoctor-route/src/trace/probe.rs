@@ -298,8 +298,8 @@ fn open(method: Method) -> std::io::Result<Socket> {
 
 /// Which ICMP method this process may use: raw when it has CAP_NET_RAW, else a ping socket when
 /// `net.ipv4.ping_group_range` allows its group, else an error naming both ways out.
-pub fn icmp_method() -> Result<Method, String> {
-    if open(Method::IcmpRaw).is_ok() {
+pub fn icmp_method(ping_socket_only: bool) -> Result<Method, String> {
+    if !ping_socket_only && open(Method::IcmpRaw).is_ok() {
         return Ok(Method::IcmpRaw);
     }
     match open(Method::IcmpDgram) {
