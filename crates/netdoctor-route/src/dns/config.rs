@@ -57,10 +57,13 @@ impl ResolvConf {
         self.timeout_s * self.attempts * self.nameservers.len().max(1) as u32
     }
 
-    /// The name glibc asks first for `name`: as given when it ends with a dot or has at least
-    /// `ndots` dots, else with the first search domain appended.
+    /// The name glibc asks first for `name`: as given when it ends with a dot (absolute) or has
+    /// at least `ndots` dots, else with the first search domain appended.
     pub fn first_query_name(&self, name: &str) -> String {
-        let name = name.trim_end_matches('.');
+        if name.ends_with('.') {
+            // Absolute: glibc never appends a search domain.
+            return name.trim_end_matches('.').to_string();
+        }
         let dots = name.matches('.').count() as u32;
         match self.search.first() {
             Some(domain) if dots < self.ndots => format!("{name}.{}", domain.trim_end_matches('.')),
@@ -168,7 +171,8 @@ mod tests {
         assert_eq!(rc.worst_case_s(), 9);
         assert_eq!(rc.first_query_name("api"), "api.corp.example");
         assert_eq!(rc.first_query_name("a.b.c.d.e.f"), "a.b.c.d.e.f");
-        assert_eq!(rc.first_query_name("x.y."), "x.y.corp.example");
+        assert_eq!(rc.first_query_name("x.y"), "x.y.corp.example");
+        assert_eq!(rc.first_query_name("api."), "api");
     }
 
     #[test]

@@ -78,6 +78,18 @@ fn parse_answer(buf: &[u8]) -> Result<Outcome, String> {
     })
 }
 
+/// A query id that differs between tries and processes: clock nanoseconds, pid and a counter.
+fn next_id() -> u16 {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mixed = (nanos ^ std::process::id().rotate_left(16) ^ n.wrapping_mul(0x9e37_79b9))
+        .wrapping_mul(0x85eb_ca6b);
+    (mixed >> 16) as u16
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -101,7 +113,7 @@ pub fn ask(
     rtype: RecordType,
     timeout: Duration,
 ) -> Try {
-    let id: u16 = (std::process::id() as u16) ^ (Instant::now().elapsed().subsec_nanos() as u16);
+    let id = next_id();
     let query = match build(name, rtype, id) {
         Ok(q) => q,
         Err(error) => {
