@@ -138,6 +138,28 @@ fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
             "{proto}: {problems:?}"
         );
     }
+    // An address r1 has no route to: r1 answers Network Unreachable, the route ends there.
+    let (code, r, err) = netdoctor_in(
+        &lab,
+        &[
+            "trace",
+            "10.231.9.9",
+            "-n",
+            "--rounds",
+            "2",
+            "--interval",
+            "100ms",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 1, "{r} {err}");
+    assert_eq!(r["findings"][0]["id"], "route_problem", "{r}");
+    assert_eq!(r["findings"][0]["severity"], "critical", "{r}");
+    let summary = r["findings"][0]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("hop 1 (10.231.1.1)") && summary.contains("network unreachable"),
+        "{summary}"
+    );
     lab.stop().unwrap();
 }
 

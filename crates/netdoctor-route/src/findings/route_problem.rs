@@ -21,7 +21,62 @@ fn row(h: &Hop) -> String {
     )
 }
 
+/// The meaning of an ICMP Destination Unreachable code (RFC 792, 1812).
+fn unreachable_text(code: u8) -> &'static str {
+    match code {
+        0 => "network unreachable (no route)",
+        1 => "host unreachable (no answer to ARP/neighbour discovery)",
+        2 => "protocol unreachable",
+        3 => "port unreachable",
+        4 => "fragmentation needed",
+        9 | 10 | 13 => "administratively prohibited (a firewall rejects it)",
+        _ => "unreachable",
+    }
+}
+
+/// A router that answers Destination Unreachable ends the route: nothing gets through.
+fn unreachable(t: &TraceResult) -> Option<Finding> {
+    if t.reached {
+        return None;
+    }
+    let hop = t.hops.iter().find(|h| h.unreachable_code.is_some())?;
+    let code = hop.unreachable_code?;
+    let addr = hop
+        .addrs
+        .first()
+        .map(|a| a.ip.to_string())
+        .unwrap_or_default();
+    let mut f = Finding::new(
+        FindingId::RouteProblem,
+        Severity::Critical,
+        Side::Network,
+        format!(
+            "hop {} ({addr}) says {} is {}",
+            hop.ttl,
+            t.target,
+            unreachable_text(code)
+        ),
+    );
+    f.impact.affected_fraction = Some(1.0);
+    f.explanation = format!(
+        "The route ends at hop {}: that router answers ICMP Destination Unreachable (code          {code}) instead of forwarding, so no connection to {} can succeed from here.",
+        hop.ttl, t.target
+    );
+    f.fix = format!(
+        "Check the routing table and firewall of {addr} (and of this host: `ip route get {}`)          for {}.",
+        t.target, t.target
+    );
+    f.evidence.push(probe(
+        "trace",
+        format!("{}; icmp destination unreachable code {code}", row(hop)),
+    ));
+    Some(f)
+}
+
 pub fn route_problem(t: &TraceResult, th: &Thresholds) -> Vec<Finding> {
+    if let Some(f) = unreachable(t) {
+        return vec![f];
+    }
     let assessed = assess(t, &th.hops);
     let limited: Vec<u8> = assessed
         .iter()
@@ -127,6 +182,27 @@ mod tests {
             f[0].summary
         );
         assert_eq!(f[0].evidence.len(), 3);
+    }
+
+    #[test]
+    fn a_router_that_answers_unreachable_ends_the_route() {
+        let mut t = trace_of(&[r(0.2, 4), r(0.3, 4)]);
+        t.reached = false;
+        t.hops[1].destination = false;
+        t.hops[1].unreachable_code = Some(0);
+        let f = route_problem(&t, &Thresholds::default());
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert!(
+            f[0].summary.contains("hop 2 (10.0.2.1)"),
+            "{}",
+            f[0].summary
+        );
+        assert!(
+            f[0].summary.contains("network unreachable"),
+            "{}",
+            f[0].summary
+        );
     }
 
     #[test]
