@@ -51,10 +51,23 @@ impl ResolvConf {
         }
     }
 
-    /// The worst-case time one lookup can take when no nameserver answers:
-    /// timeout × attempts × nameservers (glibc's retry loop).
-    pub fn worst_case_s(&self) -> u32 {
-        self.timeout_s * self.attempts * self.nameservers.len().max(1) as u32
+    /// How many names glibc may try for `name`: the name itself and, unless it ends with a dot
+    /// (absolute), each search domain.
+    pub fn names_tried(&self, name: &str) -> u32 {
+        if name.ends_with('.') {
+            1
+        } else {
+            1 + self.search.len() as u32
+        }
+    }
+
+    /// The worst-case time one lookup of `name` can take when no nameserver answers:
+    /// timeout × attempts × nameservers (glibc's retry loop) × names tried.
+    pub fn worst_case_s(&self, name: &str) -> u32 {
+        self.timeout_s
+            * self.attempts
+            * self.nameservers.len().max(1) as u32
+            * self.names_tried(name)
     }
 
     /// The name glibc asks first for `name`: as given when it ends with a dot (absolute) or has
@@ -168,7 +181,8 @@ mod tests {
             (5, 1, 3, true)
         );
         assert_eq!(rc.other_options, vec!["edns0"]);
-        assert_eq!(rc.worst_case_s(), 9);
+        assert_eq!(rc.worst_case_s("api"), 27);
+        assert_eq!(rc.worst_case_s("api.corp.example."), 9);
         assert_eq!(rc.first_query_name("api"), "api.corp.example");
         assert_eq!(rc.first_query_name("a.b.c.d.e.f"), "a.b.c.d.e.f");
         assert_eq!(rc.first_query_name("x.y"), "x.y.corp.example");

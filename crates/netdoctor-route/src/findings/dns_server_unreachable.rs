@@ -44,11 +44,14 @@ pub fn dns_server_unreachable(r: &DnsReport) -> Vec<Finding> {
             let cost = if all_dead {
                 format!(
                     "No configured nameserver answers, so every lookup fails, after up to {} s \
-                     (timeout {} s × attempts {} × {} servers).",
-                    rc.worst_case_s(),
+                     (timeout {} s × attempts {} × {} server(s) × {} name(s) tried with the \
+                     search list).",
+                    rc.worst_case_s(&r.name),
                     rc.timeout_s,
                     rc.attempts,
-                    rc.nameservers.len()
+                    rc.nameservers.len(),
+                    rc.worst_case_s(&r.name)
+                        / (rc.timeout_s * rc.attempts * rc.nameservers.len().max(1) as u32).max(1)
                 )
             } else if first {
                 format!(
