@@ -50,8 +50,7 @@ pub fn dns_server_unreachable(r: &DnsReport) -> Vec<Finding> {
                     rc.timeout_s,
                     rc.attempts,
                     rc.nameservers.len(),
-                    rc.worst_case_s(&r.name)
-                        / (rc.timeout_s * rc.attempts * rc.nameservers.len().max(1) as u32).max(1)
+                    rc.names_tried(&r.name)
                 )
             } else if first {
                 format!(
