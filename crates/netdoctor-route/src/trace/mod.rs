@@ -8,6 +8,7 @@
 //! sockets for TCP and pulls in its own runtime; our needs are one socket per probe, poll(2),
 //! IP_RECVERR — about 300 lines. Every round sends one probe per TTL at once, waits at most
 //! `timeout` for the answers, then sleeps until `interval` has passed since the round began.
+//! RTTs use the kernel's receive timestamp where the reply is a queued error or a datagram.
 //! Rounds and TTLs are bounded; only IPv4 is traced for now.
 
 pub mod assess;
@@ -211,8 +212,8 @@ pub fn run(
             }
         }
         for p in probes {
-            if let Some(r) = p.reply {
-                let rtt_ms = r.at.duration_since(p.sent_at).as_secs_f64() * 1000.0;
+            if let (Some(r), Some(rtt)) = (p.reply, p.rtt()) {
+                let rtt_ms = rtt.as_secs_f64() * 1000.0;
                 samples[usize::from(p.ttl)].push(Sample {
                     round,
                     from: r.from,

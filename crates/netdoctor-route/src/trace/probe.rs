@@ -21,7 +21,7 @@ use serde::Serialize;
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// What a probe learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,7 +39,10 @@ pub enum ReplyKind {
 pub struct Reply {
     pub from: IpAddr,
     pub kind: ReplyKind,
+    /// When we saw it (after poll woke us).
     pub at: Instant,
+    /// When the kernel received it (SO_TIMESTAMPNS), for errors and datagrams.
+    pub kernel_at: Option<SystemTime>,
 }
 
 /// How probes are sent.
@@ -66,6 +69,8 @@ impl Method {
 pub struct Probe {
     pub ttl: u8,
     pub sent_at: Instant,
+    /// Wall-clock send time, to compare with kernel receive timestamps.
+    pub sent_wall: SystemTime,
     sock: Socket,
     method: Method,
     target: Ipv4Addr,
@@ -159,10 +164,13 @@ impl Probe {
         if method != Method::IcmpRaw {
             sys::enable_recverr(&sock)?;
         }
+        sys::enable_rx_timestamps(&sock);
+        let sent_wall = SystemTime::now();
         let sent_at = Instant::now();
         let mut probe = Probe {
             ttl,
             sent_at,
+            sent_wall,
             sock,
             method,
             target,
@@ -173,7 +181,7 @@ impl Probe {
         };
         match method {
             Method::TcpConnect => match probe.sock.connect(&v4(target, port)) {
-                Ok(()) => probe.finish(IpAddr::V4(target), ReplyKind::Reached),
+                Ok(()) => probe.finish(IpAddr::V4(target), ReplyKind::Reached, None),
                 Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
                 Err(e) => return Err(e),
             },
@@ -206,14 +214,28 @@ impl Probe {
         }
     }
 
-    fn finish(&mut self, from: IpAddr, kind: ReplyKind) {
+    fn finish(&mut self, from: IpAddr, kind: ReplyKind, kernel_at: Option<SystemTime>) {
         if self.reply.is_none() {
             self.reply = Some(Reply {
                 from,
                 kind,
                 at: Instant::now(),
+                kernel_at,
             });
         }
+    }
+
+    /// Round-trip time: kernel receive time minus send time when the kernel stamped the
+    /// reply, else the time poll(2) woke us (TCP SYN-ACK/RST, or no timestamps).
+    pub fn rtt(&self) -> Option<std::time::Duration> {
+        let r = self.reply?;
+        let user = r.at.duration_since(self.sent_at);
+        Some(
+            r.kernel_at
+                .and_then(|k| k.duration_since(self.sent_wall).ok())
+                .filter(|k| *k <= user)
+                .unwrap_or(user),
+        )
     }
 
     fn classify(&self, e: sys::QueuedError) -> (IpAddr, ReplyKind) {
@@ -232,7 +254,7 @@ impl Probe {
             match sys::recv_errqueue(&self.sock) {
                 Ok(Some(e)) => {
                     let (from, kind) = self.classify(e);
-                    return self.finish(from, kind);
+                    return self.finish(from, kind, e.received);
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -244,9 +266,9 @@ impl Probe {
         let target = IpAddr::V4(self.target);
         match self.method {
             Method::TcpConnect => match self.sock.take_error() {
-                Ok(None) => self.finish(target, ReplyKind::Reached),
+                Ok(None) => self.finish(target, ReplyKind::Reached, None),
                 Ok(Some(e)) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                    self.finish(target, ReplyKind::Reached)
+                    self.finish(target, ReplyKind::Reached, None)
                 }
                 Ok(Some(e)) => self.error = Some(e.to_string()),
                 Err(e) => self.error = Some(e.to_string()),
@@ -254,19 +276,19 @@ impl Probe {
             Method::Udp | Method::IcmpDgram => {
                 let mut buf = [0u8; 1500];
                 match sys::recv_nonblocking(&self.sock, &mut buf) {
-                    Ok(Some(_)) => self.finish(target, ReplyKind::Reached),
+                    Ok(Some((_, ts))) => self.finish(target, ReplyKind::Reached, ts),
                     Ok(None) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                        self.finish(target, ReplyKind::Reached)
+                        self.finish(target, ReplyKind::Reached, None)
                     }
                     Err(e) => self.error = Some(e.to_string()),
                 }
             }
             Method::IcmpRaw => {
                 let mut buf = [0u8; 1500];
-                while let Ok(Some(n)) = sys::recv_nonblocking(&self.sock, &mut buf) {
+                while let Ok(Some((n, ts))) = sys::recv_nonblocking(&self.sock, &mut buf) {
                     if let Some((from, kind)) = parse_raw_icmp(&buf[..n], self.ident, self.seq) {
-                        self.finish(from, kind);
+                        self.finish(from, kind, ts);
                         break;
                     }
                 }

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// An ICMP error the kernel queued on a socket (IP_RECVERR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,84 @@ pub struct QueuedError {
     pub icmp_code: u8,
     /// The router or host that sent the ICMP message.
     pub offender: Option<IpAddr>,
+    /// When the kernel received it (SO_TIMESTAMPNS), if timestamps are on.
+    pub received: Option<SystemTime>,
+}
+
+/// `SO_TIMESTAMPNS` (= `SCM_TIMESTAMPNS`) on the architectures where it is 35; the libc crate
+/// does not export it for Linux/glibc.
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64"
+))]
+const SO_TIMESTAMPNS: libc::c_int = 35;
+
+/// Asks the kernel to stamp received packets and queued errors with their arrival time, so
+/// RTTs do not include the time poll(2) takes to wake us. Returns false where unsupported.
+pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    ))]
+    {
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd; the option value is a c_int whose size is passed.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                SO_TIMESTAMPNS,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) == 0
+        }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    )))]
+    {
+        let _ = sock;
+        false
+    }
+}
+
+/// The SCM_TIMESTAMPNS control message of `msg`, if any.
+///
+/// # Safety
+/// `msg` must come from a successful recvmsg(2) with its control buffer still alive.
+unsafe fn timestamp_of(msg: &libc::msghdr) -> Option<SystemTime> {
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64",
+        target_arch = "arm",
+        target_arch = "riscv64"
+    ))]
+    // SAFETY: the caller guarantees msg describes a filled control buffer; CMSG_* walk it
+    // within msg_controllen; a SCM_TIMESTAMPNS payload is a struct timespec.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == SO_TIMESTAMPNS {
+                let ts: libc::timespec =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec);
+                return Some(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+            }
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+        }
+    }
+    let _ = msg;
+    None
 }
 
 /// Turns on IP_RECVERR: ICMP errors for this socket are queued with their sender's address.
@@ -65,6 +143,8 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
             _ => Err(e),
         };
     }
+    // SAFETY: msg comes from the successful recvmsg above; control is still alive.
+    let received = unsafe { timestamp_of(&msg) };
     // SAFETY: the kernel filled msg_control with msg_controllen bytes of cmsgs; the CMSG_*
     // macros walk them within those bounds; sock_extended_err and the offender sockaddr follow
     // the IP_RECVERR header as documented in ip(7).
@@ -85,6 +165,7 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
                     icmp_type: ee_val.ee_type,
                     icmp_code: ee_val.ee_code,
                     offender,
+                    received,
                 }));
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
@@ -93,19 +174,29 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
     Ok(None)
 }
 
-/// Receives one datagram without blocking; `Ok(None)` when nothing is waiting.
-pub fn recv_nonblocking(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
-    // SAFETY: buf is a writable buffer of buf.len() bytes.
-    let n = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
+/// Receives one datagram without blocking: its length and kernel arrival time (when
+/// timestamps are on); `Ok(None)` when nothing is waiting.
+pub fn recv_nonblocking(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+) -> std::io::Result<Option<(usize, Option<SystemTime>)>> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
     };
+    let mut control = [0u64; 16]; // 128 bytes, 8-aligned for cmsghdr
+    // SAFETY: msghdr is plain data; zeroed is a valid empty value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points at live buffers (iov over buf, control) of the lengths given.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
     if n >= 0 {
-        return Ok(Some(n as usize));
+        // SAFETY: msg comes from the successful recvmsg above; control is still alive.
+        let ts = unsafe { timestamp_of(&msg) };
+        return Ok(Some((n as usize, ts)));
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
