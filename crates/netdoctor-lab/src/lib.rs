@@ -34,11 +34,14 @@
 pub mod builtin;
 mod config;
 mod error;
+pub mod forwarder;
 mod leftovers;
 mod lifecycle;
+pub mod nameserver;
 mod netns;
 mod nginx;
 mod readiness;
+pub mod route_lab;
 mod signals;
 mod state;
 mod status;

@@ -46,12 +46,16 @@ pub struct Report {
 pub enum ReportCommand {
     Diagnose,
     Analyze,
+    Dns,
+    Trace,
 }
 
 impl ReportCommand {
     pub fn as_str(self) -> &'static str {
         match self {
             ReportCommand::Diagnose => "diagnose",
+            ReportCommand::Dns => "dns",
+            ReportCommand::Trace => "trace",
             ReportCommand::Analyze => "analyze",
         }
     }

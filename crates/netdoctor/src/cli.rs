@@ -38,6 +38,10 @@ pub enum Command {
     Load(crate::loadcmd::LoadArgs),
     /// Connection-setup benchmark: N connect()+close, per-connect latency, failures by errno.
     Connect(crate::connectcmd::ConnectArgs),
+    /// Name resolution timed: resolver path, getaddrinfo, each nameserver over UDP/TCP, PTR.
+    Dns(crate::dnscmd::DnsArgs),
+    /// TCP/UDP/ICMP traceroute in rounds: per-hop loss, latency, jitter (mtr-like).
+    Trace(crate::tracecmd::TraceArgs),
 }
 
 impl Cli {
@@ -50,6 +54,8 @@ impl Cli {
             Command::Demo(a) => &a.output,
             Command::Load(a) => &a.output,
             Command::Connect(a) => &a.output,
+            Command::Dns(a) => &a.output,
+            Command::Trace(a) => &a.output,
         }
     }
 }

@@ -6,11 +6,14 @@ pub mod cli;
 pub mod connectcmd;
 pub mod demo;
 pub mod diagnose;
+pub mod dnscmd;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
+pub mod routeout;
 pub mod stop;
 pub mod target;
+pub mod tracecmd;
 
 pub use cli::{Cli, Command};
 
@@ -29,6 +32,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Demo(args) => demo::command(&args, out),
         Command::Load(args) => loadcmd::load_command(&args, out),
         Command::Connect(args) => connectcmd::connect_command(&args, out),
+        Command::Dns(args) => dnscmd::command(&args, out),
+        Command::Trace(args) => tracecmd::command(&args, out),
     }
 }
 

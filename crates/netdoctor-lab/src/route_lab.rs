@@ -1,0 +1,438 @@
+//! The route lab: a multi-hop path of network namespaces with a delay/loss hop and a lab
+//! nameserver, for netdoctor's trace and dns checks.
+//!
+//! ```text
+//!  cli ── r1 ══(dly: user-space delay/loss bridge)══ r2 ── srv
+//!  10.231.1.2   10.231.1.1 | 10.231.2.1      10.231.2.2 | 10.231.3.1   10.231.3.2
+//!                                                       nameserver 10.231.3.53 (behaviour set)
+//!                                                       dead nameserver 10.231.3.54 (silent)
+//! ```
+//!
+//! `r1` and `r2` forward (`net.ipv4.ip_forward=1` set inside their namespaces, never in the
+//! root namespace) and answer Time Exceeded without rate limit (`icmp_ratelimit=0`) unless a
+//! test asks for one (`r1_icmp_ratelimit_ms`, to reproduce a router that rate-limits its own
+//! ICMP). `dly` has no addresses and no forwarding: the [`Forwarder`] bridges its two veths and
+//! holds frames there, so hop 2 and everything after it see the added RTT. The client's
+//! `/etc/netns/<cli>/resolv.conf` is written from the config, so `ip netns exec <cli> …` sees the
+//! lab's resolver.
+//!
+//! Names are unique per lab (`ndrt-<pid>-<n>-…`), so tests may run in parallel. Everything is
+//! removed by [`RouteLab::stop`] or on drop (panics included); [`cleanup_on_signal`] removes
+//! every route lab of this process on SIGINT/SIGTERM/SIGHUP. No process is started: the
+//! forwarder and the nameservers are threads of the process that holds the lab.
+//! `ip` is run through a local helper (not the crate's `netns` module) to keep this file
+//! independent of the lab's module layout while that is being split.
+
+use crate::LabError;
+use crate::forwarder::{Forwarder, Impairment};
+use crate::nameserver::{Behavior, Nameserver, Zone};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 1, 2);
+pub const R1_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 1, 1);
+pub const R1_FAR_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 2, 1);
+pub const R2_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 2, 2);
+pub const R2_FAR_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 1);
+pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 2);
+pub const NAMESERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 53);
+pub const DEAD_NAMESERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 54);
+/// The names the lab nameserver serves.
+pub const SERVER_NAME: &str = "srv.lab.test";
+
+/// How the client's resolver is set up.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolver {
+    /// `nameserver 10.231.3.53` with the given behaviour.
+    Lab(Behavior),
+    /// `nameserver 10.231.3.54`, which never answers.
+    Dead,
+    /// A resolv.conf without nameserver lines.
+    Empty,
+}
+
+#[derive(Debug, Clone)]
+pub struct RouteLabConfig {
+    /// One-way delay each direction adds on the r1–r2 link (the RTT grows by twice this).
+    pub one_way_delay: Duration,
+    /// Fraction dropped in each direction on the r1–r2 link.
+    pub loss: f64,
+    /// `net.ipv4.icmp_ratelimit` for r1 in ms (`None`: 0, no limit).
+    pub r1_icmp_ratelimit_ms: Option<u32>,
+    pub resolver: Resolver,
+    /// resolv.conf `options` line for the client (short timeouts keep tests quick).
+    pub resolv_options: String,
+}
+
+impl Default for RouteLabConfig {
+    fn default() -> Self {
+        RouteLabConfig {
+            one_way_delay: Duration::ZERO,
+            loss: 0.0,
+            r1_icmp_ratelimit_ms: None,
+            resolver: Resolver::Lab(Behavior::default()),
+            resolv_options: "options timeout:1 attempts:1".to_string(),
+        }
+    }
+}
+
+/// The named cases of `lab start --case NAME` (see [`RouteLabConfig::case`]).
+pub const CASES: &[(&str, &str)] = &[
+    ("slow-dns", "the nameserver answers after 300 ms"),
+    (
+        "dead-dns",
+        "resolv.conf names a nameserver that never answers",
+    ),
+    ("no-dns", "resolv.conf lists no nameserver"),
+    (
+        "ptr-timeout",
+        "the nameserver never answers reverse (PTR) questions",
+    ),
+    ("far-server", "the r1–r2 hop adds 37 ms of RTT"),
+    ("lossy-hop", "the r1–r2 hop drops 10% of frames each way"),
+    (
+        "icmp-ratelimit",
+        "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
+    ),
+];
+
+impl RouteLabConfig {
+    /// The config of a named case ([`CASES`]), `None` for an unknown name.
+    pub fn case(name: &str) -> Option<RouteLabConfig> {
+        let lab = |b: Behavior| Resolver::Lab(b);
+        let mut c = RouteLabConfig::default();
+        match name {
+            "slow-dns" => {
+                c.resolver = lab(Behavior {
+                    delay: Duration::from_millis(300),
+                    ..Default::default()
+                })
+            }
+            "dead-dns" => c.resolver = Resolver::Dead,
+            "no-dns" => c.resolver = Resolver::Empty,
+            "ptr-timeout" => {
+                c.resolver = lab(Behavior {
+                    drop_reverse: true,
+                    ..Default::default()
+                })
+            }
+            "far-server" => c.one_way_delay = Duration::from_micros(18_500),
+            "lossy-hop" => c.loss = 0.1,
+            "icmp-ratelimit" => c.r1_icmp_ratelimit_ms = Some(1000),
+            _ => return None,
+        }
+        Some(c)
+    }
+}
+
+/// Route labs alive in this process (namespaces and /etc/netns dirs), for the signal handler.
+static LIVE: Mutex<Vec<(Vec<String>, PathBuf)>> = Mutex::new(Vec::new());
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A running route lab; torn down on [`RouteLab::stop`] or drop.
+#[derive(Debug)]
+pub struct RouteLab {
+    tag: String,
+    namespaces: Vec<String>,
+    etc_dir: PathBuf,
+    forwarder: Option<Forwarder>,
+    nameservers: Vec<Nameserver>,
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), LabError> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| LabError::Io {
+            op: format!("run `{program} {}`", args.join(" ")),
+            source,
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(LabError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+fn sysctl(ns: &str, kv: &str) -> Result<(), LabError> {
+    run("ip", &["netns", "exec", ns, "sysctl", "-qw", kv])
+}
+
+impl RouteLab {
+    pub fn client_netns(&self) -> &str {
+        &self.namespaces[0]
+    }
+    pub fn server_netns(&self) -> &str {
+        &self.namespaces[4]
+    }
+    /// All namespaces of the lab: cli, r1, dly, r2, srv.
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+    /// The client's resolv.conf (bind-mounted over /etc/resolv.conf by `ip netns exec`).
+    pub fn client_resolv_conf(&self) -> PathBuf {
+        self.etc_dir.join("resolv.conf")
+    }
+    /// Frames the forwarder dropped so far (both directions).
+    pub fn dropped(&self) -> u64 {
+        self.forwarder.as_ref().map_or(0, |f| {
+            f.counters
+                .iter()
+                .map(|c| c.dropped.load(Ordering::Relaxed))
+                .sum()
+        })
+    }
+
+    /// Builds the lab. On any error what was built is removed before returning.
+    pub fn start(cfg: &RouteLabConfig) -> Result<RouteLab, LabError> {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("ndrt-{}-{n}", std::process::id());
+        let namespaces: Vec<String> = ["cli", "r1", "dly", "r2", "srv"]
+            .iter()
+            .map(|r| format!("{tag}-{r}"))
+            .collect();
+        let etc_dir = PathBuf::from("/etc/netns").join(&namespaces[0]);
+        let mut lab = RouteLab {
+            tag,
+            namespaces,
+            etc_dir,
+            forwarder: None,
+            nameservers: Vec::new(),
+        };
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((lab.namespaces.clone(), lab.etc_dir.clone()));
+        match lab.build(cfg) {
+            Ok(()) => Ok(lab),
+            Err(e) => {
+                lab.teardown();
+                Err(e)
+            }
+        }
+    }
+
+    fn build(&mut self, cfg: &RouteLabConfig) -> Result<(), LabError> {
+        let [cli, r1, dly, r2, srv] = [0, 1, 2, 3, 4].map(|i| self.namespaces[i].clone());
+        for ns in &self.namespaces {
+            run("ip", &["netns", "add", ns])?;
+            run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+            sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1")?;
+            sysctl(ns, "net.ipv6.conf.default.disable_ipv6=1")?;
+        }
+        // (namespace a, if a, namespace b, if b)
+        let links = [
+            (&cli, "cli-r1", &r1, "r1-cli"),
+            (&r1, "r1-b", &dly, "b-r1"),
+            (&dly, "b-r2", &r2, "r2-b"),
+            (&r2, "r2-srv", &srv, "srv-r2"),
+        ];
+        for (na, ia, nb, ib) in links {
+            run(
+                "ip",
+                &[
+                    "link", "add", ia, "netns", na, "type", "veth", "peer", "name", ib, "netns", nb,
+                ],
+            )?;
+            run("ip", &["-n", na, "link", "set", ia, "up"])?;
+            run("ip", &["-n", nb, "link", "set", ib, "up"])?;
+        }
+        let addr = |ns: &str, ip: Ipv4Addr, dev: &str| {
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", dev],
+            )
+        };
+        addr(&cli, CLIENT_IP, "cli-r1")?;
+        addr(&r1, R1_IP, "r1-cli")?;
+        addr(&r1, R1_FAR_IP, "r1-b")?;
+        addr(&r2, R2_IP, "r2-b")?;
+        addr(&r2, R2_FAR_IP, "r2-srv")?;
+        addr(&srv, SERVER_IP, "srv-r2")?;
+        addr(&srv, NAMESERVER_IP, "srv-r2")?;
+        addr(&srv, DEAD_NAMESERVER_IP, "srv-r2")?;
+        let route = |ns: &str, to: &str, via: Ipv4Addr| {
+            run(
+                "ip",
+                &["-n", ns, "route", "add", to, "via", &via.to_string()],
+            )
+        };
+        route(&cli, "default", R1_IP)?;
+        route(&r1, "10.231.3.0/24", R2_IP)?;
+        route(&r2, "10.231.1.0/24", R1_FAR_IP)?;
+        route(&srv, "default", R2_FAR_IP)?;
+        for ns in [&r1, &r2] {
+            sysctl(ns, "net.ipv4.ip_forward=1")?;
+            sysctl(ns, "net.ipv4.icmp_ratelimit=0")?;
+        }
+        if let Some(ms) = cfg.r1_icmp_ratelimit_ms {
+            sysctl(&r1, &format!("net.ipv4.icmp_ratelimit={ms}"))?;
+        }
+        let imp = Impairment {
+            delay: cfg.one_way_delay,
+            loss: cfg.loss,
+        };
+        self.forwarder = Some(Forwarder::start(&dly, "b-r1", "b-r2", imp, imp)?);
+
+        let zone = Zone {
+            records: vec![
+                (SERVER_NAME.to_string(), SERVER_IP),
+                ("r1.lab.test".to_string(), R1_IP),
+                ("r2.lab.test".to_string(), R2_IP),
+                ("cli.lab.test".to_string(), CLIENT_IP),
+            ],
+        };
+        let dead = Behavior {
+            silent: true,
+            ..Default::default()
+        };
+        self.nameservers.push(Nameserver::start(
+            &srv,
+            DEAD_NAMESERVER_IP,
+            53,
+            zone.clone(),
+            dead,
+        )?);
+        let resolv = match &cfg.resolver {
+            Resolver::Lab(b) => {
+                self.nameservers
+                    .push(Nameserver::start(&srv, NAMESERVER_IP, 53, zone, b.clone())?);
+                format!("nameserver {NAMESERVER_IP}\nsearch lab.test\n")
+            }
+            Resolver::Dead => format!("nameserver {DEAD_NAMESERVER_IP}\nsearch lab.test\n"),
+            Resolver::Empty => "# route lab: no nameserver\nsearch lab.test\n".to_string(),
+        };
+        let io = |op: String| move |source| LabError::Io { op, source };
+        std::fs::create_dir_all(&self.etc_dir)
+            .map_err(io(format!("create {}", self.etc_dir.display())))?;
+        let path = self.client_resolv_conf();
+        std::fs::write(&path, format!("{resolv}{}\n", cfg.resolv_options))
+            .map_err(io(format!("write {}", path.display())))?;
+        self.warm_up(cfg);
+        Ok(())
+    }
+
+    /// Resolves the neighbours along the path once (one datagram to the server's discard port),
+    /// so the first probe of a test does not pay the ARP round trips through the delay hop.
+    fn warm_up(&self, cfg: &RouteLabConfig) {
+        let _ = crate::in_netns(self.client_netns(), || {
+            if let Ok(s) = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)) {
+                let _ = s.send_to(b"warm-up", (SERVER_IP, 9));
+            }
+        });
+        std::thread::sleep(cfg.one_way_delay * 8 + Duration::from_millis(20));
+    }
+
+    /// Removes everything; returns the errors (the rest is removed regardless).
+    fn teardown(&mut self) -> Vec<String> {
+        if let Some(f) = self.forwarder.take() {
+            f.stop();
+        }
+        for ns in self.nameservers.drain(..) {
+            ns.stop();
+        }
+        let errors = remove(&self.namespaces, &self.etc_dir);
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(n, _)| n != &self.namespaces);
+        errors
+    }
+
+    /// Tears the lab down, reporting what could not be removed.
+    pub fn stop(mut self) -> Result<(), LabError> {
+        let errors = self.teardown();
+        self.namespaces.clear();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(LabError::Teardown {
+                removed: Vec::new(),
+                errors,
+            })
+        }
+    }
+}
+
+fn remove(namespaces: &[String], etc_dir: &PathBuf) -> Vec<String> {
+    let mut errors = Vec::new();
+    for ns in namespaces {
+        if crate::netns_exists(ns)
+            && let Err(e) = run("ip", &["netns", "del", ns])
+        {
+            errors.push(e.to_string());
+        }
+    }
+    if etc_dir.exists()
+        && let Err(e) = std::fs::remove_dir_all(etc_dir)
+    {
+        errors.push(format!("remove {}: {e}", etc_dir.display()));
+    }
+    errors
+}
+
+impl Drop for RouteLab {
+    fn drop(&mut self) {
+        if self.namespaces.is_empty() {
+            return;
+        }
+        for e in self.teardown() {
+            eprintln!("netdoctor route lab {}: {e}", self.tag);
+        }
+    }
+}
+
+/// On SIGINT/SIGTERM/SIGHUP, removes every route lab of this process and exits with 130.
+pub fn cleanup_on_signal() -> Result<(), LabError> {
+    use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(|source| {
+            LabError::Io {
+                op: "register SIGINT/SIGTERM/SIGHUP handlers".to_string(),
+                source,
+            }
+        })?;
+    std::thread::Builder::new()
+        .name("nd-route-lab-signals".to_string())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+                for (namespaces, etc) in live {
+                    for e in remove(&namespaces, &etc) {
+                        eprintln!("netdoctor route lab: signal {sig}: {e}");
+                    }
+                }
+                std::process::exit(130);
+            }
+        })
+        .map_err(|source| LabError::Io {
+            op: "spawn signal thread".to_string(),
+            source,
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_case_has_a_config_and_unknown_names_none() {
+        for (name, _) in CASES {
+            assert!(RouteLabConfig::case(name).is_some(), "{name}");
+        }
+        assert!(RouteLabConfig::case("nope").is_none());
+        let far = RouteLabConfig::case("far-server").unwrap();
+        assert_eq!(far.one_way_delay * 2, Duration::from_millis(37));
+    }
+}

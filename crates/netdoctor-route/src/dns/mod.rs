@@ -1,0 +1,488 @@
+//! `netdoctor dns NAME`: the system resolver's path and each nameserver, timed.
+//!
+//! [`run`] reads the resolver configuration ([`config`]), times getaddrinfo (the path every
+//! program takes), asks every configured nameserver directly over UDP and TCP a few times
+//! ([`query`]: per-try time, answer and loss), and times the PTR lookups of the addresses found,
+//! both directly at each nameserver and through getnameinfo. All file paths are options, so tests
+//! point them at temporary files. Nameservers are asked in parallel (one thread per server and
+//! transport), so a dead server costs one timeout × tries, not one per server.
+
+pub mod config;
+pub mod query;
+
+use crate::names::{self, SystemLookup};
+use config::ResolvConf;
+use hickory_proto::rr::RecordType;
+use query::{Transport, Try};
+use serde::Serialize;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What to look up and where the configuration lives.
+#[derive(Debug, Clone)]
+pub struct DnsOptions {
+    pub name: String,
+    /// `AAAA` instead of `A` for the direct questions.
+    pub ipv6: bool,
+    pub resolv_conf: PathBuf,
+    pub nsswitch: PathBuf,
+    pub hosts: PathBuf,
+    /// Tries per nameserver and transport.
+    pub tries: u32,
+    /// Deadline of one try.
+    pub timeout: Duration,
+    pub tcp: bool,
+    /// PTR lookups of the addresses found.
+    pub reverse: bool,
+    /// Time getaddrinfo/getnameinfo (the system path). Off in tests that inject files, since
+    /// glibc always reads the real /etc.
+    pub system: bool,
+    /// Cap on one system lookup.
+    pub system_cap: Duration,
+}
+
+impl DnsOptions {
+    pub fn new(name: &str) -> Self {
+        DnsOptions {
+            name: name.to_string(),
+            ipv6: false,
+            resolv_conf: "/etc/resolv.conf".into(),
+            nsswitch: "/etc/nsswitch.conf".into(),
+            hosts: "/etc/hosts".into(),
+            tries: 3,
+            timeout: Duration::from_secs(2),
+            tcp: true,
+            reverse: true,
+            system: true,
+            system_cap: Duration::from_secs(12),
+        }
+    }
+}
+
+/// The resolver's configuration as glibc will use it for this name.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResolverPath {
+    pub nsswitch_path: PathBuf,
+    /// Sources of the `hosts:` line; `None` when the file or line is missing.
+    pub nsswitch_hosts: Option<Vec<String>>,
+    pub resolv_conf: ResolvConf,
+    pub hosts_path: PathBuf,
+    /// Addresses `/etc/hosts` gives the name (glibc answers from them without DNS when `files`
+    /// comes first).
+    pub hosts_matches: Vec<IpAddr>,
+}
+
+impl ResolverPath {
+    /// Whether nsswitch sends host lookups to DNS at all (missing file/line: glibc's default
+    /// does).
+    pub fn uses_dns(&self) -> bool {
+        self.nsswitch_hosts
+            .as_ref()
+            .is_none_or(|s| s.iter().any(|w| w == "dns" || w == "resolve"))
+    }
+}
+
+/// One transport's tries at one nameserver, summarised.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransportTiming {
+    pub transport: Transport,
+    pub tries: Vec<Try>,
+    pub sent: u32,
+    pub answered: u32,
+    /// Lost fraction (0..=1): tries without an answer.
+    pub loss: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ms: Option<f64>,
+}
+
+impl TransportTiming {
+    pub fn from_tries(transport: Transport, tries: Vec<Try>) -> Self {
+        let mut times: Vec<f64> = tries
+            .iter()
+            .filter(|t| t.answered())
+            .filter_map(|t| t.elapsed_ms)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let sent = tries.len() as u32;
+        let answered = times.len() as u32;
+        TransportTiming {
+            transport,
+            sent,
+            answered,
+            loss: if sent == 0 {
+                0.0
+            } else {
+                1.0 - f64::from(answered) / f64::from(sent)
+            },
+            min_ms: times.first().copied(),
+            median_ms: (!times.is_empty()).then(|| times[times.len() / 2]),
+            max_ms: times.last().copied(),
+            tries,
+        }
+    }
+
+    /// The first error message among the tries (refused, unreachable …), if any.
+    pub fn first_error(&self) -> Option<&str> {
+        self.tries.iter().find_map(|t| match &t.outcome {
+            query::Outcome::Error { error } => Some(error.as_str()),
+            _ => None,
+        })
+    }
+
+    pub fn timeouts(&self) -> u32 {
+        self.tries
+            .iter()
+            .filter(|t| t.outcome == query::Outcome::Timeout)
+            .count() as u32
+    }
+}
+
+/// One nameserver asked directly.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerTiming {
+    pub server: IpAddr,
+    /// Its position in resolv.conf (0 = asked first by glibc without `rotate`).
+    pub position: usize,
+    pub udp: TransportTiming,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TransportTiming>,
+}
+
+impl ServerTiming {
+    /// Answers of the first answered UDP (else TCP) try.
+    pub fn answers(&self) -> &[String] {
+        let all = self
+            .udp
+            .tries
+            .iter()
+            .chain(self.tcp.iter().flat_map(|t| &t.tries));
+        all.filter(|t| t.answered())
+            .map(|t| t.answers())
+            .next()
+            .unwrap_or(&[])
+    }
+    /// Whether any try over any transport was answered.
+    pub fn reachable(&self) -> bool {
+        self.udp.answered > 0 || self.tcp.as_ref().is_some_and(|t| t.answered > 0)
+    }
+}
+
+/// The reverse (PTR) lookup of one address found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReverseTiming {
+    pub address: IpAddr,
+    /// Directly at each nameserver that answered the forward question (one try each).
+    pub direct: Vec<(IpAddr, Try)>,
+    /// getnameinfo(NI_NAMEREQD), as `ping` and `traceroute` do it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemLookup>,
+}
+
+/// Everything `netdoctor dns` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct DnsReport {
+    pub name: String,
+    /// The name the direct questions asked (search domain applied per ndots).
+    pub query_name: String,
+    pub record_type: String,
+    pub resolver: ResolverPath,
+    /// Deadline of one direct try, ms.
+    pub timeout_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub getaddrinfo: Option<SystemLookup>,
+    pub servers: Vec<ServerTiming>,
+    pub reverse: Vec<ReverseTiming>,
+    /// Parts that were skipped and why.
+    pub notes: Vec<String>,
+}
+
+/// Errors that stop the run (everything else becomes data in the report).
+#[derive(Debug, thiserror::Error)]
+pub enum DnsError {
+    #[error("read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid name {0:?}: use a host name such as api.example.com")]
+    InvalidName(String),
+}
+
+fn read_optional(path: &std::path::Path) -> Result<Option<String>, DnsError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(DnsError::Read {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+/// Reads the resolver's configuration for `opts.name`.
+pub fn resolver_path(opts: &DnsOptions) -> Result<ResolverPath, DnsError> {
+    let resolv_conf =
+        config::read_resolv_conf(&opts.resolv_conf).map_err(|source| DnsError::Read {
+            path: opts.resolv_conf.display().to_string(),
+            source,
+        })?;
+    let nsswitch_hosts = read_optional(&opts.nsswitch)?
+        .as_deref()
+        .and_then(config::parse_nsswitch_hosts);
+    let hosts_matches = read_optional(&opts.hosts)?
+        .map(|t| config::parse_hosts_matches(&t, &opts.name))
+        .unwrap_or_default();
+    Ok(ResolverPath {
+        nsswitch_path: opts.nsswitch.clone(),
+        nsswitch_hosts,
+        resolv_conf,
+        hosts_path: opts.hosts.clone(),
+        hosts_matches,
+    })
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+        && !name.starts_with('.')
+}
+
+fn ask_n(
+    server: IpAddr,
+    transport: Transport,
+    name: &str,
+    rt: RecordType,
+    o: &DnsOptions,
+) -> TransportTiming {
+    let tries = (0..o.tries.max(1))
+        .map(|_| query::ask(SocketAddr::new(server, 53), transport, name, rt, o.timeout))
+        .collect();
+    TransportTiming::from_tries(transport, tries)
+}
+
+/// Runs every measurement for `opts.name`. Errors only for bad input and unreadable files.
+pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
+    if !valid_name(&opts.name) {
+        return Err(DnsError::InvalidName(opts.name.clone()));
+    }
+    let resolver = resolver_path(opts)?;
+    let rc = &resolver.resolv_conf;
+    let query_name = format!("{}.", rc.first_query_name(&opts.name));
+    let rt = if opts.ipv6 {
+        RecordType::AAAA
+    } else {
+        RecordType::A
+    };
+    let mut notes = Vec::new();
+    if rc.nameservers.is_empty() {
+        notes.push(format!(
+            "{} lists no nameserver: no server to ask directly",
+            rc.path.display()
+        ));
+    }
+
+    let (getaddrinfo, servers) = std::thread::scope(|s| {
+        let gai = opts
+            .system
+            .then(|| s.spawn(|| names::getaddrinfo(&opts.name, opts.system_cap)));
+        let handles: Vec<_> = rc
+            .nameservers
+            .iter()
+            .enumerate()
+            .map(|(position, &server)| {
+                let qn = query_name.as_str();
+                let udp = s.spawn(move || ask_n(server, Transport::Udp, qn, rt, opts));
+                let tcp = opts
+                    .tcp
+                    .then(|| s.spawn(move || ask_n(server, Transport::Tcp, qn, rt, opts)));
+                (position, server, udp, tcp)
+            })
+            .collect();
+        let servers: Vec<ServerTiming> = handles
+            .into_iter()
+            .map(|(position, server, udp, tcp)| ServerTiming {
+                server,
+                position,
+                udp: udp.join().expect("udp query thread"),
+                tcp: tcp.map(|t| t.join().expect("tcp query thread")),
+            })
+            .collect();
+        (gai.map(|g| g.join().expect("getaddrinfo thread")), servers)
+    });
+    if !opts.system {
+        notes.push("system lookups (getaddrinfo, getnameinfo) not timed".to_string());
+    }
+
+    let reverse = if opts.reverse {
+        reverse_lookups(opts, getaddrinfo.as_ref(), &servers, &mut notes)
+    } else {
+        notes.push("reverse (PTR) lookups skipped".to_string());
+        Vec::new()
+    };
+
+    Ok(DnsReport {
+        name: opts.name.clone(),
+        query_name,
+        record_type: rt.to_string(),
+        timeout_ms: opts.timeout.as_secs_f64() * 1000.0,
+        resolver,
+        getaddrinfo,
+        servers,
+        reverse,
+        notes,
+    })
+}
+
+/// At most this many addresses get PTR lookups.
+const MAX_REVERSE: usize = 4;
+
+fn reverse_lookups(
+    opts: &DnsOptions,
+    gai: Option<&SystemLookup>,
+    servers: &[ServerTiming],
+    notes: &mut Vec<String>,
+) -> Vec<ReverseTiming> {
+    let mut addrs: Vec<IpAddr> = Vec::new();
+    let from_gai = gai.iter().flat_map(|g| g.results.iter().cloned());
+    let from_servers = servers.iter().flat_map(|s| {
+        s.answers()
+            .iter()
+            .filter_map(|a| a.split_once(' ').map(|(_, v)| v.to_string()))
+    });
+    for a in from_gai.chain(from_servers) {
+        if let Ok(ip) = a.parse::<IpAddr>()
+            && !addrs.contains(&ip)
+            && addrs.len() < MAX_REVERSE
+        {
+            addrs.push(ip);
+        }
+    }
+    if addrs.is_empty() {
+        notes.push("no address found: no reverse (PTR) lookup to time".to_string());
+        return Vec::new();
+    }
+    let answering: Vec<IpAddr> = servers
+        .iter()
+        .filter(|s| s.reachable())
+        .map(|s| s.server)
+        .collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = addrs
+            .iter()
+            .map(|&address| {
+                let answering = &answering;
+                s.spawn(move || {
+                    let ptr = hickory_proto::rr::Name::from(address).to_ascii();
+                    let direct = std::thread::scope(|s2| {
+                        let hs: Vec<_> = answering
+                            .iter()
+                            .map(|&srv| {
+                                let ptr = ptr.as_str();
+                                s2.spawn(move || {
+                                    let to = SocketAddr::new(srv, 53);
+                                    (
+                                        srv,
+                                        query::ask(
+                                            to,
+                                            Transport::Udp,
+                                            ptr,
+                                            RecordType::PTR,
+                                            opts.timeout,
+                                        ),
+                                    )
+                                })
+                            })
+                            .collect();
+                        hs.into_iter()
+                            .map(|h| h.join().expect("ptr thread"))
+                            .collect()
+                    });
+                    let system = opts
+                        .system
+                        .then(|| names::getnameinfo(address, opts.system_cap));
+                    ReverseTiming {
+                        address,
+                        direct,
+                        system,
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("reverse thread"))
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_resolv_conf_is_data_not_an_error() {
+        let dir = std::env::temp_dir().join(format!("nd-route-dns-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let rc = dir.join("resolv.conf");
+        std::fs::write(&rc, "search example\n").unwrap();
+        let mut o = DnsOptions::new("api");
+        o.resolv_conf = rc;
+        o.nsswitch = dir.join("missing-nsswitch");
+        o.hosts = dir.join("missing-hosts");
+        o.system = false;
+        let r = run(&o).unwrap();
+        assert!(r.servers.is_empty());
+        assert_eq!(r.query_name, "api.example.");
+        assert!(r.resolver.uses_dns());
+        assert!(
+            r.notes.iter().any(|n| n.contains("lists no nameserver")),
+            "{:?}",
+            r.notes
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        for bad in ["", "a b", ".x", "x/y"] {
+            assert!(matches!(
+                run(&DnsOptions::new(bad)),
+                Err(DnsError::InvalidName(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn transport_summary_counts_loss() {
+        let answered = |ms| Try {
+            elapsed_ms: Some(ms),
+            outcome: query::Outcome::Answer {
+                rcode: "No Error".into(),
+                answers: vec![],
+            },
+        };
+        let lost = Try {
+            elapsed_ms: None,
+            outcome: query::Outcome::Timeout,
+        };
+        let t = TransportTiming::from_tries(
+            Transport::Udp,
+            vec![answered(30.0), lost, answered(10.0), answered(20.0)],
+        );
+        assert_eq!((t.sent, t.answered, t.timeouts()), (4, 3, 1));
+        assert!((t.loss - 0.25).abs() < 1e-9);
+        assert_eq!(
+            (t.min_ms, t.median_ms, t.max_ms),
+            (Some(10.0), Some(20.0), Some(30.0))
+        );
+    }
+}

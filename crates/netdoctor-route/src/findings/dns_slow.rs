@@ -1,0 +1,185 @@
+//! `dns_slow`: a nameserver answers, but slowly (median above the threshold) or unstably (some
+//! tries lost: each lost query costs the resolver a whole timeout), or getaddrinfo itself is slow.
+
+use super::{Thresholds, fmt_ms, probe};
+use crate::dns::DnsReport;
+use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
+
+pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
+    let rc = &r.resolver.resolv_conf;
+    let mut out = Vec::new();
+    for s in r.servers.iter().filter(|s| s.udp.answered > 0) {
+        let median = s.udp.median_ms.unwrap_or(0.0);
+        let slow = median >= th.dns_slow_ms;
+        let lossy = s.udp.loss > 0.0;
+        if !slow && !lossy {
+            continue;
+        }
+        let mut parts = Vec::new();
+        if slow {
+            parts.push(format!("median {}", fmt_ms(median)));
+        }
+        if lossy {
+            parts.push(format!(
+                "{} of {} queries lost",
+                s.udp.sent - s.udp.answered,
+                s.udp.sent
+            ));
+        }
+        let mut f = Finding::new(
+            FindingId::DnsSlow,
+            Severity::Warning,
+            Side::Network,
+            format!("nameserver {} is slow: {}", s.server, parts.join(", ")),
+        );
+        let loss_cost = s.udp.loss * f64::from(rc.timeout_s) * 1000.0;
+        f.impact.added_latency_ms = Some(median.max(loss_cost));
+        f.impact.affected_fraction = Some(if slow { 1.0 } else { s.udp.loss });
+        f.explanation = format!(
+            "Every name lookup through this server waits for its answer{}.{} Programs that \
+             resolve a name per request or per connection pay this on each one.",
+            if slow {
+                format!(" ({} median over UDP)", fmt_ms(median))
+            } else {
+                String::new()
+            },
+            if lossy {
+                format!(
+                    " A lost query is retried only after the resolver's timeout ({} s in {}), \
+                     so lookups sometimes take {} s or more.",
+                    rc.timeout_s,
+                    rc.path.display(),
+                    rc.timeout_s
+                )
+            } else {
+                String::new()
+            }
+        );
+        f.fix = "Use a nearer or healthier resolver (a local caching resolver such as \
+                 systemd-resolved, dnsmasq or nscd cuts repeated lookups to microseconds); \
+                 lower `options timeout:` so a lost query is retried sooner; cache names in \
+                 the application."
+            .to_string();
+        let times: Vec<String> = s
+            .udp
+            .tries
+            .iter()
+            .map(|t| {
+                t.elapsed_ms
+                    .filter(|_| t.answered())
+                    .map_or("lost".to_string(), fmt_ms)
+            })
+            .collect();
+        f.evidence.push(probe(
+            "dns",
+            format!(
+                "{} udp for {}: {}",
+                s.server,
+                r.query_name,
+                times.join(", ")
+            ),
+        ));
+        out.push(f);
+    }
+    if out.is_empty()
+        && let Some(g) = &r.getaddrinfo
+        && g.error.is_none()
+        && let Some(ms) = g.elapsed_ms
+        && ms >= th.getaddrinfo_slow_ms
+    {
+        let mut f = Finding::new(
+            FindingId::DnsSlow,
+            Severity::Warning,
+            Side::Host,
+            format!("getaddrinfo({}) took {}", r.name, fmt_ms(ms)),
+        );
+        f.impact.added_latency_ms = Some(ms);
+        f.explanation = "The system resolver took long although the nameservers asked directly \
+                         answer quickly: the delay is on the resolver's path (nsswitch sources \
+                         before dns, search domains tried first, a retry after a lost query)."
+            .to_string();
+        f.fix = format!(
+            "Check the `hosts:` line of {} and the search list and ndots of {}; query the name \
+             fully qualified (with a trailing dot) to skip the search list.",
+            r.resolver.nsswitch_path.display(),
+            rc.path.display()
+        );
+        f.evidence.push(probe(
+            "getaddrinfo",
+            format!("{} in {}", r.name, fmt_ms(ms)),
+        ));
+        out.push(f);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::fixtures::*;
+
+    #[test]
+    fn slow_server_is_found_with_its_median() {
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![server("10.0.0.2", 0, vec![ok(301.0), ok(305.0), ok(299.0)])],
+            None,
+        );
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1);
+        assert!(f[0].summary.contains("median 301 ms"), "{}", f[0].summary);
+        assert_eq!(f[0].impact.added_latency_ms, Some(301.0));
+    }
+
+    #[test]
+    fn lossy_server_costs_timeouts() {
+        let r = report(
+            "nameserver 10.0.0.2\noptions timeout:5\n",
+            vec![server(
+                "10.0.0.2",
+                0,
+                vec![ok(2.0), lost(), ok(2.0), ok(2.1)],
+            )],
+            None,
+        );
+        let f = dns_slow(&r, &Thresholds::default());
+        assert!(f[0].summary.contains("1 of 4 queries lost"));
+        assert_eq!(f[0].impact.added_latency_ms, Some(1250.0));
+        assert!(
+            f[0].evidence[0].clone()
+                == probe(
+                    "dns",
+                    "10.0.0.2 udp for api.test.: 2.0 ms, lost, 2.0 ms, 2.1 ms"
+                )
+        );
+    }
+
+    #[test]
+    fn fast_servers_and_fast_getaddrinfo_are_fine_but_slow_getaddrinfo_is_not() {
+        let fast = vec![server("10.0.0.2", 0, vec![ok(1.0), ok(1.1)])];
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            fast.clone(),
+            Some(gai(Some(3.0), &["10.0.0.5"], None)),
+        );
+        assert!(dns_slow(&r, &Thresholds::default()).is_empty());
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            fast,
+            Some(gai(Some(5003.0), &["10.0.0.5"], None)),
+        );
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].side, Side::Host);
+    }
+
+    #[test]
+    fn dead_server_is_not_slow() {
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![server("10.0.0.2", 0, vec![lost(), lost()])],
+            None,
+        );
+        assert!(dns_slow(&r, &Thresholds::default()).is_empty());
+    }
+}

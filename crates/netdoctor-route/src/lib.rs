@@ -1,0 +1,11 @@
+//! The route and the names: DNS timed per nameserver ([`dns`]), TCP/UDP/ICMP traceroute with
+//! per-hop statistics ([`trace`]), and the findings drawn from them ([`findings`]: pure
+//! functions over the result structs, one file each).
+//!
+//! Collectors return plain data (serde-serializable) so the binary can print it and the
+//! detectors can be fed recorded results in tests.
+
+pub mod dns;
+pub mod findings;
+pub mod names;
+pub mod trace;

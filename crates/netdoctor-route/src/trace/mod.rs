@@ -1,0 +1,345 @@
+//! `netdoctor trace HOST`: TCP (default), UDP or ICMP traceroute in rounds, per-hop statistics
+//! as mtr shows them, and an assessment that tells a hop adding latency or loss to everything
+//! behind it from a router that is only slow or stingy answering its own ICMP ([`assess`]).
+//!
+//! The probe engine is hand-written ([`probe`]): no crate on crates.io that builds here offers
+//! an unprivileged TCP traceroute as a library. trippy-core (studied for its design: a pure
+//! tracing strategy over a `Network` trait, per-hop state kept apart from the report) needs raw
+//! sockets for TCP and pulls in its own runtime; our needs are one socket per probe, poll(2),
+//! IP_RECVERR — about 300 lines. Every round sends one probe per TTL at once, waits at most
+//! `timeout` for the answers, then sleeps until `interval` has passed since the round began.
+//! RTTs use the kernel's receive timestamp where the reply is a queued error or a datagram.
+//! Rounds and TTLs are bounded; only IPv4 is traced for now.
+
+pub mod assess;
+pub mod probe;
+pub mod stats;
+mod sys;
+
+use probe::{Method, Probe, ReplyKind};
+use serde::Serialize;
+use stats::{Hop, Sample};
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+/// Probe protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Icmp,
+}
+
+/// Upper bounds that keep a run finite whatever the flags say.
+pub const MAX_ROUNDS: u32 = 1000;
+pub const MAX_TTL: u8 = 64;
+
+#[derive(Debug, Clone)]
+pub struct TraceOptions {
+    pub target: Ipv4Addr,
+    pub protocol: Protocol,
+    /// Destination port (TCP, UDP); UDP uses port + ttl - 1 when `udp_fixed_port` is false,
+    /// as traceroute does.
+    pub port: u16,
+    pub udp_fixed_port: bool,
+    pub first_ttl: u8,
+    pub max_ttl: u8,
+    pub rounds: u32,
+    /// Time from the start of one round to the start of the next.
+    pub interval: Duration,
+    /// How long a round waits for answers.
+    pub timeout: Duration,
+    /// Reverse-resolve hop addresses (off with `-n`).
+    pub names: bool,
+    /// Cap on one reverse lookup.
+    pub name_timeout: Duration,
+    /// ICMP: use a ping socket even when a raw socket is allowed (what an unprivileged user
+    /// gets; for tests of that path).
+    pub icmp_ping_socket: bool,
+}
+
+impl TraceOptions {
+    pub fn new(target: Ipv4Addr, protocol: Protocol) -> Self {
+        TraceOptions {
+            target,
+            protocol,
+            port: match protocol {
+                Protocol::Udp => 33434,
+                _ => 80,
+            },
+            udp_fixed_port: false,
+            first_ttl: 1,
+            max_ttl: 30,
+            rounds: 10,
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            names: true,
+            name_timeout: Duration::from_secs(2),
+            icmp_ping_socket: false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{0}")]
+    Privilege(String),
+    #[error("invalid option: {0}")]
+    Invalid(String),
+    #[error("send probe with ttl {ttl} to {target}: {source}")]
+    Send {
+        ttl: u8,
+        target: Ipv4Addr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("poll probe sockets: {0}")]
+    Poll(#[source] std::io::Error),
+}
+
+/// Everything a trace measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceResult {
+    pub target: IpAddr,
+    pub protocol: Protocol,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// How probes were sent and what that needs.
+    pub method: &'static str,
+    pub rounds: u32,
+    pub interval_ms: f64,
+    pub timeout_ms: f64,
+    /// Whether any probe reached the destination.
+    pub reached: bool,
+    /// Hops from `first_ttl` to the destination (or to the last TTL probed).
+    pub hops: Vec<Hop>,
+    /// What could not be done, and why.
+    pub notes: Vec<String>,
+}
+
+impl TraceResult {
+    /// The destination's hop, when reached.
+    pub fn destination(&self) -> Option<&Hop> {
+        self.hops.iter().find(|h| h.destination)
+    }
+}
+
+fn method_for(opts: &TraceOptions) -> Result<Method, TraceError> {
+    match opts.protocol {
+        Protocol::Tcp => Ok(Method::TcpConnect),
+        Protocol::Udp => Ok(Method::Udp),
+        Protocol::Icmp => probe::icmp_method(opts.icmp_ping_socket).map_err(TraceError::Privilege),
+    }
+}
+
+/// Runs the trace: `rounds` rounds of one probe per TTL. `progress` is called after each round
+/// (round number, rounds) so the CLI can show progress.
+pub fn run(
+    opts: &TraceOptions,
+    progress: &mut dyn FnMut(u32, u32),
+) -> Result<TraceResult, TraceError> {
+    if opts.first_ttl == 0 || opts.first_ttl > opts.max_ttl || opts.max_ttl > MAX_TTL {
+        return Err(TraceError::Invalid(format!(
+            "ttl range {}..{} (use 1 ≤ first ≤ max ≤ {MAX_TTL})",
+            opts.first_ttl, opts.max_ttl
+        )));
+    }
+    if opts.rounds == 0 || opts.rounds > MAX_ROUNDS {
+        return Err(TraceError::Invalid(format!(
+            "rounds {} (use 1..={MAX_ROUNDS})",
+            opts.rounds
+        )));
+    }
+    let method = method_for(opts)?;
+    let mut notes = Vec::new();
+    match method {
+        Method::TcpConnect => notes.push(
+            "tcp probes use connect(): each probe has its own source port, so a per-flow \
+             balanced route may show several addresses at one hop"
+                .to_string(),
+        ),
+        Method::IcmpDgram => notes.push(
+            "no CAP_NET_RAW: icmp probes use a ping socket (the kernel picks the echo id)"
+                .to_string(),
+        ),
+        _ => {}
+    }
+    let ident = (std::process::id() & 0xffff) as u16;
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); usize::from(opts.max_ttl) + 1];
+    let mut sent = vec![0u32; usize::from(opts.max_ttl) + 1];
+    let mut probed_rounds: Vec<Vec<u32>> = vec![Vec::new(); usize::from(opts.max_ttl) + 1];
+    let mut dest_ttl: Option<u8> = None;
+    let mut local_errors: Vec<String> = Vec::new();
+
+    for round in 0..opts.rounds {
+        let started = Instant::now();
+        let limit = dest_ttl.unwrap_or(opts.max_ttl);
+        let mut probes: Vec<Probe> = Vec::new();
+        for ttl in opts.first_ttl..=limit {
+            let port = match (opts.protocol, opts.udp_fixed_port) {
+                (Protocol::Udp, false) => opts.port.wrapping_add(u16::from(ttl) - 1),
+                _ => opts.port,
+            };
+            let seq = ((round as u16) << 8) | u16::from(ttl);
+            let p = Probe::send(method, opts.target, port, ttl, ident, seq).map_err(|source| {
+                TraceError::Send {
+                    ttl,
+                    target: opts.target,
+                    source,
+                }
+            })?;
+            sent[usize::from(ttl)] += 1;
+            probed_rounds[usize::from(ttl)].push(round);
+            probes.push(p);
+        }
+        let deadline = started + opts.timeout;
+        while probes.iter().any(|p| !p.done()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let pending: Vec<usize> = (0..probes.len()).filter(|&i| !probes[i].done()).collect();
+            let mut fds: Vec<libc::pollfd> = pending
+                .iter()
+                .map(|&i| sys::pollfd(probes[i].fd(), probes[i].events()))
+                .collect();
+            sys::poll(&mut fds, left).map_err(TraceError::Poll)?;
+            for (k, fd) in fds.iter().enumerate() {
+                if fd.revents != 0 {
+                    probes[pending[k]].on_event();
+                }
+            }
+        }
+        for p in probes {
+            if let (Some(r), Some(rtt)) = (p.reply, p.rtt()) {
+                let rtt_ms = rtt.as_secs_f64() * 1000.0;
+                samples[usize::from(p.ttl)].push(Sample {
+                    round,
+                    from: r.from,
+                    rtt_ms,
+                    kind: r.kind,
+                });
+                if matches!(r.kind, ReplyKind::Reached | ReplyKind::Unreachable { .. }) {
+                    dest_ttl = Some(dest_ttl.map_or(p.ttl, |d| d.min(p.ttl)));
+                }
+            } else if let Some(e) = &p.error
+                && !local_errors.contains(e)
+            {
+                local_errors.push(e.clone());
+            }
+            p.abort();
+        }
+        progress(round + 1, opts.rounds);
+        if round + 1 < opts.rounds {
+            std::thread::sleep(opts.interval.saturating_sub(started.elapsed()));
+        }
+    }
+    for e in local_errors {
+        notes.push(format!("a probe failed locally: {e}"));
+    }
+
+    let last = dest_ttl.unwrap_or_else(|| {
+        // Not reached: keep up to the last TTL that answered (plus one silent row), so the
+        // table does not end in 20 rows of "???".
+        let answered = (opts.first_ttl..=opts.max_ttl)
+            .rev()
+            .find(|t| !samples[usize::from(*t)].is_empty());
+        answered.map_or(opts.first_ttl, |t| (t + 1).min(opts.max_ttl))
+    });
+    let mut hops: Vec<Hop> = (opts.first_ttl..=last)
+        .map(|ttl| {
+            let t = usize::from(ttl);
+            Hop::from_samples(ttl, sent[t], &probed_rounds[t], &samples[t])
+        })
+        .collect();
+    let reached = hops.iter().any(|h| h.destination);
+    if !reached {
+        notes.push(format!(
+            "the destination did not answer within {} hops",
+            opts.max_ttl
+        ));
+    }
+    if opts.names {
+        resolve_names(&mut hops, opts.name_timeout);
+    }
+    Ok(TraceResult {
+        target: IpAddr::V4(opts.target),
+        protocol: opts.protocol,
+        port: (opts.protocol != Protocol::Icmp).then_some(opts.port),
+        method: method.describe(),
+        rounds: opts.rounds,
+        interval_ms: opts.interval.as_secs_f64() * 1000.0,
+        timeout_ms: opts.timeout.as_secs_f64() * 1000.0,
+        reached,
+        hops,
+        notes,
+    })
+}
+
+/// Reverse-resolves every hop address in parallel, each bounded by `cap`.
+fn resolve_names(hops: &mut [Hop], cap: Duration) {
+    let ips: Vec<IpAddr> = hops
+        .iter()
+        .flat_map(|h| h.addrs.iter().map(|a| a.ip))
+        .collect();
+    let names: Vec<Option<String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = ips
+            .iter()
+            .map(|&ip| {
+                s.spawn(move || {
+                    crate::names::getnameinfo(ip, cap)
+                        .results
+                        .into_iter()
+                        .next()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+    });
+    let mut it = names.into_iter();
+    for h in hops.iter_mut() {
+        for a in h.addrs.iter_mut() {
+            a.name = it.next().flatten();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_trace_to_loopback_is_one_hop() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut o = TraceOptions::new(Ipv4Addr::LOCALHOST, Protocol::Tcp);
+        o.port = listener.local_addr().unwrap().port();
+        o.rounds = 3;
+        o.interval = Duration::from_millis(10);
+        o.names = false;
+        let mut calls = 0;
+        let r = run(&o, &mut |_, _| calls += 1).unwrap();
+        assert_eq!(calls, 3);
+        assert!(r.reached);
+        assert_eq!(r.hops.len(), 1);
+        assert_eq!((r.hops[0].sent, r.hops[0].received), (3, 3));
+        assert!(r.hops[0].destination);
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let mut o = TraceOptions::new(Ipv4Addr::LOCALHOST, Protocol::Udp);
+        o.rounds = 0;
+        assert!(matches!(
+            run(&o, &mut |_, _| {}),
+            Err(TraceError::Invalid(_))
+        ));
+        o.rounds = 1;
+        o.first_ttl = 5;
+        o.max_ttl = 4;
+        assert!(matches!(
+            run(&o, &mut |_, _| {}),
+            Err(TraceError::Invalid(_))
+        ));
+    }
+}

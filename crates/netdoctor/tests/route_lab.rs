@@ -1,0 +1,361 @@
+//! `netdoctor trace` and `netdoctor dns` on the route lab (cli → r1 → delay/loss hop → r2 → srv,
+//! lab nameserver): real probes through real namespaces. Needs root; each test prints why it is
+//! skipped otherwise. Every lab is removed on drop, also when an assertion fails.
+
+use netdoctor_lab::nameserver::Behavior;
+use netdoctor_lab::route_lab::{
+    NAMESERVER_IP, R1_IP, R2_IP, Resolver, RouteLab, RouteLabConfig, SERVER_IP,
+};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+/// The lab tests measure milliseconds: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (network namespaces)");
+        return true;
+    }
+    false
+}
+
+/// Runs the real binary inside the lab's client namespace (so /etc/resolv.conf is the lab's).
+fn netdoctor_in(lab: &RouteLab, args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            lab.client_netns(),
+            env!("CARGO_BIN_EXE_netdoctor"),
+        ])
+        .args(args)
+        .env("NETDOCTOR_QUIET", "1")
+        .output()
+        .expect("run netdoctor");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: stdout {stdout:?} stderr {stderr:?}"));
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn hops(report: &Value) -> Vec<Value> {
+    report["measurements"]["trace"]["hops"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn hop_ip(h: &Value) -> String {
+    h["addrs"][0]["ip"].as_str().unwrap_or("???").to_string()
+}
+
+fn lab(rtt_ms: f64, loss: f64, resolver: Resolver) -> RouteLab {
+    let cfg = RouteLabConfig {
+        one_way_delay: Duration::from_secs_f64(rtt_ms / 2000.0),
+        loss,
+        resolver,
+        ..Default::default()
+    };
+    RouteLab::start(&cfg).expect("start route lab")
+}
+
+#[test]
+fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    let lab = lab(30.0, 0.0, Resolver::Lab(Behavior::default()));
+    let srv = SERVER_IP.to_string();
+    for proto in ["--tcp", "--udp", "--icmp"] {
+        let (code, r, err) = netdoctor_in(
+            &lab,
+            &[
+                "trace",
+                &srv,
+                proto,
+                "-n",
+                "--rounds",
+                "8",
+                "--interval",
+                "100ms",
+                "--json",
+            ],
+        );
+        assert_eq!(
+            code, 1,
+            "{proto}: a 30 ms hop is a route problem: {r} {err}"
+        );
+        let hs = hops(&r);
+        let ips: Vec<String> = hs.iter().map(hop_ip).collect();
+        assert_eq!(
+            ips,
+            [R1_IP.to_string(), R2_IP.to_string(), srv.clone()],
+            "{proto}"
+        );
+        assert!(hs[2]["destination"].as_bool().unwrap());
+        // Best RTTs: scheduling delays on a busy host only ever add to a sample.
+        let best = |h: &Value| h["best_ms"].as_f64().unwrap();
+        let added = best(&hs[1]) - best(&hs[0]);
+        assert!((added - 30.0).abs() < 3.0, "{proto}: hop 2 adds {added} ms");
+        assert!(
+            ids(&r).contains(&"route_problem".to_string()),
+            "{proto}: {:?}",
+            ids(&r)
+        );
+        assert!(
+            ids(&r).contains(&"high_base_rtt".to_string()),
+            "{proto}: {:?}",
+            ids(&r)
+        );
+        let problems: Vec<&str> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "route_problem")
+            .map(|f| f["summary"].as_str().unwrap())
+            .collect();
+        assert_eq!(problems.len(), 1, "{proto}: {problems:?}");
+        assert!(
+            problems[0].starts_with("hop 2 adds"),
+            "{proto}: {problems:?}"
+        );
+    }
+    // An address r1 has no route to: r1 answers Network Unreachable, the route ends there.
+    let (code, r, err) = netdoctor_in(
+        &lab,
+        &[
+            "trace",
+            "10.231.9.9",
+            "-n",
+            "--rounds",
+            "2",
+            "--interval",
+            "100ms",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 1, "{r} {err}");
+    assert_eq!(r["findings"][0]["id"], "route_problem", "{r}");
+    assert_eq!(r["findings"][0]["severity"], "critical", "{r}");
+    let summary = r["findings"][0]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("hop 1 (10.231.1.1)") && summary.contains("network unreachable"),
+        "{summary}"
+    );
+    lab.stop().unwrap();
+}
+
+/// The unprivileged ICMP path: a ping socket (the lab allows root's group in the client
+/// namespace's `net.ipv4.ping_group_range`), run in-process inside the namespace.
+#[test]
+fn icmp_trace_over_a_ping_socket_finds_the_same_hops() {
+    use netdoctor_route::trace::{self, Protocol, TraceOptions};
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    let lab = lab(7.0, 0.0, Resolver::Lab(Behavior::default()));
+    let ok = Command::new("ip")
+        .args(["netns", "exec", lab.client_netns(), "sysctl", "-qw"])
+        .arg("net.ipv4.ping_group_range=0 0")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut o = TraceOptions::new(SERVER_IP, Protocol::Icmp);
+    o.icmp_ping_socket = true;
+    o.rounds = 5;
+    o.interval = Duration::from_millis(100);
+    o.names = false;
+    let r = netdoctor_lab::in_netns(lab.client_netns(), || trace::run(&o, &mut |_, _| {}))
+        .unwrap()
+        .unwrap();
+    assert!(r.method.contains("(ping) socket"), "{}", r.method);
+    let ips: Vec<String> = r.hops.iter().map(|h| h.addrs[0].ip.to_string()).collect();
+    assert_eq!(
+        ips,
+        [R1_IP.to_string(), R2_IP.to_string(), SERVER_IP.to_string()]
+    );
+    let added = r.hops[1].best_ms.unwrap() - r.hops[0].best_ms.unwrap();
+    assert!((added - 7.0).abs() < 2.0, "hop 2 adds {added} ms");
+    lab.stop().unwrap();
+}
+
+#[test]
+fn trace_tells_a_lossy_hop_from_a_router_that_rate_limits_its_icmp() {
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    // Loss on the r1–r2 link: it persists to the destination, so hop 2 is named.
+    let lossy = lab(0.0, 0.15, Resolver::Lab(Behavior::default()));
+    let args = [
+        "trace",
+        "10.231.3.2",
+        "-n",
+        "--rounds",
+        "30",
+        "--interval",
+        "50ms",
+        "--timeout",
+        "300ms",
+        "--json",
+    ];
+    let (code, r, _) = netdoctor_in(&lossy, &args);
+    assert_eq!(code, 1, "{r}");
+    let problems: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "route_problem")
+        .collect();
+    assert_eq!(problems.len(), 1, "{r}");
+    assert!(
+        problems[0]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("hop 2 loses"),
+        "{}",
+        problems[0]
+    );
+    lossy.stop().unwrap();
+
+    // r1 rate-limits its own ICMP (1/s after a burst of 6): its row loses replies, the path
+    // does not. No route problem; the row is marked as rate limiting.
+    let cfg = RouteLabConfig {
+        r1_icmp_ratelimit_ms: Some(1000),
+        ..Default::default()
+    };
+    let limited = RouteLab::start(&cfg).expect("start route lab");
+    let (code, r, _) = netdoctor_in(&limited, &args);
+    let hs = hops(&r);
+    assert!(hs[0]["loss"].as_f64().unwrap() > 0.3, "{}", hs[0]);
+    assert_eq!(hs[2]["loss"].as_f64().unwrap(), 0.0, "{}", hs[2]);
+    assert!(
+        !ids(&r).contains(&"route_problem".to_string()),
+        "{:?}",
+        ids(&r)
+    );
+    assert_eq!(code, 0, "{r}");
+    let notes = &r["measurements"]["hop_assessment"][0]["notes"];
+    assert_eq!(notes[0]["kind"], "icmp_rate_limited", "{notes}");
+    limited.stop().unwrap();
+}
+
+fn dns_json(lab: &RouteLab) -> (i32, Value) {
+    let (code, r, err) = netdoctor_in(
+        lab,
+        &["dns", "srv", "--tries", "3", "--timeout", "1s", "--json"],
+    );
+    assert!(matches!(code, 0 | 1), "{err}");
+    (code, r)
+}
+
+#[test]
+fn dns_tells_dead_from_slow_from_empty_and_finds_ptr_timeouts() {
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    // Slow: 300 ms per answer; answered every time.
+    let slow = lab(
+        0.0,
+        0.0,
+        Resolver::Lab(Behavior {
+            delay: Duration::from_millis(300),
+            ..Default::default()
+        }),
+    );
+    let (code, r) = dns_json(&slow);
+    assert_eq!(code, 1);
+    assert_eq!(ids(&r), ["dns_slow"], "{r}");
+    let udp = &r["measurements"]["dns"]["servers"][0]["udp"];
+    assert_eq!(udp["answered"], 3);
+    let median = udp["median_ms"].as_f64().unwrap();
+    assert!((300.0..360.0).contains(&median), "{median}");
+    slow.stop().unwrap();
+
+    // Dead: the nameserver's address is up but nothing ever answers.
+    let dead = lab(0.0, 0.0, Resolver::Dead);
+    let (code, r) = dns_json(&dead);
+    assert_eq!(code, 1);
+    assert_eq!(ids(&r), ["dns_server_unreachable"], "{r}");
+    assert_eq!(r["findings"][0]["severity"], "critical");
+    assert!(
+        r["measurements"]["dns"]["getaddrinfo"]["error"].is_string(),
+        "{}",
+        r["measurements"]["dns"]["getaddrinfo"]
+    );
+    dead.stop().unwrap();
+
+    // Empty resolv.conf.
+    let empty = lab(0.0, 0.0, Resolver::Empty);
+    let (code, r) = dns_json(&empty);
+    assert_eq!(code, 1);
+    assert_eq!(ids(&r), ["dns_no_nameserver"], "{r}");
+    assert_eq!(
+        r["measurements"]["dns"]["servers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    empty.stop().unwrap();
+
+    // Healthy, then deaf to PTR: only the reverse lookups fail.
+    let ok = lab(0.0, 0.0, Resolver::Lab(Behavior::default()));
+    let (code, r) = dns_json(&ok);
+    assert_eq!((code, ids(&r)), (0, vec![]), "{r}");
+    assert_eq!(r["verdict"], "healthy");
+    ok.stop().unwrap();
+    let deaf = lab(
+        0.0,
+        0.0,
+        Resolver::Lab(Behavior {
+            drop_reverse: true,
+            ..Default::default()
+        }),
+    );
+    let (code, r) = dns_json(&deaf);
+    assert_eq!(code, 1);
+    assert_eq!(ids(&r), ["reverse_dns_timeout"], "{r}");
+    let rev = &r["measurements"]["dns"]["reverse"][0];
+    assert_eq!(rev["address"], SERVER_IP.to_string());
+    assert_eq!(rev["direct"][0][0], NAMESERVER_IP.to_string());
+    assert_eq!(rev["direct"][0][1]["status"], "timeout");
+    deaf.stop().unwrap();
+}
+
+#[test]
+fn labs_leave_nothing_behind() {
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    let l = lab(7.0, 0.0, Resolver::Empty);
+    let names = l.namespaces().to_vec();
+    let etc = l.client_resolv_conf();
+    assert!(etc.exists());
+    drop(l);
+    for n in names {
+        assert!(!netdoctor_lab::netns_exists(&n), "{n} left behind");
+    }
+    assert!(!etc.exists());
+}
