@@ -34,6 +34,8 @@ pub enum Command {
     Load(crate::loadcmd::LoadArgs),
     /// Connection-setup benchmark: N connect()+close, per-connect latency, failures by errno.
     Connect(crate::loadcmd::ConnectArgs),
+    /// Node agent: passive windows over local ports, findings as Prometheus metrics and OTLP.
+    Watch(crate::watchcmd::WatchArgs),
 }
 
 #[derive(Debug, Clone, Args)]

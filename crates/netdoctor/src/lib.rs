@@ -9,6 +9,7 @@ pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
 pub mod target;
+pub mod watchcmd;
 
 pub use cli::{Cli, Command};
 
@@ -26,6 +27,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Demo(args) => demo::command(&args, out),
         Command::Load(args) => loadcmd::load_command(&args, out),
         Command::Connect(args) => loadcmd::connect_command(&args, out),
+        Command::Watch(args) => watchcmd::command(&args, out),
     }
 }
 

@@ -1,0 +1,551 @@
+//! The agent's Prometheus metrics, built from plain window reports.
+//!
+//! Exposition format: `prometheus-client` (the Prometheus project's Rust client) writes the
+//! OpenMetrics text format, which Prometheus scrapes natively. Names follow the Prometheus
+//! conventions: the base unit in the name (`_seconds`, `_bytes`, `_ratio`), `_total` on counters
+//! (the crate appends it to every counter), `netdoctor_` as the namespace, and the two process
+//! metrics under their standard names (`process_cpu_seconds_total`,
+//! `process_resident_memory_bytes`) so existing dashboards find them.
+//!
+//! Everything is fed by [`AgentMetrics::record_window`], from a window's
+//! [`netdoctor_report::Report`] (findings, capture statistics, exchange percentiles, counter
+//! deltas), so this module does not depend on how the window was produced.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `netdoctor_finding_active` | gauge: 1 when the latest window of the port has the finding, 0 after it went away | id, side, severity, port |
+//! | `netdoctor_finding_added_latency_seconds` | gauge: the finding's added latency in the latest window (0 once gone) | id, side, severity, port |
+//! | `netdoctor_finding_affected_ratio` | gauge: fraction of requests or connections affected | id, side, severity, port |
+//! | `netdoctor_finding_windows_total` | counter: windows in which the finding was present | id, side, severity, port |
+//! | `netdoctor_windows_total` | counter: windows analyzed, by verdict | port, verdict |
+//! | `netdoctor_requests_total` | counter: request/response exchanges seen | port |
+//! | `netdoctor_request_duration_seconds` | histogram (interpolated, see below) | port |
+//! | `netdoctor_window_request_duration_seconds` | gauge: exact percentiles of the latest window | port, quantile |
+//! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
+//! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
+//! | `netdoctor_kernel_counter_window_delta` | gauge: change of a kernel counter over the latest window | counter |
+//! | `netdoctor_window_end_timestamp_seconds` | gauge: when the latest window of the port ended | port |
+//! | `process_cpu_seconds_total`, `process_resident_memory_bytes` | the agent itself | — |
+//!
+//! **The latency histogram is interpolated.** The core hands out a window's latency as
+//! percentiles (p50, p90, p99, max) and a count, not per-request samples. Each window's count is
+//! spread over the fixed buckets by linear interpolation of that distribution function
+//! (0 → 0, p50 → 0.5, p90 → 0.9, p99 → 0.99, max → 1), and the sum is the count times the mean of
+//! that piecewise-linear distribution. `histogram_quantile` over it is therefore exact at the
+//! four percentiles of each window and approximate in between; the exact per-window
+//! percentiles are in `netdoctor_window_request_duration_seconds`. When the core exposes its
+//! per-window histogram, [`LatencyHistogram::add_window`] is the one place to switch.
+
+use netdoctor_core::{Finding, Percentiles};
+use netdoctor_observe::counters::CounterDelta;
+use netdoctor_report::Report;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::Registry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+/// Upper bounds (seconds) of the request-duration histogram: 1 ms … 10 s, with the 40 ms
+/// delayed-ACK timer and 200 ms (minimum RTO) between buckets.
+pub const LATENCY_BUCKETS_S: [f64; 14] = [
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.5, 10.0,
+];
+
+/// Kernel counters exported as per-window deltas: the ones the detectors and the method use.
+pub const KERNEL_COUNTERS: [&str; 16] = [
+    "Tcp.RetransSegs",
+    "Tcp.InErrs",
+    "Tcp.OutRsts",
+    "Tcp.AttemptFails",
+    "Tcp.EstabResets",
+    "TcpExt.ListenOverflows",
+    "TcpExt.ListenDrops",
+    "TcpExt.SyncookiesSent",
+    "TcpExt.TCPSynRetrans",
+    "TcpExt.TCPTimeouts",
+    "TcpExt.TCPLostRetransmit",
+    "TcpExt.TCPAbortOnOverflow",
+    "TcpExt.TCPAbortOnData",
+    "TcpExt.TCPRcvQDrop",
+    "TcpExt.TCPBacklogDrop",
+    "TcpExt.TCPZeroWindowDrop",
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct FindingLabels {
+    pub id: String,
+    pub side: String,
+    pub severity: String,
+    pub port: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PortLabels {
+    pub port: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerdictLabels {
+    pub port: String,
+    pub verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QuantileLabels {
+    pub port: String,
+    pub quantile: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CounterLabels {
+    pub counter: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+
+/// All metrics of one agent. Cheap to update (atomics); [`encode`](Self::encode) renders them.
+pub struct AgentMetrics {
+    registry: Registry,
+    finding_active: Family<FindingLabels, Gauge>,
+    finding_latency: Family<FindingLabels, FGauge>,
+    finding_affected: Family<FindingLabels, FGauge>,
+    finding_windows: Family<FindingLabels, Counter>,
+    windows: Family<VerdictLabels, Counter>,
+    requests: Family<PortLabels, Counter>,
+    latency_hist: Family<PortLabels, LatencyHistogram>,
+    window_latency: Family<QuantileLabels, FGauge>,
+    packets: Family<PortLabels, Counter>,
+    drops: Family<PortLabels, Counter>,
+    connections: Family<PortLabels, Counter>,
+    retransmits: Family<PortLabels, Counter>,
+    resets: Family<PortLabels, Counter>,
+    syn_retransmits: Family<PortLabels, Counter>,
+    kernel_delta: Family<CounterLabels, Gauge>,
+    window_end: Family<PortLabels, FGauge>,
+    cpu: Counter<f64, AtomicU64>,
+    rss: Gauge,
+    /// Finding series ever set, per port, so a finding that went away drops to 0.
+    seen: Mutex<BTreeMap<u16, BTreeSet<FindingLabels>>>,
+}
+
+impl Default for AgentMetrics {
+    fn default() -> Self {
+        AgentMetrics::new()
+    }
+}
+
+impl AgentMetrics {
+    pub fn new() -> AgentMetrics {
+        let mut r = Registry::default();
+        let m = AgentMetrics {
+            registry: Registry::default(),
+            finding_active: Family::default(),
+            finding_latency: Family::default(),
+            finding_affected: Family::default(),
+            finding_windows: Family::default(),
+            windows: Family::default(),
+            requests: Family::default(),
+            latency_hist: Family::default(),
+            window_latency: Family::default(),
+            packets: Family::default(),
+            drops: Family::default(),
+            connections: Family::default(),
+            retransmits: Family::default(),
+            resets: Family::default(),
+            syn_retransmits: Family::default(),
+            kernel_delta: Family::default(),
+            window_end: Family::default(),
+            cpu: Counter::default(),
+            rss: Gauge::default(),
+            seen: Mutex::new(BTreeMap::new()),
+        };
+        r.register(
+            "netdoctor_finding_active",
+            "1 when the latest window of the port has this finding, 0 once it went away",
+            m.finding_active.clone(),
+        );
+        r.register(
+            "netdoctor_finding_added_latency_seconds",
+            "Latency the finding added to an affected request in the latest window",
+            m.finding_latency.clone(),
+        );
+        r.register(
+            "netdoctor_finding_affected_ratio",
+            "Fraction (0..1) of requests or connections the finding affected in the latest window",
+            m.finding_affected.clone(),
+        );
+        r.register(
+            "netdoctor_finding_windows",
+            "Windows in which the finding was present",
+            m.finding_windows.clone(),
+        );
+        r.register(
+            "netdoctor_windows",
+            "Windows analyzed, by verdict",
+            m.windows.clone(),
+        );
+        r.register(
+            "netdoctor_requests",
+            "Request/response exchanges seen in the captured traffic",
+            m.requests.clone(),
+        );
+        r.register(
+            "netdoctor_request_duration_seconds",
+            "Request duration at the capture point (first request byte to last response byte); \
+             buckets interpolated from each window's percentiles",
+            m.latency_hist.clone(),
+        );
+        r.register(
+            "netdoctor_window_request_duration_seconds",
+            "Exact request-duration percentiles of the latest window (quantile 1 is the maximum)",
+            m.window_latency.clone(),
+        );
+        r.register(
+            "netdoctor_capture_packets",
+            "Packets captured",
+            m.packets.clone(),
+        );
+        r.register(
+            "netdoctor_capture_drops",
+            "Packets the kernel dropped before the capture read them",
+            m.drops.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_connections",
+            "TCP connections seen in the capture",
+            m.connections.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_retransmitted_segments",
+            "Retransmitted TCP segments seen in the capture",
+            m.retransmits.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_resets",
+            "TCP resets seen in the capture",
+            m.resets.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_syn_retransmits",
+            "Retransmitted SYNs seen in the capture",
+            m.syn_retransmits.clone(),
+        );
+        r.register(
+            "netdoctor_kernel_counter_window_delta",
+            "Change of a kernel counter (/proc/net/netstat, /proc/net/snmp) over the latest window",
+            m.kernel_delta.clone(),
+        );
+        r.register(
+            "netdoctor_window_end_timestamp_seconds",
+            "Unix time at which the latest window of the port ended",
+            m.window_end.clone(),
+        );
+        r.register(
+            "process_cpu_seconds",
+            "User and system CPU time spent by the agent",
+            m.cpu.clone(),
+        );
+        r.register(
+            "process_resident_memory_bytes",
+            "Resident memory of the agent",
+            m.rss.clone(),
+        );
+        AgentMetrics { registry: r, ..m }
+    }
+
+    /// Records one window of one port: its findings, exchanges and capture statistics.
+    /// `end_unix_s` is the window's end (Unix seconds).
+    pub fn record_window(&self, port: u16, report: &Report, end_unix_s: f64) {
+        let p = port.to_string();
+        let pl = PortLabels { port: p.clone() };
+        self.windows
+            .get_or_create(&VerdictLabels {
+                port: p.clone(),
+                verdict: verdict_str(report),
+            })
+            .inc();
+        self.record_findings(port, &report.findings);
+        if let Some(cap) = &report.measurements.capture {
+            let s = &cap.stats;
+            self.packets.get_or_create(&pl).inc_by(s.packets);
+            self.drops.get_or_create(&pl).inc_by(s.capture_drops);
+            self.connections.get_or_create(&pl).inc_by(s.connections);
+            self.retransmits
+                .get_or_create(&pl)
+                .inc_by(s.retransmitted_segments);
+            self.resets.get_or_create(&pl).inc_by(s.resets);
+            self.syn_retransmits
+                .get_or_create(&pl)
+                .inc_by(s.syn_retransmits);
+            let x = &cap.exchanges;
+            self.requests.get_or_create(&pl).inc_by(x.count);
+            self.latency_hist
+                .get_or_create(&pl)
+                .add_window(x.count, &x.latency_ms);
+            let q = &x.latency_ms;
+            for (name, v) in [
+                ("0.5", q.p50),
+                ("0.9", q.p90),
+                ("0.99", q.p99),
+                ("1", q.max),
+            ] {
+                self.window_latency
+                    .get_or_create(&QuantileLabels {
+                        port: p.clone(),
+                        quantile: name.to_string(),
+                    })
+                    .set(v / 1000.0);
+            }
+        }
+        if let Some(c) = &report.measurements.counters {
+            self.record_counters(&c.changed);
+        }
+        self.window_end.get_or_create(&pl).set(end_unix_s);
+    }
+
+    /// Sets the finding series of `port` to this window's findings; series of findings that
+    /// went away drop to 0.
+    pub fn record_findings(&self, port: u16, findings: &[Finding]) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let known = seen.entry(port).or_default();
+        for l in known.iter() {
+            self.finding_active.get_or_create(l).set(0);
+            self.finding_latency.get_or_create(l).set(0.0);
+            self.finding_affected.get_or_create(l).set(0.0);
+        }
+        for f in findings {
+            let l = finding_labels(port, f);
+            self.finding_active.get_or_create(&l).set(1);
+            self.finding_latency
+                .get_or_create(&l)
+                .set(f.impact.added_latency_ms.unwrap_or(0.0) / 1000.0);
+            self.finding_affected
+                .get_or_create(&l)
+                .set(f.impact.affected_fraction.unwrap_or(0.0));
+            self.finding_windows.get_or_create(&l).inc();
+            known.insert(l);
+        }
+    }
+
+    /// Sets the per-window deltas of [`KERNEL_COUNTERS`] (0 for those that did not change).
+    pub fn record_counters(&self, changed: &[CounterDelta]) {
+        for name in KERNEL_COUNTERS {
+            let d = changed
+                .iter()
+                .find(|c| c.name == name)
+                .map_or(0, |c| c.change());
+            self.kernel_delta
+                .get_or_create(&CounterLabels {
+                    counter: name.to_string(),
+                })
+                .set(i64::try_from(d).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Updates the process metrics from /proc/self (called before each scrape).
+    pub fn refresh_process(&self) {
+        if let Some(p) = crate::procstat::ProcStat::read_self() {
+            let cpu = p.cpu_seconds();
+            let now = self.cpu.get();
+            if cpu > now {
+                self.cpu.inc_by(cpu - now);
+            }
+            self.rss.set(i64::try_from(p.rss_bytes).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The OpenMetrics text exposition of every metric.
+    pub fn encode(&self) -> String {
+        self.refresh_process();
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Every metric name as it appears in samples (counters with `_total`, histograms with
+    /// `_bucket`/`_sum`/`_count`), for checks of dashboards and queries.
+    pub fn sample_names() -> Vec<String> {
+        let text = AgentMetrics::new().encode();
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| {
+                let (name, ty) = l.split_once(' ')?;
+                Some(match ty {
+                    "counter" => vec![format!("{name}_total")],
+                    "histogram" => vec![
+                        format!("{name}_bucket"),
+                        format!("{name}_sum"),
+                        format!("{name}_count"),
+                    ],
+                    _ => vec![name.to_string()],
+                })
+            })
+            .flatten()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+fn verdict_str(r: &Report) -> String {
+    serde_json::to_value(r.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+fn json_str<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The labels of one finding on one port.
+pub fn finding_labels(port: u16, f: &Finding) -> FindingLabels {
+    FindingLabels {
+        id: f.id.as_str().to_string(),
+        side: json_str(&f.side),
+        severity: json_str(&f.severity),
+        port: port.to_string(),
+    }
+}
+
+/// A histogram fed with whole windows (count + percentiles), see the module docs.
+#[derive(Debug, Default)]
+pub struct LatencyHistogram {
+    inner: Arc<Mutex<HistState>>,
+}
+
+impl Clone for LatencyHistogram {
+    fn clone(&self) -> Self {
+        LatencyHistogram {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct HistState {
+    /// Cumulative counts per bucket of [`LATENCY_BUCKETS_S`], as f64 so fractions of a request
+    /// are not lost between windows; rounded when encoded.
+    cumulative: [f64; LATENCY_BUCKETS_S.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl LatencyHistogram {
+    /// Adds a window of `count` requests whose latency has the percentiles `p` (milliseconds).
+    pub fn add_window(&self, count: u64, p: &Percentiles) {
+        if count == 0 {
+            return;
+        }
+        // (value in seconds, cumulative fraction), monotone in both.
+        let mut pts = vec![(0.0, 0.0)];
+        for (v, q) in [(p.p50, 0.5), (p.p90, 0.9), (p.p99, 0.99), (p.max, 1.0)] {
+            let prev = pts.last().map_or(0.0, |x: &(f64, f64)| x.0);
+            pts.push(((v / 1000.0).max(prev), q));
+        }
+        let cdf = |x: f64| -> f64 {
+            for w in pts.windows(2) {
+                let ((x0, q0), (x1, q1)) = (w[0], w[1]);
+                if x <= x1 {
+                    if x1 <= x0 {
+                        return q1;
+                    }
+                    return q0 + (q1 - q0) * ((x - x0) / (x1 - x0)).clamp(0.0, 1.0);
+                }
+            }
+            1.0
+        };
+        // Mean of the piecewise-linear distribution: each segment's mass at its midpoint.
+        let mean: f64 = pts
+            .windows(2)
+            .map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0)
+            .sum();
+        let n = count as f64;
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, b) in LATENCY_BUCKETS_S.iter().enumerate() {
+            s.cumulative[i] += n * cdf(*b);
+        }
+        s.count += count;
+        s.sum += n * mean;
+    }
+
+    /// (sum, count, cumulative buckets incl. +Inf).
+    pub fn snapshot(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buckets: Vec<(f64, u64)> = LATENCY_BUCKETS_S
+            .iter()
+            .zip(s.cumulative.iter())
+            .map(|(b, c)| (*b, (c.round() as u64).min(s.count)))
+            .collect();
+        // prometheus-client writes `le="+Inf"` for f64::MAX.
+        buckets.push((f64::MAX, s.count));
+        (s.sum, s.count, buckets)
+    }
+}
+
+impl TypedMetric for LatencyHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for LatencyHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (sum, count, cumulative) = self.snapshot();
+        // The encoder wants per-bucket counts and accumulates them itself.
+        let mut prev = 0;
+        let per_bucket: Vec<(f64, u64)> = cumulative
+            .into_iter()
+            .map(|(b, c)| {
+                let n = c.saturating_sub(prev);
+                prev = prev.max(c);
+                (b, n)
+            })
+            .collect();
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            sum,
+            count,
+            &per_bucket,
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_is_exact_at_the_window_percentiles() {
+        let h = LatencyHistogram::default();
+        // p50 = 2 ms, p90 = 5 ms, p99 = 50 ms, max = 100 ms (bucket bounds on purpose).
+        let p = Percentiles {
+            p50: 2.0,
+            p90: 5.0,
+            p99: 50.0,
+            max: 100.0,
+        };
+        h.add_window(1000, &p);
+        let (_, count, b) = h.snapshot();
+        assert_eq!(count, 1000);
+        let at = |le: f64| b.iter().find(|x| x.0 == le).map(|x| x.1);
+        assert_eq!(at(0.002), Some(500));
+        assert_eq!(at(0.005), Some(900));
+        assert_eq!(at(0.05), Some(990));
+        assert_eq!(at(0.1), Some(1000));
+        assert_eq!(at(0.001), Some(250));
+        assert!(b.windows(2).all(|w| w[0].1 <= w[1].1));
+    }
+}
