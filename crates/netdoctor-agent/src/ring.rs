@@ -4,7 +4,7 @@
 //! Layout of `--dir`: one entry per port and problem window, named
 //! `w<unix-ms>-p<port>` with the files `<name>.json` (a `netdoctor.report/v1` report) and
 //! `<name>.pcap` (the window's packets, when capture to disk was on). The window in progress
-//! writes to `current-p<port>.pcap`, which is renamed into the ring when the window has a
+//! writes to `current-p<port>-<window>.pcap`, which is renamed into the ring when the window has a
 //! problem and removed otherwise. After each store the oldest entries beyond `keep` are
 //! deleted; names sort by time, so "oldest" is the lexical order.
 
@@ -32,9 +32,20 @@ impl EvidenceRing {
         &self.dir
     }
 
-    /// Where the window in progress of `port` writes its packets.
-    pub fn current_pcap(&self, port: u16) -> PathBuf {
-        self.dir.join(format!("current-p{port}.pcap"))
+    /// Where window `window` of `port` writes its packets while it runs.
+    pub fn current_pcap(&self, port: u16, window: u64) -> PathBuf {
+        self.dir.join(format!("current-p{port}-{window}.pcap"))
+    }
+
+    /// Removes the pcaps of windows in progress (at shutdown, and of a crashed earlier run).
+    pub fn remove_current(&self) {
+        if let Ok(rd) = std::fs::read_dir(&self.dir) {
+            for e in rd.filter_map(|e| e.ok()) {
+                if e.file_name().to_string_lossy().starts_with("current-") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
     }
 
     /// Stores one problem window: the report JSON, and the pcap at `pcap` (moved) when given.
@@ -95,7 +106,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let ring = EvidenceRing::open(&d.path().join("ring"), 2).unwrap();
         for t in [3000u64, 1000, 2000, 4000] {
-            let pcap = ring.current_pcap(80);
+            let pcap = ring.current_pcap(80, t);
             std::fs::write(&pcap, b"pcap").unwrap();
             ring.store(t, 80, b"{}", Some(&pcap)).unwrap();
             assert!(!pcap.exists());

@@ -170,7 +170,7 @@ pub fn watch(
         let ctx = PortCtx {
             port,
             snaplen: cfg.snaplen,
-            pcap_path: ring.as_ref().map(|r| r.current_pcap(port)),
+            ring: ring.clone(),
             pcap_limit: cfg.pcap_limit_bytes,
             window_stop: Arc::clone(&window_stop),
             shutdown: Arc::clone(&shutdown),
@@ -209,9 +209,7 @@ pub fn watch(
         let _ = h.thread.join();
     }
     if let Some(r) = &ring {
-        for &port in &cfg.ports {
-            let _ = std::fs::remove_file(r.current_pcap(port));
-        }
+        r.remove_current();
     }
     result
 }
@@ -374,7 +372,7 @@ fn window_report(
 struct PortCtx {
     port: u16,
     snaplen: u32,
-    pcap_path: Option<PathBuf>,
+    ring: Option<EvidenceRing>,
     pcap_limit: u64,
     window_stop: Arc<AtomicBool>,
     shutdown: Arc<AtomicBool>,
@@ -382,15 +380,24 @@ struct PortCtx {
 }
 
 /// One port: capture windows until shutdown, one analyzer per window (see the module docs).
+///
+/// The capture thread only reads the ring and feeds the analyzer. At a window's end the
+/// analyzer and the pcap writer move to a short-lived finisher thread, and the capture thread
+/// returns to the ring at once: the ring retires a block every 10 ms, so a reader that stays
+/// away for 80 ms (8 blocks) loses packets, and finishing an analyzer with thousands of
+/// connections can take that long on a busy host.
 fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
     // The capture's drop count is cumulative over the socket's life.
     let mut drops_so_far = 0u64;
+    let mut window = 0u64;
     loop {
+        window += 1;
         let mut analyzer = Analyzer::new(AnalyzerConfig {
             server_port: Some(ctx.port),
         });
+        let pcap_path = ctx.ring.as_ref().map(|r| r.current_pcap(ctx.port, window));
         let mut pcap_error = None;
-        let mut writer = match &ctx.pcap_path {
+        let mut writer = match &pcap_path {
             Some(p) => match std::fs::File::create(p)
                 .map_err(|e| e.to_string())
                 .and_then(|f| {
@@ -426,27 +433,51 @@ fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
             analyzer.note_capture_drops(s.drops.saturating_sub(drops_so_far));
             drops_so_far = s.drops;
         }
-        let mut pcap = None;
-        if let Some(w) = writer {
-            match w.finish() {
-                Ok(()) => pcap = ctx.pcap_path.clone(),
-                Err(e) => {
-                    pcap_error.get_or_insert(e.to_string());
+        let done = ctx.shutdown.load(Ordering::SeqCst);
+        let port = ctx.port;
+        let tx = ctx.tx.clone();
+        let finish = move || {
+            let mut pcap = None;
+            if let Some(w) = writer {
+                match w.finish() {
+                    Ok(()) => pcap = pcap_path,
+                    Err(e) => {
+                        pcap_error.get_or_insert(e.to_string());
+                    }
                 }
             }
-        }
-        let analysis = analyzer.finish();
-        let done = ctx.shutdown.load(Ordering::SeqCst);
-        let sent = ctx.tx.send(PortWindow {
-            port: ctx.port,
-            analysis,
-            summary,
-            pcap,
-            pcap_truncated: truncated,
-            pcap_error,
-        });
-        if done || sent.is_err() {
+            let analysis = analyzer.finish();
+            tx.send(PortWindow {
+                port,
+                analysis,
+                summary,
+                pcap,
+                pcap_truncated: truncated,
+                pcap_error,
+            })
+            .is_ok()
+        };
+        if done {
+            finish();
             return;
+        }
+        if let Err(e) = std::thread::Builder::new()
+            .name(format!("finish-{port}"))
+            .spawn(finish)
+        {
+            // Without a thread, report the failure as this window's capture error.
+            let _ = ctx.tx.send(PortWindow {
+                port,
+                analysis: Analyzer::new(AnalyzerConfig::default()).finish(),
+                summary: Err(ObserveError::Capture {
+                    op: "spawn finisher thread".into(),
+                    errno: e.raw_os_error(),
+                    message: e.to_string(),
+                }),
+                pcap: None,
+                pcap_truncated: false,
+                pcap_error: None,
+            });
         }
     }
 }
