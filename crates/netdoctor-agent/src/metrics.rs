@@ -20,10 +20,10 @@
 //! | `netdoctor_windows_total` | counter: windows analyzed, by verdict | port, verdict |
 //! | `netdoctor_requests_total` | counter: request/response exchanges seen | port |
 //! | `netdoctor_request_duration_seconds` | histogram (interpolated, see below) | port |
-//! | `netdoctor_window_request_duration_seconds` | gauge: exact percentiles of the latest window | port, quantile |
+//! | `netdoctor_window_request_duration_seconds` | gauge: exact percentiles of the latest window | port, percentile (p50, p90, p99, max) |
 //! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
 //! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
-//! | `netdoctor_kernel_counter_window_delta` | gauge: change of a kernel counter over the latest window | counter |
+//! | `netdoctor_kernel_stat_window_delta` | gauge: change of a kernel counter over the latest window | stat (e.g. `TcpExt.ListenOverflows`) |
 //! | `netdoctor_window_end_timestamp_seconds` | gauge: when the latest window of the port ended | port |
 //! | `process_cpu_seconds_total`, `process_resident_memory_bytes` | the agent itself | — |
 //!
@@ -95,14 +95,14 @@ pub struct VerdictLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct QuantileLabels {
+pub struct PercentileLabels {
     pub port: String,
-    pub quantile: String,
+    pub percentile: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CounterLabels {
-    pub counter: String,
+pub struct StatLabels {
+    pub stat: String,
 }
 
 type FGauge = Gauge<f64, AtomicU64>;
@@ -117,14 +117,14 @@ pub struct AgentMetrics {
     windows: Family<VerdictLabels, Counter>,
     requests: Family<PortLabels, Counter>,
     latency_hist: Family<PortLabels, LatencyHistogram>,
-    window_latency: Family<QuantileLabels, FGauge>,
+    window_latency: Family<PercentileLabels, FGauge>,
     packets: Family<PortLabels, Counter>,
     drops: Family<PortLabels, Counter>,
     connections: Family<PortLabels, Counter>,
     retransmits: Family<PortLabels, Counter>,
     resets: Family<PortLabels, Counter>,
     syn_retransmits: Family<PortLabels, Counter>,
-    kernel_delta: Family<CounterLabels, Gauge>,
+    kernel_delta: Family<StatLabels, Gauge>,
     window_end: Family<PortLabels, FGauge>,
     cpu: Counter<f64, AtomicU64>,
     rss: Gauge,
@@ -201,7 +201,7 @@ impl AgentMetrics {
         );
         r.register(
             "netdoctor_window_request_duration_seconds",
-            "Exact request-duration percentiles of the latest window (quantile 1 is the maximum)",
+            "Exact request-duration percentiles of the latest window (p50, p90, p99, max)",
             m.window_latency.clone(),
         );
         r.register(
@@ -235,7 +235,7 @@ impl AgentMetrics {
             m.syn_retransmits.clone(),
         );
         r.register(
-            "netdoctor_kernel_counter_window_delta",
+            "netdoctor_kernel_stat_window_delta",
             "Change of a kernel counter (/proc/net/netstat, /proc/net/snmp) over the latest window",
             m.kernel_delta.clone(),
         );
@@ -288,15 +288,15 @@ impl AgentMetrics {
                 .add_window(x.count, &x.latency_ms);
             let q = &x.latency_ms;
             for (name, v) in [
-                ("0.5", q.p50),
-                ("0.9", q.p90),
-                ("0.99", q.p99),
-                ("1", q.max),
+                ("p50", q.p50),
+                ("p90", q.p90),
+                ("p99", q.p99),
+                ("max", q.max),
             ] {
                 self.window_latency
-                    .get_or_create(&QuantileLabels {
+                    .get_or_create(&PercentileLabels {
                         port: p.clone(),
-                        quantile: name.to_string(),
+                        percentile: name.to_string(),
                     })
                     .set(v / 1000.0);
             }
@@ -339,8 +339,8 @@ impl AgentMetrics {
                 .find(|c| c.name == name)
                 .map_or(0, |c| c.change());
             self.kernel_delta
-                .get_or_create(&CounterLabels {
-                    counter: name.to_string(),
+                .get_or_create(&StatLabels {
+                    stat: name.to_string(),
                 })
                 .set(i64::try_from(d).unwrap_or(i64::MAX));
         }
@@ -367,10 +367,45 @@ impl AgentMetrics {
         out
     }
 
+    /// The classic Prometheus text format (version 0.0.4) of every metric, for scrapers that
+    /// do not ask for OpenMetrics (curl, `promtool check metrics`, older agents). Same samples;
+    /// the differences are the counter families' names in `# HELP`/`# TYPE` (with `_total`, as
+    /// 0.0.4 names them after their samples) and no `# UNIT`/`# EOF` lines.
+    pub fn encode_text_004(&self) -> String {
+        openmetrics_to_004(&self.encode())
+    }
+
     /// Every metric name as it appears in samples (counters with `_total`, histograms with
     /// `_bucket`/`_sum`/`_count`), for checks of dashboards and queries.
     pub fn sample_names() -> Vec<String> {
-        let text = AgentMetrics::new().encode();
+        // Families without a series are not encoded: feed one window that fills them all.
+        let m = AgentMetrics::new();
+        let mut r = Report::new(
+            "watch",
+            netdoctor_report::Target {
+                input: "tcp port 1".into(),
+                address: None,
+            },
+        );
+        r.findings.push(Finding::new(
+            netdoctor_core::FindingId::NagleDelayedAck,
+            netdoctor_core::Severity::Warning,
+            netdoctor_core::Side::Server,
+            "example",
+        ));
+        r.measurements.capture = Some(netdoctor_report::CaptureSection {
+            source: "live",
+            snaplen: None,
+            pcap_file: None,
+            stats: Default::default(),
+            exchanges: Default::default(),
+            warnings: Vec::new(),
+        });
+        r.measurements.counters = Some(netdoctor_report::CountersSection {
+            changed: Vec::new(),
+        });
+        m.record_window(1, &r, 0.0);
+        let text = m.encode();
         let mut names: Vec<String> = text
             .lines()
             .filter_map(|l| l.strip_prefix("# TYPE "))
@@ -392,6 +427,32 @@ impl AgentMetrics {
         names.dedup();
         names
     }
+}
+
+/// Converts prometheus-client's OpenMetrics text to the 0.0.4 text format (see
+/// [`AgentMetrics::encode_text_004`]).
+pub fn openmetrics_to_004(om: &str) -> String {
+    let counters: BTreeSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(om.len());
+    for line in om.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line).trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 fn verdict_str(r: &Report) -> String {

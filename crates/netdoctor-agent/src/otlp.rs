@@ -18,9 +18,9 @@
 //! | `netdoctor.finding.active` | gauge | 1 | finding.id, finding.side, finding.severity, port |
 //! | `netdoctor.finding.added_latency` | gauge | s | same |
 //! | `netdoctor.requests` | counter | {request} | port |
-//! | `netdoctor.window.request.duration` | gauge | s | port, quantile |
+//! | `netdoctor.window.request.duration` | gauge | s | port, percentile |
 //! | `netdoctor.capture.packets`, `netdoctor.capture.drops`, `netdoctor.tcp.retransmitted_segments`, `netdoctor.tcp.resets` | counter | {packet}/{segment} | port |
-//! | `netdoctor.kernel.counter.window_delta` | gauge | 1 | counter |
+//! | `netdoctor.kernel.stat.window_delta` | gauge | 1 | stat |
 //!
 //! Findings become log records: body = the finding's summary, severity WARN (warning), ERROR
 //! (critical) or INFO, attributes `finding.id`, `finding.side`, `finding.severity`, `port`,
@@ -166,7 +166,7 @@ impl OtlpExporter {
                 .with_unit("{segment}")
                 .build(),
             kernel: m
-                .i64_gauge("netdoctor.kernel.counter.window_delta")
+                .i64_gauge("netdoctor.kernel.stat.window_delta")
                 .with_unit("1")
                 .build(),
         };
@@ -227,14 +227,15 @@ impl OtlpExporter {
             self.inst.resets.add(c.stats.resets, pa);
             let q = &c.exchanges.latency_ms;
             for (name, v) in [
-                ("0.5", q.p50),
-                ("0.9", q.p90),
-                ("0.99", q.p99),
-                ("1", q.max),
+                ("p50", q.p50),
+                ("p90", q.p90),
+                ("p99", q.p99),
+                ("max", q.max),
             ] {
-                self.inst
-                    .window_latency
-                    .record(v / 1000.0, &[port.clone(), KeyValue::new("quantile", name)]);
+                self.inst.window_latency.record(
+                    v / 1000.0,
+                    &[port.clone(), KeyValue::new("percentile", name)],
+                );
             }
         }
         if let Some(c) = &r.measurements.counters {
@@ -246,7 +247,7 @@ impl OtlpExporter {
                     .map_or(0, |x| x.change());
                 self.inst.kernel.record(
                     i64::try_from(d).unwrap_or(i64::MAX),
-                    &[KeyValue::new("counter", name)],
+                    &[KeyValue::new("stat", name)],
                 );
             }
         }

@@ -8,7 +8,8 @@
 //! - one connection at a time (a second scraper waits in the kernel's listen backlog);
 //! - a request head of at most [`MAX_REQUEST`] bytes, read within [`IO_TIMEOUT`], written within
 //!   the same timeout; `Connection: close` after every answer;
-//! - `GET /metrics` (any query string) → 200 with the OpenMetrics text, `HEAD /metrics` → 200
+//! - `GET /metrics` (any query string) → 200 with the OpenMetrics text when the `Accept` header
+//!   asks for it (Prometheus does), else the classic 0.0.4 text format; `HEAD /metrics` → 200
 //!   without a body, any other path → 404, any other method → 405, an oversized or malformed
 //!   head → 400.
 
@@ -28,6 +29,7 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const ACCEPT_POLL: Duration = Duration::from_millis(200);
 
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const CONTENT_TYPE_004: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A running endpoint; stopped and joined on drop.
 pub struct MetricsServer {
@@ -124,9 +126,19 @@ fn serve(mut stream: TcpStream, metrics: &AgentMetrics) -> io::Result<()> {
     let path = target.split('?').next().unwrap_or("");
     match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
-            let body = metrics.encode();
+            // Prometheus asks for OpenMetrics in its Accept header; everyone else (curl,
+            // promtool, older scrapers) gets the classic text format.
+            let openmetrics = head.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("accept:") && l.contains("application/openmetrics-text")
+            });
+            let (body, ctype) = if openmetrics {
+                (metrics.encode(), CONTENT_TYPE)
+            } else {
+                (metrics.encode_text_004(), CONTENT_TYPE_004)
+            };
             let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\nContent-Length: {}\r\n\
+                "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
                  Connection: close\r\n\r\n",
                 body.len()
             );
