@@ -107,10 +107,10 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut write_err = None;
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut |w: &WindowResult| {
         metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
-        if let Some(o) = otlp.as_mut() {
-            if let Err(e) = o.record_window(w) {
-                eprintln!("netdoctor: {e} (next window tries again)");
-            }
+        if let Some(o) = otlp.as_mut()
+            && let Err(e) = o.record_window(w)
+        {
+            eprintln!("netdoctor: {e} (next window tries again)");
         }
         if !quiet {
             eprintln!("netdoctor: {}", window_line(w));
