@@ -5,8 +5,8 @@
 //! `w<unix-ms>-p<port>` with the files `<name>.json` (a `netdoctor.report/v1` report) and
 //! `<name>.pcap` (the window's packets, when capture to disk was on). The window in progress
 //! writes to `current-p<port>-<window>.pcap`, which is renamed into the ring when the window has a
-//! problem and removed otherwise. After each store the oldest entries beyond `keep` are
-//! deleted; names sort by time, so "oldest" is the lexical order.
+//! problem and removed otherwise. After each store the oldest entries of each port beyond `keep`
+//! are deleted; names sort by time, so "oldest" is the lexical order.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -81,11 +81,18 @@ impl EvidenceRing {
         Ok(names)
     }
 
-    /// Deletes the oldest entries beyond `keep`.
+    /// Deletes the oldest entries beyond `keep`, per port.
     fn trim(&self) -> io::Result<()> {
-        let names = self.entries()?;
-        let excess = names.len().saturating_sub(self.keep);
-        for n in &names[..excess] {
+        let mut by_port: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for n in self.entries()? {
+            let port = n.rsplit_once("-p").map_or("", |(_, p)| p).to_string();
+            by_port.entry(port).or_default().push(n);
+        }
+        let old = by_port.values().flat_map(|names| {
+            let excess = names.len().saturating_sub(self.keep);
+            names[..excess].iter()
+        });
+        for n in old {
             for ext in ["json", "pcap"] {
                 match std::fs::remove_file(self.dir.join(format!("{n}.{ext}"))) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -111,9 +118,18 @@ mod tests {
             ring.store(t, 80, b"{}", Some(&pcap)).unwrap();
             assert!(!pcap.exists());
         }
+        // Another port's windows do not push port 80's out.
+        ring.store(5000, 443, b"{}", None).unwrap();
         let names = ring.entries().unwrap();
-        assert_eq!(names, vec!["w000000000003000-p80", "w000000000004000-p80"]);
+        assert_eq!(
+            names,
+            vec![
+                "w000000000003000-p80",
+                "w000000000004000-p80",
+                "w000000000005000-p443"
+            ]
+        );
         let files = std::fs::read_dir(ring.dir()).unwrap().count();
-        assert_eq!(files, 4, "two json + two pcap");
+        assert_eq!(files, 5, "three json + two pcap");
     }
 }

@@ -52,7 +52,7 @@ pub struct WatchConfig {
     pub snaplen: u32,
     /// Capture interface; `None` for all.
     pub interface: Option<String>,
-    /// Where problem windows are kept, and how many.
+    /// Where problem windows are kept, and how many per port.
     pub ring: Option<(PathBuf, usize)>,
     /// Largest pcap written per window and port; packets beyond it are analyzed, not written.
     pub pcap_limit_bytes: u64,

@@ -391,7 +391,10 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
         .collect();
     let jsons: Vec<&String> = names.iter().filter(|n| n.ends_with(".json")).collect();
     assert!(!jsons.is_empty(), "no problem window kept: {names:?}");
-    assert!(jsons.len() <= 3 * 2, "ring not bounded: {names:?}");
+    assert!(
+        jsons.len() <= 3,
+        "ring not bounded to --keep 3 per port: {names:?}"
+    );
     for j in &jsons {
         assert!(j.ends_with(&format!("-p{stall}.json")), "{names:?}");
         let pcap = j.replace(".json", ".pcap");
