@@ -14,6 +14,11 @@
 //! analyzer (`take_window` with idle eviction) lands, the capture thread keeps one analyzer
 //! and takes a window from it instead: the change is local to [`port_thread`].
 //!
+//! Observers per window: the capture (per port) and the kernel counters (once per window, shared
+//! by the ports); for problem windows also the server's socket options (`sockopt`, as in
+//! `diagnose`), which confirm or contradict a Nagle finding. Listener queues (sock_diag) and the
+//! kernel log join when the host observers land.
+//!
 //! Problem windows (verdict `problem`) are kept in the [`EvidenceRing`] with their pcap when a
 //! directory is configured. The pcap of the window in progress goes to disk as it is captured
 //! (bounded by [`WatchConfig::pcap_limit_bytes`]) rather than into memory, so memory stays flat
@@ -25,13 +30,14 @@
 
 use crate::ring::EvidenceRing;
 use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig};
-use netdoctor_core::{LinkType, Verdict};
+use netdoctor_core::{Evidence, LinkType, Verdict};
 use netdoctor_observe::counters::{self, CounterDelta};
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::pcapwrite::PcapWriter;
 use netdoctor_observe::{ObserveError, SourceSummary};
 use netdoctor_report::{CaptureSection, Check, CountersSection, Report, Target};
 use std::io::BufWriter;
+use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -263,7 +269,10 @@ fn run_windows(
             .map_or(0, |d| d.as_millis() as u64);
         let elapsed = window_start.elapsed().as_secs_f64();
         for w in got {
-            let (report, pcap) = window_report(w, &counter_result, cfg.snaplen, elapsed);
+            let (mut report, pcap) = window_report(w, &counter_result, cfg.snaplen, elapsed);
+            if report.verdict == Verdict::Problem {
+                sample_socket_options(&mut report);
+            }
             let mut stored = None;
             if let Some(r) = ring {
                 if report.verdict == Verdict::Problem {
@@ -291,6 +300,48 @@ fn run_windows(
         if last {
             return Ok(index);
         }
+    }
+}
+
+/// Reads the server's socket options (TCP_NODELAY, TCP_CORK, buffers) for a problem window, as
+/// `diagnose` does, and lets them confirm or contradict the findings. Only problem windows pay
+/// for the /proc walk. The server address comes from the findings' packet evidence
+/// (`client → server`), so the listener's address need not be known. Needs CAP_SYS_PTRACE over
+/// the server (root); without it the check is skipped with the reason.
+fn sample_socket_options(report: &mut Report) {
+    let server = report
+        .findings
+        .iter()
+        .flat_map(|f| &f.evidence)
+        .find_map(|e| match e {
+            Evidence::Packets { connection, .. } => connection
+                .split('→')
+                .nth(1)?
+                .trim()
+                .parse::<SocketAddr>()
+                .ok(),
+            _ => None,
+        });
+    let Some(addr) = server else {
+        report.checks.push(Check::skipped(
+            "socket_options",
+            "no finding names a connection to read the server's sockets from",
+        ));
+        return;
+    };
+    match netdoctor_observe::sockopt::server_sockets(addr, 16) {
+        Ok(list) if !list.is_empty() => {
+            netdoctor_core::sockets::corroborate(&mut report.findings, &list);
+            report.checks.push(Check::ok("socket_options"));
+            report.measurements.server_sockets = Some(list);
+        }
+        Ok(_) => report.checks.push(Check::skipped(
+            "socket_options",
+            format!("no process on this host serves {addr} now"),
+        )),
+        Err(e) => report
+            .checks
+            .push(Check::skipped("socket_options", e.to_string())),
     }
 }
 

@@ -403,6 +403,24 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
             serde_json::from_slice(&std::fs::read(ring.join(j)).unwrap()).unwrap();
         assert_eq!(report["verdict"], "problem");
     }
+    // At least one kept window ended while the load held connections open: its report carries
+    // nginx's socket options, which confirm the finding (TCP_NODELAY off).
+    let with_sockets = jsons
+        .iter()
+        .filter_map(|j| {
+            serde_json::from_slice::<serde_json::Value>(&std::fs::read(ring.join(j)).ok()?).ok()
+        })
+        .filter(|r| {
+            r["checks"].as_array().is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["name"] == "socket_options" && c["status"] == "ok")
+            })
+        })
+        .count();
+    assert!(
+        with_sockets > 0,
+        "no kept window read nginx's socket options"
+    );
     assert!(
         !names.iter().any(|n| n.starts_with("current-")),
         "window-in-progress files left behind: {names:?}"
