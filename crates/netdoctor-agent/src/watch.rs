@@ -86,6 +86,11 @@ pub enum WatchError {
     NoPorts,
     #[error("window length must be at least 1s, got {0:?}")]
     WindowTooShort(Duration),
+    #[error(
+        "watch needs CAP_NET_RAW to capture tcp port {0} (run as root or grant the capability); \
+         without packet capture there is nothing to watch"
+    )]
+    NeedsCapNetRaw(u16),
     #[error("capture on tcp port {port}")]
     Capture {
         port: u16,
@@ -131,11 +136,13 @@ struct PortHandle {
     thread: std::thread::JoinHandle<()>,
 }
 
-/// Runs windows until `stop` is set or `max_windows` were done, calling `on_window` for every
-/// port's window. Returns the number of windows run.
+/// Runs windows until `stop` is set or `max_windows` were done, calling `on_start` once every
+/// capture is open (the ready signal) and `on_window` for every port's window. Returns the
+/// number of windows run.
 pub fn watch(
     cfg: &WatchConfig,
     stop: &AtomicBool,
+    on_start: &mut dyn FnMut(),
     on_window: &mut dyn FnMut(&WindowResult),
 ) -> Result<u64, WatchError> {
     if cfg.ports.is_empty() {
@@ -165,7 +172,10 @@ pub fn watch(
             max_packets: None,
             interface: cfg.interface.clone(),
         };
-        let cap = LiveCapture::open(&lc).map_err(|source| WatchError::Capture { port, source })?;
+        let cap = LiveCapture::open(&lc).map_err(|source| match source {
+            ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
+            source => WatchError::Capture { port, source },
+        })?;
         captures.push((port, cap));
     }
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -197,6 +207,7 @@ pub fn watch(
         });
     }
     drop(tx);
+    on_start();
     let result = run_windows(
         cfg,
         stop,

@@ -92,20 +92,23 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     let _signals = StopOnSignals::new(&stop);
     let quiet = std::env::var_os("NETDOCTOR_QUIET").is_some();
-    if !quiet {
-        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
-        let mut msg = format!(
-            "netdoctor: watching tcp port {} in {:?} windows",
-            ports.join(","),
-            args.window
-        );
-        if let Some(s) = &server {
-            msg.push_str(&format!(", metrics on http://{}/metrics", s.local_addr()));
-        }
-        eprintln!("{msg}");
-    }
     let mut write_err = None;
-    let windows = netdoctor_agent::watch(&cfg, &stop, &mut |w: &WindowResult| {
+    let listen = server.as_ref().map(MetricsServer::local_addr);
+    let mut on_start = || {
+        if !quiet {
+            let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+            let mut msg = format!(
+                "netdoctor: watching tcp port {} in {:?} windows",
+                ports.join(","),
+                args.window
+            );
+            if let Some(a) = listen {
+                msg.push_str(&format!(", metrics on http://{a}/metrics"));
+            }
+            eprintln!("{msg}");
+        }
+    };
+    let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
         metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
         if let Some(o) = otlp.as_mut()
             && let Err(e) = o.record_window(w)

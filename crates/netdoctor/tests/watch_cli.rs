@@ -36,3 +36,32 @@ fn a_port_list_that_does_not_parse_is_a_usage_error() {
         stderr(&o)
     );
 }
+
+/// Without CAP_NET_RAW, watch says so and what it means, in one line (run as nobody via
+/// setpriv; skipped when not root or setpriv is missing).
+#[test]
+fn without_cap_net_raw_the_missing_capability_is_named() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("SKIPPED: needs root and /usr/bin/setpriv to drop to nobody");
+        return;
+    }
+    // A copy that nobody can execute (the target directory may not be readable by nobody).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let bin = dir.path().join("netdoctor");
+    std::fs::copy(env!("CARGO_BIN_EXE_netdoctor"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = std::process::Command::new("/usr/bin/setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["watch", "-p", "80", "--window", "1s", "--windows", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_clean_error(&o, "watch needs CAP_NET_RAW to capture tcp port 80");
+}
