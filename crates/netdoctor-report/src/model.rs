@@ -48,6 +48,7 @@ pub enum ReportCommand {
     Analyze,
     Dns,
     Trace,
+    Watch,
 }
 
 impl ReportCommand {
@@ -56,6 +57,7 @@ impl ReportCommand {
             ReportCommand::Diagnose => "diagnose",
             ReportCommand::Dns => "dns",
             ReportCommand::Trace => "trace",
+            ReportCommand::Watch => "watch",
             ReportCommand::Analyze => "analyze",
         }
     }

@@ -42,6 +42,8 @@ pub enum Command {
     Dns(crate::dnscmd::DnsArgs),
     /// TCP/UDP/ICMP traceroute in rounds: per-hop loss, latency, jitter (mtr-like).
     Trace(crate::tracecmd::TraceArgs),
+    /// Node agent: passive windows over local ports, findings as Prometheus metrics and OTLP.
+    Watch(crate::watchcmd::WatchArgs),
 }
 
 impl Cli {
@@ -56,6 +58,7 @@ impl Cli {
             Command::Connect(a) => &a.output,
             Command::Dns(a) => &a.output,
             Command::Trace(a) => &a.output,
+            Command::Watch(a) => &a.output,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod routeout;
 pub mod stop;
 pub mod target;
 pub mod tracecmd;
+pub mod watchcmd;
 
 pub use cli::{Cli, Command};
 
@@ -34,6 +35,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Connect(args) => connectcmd::connect_command(&args, out),
         Command::Dns(args) => dnscmd::command(&args, out),
         Command::Trace(args) => tracecmd::command(&args, out),
+        Command::Watch(args) => watchcmd::command(&args, out),
     }
 }
 

@@ -1,0 +1,25 @@
+//! netdoctor-agent: `netdoctor watch`, the per-node agent.
+//!
+//! - [`watch`]: repeated passive windows over a set of ports, each analyzed by the same core
+//!   detectors as `diagnose` and `analyze`, with an evidence ring of problem windows on disk.
+//! - [`metrics`]: the Prometheus exposition of the windows' findings, latency and counters
+//!   (`prometheus-client`), served by [`server`] on `/metrics`.
+//! - [`otlp`]: the same metrics, and findings as log records, pushed to an OpenTelemetry
+//!   collector over OTLP/HTTP.
+//!
+//! The node is the unit: fleets are aggregated by Prometheus, Grafana or an OTel collector.
+//! Deployment files (DaemonSet, scrape config, dashboard) live in `deploy/` at the repository
+//! root and are checked by this crate's tests.
+
+pub mod histogram;
+pub mod listeners;
+pub mod metrics;
+pub mod otlp;
+pub mod procstat;
+pub mod ring;
+pub mod server;
+pub mod watch;
+
+pub use metrics::AgentMetrics;
+pub use server::MetricsServer;
+pub use watch::{WatchConfig, WatchError, WindowResult, watch};

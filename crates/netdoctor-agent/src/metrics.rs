@@ -1,0 +1,468 @@
+//! The agent's Prometheus metrics, built from plain window reports.
+//!
+//! Exposition format: `prometheus-client` (the Prometheus project's Rust client) writes the
+//! OpenMetrics text format, which Prometheus scrapes natively. Names follow the Prometheus
+//! conventions: the base unit in the name (`_seconds`, `_bytes`, `_ratio`), `_total` on counters
+//! (the crate appends it to every counter), `netdoctor_` as the namespace, and the two process
+//! metrics under their standard names (`process_cpu_seconds_total`,
+//! `process_resident_memory_bytes`) so existing dashboards find them.
+//!
+//! Everything is fed by [`AgentMetrics::record_window`], from a window's
+//! [`netdoctor_report::Report`] (findings, capture statistics, exchange percentiles, counter
+//! deltas), so this module does not depend on how the window was produced.
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `netdoctor_finding_active` | gauge: 1 when the latest window of the port has the finding, 0 after it went away | id, side, severity, port |
+//! | `netdoctor_finding_added_latency_seconds` | gauge: the finding's added latency in the latest window (0 once gone) | id, side, severity, port |
+//! | `netdoctor_finding_affected_ratio` | gauge: fraction of requests or connections affected | id, side, severity, port |
+//! | `netdoctor_finding_windows_total` | counter: windows in which the finding was present | id, side, severity, port |
+//! | `netdoctor_windows_total` | counter: windows analyzed, by verdict | port, verdict |
+//! | `netdoctor_requests_total` | counter: request/response exchanges seen | port |
+//! | `netdoctor_request_duration_seconds` | histogram (interpolated, see below) | port |
+//! | `netdoctor_window_request_duration_seconds` | gauge: exact percentiles of the latest window | port, percentile (p50, p90, p99, max) |
+//! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
+//! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
+//! | `netdoctor_kernel_stat_window_delta` | gauge: change of a kernel counter over the latest window | stat (e.g. `TcpExt.ListenOverflows`) |
+//! | `netdoctor_window_end_timestamp_seconds` | gauge: when the latest window of the port ended | port |
+//! | `process_cpu_seconds_total`, `process_resident_memory_bytes` | the agent itself | — |
+//!
+//! The request-duration histogram is interpolated from each window's percentiles: see
+//! [`crate::histogram`].
+
+use crate::histogram::LatencyHistogram;
+use netdoctor_core::Finding;
+use netdoctor_observe::counters::CounterDelta;
+use netdoctor_report::Report;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+
+/// Kernel counters exported as per-window deltas: the ones the detectors and the method use.
+pub const KERNEL_COUNTERS: [&str; 16] = [
+    "Tcp.RetransSegs",
+    "Tcp.InErrs",
+    "Tcp.OutRsts",
+    "Tcp.AttemptFails",
+    "Tcp.EstabResets",
+    "TcpExt.ListenOverflows",
+    "TcpExt.ListenDrops",
+    "TcpExt.SyncookiesSent",
+    "TcpExt.TCPSynRetrans",
+    "TcpExt.TCPTimeouts",
+    "TcpExt.TCPLostRetransmit",
+    "TcpExt.TCPAbortOnOverflow",
+    "TcpExt.TCPAbortOnData",
+    "TcpExt.TCPRcvQDrop",
+    "TcpExt.TCPBacklogDrop",
+    "TcpExt.TCPZeroWindowDrop",
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct FindingLabels {
+    pub id: String,
+    pub side: String,
+    pub severity: String,
+    pub port: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PortLabels {
+    pub port: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerdictLabels {
+    pub port: String,
+    pub verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PercentileLabels {
+    pub port: String,
+    pub percentile: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatLabels {
+    pub stat: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+
+/// All metrics of one agent. Cheap to update (atomics); [`encode`](Self::encode) renders them.
+pub struct AgentMetrics {
+    registry: Registry,
+    finding_active: Family<FindingLabels, Gauge>,
+    finding_latency: Family<FindingLabels, FGauge>,
+    finding_affected: Family<FindingLabels, FGauge>,
+    finding_windows: Family<FindingLabels, Counter>,
+    windows: Family<VerdictLabels, Counter>,
+    requests: Family<PortLabels, Counter>,
+    latency_hist: Family<PortLabels, LatencyHistogram>,
+    window_latency: Family<PercentileLabels, FGauge>,
+    packets: Family<PortLabels, Counter>,
+    drops: Family<PortLabels, Counter>,
+    connections: Family<PortLabels, Counter>,
+    retransmits: Family<PortLabels, Counter>,
+    resets: Family<PortLabels, Counter>,
+    syn_retransmits: Family<PortLabels, Counter>,
+    kernel_delta: Family<StatLabels, Gauge>,
+    window_end: Family<PortLabels, FGauge>,
+    cpu: Counter<f64, AtomicU64>,
+    rss: Gauge,
+    /// Finding series ever set, per port, so a finding that went away drops to 0.
+    seen: Mutex<BTreeMap<u16, BTreeSet<FindingLabels>>>,
+}
+
+impl Default for AgentMetrics {
+    fn default() -> Self {
+        AgentMetrics::new()
+    }
+}
+
+impl AgentMetrics {
+    pub fn new() -> AgentMetrics {
+        let mut r = Registry::default();
+        let m = AgentMetrics {
+            registry: Registry::default(),
+            finding_active: Family::default(),
+            finding_latency: Family::default(),
+            finding_affected: Family::default(),
+            finding_windows: Family::default(),
+            windows: Family::default(),
+            requests: Family::default(),
+            latency_hist: Family::default(),
+            window_latency: Family::default(),
+            packets: Family::default(),
+            drops: Family::default(),
+            connections: Family::default(),
+            retransmits: Family::default(),
+            resets: Family::default(),
+            syn_retransmits: Family::default(),
+            kernel_delta: Family::default(),
+            window_end: Family::default(),
+            cpu: Counter::default(),
+            rss: Gauge::default(),
+            seen: Mutex::new(BTreeMap::new()),
+        };
+        r.register(
+            "netdoctor_finding_active",
+            "1 when the latest window of the port has this finding, 0 once it went away",
+            m.finding_active.clone(),
+        );
+        r.register(
+            "netdoctor_finding_added_latency_seconds",
+            "Latency the finding added to an affected request in the latest window",
+            m.finding_latency.clone(),
+        );
+        r.register(
+            "netdoctor_finding_affected_ratio",
+            "Fraction (0..1) of requests or connections the finding affected in the latest window",
+            m.finding_affected.clone(),
+        );
+        r.register(
+            "netdoctor_finding_windows",
+            "Windows in which the finding was present",
+            m.finding_windows.clone(),
+        );
+        r.register(
+            "netdoctor_windows",
+            "Windows analyzed, by verdict",
+            m.windows.clone(),
+        );
+        r.register(
+            "netdoctor_requests",
+            "Request/response exchanges seen in the captured traffic",
+            m.requests.clone(),
+        );
+        r.register(
+            "netdoctor_request_duration_seconds",
+            "Request duration at the capture point (first request byte to last response byte); \
+             buckets interpolated from each window's percentiles",
+            m.latency_hist.clone(),
+        );
+        r.register(
+            "netdoctor_window_request_duration_seconds",
+            "Exact request-duration percentiles of the latest window (p50, p90, p99, max)",
+            m.window_latency.clone(),
+        );
+        r.register(
+            "netdoctor_capture_packets",
+            "Packets captured",
+            m.packets.clone(),
+        );
+        r.register(
+            "netdoctor_capture_drops",
+            "Packets the kernel dropped before the capture read them",
+            m.drops.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_connections",
+            "TCP connections seen in the capture",
+            m.connections.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_retransmitted_segments",
+            "Retransmitted TCP segments seen in the capture",
+            m.retransmits.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_resets",
+            "TCP resets seen in the capture",
+            m.resets.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_syn_retransmits",
+            "Retransmitted SYNs seen in the capture",
+            m.syn_retransmits.clone(),
+        );
+        r.register(
+            "netdoctor_kernel_stat_window_delta",
+            "Change of a kernel counter (/proc/net/netstat, /proc/net/snmp) over the latest window",
+            m.kernel_delta.clone(),
+        );
+        r.register(
+            "netdoctor_window_end_timestamp_seconds",
+            "Unix time at which the latest window of the port ended",
+            m.window_end.clone(),
+        );
+        r.register(
+            "process_cpu_seconds",
+            "User and system CPU time spent by the agent",
+            m.cpu.clone(),
+        );
+        r.register(
+            "process_resident_memory_bytes",
+            "Resident memory of the agent",
+            m.rss.clone(),
+        );
+        AgentMetrics { registry: r, ..m }
+    }
+
+    /// Records one window of one port: its findings, exchanges and capture statistics.
+    /// `end_unix_s` is the window's end (Unix seconds).
+    pub fn record_window(&self, port: u16, report: &Report, end_unix_s: f64) {
+        let p = port.to_string();
+        let pl = PortLabels { port: p.clone() };
+        self.windows
+            .get_or_create(&VerdictLabels {
+                port: p.clone(),
+                verdict: verdict_str(report),
+            })
+            .inc();
+        self.record_findings(port, &report.findings);
+        if let Some(cap) = &report.measurements.capture {
+            let s = &cap.stats;
+            self.packets.get_or_create(&pl).inc_by(s.packets);
+            self.drops.get_or_create(&pl).inc_by(s.capture_drops);
+            self.connections.get_or_create(&pl).inc_by(s.connections);
+            self.retransmits
+                .get_or_create(&pl)
+                .inc_by(s.retransmitted_segments);
+            self.resets.get_or_create(&pl).inc_by(s.resets);
+            self.syn_retransmits
+                .get_or_create(&pl)
+                .inc_by(s.syn_retransmits);
+            let x = &cap.exchanges;
+            self.requests.get_or_create(&pl).inc_by(x.count);
+            self.latency_hist
+                .get_or_create(&pl)
+                .add_window(x.count, &x.latency_ms);
+            let q = &x.latency_ms;
+            for (name, v) in [
+                ("p50", q.p50),
+                ("p90", q.p90),
+                ("p99", q.p99),
+                ("max", q.max),
+            ] {
+                self.window_latency
+                    .get_or_create(&PercentileLabels {
+                        port: p.clone(),
+                        percentile: name.to_string(),
+                    })
+                    .set(v / 1000.0);
+            }
+        }
+        if let Some(c) = &report.measurements.counters {
+            self.record_counters(&c.changed);
+        }
+        self.window_end.get_or_create(&pl).set(end_unix_s);
+    }
+
+    /// Sets the finding series of `port` to this window's findings; series of findings that
+    /// went away drop to 0.
+    pub fn record_findings(&self, port: u16, findings: &[Finding]) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let known = seen.entry(port).or_default();
+        for l in known.iter() {
+            self.finding_active.get_or_create(l).set(0);
+            self.finding_latency.get_or_create(l).set(0.0);
+            self.finding_affected.get_or_create(l).set(0.0);
+        }
+        for f in findings {
+            let l = finding_labels(port, f);
+            self.finding_active.get_or_create(&l).set(1);
+            self.finding_latency
+                .get_or_create(&l)
+                .set(f.impact.added_latency_ms.unwrap_or(0.0) / 1000.0);
+            self.finding_affected
+                .get_or_create(&l)
+                .set(f.impact.affected_fraction.unwrap_or(0.0));
+            self.finding_windows.get_or_create(&l).inc();
+            known.insert(l);
+        }
+    }
+
+    /// Sets the per-window deltas of [`KERNEL_COUNTERS`] (0 for those that did not change).
+    pub fn record_counters(&self, changed: &[CounterDelta]) {
+        for name in KERNEL_COUNTERS {
+            let d = changed
+                .iter()
+                .find(|c| c.name == name)
+                .map_or(0, |c| c.change());
+            self.kernel_delta
+                .get_or_create(&StatLabels {
+                    stat: name.to_string(),
+                })
+                .set(i64::try_from(d).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Updates the process metrics from /proc/self (called before each scrape).
+    pub fn refresh_process(&self) {
+        if let Some(p) = crate::procstat::ProcStat::read_self() {
+            let cpu = p.cpu_seconds();
+            let now = self.cpu.get();
+            if cpu > now {
+                self.cpu.inc_by(cpu - now);
+            }
+            self.rss.set(i64::try_from(p.rss_bytes).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The OpenMetrics text exposition of every metric.
+    pub fn encode(&self) -> String {
+        self.refresh_process();
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// The classic Prometheus text format (version 0.0.4) of every metric, for scrapers that
+    /// do not ask for OpenMetrics (curl, `promtool check metrics`, older agents). Same samples;
+    /// the differences are the counter families' names in `# HELP`/`# TYPE` (with `_total`, as
+    /// 0.0.4 names them after their samples) and no `# UNIT`/`# EOF` lines.
+    pub fn encode_text_004(&self) -> String {
+        openmetrics_to_004(&self.encode())
+    }
+
+    /// Every metric name as it appears in samples (counters with `_total`, histograms with
+    /// `_bucket`/`_sum`/`_count`), for checks of dashboards and queries.
+    pub fn sample_names() -> Vec<String> {
+        // Families without a series are not encoded: feed one window that fills them all.
+        let m = AgentMetrics::new();
+        let mut r = Report::new(
+            netdoctor_report::ReportCommand::Watch,
+            netdoctor_report::Target {
+                input: "tcp port 1".into(),
+                address: None,
+            },
+        );
+        r.findings.push(Finding::new(
+            netdoctor_core::FindingId::NagleDelayedAck,
+            netdoctor_core::Severity::Warning,
+            netdoctor_core::Side::Server,
+            "example",
+        ));
+        r.measurements.capture = Some(netdoctor_report::CaptureSection {
+            source: netdoctor_report::CaptureSource::Live,
+            snaplen: None,
+            pcap_file: None,
+            stats: Default::default(),
+            exchanges: Default::default(),
+            warnings: Vec::new(),
+        });
+        r.measurements.counters = Some(netdoctor_report::CountersSection {
+            changed: Vec::new(),
+        });
+        m.record_window(1, &r, 0.0);
+        let text = m.encode();
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| {
+                let (name, ty) = l.split_once(' ')?;
+                Some(match ty {
+                    "counter" => vec![format!("{name}_total")],
+                    "histogram" => vec![
+                        format!("{name}_bucket"),
+                        format!("{name}_sum"),
+                        format!("{name}_count"),
+                    ],
+                    _ => vec![name.to_string()],
+                })
+            })
+            .flatten()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// Converts prometheus-client's OpenMetrics text to the 0.0.4 text format (see
+/// [`AgentMetrics::encode_text_004`]).
+pub fn openmetrics_to_004(om: &str) -> String {
+    let counters: BTreeSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(om.len());
+    for line in om.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line).trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn verdict_str(r: &Report) -> String {
+    serde_json::to_value(r.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+fn json_str<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The labels of one finding on one port.
+pub fn finding_labels(port: u16, f: &Finding) -> FindingLabels {
+    FindingLabels {
+        id: f.id.as_str().to_string(),
+        side: json_str(&f.side),
+        severity: json_str(&f.severity),
+        port: port.to_string(),
+    }
+}

@@ -1,0 +1,172 @@
+//! The `/metrics` endpoint: a std `TcpListener` on one thread of its own.
+//!
+//! Why by hand and not `tiny_http` (or hyper): the endpoint answers one request type to one
+//! client (Prometheus, every 15–60 s). `tiny_http` spawns a thread per connection with no cap
+//! and brings its own buffering; hyper needs an async runtime. Forty lines of std give exactly
+//! the bounds the agent promises:
+//!
+//! - one connection at a time (a second scraper waits in the kernel's listen backlog);
+//! - a request head of at most [`MAX_REQUEST`] bytes, read within [`IO_TIMEOUT`], written within
+//!   the same timeout; `Connection: close` after every answer;
+//! - `GET /metrics` (any query string) → 200 with the OpenMetrics text when the `Accept` header
+//!   asks for it (Prometheus does), else the classic 0.0.4 text format; `HEAD /metrics` → 200
+//!   without a body, any other path → 404, any other method → 405, an oversized or malformed
+//!   head → 400.
+
+use crate::metrics::AgentMetrics;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Largest accepted request head.
+pub const MAX_REQUEST: usize = 8 * 1024;
+/// Read and write timeout per connection.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the accept loop looks at the stop flag.
+const ACCEPT_POLL: Duration = Duration::from_millis(200);
+
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const CONTENT_TYPE_004: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// A running endpoint; stopped and joined on drop.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// Binds `addr` (port 0 picks a free port) and serves on a thread of its own.
+    pub fn start(addr: SocketAddr, metrics: Arc<AgentMetrics>) -> io::Result<MetricsServer> {
+        let listener = TcpListener::bind(addr)?;
+        // Non-blocking accept with a short sleep, so the thread notices `stop` without a
+        // self-connection trick; 5 wake-ups a second cost nothing measurable.
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("metrics-http".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            // A failed exchange (client went away, timeout) only ends that
+                            // connection.
+                            let _ = serve(stream, &metrics);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(ACCEPT_POLL)
+                        }
+                        Err(_) => std::thread::sleep(ACCEPT_POLL),
+                    }
+                }
+            })?;
+        Ok(MetricsServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The bound address (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, metrics: &AgentMetrics) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut buf = vec![0u8; MAX_REQUEST];
+    let mut len = 0;
+    let head_end = loop {
+        if len == buf.len() {
+            return respond(
+                &mut stream,
+                "400 Bad Request",
+                "request head too large\n",
+                true,
+            );
+        }
+        let n = stream.read(&mut buf[len..])?;
+        if n == 0 {
+            return Ok(());
+        }
+        len += n;
+        if let Some(p) = buf[..len].windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]);
+    let line = head.lines().next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if !parts.next().is_some_and(|v| v.starts_with("HTTP/1.")) {
+        return respond(
+            &mut stream,
+            "400 Bad Request",
+            "malformed request line\n",
+            true,
+        );
+    }
+    let path = target.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            // Prometheus asks for OpenMetrics in its Accept header; everyone else (curl,
+            // promtool, older scrapers) gets the classic text format.
+            let openmetrics = head.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("accept:") && l.contains("application/openmetrics-text")
+            });
+            let (body, ctype) = if openmetrics {
+                (metrics.encode(), CONTENT_TYPE)
+            } else {
+                (metrics.encode_text_004(), CONTENT_TYPE_004)
+            };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes())?;
+            if method == "GET" {
+                stream.write_all(body.as_bytes())?;
+            }
+            stream.flush()
+        }
+        ("GET" | "HEAD", _) => respond(&mut stream, "404 Not Found", "only /metrics here\n", true),
+        _ => respond(
+            &mut stream,
+            "405 Method Not Allowed",
+            "only GET /metrics\n",
+            true,
+        ),
+    }
+}
+
+fn respond(stream: &mut TcpStream, status: &str, body: &str, with_body: bool) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    if with_body {
+        stream.write_all(body.as_bytes())?;
+    }
+    stream.flush()
+}

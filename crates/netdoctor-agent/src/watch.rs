@@ -1,0 +1,560 @@
+//! The watch loop: repeated passive windows over a set of ports.
+//!
+//! One capture thread per port keeps its AF_PACKET socket and ring
+//! ([`netdoctor_observe::live::LiveCapture`], kernel BPF filter on that port) open for the whole
+//! run, so no packet falls between windows: packets that arrive while a window is being closed
+//! wait in the ring and count toward the next one. The main thread keeps the clock: at each
+//! window end (or on a stop request) it raises every port's window flag, collects one result per
+//! port, takes the kernel counters' deltas for the window, builds one
+//! [`netdoctor_report::Report`] per port and hands it to the caller (metrics, OTLP, log).
+//!
+//! **One fresh `Analyzer` per window and port**, finished at the window's end. That is the
+//! analyzer API that exists today; connections that span windows are picked up mid-stream by
+//! the next window's analyzer (orientation from the watched port). When the core's windowed
+//! analyzer (`take_window` with idle eviction) lands, the capture thread keeps one analyzer
+//! and takes a window from it instead: the change is local to [`port_thread`].
+//!
+//! Observers per window: the capture (per port) and the kernel counters (once per window, shared
+//! by the ports); for problem windows also the server's socket options (`sockopt`, as in
+//! `diagnose`), which confirm or contradict a Nagle finding. Listener queues (sock_diag) and the
+//! kernel log join when the host observers land.
+//!
+//! Problem windows (verdict `problem`) are kept in the [`EvidenceRing`] with their pcap when a
+//! directory is configured. The pcap of the window in progress goes to disk as it is captured
+//! (bounded by [`WatchConfig::pcap_limit_bytes`]) rather than into memory, so memory stays flat
+//! whatever the traffic.
+//!
+//! Stopping: when `stop` is set (the binary sets it from SIGTERM/SIGINT), the window in
+//! progress ends at once, is analyzed, recorded and stored like any other, and the loop
+//! returns: the caller then flushes its exporters and exits 0.
+
+use crate::ring::EvidenceRing;
+use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig};
+use netdoctor_core::{Evidence, LinkType, Verdict};
+use netdoctor_observe::counters::{self, CounterDelta};
+use netdoctor_observe::live::{LiveCapture, LiveConfig};
+use netdoctor_observe::pcapwrite::PcapWriter;
+use netdoctor_observe::{ObserveError, SourceSummary};
+use netdoctor_report::{CaptureSection, Check, CountersSection, Report, Target};
+use std::io::BufWriter;
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often the main thread looks at the stop flag while a window runs.
+const TICK: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// TCP ports to watch (at least one).
+    pub ports: Vec<u16>,
+    /// Window length.
+    pub window: Duration,
+    /// Bytes kept per packet.
+    pub snaplen: u32,
+    /// Capture interface; `None` for all.
+    pub interface: Option<String>,
+    /// Where problem windows are kept, and how many per port.
+    pub ring: Option<(PathBuf, usize)>,
+    /// Largest pcap written per window and port; packets beyond it are analyzed, not written.
+    pub pcap_limit_bytes: u64,
+    /// Stop after this many windows (tests, one-shot runs); `None` runs until stopped.
+    pub max_windows: Option<u64>,
+}
+
+impl WatchConfig {
+    pub fn new(ports: Vec<u16>, window: Duration) -> WatchConfig {
+        WatchConfig {
+            ports,
+            window,
+            snaplen: 256,
+            interface: None,
+            ring: None,
+            pcap_limit_bytes: 64 << 20,
+            max_windows: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("no port to watch (give -p PORT[,PORT…] or run where something listens)")]
+    NoPorts,
+    #[error("window length must be at least 1s, got {0:?}")]
+    WindowTooShort(Duration),
+    #[error(
+        "watch needs CAP_NET_RAW to capture tcp port {0} (run as root or grant the capability); \
+         without packet capture there is nothing to watch"
+    )]
+    NeedsCapNetRaw(u16),
+    #[error("capture on tcp port {port}")]
+    Capture {
+        port: u16,
+        #[source]
+        source: ObserveError,
+    },
+    #[error("{what} {path}")]
+    Io {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("capture thread of tcp port {0} ended unexpectedly")]
+    ThreadLost(u16),
+}
+
+/// One port's window, as handed to the caller.
+#[derive(Debug, Clone)]
+pub struct WindowResult {
+    pub port: u16,
+    /// 1-based window number.
+    pub index: u64,
+    pub end_unix_ms: u64,
+    pub report: Report,
+    /// The ring entry (without extension) when the window was kept.
+    pub stored: Option<PathBuf>,
+}
+
+/// What a capture thread sends at the end of each window.
+struct PortWindow {
+    port: u16,
+    analysis: Analysis,
+    summary: Result<SourceSummary, ObserveError>,
+    pcap: Option<PathBuf>,
+    pcap_truncated: bool,
+    pcap_error: Option<String>,
+}
+
+struct PortHandle {
+    port: u16,
+    window_stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// Runs windows until `stop` is set or `max_windows` were done, calling `on_start` once every
+/// capture is open (the ready signal) and `on_window` for every port's window. Returns the
+/// number of windows run.
+pub fn watch(
+    cfg: &WatchConfig,
+    stop: &AtomicBool,
+    on_start: &mut dyn FnMut(),
+    on_window: &mut dyn FnMut(&WindowResult),
+) -> Result<u64, WatchError> {
+    if cfg.ports.is_empty() {
+        return Err(WatchError::NoPorts);
+    }
+    if cfg.window < Duration::from_secs(1) {
+        return Err(WatchError::WindowTooShort(cfg.window));
+    }
+    let ring = match &cfg.ring {
+        Some((dir, keep)) => {
+            Some(
+                EvidenceRing::open(dir, *keep).map_err(|source| WatchError::Io {
+                    what: "create evidence directory",
+                    path: dir.display().to_string(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
+    // Open every capture before starting anything: a missing privilege fails the run at once.
+    let mut captures = Vec::new();
+    for &port in &cfg.ports {
+        let lc = LiveConfig {
+            port,
+            snaplen: cfg.snaplen,
+            max_packets: None,
+            interface: cfg.interface.clone(),
+        };
+        let cap = LiveCapture::open(&lc).map_err(|source| match source {
+            ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
+            source => WatchError::Capture { port, source },
+        })?;
+        captures.push((port, cap));
+    }
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<PortWindow>();
+    let mut handles = Vec::new();
+    for (port, cap) in captures {
+        let window_stop = Arc::new(AtomicBool::new(false));
+        let ctx = PortCtx {
+            port,
+            snaplen: cfg.snaplen,
+            ring: ring.clone(),
+            pcap_limit: cfg.pcap_limit_bytes,
+            window_stop: Arc::clone(&window_stop),
+            shutdown: Arc::clone(&shutdown),
+            tx: tx.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("capture-{port}"))
+            .spawn(move || port_thread(cap, ctx))
+            .map_err(|source| WatchError::Io {
+                what: "spawn capture thread for port",
+                path: port.to_string(),
+                source,
+            })?;
+        handles.push(PortHandle {
+            port,
+            window_stop,
+            thread,
+        });
+    }
+    drop(tx);
+    on_start();
+    let result = run_windows(
+        cfg,
+        stop,
+        &shutdown,
+        &handles,
+        &rx,
+        ring.as_ref(),
+        on_window,
+    );
+    // Whatever happened, end the threads: shutdown first, then end their current window.
+    shutdown.store(true, Ordering::SeqCst);
+    for h in &handles {
+        h.window_stop.store(true, Ordering::SeqCst);
+    }
+    for h in handles {
+        let _ = h.thread.join();
+    }
+    if let Some(r) = &ring {
+        r.remove_current();
+    }
+    result
+}
+
+fn run_windows(
+    cfg: &WatchConfig,
+    stop: &AtomicBool,
+    shutdown: &AtomicBool,
+    handles: &[PortHandle],
+    rx: &mpsc::Receiver<PortWindow>,
+    ring: Option<&EvidenceRing>,
+    on_window: &mut dyn FnMut(&WindowResult),
+) -> Result<u64, WatchError> {
+    let t0 = Instant::now();
+    let mut index = 0u64;
+    let mut before = counters::snapshot();
+    loop {
+        index += 1;
+        let deadline = t0 + cfg.window * u32::try_from(index).unwrap_or(u32::MAX);
+        let window_start = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            std::thread::sleep(TICK.min(deadline - now));
+        }
+        let last = stop.load(Ordering::Relaxed) || cfg.max_windows.is_some_and(|m| index >= m);
+        if last {
+            shutdown.store(true, Ordering::SeqCst);
+        }
+        for h in handles {
+            h.window_stop.store(true, Ordering::SeqCst);
+        }
+        let mut got = Vec::with_capacity(handles.len());
+        for h in handles {
+            match rx.recv() {
+                Ok(w) => got.push(w),
+                Err(_) => return Err(WatchError::ThreadLost(h.port)),
+            }
+        }
+        got.sort_by_key(|w| w.port);
+        let after = counters::snapshot();
+        let counter_result = match (&before, &after) {
+            (Ok(b), Ok(a)) => Ok(counters::delta(b, a)),
+            (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+        };
+        before = after;
+        let end_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let elapsed = window_start.elapsed().as_secs_f64();
+        for w in got {
+            let (mut report, pcap) = window_report(w, &counter_result, cfg.snaplen, elapsed);
+            if report.verdict == Verdict::Problem {
+                sample_socket_options(&mut report);
+            }
+            let mut stored = None;
+            if let Some(r) = ring {
+                if report.verdict == Verdict::Problem {
+                    let json = serde_json::to_vec_pretty(&report).unwrap_or_default();
+                    stored = Some(
+                        r.store(end_unix_ms, report_port(&report), &json, pcap.as_deref())
+                            .map_err(|source| WatchError::Io {
+                                what: "store window in",
+                                path: r.dir().display().to_string(),
+                                source,
+                            })?,
+                    );
+                } else if let Some(p) = &pcap {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            on_window(&WindowResult {
+                port: report_port(&report),
+                index,
+                end_unix_ms,
+                report,
+                stored,
+            });
+        }
+        if last {
+            return Ok(index);
+        }
+    }
+}
+
+/// Reads the server's socket options (TCP_NODELAY, TCP_CORK, buffers) for a problem window, as
+/// `diagnose` does, and lets them confirm or contradict the findings. Only problem windows pay
+/// for the /proc walk. The server address comes from the findings' packet evidence
+/// (`client → server`), so the listener's address need not be known. Needs CAP_SYS_PTRACE over
+/// the server (root); without it the check is skipped with the reason.
+fn sample_socket_options(report: &mut Report) {
+    let server = report
+        .findings
+        .iter()
+        .flat_map(|f| &f.evidence)
+        .find_map(|e| match e {
+            Evidence::Packets { connection, .. } => connection
+                .split('→')
+                .nth(1)?
+                .trim()
+                .parse::<SocketAddr>()
+                .ok(),
+            _ => None,
+        });
+    let Some(addr) = server else {
+        report.checks.push(Check::skipped(
+            netdoctor_report::CheckName::SocketOptions,
+            "no finding names a connection to read the server's sockets from",
+        ));
+        return;
+    };
+    match netdoctor_observe::sockopt::server_sockets(addr, 16) {
+        Ok(list) if !list.is_empty() => {
+            netdoctor_core::sockets::corroborate(&mut report.findings, &list);
+            report
+                .checks
+                .push(Check::ok(netdoctor_report::CheckName::SocketOptions));
+            report.measurements.server_sockets = Some(list);
+        }
+        Ok(_) => report.checks.push(Check::skipped(
+            netdoctor_report::CheckName::SocketOptions,
+            format!("no process on this host serves {addr} now"),
+        )),
+        Err(e) => report.checks.push(Check::skipped(
+            netdoctor_report::CheckName::SocketOptions,
+            e.to_string(),
+        )),
+    }
+}
+
+/// The watched port, kept in the report's target (`tcp port N`).
+fn report_port(r: &Report) -> u16 {
+    r.target
+        .input
+        .rsplit(' ')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Builds the report of one port's window.
+fn window_report(
+    w: PortWindow,
+    counters: &Result<Vec<CounterDelta>, String>,
+    snaplen: u32,
+    elapsed_s: f64,
+) -> (Report, Option<PathBuf>) {
+    let mut report = Report::new(
+        netdoctor_report::ReportCommand::Watch,
+        Target {
+            input: format!("tcp port {}", w.port),
+            address: None,
+        },
+    );
+    let mut warnings = Vec::new();
+    match &w.summary {
+        Ok(s) => {
+            warnings.extend(s.warnings.iter().cloned());
+            report.checks.push(if s.warnings.is_empty() {
+                Check::ok(netdoctor_report::CheckName::Capture)
+            } else {
+                Check::ok_with(netdoctor_report::CheckName::Capture, s.warnings.join("; "))
+            });
+        }
+        Err(e) => report.checks.push(Check::failed(
+            netdoctor_report::CheckName::Capture,
+            e.to_string(),
+        )),
+    }
+    warnings.extend(w.analysis.warnings.iter().cloned());
+    if w.pcap_truncated {
+        warnings.push(
+            "the window's pcap reached its size limit; later packets were analyzed but not written"
+                .into(),
+        );
+    }
+    if let Some(e) = &w.pcap_error {
+        warnings.push(format!("writing the window's pcap failed: {e}"));
+    }
+    match counters {
+        Ok(changed) => {
+            report
+                .checks
+                .push(Check::ok(netdoctor_report::CheckName::Counters));
+            report.measurements.counters = Some(CountersSection {
+                changed: changed.clone(),
+            });
+        }
+        Err(e) => report.checks.push(Check::failed(
+            netdoctor_report::CheckName::Counters,
+            e.clone(),
+        )),
+    }
+    let pcap_file = w.pcap.as_ref().map(|p| p.display().to_string());
+    report.findings = w.analysis.findings;
+    report.measurements.capture = Some(CaptureSection {
+        source: netdoctor_report::CaptureSource::Live,
+        snaplen: Some(snaplen),
+        pcap_file,
+        stats: w.analysis.stats,
+        exchanges: w.analysis.exchanges,
+        warnings,
+    });
+    let exchanges = report
+        .measurements
+        .capture
+        .as_ref()
+        .map_or(0, |c| c.exchanges.count);
+    report.decide(&netdoctor_core::verdict::VerdictInputs {
+        exchanges,
+        capture_present: true,
+        ..Default::default()
+    });
+    report.elapsed_s = elapsed_s;
+    (report, w.pcap)
+}
+
+struct PortCtx {
+    port: u16,
+    snaplen: u32,
+    ring: Option<EvidenceRing>,
+    pcap_limit: u64,
+    window_stop: Arc<AtomicBool>,
+    shutdown: Arc<AtomicBool>,
+    tx: mpsc::Sender<PortWindow>,
+}
+
+/// One port: capture windows until shutdown, one analyzer per window (see the module docs).
+///
+/// The capture thread only reads the ring and feeds the analyzer. At a window's end the
+/// analyzer and the pcap writer move to a short-lived finisher thread, and the capture thread
+/// returns to the ring at once: the ring retires a block every 10 ms, so a reader that stays
+/// away for 80 ms (8 blocks) loses packets, and finishing an analyzer with thousands of
+/// connections can take that long on a busy host.
+fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
+    // The capture's drop count is cumulative over the socket's life.
+    let mut drops_so_far = 0u64;
+    let mut window = 0u64;
+    loop {
+        window += 1;
+        let mut analyzer = Analyzer::new(AnalyzerConfig {
+            server_port: Some(ctx.port),
+        });
+        let pcap_path = ctx.ring.as_ref().map(|r| r.current_pcap(ctx.port, window));
+        let mut pcap_error = None;
+        let mut writer = match &pcap_path {
+            Some(p) => match std::fs::File::create(p)
+                .map_err(|e| e.to_string())
+                .and_then(|f| {
+                    PcapWriter::new(BufWriter::new(f), LinkType::Raw, ctx.snaplen)
+                        .map_err(|e| e.to_string())
+                }) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    pcap_error = Some(e);
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut written = 0u64;
+        let mut truncated = false;
+        let summary = cap.run_flow(&ctx.window_stop, &mut |p| {
+            analyzer.push(p);
+            if let Some(w) = writer.as_mut() {
+                let size = 16 + p.data.len() as u64;
+                if written + size > ctx.pcap_limit {
+                    truncated = true;
+                } else if let Err(e) = w.write(p) {
+                    pcap_error.get_or_insert(e.to_string());
+                } else {
+                    written += size;
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        ctx.window_stop.store(false, Ordering::SeqCst);
+        if let Ok(s) = &summary {
+            analyzer.note_capture_drops(s.drops.saturating_sub(drops_so_far));
+            drops_so_far = s.drops;
+        }
+        let done = ctx.shutdown.load(Ordering::SeqCst);
+        let port = ctx.port;
+        let tx = ctx.tx.clone();
+        let finish = move || {
+            let mut pcap = None;
+            if let Some(w) = writer {
+                match w.finish() {
+                    Ok(()) => pcap = pcap_path,
+                    Err(e) => {
+                        pcap_error.get_or_insert(e.to_string());
+                    }
+                }
+            }
+            let analysis = analyzer.finish();
+            tx.send(PortWindow {
+                port,
+                analysis,
+                summary,
+                pcap,
+                pcap_truncated: truncated,
+                pcap_error,
+            })
+            .is_ok()
+        };
+        if done {
+            finish();
+            return;
+        }
+        if let Err(e) = std::thread::Builder::new()
+            .name(format!("finish-{port}"))
+            .spawn(finish)
+        {
+            // Without a thread, report the failure as this window's capture error.
+            let _ = ctx.tx.send(PortWindow {
+                port,
+                analysis: Analyzer::new(AnalyzerConfig::default()).finish(),
+                summary: Err(ObserveError::Capture {
+                    op: "spawn finisher thread".into(),
+                    errno: e.raw_os_error(),
+                    message: e.to_string(),
+                }),
+                pcap: None,
+                pcap_truncated: false,
+                pcap_error: None,
+            });
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The exposition from window reports, and the `/metrics` endpoint's answers and bounds.
+
+use netdoctor_agent::server::MAX_REQUEST;
+use netdoctor_agent::{AgentMetrics, MetricsServer};
+use netdoctor_core::{Finding, FindingId, Percentiles, Severity, Side};
+use netdoctor_observe::counters::CounterDelta;
+use netdoctor_report::{CaptureSection, CountersSection, Report, Target};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+fn window(findings: Vec<Finding>, exchanges: u64) -> Report {
+    let mut r = Report::new(
+        netdoctor_report::ReportCommand::Watch,
+        Target {
+            input: "tcp port 8081".into(),
+            address: None,
+        },
+    );
+    r.findings = findings;
+    let mut cap = CaptureSection {
+        source: netdoctor_report::CaptureSource::Live,
+        snaplen: Some(256),
+        pcap_file: None,
+        stats: Default::default(),
+        exchanges: Default::default(),
+        warnings: Vec::new(),
+    };
+    cap.stats.packets = 4 * exchanges;
+    cap.stats.retransmitted_segments = 3;
+    cap.exchanges.count = exchanges;
+    cap.exchanges.latency_ms = Percentiles {
+        p50: 40.0,
+        p90: 44.0,
+        p99: 48.0,
+        max: 60.0,
+        ..Percentiles::default()
+    };
+    r.measurements.capture = Some(cap);
+    r.measurements.counters = Some(CountersSection {
+        changed: vec![CounterDelta {
+            name: "TcpExt.ListenOverflows".into(),
+            before: 10,
+            after: 17,
+        }],
+    });
+    r.decide(&netdoctor_core::verdict::VerdictInputs {
+        exchanges: if exchanges > 0 { 100 } else { 0 },
+        capture_present: true,
+        ..Default::default()
+    });
+    r
+}
+
+fn nagle() -> Finding {
+    let mut f = Finding::new(
+        FindingId::NagleDelayedAck,
+        Severity::Critical,
+        Side::Server,
+        "Nagle waits for the delayed ACK",
+    );
+    f.impact.added_latency_ms = Some(40.5);
+    f.impact.affected_fraction = Some(0.9);
+    f
+}
+
+fn sample(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn findings_latency_and_counters_become_labelled_series() {
+    let m = AgentMetrics::new();
+    m.record_window(8081, &window(vec![nagle()], 1000), 1_700_000_000.0);
+    let t = m.encode();
+    let labels = r#"{id="nagle_delayed_ack",side="server",severity="critical",port="8081"}"#;
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_active{labels}")),
+        Some(1.0),
+        "{t}"
+    );
+    assert_eq!(
+        sample(
+            &t,
+            &format!("netdoctor_finding_added_latency_seconds{labels}")
+        ),
+        Some(0.0405)
+    );
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_windows_total{labels}")),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &t,
+            r#"netdoctor_windows_total{port="8081",verdict="problem"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&t, r#"netdoctor_requests_total{port="8081"}"#),
+        Some(1000.0)
+    );
+    assert_eq!(
+        sample(
+            &t,
+            r#"netdoctor_request_duration_seconds_bucket{le="0.05",port="8081"}"#
+        )
+        .or_else(|| sample(
+            &t,
+            r#"netdoctor_request_duration_seconds_bucket{port="8081",le="0.05"}"#
+        )),
+        Some(992.0), // p99 = 48 ms, max = 60 ms: 0.99 + 0.01 × 2/12
+        "{t}"
+    );
+    assert_eq!(
+        sample(
+            &t,
+            r#"netdoctor_window_request_duration_seconds{port="8081",percentile="p99"}"#
+        ),
+        Some(0.048)
+    );
+    assert_eq!(
+        sample(
+            &t,
+            r#"netdoctor_kernel_stat_window_delta{stat="TcpExt.ListenOverflows"}"#
+        ),
+        Some(7.0)
+    );
+    assert_eq!(
+        sample(
+            &t,
+            r#"netdoctor_tcp_retransmitted_segments_total{port="8081"}"#
+        ),
+        Some(3.0)
+    );
+    assert!(sample(&t, "process_resident_memory_bytes").is_some_and(|v| v > 0.0));
+    assert!(t.contains("# TYPE process_cpu_seconds counter"));
+
+    // Next window: healthy. The finding's series drop to 0, its window count stays.
+    m.record_window(8081, &window(vec![], 500), 1_700_000_030.0);
+    let t = m.encode();
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_active{labels}")),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &t,
+            &format!("netdoctor_finding_added_latency_seconds{labels}")
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_windows_total{labels}")),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&t, r#"netdoctor_requests_total{port="8081"}"#),
+        Some(1500.0)
+    );
+    assert_eq!(
+        sample(
+            &t,
+            r#"netdoctor_windows_total{port="8081",verdict="healthy"}"#
+        ),
+        Some(1.0)
+    );
+}
+
+fn http(addr: std::net::SocketAddr, req: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let _ = s.write_all(req);
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn endpoint_serves_only_get_metrics_and_bounds_requests() {
+    let m = Arc::new(AgentMetrics::new());
+    m.record_window(8081, &window(vec![nagle()], 10), 0.0);
+    let srv = MetricsServer::start("127.0.0.1:0".parse().unwrap(), Arc::clone(&m)).unwrap();
+    let a = srv.local_addr();
+    let ok = http(
+        a,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
+    );
+    assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+    assert!(ok.contains("application/openmetrics-text"));
+    assert!(ok.contains("netdoctor_finding_active{"));
+    assert!(ok.trim_end().ends_with("# EOF"));
+    let classic = http(a, b"GET /metrics HTTP/1.1\r\nAccept: */*\r\n\r\n");
+    assert!(classic.contains("text/plain; version=0.0.4"), "{classic}");
+    assert!(classic.contains("# TYPE netdoctor_requests_total counter"));
+    assert!(!classic.contains("# EOF"));
+    let q = http(a, b"GET /metrics?x=1 HTTP/1.0\r\n\r\n");
+    assert!(q.starts_with("HTTP/1.1 200"), "{q}");
+    let nf = http(a, b"GET / HTTP/1.1\r\n\r\n");
+    assert!(nf.starts_with("HTTP/1.1 404"), "{nf}");
+    let post = http(a, b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+    let junk = http(a, b"hello\r\n\r\n");
+    assert!(junk.starts_with("HTTP/1.1 400"), "{junk}");
+    let mut big = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', MAX_REQUEST + 10));
+    let big = http(a, &big);
+    assert!(big.starts_with("HTTP/1.1 400"), "{big}");
+    // Still serving after the bad requests.
+    assert!(http(a, b"GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
+    drop(srv);
+    assert!(TcpStream::connect(a).is_err(), "stopped on drop");
+}
+
+/// `promtool check metrics` (Debian's prometheus package) accepts the exposition.
+#[test]
+fn promtool_accepts_the_exposition() {
+    let Ok(out) = std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+    else {
+        eprintln!("SKIPPED: promtool not installed (apt-get install -y prometheus)");
+        return;
+    };
+    assert!(out.status.success());
+    let m = AgentMetrics::new();
+    m.record_window(8081, &window(vec![nagle()], 1000), 1.0);
+    let text = m.encode_text_004();
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let msg = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics failed:\n{msg}\n---\n{text}"
+    );
+    assert!(msg.trim().is_empty(), "promtool lint findings:\n{msg}");
+}

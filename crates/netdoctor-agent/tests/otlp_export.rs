@@ -1,0 +1,286 @@
+//! OTLP export against an in-process fake collector: a TcpListener on 127.0.0.1 that records
+//! each POST, answers 200, and whose bodies are decoded with the OTLP protobuf definitions.
+
+use netdoctor_agent::WindowResult;
+use netdoctor_agent::otlp::OtlpExporter;
+use netdoctor_core::{Finding, FindingId, Percentiles, Severity, Side};
+use netdoctor_report::{CaptureSection, Report, Target};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyV;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as NumV;
+use prost::Message;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+struct Post {
+    path: String,
+    content_type: String,
+    body: Vec<u8>,
+}
+
+/// The fake collector; stopped and joined on drop (also when the test fails).
+struct Collector {
+    addr: SocketAddr,
+    posts: Arc<Mutex<Vec<Post>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let posts = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, s) = (Arc::clone(&posts), Arc::clone(&stop));
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let Ok((mut c, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                c.set_nonblocking(false).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 16384];
+                let (head_end, len) = loop {
+                    let n = c.read(&mut chunk).unwrap_or(0);
+                    if n == 0 {
+                        break (None, 0);
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (Some(i), len);
+                    }
+                    assert!(buf.len() < 1 << 20, "head too large");
+                };
+                let Some(h) = head_end else { continue };
+                while buf.len() < h + 4 + len {
+                    let n = c.read(&mut chunk).unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let head = String::from_utf8_lossy(&buf[..h]).to_string();
+                let path = head
+                    .lines()
+                    .next()
+                    .and_then(|l| l.split(' ').nth(1))
+                    .unwrap_or("")
+                    .to_string();
+                let content_type = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-type")
+                            .then(|| v.trim().to_string())
+                    })
+                    .unwrap_or_default();
+                p.lock().unwrap().push(Post {
+                    path,
+                    content_type,
+                    body: buf[h + 4..].to_vec(),
+                });
+                let _ = c.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        Collector {
+            addr,
+            posts,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn posts(&self, path: &str) -> Vec<Post> {
+        self.posts
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.path == path)
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn window() -> WindowResult {
+    let mut r = Report::new(
+        netdoctor_report::ReportCommand::Watch,
+        Target {
+            input: "tcp port 8081".into(),
+            address: None,
+        },
+    );
+    let mut f = Finding::new(
+        FindingId::NagleDelayedAck,
+        Severity::Critical,
+        Side::Server,
+        "the server's Nagle algorithm waits for the client's delayed ACK",
+    );
+    f.impact.added_latency_ms = Some(40.5);
+    f.fix = "set TCP_NODELAY on the server".into();
+    r.findings.push(f);
+    let mut cap = CaptureSection {
+        source: netdoctor_report::CaptureSource::Live,
+        snaplen: Some(256),
+        pcap_file: None,
+        stats: Default::default(),
+        exchanges: Default::default(),
+        warnings: Vec::new(),
+    };
+    cap.exchanges.count = 1234;
+    cap.exchanges.latency_ms = Percentiles {
+        p50: 41.0,
+        p90: 43.0,
+        p99: 45.0,
+        max: 50.0,
+        ..Percentiles::default()
+    };
+    r.measurements.capture = Some(cap);
+    r.decide(&netdoctor_core::verdict::VerdictInputs {
+        exchanges: 1234,
+        capture_present: true,
+        ..Default::default()
+    });
+    WindowResult {
+        port: 8081,
+        index: 1,
+        end_unix_ms: 0,
+        report: r,
+        stored: None,
+    }
+}
+
+#[test]
+fn metrics_and_findings_reach_the_collector() {
+    let col = Collector::start();
+    let mut exp = OtlpExporter::start(&format!("http://{}", col.addr)).unwrap();
+    exp.record_window(&window()).expect("export");
+    exp.shutdown().expect("shutdown");
+
+    let m = col.posts("/v1/metrics");
+    assert!(!m.is_empty(), "no POST to /v1/metrics");
+    assert_eq!(m[0].content_type, "application/x-protobuf");
+    let mut names = Vec::new();
+    let mut requests = None;
+    let mut active = None;
+    for p in &m {
+        let req = ExportMetricsServiceRequest::decode(p.body.as_slice()).expect("protobuf");
+        for rm in &req.resource_metrics {
+            let svc = rm.resource.as_ref().and_then(|r| {
+                r.attributes
+                    .iter()
+                    .find(|a| a.key == "service.name")
+                    .and_then(|a| match a.value.as_ref()?.value.as_ref()? {
+                        AnyV::StringValue(s) => Some(s.clone()),
+                        _ => None,
+                    })
+            });
+            assert_eq!(svc.as_deref(), Some("netdoctor-agent"));
+            for sm in &rm.scope_metrics {
+                for metric in &sm.metrics {
+                    names.push(metric.name.clone());
+                    let points = match &metric.data {
+                        Some(Data::Sum(s)) => &s.data_points,
+                        Some(Data::Gauge(g)) => &g.data_points,
+                        _ => continue,
+                    };
+                    let v = points.iter().find_map(|d| match d.value {
+                        Some(NumV::AsInt(i)) => Some(i as f64),
+                        Some(NumV::AsDouble(x)) => Some(x),
+                        None => None,
+                    });
+                    match metric.name.as_str() {
+                        "netdoctor.requests" => requests = v,
+                        "netdoctor.finding.active" => {
+                            let has_id = points.iter().any(|d| {
+                                d.attributes.iter().any(|a| {
+                                    a.key == "finding.id"
+                                        && matches!(a.value.as_ref().and_then(|v| v.value.as_ref()),
+                                            Some(AnyV::StringValue(s)) if s == "nagle_delayed_ack")
+                                })
+                            });
+                            assert!(has_id, "finding.active without the finding id");
+                            active = v;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    for want in [
+        "netdoctor.finding.active",
+        "netdoctor.finding.added_latency",
+        "netdoctor.requests",
+        "netdoctor.window.request.duration",
+        "netdoctor.capture.packets",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
+    }
+    assert_eq!(requests, Some(1234.0));
+    assert_eq!(active, Some(1.0));
+
+    let l = col.posts("/v1/logs");
+    assert!(!l.is_empty(), "no POST to /v1/logs");
+    let req = ExportLogsServiceRequest::decode(l[0].body.as_slice()).expect("protobuf");
+    let rec = &req.resource_logs[0].scope_logs[0].log_records[0];
+    match rec.body.as_ref().and_then(|b| b.value.as_ref()) {
+        Some(AnyV::StringValue(s)) => assert!(s.contains("Nagle"), "{s}"),
+        other => panic!("log body {other:?}"),
+    }
+    assert_eq!(rec.severity_text, "ERROR");
+    let attr = |k: &str| {
+        rec.attributes
+            .iter()
+            .find(|a| a.key == k)
+            .and_then(|a| a.value.as_ref()?.value.clone())
+    };
+    assert_eq!(
+        attr("finding.id"),
+        Some(AnyV::StringValue("nagle_delayed_ack".into()))
+    );
+    assert_eq!(attr("port"), Some(AnyV::IntValue(8081)));
+}
+
+#[test]
+fn a_down_collector_is_an_error_not_a_hang_or_panic() {
+    // A port with nothing listening: bind, learn the port, close.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut exp = OtlpExporter::start(&format!("http://{addr}")).unwrap();
+    assert!(exp.record_window(&window()).is_err());
+    assert!(OtlpExporter::start("https://collector:4318").is_err());
+    assert!(OtlpExporter::start("collector:4318").is_err());
+}

@@ -1,0 +1,201 @@
+//! `netdoctor watch`: the per-node agent (repeated passive windows, `/metrics`, OTLP, evidence
+//! ring). The work is in the `netdoctor-agent` crate; this file is flags and wiring.
+
+use anyhow::Context;
+use clap::Args;
+use netdoctor_agent::otlp::OtlpExporter;
+use netdoctor_agent::{AgentMetrics, MetricsServer, WatchConfig, WindowResult};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// TCP ports to watch, e.g. `-p 80,443` (default: every port something listens on at start).
+    #[arg(
+        short = 'p',
+        long = "ports",
+        value_delimiter = ',',
+        value_name = "PORT"
+    )]
+    pub ports: Vec<u16>,
+    /// Window length: findings, metrics and kept evidence are per window.
+    #[arg(long, default_value = "30s", value_parser = crate::target::parse_duration)]
+    pub window: Duration,
+    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--listen 0.0.0.0:9465`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Push metrics and findings (as log records) to an OpenTelemetry collector over OTLP/HTTP
+    /// (protobuf), e.g. `--otlp http://127.0.0.1:4318`.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub otlp: Option<String>,
+    /// Keep the report (JSON) and pcap of windows with a problem in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// How many problem windows (per port) the directory keeps; older ones are deleted.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub keep: usize,
+    /// Largest pcap kept per window and port, in MiB (packets beyond it are analyzed only).
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    pub pcap_limit_mib: u64,
+    /// Bytes kept per captured packet.
+    #[arg(long, default_value_t = 256)]
+    pub snaplen: u32,
+    /// Capture on this interface only (default: all).
+    #[arg(long, value_name = "IFACE")]
+    pub interface: Option<String>,
+    /// Stop after N windows (default: run until SIGTERM/SIGINT).
+    #[arg(long, value_name = "N")]
+    pub windows: Option<u64>,
+    /// `--json` / `--format json`: every window's report as one JSON line (schema
+    /// netdoctor.report/v1) on stdout.
+    #[command(flatten)]
+    pub output: crate::cli::OutputArgs,
+}
+
+pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let json = args.output.format().map_err(anyhow::Error::msg)? == netdoctor_report::Format::Json;
+    let own_port: Vec<u16> = args.listen.map(|a| a.port()).into_iter().collect();
+    let ports = if args.ports.is_empty() {
+        netdoctor_agent::listeners::local_listen_ports(&own_port)
+            .context("find local listeners (give -p PORT to choose ports)")?
+    } else {
+        args.ports.clone()
+    };
+    anyhow::ensure!(
+        !ports.contains(&0),
+        "invalid port 0 in -p (ports are 1-65535)"
+    );
+    let mut cfg = WatchConfig::new(ports.clone(), args.window);
+    cfg.snaplen = args.snaplen;
+    cfg.interface = args.interface.clone();
+    cfg.ring = args
+        .dir
+        .clone()
+        .map(|d| (d, args.keep.max(1) * ports.len()));
+    cfg.pcap_limit_bytes = args.pcap_limit_mib.saturating_mul(1 << 20);
+    cfg.max_windows = args.windows;
+
+    let metrics = Arc::new(AgentMetrics::new());
+    let server = match args.listen {
+        Some(a) => Some(
+            MetricsServer::start(a, Arc::clone(&metrics))
+                .with_context(|| format!("listen on {a} for /metrics"))?,
+        ),
+        None => None,
+    };
+    let mut otlp = match &args.otlp {
+        Some(e) => Some(OtlpExporter::start(e).with_context(|| format!("OTLP endpoint {e}"))?),
+        None => None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let _signals = StopOnSignals::new(&stop);
+    let quiet = std::env::var_os("NETDOCTOR_QUIET").is_some();
+    let mut write_err = None;
+    let listen = server.as_ref().map(MetricsServer::local_addr);
+    let mut on_start = || {
+        if !quiet {
+            let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+            let mut msg = format!(
+                "netdoctor: watching tcp port {} in {:?} windows",
+                ports.join(","),
+                args.window
+            );
+            if let Some(a) = listen {
+                msg.push_str(&format!(", metrics on http://{a}/metrics"));
+            }
+            eprintln!("{msg}");
+        }
+    };
+    let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
+        metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
+        if let Some(o) = otlp.as_mut()
+            && let Err(e) = o.record_window(w)
+        {
+            eprintln!("netdoctor: {e} (next window tries again)");
+        }
+        if !quiet {
+            eprintln!("netdoctor: {}", window_line(w));
+        }
+        if json && write_err.is_none() {
+            let line = serde_json::to_string(&w.report).unwrap_or_default();
+            if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+                write_err = Some(e);
+            }
+        }
+    })?;
+    if let Some(o) = otlp.take() {
+        o.shutdown().context("flush OTLP export")?;
+    }
+    drop(server);
+    if !quiet {
+        eprintln!("netdoctor: stopped after {windows} windows");
+    }
+    if let Some(e) = write_err {
+        return Err(e.into());
+    }
+    Ok(0)
+}
+
+/// `window 3 port 80: problem — nagle_delayed_ack (server, +40.1 ms); kept w…-p80`
+fn window_line(w: &WindowResult) -> String {
+    let r = &w.report;
+    let x = r
+        .measurements
+        .capture
+        .as_ref()
+        .map_or(0, |c| c.exchanges.count);
+    let verdict = serde_json::to_value(r.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut s = format!(
+        "window {} port {}: {verdict}, {x} exchanges",
+        w.index, w.port
+    );
+    for f in &r.findings {
+        s.push_str(&format!(" — {} ({:?}", f.id, f.side).to_lowercase());
+        if let Some(ms) = f.impact.added_latency_ms {
+            s.push_str(&format!(", +{ms:.1} ms"));
+        }
+        s.push(')');
+    }
+    if let Some(p) = &w.stored {
+        s.push_str(&format!("; kept {}", p.display()));
+    }
+    s
+}
+
+/// SIGTERM and SIGINT set `stop` (the window in progress ends, is recorded, and the run exits
+/// 0); a second SIGINT while stopping ends the process. Unregistered on drop.
+struct StopOnSignals {
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl StopOnSignals {
+    fn new(stop: &Arc<AtomicBool>) -> StopOnSignals {
+        let mut ids = Vec::new();
+        if let Ok(id) =
+            signal_hook::flag::register_conditional_shutdown(libc::SIGINT, 130, Arc::clone(stop))
+        {
+            ids.push(id);
+        }
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            if let Ok(id) = signal_hook::flag::register(sig, Arc::clone(stop)) {
+                ids.push(id);
+            }
+        }
+        StopOnSignals { ids }
+    }
+}
+
+impl Drop for StopOnSignals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
