@@ -24,6 +24,7 @@
 //! SIGINT/SIGTERM/SIGHUP so Ctrl-C during `netdoctor demo` leaves nothing behind.
 
 pub mod builtin;
+pub mod hostcases;
 mod netns;
 mod nginx;
 

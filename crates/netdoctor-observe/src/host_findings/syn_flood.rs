@@ -20,7 +20,10 @@ pub fn syn_flood(obs: &HostObservations) -> Option<Finding> {
     let qfull_drop = obs.delta("TcpExt.TCPReqQFullDrop");
     let qfull_cookie = obs.delta("TcpExt.TCPReqQFullDoCookies");
     let overflows = obs.delta("TcpExt.ListenOverflows");
-    let logged = obs.kmsg_of(KmsgKind::SynFlooding).count();
+    // The kernel log is machine-wide: with a known listener, only its port's lines count.
+    let port = obs.listener.as_ref().map(|s| s.port);
+    let ours = |l: &&crate::kmsg::KmsgLine| port.is_none() || l.port.is_none() || l.port == port;
+    let logged = obs.kmsg_of(KmsgKind::SynFlooding).filter(ours).count();
     let listener_half_open = obs.listener.as_ref().map(|s| s.max_syn_recv()).unwrap_or(0);
     let ns_half_open = obs.server_sockets.as_ref().map(|s| s.syn_recv).unwrap_or(0);
     let half_open = listener_half_open.max(ns_half_open);
@@ -58,7 +61,7 @@ pub fn syn_flood(obs: &HostObservations) -> Option<Finding> {
         });
     }
     evidence.extend(log_evidence(
-        obs.kmsg_of(KmsgKind::SynFlooding),
+        obs.kmsg_of(KmsgKind::SynFlooding).filter(ours),
         3,
         "the kernel found the SYN queue full",
     ));
@@ -155,6 +158,31 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(syn_flood(&obs), None);
+    }
+
+    #[test]
+    fn log_lines_about_another_port_do_not_count() {
+        let mut other = line(
+            KmsgKind::SynFlooding,
+            "TCP: request_sock_TCP: Possible SYN flooding on port 0.0.0.0:7070. Sending cookies.",
+        );
+        other.port = Some(7070);
+        let obs = HostObservations {
+            listener: Some(crate::sockdiag::ListenerSeries {
+                port: 8080,
+                ..Default::default()
+            }),
+            kmsg: vec![other.clone()],
+            ..Default::default()
+        };
+        assert_eq!(syn_flood(&obs), None);
+        let obs = HostObservations {
+            kmsg: vec![other],
+            ..obs
+        };
+        let mut mine = obs.clone();
+        mine.listener.as_mut().unwrap().port = 7070;
+        assert!(syn_flood(&mine).is_some());
     }
 
     #[test]
