@@ -34,6 +34,8 @@ pub enum Command {
     Load(crate::loadcmd::LoadArgs),
     /// Connection-setup benchmark: N connect()+close, per-connect latency, failures by errno.
     Connect(crate::loadcmd::ConnectArgs),
+    /// The host's network health: listener queues, sockets, conntrack, counters, sysctls; --watch for rates.
+    Host(crate::hostcmd::HostArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod cli;
 pub mod demo;
 pub mod diagnose;
+pub mod hostcmd;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Demo(args) => demo::command(&args, out),
         Command::Load(args) => loadcmd::load_command(&args, out),
         Command::Connect(args) => loadcmd::connect_command(&args, out),
+        Command::Host(args) => hostcmd::command(&args, out),
     }
 }
 

@@ -27,9 +27,11 @@ pub fn syn_flood(obs: &HostObservations) -> Option<Finding> {
     let listener_half_open = obs.listener.as_ref().map(|s| s.max_syn_recv()).unwrap_or(0);
     let ns_half_open = obs.server_sockets.as_ref().map(|s| s.syn_recv).unwrap_or(0);
     let half_open = listener_half_open.max(ns_half_open);
-    let pressure = cookies > 0 || qfull_drop > 0 || qfull_cookie > 0 || logged > 0;
+    // Counters and sockets are the namespace's own; the log is the machine's, so a log line
+    // supports a finding but never makes one without half-open connections here.
+    let pressure = cookies > 0 || qfull_drop > 0 || qfull_cookie > 0;
     let flood = half_open >= MANY_HALF_OPEN
-        || (pressure && half_open >= SOME_HALF_OPEN)
+        || ((pressure || logged > 0) && half_open >= SOME_HALF_OPEN)
         || (pressure && overflows == 0);
     if !flood {
         return None;
@@ -182,6 +184,9 @@ mod tests {
         };
         let mut mine = obs.clone();
         mine.listener.as_mut().unwrap().port = 7070;
+        // A log line alone (machine-wide) is not enough; with half-open connections here it is.
+        assert_eq!(syn_flood(&mine), None);
+        mine.server_sockets = Some(sockets(20));
         assert!(syn_flood(&mine).is_some());
     }
 

@@ -1,0 +1,99 @@
+//! `netdoctor host` in-process: the snapshot's JSON, bounded `--watch`, and `--netns` reading a
+//! namespace this test creates (as root; skipped with a reason otherwise).
+
+use clap::Parser;
+use netdoctor::{Cli, run};
+use std::net::TcpListener;
+
+fn run_args(args: &[&str]) -> (i32, String) {
+    let cli = Cli::parse_from(std::iter::once("netdoctor").chain(args.iter().copied()));
+    let mut out = Vec::new();
+    let code = run(cli, &mut out).expect("run");
+    (code, String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn snapshot_json_lists_our_listener_and_backlog() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (code, out) = run_args(&["host", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], "netdoctor.host/v1");
+    let mine = v["listeners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["local"] == format!("127.0.0.1:{port}"))
+        .expect("our listener");
+    assert_eq!(mine["backlog"], 128);
+    assert!(v["sysctls"]["somaxconn"].as_u64().unwrap() > 0);
+    assert!(
+        v["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["meaning"].is_string())
+    );
+}
+
+#[test]
+fn watch_is_bounded_by_count() {
+    let (code, out) = run_args(&["host", "--watch", "0.2", "--count", "2", "--json"]);
+    assert_eq!(code, 0);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[0]["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["name"] == "lo")
+    );
+    assert!(
+        lines[1]["tcp"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t[0] == "retrans/s")
+    );
+    let (_, text) = run_args(&["host", "--watch", "0.1", "--count", "1"]);
+    assert!(
+        text.contains("rxpck/s") && text.contains("retrans/s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn netns_reads_that_namespace() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root (needs to create a network namespace)");
+        return;
+    }
+    let lab = netdoctor_lab::hostcases::HostLab::create(
+        &format!("nd-host-{}-cmd", std::process::id()),
+        false,
+    )
+    .unwrap();
+    let srv = lab.server_netns().to_string();
+    let _l = lab
+        .in_ns(&srv, || TcpListener::bind("0.0.0.0:4242").unwrap())
+        .unwrap();
+    let (code, out) = run_args(&["host", "--json", "--netns", &srv]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let listeners = v["listeners"].as_array().unwrap();
+    assert_eq!(listeners.len(), 1, "{listeners:?}");
+    assert_eq!(listeners[0]["local"], "0.0.0.0:4242");
+    let ifaces: Vec<&str> = v["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ifaces, ["lo", "h-srv"]);
+}
