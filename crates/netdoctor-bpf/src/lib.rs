@@ -179,6 +179,11 @@ impl BpfObserver {
     }
 
     /// Never reached.
+    pub fn snapshot(&self) -> BpfSummary {
+        BpfSummary::default()
+    }
+
+    /// Never reached.
     pub fn finish(self) -> BpfSummary {
         BpfSummary::default()
     }

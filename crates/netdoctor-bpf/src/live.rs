@@ -156,6 +156,11 @@ impl BpfObserver {
 
     /// Reads the counts, then detaches and unloads everything.
     pub fn finish(self) -> BpfSummary {
+        self.snapshot()
+    }
+
+    /// Reads the counts so far (since start) and keeps counting.
+    pub fn snapshot(&self) -> BpfSummary {
         let mut summary = BpfSummary {
             failed: self.failed.clone(),
             ..Default::default()

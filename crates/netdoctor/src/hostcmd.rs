@@ -1,7 +1,8 @@
 //! `netdoctor host`: the machine's network health at a glance — listeners with their accept
 //! queues, socket states, conntrack, the kernel counters and sysctls worth a look, interface
 //! errors and recent kernel log lines — and with `--watch SECS`, per-interval rates like
-//! `sar -n DEV 1` plus `nstat` (packets, bytes, retransmits, drops, listen overflows).
+//! `sar -n DEV 1` plus `nstat` (packets, bytes, retransmits, drops, listen overflows), and the
+//! kernel's drops by reason from eBPF (`skb:kfree_skb`) when it can load.
 //!
 //! Everything is read from one network namespace (the caller's, or `--netns NAME`'s, joined by
 //! a thread of its own). A collector that cannot run becomes a check with the reason (and the
@@ -308,6 +309,40 @@ pub struct WatchLine {
     pub interfaces: Vec<IfaceRate>,
     /// Per-second rates of the TCP counters that matter.
     pub tcp: Vec<(String, f64)>,
+    /// Per-second kernel drops by reason (eBPF on skb:kfree_skb), busiest first; absent when
+    /// the eBPF observer could not run (see `drop_reasons_skipped`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops_by_reason: Option<Vec<(String, f64)>>,
+    /// Why drop reasons are not shown (on the first line only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drop_reasons_skipped: Option<String>,
+}
+
+fn drop_totals(s: &netdoctor_bpf::BpfSummary) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for d in &s.drops {
+        *m.entry(d.reason.clone()).or_insert(0) += d.count;
+    }
+    m
+}
+
+fn drop_rates(
+    before: &std::collections::BTreeMap<String, u64>,
+    after: &std::collections::BTreeMap<String, u64>,
+    secs: f64,
+) -> Vec<(String, f64)> {
+    let mut v: Vec<(String, f64)> = after
+        .iter()
+        .map(|(r, a)| {
+            (
+                r.clone(),
+                a.saturating_sub(*before.get(r).unwrap_or(&0)) as f64 / secs,
+            )
+        })
+        .filter(|(_, rate)| *rate > 0.0)
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
 }
 
 /// Per-second rates of one interface.
@@ -410,6 +445,19 @@ fn watch(args: &HostArgs, every: Duration, out: &mut dyn Write) -> anyhow::Resul
                 .map(|(n, v)| format!("{n} {v:.1}"))
                 .collect();
             writeln!(out, "{:>9} TCP  {}", "", tcp.join("  "))?;
+            match (&line.drops_by_reason, &line.drop_reasons_skipped) {
+                (Some(d), _) if !d.is_empty() => {
+                    let d: Vec<String> = d
+                        .iter()
+                        .take(5)
+                        .map(|(r, v)| format!("{r} {v:.1}/s"))
+                        .collect();
+                    writeln!(out, "{:>9} DROPS  {}", "", d.join("  "))?;
+                }
+                (Some(_), _) => writeln!(out, "{:>9} DROPS  none", "")?,
+                (None, Some(why)) => writeln!(out, "{:>9} DROPS  skipped: {why}", "")?,
+                (None, None) => {}
+            }
         }
         out.flush()?;
         Ok(())
@@ -422,6 +470,16 @@ fn watch(args: &HostArgs, every: Duration, out: &mut dyn Write) -> anyhow::Resul
         let read = || -> anyhow::Result<(Vec<NetDevStats>, CounterSnapshot)> {
             Ok((netdev::read()?, counters::snapshot()?))
         };
+        // Drop reasons come from eBPF in this namespace; without it the rest still runs.
+        let (bpf, mut skipped) =
+            match netdoctor_bpf::BpfObserver::start(netdoctor_bpf::Scope::CallingThreadNetns) {
+                Ok(o) => (Some(o), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+        let mut prev_drops = bpf
+            .as_ref()
+            .map(|b| drop_totals(&b.snapshot()))
+            .unwrap_or_default();
         let mut prev = match read() {
             Ok(p) => p,
             Err(e) => {
@@ -442,10 +500,19 @@ fn watch(args: &HostArgs, every: Duration, out: &mut dyn Write) -> anyhow::Resul
             };
             let t = Instant::now();
             let (interfaces, tcp) = rates(&prev, &now, (t - prev_t).as_secs_f64());
+            let drops_by_reason = bpf.as_ref().map(|b| {
+                let now = drop_totals(&b.snapshot());
+                let rates = drop_rates(&prev_drops, &now, (t - prev_t).as_secs_f64());
+                prev_drops = now;
+                rates
+            });
             let line = WatchLine {
                 seconds: started.elapsed().as_secs_f64(),
                 interfaces,
                 tcp,
+                drops_by_reason,
+                // Said once, on the first line.
+                drop_reasons_skipped: skipped.take(),
             };
             if tx.send(Ok(line)).is_err() {
                 return;
@@ -478,6 +545,24 @@ mod tests {
         assert_eq!(parse_interval("0.5s").unwrap(), Duration::from_millis(500));
         assert!(parse_interval("0").is_err());
         assert!(parse_interval("x").is_err());
+    }
+
+    #[test]
+    fn drop_rates_are_deltas_busiest_first() {
+        let before = [("NO_SOCKET".to_string(), 10)].into_iter().collect();
+        let after = [
+            ("NO_SOCKET".to_string(), 12),
+            ("NETFILTER_DROP".to_string(), 8),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            drop_rates(&before, &after, 2.0),
+            [
+                ("NETFILTER_DROP".to_string(), 4.0),
+                ("NO_SOCKET".to_string(), 1.0)
+            ]
+        );
     }
 
     #[test]

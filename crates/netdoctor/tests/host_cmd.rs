@@ -97,3 +97,50 @@ fn netns_reads_that_namespace() {
         .collect();
     assert_eq!(ifaces, ["lo", "h-srv"]);
 }
+
+#[test]
+fn unprivileged_host_still_reports_and_names_the_missing_capability() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root and setpriv to drop to nobody without capabilities");
+        return;
+    }
+    let restricted =
+        std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict").is_ok_and(|s| s.trim() == "1");
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_netdoctor"))
+        .args(["host", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // sock_diag, counters, sysctls and interfaces need no privilege.
+    assert!(v["listeners"].is_array() && v["sysctls"]["somaxconn"].is_u64());
+    assert!(!v["counters"].as_array().unwrap().is_empty());
+    let checks = v["checks"].as_array().unwrap();
+    if restricted {
+        let kmsg = checks
+            .iter()
+            .find(|c| c["name"] == "kernel_log")
+            .expect("kernel_log check");
+        assert_eq!(kmsg["status"], "skipped");
+        assert!(
+            kmsg["reason"]
+                .as_str()
+                .unwrap()
+                .contains("needs CAP_SYSLOG"),
+            "{kmsg}"
+        );
+    }
+}
