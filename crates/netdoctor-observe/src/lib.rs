@@ -8,7 +8,8 @@
 //! - Host collectors, each reading the calling thread's network namespace: [`sockdiag`]
 //!   (listeners, accept queues, SYN_RECV/TIME_WAIT, tcp_info), [`kmsg`] (kernel log lines),
 //!   [`conntrack`] (count vs max), [`netdev`] (interface errors), [`sysctl`]; and
-//!   [`host_findings`], the pure functions that turn what they saw into findings.
+//!   [`host_findings`], the pure functions that turn what they saw into findings;
+//!   [`host_run`] runs them all around one run (start before the load, finish after).
 //! - [`sockopt`]: socket options (TCP_NODELAY, TCP_CORK, buffers) of the process serving a port.
 //!
 //! Every source of packets sits behind the small [`PacketSource`] trait, so the analysis code
@@ -20,6 +21,7 @@ pub mod counters;
 mod error;
 pub mod host_error;
 pub mod host_findings;
+pub mod host_run;
 pub mod kmsg;
 pub mod live;
 pub mod netdev;

@@ -15,8 +15,7 @@ use netdoctor_core::finding::{FindingId, Severity};
 use netdoctor_lab::hostcases::{self, HostLab};
 use netdoctor_observe::counters::{self, CounterSnapshot};
 use netdoctor_observe::host_findings::{ConnectOutcome, HostObservations, host_findings};
-use netdoctor_observe::sockdiag::{self, ListenerSampler};
-use netdoctor_observe::{kmsg, sysctl};
+use netdoctor_observe::host_run::{HostRun, HostRunConfig, read_client_side};
 
 fn require_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -113,55 +112,23 @@ fn counters_come_from_the_threads_namespace() {
 
 /// Collects around `run` in the lab's namespaces, the way a diagnose run would.
 fn observe(lab: &HostLab, port: u16, run: impl FnOnce()) -> HostObservations {
-    let srv = lab.server_netns().to_string();
-    let cli = lab.client_netns().to_string();
-    observe_ns(&srv, &cli, port, |f| lab.in_ns(&srv, f).unwrap(), run)
+    observe_ns(lab.server_netns(), lab.client_netns(), port, run)
 }
 
-fn observe_ns(
-    srv: &str,
-    cli: &str,
-    port: u16,
-    in_srv: impl Fn(
-        Box<dyn FnOnce() -> Box<dyn std::any::Any + Send> + Send>,
-    ) -> Box<dyn std::any::Any + Send>,
-    run: impl FnOnce(),
-) -> HostObservations {
-    let since = kmsg::now_us();
-    let (before, sampler) = *in_srv(Box::new(move || {
-        Box::new((
-            counters::snapshot().unwrap(),
-            ListenerSampler::start(port, Duration::from_millis(20), 5000).unwrap(),
-        ))
-    }))
-    .downcast::<(CounterSnapshot, ListenerSampler)>()
-    .unwrap();
+fn observe_ns(srv: &str, cli: &str, port: u16, run: impl FnOnce()) -> HostObservations {
+    let cfg = HostRunConfig {
+        listener_port: Some(port),
+        sample_every: Duration::from_millis(20),
+        max_samples: 5000,
+        kmsg_lookback: Duration::ZERO,
+    };
+    let started = netdoctor_lab::in_netns(srv, || HostRun::start(&cfg)).unwrap();
     run();
-    let series = sampler.finish();
-    let (after, sockets, sysctls) = *in_srv(Box::new(|| {
-        Box::new((
-            counters::snapshot().unwrap(),
-            sockdiag::state_counts().unwrap(),
-            sysctl::read().unwrap(),
-        ))
-    }))
-    .downcast::<(CounterSnapshot, sockdiag::StateCounts, sysctl::Sysctls)>()
-    .unwrap();
-    let (client_sockets, client_sysctls) = netdoctor_lab::in_netns(cli, || {
-        (sockdiag::state_counts().unwrap(), sysctl::read().unwrap())
-    })
-    .unwrap();
-    let _ = srv;
-    HostObservations {
-        counters: counters::delta(&before, &after),
-        listener: Some(series),
-        server_sockets: Some(sockets),
-        client_sockets: Some(client_sockets),
-        kmsg: kmsg::read_since(since).unwrap_or_default(),
-        server_sysctls: Some(sysctls),
-        client_sysctls: Some(client_sysctls),
-        ..Default::default()
-    }
+    let (mut obs, mut skipped) = netdoctor_lab::in_netns(srv, || started.finish()).unwrap();
+    skipped.extend(netdoctor_lab::in_netns(cli, || read_client_side(&mut obs)).unwrap());
+    // As root, only conntrack may be missing (when the module is not loaded).
+    assert!(skipped.iter().all(|s| s.name == "conntrack"), "{skipped:?}");
+    obs
 }
 
 fn ids(obs: &HostObservations) -> Vec<FindingId> {
@@ -297,26 +264,20 @@ fn healthy_nginx_under_connection_churn_has_no_host_findings() {
     let url = lab.server(true).unwrap().url.clone();
     let srv = lab.server_netns().to_string();
     let cli = lab.client_netns().to_string();
-    let obs = observe_ns(
-        &srv,
-        &cli,
-        netdoctor_lab::PORT_NODELAY_ON,
-        |f| netdoctor_lab::in_netns(&srv, f).unwrap(),
-        || {
-            // One connection per request: the server closes, so TIME_WAIT piles up there.
-            let out = lab
-                .command_in_client(std::ffi::OsStr::new("wrk"))
-                .args(["-t2", "-c50", "-d3s", "-H", "Connection: close", &url])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-        },
-    );
+    let obs = observe_ns(&srv, &cli, netdoctor_lab::PORT_NODELAY_ON, || {
+        // One connection per request: the server closes, so TIME_WAIT piles up there.
+        let out = lab
+            .command_in_client(std::ffi::OsStr::new("wrk"))
+            .args(["-t2", "-c50", "-d3s", "-H", "Connection: close", &url])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    });
     let server_tw = obs.server_sockets.as_ref().unwrap().time_wait;
     assert!(
         server_tw > 1000,
