@@ -143,6 +143,9 @@ fn tiny_backlog_with_a_slow_acceptor_is_a_listen_queue_overflow() {
     let mut lab = HostLab::create(&prefix("bl"), false).unwrap();
     let addr = hostcases::backlog_server(&mut lab, 8181, 1, Duration::from_millis(100)).unwrap();
     let mut outcome = None;
+    // Note: on 6.18 these overflow drops do not reach skb:kfree_skb (a SYN refused for a full
+    // accept queue is freed with consume_skb), so eBPF adds no TCP_LISTEN_OVERFLOW evidence here;
+    // the counters and the sampled queue carry the finding.
     let obs = observe(&lab, 8181, || {
         outcome = Some(hostcases::burst_clients(&lab, addr, 20, Duration::from_secs(4)).unwrap());
     });
@@ -157,6 +160,7 @@ fn tiny_backlog_with_a_slow_acceptor_is_a_listen_queue_overflow() {
         .find(|f| f.id == FindingId::ListenQueueOverflow)
         .unwrap_or_else(|| panic!("no listen_queue_overflow in {findings:#?}\n{obs:#?}"));
     assert!(f.summary.contains("port 8181"), "{}", f.summary);
+
     assert!(obs.delta("TcpExt.ListenOverflows") > 0);
     assert!(!ids(&obs).contains(&FindingId::SynFlood), "{findings:#?}");
     assert_eq!(obs.listener.as_ref().unwrap().max_queue().unwrap().1, 1);

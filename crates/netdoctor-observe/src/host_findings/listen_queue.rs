@@ -18,12 +18,18 @@ pub fn listen_queue_overflow(obs: &HostObservations) -> Option<Finding> {
     let overflows = obs.delta("TcpExt.ListenOverflows");
     let drops = obs.delta("TcpExt.ListenDrops");
     let full = obs.listener.as_ref().map(|s| s.full_samples()).unwrap_or(0);
+    let bpf_drops = obs.drops_of("TCP_LISTEN_OVERFLOW");
+    let overflows = overflows.max(bpf_drops);
     if overflows == 0 && full == 0 {
         return None;
     }
     let mut evidence: Vec<Evidence> = Vec::new();
     evidence.extend(obs.counter_evidence("TcpExt.ListenOverflows", ""));
     evidence.extend(obs.counter_evidence("TcpExt.ListenDrops", ""));
+    evidence.extend(obs.drop_evidence(
+        "TCP_LISTEN_OVERFLOW",
+        "the kernel's own reason: the accept queue was full",
+    ));
     let mut where_ = String::from("a listener");
     let mut backlog = None;
     if let Some(series) = &obs.listener
@@ -151,6 +157,24 @@ mod tests {
             f.evidence.iter().any(
                 |e| matches!(e, Evidence::Probe { note, .. } if note.contains("full in 3 of 4"))
             )
+        );
+    }
+
+    #[test]
+    fn ebpf_drop_reasons_are_evidence_too() {
+        let obs = HostObservations {
+            kernel_drops: vec![super::super::KernelDrop {
+                reason: "TCP_LISTEN_OVERFLOW".into(),
+                location: "tcp_conn_request+0x5d2".into(),
+                count: 12,
+            }],
+            ..Default::default()
+        };
+        let f = listen_queue_overflow(&obs).unwrap();
+        assert_eq!(f.severity, Severity::Critical);
+        assert!(
+            matches!(&f.evidence[0], Evidence::Counter { name, after: 12, note, .. }
+            if name == "kfree_skb:TCP_LISTEN_OVERFLOW" && note.contains("tcp_conn_request"))
         );
     }
 

@@ -47,6 +47,18 @@ pub struct ConnectOutcome {
     pub remote: Option<std::net::SocketAddr>,
 }
 
+/// Kernel drops of one reason at one location during the run (from the eBPF observer on
+/// `skb:kfree_skb`, netdoctor-bpf's `DropGroup`; kept as a plain struct here so this crate does
+/// not depend on aya).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelDrop {
+    /// The kernel's drop reason without its prefix, e.g. `"TCP_LISTEN_OVERFLOW"`.
+    pub reason: String,
+    /// e.g. `"tcp_conn_request+0x5d2"`.
+    pub location: String,
+    pub count: u64,
+}
+
 /// Everything the host collectors saw during one run, in the run's network namespace(s).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostObservations {
@@ -68,6 +80,8 @@ pub struct HostObservations {
     /// Sysctls of the client's namespace (ip_local_port_range, tcp_tw_reuse matter there).
     pub client_sysctls: Option<Sysctls>,
     pub connects: Option<ConnectOutcome>,
+    /// Kernel drops by reason in the server's namespace, when eBPF could run.
+    pub kernel_drops: Vec<KernelDrop>,
 }
 
 impl HostObservations {
@@ -101,6 +115,38 @@ impl HostObservations {
             after: d.after,
             note,
         })
+    }
+
+    /// Drops of one kernel drop reason, all locations together.
+    pub fn drops_of(&self, reason: &str) -> u64 {
+        self.kernel_drops
+            .iter()
+            .filter(|d| d.reason == reason)
+            .map(|d| d.count)
+            .sum()
+    }
+
+    /// Evidence for the drops of one reason (one entry per location, busiest first, at most 3).
+    pub(crate) fn drop_evidence(&self, reason: &str, note: &str) -> Vec<Evidence> {
+        let mut drops: Vec<&KernelDrop> = self
+            .kernel_drops
+            .iter()
+            .filter(|d| d.reason == reason)
+            .collect();
+        drops.sort_by_key(|d| std::cmp::Reverse(d.count));
+        drops
+            .into_iter()
+            .take(3)
+            .map(|d| Evidence::Counter {
+                name: format!("kfree_skb:{}", d.reason),
+                before: 0,
+                after: d.count,
+                note: format!(
+                    "+{} packets dropped at {} (eBPF): {note}",
+                    d.count, d.location
+                ),
+            })
+            .collect()
     }
 
     /// Kernel log lines of one kind.
