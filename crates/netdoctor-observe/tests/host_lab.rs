@@ -176,6 +176,18 @@ fn tiny_port_range_is_ephemeral_port_exhaustion() {
     let mut outcome = None;
     let mut obs = observe(&lab, 9090, || {
         outcome = Some(hostcases::port_exhaustion(&lab, addr, 40000, 40009, 30).unwrap());
+        // The last connections reach TIME_WAIT when the server's FIN arrives: wait for it
+        // (bounded), so the snapshot below is not taken while some are still in FIN_WAIT2.
+        lab.in_ns(lab.client_netns(), || {
+            for _ in 0..100 {
+                let c = netdoctor_observe::sockdiag::state_counts().unwrap();
+                if c.time_wait >= 10 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+        .unwrap();
     });
     let outcome = outcome.unwrap();
     assert_eq!(outcome.connected, 10, "{outcome:?}");
