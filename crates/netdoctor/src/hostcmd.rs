@@ -179,7 +179,7 @@ fn in_ns<T: Send>(netns: Option<&str>, f: impl FnOnce() -> T + Send) -> anyhow::
     }
 }
 
-/// `netdoctor host`.
+/// `netdoctor host`: exit 0, or 1 when a finding above info stands out; `--watch` exits 0.
 pub fn command(args: &HostArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(every) = args.watch {
         return watch(args, every, out);
@@ -194,7 +194,12 @@ pub fn command(args: &HostArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         render(&snap, out)?;
     }
     out.flush()?;
-    Ok(0)
+    // DESIGN's exit codes: 1 when something stands out above info, else 0.
+    let problem = snap
+        .findings
+        .iter()
+        .any(|f| f.severity > netdoctor_core::finding::Severity::Info);
+    Ok(if problem { 1 } else { 0 })
 }
 
 fn render(s: &HostSnapshot, out: &mut dyn Write) -> std::io::Result<()> {
