@@ -184,6 +184,11 @@ impl BpfObserver {
     }
 
     /// Never reached.
+    pub fn snapshot_with(&self, _locations: bool) -> BpfSummary {
+        BpfSummary::default()
+    }
+
+    /// Never reached.
     pub fn finish(self) -> BpfSummary {
         BpfSummary::default()
     }

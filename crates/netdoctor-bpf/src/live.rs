@@ -66,6 +66,8 @@ unsafe impl aya::Pod for StateKey {}
 pub struct BpfObserver {
     ebpf: Ebpf,
     failed: Vec<ProgramFailure>,
+    /// Drop-reason names of the running kernel, read once at start.
+    reasons: std::collections::BTreeMap<u64, String>,
 }
 
 fn perm(e: &dyn std::error::Error) -> Option<&'static str> {
@@ -106,18 +108,21 @@ impl BpfObserver {
                     needs: None,
                 })?,
         };
+        // The loader parses the kernel's BTF itself (for CO-RE relocations) and frees it when
+        // it is dropped; the programs' load needs it once more. Parsing it one copy at a time
+        // keeps the peak memory at one parsed BTF (several MB of types).
+        let mut ebpf = {
+            let mut loader = EbpfLoader::new();
+            loader.override_global("TARGET_NETNS", &netns, true);
+            loader.load(OBJECT).map_err(|e| BpfError::Load {
+                needs: perm(&e),
+                message: chain(&e),
+            })?
+        };
         let btf = Btf::from_sys_fs().map_err(|e| BpfError::Load {
             message: format!("kernel BTF (/sys/kernel/btf/vmlinux): {}", chain(&e)),
             needs: None,
         })?;
-        let mut ebpf = EbpfLoader::new()
-            .btf(Some(&btf))
-            .override_global("TARGET_NETNS", &netns, true)
-            .load(OBJECT)
-            .map_err(|e| BpfError::Load {
-                needs: perm(&e),
-                message: chain(&e),
-            })?;
         let mut failed = Vec::new();
         for (name, tracepoint, report) in PROGRAMS {
             let mut attach = || -> Result<(), String> {
@@ -146,7 +151,13 @@ impl BpfObserver {
         if failed.len() == PROGRAMS.len() {
             return Err(BpfError::NoProgram(failed));
         }
-        Ok(BpfObserver { ebpf, failed })
+        drop(btf);
+        let reasons = btfenum::drop_reasons().unwrap_or_default();
+        Ok(BpfObserver {
+            ebpf,
+            failed,
+            reasons,
+        })
     }
 
     /// Programs that did not run, with the reason.
@@ -161,16 +172,22 @@ impl BpfObserver {
 
     /// Reads the counts so far (since start) and keeps counting.
     pub fn snapshot(&self) -> BpfSummary {
+        self.snapshot_with(true)
+    }
+
+    /// Like [`BpfObserver::snapshot`]; without `locations`, drop locations stay hex addresses
+    /// (no /proc/kallsyms read: cheap enough for once a second).
+    pub fn snapshot_with(&self, locations: bool) -> BpfSummary {
         let mut summary = BpfSummary {
             failed: self.failed.clone(),
             ..Default::default()
         };
-        let reasons = btfenum::drop_reasons().unwrap_or_default();
+        let reasons = &self.reasons;
         if let Some(map) = self.ebpf.map("DROPS")
             && let Ok(map) = HashMap::<_, DropKey, u64>::try_from(map)
         {
             let entries: Vec<(DropKey, u64)> = map.iter().filter_map(Result::ok).collect();
-            let ksyms = if entries.is_empty() {
+            let ksyms = if entries.is_empty() || !locations {
                 Ksyms::parse("")
             } else {
                 Ksyms::load()

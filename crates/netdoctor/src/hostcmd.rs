@@ -29,7 +29,8 @@ pub struct HostArgs {
     /// Read this network namespace (a name from `ip netns list`) instead of the caller's.
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
-    /// Print rates every SECS seconds (packets, bytes, retransmits, drops), like `sar -n DEV 1`.
+    /// Print rates every SECS seconds (packets, bytes, retransmits, drops by reason), like
+    /// `sar -n DEV 1` plus `nstat`.
     #[arg(long, value_name = "SECS", value_parser = parse_interval)]
     pub watch: Option<Duration>,
     /// With --watch: stop after N intervals (default: until Ctrl-C).
@@ -483,7 +484,7 @@ fn watch(args: &HostArgs, every: Duration, out: &mut dyn Write) -> anyhow::Resul
             };
         let mut prev_drops = bpf
             .as_ref()
-            .map(|b| drop_totals(&b.snapshot()))
+            .map(|b| drop_totals(&b.snapshot_with(false)))
             .unwrap_or_default();
         let mut prev = match read() {
             Ok(p) => p,
@@ -506,7 +507,7 @@ fn watch(args: &HostArgs, every: Duration, out: &mut dyn Write) -> anyhow::Resul
             let t = Instant::now();
             let (interfaces, tcp) = rates(&prev, &now, (t - prev_t).as_secs_f64());
             let drops_by_reason = bpf.as_ref().map(|b| {
-                let now = drop_totals(&b.snapshot());
+                let now = drop_totals(&b.snapshot_with(false));
                 let rates = drop_rates(&prev_drops, &now, (t - prev_t).as_secs_f64());
                 prev_drops = now;
                 rates
