@@ -71,6 +71,9 @@ pub struct CounterLine {
     pub meaning: &'static str,
 }
 
+/// The JSON schema of [`HostSnapshot`] (`netdoctor.host/v1`), tested against real output.
+pub const HOST_SCHEMA_JSON: &str = include_str!("../schema/host-v1.json");
+
 /// What `netdoctor host` shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct HostSnapshot {

@@ -12,6 +12,20 @@ fn run_args(args: &[&str]) -> (i32, String) {
     (code, String::from_utf8(out).unwrap())
 }
 
+fn assert_host_schema(v: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(netdoctor::hostcmd::HOST_SCHEMA_JSON).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "host output breaks its schema: {errors:#?}"
+    );
+}
+
 /// 1 when a finding above info stands out, else 0.
 fn exit_code_for(v: &serde_json::Value) -> i32 {
     let problem = v["findings"]
@@ -29,6 +43,7 @@ fn snapshot_json_lists_our_listener_and_backlog() {
     let (code, out) = run_args(&["host", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(code, exit_code_for(&v));
+    assert_host_schema(&v);
     assert_eq!(v["schema"], "netdoctor.host/v1");
     let mine = v["listeners"]
         .as_array()
@@ -45,6 +60,16 @@ fn snapshot_json_lists_our_listener_and_backlog() {
             .iter()
             .all(|c| c["meaning"].is_string())
     );
+}
+
+#[test]
+fn schema_rejects_what_it_should() {
+    let (_, out) = run_args(&["host", "--json"]);
+    let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["checks"] = serde_json::json!([{"name": "capture", "status": "ok", "reason": ""}]);
+    let schema: serde_json::Value =
+        serde_json::from_str(netdoctor::hostcmd::HOST_SCHEMA_JSON).unwrap();
+    assert!(!jsonschema::is_valid(&schema, &v));
 }
 
 #[test]
@@ -96,6 +121,7 @@ fn netns_reads_that_namespace() {
     let (code, out) = run_args(&["host", "--json", "--netns", &srv]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_host_schema(&v);
     let listeners = v["listeners"].as_array().unwrap();
     assert_eq!(listeners.len(), 1, "{listeners:?}");
     assert_eq!(listeners[0]["local"], "0.0.0.0:4242");
@@ -131,6 +157,7 @@ fn unprivileged_host_still_reports_and_names_the_missing_capability() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(out.status.code(), Some(exit_code_for(&v)));
+    assert_host_schema(&v);
     // sock_diag, counters, sysctls and interfaces need no privilege.
     assert!(v["listeners"].is_array() && v["sysctls"]["somaxconn"].is_u64());
     assert!(!v["counters"].as_array().unwrap().is_empty());
