@@ -35,8 +35,12 @@ pub fn listen_queue_overflow(obs: &HostObservations) -> Option<Finding> {
     if let Some(series) = &obs.listener
         && let Some((max_q, bl)) = series.max_queue()
     {
-        where_ = format!("the listener on port {}", series.port);
-        backlog = Some(bl);
+        // The counters are the namespace's: name the sampled listener only when its own queue
+        // was seen full (a brief overflow between samples stays "a listener").
+        if full > 0 {
+            where_ = format!("the listener on port {}", series.port);
+            backlog = Some(bl);
+        }
         evidence.push(Evidence::Probe {
             probe: format!("sock_diag listener :{}", series.port),
             note: format!(
@@ -176,6 +180,22 @@ mod tests {
             matches!(&f.evidence[0], Evidence::Counter { name, after: 12, note, .. }
             if name == "kfree_skb:TCP_LISTEN_OVERFLOW" && note.contains("tcp_conn_request"))
         );
+    }
+
+    #[test]
+    fn overflows_elsewhere_do_not_blame_the_sampled_listener() {
+        let obs = HostObservations {
+            counters: vec![delta("TcpExt.ListenOverflows", 0, 30)],
+            listener: Some(series(&[(0, 511), (3, 511)])),
+            ..Default::default()
+        };
+        let f = listen_queue_overflow(&obs).unwrap();
+        assert!(
+            f.summary.contains("of a listener") && !f.summary.contains("port 8080"),
+            "{}",
+            f.summary
+        );
+        assert!(f.evidence.iter().any(|e| matches!(e, Evidence::Probe { note, .. } if note.contains("up to 3") && note.contains("full in 0"))));
     }
 
     #[test]
