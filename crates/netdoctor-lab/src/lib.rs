@@ -35,6 +35,7 @@ pub mod builtin;
 mod config;
 mod error;
 pub mod forwarder;
+pub mod hostcases;
 mod leftovers;
 mod lifecycle;
 pub mod nameserver;

@@ -3,18 +3,33 @@
 //! - [`pcapfile`]: read pcap and pcapng files (streaming, constant memory) as a [`PacketSource`].
 //! - [`pcapwrite`]: write nanosecond pcap files that tcpdump, tshark and Wireshark read.
 //! - [`live`]: AF_PACKET capture with a kernel BPF filter, a TPACKET_V3 ring and drop counts.
-//! - [`counters`]: kernel counter snapshots (/proc/net/netstat, /proc/net/snmp) and their deltas.
+//! - [`counters`]: kernel counter snapshots (netstat, snmp, snmp6 of the calling thread's
+//!   namespace), their deltas and the meaning of the counters that matter.
+//! - Host collectors, each reading the calling thread's network namespace: [`sockdiag`]
+//!   (listeners, accept queues, SYN_RECV/TIME_WAIT, tcp_info), [`kmsg`] (kernel log lines),
+//!   [`conntrack`] (count vs max), [`netdev`] (interface errors), [`sysctl`]; and
+//!   [`host_findings`], the pure functions that turn what they saw into findings;
+//!   [`host_run`] runs them all around one run (start before the load, finish after).
 //! - [`sockopt`]: socket options (TCP_NODELAY, TCP_CORK, buffers) of the process serving a port.
 //!
 //! Every source of packets sits behind the small [`PacketSource`] trait, so the analysis code
 //! runs the same on a live capture, a file, or a fake in tests.
 
+pub mod conntrack;
+mod counter_meaning;
 pub mod counters;
 mod error;
+pub mod host_error;
+pub mod host_findings;
+pub mod host_run;
+pub mod kmsg;
 pub mod live;
+pub mod netdev;
 pub mod pcapfile;
 pub mod pcapwrite;
+pub mod sockdiag;
 pub mod sockopt;
+pub mod sysctl;
 
 pub use counters::{CounterDelta, CounterSnapshot, delta, snapshot, snapshot_from};
 pub use error::{BadCaptureKind, ObserveError};

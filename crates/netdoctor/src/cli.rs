@@ -44,6 +44,8 @@ pub enum Command {
     Trace(crate::tracecmd::TraceArgs),
     /// Node agent: passive windows over local ports, findings as Prometheus metrics and OTLP.
     Watch(crate::watchcmd::WatchArgs),
+    /// The host's network health: listener queues, sockets, conntrack, counters, sysctls; --watch for rates.
+    Host(crate::hostcmd::HostArgs),
 }
 
 impl Cli {
@@ -59,6 +61,7 @@ impl Cli {
             Command::Dns(a) => &a.output,
             Command::Trace(a) => &a.output,
             Command::Watch(a) => &a.output,
+            Command::Host(a) => &a.output,
         }
     }
 }

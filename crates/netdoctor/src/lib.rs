@@ -7,6 +7,7 @@ pub mod connectcmd;
 pub mod demo;
 pub mod diagnose;
 pub mod dnscmd;
+pub mod hostcmd;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod output;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Dns(args) => dnscmd::command(&args, out),
         Command::Trace(args) => tracecmd::command(&args, out),
         Command::Watch(args) => watchcmd::command(&args, out),
+        Command::Host(args) => hostcmd::command(&args, out),
     }
 }
 
