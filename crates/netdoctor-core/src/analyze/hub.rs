@@ -106,7 +106,15 @@ impl Hub {
     }
 
     /// A loss episode of the connection ended: charge its stall and count it.
-    pub(super) fn on_episode(&mut self, c: &mut Conn, ep: Episode) {
+    pub(super) fn on_episode(&mut self, c: &mut Conn, mut ep: Episode) {
+        // The client's first request, not a byte of it acknowledged when it was resent.
+        let d = &c.dirs[1 - c.server];
+        ep.setup = !ep.first.from_server
+            && c.exchanges == 0
+            && d.syn_seen
+            && ep
+                .acked_at_start
+                .is_none_or(|a| a == d.isn.wrapping_add(1));
         if let Some(x) = c.cur.as_mut()
             && ep.stall_ns() > 0
         {
@@ -126,8 +134,13 @@ impl Hub {
     }
 
     /// Endpoint `i` of the connection reopened its window after `z`.
-    pub(super) fn on_zero_period(&mut self, c: &mut Conn, i: usize, z: ZeroPeriod) {
+    pub(super) fn on_zero_period(&mut self, c: &mut Conn, i: usize, mut z: ZeroPeriod) {
         let reader_is_server = c.server == i;
+        // What it reopened to (bytes, when the window scale is known) against its MSS.
+        if z.reopened && c.dirs[0].syn_seen && c.dirs[1].syn_seen {
+            z.reopen_bytes = Some(c.dirs[i].window);
+        }
+        z.mss = c.dirs[i].mss;
         if let Some(x) = c.cur.as_mut() {
             x.add_stall(ZERO_WINDOW, reader_is_server, z.start.ts_ns, z.end.ts_ns);
         }
