@@ -62,6 +62,12 @@ impl Hist {
         self.sum / 1000.0
     }
 
+    /// How many recorded values are at least `ms` milliseconds.
+    pub(crate) fn count_at_least_ms(&self, ms: f64) -> u64 {
+        let us = ((ms * 1000.0).max(1.0) as u64).min(MAX_US);
+        self.h.count_between(us, MAX_US)
+    }
+
     /// The largest recorded value in milliseconds; 0 when empty.
     pub(crate) fn max_ms(&self) -> f64 {
         if self.h.is_empty() {

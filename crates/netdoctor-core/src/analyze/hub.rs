@@ -154,8 +154,15 @@ impl Hub {
 
     /// A reset `rst` arrived on the connection (before its state is dropped).
     pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt) {
+        // No byte of payload either way (a SYN counts one, a FIN one more).
+        let no_payload = c.first_req.is_none()
+            && c.dirs
+                .iter()
+                .all(|d| !d.started || d.nxt.wrapping_sub(d.isn) <= 2);
         let kind = if c.rtt_ns.is_none() && c.syn.first_syn.is_some() && c.cur.is_none() {
             ResetKind::Refused
+        } else if no_payload && c.synack_seen {
+            ResetKind::Setup
         } else {
             match (c.phase, rst.from_server) {
                 (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
@@ -165,6 +172,7 @@ impl Hub {
         };
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
+            ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
             _ => c.cur.map(|x| {
                 if x.first_resp.is_some() {
                     x.last_resp
@@ -178,6 +186,7 @@ impl Hub {
             kind,
             before,
             rst,
+            req: c.cur.map(|x| x.first_req),
         });
     }
 
