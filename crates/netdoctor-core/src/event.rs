@@ -140,6 +140,8 @@ pub struct ConnDone {
     pub first_req: Option<Pkt>,
     /// Completed exchanges on the connection.
     pub exchanges: u32,
+    /// The first FIN or RST on the connection: who closed first.
+    pub first_close: Option<Pkt>,
 }
 
 /// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the

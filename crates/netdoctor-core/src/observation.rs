@@ -24,7 +24,10 @@ impl CounterDelta {
 
 /// The change of counter `name` in `deltas`, when it was reported.
 pub fn counter_change(deltas: &[CounterDelta], name: &str) -> Option<i128> {
-    deltas.iter().find(|d| d.name == name).map(CounterDelta::change)
+    deltas
+        .iter()
+        .find(|d| d.name == name)
+        .map(CounterDelta::change)
 }
 
 /// Something an observer saw. New kinds are added as observers grow (listener queue samples,
@@ -110,7 +113,10 @@ mod tests {
         assert_eq!(c[0].change(), 3);
         assert_eq!(counter_change(c, "TcpExt.ListenOverflows"), Some(3));
         assert_eq!(counter_change(c, "TcpExt.ListenDrops"), None);
-        assert!(json.contains("\"run_config\":{\"keepalive\":false"), "{json}");
+        assert!(
+            json.contains("\"run_config\":{\"keepalive\":false"),
+            "{json}"
+        );
         assert!(json.contains("\"cpu\":{\"machine_busy\":0.95"), "{json}");
     }
 }

@@ -112,9 +112,7 @@ impl Hub {
         ep.setup = !ep.first.from_server
             && c.exchanges == 0
             && d.syn_seen
-            && ep
-                .acked_at_start
-                .is_none_or(|a| a == d.isn.wrapping_add(1));
+            && ep.acked_at_start.is_none_or(|a| a == d.isn.wrapping_add(1));
         if let Some(x) = c.cur.as_mut()
             && ep.stall_ns() > 0
         {
@@ -243,6 +241,7 @@ impl Hub {
             syn: c.syn,
             first_req: c.first_req,
             exchanges: c.exchanges,
+            first_close: c.first_close,
         };
         self.emit(&Event::ConnDone(&done));
     }

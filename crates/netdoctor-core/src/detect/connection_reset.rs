@@ -142,7 +142,8 @@ impl ConnectionReset {
                 own_timeout_total += own;
                 own_timeout_examples.extend(k.examples.iter().filter(|e| {
                     !e.rst.from_server
-                        && e.req.is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
+                        && e.req
+                            .is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
                 }));
             }
             let n = k.count - own;
@@ -294,7 +295,9 @@ impl ConnectionReset {
                 .filter(|e| {
                     own == 0
                         || e.rst.from_server
-                        || !e.req.is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
+                        || !e
+                            .req
+                            .is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
                 })
                 .map(|e| {
                     let mut packets = Vec::with_capacity(2);
@@ -423,8 +426,15 @@ mod tests {
         let ev: Vec<Event<'_>> = (1..=10).map(|k| reset(ResetKind::Setup, true, k)).collect();
         let v = run::<ConnectionReset>(&ev, &cx(0));
         assert_eq!(v.len(), 1);
-        assert_eq!((v[0].side, v[0].severity), (Side::Server, Severity::Critical));
-        assert!(v[0].summary.contains("right after the handshake"), "{}", v[0].summary);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
+        assert!(
+            v[0].summary.contains("right after the handshake"),
+            "{}",
+            v[0].summary
+        );
         assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
         assert!(!v[0].fix.contains("idle timeouts"), "{}", v[0].fix);
         assert!(v[0].explanation.contains("tcp_abort_on_overflow"));
@@ -453,14 +463,26 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:?}");
         let own = v.iter().find(|f| f.summary.contains("netdoctor")).unwrap();
         assert_eq!((own.side, own.severity), (Side::Client, Severity::Info));
-        assert!(own.summary.contains("reset 4 connections"), "{}", own.summary);
+        assert!(
+            own.summary.contains("reset 4 connections"),
+            "{}",
+            own.summary
+        );
         let other = v.iter().find(|f| !f.summary.contains("netdoctor")).unwrap();
-        assert!(other.summary.contains("reset 1 connections"), "{}", other.summary);
+        assert!(
+            other.summary.contains("reset 1 connections"),
+            "{}",
+            other.summary
+        );
         // Without the run's config nothing is discounted.
         ev.pop();
         let v = run::<ConnectionReset>(&ev, &cx(100));
         assert_eq!(v.len(), 1);
-        assert!(v[0].summary.contains("reset 5 connections"), "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("reset 5 connections"),
+            "{}",
+            v[0].summary
+        );
     }
 
     #[test]

@@ -41,8 +41,8 @@ use super::{
     Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
 };
 use crate::event::{Ends, Event};
-use crate::observation::{CounterDelta, Observation};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::{CounterDelta, Observation};
 use crate::stats::Hist;
 pub use crate::track::loss::{Episode, REACT_RTT_DIV, RTO_MIN_NS};
 
@@ -265,7 +265,16 @@ impl Loss {
         };
         let worst_part = worst_note(added, worst);
         let (id, summary, explanation, fix) = if at_setup {
-            setup_story(k, rto, added, &worst_part, &share, listen_full, local, &self.listen)
+            setup_story(
+                k,
+                rto,
+                added,
+                &worst_part,
+                &share,
+                listen_full,
+                local,
+                &self.listen,
+            )
         } else if timeout {
             (
                 FindingId::RetransmissionTimeout,
@@ -392,7 +401,10 @@ fn setup_story(
             .collect();
         (
             FindingId::RetransmissionTimeout,
-            format!("{head}: the server's listen queue overflowed ({})", counts.join(", ")),
+            format!(
+                "{head}: the server's listen queue overflowed ({})",
+                counts.join(", ")
+            ),
             "The connections' first requests were not lost on the path: the listening socket's \
              accept queue was full. The kernel then drops the client's last handshake ACK (the \
              client believes it is connected) and the request that follows; the client waits \
@@ -523,10 +535,20 @@ mod tests {
             (v[0].id, v[0].side),
             (FindingId::RetransmissionTimeout, Side::Host)
         );
-        assert!(v[0].summary.contains("listen queue overflowed"), "{}", v[0].summary);
-        assert!(v[0].summary.contains("ListenOverflows +100"), "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("listen queue overflowed"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].summary.contains("ListenOverflows +100"),
+            "{}",
+            v[0].summary
+        );
         assert!(!v[0].fix.contains("ethtool"), "{}", v[0].fix);
-        assert!(v[0].evidence.iter().any(|e| matches!(e, Evidence::Counter { name, .. } if name == "TcpExt.ListenOverflows")));
+        assert!(v[0].evidence.iter().any(
+            |e| matches!(e, Evidence::Counter { name, .. } if name == "TcpExt.ListenOverflows")
+        ));
         assert!(v[0].confidence > 0.9);
     }
 
@@ -536,7 +558,11 @@ mod tests {
         let v = run::<Loss>(&setup_timeouts(4), &cx(10));
         assert_eq!(v[0].side, Side::Network);
         assert!(v[0].confidence <= 0.5);
-        assert!(v[0].summary.contains("a full listen queue or a lossy path"), "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("a full listen queue or a lossy path"),
+            "{}",
+            v[0].summary
+        );
         // On loopback there is no path: the host.
         let local: Vec<Event<'_>> = setup_timeouts(4)
             .into_iter()
@@ -553,7 +579,11 @@ mod tests {
             .collect();
         let v = run::<Loss>(&local, &cx(10));
         assert_eq!(v[0].side, Side::Host);
-        assert!(v[0].explanation.contains("one host"), "{}", v[0].explanation);
+        assert!(
+            v[0].explanation.contains("one host"),
+            "{}",
+            v[0].explanation
+        );
     }
 
     #[test]

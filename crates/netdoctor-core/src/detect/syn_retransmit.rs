@@ -203,6 +203,7 @@ mod tests {
             syn,
             first_req: None,
             exchanges: 0,
+            first_close: None,
         }
     }
 

@@ -16,7 +16,9 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note};
+use super::{
+    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+};
 use crate::event::{Event, Stall, StallKind, ZeroPeriod};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
@@ -203,11 +205,8 @@ impl ZeroWindow {
             };
             let mut f = Finding::new(FindingId::ZeroWindow, severity, side, summary);
             f.confidence = 0.95;
-            f.impact.added_latency_ms = Some(
-                s.per_exchange
-                    .as_ref()
-                    .map_or(med, |h| h.quantile_ms(0.5)),
-            );
+            f.impact.added_latency_ms =
+                Some(s.per_exchange.as_ref().map_or(med, |h| h.quantile_ms(0.5)));
             f.impact.affected_fraction = fraction;
             f.explanation = match reading {
                 Reading::Stopped => format!(
@@ -239,12 +238,12 @@ impl ZeroWindow {
                 Reading::Tiny => format!(
                     "TCP's receive window is the free space in the receiver's socket buffer. The \
                      {who}'s window fell to zero and reopened by less than one maximum segment \
-                     (MSS): its application reads a few bytes at a time into a tiny buffer. A \
+                     (MSS): its application reads little at a time from a receive buffer smaller than one segment. A \
                      window below one MSS lets the {peer} send only tiny segments, each paying \
                      full header and ACK costs (the silly window syndrome); receivers normally \
                      avoid announcing such windows (RFC 1122 silly-window avoidance waits for an \
                      MSS or half the buffer), so a window this small means a receive buffer \
-                     smaller than one segment (SO_RCVBUF set very small)."
+                     that small (SO_RCVBUF set very small)."
                 ),
             };
             f.fix = match reading {
@@ -511,8 +510,16 @@ mod tests {
         let ev = [period(1, 0, 5_869_700), period(2, 6000, 200)];
         let v = run::<ZeroWindow>(&ev, &cx(10));
         assert_eq!(v[0].severity, Severity::Critical, "{}", v[0].summary);
-        assert!(v[0].summary.contains("longest 5869.7 ms"), "{}", v[0].summary);
-        assert!(v[0].summary.contains("5869.9 ms in total"), "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("longest 5869.7 ms"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].summary.contains("5869.9 ms in total"),
+            "{}",
+            v[0].summary
+        );
         assert!(v[0].summary.contains("stopped reading"), "{}", v[0].summary);
     }
 
@@ -547,7 +554,15 @@ mod tests {
             .collect();
         let v = run::<ZeroWindow>(&tiny, &cx(10));
         assert_eq!(v[0].side, Side::Server);
-        assert!(v[0].summary.contains("less than one MSS"), "{}", v[0].summary);
-        assert!(v[0].explanation.contains("silly window"), "{}", v[0].explanation);
+        assert!(
+            v[0].summary.contains("less than one MSS"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].explanation.contains("silly window"),
+            "{}",
+            v[0].explanation
+        );
     }
 }

@@ -73,11 +73,9 @@ impl ZeroDir {
 
     /// Ends an open period at `last` (end of the connection or capture).
     pub(crate) fn take_open(&mut self, last: Pkt) -> Option<ZeroPeriod> {
-        self.since
-            .take()
-            .map(|start| ZeroPeriod {
-                reopened: false,
-                ..ZeroPeriod::new(start, last)
-            })
+        self.since.take().map(|start| ZeroPeriod {
+            reopened: false,
+            ..ZeroPeriod::new(start, last)
+        })
     }
 }
