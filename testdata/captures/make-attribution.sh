@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Makes setup-reset.pcap and server-close.pcap (see README.md), two captures of "who caused
+# it" on the loopback of a namespace made here (its name carries this script's PID), removed
+# on exit, also on failure; the servers are stopped by their PIDs. Needs root, tcpdump,
+# python3, iproute2.
+#   setup-reset.pcap:  a server that accepts each connection and closes it at once with
+#                      SO_LINGER 0 (a reset before any byte); the client connects 10 times
+#                      and waits 50 ms before it would send its request.
+#   server-close.pcap: a server that answers one request per connection and closes first
+#                      (`Connection: close`); the client sends 10 requests, reconnecting when
+#                      the server closed.
+set -euo pipefail
+out="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d /tmp/netdoctor-attribution.XXXXXX)"
+N="nd-core2-$$-at"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    ip netns del "$N" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$N"
+ip -n "$N" link set lo up
+
+cat >"$work/server.py" <<'PY'
+import socket, struct, sys
+mode, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(64)
+print("ready", flush=True)
+body = b"x" * 600
+for _ in range(100):  # bounded
+    c, _ = s.accept()
+    if mode == "setupreset":
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        continue
+    c.settimeout(5)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(4096)
+        if not d:
+            break
+        buf += d
+    if buf:
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    c.close()
+PY
+
+cat >"$work/client.py" <<'PY'
+import socket, sys, time
+mode, port = sys.argv[1], int(sys.argv[2])
+req = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n"
+for _ in range(10):
+    if mode == "setupreset":
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            continue  # reset before connect() returned
+        time.sleep(0.05)
+        try:
+            s.sendall(req)
+            s.recv(100)
+        except OSError:
+            pass
+        s.close()
+        continue
+    # Keep-alive client: it would reuse the connection; the server closes it.
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(req)
+    buf = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        buf += d
+    s.close()
+    time.sleep(0.005)
+PY
+
+capture() {
+    local mode="$1" port="$2" file="$3"
+    ip netns exec "$N" python3 "$work/server.py" "$mode" "$port" >"$work/$mode.out" &
+    local srv=$!
+    pids+=("$srv")
+    for _ in $(seq 1 200); do grep -q ready "$work/$mode.out" 2>/dev/null && break; sleep 0.05; done
+    ip netns exec "$N" tcpdump -U --immediate-mode -i lo -s 96 -w "$out/$file" "tcp port $port" 2>"$work/$mode.td" &
+    local td=$!
+    pids+=("$td")
+    for _ in $(seq 1 200); do grep -q "listening on" "$work/$mode.td" 2>/dev/null && break; sleep 0.05; done
+    ip netns exec "$N" python3 "$work/client.py" "$mode" "$port"
+    sleep 0.3
+    kill -INT "$td" 2>/dev/null || true
+    wait "$td" || true
+    kill "$srv" 2>/dev/null || true
+    echo "$file: $(tcpdump -r "$out/$file" 2>/dev/null | wc -l) packets"
+}
+capture setupreset 18110 setup-reset.pcap
+capture serverclose 18111 server-close.pcap
