@@ -9,6 +9,9 @@
 #   server-close.pcap: a server that answers one request per connection and closes first
 #                      (`Connection: close`); the client sends 10 requests, reconnecting when
 #                      the server closed.
+#   client-timeout.pcap: a server that reads each request and never answers; the client
+#                      gives up after 300 ms and closes with SO_LINGER 0 (a reset), as
+#                      netdoctor's load engine does when a request times out; 5 requests.
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d /tmp/netdoctor-attribution.XXXXXX)"
@@ -32,11 +35,15 @@ s.bind(("127.0.0.1", port))
 s.listen(64)
 print("ready", flush=True)
 body = b"x" * 600
+held = []
 for _ in range(100):  # bounded
     c, _ = s.accept()
     if mode == "setupreset":
         c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.close()
+        continue
+    if mode == "clienttimeout":
+        held.append(c)  # read by the kernel, never answered
         continue
     c.settimeout(5)
     buf = b""
@@ -51,9 +58,21 @@ for _ in range(100):  # bounded
 PY
 
 cat >"$work/client.py" <<'PY'
-import socket, sys, time
+import socket, struct, sys, time
 mode, port = sys.argv[1], int(sys.argv[2])
 req = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n"
+if mode == "clienttimeout":
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(req)
+        s.settimeout(0.3)
+        try:
+            s.recv(100)
+        except socket.timeout:
+            pass
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    sys.exit(0)
 for _ in range(10):
     if mode == "setupreset":
         try:
@@ -100,3 +119,4 @@ capture() {
 }
 capture setupreset 18110 setup-reset.pcap
 capture serverclose 18111 server-close.pcap
+capture clienttimeout 18112 client-timeout.pcap

@@ -137,3 +137,44 @@ fn a_slow_server_on_a_saturated_machine_is_cpu_contention() {
     let an = analyze_with("slow-eth.pcap", &[]);
     assert_eq!(one(&an, FindingId::SlowServerProcessing).side, Side::Server);
 }
+
+#[test]
+fn resets_at_the_load_generators_own_timeout_are_not_against_the_server() {
+    // The client gave up after 300 ms and reset: with the run's 300 ms timeout known, that is
+    // netdoctor's own doing (info, side client); without it, the client's resets as seen.
+    let cfg = Observation::RunConfig {
+        keepalive: true,
+        timeout_ms: 300,
+        connections: 1,
+    };
+    let an = analyze_with("client-timeout.pcap", &[cfg]);
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!((f.side, f.severity), (Side::Client, Severity::Info));
+    assert!(
+        f.summary
+            .contains("load generator reset 5 connections itself"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("300 ms timeout"), "{}", f.summary);
+    let an = analyze_with("client-timeout.pcap", &[]);
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!(f.side, Side::Client);
+    assert!(
+        f.summary.contains("The client reset 5 connections"),
+        "{}",
+        f.summary
+    );
+    // A longer timeout than the requests waited: not the load generator's.
+    let long = Observation::RunConfig {
+        keepalive: true,
+        timeout_ms: 5000,
+        connections: 1,
+    };
+    let an = analyze_with("client-timeout.pcap", &[long]);
+    assert!(
+        !one(&an, FindingId::ConnectionReset)
+            .summary
+            .contains("load generator")
+    );
+}
