@@ -2,7 +2,7 @@
 # Makes setup-reset.pcap and server-close.pcap (see README.md), two captures of "who caused
 # it" on the loopback of a namespace made here (its name carries this script's PID), removed
 # on exit, also on failure; the servers are stopped by their PIDs. Needs root, tcpdump,
-# python3, iproute2.
+# python3, iproute2, iptables (a rule inside that namespace only).
 #   setup-reset.pcap:  a server that accepts each connection and closes it at once with
 #                      SO_LINGER 0 (a reset before any byte); the client connects 10 times
 #                      and waits 50 ms before it would send its request.
@@ -12,6 +12,12 @@
 #   client-timeout.pcap: a server that reads each request and never answers; the client
 #                      gives up after 300 ms and closes with SO_LINGER 0 (a reset), as
 #                      netdoctor's load engine does when a request times out; 5 requests.
+#   listen-full.pcap:  a server with listen(0) that never accepts. Client A's pure ACKs are
+#                      dropped (iptables in the namespace), so the server has not completed
+#                      its handshake when B's connection fills the accept queue; A's request
+#                      then meets a full queue, is dropped (ListenOverflows) and resent on
+#                      A's retransmission timer. The namespace's nstat deltas are printed.
+#   ONLY="listen-full.pcap" ./make-attribution.sh makes just the named captures.
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d /tmp/netdoctor-attribution.XXXXXX)"
@@ -25,6 +31,9 @@ cleanup() {
 trap cleanup EXIT
 ip netns add "$N"
 ip -n "$N" link set lo up
+# listen-full.pcap: drop the pure ACKs of source port 40001 (inside this namespace only).
+ip netns exec "$N" iptables -A INPUT -p tcp --sport 40001 --tcp-flags SYN,ACK,FIN,RST,PSH ACK \
+    -m length --length 0:64 -j DROP
 
 cat >"$work/server.py" <<'PY'
 import socket, struct, sys
@@ -32,8 +41,12 @@ mode, port = sys.argv[1], int(sys.argv[2])
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", port))
-s.listen(64)
+s.listen(0 if mode == "listenfull" else 64)
 print("ready", flush=True)
+if mode == "listenfull":
+    import time
+    time.sleep(30)  # never accepts; stopped by its PID
+    sys.exit(0)
 body = b"x" * 600
 held = []
 for _ in range(100):  # bounded
@@ -61,6 +74,23 @@ cat >"$work/client.py" <<'PY'
 import socket, struct, sys, time
 mode, port = sys.argv[1], int(sys.argv[2])
 req = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n"
+if mode == "listenfull":
+    # A (source port 40001): its pure ACKs are dropped by the namespace's iptables, so its
+    # handshake is not complete for the server; B connects and fills the queue (one
+    # connection); A's request then meets a full queue and is dropped, and A resends it on
+    # its retransmission timer.
+    a = socket.socket()
+    a.bind(("127.0.0.1", 40001))
+    a.settimeout(3)
+    a.connect(("127.0.0.1", port))
+    b = socket.create_connection(("127.0.0.1", port), timeout=3)
+    b.sendall(req)
+    time.sleep(0.1)
+    a.sendall(req)
+    time.sleep(1.5)
+    a.close()
+    b.close()
+    sys.exit(0)
 if mode == "clienttimeout":
     for _ in range(5):
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -102,6 +132,8 @@ PY
 
 capture() {
     local mode="$1" port="$2" file="$3"
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $file "* ]]; then return; fi
+    ip netns exec "$N" nstat -n >/dev/null 2>&1 || true
     ip netns exec "$N" python3 "$work/server.py" "$mode" "$port" >"$work/$mode.out" &
     local srv=$!
     pids+=("$srv")
@@ -116,7 +148,9 @@ capture() {
     wait "$td" || true
     kill "$srv" 2>/dev/null || true
     echo "$file: $(tcpdump -r "$out/$file" 2>/dev/null | wc -l) packets"
+    ip netns exec "$N" nstat 2>/dev/null | grep -E "Listen(Overflows|Drops)" || true
 }
 capture setupreset 18110 setup-reset.pcap
 capture serverclose 18111 server-close.pcap
 capture clienttimeout 18112 client-timeout.pcap
+capture listenfull 18113 listen-full.pcap

@@ -178,3 +178,42 @@ fn resets_at_the_load_generators_own_timeout_are_not_against_the_server() {
             .contains("load generator")
     );
 }
+
+#[test]
+fn a_request_dropped_by_a_full_listen_queue_is_not_network_loss() {
+    // The server's accept queue was full when the client's first request arrived: the
+    // kernel dropped it (ListenOverflows +5 in the namespace, printed by make-attribution.sh)
+    // and the client resent it on its RTO.
+    let counters = Observation::Counters(vec![
+        CounterDelta {
+            name: "TcpExt.ListenOverflows".into(),
+            before: 0,
+            after: 5,
+        },
+        CounterDelta {
+            name: "TcpExt.ListenDrops".into(),
+            before: 0,
+            after: 5,
+        },
+    ]);
+    let an = analyze_with("listen-full.pcap", &[counters]);
+    let f = one(&an, FindingId::RetransmissionTimeout);
+    assert_eq!(f.side, Side::Host);
+    assert!(
+        f.summary.contains("listen queue overflowed"),
+        "{}",
+        f.summary
+    );
+    assert!(!f.fix.contains("ethtool"), "{}", f.fix);
+    assert_eq!(one(&an, FindingId::SynRetransmit).side, Side::Host);
+    // Without counters: on one host there is no path to blame, and no certainty.
+    let an = analyze_with("listen-full.pcap", &[]);
+    let f = one(&an, FindingId::RetransmissionTimeout);
+    assert_eq!(f.side, Side::Host);
+    assert!(f.confidence <= 0.5, "{}", f.confidence);
+    assert!(
+        f.summary.contains("a full listen queue or a lossy path"),
+        "{}",
+        f.summary
+    );
+}

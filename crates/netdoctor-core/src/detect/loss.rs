@@ -68,6 +68,8 @@ struct KindAgg {
     setup: u64,
     /// Connections whose endpoints are on one host (loopback, or the same address).
     local: u64,
+    /// The longest stall of an episode (also without exchanges to charge it to).
+    worst_episode_ns: i64,
     examples: Vec<Example>,
 }
 
@@ -154,6 +156,7 @@ impl Loss {
         k.retx += u64::from(ep.retx - ep.spurious.min(ep.retx));
         k.by_server += u64::from(ep.first.from_server);
         k.setup += u64::from(ep.setup);
+        k.worst_episode_ns = k.worst_episode_ns.max(ep.stall_ns());
         k.local += u64::from(
             client.ip().is_loopback() || server.ip().is_loopback() || client.ip() == server.ip(),
         );
@@ -386,9 +389,14 @@ fn setup_story(
     listen: &[CounterDelta],
 ) -> (FindingId, String, String, String) {
     let n = k.episodes;
+    let cost = if k.stall.is_some() {
+        format!("+{added:.1} ms{worst_part}{share}")
+    } else {
+        format!("stalled up to {:.0} ms", ms(k.worst_episode_ns))
+    };
     let head = format!(
-        "Retransmission timeouts at connection setup: {n} first requests waited ~{rto:.0} ms \
-         (RTO) to be resent, +{added:.1} ms{worst_part}{share}"
+        "Retransmission timeouts at connection setup: the first request of {n} connection(s) \
+         waited ~{rto:.0} ms (RTO) to be resent, {cost}"
     );
     let queue_fix = "Check the server's listen queue (`ss -ltn`: Recv-Q reaching Send-Q; `nstat \
                      -az TcpExtListenOverflows TcpExtListenDrops`): accept faster (more workers, \
