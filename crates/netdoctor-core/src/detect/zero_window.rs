@@ -165,7 +165,7 @@ impl ZeroWindow {
                 (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
             let typical = if fraction.unwrap_or(0.0) >= 0.10 && med >= 20.0 {
                 Severity::Critical
-            } else if med >= 10.0 || s.periods >= 5 {
+            } else if med >= 10.0 || (s.periods >= 5 && total >= MANY_MS) {
                 Severity::Warning
             } else {
                 Severity::Info
@@ -312,6 +312,9 @@ enum Reading {
     /// It reopened by less than one MSS most times: it reads a little at a time.
     Tiny,
 }
+
+/// Many zero windows are a warning only when they add up to at least this.
+const MANY_MS: f64 = 10.0;
 
 /// Repeated zero windows that each last less than this are a slow reader, not a stopped one.
 const SLOW_MEDIAN_MS: f64 = 1000.0;
@@ -528,6 +531,14 @@ mod tests {
         let ev: Vec<Event<'_>> = (0..6).map(|k| period(k, k as i64 * 10, 150)).collect();
         let v = run::<ZeroWindow>(&ev, &cx(10));
         assert_eq!(v[0].severity, Severity::Info, "{}", v[0].summary);
+        // Many short ones that add up to a few ms: still info; to 10 ms or more: a warning.
+        let ev: Vec<Event<'_>> = (0..6).map(|k| period(k, k as i64 * 10, 800)).collect();
+        assert_eq!(run::<ZeroWindow>(&ev, &cx(10))[0].severity, Severity::Info);
+        let ev: Vec<Event<'_>> = (0..6).map(|k| period(k, k as i64 * 10, 3000)).collect();
+        assert_eq!(
+            run::<ZeroWindow>(&ev, &cx(10))[0].severity,
+            Severity::Warning
+        );
     }
 
     #[test]
