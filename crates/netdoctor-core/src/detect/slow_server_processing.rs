@@ -35,6 +35,8 @@ pub struct SlowServerProcessing {
     slow_total_ns: i64,
     /// The machine's CPU during the run: (busy share, netdoctor's own share, cores).
     cpu: Option<(f64, f64, u32)>,
+    /// Concurrent connections of the run's load ([`Observation::RunConfig`]).
+    load_connections: Option<u32>,
     examples: Vec<ExchangeDone>,
 }
 
@@ -51,6 +53,9 @@ impl Detector for SlowServerProcessing {
                 own_busy,
                 cores,
             }) => self.cpu = Some((*machine_busy, *own_busy, *cores)),
+            Event::Observed(Observation::RunConfig { connections, .. }) => {
+                self.load_connections = Some(*connections);
+            }
             _ => {}
         }
     }
@@ -139,9 +144,16 @@ impl SlowServerProcessing {
                 " But during the run the machine's CPUs were {:.0}% busy ({cores} cores; \
                  netdoctor's own load generator used {:.0}% of them): the server shared the \
                  CPUs with the load, so part of its time was spent waiting for a CPU, not \
-                 working. Its time here is not a measure of the server alone.",
+                 working. Its time here is not a measure of the server alone.{}",
                 busy * 100.0,
-                own * 100.0
+                own * 100.0,
+                match self.load_connections {
+                    Some(n) => format!(
+                        " The load kept {n} connections busy on {cores} cores: requests queue \
+                         for a CPU on both ends."
+                    ),
+                    None => String::new(),
+                }
             ));
             f.fix = "Measure without the contention first: fewer connections (-c) or fewer \
                      load threads, or run the load from another machine; if the server is still \
@@ -249,6 +261,12 @@ mod tests {
         };
         let mut ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
         ev.push(Event::Observed(&cpu));
+        let cfg = Observation::RunConfig {
+            keepalive: true,
+            timeout_ms: 2000,
+            connections: 1000,
+        };
+        ev.push(Event::Observed(&cfg));
         let cx = Context {
             latency_p50_ms: 300.0,
             server_time_p50_ms: 300.0,
@@ -257,6 +275,13 @@ mod tests {
         let v = run::<SlowServerProcessing>(&ev, &cx);
         assert_eq!((v[0].side, v[0].severity), (Side::Host, Severity::Warning));
         assert!(v[0].summary.contains("CPU contention"), "{}", v[0].summary);
+        assert!(
+            v[0].explanation
+                .contains("1000 connections busy on 2 cores"),
+            "{}",
+            v[0].explanation
+        );
+        ev.pop();
         // A machine with CPU to spare: the server's own time, critical.
         let idle = Observation::Cpu {
             machine_busy: 0.3,
