@@ -61,6 +61,10 @@ pub enum ResetKind {
     ClientAbort,
     /// Between exchanges.
     Idle,
+    /// After the handshake, before any byte in either direction: a refusal or an abort at
+    /// setup (accept-queue overflow with `tcp_abort_on_overflow`, a server that accepts and
+    /// closes with `SO_LINGER` 0, a middlebox), not an idle timeout.
+    Setup,
 }
 
 /// A completed HTTP/1.x exchange.
@@ -136,6 +140,8 @@ pub struct ConnDone {
     pub first_req: Option<Pkt>,
     /// Completed exchanges on the connection.
     pub exchanges: u32,
+    /// The first FIN or RST on the connection: who closed first.
+    pub first_close: Option<Pkt>,
 }
 
 /// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the
@@ -192,6 +198,8 @@ pub enum Event<'a> {
         kind: ResetKind,
         before: Option<Pkt>,
         rst: Pkt,
+        /// The first packet of the request in progress, if any (how long it had waited).
+        req: Option<Pkt>,
     },
     ExchangeDone(&'a ExchangeDone),
     ConnDone(&'a ConnDone),

@@ -22,6 +22,14 @@ impl CounterDelta {
     }
 }
 
+/// The change of counter `name` in `deltas`, when it was reported.
+pub fn counter_change(deltas: &[CounterDelta], name: &str) -> Option<i128> {
+    deltas
+        .iter()
+        .find(|d| d.name == name)
+        .map(CounterDelta::change)
+}
+
 /// Something an observer saw. New kinds are added as observers grow (listener queue samples,
 /// kernel log lines, DNS timings, ...); match with a wildcard arm.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,7 +47,29 @@ pub enum Observation {
         syn_sent: u32,
         syn_refused: u32,
     },
+    /// How netdoctor's own load was run, so effects of the user's choices and of the load
+    /// generator itself are not blamed on the server.
+    RunConfig {
+        /// HTTP keep-alive; `false` when the user asked for one connection per request.
+        keepalive: bool,
+        /// The load generator's request timeout, ms (0: none). It resets a connection whose
+        /// request timed out.
+        timeout_ms: u64,
+        /// Concurrent connections the load opened.
+        connections: u32,
+    },
+    /// CPU use of the machine during the run: `machine_busy` is the busy share (0..=1) of all
+    /// `cores`, `own_busy` the share netdoctor itself used (same scale).
+    Cpu {
+        machine_busy: f64,
+        own_busy: f64,
+        cores: u32,
+    },
 }
+
+/// The machine's CPU counts as saturated from this busy share on: the server's time then
+/// reflects waiting for a CPU as much as its own work.
+pub const CPU_SATURATED: f64 = 0.9;
 
 #[cfg(test)]
 mod tests {
@@ -58,6 +88,16 @@ mod tests {
                 syn_sent: 3,
                 syn_refused: 3,
             },
+            Observation::RunConfig {
+                keepalive: false,
+                timeout_ms: 2000,
+                connections: 10,
+            },
+            Observation::Cpu {
+                machine_busy: 0.95,
+                own_busy: 0.4,
+                cores: 2,
+            },
         ];
         let json = serde_json::to_string(&obs).unwrap();
         assert!(
@@ -71,5 +111,12 @@ mod tests {
             panic!("{back:?}")
         };
         assert_eq!(c[0].change(), 3);
+        assert_eq!(counter_change(c, "TcpExt.ListenOverflows"), Some(3));
+        assert_eq!(counter_change(c, "TcpExt.ListenDrops"), None);
+        assert!(
+            json.contains("\"run_config\":{\"keepalive\":false"),
+            "{json}"
+        );
+        assert!(json.contains("\"cpu\":{\"machine_busy\":0.95"), "{json}");
     }
 }

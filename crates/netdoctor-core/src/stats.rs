@@ -57,6 +57,25 @@ impl Hist {
         self.h.len()
     }
 
+    /// The sum of the recorded values in milliseconds (each clamped to ≥ 1 µs).
+    pub(crate) fn total_ms(&self) -> f64 {
+        self.sum / 1000.0
+    }
+
+    /// How many recorded values are at least `ms` milliseconds.
+    pub(crate) fn count_at_least_ms(&self, ms: f64) -> u64 {
+        let us = ((ms * 1000.0).max(1.0) as u64).min(MAX_US);
+        self.h.count_between(us, MAX_US)
+    }
+
+    /// The largest recorded value in milliseconds; 0 when empty.
+    pub(crate) fn max_ms(&self) -> f64 {
+        if self.h.is_empty() {
+            return 0.0;
+        }
+        self.h.max() as f64 / 1000.0
+    }
+
     /// Quantile (0..=1) in milliseconds; 0 when empty.
     pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
         if self.h.is_empty() {

@@ -58,6 +58,8 @@ pub(super) struct Conn {
     pub first_req: Option<Pkt>,
     /// Last packet seen on the connection (ends open zero-window periods; idle eviction).
     pub last: Option<Pkt>,
+    /// The first FIN or RST (who closed first).
+    pub first_close: Option<Pkt>,
     /// The frame that opened the state (orders the connections still open at the end).
     pub first_frame: u64,
 }
@@ -84,6 +86,7 @@ impl Conn {
             exchanges: 0,
             first_req: None,
             last: None,
+            first_close: None,
             first_frame: seg.frame,
         }
     }

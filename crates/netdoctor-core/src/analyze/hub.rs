@@ -106,7 +106,13 @@ impl Hub {
     }
 
     /// A loss episode of the connection ended: charge its stall and count it.
-    pub(super) fn on_episode(&mut self, c: &mut Conn, ep: Episode) {
+    pub(super) fn on_episode(&mut self, c: &mut Conn, mut ep: Episode) {
+        // The client's first request, not a byte of it acknowledged when it was resent.
+        let d = &c.dirs[1 - c.server];
+        ep.setup = !ep.first.from_server
+            && c.exchanges == 0
+            && d.syn_seen
+            && ep.acked_at_start.is_none_or(|a| a == d.isn.wrapping_add(1));
         if let Some(x) = c.cur.as_mut()
             && ep.stall_ns() > 0
         {
@@ -126,8 +132,13 @@ impl Hub {
     }
 
     /// Endpoint `i` of the connection reopened its window after `z`.
-    pub(super) fn on_zero_period(&mut self, c: &mut Conn, i: usize, z: ZeroPeriod) {
+    pub(super) fn on_zero_period(&mut self, c: &mut Conn, i: usize, mut z: ZeroPeriod) {
         let reader_is_server = c.server == i;
+        // What it reopened to (bytes, when the window scale is known) against its MSS.
+        if z.reopened && c.dirs[0].syn_seen && c.dirs[1].syn_seen {
+            z.reopen_bytes = Some(c.dirs[i].window);
+        }
+        z.mss = c.dirs[i].mss;
         if let Some(x) = c.cur.as_mut() {
             x.add_stall(ZERO_WINDOW, reader_is_server, z.start.ts_ns, z.end.ts_ns);
         }
@@ -141,8 +152,15 @@ impl Hub {
 
     /// A reset `rst` arrived on the connection (before its state is dropped).
     pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt) {
+        // No byte of payload either way (a SYN counts one, a FIN one more).
+        let no_payload = c.first_req.is_none()
+            && c.dirs
+                .iter()
+                .all(|d| !d.started || d.nxt.wrapping_sub(d.isn) <= 2);
         let kind = if c.rtt_ns.is_none() && c.syn.first_syn.is_some() && c.cur.is_none() {
             ResetKind::Refused
+        } else if no_payload && c.synack_seen {
+            ResetKind::Setup
         } else {
             match (c.phase, rst.from_server) {
                 (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
@@ -152,6 +170,7 @@ impl Hub {
         };
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
+            ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
             _ => c.cur.map(|x| {
                 if x.first_resp.is_some() {
                     x.last_resp
@@ -165,6 +184,7 @@ impl Hub {
             kind,
             before,
             rst,
+            req: c.cur.map(|x| x.first_req),
         });
     }
 
@@ -221,6 +241,7 @@ impl Hub {
             syn: c.syn,
             first_req: c.first_req,
             exchanges: c.exchanges,
+            first_close: c.first_close,
         };
         self.emit(&Event::ConnDone(&done));
     }

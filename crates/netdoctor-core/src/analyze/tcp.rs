@@ -200,6 +200,9 @@ impl Analyzer {
         }
 
         // Teardown.
+        if f.fin() || f.rst() {
+            c.first_close.get_or_insert(pkt);
+        }
         if f.fin() {
             c.dirs[i].fin = true;
         }

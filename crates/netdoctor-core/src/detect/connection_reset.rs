@@ -7,15 +7,23 @@
 //!   coming (the server reset it, or the client gave up before the response started);
 //! - **client abort**: the client reset while a response was arriving (a client that closes
 //!   with unread data, e.g. a load generator stopping or a browser cancelling): info;
-//! - **idle**: between exchanges (keep-alive connection dropped).
+//! - **idle**: between exchanges (keep-alive connection dropped);
+//! - **at setup**: after the handshake, before any byte either way: a refusal or an abort at
+//!   setup (an accept queue that overflowed with `tcp_abort_on_overflow` on, a server that
+//!   accepts and closes with `SO_LINGER` 0, a middlebox), never an idle timeout.
 //!
 //! Severity follows the share of requests that failed; client aborts are never above info.
+//! A client reset of a request that had waited as long as the load generator's own timeout
+//! ([`Observation::RunConfig`]`::timeout_ms`) is netdoctor giving up, not the server resetting:
+//! it is reported apart, at info, on the client's side.
 
 use std::net::SocketAddr;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
 use crate::event::{Event, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::Observation;
+use crate::stats::Hist;
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -23,35 +31,58 @@ struct Example {
     server: SocketAddr,
     before: Option<Pkt>,
     rst: Pkt,
+    req: Option<Pkt>,
 }
 
 #[derive(Default)]
 struct KindAgg {
     count: u64,
     by_server: u64,
+    /// Client resets of a request in progress: how long the request had waited.
+    client_waited: Option<Hist>,
     examples: Vec<Example>,
 }
+
+/// A client reset this close to the load generator's timeout (or later) is its own.
+const OWN_TIMEOUT_SLACK: f64 = 0.95;
 
 /// The `connection_reset` detector.
 #[derive(Default)]
 pub struct ConnectionReset {
-    kinds: [KindAgg; 4],
+    kinds: [KindAgg; 5],
+    /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
+    timeout_ms: Option<u64>,
 }
 
 impl Detector for ConnectionReset {
     fn interests(&self) -> Interests {
-        Interests::RESET
+        Interests::RESET.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
-        if let Event::Reset {
-            ends,
-            kind,
-            before,
-            rst,
-        } = ev
-        {
-            self.on_reset(ends.client, ends.server, *kind, *before, *rst);
+        match ev {
+            Event::Reset {
+                ends,
+                kind,
+                before,
+                rst,
+                req,
+            } => {
+                self.on_reset(ends.client, ends.server, *kind, *before, *rst, *req);
+                if let Some(r) = req
+                    && !rst.from_server
+                    && matches!(kind, ResetKind::DuringExchange | ResetKind::ClientAbort)
+                {
+                    self.kinds[idx(*kind)]
+                        .client_waited
+                        .get_or_insert_with(Hist::new)
+                        .record_ns(rst.ts_ns - r.ts_ns);
+                }
+            }
+            Event::Observed(Observation::RunConfig { timeout_ms, .. }) if *timeout_ms > 0 => {
+                self.timeout_ms = Some(*timeout_ms);
+            }
+            _ => {}
         }
     }
 
@@ -66,6 +97,7 @@ fn idx(k: ResetKind) -> usize {
         ResetKind::DuringExchange => 1,
         ResetKind::ClientAbort => 2,
         ResetKind::Idle => 3,
+        ResetKind::Setup => 4,
     }
 }
 
@@ -77,6 +109,7 @@ impl ConnectionReset {
         kind: ResetKind,
         before: Option<Pkt>,
         rst: Pkt,
+        req: Option<Pkt>,
     ) {
         let k = &mut self.kinds[idx(kind)];
         k.count += 1;
@@ -87,28 +120,42 @@ impl ConnectionReset {
                 server,
                 before,
                 rst,
+                req,
             });
         }
     }
 
     fn report(&self, exchanges: u64, connections: u64, t0_ns: i64, out: &mut Vec<Finding>) {
+        let mut own_timeout_total = 0;
+        let mut own_timeout_examples: Vec<&Example> = Vec::new();
         for kind in [
             ResetKind::Refused,
             ResetKind::DuringExchange,
             ResetKind::ClientAbort,
             ResetKind::Idle,
+            ResetKind::Setup,
         ] {
             let k = &self.kinds[idx(kind)];
-            if k.count == 0 {
+            // Client resets of requests that waited out the load generator's own timeout.
+            let own = self.own_timeouts(k);
+            if own > 0 {
+                own_timeout_total += own;
+                own_timeout_examples.extend(k.examples.iter().filter(|e| {
+                    !e.rst.from_server
+                        && e.req
+                            .is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
+                }));
+            }
+            let n = k.count - own;
+            if n == 0 {
                 continue;
             }
-            let by_server = k.by_server * 2 >= k.count;
+            let by_server = k.by_server * 2 >= n;
             let (who, side) = if by_server {
                 ("server", Side::Server)
             } else {
                 ("client", Side::Client)
             };
-            let n = k.count;
             let (fraction, severity, summary, explanation, fix) = match kind {
                 ResetKind::Refused => {
                     let frac = (n as f64 / connections.max(1) as f64).min(1.0);
@@ -167,6 +214,58 @@ impl ConnectionReset {
                         .to_string(),
                     "Nothing to do unless the client did not mean to abort.".to_string(),
                 ),
+                ResetKind::Setup => {
+                    let frac = (n as f64 / connections.max(1) as f64).min(1.0);
+                    let (explanation, fix) = if by_server {
+                        (
+                            "The handshake completed, then the server reset the connection before \
+                             a single byte was exchanged: the server refused or aborted the \
+                             connection at setup, it did not time out an idle one. Linux does \
+                             this when the listener's accept queue is full and \
+                             net.ipv4.tcp_abort_on_overflow is 1; an application that accepts \
+                             and closes at once with SO_LINGER 0 (a connection limit, an access \
+                             rule) does it too, and so do firewalls and load balancers that \
+                             reject after the handshake. Every request on these connections \
+                             fails."
+                                .to_string(),
+                            "Check the server's listen queue (`ss -ltn`: Recv-Q reaching Send-Q; \
+                             `nstat -az TcpExtListenOverflows`): accept faster or raise the \
+                             backlog (listen() argument, net.core.somaxconn), and leave \
+                             tcp_abort_on_overflow at 0 so a full queue delays instead of \
+                             failing. Otherwise look for the server's connection limits or \
+                             access rules (its logs), or a middlebox that rejects the \
+                             connections."
+                                .to_string(),
+                        )
+                    } else {
+                        (
+                            "The handshake completed, then the client reset the connection \
+                             before sending a byte: it gave up on the connection at setup (a \
+                             connect-only check closing with SO_LINGER 0, or a client that \
+                             timed out or was stopped)."
+                                .to_string(),
+                            "Nothing to change on the server; check the client's connect \
+                             timeout and why it abandons fresh connections."
+                                .to_string(),
+                        )
+                    };
+                    (
+                        frac,
+                        if !by_server {
+                            Severity::Info
+                        } else if frac >= 0.05 {
+                            Severity::Critical
+                        } else {
+                            Severity::Warning
+                        },
+                        format!(
+                            "The {who} reset {n} connections right after the handshake, before \
+                             any byte was exchanged (refused or aborted at setup)"
+                        ),
+                        explanation,
+                        fix,
+                    )
+                }
                 ResetKind::Idle => (
                     (n as f64 / connections.max(1) as f64).min(1.0),
                     if n >= 5 {
@@ -193,6 +292,13 @@ impl ConnectionReset {
             f.evidence = k
                 .examples
                 .iter()
+                .filter(|e| {
+                    own == 0
+                        || e.rst.from_server
+                        || !e
+                            .req
+                            .is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
+                })
                 .map(|e| {
                     let mut packets = Vec::with_capacity(2);
                     if let Some(b) = e.before {
@@ -211,12 +317,91 @@ impl ConnectionReset {
                                 "the client reset while the response arrived".to_string()
                             }
                             ResetKind::Idle => format!("the {who} reset an idle connection"),
+                            ResetKind::Setup => format!(
+                                "the {who} reset the connection after the handshake, no byte \
+                                 sent"
+                            ),
                         },
                     }
                 })
                 .collect();
             out.push(f);
         }
+        if own_timeout_total > 0 {
+            out.push(self.own_timeout_finding(
+                own_timeout_total,
+                exchanges,
+                &own_timeout_examples,
+                t0_ns,
+            ));
+        }
+    }
+
+    /// Whether a request that waited `waited_ns` before the client reset it hit the load
+    /// generator's own timeout.
+    fn is_own_timeout(&self, waited_ns: i64) -> bool {
+        self.timeout_ms
+            .is_some_and(|t| waited_ns as f64 / 1e6 >= OWN_TIMEOUT_SLACK * t as f64)
+    }
+
+    /// How many of a kind's client resets came at the load generator's own timeout.
+    fn own_timeouts(&self, k: &KindAgg) -> u64 {
+        match (self.timeout_ms, &k.client_waited) {
+            (Some(t), Some(h)) => h.count_at_least_ms(OWN_TIMEOUT_SLACK * t as f64),
+            _ => 0,
+        }
+    }
+
+    fn own_timeout_finding(
+        &self,
+        n: u64,
+        exchanges: u64,
+        examples: &[&Example],
+        t0_ns: i64,
+    ) -> Finding {
+        let t = self.timeout_ms.unwrap_or(0);
+        let mut f = Finding::new(
+            FindingId::ConnectionReset,
+            Severity::Info,
+            Side::Client,
+            format!(
+                "netdoctor's load generator reset {n} connections itself, when their request \
+                 reached its {t} ms timeout"
+            ),
+        );
+        f.confidence = 0.9;
+        f.impact.affected_fraction = Some((n as f64 / (exchanges + n).max(1) as f64).min(1.0));
+        f.explanation = format!(
+            "These resets were sent by the client after its request had waited {t} ms, the \
+             request timeout the load was run with: the load generator gave up and aborted the \
+             connection. They are not the server resetting connections; the slowness that made \
+             the requests wait that long is what to look at (the other findings, the latency \
+             figures)."
+        );
+        f.fix = "Nothing to fix in the resets themselves. If the server is expected to take \
+                 this long, run with a longer --timeout; otherwise follow the other findings."
+            .to_string();
+        f.evidence = examples
+            .iter()
+            .take(MAX_EXAMPLES)
+            .map(|e| {
+                let waited = e.req.map_or(0, |r| e.rst.ts_ns - r.ts_ns);
+                Evidence::Packets {
+                    connection: conn_label(e.client, e.server),
+                    packets: e
+                        .req
+                        .into_iter()
+                        .chain([e.rst])
+                        .map(|p| p.to_ref(t0_ns))
+                        .collect(),
+                    note: format!(
+                        "the request, then the client's reset {:.1} ms later",
+                        waited as f64 / 1e6
+                    ),
+                }
+            })
+            .collect();
+        f
     }
 }
 
@@ -232,7 +417,72 @@ mod tests {
             kind,
             before: Some(pkt(k * 2, k as i64, !from_server, F::PSH, 100)),
             rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
+            req: None,
         }
+    }
+
+    #[test]
+    fn a_reset_before_any_byte_is_a_refusal_at_setup_not_an_idle_timeout() {
+        let ev: Vec<Event<'_>> = (1..=10).map(|k| reset(ResetKind::Setup, true, k)).collect();
+        let v = run::<ConnectionReset>(&ev, &cx(0));
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
+        assert!(
+            v[0].summary.contains("right after the handshake"),
+            "{}",
+            v[0].summary
+        );
+        assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
+        assert!(!v[0].fix.contains("idle timeouts"), "{}", v[0].fix);
+        assert!(v[0].explanation.contains("tcp_abort_on_overflow"));
+    }
+
+    #[test]
+    fn the_load_generators_own_timeouts_are_not_the_servers_resets() {
+        // Requests that waited 2 s, reset by the client: with a 2000 ms timeout they are
+        // netdoctor's own; a 300 ms one is not.
+        let waited = |k: u64, ms: i64| Event::Reset {
+            ends: ends(),
+            kind: ResetKind::DuringExchange,
+            before: None,
+            rst: pkt(k * 2 + 1, k as i64 * 10_000 + ms, false, F::RST, 0),
+            req: Some(pkt(k * 2, k as i64 * 10_000, false, F::PSH, 78)),
+        };
+        let cfg = Observation::RunConfig {
+            keepalive: true,
+            timeout_ms: 2000,
+            connections: 10,
+        };
+        let mut ev: Vec<Event<'_>> = (0..4).map(|k| waited(k, 2001)).collect();
+        ev.push(waited(5, 300));
+        ev.push(Event::Observed(&cfg));
+        let v = run::<ConnectionReset>(&ev, &cx(100));
+        assert_eq!(v.len(), 2, "{v:?}");
+        let own = v.iter().find(|f| f.summary.contains("netdoctor")).unwrap();
+        assert_eq!((own.side, own.severity), (Side::Client, Severity::Info));
+        assert!(
+            own.summary.contains("reset 4 connections"),
+            "{}",
+            own.summary
+        );
+        let other = v.iter().find(|f| !f.summary.contains("netdoctor")).unwrap();
+        assert!(
+            other.summary.contains("reset 1 connections"),
+            "{}",
+            other.summary
+        );
+        // Without the run's config nothing is discounted.
+        ev.pop();
+        let v = run::<ConnectionReset>(&ev, &cx(100));
+        assert_eq!(v.len(), 1);
+        assert!(
+            v[0].summary.contains("reset 5 connections"),
+            "{}",
+            v[0].summary
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
 use super::nagle_delayed_ack::StallSides;
-use super::{Context, Detector, Interests, conn_label, ms};
+use super::{Context, Detector, Interests, conn_label, episode_severity, ms, worst_note};
 use crate::event::{Event, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
@@ -47,13 +47,18 @@ fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) 
         let fraction =
             (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
         let events = s.affected_exchanges.max(s.stalls);
-        let severity = if fraction.unwrap_or(0.0) >= 0.10 && median >= 20.0 {
+        let typical = if fraction.unwrap_or(0.0) >= 0.10 && median >= 20.0 {
             Severity::Critical
         } else if events >= 3 {
             Severity::Warning
         } else {
             Severity::Info
         };
+        let (worst, total) = s
+            .delay
+            .as_ref()
+            .map_or((0.0, 0.0), |h| (h.max_ms(), h.total_ms()));
+        let severity = episode_severity(typical, worst, total);
         let (sender, receiver, side) = if server_sent {
             ("server", "client", Side::Client)
         } else {
@@ -65,7 +70,8 @@ fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) 
             side,
             format!(
                 "The {sender} waits for the {receiver}'s delayed ACK before it may send \
-                     more: +{median:.1} ms, {} times",
+                     more: +{median:.1} ms{}, {} times",
+                worst_note(median, worst),
                 s.stalls
             ),
         );

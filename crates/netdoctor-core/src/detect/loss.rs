@@ -37,9 +37,12 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
+use super::{
+    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+};
 use crate::event::{Ends, Event};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::{CounterDelta, Observation};
 use crate::stats::Hist;
 pub use crate::track::loss::{Episode, REACT_RTT_DIV, RTO_MIN_NS};
 
@@ -61,6 +64,12 @@ struct KindAgg {
     /// RTO lengths (timeouts only).
     rto: Option<Hist>,
     by_server: u64,
+    /// Episodes that resent a connection's first request, none of it acknowledged.
+    setup: u64,
+    /// Connections whose endpoints are on one host (loopback, or the same address).
+    local: u64,
+    /// The longest stall of an episode (also without exchanges to charge it to).
+    worst_episode_ns: i64,
     examples: Vec<Example>,
 }
 
@@ -70,11 +79,40 @@ pub struct Loss {
     fast: KindAgg,
     timeout: KindAgg,
     spurious_episodes: u64,
+    /// Listen-queue counters that grew during the run (`TcpExt.ListenOverflows`,
+    /// `TcpExt.ListenDrops`).
+    listen: Vec<CounterDelta>,
+}
+
+/// The kernel counters that count a listener's dropped handshakes.
+pub const LISTEN_COUNTERS: [&str; 2] = ["TcpExt.ListenOverflows", "TcpExt.ListenDrops"];
+
+/// The listen-queue counters among `deltas` that grew.
+pub(crate) fn listen_drops(deltas: &[CounterDelta]) -> Vec<CounterDelta> {
+    deltas
+        .iter()
+        .filter(|d| LISTEN_COUNTERS.contains(&d.name.as_str()) && d.change() > 0)
+        .cloned()
+        .collect()
+}
+
+fn counter_evidence(listen: &[CounterDelta]) -> impl Iterator<Item = Evidence> + '_ {
+    listen.iter().map(|d| Evidence::Counter {
+        name: d.name.clone(),
+        before: d.before,
+        after: d.after,
+        note: format!(
+            "+{} during the run: the listener dropped handshakes",
+            d.change()
+        ),
+    })
 }
 
 impl Detector for Loss {
     fn interests(&self) -> Interests {
-        Interests::LOSS_EPISODE.and(Interests::EXCHANGE_DONE)
+        Interests::LOSS_EPISODE
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -84,6 +122,9 @@ impl Detector for Loss {
                 x.stall_ns(FindingId::PacketLossRetransmission),
                 x.stall_ns(FindingId::RetransmissionTimeout),
             ),
+            Event::Observed(Observation::Counters(deltas)) => {
+                self.listen = listen_drops(deltas);
+            }
             _ => {}
         }
     }
@@ -114,6 +155,11 @@ impl Loss {
         k.episodes += 1;
         k.retx += u64::from(ep.retx - ep.spurious.min(ep.retx));
         k.by_server += u64::from(ep.first.from_server);
+        k.setup += u64::from(ep.setup);
+        k.worst_episode_ns = k.worst_episode_ns.max(ep.stall_ns());
+        k.local += u64::from(
+            client.ip().is_loopback() || server.ip().is_loopback() || client.ip() == server.ip(),
+        );
         if ep.timeout {
             k.rto.get_or_insert_with(Hist::new).record_ns(ep.rto_ns);
         }
@@ -167,10 +213,14 @@ impl Loss {
             0.0
         };
         let rto = k.rto.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let (worst, total) = k
+            .stall
+            .as_ref()
+            .map_or((0.0, 0.0), |h| (h.max_ms(), h.total_ms()));
         // Severity follows what the losses cost the requests; real (not spurious) loss of 1% or
         // more is a warning anyway: on a longer path each loss costs a longer round trip and
         // halves the sending rate.
-        let severity = match fraction {
+        let typical = match fraction {
             Some(f) => {
                 let costly = added >= 20.0 && added >= 0.25 * p50;
                 let felt = added >= 5.0 || added >= 0.25 * p50;
@@ -188,8 +238,25 @@ impl Loss {
             None if timeout || (k.episodes >= 5 && rate >= 0.01) => Severity::Warning,
             None => Severity::Info,
         };
-        // Loss is on the path (or in a host's queues), whichever side sent the data.
-        let side = Side::Network;
+        // Without exchanges to charge stalls to, the episodes' own count stands for the total.
+        let severity = if k.stall.is_some() {
+            episode_severity(typical, worst, total)
+        } else {
+            typical
+        };
+        // Timeouts that resent the first request of connections the server had not
+        // acknowledged anything of: a listener whose queue was full drops the handshake's
+        // last ACK and that request, exactly as a lossy path would.
+        let at_setup = timeout && k.setup * 2 >= k.episodes;
+        let listen_full = at_setup && !self.listen.is_empty();
+        let local = k.local * 2 >= k.episodes;
+        // Loss is on the path (or in a host's queues), whichever side sent the data; timeouts
+        // at setup on one host, or with the listener's drop counters growing, are the host's.
+        let side = if listen_full || (at_setup && local) {
+            Side::Host
+        } else {
+            Side::Network
+        };
         let who = if k.by_server * 2 >= k.episodes {
             "the server's data"
         } else {
@@ -199,11 +266,23 @@ impl Loss {
             Some(f) => format!(" on {:.0}% of requests", f * 100.0),
             None => String::new(),
         };
-        let (id, summary, explanation, fix) = if timeout {
+        let worst_part = worst_note(added, worst);
+        let (id, summary, explanation, fix) = if at_setup {
+            setup_story(
+                k,
+                rto,
+                added,
+                &worst_part,
+                &share,
+                listen_full,
+                local,
+                &self.listen,
+            )
+        } else if timeout {
             (
                 FindingId::RetransmissionTimeout,
                 format!(
-                    "Retransmission timeouts: {} stalls of ~{rto:.0} ms (RTO) waiting for lost segments, +{added:.1} ms{share}",
+                    "Retransmission timeouts: {} stalls of ~{rto:.0} ms (RTO) waiting for lost segments, +{added:.1} ms{worst_part}{share}",
                     k.episodes
                 ),
                 format!(
@@ -226,7 +305,7 @@ impl Loss {
             (
                 FindingId::PacketLossRetransmission,
                 format!(
-                    "Packet loss: {} segments of {who} retransmitted ({:.2}% of data segments), +{added:.1} ms{share}",
+                    "Packet loss: {} segments of {who} retransmitted ({:.2}% of data segments), +{added:.1} ms{worst_part}{share}",
                     k.retx,
                     rate * 100.0
                 ),
@@ -248,6 +327,10 @@ impl Loss {
         };
         let mut f = Finding::new(id, severity, side, summary);
         f.confidence = (0.7 + 0.29 * (k.episodes as f64 / 5.0).min(1.0)).min(0.99);
+        if at_setup && !listen_full {
+            // Path loss and a full listen queue look the same in the packets.
+            f.confidence = f.confidence.min(0.5);
+        }
         f.impact.added_latency_ms = Some(added);
         f.impact.affected_fraction = fraction;
         f.explanation = explanation;
@@ -286,7 +369,81 @@ impl Loss {
                 }
             })
             .collect();
+        if listen_full {
+            f.evidence.extend(counter_evidence(&self.listen));
+        }
         f
+    }
+}
+
+/// Summary, explanation and fix of timeouts that resent connections' first requests.
+#[allow(clippy::too_many_arguments)]
+fn setup_story(
+    k: &KindAgg,
+    rto: f64,
+    added: f64,
+    worst_part: &str,
+    share: &str,
+    listen_full: bool,
+    local: bool,
+    listen: &[CounterDelta],
+) -> (FindingId, String, String, String) {
+    let n = k.episodes;
+    let cost = if k.stall.is_some() {
+        format!("+{added:.1} ms{worst_part}{share}")
+    } else {
+        format!("stalled up to {:.0} ms", ms(k.worst_episode_ns))
+    };
+    let head = format!(
+        "Retransmission timeouts at connection setup: the first request of {n} connection(s) \
+         waited ~{rto:.0} ms (RTO) to be resent, {cost}"
+    );
+    let queue_fix = "Check the server's listen queue (`ss -ltn`: Recv-Q reaching Send-Q; `nstat \
+                     -az TcpExtListenOverflows TcpExtListenDrops`): accept faster (more workers, \
+                     a non-blocking accept loop) or raise the backlog (the listen() argument, \
+                     e.g. nginx `listen ... backlog=N`, and net.core.somaxconn).";
+    if listen_full {
+        let counts: Vec<String> = listen
+            .iter()
+            .map(|d| format!("{} +{}", d.name, d.change()))
+            .collect();
+        (
+            FindingId::RetransmissionTimeout,
+            format!(
+                "{head}: the server's listen queue overflowed ({})",
+                counts.join(", ")
+            ),
+            "The connections' first requests were not lost on the path: the listening socket's \
+             accept queue was full. The kernel then drops the client's last handshake ACK (the \
+             client believes it is connected) and the request that follows; the client waits \
+             for its retransmission timer (200 ms or more, doubled each time) and sends the \
+             request again, until the server's application accepts connections. The kernel's \
+             ListenOverflows/ListenDrops counters grew during the run."
+                .to_string(),
+            queue_fix.to_string(),
+        )
+    } else {
+        let place = if local {
+            "Client and server are on one host, so there is no network path to lose them: the \
+             likely cause is the server's listen queue."
+        } else {
+            "Without the server's counters the two cannot be told apart here."
+        };
+        (
+            FindingId::RetransmissionTimeout,
+            format!("{head}: a full listen queue or a lossy path"),
+            format!(
+                "The first request of these connections was sent right after the handshake and \
+                 the server acknowledged none of it; the client resent it only when its \
+                 retransmission timer fired. Either the path lost it, or the server's listen \
+                 queue was full: the kernel then drops the handshake's last ACK and the request \
+                 that follows until the application accepts. {place}"
+            ),
+            format!(
+                "{queue_fix} If the listen-queue counters did not grow, find where packets are \
+                 lost (`ip -s link`, `ethtool -S`, `netstat -s` on both hosts)."
+            ),
+        )
     }
 }
 
@@ -347,5 +504,122 @@ mod tests {
             episode: e,
         }];
         assert!(run::<Loss>(&ev, &cx(10)).is_empty());
+    }
+
+    fn setup_timeouts(n: u64) -> Vec<Event<'static>> {
+        (0..n)
+            .map(|k| {
+                let t = k as i64 * 1000;
+                let first = pkt(k * 10 + 5, t + 210, false, F::PSH, 78);
+                let mut ep = Episode::synthetic(first, first, t * MS + T0, 1, 0);
+                ep.setup = true;
+                Event::LossEpisode {
+                    ends: ends(),
+                    episode: ep,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn setup_timeouts_with_listen_drops_are_the_hosts_listen_queue() {
+        let obs = Observation::Counters(vec![
+            CounterDelta {
+                name: "TcpExt.ListenOverflows".into(),
+                before: 10,
+                after: 110,
+            },
+            CounterDelta {
+                name: "TcpExt.TCPTimeouts".into(),
+                before: 0,
+                after: 5,
+            },
+        ]);
+        let mut ev = setup_timeouts(4);
+        ev.push(Event::Observed(&obs));
+        let v = run::<Loss>(&ev, &cx(10));
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].id, v[0].side),
+            (FindingId::RetransmissionTimeout, Side::Host)
+        );
+        assert!(
+            v[0].summary.contains("listen queue overflowed"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].summary.contains("ListenOverflows +100"),
+            "{}",
+            v[0].summary
+        );
+        assert!(!v[0].fix.contains("ethtool"), "{}", v[0].fix);
+        assert!(v[0].evidence.iter().any(
+            |e| matches!(e, Evidence::Counter { name, .. } if name == "TcpExt.ListenOverflows")
+        ));
+        assert!(v[0].confidence > 0.9);
+    }
+
+    #[test]
+    fn setup_timeouts_without_counters_are_not_called_network_with_certainty() {
+        // 10.0.0.x: not one host; no counters: the path or the queue, at half confidence.
+        let v = run::<Loss>(&setup_timeouts(4), &cx(10));
+        assert_eq!(v[0].side, Side::Network);
+        assert!(v[0].confidence <= 0.5);
+        assert!(
+            v[0].summary.contains("a full listen queue or a lossy path"),
+            "{}",
+            v[0].summary
+        );
+        // On loopback there is no path: the host.
+        let local: Vec<Event<'_>> = setup_timeouts(4)
+            .into_iter()
+            .map(|e| match e {
+                Event::LossEpisode { episode, .. } => Event::LossEpisode {
+                    ends: Ends {
+                        client: "127.0.0.1:40000".parse().unwrap(),
+                        server: "127.0.0.1:80".parse().unwrap(),
+                    },
+                    episode,
+                },
+                e => e,
+            })
+            .collect();
+        let v = run::<Loss>(&local, &cx(10));
+        assert_eq!(v[0].side, Side::Host);
+        assert!(
+            v[0].explanation.contains("one host"),
+            "{}",
+            v[0].explanation
+        );
+    }
+
+    #[test]
+    fn one_long_stall_among_small_ones_sets_the_severity() {
+        // Nine 0.2 ms fast recoveries and one 1.5 s stall: the median says 0.2 ms.
+        let eps: Vec<Episode> = (0..10).map(|k| episode(k, 2, false)).collect();
+        let mut ev: Vec<Event<'_>> = eps
+            .iter()
+            .map(|e| Event::LossEpisode {
+                ends: ends(),
+                episode: *e,
+            })
+            .collect();
+        let xs: Vec<ExchangeDone> = (0..10)
+            .map(|k| {
+                let mut x = ExchangeDone::new(
+                    ends(),
+                    pkt(1, 0, false, F::PSH, 78),
+                    pkt(2, 1, true, F::PSH, 100),
+                );
+                let stall = if k == 0 { 1500 * MS } else { MS / 5 };
+                x.charge(FindingId::PacketLossRetransmission, true, stall);
+                x
+            })
+            .collect();
+        ev.extend(xs.iter().map(Event::ExchangeDone));
+        let v = run::<Loss>(&ev, &cx(1000));
+        assert_eq!(v[0].severity, Severity::Critical, "{}", v[0].summary);
+        assert!(v[0].summary.contains("worst 1500"), "{}", v[0].summary);
     }
 }

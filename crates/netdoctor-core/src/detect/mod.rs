@@ -23,7 +23,7 @@ pub mod zero_window;
 use std::net::SocketAddr;
 
 pub use crate::event::{Event, Interests, Pkt};
-use crate::finding::Finding;
+use crate::finding::{Finding, Severity};
 
 /// Examples kept per finding for evidence.
 pub const MAX_EXAMPLES: usize = 3;
@@ -87,6 +87,42 @@ pub(crate) fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// A single episode at least this long (a request held for a second or more) is critical.
+pub const WORST_CRITICAL_MS: f64 = 1000.0;
+/// A single episode at least this long is a warning.
+pub const WORST_WARNING_MS: f64 = 100.0;
+/// Episodes that add up to less than this are info, however many there were.
+pub const TOTAL_INFO_MS: f64 = 1.0;
+
+/// Severity of a detector with episodes (stalls, zero-window periods, timeouts): the
+/// detector's own rule on the typical episode and the share of requests it hit (`typical`),
+/// raised by the worst episode and capped by the total. One multi-second stall is critical
+/// however many tiny episodes came with it (a median would hide it); episodes that add up to
+/// under a millisecond are info however many there were.
+pub(crate) fn episode_severity(typical: Severity, worst_ms: f64, total_ms: f64) -> Severity {
+    if total_ms < TOTAL_INFO_MS {
+        return Severity::Info;
+    }
+    let by_worst = if worst_ms >= WORST_CRITICAL_MS {
+        Severity::Critical
+    } else if worst_ms >= WORST_WARNING_MS {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    typical.max(by_worst)
+}
+
+/// `" (worst 5869.7 ms)"` when the worst episode says more than the typical one (at least
+/// twice it and 10 ms more), else nothing: summaries mention the worst where it matters.
+pub(crate) fn worst_note(typical_ms: f64, worst_ms: f64) -> String {
+    if worst_ms >= 2.0 * typical_ms && worst_ms >= typical_ms + 10.0 {
+        format!(" (worst {worst_ms:.1} ms)")
+    } else {
+        String::new()
+    }
+}
+
 /// Helpers for detectors' unit tests: synthetic packets and connections.
 #[cfg(test)]
 pub(crate) mod testkit {
@@ -124,6 +160,30 @@ pub(crate) mod testkit {
             latency_p50_ms: 1.0,
             server_time_p50_ms: 0.1,
         }
+    }
+
+    #[test]
+    fn worst_and_total_drive_episode_severity() {
+        // A 5.9 s stall next to a sub-millisecond one: the median says 0, the worst says critical.
+        assert_eq!(
+            episode_severity(Severity::Info, 5869.7, 5869.7),
+            Severity::Critical
+        );
+        assert_eq!(
+            episode_severity(Severity::Info, 150.0, 150.0),
+            Severity::Warning
+        );
+        // Sub-millisecond in total: info whatever the detector's own rule said.
+        assert_eq!(
+            episode_severity(Severity::Warning, 0.5, 0.9),
+            Severity::Info
+        );
+        assert_eq!(
+            episode_severity(Severity::Critical, 40.0, 400.0),
+            Severity::Critical
+        );
+        assert_eq!(worst_note(40.0, 45.0), "");
+        assert_eq!(worst_note(0.0, 5869.7), " (worst 5869.7 ms)");
     }
 
     /// Runs `events` through a fresh detector and returns its findings.

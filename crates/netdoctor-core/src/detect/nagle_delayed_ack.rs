@@ -27,7 +27,9 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
+use super::{
+    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+};
 use crate::event::{Event, Stall, StallKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{Observation, ServerSocket};
@@ -139,13 +141,18 @@ fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Find
     let fraction =
         (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
     let events = s.affected_exchanges.max(s.stalls);
-    let severity = if fraction.unwrap_or(0.0) >= 0.10 && median >= 20.0 {
+    let typical = if fraction.unwrap_or(0.0) >= 0.10 && median >= 20.0 {
         Severity::Critical
     } else if events >= 5 {
         Severity::Warning
     } else {
         Severity::Info
     };
+    let (worst, total) = s
+        .delay
+        .as_ref()
+        .map_or((0.0, 0.0), |h| (h.max_ms(), h.total_ms()));
+    let severity = episode_severity(typical, worst, total);
     // Confidence: more stalls and a tighter ACK → release gap make the pattern unambiguous.
     let count_part = (events as f64 / 10.0).min(1.0);
     let tight_part = if hold_med <= 0.2 {
@@ -167,7 +174,8 @@ fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Find
         None => format!("{events} times"),
     };
     let summary = format!(
-        "{who}'s Nagle algorithm waits for the {peer}'s delayed ACK: +{median:.1} ms {share}"
+        "{who}'s Nagle algorithm waits for the {peer}'s delayed ACK: +{median:.1} ms{} {share}",
+        worst_note(median, worst)
     );
     let explanation = if server_held {
         format!(

@@ -8,15 +8,30 @@
 //! [`MAX_EXCHANGES_PER_CONN`] exchanges. Severity follows what the setup costs relative to
 //! the median request latency: on a LAN a handshake is a fraction of a millisecond (info);
 //! across a continent, or with TLS on top, it dominates.
+//!
+//! Who is to change is decided from the packets: the sender of each connection's first FIN
+//! (or RST) closed it. A server that closes after each response is side server (its
+//! keep-alive settings); a client that closes is side client. When the run's config
+//! ([`Observation::RunConfig`]) says the user asked for one connection per request
+//! (`keepalive: false`), nobody is blamed for that choice: the finding is info and says so.
 
 use std::net::SocketAddr;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
 use crate::event::Event;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::Observation;
 use crate::stats::Hist;
 
 pub const MIN_CONNECTIONS: u64 = 5;
+
+/// Who sent most connections' first FIN/RST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Closer {
+    Server,
+    Client,
+    Unknown,
+}
 pub const MAX_EXCHANGES_PER_CONN: f64 = 2.0;
 
 #[derive(Clone, Copy, Debug)]
@@ -25,6 +40,7 @@ struct Example {
     server: SocketAddr,
     syn: Pkt,
     first_req: Pkt,
+    first_close: Option<Pkt>,
 }
 
 /// The `short_connections` detector.
@@ -33,19 +49,38 @@ pub struct ShortConnections {
     conns: u64,
     exchanges: u64,
     setup: Option<Hist>,
+    /// Connections whose first FIN/RST the server / the client sent.
+    closed_by_server: u64,
+    closed_by_client: u64,
+    /// From the run's config: keep-alive was on (`Some(false)`: the user asked for one
+    /// connection per request).
+    keepalive: Option<bool>,
     examples: Vec<Example>,
 }
 
 impl Detector for ShortConnections {
     fn interests(&self) -> Interests {
-        Interests::CONN_DONE
+        Interests::CONN_DONE.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
-        if let Event::ConnDone(c) = ev
-            && let Some(syn) = c.syn.first_syn
-        {
-            self.on_conn(c.ends.client, c.ends.server, syn, c.first_req, c.exchanges);
+        match ev {
+            Event::ConnDone(c) => {
+                if let Some(syn) = c.syn.first_syn {
+                    self.on_conn(
+                        c.ends.client,
+                        c.ends.server,
+                        syn,
+                        c.first_req,
+                        c.exchanges,
+                        c.first_close,
+                    );
+                }
+            }
+            Event::Observed(Observation::RunConfig { keepalive, .. }) => {
+                self.keepalive = Some(*keepalive);
+            }
+            _ => {}
         }
     }
 
@@ -64,6 +99,7 @@ impl ShortConnections {
         syn: Pkt,
         first_req: Option<Pkt>,
         exchanges: u32,
+        first_close: Option<Pkt>,
     ) {
         let Some(first_req) = first_req else {
             return;
@@ -73,6 +109,11 @@ impl ShortConnections {
         }
         self.conns += 1;
         self.exchanges += u64::from(exchanges);
+        match first_close {
+            Some(p) if p.from_server => self.closed_by_server += 1,
+            Some(_) => self.closed_by_client += 1,
+            None => {}
+        }
         self.setup
             .get_or_insert_with(Hist::new)
             .record_ns(first_req.ts_ns - syn.ts_ns);
@@ -82,6 +123,7 @@ impl ShortConnections {
                 server,
                 syn,
                 first_req,
+                first_close,
             });
         }
     }
@@ -102,23 +144,55 @@ impl ShortConnections {
         } else {
             0.0
         };
-        let severity = if setup >= 50.0 && share >= 0.3 {
+        let requested = self.keepalive == Some(false);
+        let severity = if requested {
+            // The user's own choice: not a problem to fix, whatever it costs.
+            Severity::Info
+        } else if setup >= 50.0 && share >= 0.3 {
             Severity::Critical
         } else if setup >= 1.0 && share >= 0.2 {
             Severity::Warning
         } else {
             Severity::Info
         };
+        let closer = if self.closed_by_server > self.closed_by_client {
+            Closer::Server
+        } else if self.closed_by_client > 0 {
+            Closer::Client
+        } else {
+            Closer::Unknown
+        };
+        let side = match closer {
+            Closer::Server if !requested => Side::Server,
+            _ => Side::Client,
+        };
+        let who_closed = match closer {
+            Closer::Server => format!(
+                "; the server closed {} of them first",
+                self.closed_by_server
+            ),
+            Closer::Client => format!(
+                "; the client closed {} of them first",
+                self.closed_by_client
+            ),
+            Closer::Unknown => String::new(),
+        };
         let mut f = Finding::new(
             FindingId::ShortConnections,
             severity,
-            Side::Client,
+            side,
             format!(
-                "One connection per request: {} connections carried {:.1} requests each; setup \
-                 costs {setup:.2} ms per request ({:.0}% of the time to answer)",
+                "One connection per request{}: {} connections carried {:.1} requests each; setup \
+                 costs {setup:.2} ms per request ({:.0}% of the time to answer){}",
+                if requested {
+                    " (as requested: keep-alive was off for this run)"
+                } else {
+                    ""
+                },
                 self.conns,
                 per_conn,
-                share * 100.0
+                share * 100.0,
+                if requested { String::new() } else { who_closed }
             ),
         );
         f.confidence = 0.9;
@@ -130,21 +204,59 @@ impl ShortConnections {
              {setup:.2} ms here from SYN to the first request byte), each new connection starts \
              with a small congestion window, and every closed connection leaves a TIME_WAIT \
              socket behind (at high rates: ephemeral port exhaustion). With keep-alive the \
-             handshake is paid once per connection."
+             handshake is paid once per connection.{}",
+            match (requested, closer) {
+                (true, _) => " This run asked for it (keep-alive off), so this is the cost of \
+                              that choice, not a fault of either side."
+                    .to_string(),
+                (false, Closer::Server) => format!(
+                    " The server sent the first FIN on {} of {} connections: it closes after \
+                     each response (keep-alive off or limited on the server, or it answers with \
+                     `Connection: close`).",
+                    self.closed_by_server, self.conns
+                ),
+                (false, Closer::Client) => format!(
+                    " The client sent the first FIN on {} of {} connections: it does not reuse \
+                     them.",
+                    self.closed_by_client, self.conns
+                ),
+                (false, Closer::Unknown) => String::new(),
+            }
         );
-        f.fix = "Reuse connections: HTTP/1.1 keep-alive (do not send `Connection: close`; \
+        f.fix = match (requested, closer) {
+            (true, _) => "Nothing to fix: one connection per request was requested. Run \
+                          without --no-keepalive to measure with connection reuse."
+                .to_string(),
+            (false, Closer::Server) => "Let the server keep connections open: enable HTTP \
+                 keep-alive and raise its limits (nginx `keepalive_timeout`, \
+                 `keepalive_requests`; Apache `KeepAlive On`, `MaxKeepAliveRequests`), and stop \
+                 it from answering with `Connection: close` (a proxy or framework setting)."
+                .to_string(),
+            _ => "Reuse connections: HTTP/1.1 keep-alive (do not send `Connection: close`; \
                  wrk/curl/HTTP client libraries pool connections by default), a connection pool \
                  in the client, `keepalive` in nginx upstream blocks."
-            .to_string();
+                .to_string(),
+        };
         f.evidence = self
             .examples
             .iter()
             .map(|e| Evidence::Packets {
                 connection: conn_label(e.client, e.server),
-                packets: vec![e.syn.to_ref(t0_ns), e.first_req.to_ref(t0_ns)],
+                packets: [e.syn, e.first_req]
+                    .into_iter()
+                    .chain(e.first_close.filter(|_| closer != Closer::Unknown))
+                    .map(|p| p.to_ref(t0_ns))
+                    .collect(),
                 note: format!(
-                    "SYN, then the request {:.2} ms later",
-                    ms(e.first_req.ts_ns - e.syn.ts_ns)
+                    "SYN, then the request {:.2} ms later{}",
+                    ms(e.first_req.ts_ns - e.syn.ts_ns),
+                    match e.first_close {
+                        Some(p) if closer != Closer::Unknown => format!(
+                            "; the {} closed first",
+                            if p.from_server { "server" } else { "client" }
+                        ),
+                        _ => String::new(),
+                    }
                 ),
             })
             .collect();
@@ -160,6 +272,10 @@ mod tests {
     use crate::event::{ConnDone, SynState};
 
     fn conns(n: u64, exchanges: u32, setup_ms: i64) -> Vec<ConnDone> {
+        closed_by(n, exchanges, setup_ms, false)
+    }
+
+    fn closed_by(n: u64, exchanges: u32, setup_ms: i64, server: bool) -> Vec<ConnDone> {
         (0..n)
             .map(|k| {
                 let t = k as i64 * 100;
@@ -170,6 +286,7 @@ mod tests {
                     syn,
                     first_req: Some(pkt(k * 10 + 4, t + setup_ms, false, F::PSH, 78)),
                     exchanges,
+                    first_close: Some(pkt(k * 10 + 7, t + setup_ms + 1, server, F::FIN, 0)),
                 }
             })
             .collect()
@@ -202,5 +319,44 @@ mod tests {
         let few = conns(MIN_CONNECTIONS - 1, 1, 1);
         let ev: Vec<Event<'_>> = few.iter().map(Event::ConnDone).collect();
         assert!(run::<ShortConnections>(&ev, &cx(4)).is_empty());
+    }
+
+    #[test]
+    fn a_server_that_closes_first_is_side_server_with_a_server_fix() {
+        let cs = closed_by(10, 1, 60, true);
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let cx = Context {
+            latency_p50_ms: 10.0,
+            ..cx(10)
+        };
+        let v = run::<ShortConnections>(&ev, &cx);
+        assert_eq!(v[0].side, Side::Server);
+        assert!(
+            v[0].summary.contains("the server closed 10 of them first"),
+            "{}",
+            v[0].summary
+        );
+        assert!(v[0].fix.contains("keepalive_requests"), "{}", v[0].fix);
+        assert!(!v[0].fix.contains("do not send"), "{}", v[0].fix);
+    }
+
+    #[test]
+    fn the_users_own_choice_is_not_blamed() {
+        let cs = closed_by(10, 1, 60, false);
+        let cfg = Observation::RunConfig {
+            keepalive: false,
+            timeout_ms: 0,
+            connections: 10,
+        };
+        let mut ev: Vec<Event<'_>> = vec![Event::Observed(&cfg)];
+        ev.extend(cs.iter().map(Event::ConnDone));
+        let cx = Context {
+            latency_p50_ms: 10.0,
+            ..cx(10)
+        };
+        let v = run::<ShortConnections>(&ev, &cx);
+        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
+        assert!(v[0].summary.contains("as requested"), "{}", v[0].summary);
+        assert!(v[0].fix.starts_with("Nothing to fix"), "{}", v[0].fix);
     }
 }

@@ -6,11 +6,20 @@
 //! exchanges, the median server time is ≥ [`MIN_SERVER_MS`] and ≥ [`MIN_SHARE`] of the median
 //! exchange latency. In the Nagle case the first response byte is prompt (the stall is
 //! between response segments), so this does not fire there; a healthy server answers in
-//! well under 10 ms. Critical from [`CRITICAL_MS`] on, warning below.
+//! well under 10 ms. Critical from [`CRITICAL_MS`] on (or when the worst exchange waited a
+//! second or more), warning below.
+//!
+//! When the machine's CPU was saturated during the run ([`Observation::Cpu`],
+//! `machine_busy` ≥ [`CPU_SATURATED`]), the server's time measures waiting for a CPU as much
+//! as its own work (a load generator with many connections on the same few cores): the
+//! finding is then side host, at most a warning, and says so.
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
+use super::{
+    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+};
 use crate::event::{Event, ExchangeDone};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::{CPU_SATURATED, Observation};
 
 pub const MIN_EXCHANGES: u64 = 5;
 pub const MIN_SERVER_MS: f64 = 10.0;
@@ -21,17 +30,33 @@ pub const CRITICAL_MS: f64 = 200.0;
 #[derive(Default)]
 pub struct SlowServerProcessing {
     slow_exchanges: u64,
+    /// The longest server time and the sum over slow exchanges.
+    worst_ns: i64,
+    slow_total_ns: i64,
+    /// The machine's CPU during the run: (busy share, netdoctor's own share, cores).
+    cpu: Option<(f64, f64, u32)>,
+    /// Concurrent connections of the run's load ([`Observation::RunConfig`]).
+    load_connections: Option<u32>,
     examples: Vec<ExchangeDone>,
 }
 
 impl Detector for SlowServerProcessing {
     fn interests(&self) -> Interests {
-        Interests::EXCHANGE_DONE
+        Interests::EXCHANGE_DONE.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
-        if let Event::ExchangeDone(x) = ev {
-            self.on_exchange(x);
+        match ev {
+            Event::ExchangeDone(x) => self.on_exchange(x),
+            Event::Observed(Observation::Cpu {
+                machine_busy,
+                own_busy,
+                cores,
+            }) => self.cpu = Some((*machine_busy, *own_busy, *cores)),
+            Event::Observed(Observation::RunConfig { connections, .. }) => {
+                self.load_connections = Some(*connections);
+            }
+            _ => {}
         }
     }
 
@@ -50,6 +75,8 @@ impl SlowServerProcessing {
     fn on_exchange(&mut self, x: &ExchangeDone) {
         if ms(x.server_time_ns) >= MIN_SERVER_MS {
             self.slow_exchanges += 1;
+            self.worst_ns = self.worst_ns.max(x.server_time_ns);
+            self.slow_total_ns += x.server_time_ns;
             if self.examples.len() < MAX_EXAMPLES {
                 self.examples.push(*x);
             }
@@ -65,18 +92,29 @@ impl SlowServerProcessing {
         }
         let share = (st / lat).min(1.0);
         let fraction = (self.slow_exchanges as f64 / exchanges as f64).min(1.0);
-        let severity = if st >= CRITICAL_MS {
+        let typical = if st >= CRITICAL_MS {
             Severity::Critical
         } else {
             Severity::Warning
         };
+        let worst = ms(self.worst_ns);
+        let mut severity = episode_severity(typical, worst, ms(self.slow_total_ns));
+        let contended = self.cpu.filter(|c| c.0 >= CPU_SATURATED);
+        if contended.is_some() {
+            severity = severity.min(Severity::Warning);
+        }
         let confidence = (0.6 + 0.2 * (exchanges as f64 / 20.0).min(1.0) + 0.19 * share).min(0.99);
         let mut f = Finding::new(
             FindingId::SlowServerProcessing,
             severity,
-            Side::Server,
+            if contended.is_some() {
+                Side::Host
+            } else {
+                Side::Server
+            },
             format!(
-                "The server takes {st:.1} ms to start answering: {:.0}% of the {lat:.1} ms median latency",
+                "The server takes {st:.1} ms to start answering{}: {:.0}% of the {lat:.1} ms median latency",
+                worst_note(st, worst),
                 share * 100.0
             ),
         );
@@ -93,6 +131,36 @@ impl SlowServerProcessing {
                  worker/queue saturation (e.g. the application's own timing logs or \
                  `$upstream_response_time` in nginx)."
             .to_string();
+        if let Some((busy, own, cores)) = contended {
+            f.summary.push_str(&format!(
+                ", but the machine's CPU was saturated ({:.0}% busy on {cores} cores, \
+                 netdoctor itself {:.0}%): the server's time reflects CPU contention on a shared \
+                 host",
+                busy * 100.0,
+                own * 100.0
+            ));
+            f.confidence = f.confidence.min(0.6);
+            f.explanation.push_str(&format!(
+                " But during the run the machine's CPUs were {:.0}% busy ({cores} cores; \
+                 netdoctor's own load generator used {:.0}% of them): the server shared the \
+                 CPUs with the load, so part of its time was spent waiting for a CPU, not \
+                 working. Its time here is not a measure of the server alone.{}",
+                busy * 100.0,
+                own * 100.0,
+                match self.load_connections {
+                    Some(n) => format!(
+                        " The load kept {n} connections busy on {cores} cores: requests queue \
+                         for a CPU on both ends."
+                    ),
+                    None => String::new(),
+                }
+            ));
+            f.fix = "Measure without the contention first: fewer connections (-c) or fewer \
+                     load threads, or run the load from another machine; if the server is still \
+                     slow then, look inside it (profile the handler, its backends, worker \
+                     saturation)."
+                .to_string();
+        }
         f.evidence = self
             .examples
             .iter()
@@ -181,5 +249,51 @@ mod tests {
             ..cx(10)
         };
         assert!(run::<SlowServerProcessing>(&ev, &small_share).is_empty());
+    }
+
+    #[test]
+    fn a_saturated_cpu_is_contention_on_the_host_not_a_slow_server() {
+        let xs = exchanges(10, 300);
+        let cpu = Observation::Cpu {
+            machine_busy: 0.97,
+            own_busy: 0.55,
+            cores: 2,
+        };
+        let mut ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
+        ev.push(Event::Observed(&cpu));
+        let cfg = Observation::RunConfig {
+            keepalive: true,
+            timeout_ms: 2000,
+            connections: 1000,
+        };
+        ev.push(Event::Observed(&cfg));
+        let cx = Context {
+            latency_p50_ms: 300.0,
+            server_time_p50_ms: 300.0,
+            ..cx(10)
+        };
+        let v = run::<SlowServerProcessing>(&ev, &cx);
+        assert_eq!((v[0].side, v[0].severity), (Side::Host, Severity::Warning));
+        assert!(v[0].summary.contains("CPU contention"), "{}", v[0].summary);
+        assert!(
+            v[0].explanation
+                .contains("1000 connections busy on 2 cores"),
+            "{}",
+            v[0].explanation
+        );
+        ev.pop();
+        // A machine with CPU to spare: the server's own time, critical.
+        let idle = Observation::Cpu {
+            machine_busy: 0.3,
+            own_busy: 0.1,
+            cores: 2,
+        };
+        ev.pop();
+        ev.push(Event::Observed(&idle));
+        let v = run::<SlowServerProcessing>(&ev, &cx);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
     }
 }

@@ -14,12 +14,18 @@
 //! client's ACK: Linux drops that ACK when the accept queue is full. In that case the client
 //! believes it is connected after the first SYN/ACK; the server only after the client's
 //! answer to the last SYN/ACK, which is where the delay is measured to.
+//!
+//! When the kernel's listen-queue counters grew during the run (`TcpExt.ListenOverflows`,
+//! `TcpExt.ListenDrops` in [`Observation::Counters`]), the repeats are the listener's queue
+//! on the server's host: the finding is side host, with the counters as evidence.
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
+use super::loss::listen_drops;
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, WORST_CRITICAL_MS, conn_label, ms};
 use crate::event::{Event, SynState};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::{CounterDelta, Observation};
 use crate::stats::Hist;
 
 #[derive(Clone, Copy, Debug)]
@@ -38,17 +44,21 @@ pub struct SynRetransmit {
     synack_repeated: u64,
     never_completed: u64,
     delay: Option<Hist>,
+    /// Listen-queue counters that grew during the run.
+    listen: Vec<CounterDelta>,
     examples: Vec<Example>,
 }
 
 impl Detector for SynRetransmit {
     fn interests(&self) -> Interests {
-        Interests::CONN_DONE
+        Interests::CONN_DONE.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
-        if let Event::ConnDone(c) = ev {
-            self.on_conn(c.ends.client, c.ends.server, &c.syn);
+        match ev {
+            Event::ConnDone(c) => self.on_conn(c.ends.client, c.ends.server, &c.syn),
+            Event::Observed(Observation::Counters(deltas)) => self.listen = listen_drops(deltas),
+            _ => {}
         }
     }
 
@@ -99,7 +109,9 @@ impl SynRetransmit {
         }
         let added = self.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let fraction = (self.affected as f64 / self.handshakes.max(1) as f64).min(1.0);
-        let severity = if fraction >= 0.05 && added >= 500.0 {
+        let worst = self.delay.as_ref().map_or(0.0, Hist::max_ms);
+        // A setup delay is at least a second; the worst one counts with the typical one.
+        let severity = if fraction >= 0.05 && (added >= 500.0 || worst >= WORST_CRITICAL_MS) {
             Severity::Critical
         } else {
             Severity::Warning
@@ -117,8 +129,14 @@ impl SynRetransmit {
             severity,
             Side::Server,
             format!(
-                "Connection setup delayed on {} of {} connections ({what}): +{added:.0} ms (median)",
-                self.affected, self.handshakes
+                "Connection setup delayed on {} of {} connections ({what}): +{added:.0} ms (median){}",
+                self.affected,
+                self.handshakes,
+                if worst >= 2.0 * added && worst >= added + 10.0 {
+                    format!(", worst {worst:.0} ms")
+                } else {
+                    String::new()
+                }
             ),
         );
         f.confidence = 0.95;
@@ -177,6 +195,38 @@ impl SynRetransmit {
                 }
             })
             .collect();
+        if !self.listen.is_empty() {
+            let counts: Vec<String> = self
+                .listen
+                .iter()
+                .map(|d| format!("{} +{}", d.name, d.change()))
+                .collect();
+            f.side = Side::Host;
+            f.confidence = 0.98;
+            f.summary.push_str(&format!(
+                ": the server's listen queue overflowed ({})",
+                counts.join(", ")
+            ));
+            f.explanation.push_str(
+                " The kernel's listen-queue counters grew during the run: the listener's accept \
+                 queue was full, so its host dropped handshakes until the application accepted.",
+            );
+            f.fix = "The server's listen queue overflowed: accept faster (more workers, a \
+                     non-blocking accept loop) or raise the backlog (the listen() argument, e.g. \
+                     nginx `listen ... backlog=N`, and net.core.somaxconn); watch `ss -ltn` \
+                     (Recv-Q against Send-Q) and `nstat -az TcpExtListenOverflows`."
+                .to_string();
+            f.evidence
+                .extend(self.listen.iter().map(|d| Evidence::Counter {
+                    name: d.name.clone(),
+                    before: d.before,
+                    after: d.after,
+                    note: format!(
+                        "+{} during the run: the listener dropped handshakes",
+                        d.change()
+                    ),
+                }));
+        }
         out.push(f);
     }
 }
@@ -203,6 +253,7 @@ mod tests {
             syn,
             first_req: None,
             exchanges: 0,
+            first_close: None,
         }
     }
 
@@ -222,5 +273,34 @@ mod tests {
         let clean = [conn(false)];
         let ev: Vec<Event<'_>> = clean.iter().map(Event::ConnDone).collect();
         assert!(run::<SynRetransmit>(&ev, &cx(0)).is_empty());
+    }
+
+    #[test]
+    fn listen_drops_make_it_the_hosts_listen_queue() {
+        let cs = [conn(true), conn(true), conn(false)];
+        let obs = Observation::Counters(vec![CounterDelta {
+            name: "TcpExt.ListenDrops".into(),
+            before: 0,
+            after: 2,
+        }]);
+        let mut ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        ev.push(Event::Observed(&obs));
+        let v = run::<SynRetransmit>(&ev, &cx(3));
+        assert_eq!(v[0].side, Side::Host);
+        assert!(v[0].summary.contains("ListenDrops +2"), "{}", v[0].summary);
+        assert!(
+            v[0].evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::Counter { .. }))
+        );
+        // Counters that did not grow change nothing.
+        let flat = Observation::Counters(vec![CounterDelta {
+            name: "TcpExt.ListenDrops".into(),
+            before: 2,
+            after: 2,
+        }]);
+        ev.pop();
+        ev.push(Event::Observed(&flat));
+        assert_eq!(run::<SynRetransmit>(&ev, &cx(3))[0].side, Side::Server);
     }
 }

@@ -16,7 +16,9 @@
 
 use std::net::SocketAddr;
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
+use super::{
+    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+};
 use crate::event::{Event, Stall, StallKind, ZeroPeriod};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::stats::Hist;
@@ -41,6 +43,17 @@ struct SideAgg {
     affected_exchanges: u64,
     duration: Option<Hist>,
     total_ns: i64,
+    /// The longest period.
+    worst_ns: i64,
+    /// Zero-window stall per affected exchange.
+    per_exchange: Option<Hist>,
+    /// Periods that ended with the connection or capture, the window still closed.
+    never_reopened: u64,
+    /// Periods whose reopening window is known, and those that reopened below one MSS.
+    reopen_known: u64,
+    below_mss: u64,
+    reopen_bytes_sum: u64,
+    mss: Option<u16>,
     examples: Vec<Example>,
     /// Waits for a full (not zero) window to open.
     full: u64,
@@ -87,7 +100,13 @@ impl Detector for ZeroWindow {
             Event::ExchangeDone(x) => {
                 for reader_is_server in [false, true] {
                     if x.stalled(FindingId::ZeroWindow, reader_is_server) {
-                        self.sides[usize::from(reader_is_server)].affected_exchanges += 1;
+                        let s = &mut self.sides[usize::from(reader_is_server)];
+                        s.affected_exchanges += 1;
+                        // Both sides' periods are charged to one cause; an exchange stalled
+                        // by both counts its stall for each.
+                        s.per_exchange
+                            .get_or_insert_with(Hist::new)
+                            .record_ns(x.stall_ns(FindingId::ZeroWindow));
                     }
                 }
             }
@@ -112,6 +131,16 @@ impl ZeroWindow {
         let s = &mut self.sides[usize::from(reader_is_server)];
         s.periods += 1;
         s.total_ns += z.duration_ns();
+        s.worst_ns = s.worst_ns.max(z.duration_ns());
+        s.never_reopened += u64::from(!z.reopened);
+        if let Some(w) = z.reopen_bytes {
+            s.reopen_known += 1;
+            s.reopen_bytes_sum += u64::from(w);
+            s.below_mss += u64::from(z.reopened_below_mss());
+        }
+        if z.mss.is_some() {
+            s.mss = z.mss;
+        }
         s.duration
             .get_or_insert_with(Hist::new)
             .record_ns(z.duration_ns());
@@ -130,58 +159,132 @@ impl ZeroWindow {
             }
             let server = i == 1;
             let med = s.duration.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+            let worst = ms(s.worst_ns);
+            let total = ms(s.total_ns);
             let fraction =
                 (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
-            let severity = if fraction.unwrap_or(0.0) >= 0.10 && med >= 20.0 {
+            let typical = if fraction.unwrap_or(0.0) >= 0.10 && med >= 20.0 {
                 Severity::Critical
-            } else if med >= 10.0 || s.periods >= 5 {
+            } else if med >= 10.0 || (s.periods >= 5 && total >= MANY_MS) {
                 Severity::Warning
             } else {
                 Severity::Info
             };
+            let severity = episode_severity(typical, worst, total);
             let (who, peer, side) = if server {
                 ("server", "client", Side::Server)
             } else {
                 ("client", "server", Side::Client)
             };
-            let mut f = Finding::new(
-                FindingId::ZeroWindow,
-                severity,
-                side,
+            let reading = Reading::of(s);
+            let times = if s.periods == 1 {
+                format!("once, for {total:.1} ms")
+            } else {
                 format!(
-                    "The {who} stopped reading: it advertised a zero receive window {} times, \
-                     for {med:.1} ms (median), {:.1} ms in total",
-                    s.periods,
-                    ms(s.total_ns)
+                    "{} times, {total:.1} ms in total (longest {worst:.1} ms, median {med:.1} ms)",
+                    s.periods
+                )
+            };
+            let summary = match reading {
+                Reading::Stopped => format!(
+                    "The {who} stopped reading: it advertised a zero receive window {times}"
                 ),
-            );
+                Reading::Slow => format!(
+                    "The {who} reads slowly: its receive window fell to zero {times}, reopening \
+                     each time"
+                ),
+                Reading::Tiny => format!(
+                    "The {who} reads slowly, a little at a time: its receive window fell to zero \
+                     {times} and reopened by less than one MSS ({} of {} times, {} bytes on \
+                     average, MSS {})",
+                    s.below_mss,
+                    s.reopen_known,
+                    s.reopen_bytes_sum / s.reopen_known.max(1),
+                    s.mss.unwrap_or(0)
+                ),
+            };
+            let mut f = Finding::new(FindingId::ZeroWindow, severity, side, summary);
             f.confidence = 0.95;
-            f.impact.added_latency_ms = Some(med);
+            f.impact.added_latency_ms =
+                Some(s.per_exchange.as_ref().map_or(med, |h| h.quantile_ms(0.5)));
             f.impact.affected_fraction = fraction;
-            f.explanation = format!(
-                "TCP's receive window is the free space in the receiver's socket buffer. The \
-                 {who} advertised a window of zero: its application did not read the data \
-                 that had arrived, the buffer filled up, and the {peer} had to stop sending \
-                 and wait (probing the window now and then) until the {who}'s application read \
-                 again. The network and the {peer} are not the bottleneck here: the {who}'s \
-                 application is (busy, blocked, or reading in small pieces), or its receive \
-                 buffer is very small."
-            );
-            f.fix = format!(
-                "Make the {who} read its sockets promptly (look for a blocked event loop, a \
-                 slow consumer, a busy CPU) and check its receive buffer (SO_RCVBUF set too \
-                 small disables autotuning; net.ipv4.tcp_rmem)."
-            );
+            f.explanation = match reading {
+                Reading::Stopped => format!(
+                    "TCP's receive window is the free space in the receiver's socket buffer. The \
+                     {who} advertised a window of zero: its application did not read the data \
+                     that had arrived, the buffer filled up, and the {peer} had to stop sending \
+                     and wait (probing the window now and then) until the {who}'s application \
+                     read again{}. The network and the {peer} are not the bottleneck here: the \
+                     {who}'s application is (busy, blocked, or reading in small pieces), or its \
+                     receive buffer is very small.",
+                    if s.never_reopened > 0 {
+                        format!(
+                            " ({} times it never did before the connection or the capture \
+                             ended)",
+                            s.never_reopened
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+                Reading::Slow => format!(
+                    "TCP's receive window is the free space in the receiver's socket buffer. The \
+                     {who}'s window kept filling up to zero and reopening: its application does \
+                     read, but more slowly than the {peer} sends (or into a small buffer), so \
+                     the {peer} sends a window's worth, waits for the {who} to read, and sends \
+                     again. That is a slow reader, not a stopped one: the transfer runs at the \
+                     {who}'s reading speed."
+                ),
+                Reading::Tiny => format!(
+                    "TCP's receive window is the free space in the receiver's socket buffer. The \
+                     {who}'s window fell to zero and reopened by less than one maximum segment \
+                     (MSS): its application reads little at a time from a receive buffer smaller than one segment. A \
+                     window below one MSS lets the {peer} send only tiny segments, each paying \
+                     full header and ACK costs (the silly window syndrome); receivers normally \
+                     avoid announcing such windows (RFC 1122 silly-window avoidance waits for an \
+                     MSS or half the buffer), so a window this small means a receive buffer \
+                     that small (SO_RCVBUF set very small)."
+                ),
+            };
+            f.fix = match reading {
+                Reading::Stopped => format!(
+                    "Make the {who} read its sockets promptly (look for a blocked event loop, a \
+                     slow consumer, a busy CPU) and check its receive buffer (SO_RCVBUF set too \
+                     small disables autotuning; net.ipv4.tcp_rmem)."
+                ),
+                Reading::Slow => format!(
+                    "Make the {who}'s application read faster (larger reads, fewer blocking \
+                     steps between them, more CPU) and give it a larger receive buffer (SO_RCVBUF \
+                     set too small disables autotuning; net.ipv4.tcp_rmem)."
+                ),
+                Reading::Tiny => format!(
+                    "Let the {who} read in large chunks (not byte by byte) and do not shrink its \
+                     receive buffer below a few segments (remove a tiny SO_RCVBUF; autotuning \
+                     with net.ipv4.tcp_rmem picks a sensible size)."
+                ),
+            };
             f.evidence = s
                 .examples
                 .iter()
                 .map(|e| Evidence::Packets {
                     connection: conn_label(e.client, e.server),
                     packets: vec![e.z.start.to_ref(t0_ns), e.z.end.to_ref(t0_ns)],
-                    note: format!(
-                        "the {who} advertised window 0, reopened it {:.1} ms later",
-                        ms(e.z.duration_ns())
-                    ),
+                    note: match (e.z.reopened, e.z.reopen_bytes) {
+                        (false, _) => format!(
+                            "the {who} advertised window 0, still closed {:.1} ms later when \
+                             the connection or capture ended",
+                            ms(e.z.duration_ns())
+                        ),
+                        (true, Some(w)) if e.z.reopened_below_mss() => format!(
+                            "the {who} advertised window 0, reopened it {:.1} ms later by {w} \
+                             bytes (less than one MSS)",
+                            ms(e.z.duration_ns())
+                        ),
+                        _ => format!(
+                            "the {who} advertised window 0, reopened it {:.1} ms later",
+                            ms(e.z.duration_ns())
+                        ),
+                    },
                 })
                 .collect();
             if s.full > 0 {
@@ -195,6 +298,41 @@ impl ZeroWindow {
                 f.evidence.extend(full_evidence(server, s, t0_ns));
             }
             out.push(f);
+        }
+    }
+}
+
+/// How a reader whose window reached zero reads, told by how its window reopened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// Few, long periods (or never reopened): the application stopped reading.
+    Stopped,
+    /// Repeated short periods that reopen: it reads, slowly.
+    Slow,
+    /// It reopened by less than one MSS most times: it reads a little at a time.
+    Tiny,
+}
+
+/// Many zero windows are a warning only when they add up to at least this.
+const MANY_MS: f64 = 10.0;
+
+/// Repeated zero windows that each last less than this are a slow reader, not a stopped one.
+const SLOW_MEDIAN_MS: f64 = 1000.0;
+/// At least this many periods to call the reader slow rather than stopped.
+const SLOW_MIN_PERIODS: u64 = 3;
+
+impl Reading {
+    fn of(s: &SideAgg) -> Reading {
+        let reopened = s.periods - s.never_reopened;
+        if s.below_mss > 0 && s.below_mss * 2 >= s.reopen_known {
+            return Reading::Tiny;
+        }
+        let med = s.duration.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        if reopened >= SLOW_MIN_PERIODS && s.never_reopened * 2 < s.periods && med < SLOW_MEDIAN_MS
+        {
+            Reading::Slow
+        } else {
+            Reading::Stopped
         }
     }
 }
@@ -235,13 +373,15 @@ fn full_window_finding(server: bool, s: &SideAgg, exchanges: u64, t0_ns: i64) ->
     let med = s.full_wait.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
     let fraction =
         (exchanges > 0).then(|| (s.affected_exchanges as f64 / exchanges as f64).min(1.0));
-    let severity = if fraction.unwrap_or(0.0) >= 0.10 && med >= 20.0 {
+    let typical = if fraction.unwrap_or(0.0) >= 0.10 && med >= 20.0 {
         Severity::Critical
     } else if med >= 10.0 || s.full >= 5 {
         Severity::Warning
     } else {
         Severity::Info
     };
+    let worst = s.full_wait.as_ref().map_or(0.0, Hist::max_ms);
+    let severity = episode_severity(typical, worst, ms(s.full_total_ns));
     let (who, peer, side) = if server {
         ("server", "client", Side::Server)
     } else {
@@ -253,8 +393,9 @@ fn full_window_finding(server: bool, s: &SideAgg, exchanges: u64, t0_ns: i64) ->
         side,
         format!(
             "The {who} reads too slowly: its receive window was full {} times, the {peer} \
-             waited {med:.1} ms (median) for it to open, {:.1} ms in total",
+             waited {med:.1} ms (median) for it to open{}, {:.1} ms in total",
             s.full,
+            worst_note(med, worst),
             ms(s.full_total_ns)
         ),
     );
@@ -280,14 +421,11 @@ mod tests {
     use super::*;
     use crate::decode::TcpFlags as F;
     use crate::detect::testkit::*;
-    use crate::event::ExchangeDone;
+    use crate::event::{ExchangeDone, Pkt};
 
     #[test]
     fn zero_window_periods_name_the_reader() {
-        let z = ZeroPeriod {
-            start: pkt(5, 10, false, F::ACK, 0),
-            end: pkt(9, 310, false, F::ACK, 0),
-        };
+        let z = ZeroPeriod::new(pkt(5, 10, false, F::ACK, 0), pkt(9, 310, false, F::ACK, 0));
         let mut x = ExchangeDone::new(
             ends(),
             pkt(1, 0, false, F::PSH, 78),
@@ -353,5 +491,89 @@ mod tests {
             })
             .collect();
         assert!(run::<ZeroWindow>(&nagle, &cx(5)).is_empty());
+    }
+
+    fn period(k: u64, start_ms: i64, dur_us: i64) -> Event<'static> {
+        Event::ZeroWindow {
+            ends: ends(),
+            reader_is_server: false,
+            period: ZeroPeriod::new(
+                pkt(k * 2, start_ms, false, F::ACK, 0),
+                Pkt {
+                    ts_ns: T0 + start_ms * MS + dur_us * 1000,
+                    ..pkt(k * 2 + 1, 0, false, F::ACK, 0)
+                },
+            ),
+        }
+    }
+
+    #[test]
+    fn one_long_stall_is_not_hidden_by_a_short_one() {
+        // 5.9 s, then 0.2 ms: the median would be 0 ms and the run healthy.
+        let ev = [period(1, 0, 5_869_700), period(2, 6000, 200)];
+        let v = run::<ZeroWindow>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Critical, "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("longest 5869.7 ms"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].summary.contains("5869.9 ms in total"),
+            "{}",
+            v[0].summary
+        );
+        assert!(v[0].summary.contains("stopped reading"), "{}", v[0].summary);
+    }
+
+    #[test]
+    fn a_sub_millisecond_zero_window_is_info() {
+        let ev: Vec<Event<'_>> = (0..6).map(|k| period(k, k as i64 * 10, 150)).collect();
+        let v = run::<ZeroWindow>(&ev, &cx(10));
+        assert_eq!(v[0].severity, Severity::Info, "{}", v[0].summary);
+        // Many short ones that add up to a few ms: still info; to 10 ms or more: a warning.
+        let ev: Vec<Event<'_>> = (0..6).map(|k| period(k, k as i64 * 10, 800)).collect();
+        assert_eq!(run::<ZeroWindow>(&ev, &cx(10))[0].severity, Severity::Info);
+        let ev: Vec<Event<'_>> = (0..6).map(|k| period(k, k as i64 * 10, 3000)).collect();
+        assert_eq!(
+            run::<ZeroWindow>(&ev, &cx(10))[0].severity,
+            Severity::Warning
+        );
+    }
+
+    #[test]
+    fn a_slow_reader_is_not_a_stopped_one() {
+        let ev: Vec<Event<'_>> = (0..8).map(|k| period(k, k as i64 * 100, 40_000)).collect();
+        let v = run::<ZeroWindow>(&ev, &cx(10));
+        assert!(v[0].summary.contains("reads slowly"), "{}", v[0].summary);
+        assert!(v[0].explanation.contains("not a stopped one"));
+        // Reopening by less than one MSS: a tiny buffer, tiny segments.
+        let tiny: Vec<Event<'_>> = (0..4u64)
+            .map(|k| {
+                let Event::ZeroWindow { period: mut z, .. } = period(k, k as i64 * 100, 40_000)
+                else {
+                    unreachable!()
+                };
+                z.reopen_bytes = Some(1);
+                z.mss = Some(1460);
+                Event::ZeroWindow {
+                    ends: ends(),
+                    reader_is_server: true,
+                    period: z,
+                }
+            })
+            .collect();
+        let v = run::<ZeroWindow>(&tiny, &cx(10));
+        assert_eq!(v[0].side, Side::Server);
+        assert!(
+            v[0].summary.contains("less than one MSS"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].explanation.contains("silly window"),
+            "{}",
+            v[0].explanation
+        );
     }
 }

@@ -45,6 +45,12 @@ pub struct Episode {
     stall_from: i64,
     pub retx: u32,
     pub spurious: u32,
+    /// The peer's cumulative ACK of this direction when the episode began.
+    pub acked_at_start: Option<u32>,
+    /// The retransmitted data was a connection's first request, of which the server had
+    /// acknowledged nothing (set by the analyzer): at setup, a full listen queue drops it
+    /// as readily as the path.
+    pub setup: bool,
 }
 
 impl Episode {
@@ -62,6 +68,8 @@ impl Episode {
             stall_from,
             retx,
             spurious,
+            acked_at_start: None,
+            setup: false,
         }
     }
 
@@ -207,6 +215,8 @@ impl LossDir {
                     stall_from: self.progress_ts.max(self.flight_ts),
                     retx: 1,
                     spurious: u32::from(spurious),
+                    acked_at_start: acked,
+                    setup: false,
                 });
             }
         }
