@@ -55,6 +55,9 @@ pub const MAX_CONNECTIONS: usize = 65_536;
 pub struct AnalyzerConfig {
     /// The server's port, for connections whose handshake was not captured.
     pub server_port: Option<u16>,
+    /// More server (listening) ports, e.g. from this host's listening sockets: for
+    /// connections whose handshake was not captured, an end on one of them is the server.
+    pub server_ports: Vec<u16>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -105,16 +108,45 @@ pub struct CaptureStats {
     /// Connections dropped after [`Analyzer::idle_timeout`] without a packet.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub connections_evicted: u64,
+    /// Connections (closed, or open at the end) that carried pipelined or multiplexed
+    /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pipelined_connections: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// How request/response exchanges were found.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ExchangeMethod {
+    /// Every request starts with an HTTP/1.x request line.
+    Http1,
+    /// From the direction turns of application data alone (TLS, RESP, a custom RPC, ...).
+    Turns,
+    /// Some of each.
+    Mixed,
+}
+
+impl ExchangeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExchangeMethod::Http1 => "http1",
+            ExchangeMethod::Turns => "turns",
+            ExchangeMethod::Mixed => "mixed",
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ExchangeStats {
-    /// Completed HTTP/1.x request/response exchanges.
+    /// Completed request/response exchanges (HTTP/1.x, or found from direction turns).
     pub count: u64,
+    /// How they were found (absent without exchanges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<ExchangeMethod>,
     /// Last response byte − first request byte, as seen at the capture point.
     pub latency_ms: Percentiles,
     /// First response byte − last request byte, minus the handshake RTT when known.
@@ -160,6 +192,10 @@ pub struct Analyzer {
     /// Packets whose timestamp lay more than [`TS_BOUND_NS`] from the first and was clamped.
     clamped_ts: u64,
     conns: HashMap<ConnKey, Conn, foldhash::fast::RandomState>,
+    /// How many connections each endpoint was seen in (servers of handshakes, both ends of
+    /// connections picked up mid-stream): the server of a connection without a handshake is
+    /// the end that many connections share ([`orient::Shared`]).
+    shared: orient::Shared,
     hub: Hub,
     /// Connections without a packet for this long are dropped (`None`: never).
     idle_ns: Option<i64>,
@@ -176,6 +212,7 @@ impl Analyzer {
             stats: CaptureStats::default(),
             clamped_ts: 0,
             conns: HashMap::default(),
+            shared: orient::Shared::default(),
             hub: Hub::new(),
             idle_ns: None,
             next_sweep_ns: i64::MIN,
@@ -270,6 +307,7 @@ impl Analyzer {
         // Open loss episodes and zero-window periods end with the connection; charge them to
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
+        self.stats.pipelined_connections += u64::from(c.ambiguous);
         if c.phase == http::Phase::Response
             && let Some(x) = c.cur.take()
         {
@@ -309,6 +347,7 @@ impl Analyzer {
         let mut open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
         open.sort_unstable_by_key(|c| c.first_frame);
         for mut c in open {
+            self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.hub.flush_stalls(&mut c);
             self.hub.flush_counts(&c);
         }
@@ -343,6 +382,12 @@ impl Analyzer {
             stats: self.stats.clone(),
             exchanges: ExchangeStats {
                 count: g.exchanges,
+                method: match (g.http1_exchanges, g.exchanges - g.http1_exchanges) {
+                    (0, 0) => None,
+                    (_, 0) => Some(ExchangeMethod::Http1),
+                    (0, _) => Some(ExchangeMethod::Turns),
+                    _ => Some(ExchangeMethod::Mixed),
+                },
                 latency_ms: g.latency.percentiles(),
                 server_time_ms: g.server_time.percentiles(),
                 rtt_ms,

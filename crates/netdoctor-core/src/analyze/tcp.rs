@@ -48,7 +48,14 @@ impl Analyzer {
                 if f.syn() {
                     self.stats.connections_with_handshake += 1;
                 }
-                v.insert(Conn::new(&self.cfg, key, i, seg))
+                let c = Conn::new(&self.cfg, &self.shared, key, i, seg);
+                if c.reason == Reason::Handshake {
+                    self.shared.note(if c.server == 0 { key.lo } else { key.hi });
+                } else {
+                    self.shared.note(key.lo);
+                    self.shared.note(key.hi);
+                }
+                v.insert(c)
             }
         };
         let from_server = c.server == i;
@@ -122,8 +129,9 @@ impl Analyzer {
             }
         }
 
-        // ACK of the peer's data.
-        if f.ack() {
+        // ACK of the peer's data (once the peer's sequence space is known: a connection picked
+        // up mid-stream may carry ACKs of data sent before the capture began).
+        if f.ack() && c.dirs[j].started {
             let pure = seg.payload_len == 0 && !f.syn() && !f.fin() && !f.rst();
             let mss = u32::from(c.dirs[i].mss.unwrap_or(1460)).saturating_sub(40);
             let peer = &mut c.dirs[j];
@@ -163,13 +171,29 @@ impl Analyzer {
                 d.loss.on_new_data(pkt, seg.seq, d.nxt, d.acked, seg.ip_id);
                 d.nxt = end;
                 self.stats.data_segments += 1;
-                // Re-orient a guessed connection on the first telling payload.
-                if c.reason <= Reason::LowerPort
-                    && c.cur.is_none()
-                    && let Some(server) = reorient(i, seg.payload)
-                {
+                // Re-orient a guessed connection on the first telling payload, or (a guess
+                // from the lower port, before its first exchange completed) when its ends
+                // are now shared unequally. An exchange in progress under the old guess is
+                // dropped.
+                if c.reason < Reason::Payload {
+                    let (server, reason) = if c.cur.is_none()
+                        && let Some(s) = reorient(i, seg.payload)
+                    {
+                        (s, Reason::Payload)
+                    } else if c.reason == Reason::LowerPort
+                        && c.exchanges == 0
+                        && let Some(s) = self.shared.server(&key)
+                    {
+                        (s, Reason::Shared)
+                    } else {
+                        (c.server, c.reason)
+                    };
+                    if server != c.server {
+                        c.cur = None;
+                        c.phase = super::http::Phase::Idle;
+                    }
                     c.server = server;
-                    c.reason = Reason::Payload;
+                    c.reason = reason;
                 }
                 let from_server = c.server == i;
                 let pkt = Pkt { from_server, ..pkt };

@@ -108,6 +108,7 @@ fn analyze(
 ) -> Result<Captured, String> {
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: Some(port),
+        ..Default::default()
     });
     let mut pcap_error: Option<String> = None;
     let summary = cap
