@@ -50,7 +50,8 @@ impl Analyzer {
                 }
                 let c = Conn::new(&self.cfg, &self.shared, key, i, seg);
                 if c.reason == Reason::Handshake {
-                    self.shared.note(if c.server == 0 { key.lo } else { key.hi });
+                    self.shared
+                        .note(if c.server == 0 { key.lo } else { key.hi });
                 } else {
                     self.shared.note(key.lo);
                     self.shared.note(key.hi);
