@@ -102,4 +102,19 @@ python3 "$work/line.py" client 18450 "$work/cli.ready" & cli=$!; pids+=("$cli")
 wait_file "$work/cli.ready"
 capture line-midstream.pcap 18450 sleep 1.5
 wait "$cli" || true
-ls -l "$out"/tls-*.pcap "$out"/line-midstream.pcap
+
+# --- redis (optional): redis-server under redis-benchmark, RESP found from turns ---
+# REDIS_BIN=dir names a folder with redis-server and redis-benchmark (e.g. from
+# `apt-get download redis-server redis-tools` + `dpkg -x`); default: PATH. Skipped if absent.
+rbin="${REDIS_BIN:+$REDIS_BIN/}"
+if command -v "${rbin}redis-server" >/dev/null && command -v "${rbin}redis-benchmark" >/dev/null; then
+    "${rbin}redis-server" --port 18460 --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize no --dir "$work" >"$work/redis.log" 2>&1 & pids+=($!)
+    for _ in $(seq 1 200); do grep -q "Ready to accept" "$work/redis.log" && break; sleep 0.05; done
+    grep -q "Ready to accept" "$work/redis.log"
+    capture redis-healthy.pcap 18460 "${rbin}redis-benchmark" -h 127.0.0.1 -p 18460 -q \
+        -n 20000 -P 1 -c 4 -t get,set >/dev/null
+else
+    echo "redis-server/redis-benchmark not found: redis-healthy.pcap not made" >&2
+fi
+ls -l "$out"/tls-*.pcap "$out"/line-midstream.pcap "$out"/redis-*.pcap 2>/dev/null || true

@@ -106,3 +106,19 @@ fn http_captures_keep_http1_method() {
     assert_eq!(an.exchanges.method, Some(ExchangeMethod::Http1));
     assert_eq!(an.stats.pipelined_connections, 0);
 }
+
+#[test]
+fn redis_under_benchmark_is_healthy() {
+    // redis-server (TCP_NODELAY on) under `redis-benchmark -P 1 -c 4 -t get,set`: RESP
+    // request/response turns, sub-millisecond, nothing above info.
+    let an = analyze("redis-healthy.pcap", AnalyzerConfig::default());
+    assert_eq!(an.exchanges.method, Some(ExchangeMethod::Turns));
+    assert!(an.exchanges.count >= 300, "{:?}", an.exchanges);
+    assert!(an.exchanges.latency_ms.p50 < 2.0, "{:?}", an.exchanges);
+    assert!(
+        an.findings.iter().all(|f| f.severity == Severity::Info),
+        "{:#?}",
+        an.findings
+    );
+    assert_eq!(an.stats.pipelined_connections, 0);
+}

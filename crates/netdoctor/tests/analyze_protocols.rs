@@ -29,11 +29,16 @@ fn turns_find_server_nagle_on_tls_and_mid_stream_line_protocol() {
 }
 
 #[test]
-fn tls_with_nodelay_is_healthy_and_the_terminal_says_how() {
-    let (code, v) = analyze("tls-healthy.pcap");
-    assert_eq!(code, 0, "{v:#}");
-    assert_eq!(v["verdict"], "healthy");
-    assert_eq!(v["measurements"]["capture"]["exchanges"]["method"], "turns");
+fn tls_with_nodelay_and_redis_are_healthy_and_the_terminal_says_how() {
+    for file in ["tls-healthy.pcap", "redis-healthy.pcap"] {
+        let (code, v) = analyze(file);
+        assert_eq!(code, 0, "{file}: {v:#}");
+        assert_eq!(v["verdict"], "healthy", "{file}");
+        assert_eq!(
+            v["measurements"]["capture"]["exchanges"]["method"], "turns",
+            "{file}"
+        );
+    }
 
     let path = captures_dir().join("tls-healthy.pcap");
     let o = netdoctor(&["analyze", path.to_str().unwrap()]);
