@@ -1,11 +1,12 @@
-//! The analyzer: decodes packets, rebuilds TCP connections, splits HTTP/1.x exchanges and
-//! feeds the detectors. Streaming: [`Analyzer::push`] one packet at a time (and
+//! The analyzer: decodes packets, rebuilds TCP connections, splits request/response
+//! exchanges (HTTP/1.x, or direction turns for any other protocol: see `http`) and feeds the
+//! detectors. Streaming: [`Analyzer::push`] one packet at a time (and
 //! [`Analyzer::observe`] what observers saw), then [`Analyzer::finish`]; or
 //! [`Analyzer::take_window`] now and then to get the findings so far and go on.
 //!
 //! Layout: `flow` (the table's key), `conn` (per-connection and per-direction state),
-//! `orient` (which side is the server), `tcp` (the per-segment path), `http` (exchange
-//! splitting), `hub` (aggregates and the detectors, fed with [`crate::event::Event`]s),
+//! `orient` (which side is the server, also for connections picked up mid-stream), `tcp`
+//! (the per-segment path), `http` (exchange splitting by turns; HTTP/1.x recognised), `hub` (aggregates and the detectors, fed with [`crate::event::Event`]s),
 //! `quality` (capture-quality warnings).
 //!
 //! TCP reconstruction is hand-written: crates that reassemble TCP streams (for IDS use)
@@ -19,7 +20,7 @@
 //! Data that is not new is classified by [`crate::track::loss`] (out of order, retransmitted,
 //! spurious); data the receiver acknowledged but the capture never saw is counted as a capture
 //! gap. Both capture gaps and the ring's own drops ([`Analyzer::note_capture_drops`]) become
-//! warnings, and transport findings computed over an incomplete capture say so. Each HTTP/1.x
+//! warnings, and transport findings computed over an incomplete capture say so. Each
 //! exchange gets a latency breakdown ([`crate::breakdown`]).
 
 mod conn;
