@@ -6,8 +6,9 @@
 //!
 //! Layout: `flow` (the table's key), `conn` (per-connection and per-direction state),
 //! `orient` (which side is the server, also for connections picked up mid-stream), `tcp`
-//! (the per-segment path), `http` (exchange splitting by turns; HTTP/1.x recognised), `hub` (aggregates and the detectors, fed with [`crate::event::Event`]s),
-//! `quality` (capture-quality warnings).
+//! (the per-segment path), `http` (exchange splitting by turns; HTTP/1.x recognised), `hub`
+//! (aggregates and the detectors, fed with [`crate::event::Event`]s), `quality`
+//! (capture-quality warnings).
 //!
 //! TCP reconstruction is hand-written: crates that reassemble TCP streams (for IDS use)
 //! buffer payload and do not expose the timing of ACKs relative to data, which is what the
