@@ -77,14 +77,14 @@ impl Conn {
                     if let Some(x) = self.cur.as_mut() {
                         x.last_req = pkt;
                         // A second request line before any response: HTTP/1 pipelining.
-                        if x.http && !self.ambiguous && looks_like_request(payload) {
-                            self.ambiguous = true;
+                        if x.http && !self.ambiguous {
+                            self.ambiguous = pipelined(payload);
                         }
                     }
                 }
                 Phase::Idle | Phase::Response => {
-                    if self.first_req.is_none() && payload.starts_with(H2_PREFACE) {
-                        self.ambiguous = true;
+                    if self.first_req.is_none() {
+                        self.ambiguous = multiplexed(payload);
                     }
                     finished = self.cur.take();
                     self.first_req.get_or_insert(pkt);
@@ -103,4 +103,17 @@ impl Conn {
         }
         finished
     }
+}
+
+/// More request data that starts a request line: HTTP/1 pipelining (rare: out of line).
+#[cold]
+#[inline(never)]
+fn pipelined(payload: &[u8]) -> bool {
+    looks_like_request(payload)
+}
+
+/// A connection's first request is the HTTP/2 preface (once per connection: out of line).
+#[inline(never)]
+fn multiplexed(payload: &[u8]) -> bool {
+    payload.starts_with(H2_PREFACE)
 }
