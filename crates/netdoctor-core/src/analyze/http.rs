@@ -76,16 +76,9 @@ impl Conn {
                 Phase::Request => {
                     if let Some(x) = self.cur.as_mut() {
                         x.last_req = pkt;
-                        // A second request line before any response: HTTP/1 pipelining.
-                        if x.http && !self.ambiguous {
-                            self.ambiguous = pipelined(payload);
-                        }
                     }
                 }
                 Phase::Idle | Phase::Response => {
-                    if self.first_req.is_none() {
-                        self.ambiguous = multiplexed(payload);
-                    }
                     finished = self.cur.take();
                     self.first_req.get_or_insert(pkt);
                     self.cur = Some(Exchange {
@@ -105,15 +98,16 @@ impl Conn {
     }
 }
 
-/// More request data that starts a request line: HTTP/1 pipelining (rare: out of line).
-#[cold]
-#[inline(never)]
-fn pipelined(payload: &[u8]) -> bool {
-    looks_like_request(payload)
-}
-
-/// A connection's first request is the HTTP/2 preface (once per connection: out of line).
-#[inline(never)]
-fn multiplexed(payload: &[u8]) -> bool {
-    payload.starts_with(H2_PREFACE)
+impl Conn {
+    /// Client data `payload` about to go through [`Conn::on_http_data`]: marks the connection
+    /// when it shows pipelining (a second HTTP/1 request line before any response) or
+    /// multiplexing (the HTTP/2 preface as the first request). Kept apart from the exchange
+    /// state machine (and out of line) so the per-packet path stays as it was.
+    #[inline(never)]
+    pub(super) fn check_ambiguous(&mut self, payload: &[u8]) {
+        self.ambiguous = match (self.phase, self.cur) {
+            (Phase::Request, Some(x)) => x.http && looks_like_request(payload),
+            _ => self.first_req.is_none() && payload.starts_with(H2_PREFACE),
+        };
+    }
 }

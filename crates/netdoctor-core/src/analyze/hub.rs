@@ -75,6 +75,10 @@ impl Hub {
         payload: &[u8],
     ) {
         let j = 1 - i;
+        if !pkt.from_server && !c.ambiguous && (c.phase == Phase::Request || c.first_req.is_none())
+        {
+            c.check_ambiguous(payload);
+        }
         let finished = c.on_http_data(pkt, payload);
 
         // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new

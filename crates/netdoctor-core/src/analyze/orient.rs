@@ -8,7 +8,7 @@
 //! exchange, when its ends become shared unequally or a telling payload comes; a guess from
 //! sharing is revised by a telling payload.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::AnalyzerConfig;
 use super::flow::{ConnKey, Endpoint};
@@ -19,9 +19,10 @@ use crate::decode::TcpSegment;
 const MAX_SHARED: usize = 65_536;
 
 /// How many connections each endpoint was seen in. Updated once per connection, never per
-/// packet.
+/// packet. A `BTreeMap`: a second hash-map instantiation in the crate moved the code
+/// generation units so that the per-packet path lost its inlining (measured with callgrind).
 #[derive(Default)]
-pub(super) struct Shared(HashMap<Endpoint, u32, foldhash::fast::RandomState>);
+pub(super) struct Shared(BTreeMap<Endpoint, u32>);
 
 impl Shared {
     pub(super) fn note(&mut self, e: Endpoint) {
