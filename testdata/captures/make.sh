@@ -2,7 +2,8 @@
 # Regenerates the committed test captures (see README.md in this folder).
 # Needs root, nginx (Debian nginx-light 1.22), wrk, tcpdump, editcap and tshark
 # (wireshark-common / tshark), python3, iproute2 and iptables.
-# (slow-reader.pcap is made by ./make-slow-reader.sh, in a namespace of its own.)
+# (slow-reader.pcap is made by ./make-slow-reader.sh, in a namespace of its own; the TLS,
+# line-protocol and redis captures by ./make-proto.sh.)
 # Usage: ./make.sh [all|loopback|lab]   (default all; "lab" = only the namespace captures)
 #        ONLY="loss.pcap rto.pcap" ./make.sh lab   regenerates only the named lab captures
 # Loopback captures stay on lo; the lab captures run between three network namespaces created

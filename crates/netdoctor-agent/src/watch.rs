@@ -471,6 +471,7 @@ fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
         window += 1;
         let mut analyzer = Analyzer::new(AnalyzerConfig {
             server_port: Some(ctx.port),
+            ..AnalyzerConfig::default()
         });
         let pcap_path = ctx.ring.as_ref().map(|r| r.current_pcap(ctx.port, window));
         let mut pcap_error = None;

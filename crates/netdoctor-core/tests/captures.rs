@@ -189,6 +189,7 @@ fn server_port_orients_mid_stream_captures() {
     for cfg in [
         AnalyzerConfig {
             server_port: Some(18081),
+            ..Default::default()
         },
         AnalyzerConfig::default(),
     ] {

@@ -5,6 +5,7 @@
 //! strips it when stdout is not a terminal or `NO_COLOR` is set, so this module stays pure.
 
 use crate::model::{CheckStatus, Report};
+use netdoctor_core::analyze::ExchangeMethod;
 use netdoctor_core::{Evidence, Finding, Severity, Verdict};
 use owo_colors::OwoColorize;
 use std::io::{self, Write};
@@ -127,7 +128,7 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         let s = &c.stats;
         writeln!(
             out,
-            "  {:<14} {} packets ({} dropped) on {} connections, {} HTTP exchanges",
+            "  {:<14} {} packets ({} dropped) on {} connections, {} {}exchanges",
             if c.source == crate::model::CaptureSource::Live {
                 "Captured"
             } else {
@@ -137,6 +138,10 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             thousands(s.capture_drops),
             thousands(s.connections),
             thousands(c.exchanges.count),
+            match c.exchanges.method {
+                None | Some(ExchangeMethod::Http1) => "HTTP ",
+                _ => "",
+            },
         )?;
         if c.exchanges.count > 0 {
             let e = &c.exchanges;
@@ -150,6 +155,17 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
                 e.rtt_ms
                     .map(|r| format!("; handshake RTT {}", ms(r)))
                     .unwrap_or_default()
+            )?;
+        }
+        if let Some(m) = c.exchanges.method.filter(|m| *m != ExchangeMethod::Http1) {
+            writeln!(
+                out,
+                "  {:<14} exchanges found from {}",
+                "",
+                match m {
+                    ExchangeMethod::Turns => "direction turns (payload not HTTP/1.x)",
+                    _ => "HTTP/1.x requests and direction turns (mixed)",
+                }
             )?;
         }
         if let Some(b) = &c.exchanges.breakdown_p50_ms {

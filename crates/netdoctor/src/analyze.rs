@@ -61,6 +61,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     ));
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: args.server_port,
+        ..Default::default()
     });
     let mut last_tick = Instant::now();
     let summary = file.for_each_packet(&mut |p| {

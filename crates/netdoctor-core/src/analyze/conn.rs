@@ -56,6 +56,9 @@ pub(super) struct Conn {
     /// Completed exchanges on this connection and the first request's first packet.
     pub exchanges: u32,
     pub first_req: Option<Pkt>,
+    /// Pipelined or multiplexed traffic seen (HTTP/1 pipelining, the HTTP/2 preface): the
+    /// exchanges found from turns are approximate.
+    pub ambiguous: bool,
     /// Last packet seen on the connection (ends open zero-window periods; idle eviction).
     pub last: Option<Pkt>,
     /// The first FIN or RST (who closed first).
@@ -65,13 +68,19 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(cfg: &AnalyzerConfig, key: ConnKey, i: usize, seg: &TcpSegment<'_>) -> Conn {
+    pub(super) fn new(
+        cfg: &AnalyzerConfig,
+        shared: &super::orient::Shared,
+        key: ConnKey,
+        i: usize,
+        seg: &TcpSegment<'_>,
+    ) -> Conn {
         let ep = if i == 0 {
             [seg.src, seg.dst]
         } else {
             [seg.dst, seg.src]
         };
-        let (server, reason) = orient(cfg, key, i, seg);
+        let (server, reason) = orient(cfg, shared, key, i, seg);
         Conn {
             ep,
             server,
@@ -85,6 +94,7 @@ impl Conn {
             syn: SynState::default(),
             exchanges: 0,
             first_req: None,
+            ambiguous: false,
             last: None,
             first_close: None,
             first_frame: seg.frame,

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 /// One endpoint, IPv4 stored as v4-mapped IPv6, the address as a big-endian integer: a
 /// compact key part that compares (same order as the address bytes) and hashes in a few
 /// instructions.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) struct Endpoint {
     pub ip: u128,
     pub port: u16,

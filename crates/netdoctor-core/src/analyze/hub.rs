@@ -19,6 +19,9 @@ pub(super) struct Hub {
     pub latency: Hist,
     pub server_time: Hist,
     pub exchanges: u64,
+    /// Of [`Hub::exchanges`], those whose request starts with an HTTP/1.x method (the others
+    /// were found from direction turns alone).
+    pub http1_exchanges: u64,
     pub breakdown: BreakdownAgg,
     pub detectors: Vec<Box<dyn Detector>>,
     /// Per event kind, the indices of the detectors that want it.
@@ -32,6 +35,7 @@ impl Hub {
             latency: Hist::new(),
             server_time: Hist::new(),
             exchanges: 0,
+            http1_exchanges: 0,
             breakdown: BreakdownAgg::new(),
             detectors: Vec::new(),
             by_kind: Default::default(),
@@ -71,6 +75,10 @@ impl Hub {
         payload: &[u8],
     ) {
         let j = 1 - i;
+        if !pkt.from_server && !c.ambiguous && (c.phase == Phase::Request || c.first_req.is_none())
+        {
+            c.check_ambiguous(payload);
+        }
         let finished = c.on_http_data(pkt, payload);
 
         // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
@@ -192,12 +200,10 @@ impl Hub {
         let Some(first_resp) = x.first_resp else {
             return;
         };
-        if !x.http {
-            return;
-        }
         let rtt = c.rtt_ns;
         c.exchanges += 1;
         self.exchanges += 1;
+        self.http1_exchanges += u64::from(x.http);
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         self.latency.record_ns(latency);
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - rtt.unwrap_or(0)).max(0);

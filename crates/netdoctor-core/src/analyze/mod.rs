@@ -1,12 +1,14 @@
-//! The analyzer: decodes packets, rebuilds TCP connections, splits HTTP/1.x exchanges and
-//! feeds the detectors. Streaming: [`Analyzer::push`] one packet at a time (and
+//! The analyzer: decodes packets, rebuilds TCP connections, splits request/response
+//! exchanges (HTTP/1.x, or direction turns for any other protocol: see `http`) and feeds the
+//! detectors. Streaming: [`Analyzer::push`] one packet at a time (and
 //! [`Analyzer::observe`] what observers saw), then [`Analyzer::finish`]; or
 //! [`Analyzer::take_window`] now and then to get the findings so far and go on.
 //!
 //! Layout: `flow` (the table's key), `conn` (per-connection and per-direction state),
-//! `orient` (which side is the server), `tcp` (the per-segment path), `http` (exchange
-//! splitting), `hub` (aggregates and the detectors, fed with [`crate::event::Event`]s),
-//! `quality` (capture-quality warnings).
+//! `orient` (which side is the server, also for connections picked up mid-stream), `tcp`
+//! (the per-segment path), `http` (exchange splitting by turns; HTTP/1.x recognised), `hub`
+//! (aggregates and the detectors, fed with [`crate::event::Event`]s), `quality`
+//! (capture-quality warnings).
 //!
 //! TCP reconstruction is hand-written: crates that reassemble TCP streams (for IDS use)
 //! buffer payload and do not expose the timing of ACKs relative to data, which is what the
@@ -19,7 +21,7 @@
 //! Data that is not new is classified by [`crate::track::loss`] (out of order, retransmitted,
 //! spurious); data the receiver acknowledged but the capture never saw is counted as a capture
 //! gap. Both capture gaps and the ring's own drops ([`Analyzer::note_capture_drops`]) become
-//! warnings, and transport findings computed over an incomplete capture say so. Each HTTP/1.x
+//! warnings, and transport findings computed over an incomplete capture say so. Each
 //! exchange gets a latency breakdown ([`crate::breakdown`]).
 
 mod conn;
@@ -55,6 +57,9 @@ pub const MAX_CONNECTIONS: usize = 65_536;
 pub struct AnalyzerConfig {
     /// The server's port, for connections whose handshake was not captured.
     pub server_port: Option<u16>,
+    /// More server (listening) ports, e.g. from this host's listening sockets: for
+    /// connections whose handshake was not captured, an end on one of them is the server.
+    pub server_ports: Vec<u16>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -105,16 +110,45 @@ pub struct CaptureStats {
     /// Connections dropped after [`Analyzer::idle_timeout`] without a packet.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub connections_evicted: u64,
+    /// Connections (closed, or open at the end) that carried pipelined or multiplexed
+    /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pipelined_connections: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// How request/response exchanges were found.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ExchangeMethod {
+    /// Every request starts with an HTTP/1.x request line.
+    Http1,
+    /// From the direction turns of application data alone (TLS, RESP, a custom RPC, ...).
+    Turns,
+    /// Some of each.
+    Mixed,
+}
+
+impl ExchangeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExchangeMethod::Http1 => "http1",
+            ExchangeMethod::Turns => "turns",
+            ExchangeMethod::Mixed => "mixed",
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct ExchangeStats {
-    /// Completed HTTP/1.x request/response exchanges.
+    /// Completed request/response exchanges (HTTP/1.x, or found from direction turns).
     pub count: u64,
+    /// How they were found (absent without exchanges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<ExchangeMethod>,
     /// Last response byte − first request byte, as seen at the capture point.
     pub latency_ms: Percentiles,
     /// First response byte − last request byte, minus the handshake RTT when known.
@@ -160,6 +194,10 @@ pub struct Analyzer {
     /// Packets whose timestamp lay more than [`TS_BOUND_NS`] from the first and was clamped.
     clamped_ts: u64,
     conns: HashMap<ConnKey, Conn, foldhash::fast::RandomState>,
+    /// How many connections each endpoint was seen in (servers of handshakes, both ends of
+    /// connections picked up mid-stream): the server of a connection without a handshake is
+    /// the end that many connections share ([`orient::Shared`]).
+    shared: orient::Shared,
     hub: Hub,
     /// Connections without a packet for this long are dropped (`None`: never).
     idle_ns: Option<i64>,
@@ -176,6 +214,7 @@ impl Analyzer {
             stats: CaptureStats::default(),
             clamped_ts: 0,
             conns: HashMap::default(),
+            shared: orient::Shared::default(),
             hub: Hub::new(),
             idle_ns: None,
             next_sweep_ns: i64::MIN,
@@ -270,6 +309,7 @@ impl Analyzer {
         // Open loss episodes and zero-window periods end with the connection; charge them to
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
+        self.stats.pipelined_connections += u64::from(c.ambiguous);
         if c.phase == http::Phase::Response
             && let Some(x) = c.cur.take()
         {
@@ -309,6 +349,7 @@ impl Analyzer {
         let mut open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
         open.sort_unstable_by_key(|c| c.first_frame);
         for mut c in open {
+            self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.hub.flush_stalls(&mut c);
             self.hub.flush_counts(&c);
         }
@@ -343,6 +384,12 @@ impl Analyzer {
             stats: self.stats.clone(),
             exchanges: ExchangeStats {
                 count: g.exchanges,
+                method: match (g.http1_exchanges, g.exchanges - g.http1_exchanges) {
+                    (0, 0) => None,
+                    (_, 0) => Some(ExchangeMethod::Http1),
+                    (0, _) => Some(ExchangeMethod::Turns),
+                    _ => Some(ExchangeMethod::Mixed),
+                },
                 latency_ms: g.latency.percentiles(),
                 server_time_ms: g.server_time.percentiles(),
                 rtt_ms,

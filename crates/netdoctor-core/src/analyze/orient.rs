@@ -1,16 +1,54 @@
 //! Orientation: which endpoint of a connection is the server. The receiver of the SYN;
-//! without a captured handshake, `server_port` when given, else the side whose payload starts
-//! with an HTTP status line (or the peer of the side that sends a request line), else the
-//! lower port. A guess from ports may be overridden by the first telling payload.
+//! without a captured handshake (a connection that began before the capture), an end on a
+//! configured server port (`server_port`, `server_ports`: e.g. this host's listening
+//! sockets), else the side whose payload starts with an HTTP status line (or the peer of the
+//! side that sends a request line), else the end that more connections share (a server's
+//! address:port appears in many connections, a client's ephemeral one in few), else the
+//! lower port. A guess from the lower port is revised while the connection has no completed
+//! exchange, when its ends become shared unequally or a telling payload comes; a guess from
+//! sharing is revised by a telling payload.
+
+use std::collections::BTreeMap;
 
 use super::AnalyzerConfig;
-use super::flow::ConnKey;
+use super::flow::{ConnKey, Endpoint};
 use crate::decode::TcpSegment;
+
+/// Endpoints remembered for [`Shared`] at most (client ends of mid-stream connections are
+/// counted too; past this, new endpoints are not).
+const MAX_SHARED: usize = 65_536;
+
+/// How many connections each endpoint was seen in. Updated once per connection, never per
+/// packet. A `BTreeMap`: a second hash-map instantiation in the crate moved the code
+/// generation units so that the per-packet path lost its inlining (measured with callgrind).
+#[derive(Default)]
+pub(super) struct Shared(BTreeMap<Endpoint, u32>);
+
+impl Shared {
+    pub(super) fn note(&mut self, e: Endpoint) {
+        if let Some(n) = self.0.get_mut(&e) {
+            *n = n.saturating_add(1);
+        } else if self.0.len() < MAX_SHARED {
+            self.0.insert(e, 1);
+        }
+    }
+
+    fn uses(&self, e: &Endpoint) -> u32 {
+        self.0.get(e).copied().unwrap_or(0)
+    }
+
+    /// The index (0: `key.lo`, 1: `key.hi`) of the end more connections share, if one does.
+    pub(super) fn server(&self, key: &ConnKey) -> Option<usize> {
+        let (lo, hi) = (self.uses(&key.lo), self.uses(&key.hi));
+        (lo != hi && lo.max(hi) >= 2).then_some(usize::from(hi > lo))
+    }
+}
 
 /// How the server side was decided; a stronger reason may override a weaker one.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub(super) enum Reason {
     LowerPort,
+    Shared,
     Payload,
     Port,
     Handshake,
@@ -47,23 +85,25 @@ pub(super) fn looks_like_response(p: &[u8]) -> bool {
 /// endpoint `i`.
 pub(super) fn orient(
     cfg: &AnalyzerConfig,
+    shared: &Shared,
     key: ConnKey,
     i: usize,
     seg: &TcpSegment<'_>,
 ) -> (usize, Reason) {
     let f = seg.flags;
+    let is_server = |p: u16| cfg.server_port == Some(p) || cfg.server_ports.contains(&p);
     if f.syn() && !f.ack() {
         (1 - i, Reason::Handshake)
     } else if f.syn() {
         (i, Reason::Handshake)
-    } else if let Some(p) = cfg.server_port
-        && (key.lo.port == p) != (key.hi.port == p)
-    {
-        (usize::from(key.hi.port == p), Reason::Port)
+    } else if is_server(key.lo.port) != is_server(key.hi.port) {
+        (usize::from(is_server(key.hi.port)), Reason::Port)
     } else if looks_like_response(seg.payload) {
         (i, Reason::Payload)
     } else if looks_like_request(seg.payload) {
         (1 - i, Reason::Payload)
+    } else if let Some(s) = shared.server(&key) {
+        (s, Reason::Shared)
     } else {
         (usize::from(key.hi.port < key.lo.port), Reason::LowerPort)
     }

@@ -48,6 +48,14 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
             s.connections_untracked
         ));
     }
+    if s.pipelined_connections > 0 {
+        warnings.push(format!(
+            "{} connections carry pipelined or multiplexed requests (HTTP/1 pipelining or \
+             HTTP/2): exchanges there were split at direction turns, so per-request figures \
+             are approximate",
+            s.pipelined_connections
+        ));
+    }
     if s.packets > 0 && s.tcp_segments == 0 {
         warnings.push("the capture contains no TCP segments".to_string());
     }

@@ -5,9 +5,10 @@
 use std::collections::hash_map::Entry;
 
 use super::conn::Conn;
-use super::flow::{conn_key, seq_gt};
-use super::orient::{Reason, reorient};
-use super::{Analyzer, MAX_CONNECTIONS};
+use super::flow::{ConnKey, conn_key, seq_gt};
+use super::http::Phase;
+use super::orient::{Reason, Shared, reorient};
+use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS};
 use crate::decode::TcpSegment;
 use crate::event::Pkt;
 use crate::track::loss::Old;
@@ -48,7 +49,7 @@ impl Analyzer {
                 if f.syn() {
                     self.stats.connections_with_handshake += 1;
                 }
-                v.insert(Conn::new(&self.cfg, key, i, seg))
+                v.insert(open_conn(&self.cfg, &mut self.shared, key, i, seg))
             }
         };
         let from_server = c.server == i;
@@ -122,8 +123,9 @@ impl Analyzer {
             }
         }
 
-        // ACK of the peer's data.
-        if f.ack() {
+        // ACK of the peer's data (once the peer's sequence space is known: a connection picked
+        // up mid-stream may carry ACKs of data sent before the capture began).
+        if f.ack() && c.dirs[j].started {
             let pure = seg.payload_len == 0 && !f.syn() && !f.fin() && !f.rst();
             let mss = u32::from(c.dirs[i].mss.unwrap_or(1460)).saturating_sub(40);
             let peer = &mut c.dirs[j];
@@ -163,13 +165,9 @@ impl Analyzer {
                 d.loss.on_new_data(pkt, seg.seq, d.nxt, d.acked, seg.ip_id);
                 d.nxt = end;
                 self.stats.data_segments += 1;
-                // Re-orient a guessed connection on the first telling payload.
-                if c.reason <= Reason::LowerPort
-                    && c.cur.is_none()
-                    && let Some(server) = reorient(i, seg.payload)
-                {
-                    c.server = server;
-                    c.reason = Reason::Payload;
+                // Re-orient a guessed connection (picked up mid-stream).
+                if c.reason < Reason::Payload {
+                    reorient_guess(c, &self.shared, &key, i, seg.payload);
                 }
                 let from_server = c.server == i;
                 let pkt = Pkt { from_server, ..pkt };
@@ -216,4 +214,52 @@ impl Analyzer {
             self.close(c);
         }
     }
+}
+
+/// State for a new connection, oriented; its endpoints are noted for [`Shared`] (servers of
+/// handshakes, both ends of connections picked up mid-stream). Once per connection: kept out
+/// of line so the per-packet path stays small.
+#[inline(never)]
+fn open_conn(
+    cfg: &AnalyzerConfig,
+    shared: &mut Shared,
+    key: ConnKey,
+    i: usize,
+    seg: &TcpSegment<'_>,
+) -> Conn {
+    let c = Conn::new(cfg, shared, key, i, seg);
+    if c.reason == Reason::Handshake {
+        shared.note(if c.server == 0 { key.lo } else { key.hi });
+    } else {
+        shared.note(key.lo);
+        shared.note(key.hi);
+    }
+    c
+}
+
+/// New data from endpoint `i` of a connection whose server end was guessed: re-orient it on
+/// the first telling payload, or (a guess from the lower port, before its first exchange
+/// completed) when its ends are now shared unequally. An exchange in progress under the old
+/// guess is dropped. Only connections picked up mid-stream get here.
+#[cold]
+#[inline(never)]
+fn reorient_guess(c: &mut Conn, shared: &Shared, key: &ConnKey, i: usize, payload: &[u8]) {
+    let (server, reason) = if c.cur.is_none()
+        && let Some(s) = reorient(i, payload)
+    {
+        (s, Reason::Payload)
+    } else if c.reason == Reason::LowerPort
+        && c.exchanges == 0
+        && let Some(s) = shared.server(key)
+    {
+        (s, Reason::Shared)
+    } else {
+        return;
+    };
+    if server != c.server {
+        c.cur = None;
+        c.phase = Phase::Idle;
+    }
+    c.server = server;
+    c.reason = reason;
 }

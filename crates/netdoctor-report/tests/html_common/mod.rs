@@ -213,7 +213,7 @@ pub fn report_from_capture(name: &str) -> Report {
 pub fn report_from_path(path: &Path) -> Report {
     let started = Instant::now();
     let mut file = CaptureFile::open(path).expect("open capture");
-    let mut analyzer = Analyzer::new(AnalyzerConfig { server_port: None });
+    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
     let summary = file
         .for_each_packet(&mut |p| {
             analyzer.push(p);
@@ -322,6 +322,7 @@ pub fn live_report(secs: u64) -> Option<Report> {
             Ok(mut cap) => Some(s.spawn(move || {
                 let mut a = Analyzer::new(AnalyzerConfig {
                     server_port: Some(port),
+                    ..AnalyzerConfig::default()
                 });
                 let summary = cap.run(stop, &mut |p| a.push(p));
                 summary.map(|sm| {

@@ -1,6 +1,7 @@
 //! The analyzer on scripted conversations (see [`script`]).
 
 mod script;
+mod turns;
 mod windows;
 
 use super::*;
