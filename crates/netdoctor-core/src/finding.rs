@@ -25,6 +25,7 @@ pub enum FindingId {
     SlowServerProcessing,
     ShortConnections,
     ServerNotListening,
+    HttpErrors,
     HighBaseRtt,
     RouteProblem,
     DnsNoNameserver,
@@ -49,7 +50,9 @@ impl FindingId {
                 Layer::Host
             }
             InterfaceErrors => Layer::Link,
-            SlowServerProcessing | ShortConnections | ServerNotListening => Layer::Application,
+            SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors => {
+                Layer::Application
+            }
             HighBaseRtt | RouteProblem => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout => Layer::Dns,
         }
@@ -74,6 +77,7 @@ impl FindingId {
             SlowServerProcessing => "slow_server_processing",
             ShortConnections => "short_connections",
             ServerNotListening => "server_not_listening",
+            HttpErrors => "http_errors",
             HighBaseRtt => "high_base_rtt",
             RouteProblem => "route_problem",
             DnsNoNameserver => "dns_no_nameserver",

@@ -65,6 +65,52 @@ pub enum Observation {
         own_busy: f64,
         cores: u32,
     },
+    /// What the load's requests got: answers by status and failures by kind.
+    Load(LoadOutcome),
+}
+
+/// The requests of a load run, as the load generator saw them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadOutcome {
+    /// Complete responses (any status).
+    pub responses: u64,
+    /// Responses by status code.
+    pub status: std::collections::BTreeMap<u16, u64>,
+    pub connect_errors: u64,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    /// No complete response within the load generator's timeout.
+    pub timeouts: u64,
+    /// The first error, e.g. `connect 127.0.0.1:8080: too many open files`.
+    pub first_error: Option<String>,
+    /// Limits the load generator itself hit (its file descriptors, its local ports): then
+    /// the failures are the client's, not the server's.
+    pub client_limits: Vec<String>,
+}
+
+impl LoadOutcome {
+    /// Responses with a 4xx or 5xx status.
+    pub fn error_responses(&self) -> u64 {
+        self.status
+            .iter()
+            .filter(|(c, _)| **c >= 400)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Requests that did not succeed: 4xx/5xx answers and requests that got no answer.
+    pub fn failed(&self) -> u64 {
+        self.error_responses()
+            + self.connect_errors
+            + self.read_errors
+            + self.write_errors
+            + self.timeouts
+    }
+
+    /// Requests attempted: every response plus every request that failed without one.
+    pub fn attempted(&self) -> u64 {
+        self.responses + self.connect_errors + self.read_errors + self.write_errors + self.timeouts
+    }
 }
 
 /// The machine's CPU counts as saturated from this busy share on: the server's time then

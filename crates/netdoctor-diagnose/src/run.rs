@@ -6,7 +6,7 @@ use crate::host::Host;
 use crate::observer::{Observer, Outcome, RunCtx};
 use crate::observers;
 use crate::plan::DiagnosePlan;
-use netdoctor_core::observation::Observation;
+use netdoctor_core::observation::{LoadOutcome, Observation};
 use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbeConfig};
 use netdoctor_report::{Check, CheckName, ProbeSection, Report, ReportCommand, Target};
@@ -240,6 +240,25 @@ fn finish(
     let m = std::mem::take(&mut outcome.measurements);
     report.measurements.counters = m.counters;
     report.measurements.server_sockets = m.server_sockets;
+    // How the load ran and what it got, for the detectors (who caused what).
+    let l = &plan.load;
+    outcome.observations.push(Observation::RunConfig {
+        keepalive: l.keepalive,
+        timeout_ms: u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
+        connections: u32::try_from(l.connections).unwrap_or(u32::MAX),
+    });
+    if let Some(c) = outcome.cpu {
+        outcome.observations.push(Observation::Cpu {
+            machine_busy: c.machine_busy,
+            own_busy: c.own_busy,
+            cores: c.cores,
+        });
+    }
+    if let Some(load) = &report.measurements.load {
+        outcome
+            .observations
+            .push(Observation::Load(load_outcome(load)));
+    }
     report.interrupted = interrupt.load(Ordering::Relaxed);
     crate::verdict::conclude(
         &mut report,
@@ -249,6 +268,31 @@ fn finish(
     );
     report.elapsed_s = started.elapsed().as_secs_f64();
     report
+}
+
+/// The load's result as the detectors see it, with the limits the load generator itself hit.
+pub(crate) fn load_outcome(l: &LoadResult) -> LoadOutcome {
+    let e = &l.errors;
+    let mut client_limits = Vec::new();
+    if let Some(first) = &l.first_error {
+        let lower = first.to_lowercase();
+        if lower.contains("too many open files") {
+            client_limits.push("its file descriptors (too many open files)".to_string());
+        }
+        if lower.contains("cannot assign requested address") || lower.contains("eaddrnotavail") {
+            client_limits.push("its local ports (cannot assign requested address)".to_string());
+        }
+    }
+    LoadOutcome {
+        responses: l.requests,
+        status: l.status.clone(),
+        connect_errors: e.connect,
+        read_errors: e.read,
+        write_errors: e.write,
+        timeouts: e.timeout,
+        first_error: l.first_error.clone(),
+        client_limits,
+    }
 }
 
 /// `op: cause: cause`, each cause once.

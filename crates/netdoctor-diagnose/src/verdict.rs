@@ -39,12 +39,23 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     report.checks.extend(outcome.checks);
     let mut findings = analysis.findings;
     findings.append(&mut report.findings);
+    let load = report
+        .measurements
+        .load
+        .as_ref()
+        .map(crate::run::load_outcome);
     let inputs = VerdictInputs {
         exchanges: analysis.exchanges.count,
         capture_present,
         interrupted: report.interrupted,
         unexplained_latency: unexplained_latency(report),
-        ..VerdictInputs::default()
+        // Failures of a load generator that hit its own limits are the client's: they hold
+        // the verdict back as `client_limited`, not as failed requests of the server.
+        requests_failed: load
+            .as_ref()
+            .filter(|l| l.client_limits.is_empty())
+            .map_or(0, |l| l.failed()),
+        client_limited: load.as_ref().is_some_and(|l| !l.client_limits.is_empty()),
     };
     report.findings = findings;
     report.decide(&inputs);

@@ -257,3 +257,43 @@ fn latency_nothing_explains_is_not_healthy() {
     // Counters could not be read on this host: a failed check, not an error.
     assert_eq!(check(&r, "counters").0, CheckStatus::Failed);
 }
+
+#[test]
+fn failed_requests_are_never_healthy() {
+    let addr: SocketAddr = "127.0.0.1:18080".parse().unwrap();
+    let mut l = load(1.8);
+    l.status = [(404, 10_000)].into_iter().collect();
+    l.errors.status = 10_000;
+    let mut h = FakeHost::answering(addr, l);
+    h.capture = FakeCapture::File(capture("healthy-eth.pcap"), LinkType::Ethernet);
+    let r = run(&plan(addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.verdict, Verdict::Problem, "{:?}", r.findings);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::HttpErrors)
+        .expect("http_errors");
+    assert_eq!(f.side, netdoctor_core::Side::Client);
+    assert!(f.summary.contains("404"), "{}", f.summary);
+}
+
+#[test]
+fn a_load_generator_out_of_file_descriptors_is_not_a_verdict_on_the_server() {
+    let addr: SocketAddr = "127.0.0.1:18080".parse().unwrap();
+    let mut l = load(1.8);
+    l.errors.connect = 60_000;
+    l.first_error = Some("connect 127.0.0.1:18080: too many open files".into());
+    let mut h = FakeHost::answering(addr, l);
+    h.capture = FakeCapture::File(capture("healthy-eth.pcap"), LinkType::Ethernet);
+    let r = run(&plan(addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.verdict, Verdict::Inconclusive, "{:?}", r.findings);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::HttpErrors)
+        .expect("http_errors");
+    assert_eq!(f.side, netdoctor_core::Side::Host);
+    let (status, reason) = check(&r, "verdict");
+    assert_eq!(status, CheckStatus::Skipped);
+    assert!(reason.contains("load generator"), "{reason}");
+}

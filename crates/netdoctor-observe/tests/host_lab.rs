@@ -71,7 +71,14 @@ fn counters_come_from_the_threads_namespace() {
             drop(conns);
             // Closing the listener resets the 7 unaccepted connections (Tcp.OutRsts +7).
             drop(l);
-            let ours = counters::snapshot().unwrap();
+            // The resets may leave a moment after close() returns (seen on a busy machine):
+            // wait for them, bounded, so both reads below see the same settled counters.
+            let t = std::time::Instant::now();
+            let mut ours = counters::snapshot().unwrap();
+            while ours.get("Tcp.OutRsts") != Some(7) && t.elapsed().as_secs() < 3 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                ours = counters::snapshot().unwrap();
+            }
             // What the old code read: /proc/net follows the main thread, in the root namespace.
             let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap();
             let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap();

@@ -22,7 +22,12 @@ use std::time::{Duration, Instant};
 
 pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = args.output.format().map_err(anyhow::Error::msg)?;
-    let report = analyze(args, &Progress::new())?;
+    let progress = Progress::new();
+    let report = analyze(args, &progress)?;
+    if let Some(path) = &args.html {
+        crate::output::write_html(&report, path)?;
+        progress.stage(&format!("HTML report written to {}", path.display()));
+    }
     write_report(&report, format, out)?;
     Ok(report.exit_code())
 }

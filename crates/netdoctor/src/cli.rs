@@ -171,6 +171,10 @@ pub struct DiagnoseArgs {
     pub netns: Option<String>,
     #[command(flatten)]
     pub request: RequestArgs,
+    /// Also write the report as one self-contained HTML page (charts, the flow graph of each
+    /// finding's packets; no script, nothing fetched) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -194,6 +198,10 @@ pub struct AnalyzeArgs {
     /// With --follow: stop and report when the file has not grown for this long.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "follow")]
     pub follow_idle: Option<Duration>,
+    /// Also write the report as one self-contained HTML page (charts, the flow graph of each
+    /// finding's packets; no script, nothing fetched) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -206,9 +214,10 @@ or `-` for standard input. A capture cut short is analyzed up to the cut, with a
 pub struct LabArgs {
     #[command(subcommand)]
     pub action: LabAction,
-    /// Lab name: namespaces are <name>-srv and <name>-cli.
-    #[arg(long, default_value = "netdoctor", global = true)]
-    pub name: String,
+    /// Lab name: namespaces are <name>-srv and <name>-cli (`start`: default netdoctor). Without
+    /// it, `stop` removes every lab netdoctor left and `status` lists them all.
+    #[arg(long, global = true)]
+    pub name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -23,6 +23,14 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = args.output.format().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let cfg = LabConfig::new(DEMO_LAB);
+    // A demo killed earlier (SIGKILL) may have left its lab: remove it first and say so.
+    let stale = netdoctor_lab::remove_abandoned(&cfg)?;
+    if !stale.is_empty() {
+        progress.stage(&format!(
+            "removed a demo lab left by an earlier run that was killed: {}",
+            stale.join(", ")
+        ));
+    }
     netdoctor_lab::cleanup_on_signal(&cfg)?;
     let use_nginx = match args.server {
         DemoServer::Auto => Lab::nginx_available(),

@@ -33,6 +33,10 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     if report.interrupted {
         progress.stage("interrupted: reporting what was measured until then");
     }
+    if let Some(path) = &args.html {
+        crate::output::write_html(&report, path)?;
+        progress.stage(&format!("HTML report written to {}", path.display()));
+    }
     write_report(&report, format, out)?;
     Ok(signals.exit_code().unwrap_or(report.exit_code()))
 }

@@ -10,6 +10,17 @@ pub fn write_report(report: &Report, format: Format, out: &mut dyn Write) -> io:
     format.write(report, out)
 }
 
+/// Writes the report as an HTML page to `path` (`--html FILE`); the error names the file.
+pub fn write_html(report: &Report, path: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("create HTML report {}", path.display()))?;
+    let mut w = io::BufWriter::new(file);
+    netdoctor_report::html::render(report, &mut w)
+        .and_then(|()| w.flush())
+        .with_context(|| format!("write HTML report {}", path.display()))
+}
+
 /// True when the error (or a cause) is a closed stdout: the reader went away, end quietly.
 /// Also when the I/O error sits inside a JSON serializer's error.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {

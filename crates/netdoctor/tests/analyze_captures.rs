@@ -113,3 +113,43 @@ fn lab_captures_name_their_causes() {
         assert!(ids.contains(&id), "{file}: {ids:?}");
     }
 }
+
+/// `--html FILE` writes a self-contained page next to the usual output, with the finding and
+/// its flow graph.
+#[test]
+fn analyze_writes_an_html_report_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("nagle.html");
+    let file = captures_dir().join("nagle-eth.pcap");
+    let out = netdoctor(&[
+        "analyze",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(json(&out)["findings"][0]["id"], "nagle_delayed_ack");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.starts_with("<!DOCTYPE html>") || page.starts_with("<!doctype html>"),
+        "{}",
+        &page[..80]
+    );
+    assert!(page.contains("nagle_delayed_ack"));
+    assert!(page.contains("class=\"ladder\""), "no flow graph");
+    assert!(!page.contains("<script"));
+    // A file that cannot be written is an error that names it, not silence.
+    let bad = netdoctor(&[
+        "analyze",
+        "--html",
+        "/nonexistent-dir/x.html",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("/nonexistent-dir/x.html"),
+        "{}",
+        stderr(&bad)
+    );
+}

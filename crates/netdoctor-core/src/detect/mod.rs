@@ -12,6 +12,7 @@
 
 pub mod connection_reset;
 pub mod delayed_ack_stall;
+pub mod http_errors;
 pub mod loss;
 pub mod nagle_delayed_ack;
 pub mod server_not_listening;
@@ -71,6 +72,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<connection_reset::ConnectionReset>::default(),
     || Box::<short_connections::ShortConnections>::default(),
     || Box::<server_not_listening::ServerNotListening>::default(),
+    || Box::<http_errors::HttpErrors>::default(),
 ];
 
 /// A fresh set of every registered detector.

@@ -1,0 +1,270 @@
+//! `http_errors`: requests failed ([`Observation::Load`]): 4xx/5xx answers, or no answer at all
+//! (connect, read and write errors, timeouts). A run whose requests failed is never healthy.
+//!
+//! Who has to act follows the evidence: mostly 4xx answers mean the request itself is wrong
+//! (path, method, authentication: side client); 5xx answers, resets and timeouts are the
+//! server's. When the load generator hit a limit of its own (file descriptors, local ports),
+//! its failures are not a measurement of the server: the finding is `info` on side host and
+//! says so, and the verdict is held back by the caller (`VerdictInputs::client_limited`).
+
+use super::{Context, Detector, Interests};
+use crate::event::Event;
+use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::observation::{LoadOutcome, Observation};
+
+/// The `http_errors` detector.
+#[derive(Default)]
+pub struct HttpErrors {
+    load: Option<LoadOutcome>,
+}
+
+impl Detector for HttpErrors {
+    fn interests(&self) -> Interests {
+        Interests::OBSERVED
+    }
+
+    fn on_event(&mut self, ev: &Event<'_>) {
+        if let Event::Observed(Observation::Load(l)) = ev {
+            self.load = Some(l.clone());
+        }
+    }
+
+    fn finish(&mut self, _cx: &Context, out: &mut Vec<Finding>) {
+        if let Some(l) = &self.load
+            && let Some(f) = finding(l)
+        {
+            out.push(f);
+        }
+    }
+}
+
+fn reason_phrase(code: u16) -> &'static str {
+    match code {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        413 => "Content Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    }
+}
+
+/// The finding for a load whose requests failed; `None` when every request succeeded.
+pub fn finding(l: &LoadOutcome) -> Option<Finding> {
+    let failed = l.failed();
+    if failed == 0 {
+        return None;
+    }
+    let attempted = l.attempted().max(failed);
+    let fraction = failed as f64 / attempted as f64;
+    let client4xx: u64 = l
+        .status
+        .iter()
+        .filter(|(c, _)| (400..500).contains(*c) && **c != 408 && **c != 429)
+        .map(|(_, n)| n)
+        .sum();
+    let no_answer = l.connect_errors + l.read_errors + l.write_errors + l.timeouts;
+    let pct = |n: u64| format!("{:.1}%", n as f64 * 100.0 / attempted as f64);
+
+    let mut evidence = Vec::new();
+    let mut codes: Vec<(u16, u64)> = l
+        .status
+        .iter()
+        .filter(|(c, _)| **c >= 400)
+        .map(|(c, n)| (*c, *n))
+        .collect();
+    codes.sort_by_key(|c| std::cmp::Reverse(c.1));
+    for (code, n) in codes.iter().take(4) {
+        evidence.push(Evidence::Probe {
+            probe: "load".into(),
+            note: format!(
+                "HTTP {code} {}: {n} of {attempted} requests ({})",
+                reason_phrase(*code),
+                pct(*n)
+            )
+            .replace("  ", " "),
+        });
+    }
+    for (what, n) in [
+        ("connect errors", l.connect_errors),
+        (
+            "read errors (reset or closed before the response was complete)",
+            l.read_errors,
+        ),
+        ("write errors", l.write_errors),
+        ("timeouts (no complete response in time)", l.timeouts),
+    ] {
+        if n > 0 {
+            evidence.push(Evidence::Probe {
+                probe: "load".into(),
+                note: format!("{what}: {n} of {attempted} requests ({})", pct(n)),
+            });
+        }
+    }
+    if let Some(e) = &l.first_error {
+        evidence.push(Evidence::Probe {
+            probe: "load".into(),
+            note: format!("first error: {e}"),
+        });
+    }
+
+    if !l.client_limits.is_empty() {
+        let limits = l.client_limits.join(", ");
+        let mut f = Finding::new(
+            FindingId::HttpErrors,
+            Severity::Info,
+            Side::Host,
+            format!(
+                "{failed} of {attempted} requests failed because netdoctor's own load generator \
+                 hit a limit ({limits}): not a measurement of the server"
+            ),
+        );
+        f.confidence = 0.9;
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = format!(
+            "The client side of the test ran out of a resource of its own ({limits}) before the \
+             server was the limit. Requests that failed that way say nothing about the server, \
+             and the latency measured with them is the client's. The verdict is held back until \
+             a run where the load generator is not the bottleneck."
+        );
+        f.fix = "Give the load generator room: raise its file limit (`ulimit -n`), widen \
+                 `net.ipv4.ip_local_port_range` or use keep-alive, or run with fewer connections \
+                 (`-c`)."
+            .into();
+        f.evidence = evidence;
+        return Some(f);
+    }
+
+    let client_side = client4xx * 2 > failed;
+    let severity = if fraction >= 0.10 {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let top = codes.first().map(|(c, _)| {
+        format!("HTTP {c} {}", reason_phrase(*c))
+            .trim_end()
+            .to_string()
+    });
+    let what = match (top, no_answer > 0) {
+        (Some(t), true) => format!("{t} and requests without an answer"),
+        (Some(t), false) => t,
+        (None, _) => "no answer (connect, read or write errors, timeouts)".to_string(),
+    };
+    let mut f = Finding::new(
+        FindingId::HttpErrors,
+        severity,
+        if client_side {
+            Side::Client
+        } else {
+            Side::Server
+        },
+        format!(
+            "{failed} of {attempted} requests failed ({}): {what}",
+            pct(failed)
+        ),
+    );
+    f.confidence = 0.99;
+    f.impact.affected_fraction = Some(fraction);
+    f.explanation = if client_side {
+        "The server answered, but with a client error (4xx): the request as sent is not one it \
+         serves (a wrong path or host, a method it does not allow, missing authentication). \
+         Latency figures of such answers say little about the real requests."
+            .to_string()
+    } else {
+        "Requests failed on the server's side: it answered with server errors (5xx), reset or \
+         closed connections before the response was complete, refused connections, or did not \
+         answer within the timeout. Failed requests are never healthy, however fast the rest \
+         were."
+            .to_string()
+    };
+    f.fix = if client_side {
+        "Check the URL (path and host), the method (-m) and the headers (-H, e.g. \
+         authentication) against what the server serves; `curl -v URL` shows the answer."
+            .to_string()
+    } else {
+        "Look at the server's error log for the failing requests; a fraction of 503s usually \
+         means an overloaded backend or a rate limit, resets and timeouts a crashed or saturated \
+         worker."
+            .to_string()
+    };
+    f.evidence = evidence;
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::testkit;
+
+    fn outcome(status: &[(u16, u64)]) -> LoadOutcome {
+        LoadOutcome {
+            responses: status.iter().map(|(_, n)| n).sum(),
+            status: status.iter().copied().collect(),
+            ..LoadOutcome::default()
+        }
+    }
+
+    fn run(l: LoadOutcome) -> Vec<Finding> {
+        let obs = Observation::Load(l);
+        testkit::run::<HttpErrors>(&[Event::Observed(&obs)], &testkit::cx(100))
+    }
+
+    #[test]
+    fn successful_requests_are_no_finding() {
+        assert!(run(outcome(&[(200, 1000), (304, 5)])).is_empty());
+    }
+
+    #[test]
+    fn all_404_is_critical_on_the_client_side() {
+        let f = run(outcome(&[(404, 39_866)]));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Critical, Side::Client)
+        );
+        assert!(f[0].summary.contains("39866 of 39866"), "{}", f[0].summary);
+        assert!(f[0].summary.contains("404 Not Found"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn a_fraction_of_503_is_the_servers_with_that_fraction() {
+        let f = run(outcome(&[(200, 950), (503, 50)]));
+        assert_eq!(f[0].side, Side::Server);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].impact.affected_fraction, Some(0.05));
+        let f = run(outcome(&[(200, 800), (503, 200)]));
+        assert_eq!(f[0].severity, Severity::Critical);
+    }
+
+    #[test]
+    fn timeouts_and_resets_count_as_failed() {
+        let mut l = outcome(&[(200, 90)]);
+        l.timeouts = 6;
+        l.read_errors = 4;
+        let f = run(l);
+        assert_eq!(f[0].side, Side::Server);
+        assert!(f[0].summary.starts_with("10 of 100"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn a_limited_client_is_info_on_the_host_not_the_servers_fault() {
+        let mut l = outcome(&[(200, 500)]);
+        l.connect_errors = 60_000;
+        l.client_limits = vec!["file descriptors (too many open files)".into()];
+        let f = run(l);
+        assert_eq!((f[0].severity, f[0].side), (Severity::Info, Side::Host));
+        assert!(
+            f[0].summary.contains("own load generator"),
+            "{}",
+            f[0].summary
+        );
+    }
+}
