@@ -174,6 +174,9 @@ impl Host for FakeHost {
         }
         Ok(result)
     }
+    fn start_host_run(&self, _port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
+        None
+    }
     fn cpu_times(&self) -> Option<CpuTimes> {
         let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
         (!list.is_empty()).then(|| list.remove(0))

@@ -52,6 +52,9 @@ pub trait Host: Sync {
     ) -> Result<LoadResult, LoadError>;
     /// The machine's and this process's CPU counters; `None` when they cannot be read.
     fn cpu_times(&self) -> Option<CpuTimes>;
+    /// Starts the host collectors around the load, sampling the listener on `port` when it is
+    /// in this namespace; `None` where they do not run.
+    fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun>;
 }
 
 /// The real machine.
@@ -108,5 +111,13 @@ impl Host for SystemHost {
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         crate::observers::cpu_times()
+    }
+    fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
+        Some(netdoctor_observe::host_run::HostRun::start(
+            &netdoctor_observe::host_run::HostRunConfig {
+                listener_port: Some(port),
+                ..Default::default()
+            },
+        ))
     }
 }

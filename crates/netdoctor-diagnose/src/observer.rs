@@ -35,6 +35,8 @@ pub struct Outcome {
     pub capture: Option<Captured>,
     /// CPU use during the load.
     pub cpu: Option<crate::observers::CpuUse>,
+    /// Findings an observer made itself (the host layer's), ranked with the detectors'.
+    pub findings: Vec<netdoctor_core::Finding>,
 }
 
 /// A live capture that ran.

@@ -73,6 +73,8 @@ pub struct DiagnosePlan {
     pub counters: bool,
     /// Read the socket options of the local server process during the load.
     pub socket_options: bool,
+    /// Run the host collectors (listener queue, socket states, conntrack, kernel log, ...).
+    pub host: bool,
     pub socket_sample_after: Duration,
 }
 
@@ -101,6 +103,7 @@ impl DiagnosePlan {
             syn_probes: defaults::SYN_PROBES,
             counters: true,
             socket_options: true,
+            host: true,
             socket_sample_after: defaults::SOCKET_SAMPLE_AFTER,
         }
     }

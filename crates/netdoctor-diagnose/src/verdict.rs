@@ -38,6 +38,7 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     }
     report.checks.extend(outcome.checks);
     let mut findings = analysis.findings;
+    findings.append(&mut outcome.findings);
     findings.append(&mut report.findings);
     let load = report
         .measurements

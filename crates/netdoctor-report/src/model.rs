@@ -162,11 +162,13 @@ pub enum CheckName {
     Pcap,
     /// CPU use of the machine and of netdoctor during the load.
     Cpu,
+    /// The host collectors: listener queue, socket states, conntrack, interfaces, kernel log.
+    Host,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 11] = [
+    pub const ALL: [CheckName; 12] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -178,6 +180,7 @@ impl CheckName {
         CheckName::Tcp,
         CheckName::Pcap,
         CheckName::Cpu,
+        CheckName::Host,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -194,6 +197,7 @@ impl CheckName {
             CheckName::Tcp => "tcp",
             CheckName::Pcap => "pcap",
             CheckName::Cpu => "cpu",
+            CheckName::Host => "host",
         }
     }
 }

@@ -4,6 +4,7 @@
 mod capture;
 mod counters;
 mod cpu;
+mod host;
 mod sockets;
 
 use crate::observer::Observer;
@@ -13,6 +14,7 @@ use netdoctor_report::{Check, CheckName};
 pub use capture::CaptureObserver;
 pub use counters::CountersObserver;
 pub use cpu::{CpuObserver, CpuTimes, CpuUse, cpu_times};
+pub use host::HostObserver;
 pub use sockets::SocketsObserver;
 
 /// The observers the plan asks for, and the checks of those it switched off.
@@ -27,6 +29,9 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
         on.push(Box::new(CaptureObserver::default()));
     } else {
         off.push(Check::skipped(CheckName::Capture, "--no-capture was given"));
+    }
+    if plan.host {
+        on.push(Box::new(HostObserver::default()));
     }
     if plan.socket_options {
         on.push(Box::new(SocketsObserver::default()));

@@ -1,0 +1,52 @@
+//! The host layer during the load (issue 10's collectors): the target's listener sampled over
+//! the run (accept queue against backlog), socket states (SYN_RECV, TIME_WAIT), counters with
+//! meaning, conntrack, interface errors, sysctls and kernel log lines, all of the namespace the
+//! run is in; then the host findings (`listen_queue_overflow`, `syn_flood`,
+//! `conntrack_table_full`, `ephemeral_port_exhaustion`, `interface_errors`).
+//! The listener is seen only when the server listens in this network namespace.
+
+use crate::observer::{Observer, Outcome, RunCtx};
+use netdoctor_observe::host_findings::host_findings;
+use netdoctor_observe::host_run::{self, HostRun};
+use netdoctor_report::{Check, CheckName};
+
+#[derive(Default)]
+pub struct HostObserver {
+    run: Option<HostRun>,
+}
+
+impl Observer for HostObserver {
+    fn name(&self) -> CheckName {
+        CheckName::Host
+    }
+
+    fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check> {
+        self.run = Some(ctx.host.start_host_run(ctx.addr.port()).ok_or_else(|| {
+            Check::skipped(
+                CheckName::Host,
+                "the host collectors do not run on this host",
+            )
+        })?);
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, _ctx: &RunCtx<'_>, out: &mut Outcome) {
+        let Some(run) = self.run.take() else { return };
+        let (mut obs, mut skipped) = run.finish();
+        skipped.extend(host_run::read_client_side(&mut obs));
+        skipped.dedup_by(|a, b| a.name == b.name);
+        out.findings.extend(host_findings(&obs));
+        out.checks.push(if skipped.is_empty() {
+            Check::ok(CheckName::Host)
+        } else {
+            let notes: Vec<String> = skipped
+                .iter()
+                .map(|s| match &s.missing_capability {
+                    Some(cap) => format!("{} skipped ({}; needs {cap})", s.name, s.reason),
+                    None => format!("{} skipped ({})", s.name, s.reason),
+                })
+                .collect();
+            Check::ok_with(CheckName::Host, notes.join("; "))
+        });
+    }
+}
