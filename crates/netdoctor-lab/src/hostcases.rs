@@ -18,7 +18,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -35,28 +35,7 @@ pub const HOST_SERVER_IP_ATK: Ipv4Addr = Ipv4Addr::new(10, 214, 1, 1);
 /// Attacker address.
 pub const HOST_ATTACKER_IP: Ipv4Addr = Ipv4Addr::new(10, 214, 1, 2);
 
-fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
-    let cmdline = std::iter::once(program)
-        .chain(args.iter().copied())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|source| LabError::Io {
-            op: format!("run `{cmdline}`"),
-            source,
-        })?;
-    if !out.status.success() {
-        return Err(LabError::Command {
-            command: cmdline,
-            status: out.status.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
+use crate::netns::run;
 
 /// The namespaces of one host case; everything is removed on drop.
 pub struct HostLab {
