@@ -338,6 +338,18 @@ fn bad(path: &str, kind: BadCaptureKind, message: String) -> ObserveError {
     }
 }
 
+/// Reads more input into the reader's buffer; true when new bytes arrived (a pipe or a followed
+/// file delivers a record in pieces), so the caller's count of fruitless refills starts over.
+fn refill<R: PcapReaderIterator>(
+    reader: &mut R,
+    path: &str,
+    offset: usize,
+) -> Result<bool, ObserveError> {
+    let before = reader.data().len();
+    reader.refill().map_err(|_| read_error(path, offset))?;
+    Ok(reader.data().len() > before)
+}
+
 fn read_error(path: &str, offset: usize) -> ObserveError {
     ObserveError::Io {
         op: "read",
@@ -415,10 +427,7 @@ fn read_legacy(
                         format!("record at byte {offset} cannot be parsed"),
                     ));
                 }
-                let before = st.reader.data().len();
-                st.reader.refill().map_err(|_| read_error(path, offset))?;
-                if st.reader.data().len() > before {
-                    // New bytes (a pipe or a followed file delivers a record in pieces).
+                if refill(&mut st.reader, path, offset)? {
                     stalled = 0;
                 }
             }

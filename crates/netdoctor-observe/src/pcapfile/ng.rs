@@ -5,7 +5,7 @@
 use super::input::Input;
 use super::{
     BOM_BE, BOM_LE, EPB_MAGIC, MAX_BLOCK_LEN, MAX_CAPLEN, MAX_INTERFACES, MAX_STALLED_REFILLS,
-    SHB_MAGIC, SPB_MAGIC, bad, describe, read_error, read_u32, truncated_warning,
+    SHB_MAGIC, SPB_MAGIC, bad, describe, read_u32, refill, truncated_warning,
 };
 use crate::{BadCaptureKind, ObserveError, SourceSummary};
 use netdoctor_core::{LinkType, RawPacket};
@@ -294,10 +294,7 @@ pub(super) fn read_ng(
                         format!("block at byte {offset}: inconsistent lengths inside the block"),
                     ));
                 }
-                let before = st.reader.data().len();
-                st.reader.refill().map_err(|_| read_error(path, offset))?;
-                if st.reader.data().len() > before {
-                    // New bytes (a pipe or a followed file delivers a record in pieces).
+                if refill(&mut st.reader, path, offset)? {
                     stalled = 0;
                 }
             }
