@@ -373,6 +373,7 @@ impl AgentMetrics {
             netdoctor_report::Target {
                 input: "tcp port 1".into(),
                 address: None,
+                protocol: None,
             },
         );
         r.findings.push(Finding::new(

@@ -381,6 +381,7 @@ fn window_report(
         Target {
             input: format!("tcp port {}", w.port),
             address: None,
+            protocol: None,
         },
     );
     let mut warnings = Vec::new();

@@ -15,6 +15,7 @@ fn window(findings: Vec<Finding>, exchanges: u64) -> Report {
         Target {
             input: "tcp port 8081".into(),
             address: None,
+            protocol: None,
         },
     );
     r.findings = findings;

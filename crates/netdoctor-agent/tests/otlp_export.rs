@@ -135,6 +135,7 @@ fn window() -> WindowResult {
         Target {
             input: "tcp port 8081".into(),
             address: None,
+            protocol: None,
         },
     );
     let mut f = Finding::new(

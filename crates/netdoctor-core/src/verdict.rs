@@ -75,8 +75,8 @@ impl Reason {
                 format!("{count} requests failed; a run with failed requests is never healthy")
             }
             Reason::TooFewExchanges { seen, needed } => format!(
-                "{seen} completed HTTP exchanges, at least {needed} are needed to call the \
-                 target healthy"
+                "{seen} completed request/response exchanges seen, at least {needed} are \
+                 needed to call the target healthy"
             ),
             Reason::Interrupted => "the run was interrupted".to_string(),
             Reason::ClientLimited => {

@@ -46,6 +46,10 @@ pub struct FakeHost {
     pub interrupt_after_ticks: Option<usize>,
     /// CPU counters handed out in turn (before, after the load).
     pub cpu: Mutex<Vec<CpuTimes>>,
+    /// Listening ports of the namespace.
+    pub listening: Vec<u16>,
+    /// Requests the probes and the load sent (a passive run must leave this at zero).
+    pub sent: std::sync::atomic::AtomicU64,
 }
 
 impl FakeHost {
@@ -82,6 +86,8 @@ impl FakeHost {
             ticks: (1..=10).map(|i| Duration::from_millis(100 * i)).collect(),
             interrupt_after_ticks: None,
             cpu: Mutex::new(Vec::new()),
+            listening: Vec::new(),
+            sent: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -109,6 +115,7 @@ impl Host for FakeHost {
         Ok(vec![self.addr])
     }
     fn syn_probe(&self, _addr: SocketAddr, _cfg: &SynProbeConfig) -> SynProbe {
+        self.sent.fetch_add(1, Ordering::Relaxed);
         self.syn.clone()
     }
     fn http_probe(
@@ -116,6 +123,7 @@ impl Host for FakeHost {
         addr: SocketAddr,
         _cfg: &HttpProbeConfig,
     ) -> Result<HttpTiming, ProbeError> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
         self.http.clone().ok_or(ProbeError::Refused { addr })
     }
     fn open_capture(&self, _cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError> {
@@ -157,6 +165,7 @@ impl Host for FakeHost {
         if cfg.connections == 0 {
             return Err(LoadError::NoConnections);
         }
+        self.sent.fetch_add(1, Ordering::Relaxed);
         let mut result = self.load.clone();
         for (i, &elapsed) in self.ticks.iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
@@ -176,6 +185,9 @@ impl Host for FakeHost {
     }
     fn start_host_run(&self, _port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
         None
+    }
+    fn listening_ports(&self) -> Result<Vec<u16>, String> {
+        Ok(self.listening.clone())
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());

@@ -52,6 +52,9 @@ pub trait Host: Sync {
     ) -> Result<LoadResult, LoadError>;
     /// The machine's and this process's CPU counters; `None` when they cannot be read.
     fn cpu_times(&self) -> Option<CpuTimes>;
+    /// The TCP ports listening in the run's network namespace (sock_diag), so connections
+    /// that began before the capture are oriented by them.
+    fn listening_ports(&self) -> Result<Vec<u16>, String>;
     /// Starts the host collectors around the load, sampling the listener on `port` when it is
     /// in this namespace; `None` where they do not run.
     fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun>;
@@ -111,6 +114,16 @@ impl Host for SystemHost {
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         crate::observers::cpu_times()
+    }
+    fn listening_ports(&self) -> Result<Vec<u16>, String> {
+        let mut ports: Vec<u16> = netdoctor_observe::sockdiag::listeners()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|l| l.local.port())
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        Ok(ports)
     }
     fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
         Some(netdoctor_observe::host_run::HostRun::start(

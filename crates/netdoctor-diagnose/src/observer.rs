@@ -53,8 +53,13 @@ pub trait Observer: Send {
     /// Before the load. An error is the observer's check (skipped or failed, with the
     /// reason); the observer is then dropped and the run goes on.
     fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check>;
-    /// On every progress tick of the load.
+    /// On every progress tick of the load (or of a passive window).
     fn tick(&mut self, _ctx: &RunCtx<'_>, _elapsed: Duration) {}
+    /// Completed exchanges seen so far, for the progress line of a passive window (the
+    /// capture knows; others say `None`). Cheap: read on every tick.
+    fn exchanges_seen(&self) -> Option<u64> {
+        None
+    }
     /// After the load (also an interrupted one): its check, observations and measurements.
     fn finish(self: Box<Self>, ctx: &RunCtx<'_>, out: &mut Outcome);
 }

@@ -19,6 +19,26 @@ pub struct TargetSpec {
     pub host_header: String,
     /// TLS for an `https://` target (`None`: plain TCP).
     pub tls: Option<netdoctor_load::TlsOptions>,
+    /// `http`, `https` or `tcp` (any TCP protocol: no HTTP probe, no load).
+    pub scheme: netdoctor_load::target::Scheme,
+}
+
+impl TargetSpec {
+    /// The target's protocol as the report names it.
+    pub fn protocol(&self) -> netdoctor_report::TargetProtocol {
+        use netdoctor_load::target::Scheme;
+        use netdoctor_report::TargetProtocol;
+        match self.scheme {
+            Scheme::Http => TargetProtocol::Http,
+            Scheme::Https => TargetProtocol::Https,
+            Scheme::Tcp => TargetProtocol::Tcp,
+        }
+    }
+
+    /// Whether the load engine and the HTTP probe can speak to it (`http://`, `https://`).
+    pub fn is_http(&self) -> bool {
+        self.scheme != netdoctor_load::target::Scheme::Tcp
+    }
 }
 
 /// Defaults shared by the CLI and `demo`.
@@ -76,6 +96,9 @@ pub struct DiagnosePlan {
     /// Run the host collectors (listener queue, socket states, conntrack, kernel log, ...).
     pub host: bool,
     pub socket_sample_after: Duration,
+    /// Watch the target's real traffic for [`LoadPlan::duration`] instead of probing and
+    /// loading it: no packet is sent (`diagnose --passive`).
+    pub passive: bool,
 }
 
 impl DiagnosePlan {
@@ -105,6 +128,7 @@ impl DiagnosePlan {
             socket_options: true,
             host: true,
             socket_sample_after: defaults::SOCKET_SAMPLE_AFTER,
+            passive: false,
         }
     }
 
@@ -136,7 +160,7 @@ impl DiagnosePlan {
     }
 
     /// When the server's sockets are sampled: after [`Self::socket_sample_after`], or half-way
-    /// through a shorter load.
+    /// through a shorter load (or passive window).
     pub fn socket_sample_at(&self) -> Duration {
         self.socket_sample_after.min(self.load.duration / 2)
     }
@@ -154,6 +178,7 @@ mod tests {
             path: "/".into(),
             host_header: "127.0.0.1:8080".into(),
             tls: None,
+            scheme: netdoctor_load::target::Scheme::Http,
         }
     }
 

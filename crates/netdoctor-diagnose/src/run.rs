@@ -1,6 +1,11 @@
 //! The method, in order: plan → probes → start observers → load → finish observers →
 //! detectors → verdict. Every stage that cannot run becomes a skipped or failed check and the
 //! run goes on; an interrupt stops the load early and the run still reports what it saw.
+//!
+//! Two paths share the resolution before them and the conclusion after them: `active`
+//! (probes, then the load while the observers watch; a `tcp://` target gets the probes only:
+//! the load speaks HTTP(S)) and `passive` (`--passive`: no probe, no load; the observers watch
+//! the target's real traffic for the plan's duration, then the same detectors and verdict).
 
 use crate::host::Host;
 use crate::observer::{Observer, Outcome, RunCtx};
@@ -18,6 +23,8 @@ use std::time::{Duration, Instant};
 pub trait Progress: Sync {
     fn stage(&self, _msg: &str) {}
     fn load_tick(&self, _elapsed: Duration, _total: Duration, _requests: u64, _errors: u64) {}
+    /// A tick of a passive window: completed exchanges so far when the capture runs.
+    fn watch_tick(&self, _elapsed: Duration, _total: Duration, _exchanges: Option<u64>) {}
     fn end_ticks(&self) {}
 }
 
@@ -39,8 +46,9 @@ pub enum DiagnoseError {
 /// Requests timed one after another for the one-request figure (the median is kept).
 const HTTP_PROBES: usize = 3;
 
-/// Runs a whole diagnosis on `host`. Setting `interrupt` (first Ctrl-C) ends the load early;
-/// the report is then marked `interrupted` and holds what was seen until then.
+/// Runs a whole diagnosis on `host`. Setting `interrupt` (first Ctrl-C) ends the load (or the
+/// passive window) early; the report is then marked `interrupted` and holds what was seen
+/// until then.
 pub fn run(
     plan: &DiagnosePlan,
     host: &dyn Host,
@@ -59,32 +67,57 @@ pub fn run(
         Target {
             input: t.input.clone(),
             address: Some(addr.to_string()),
+            protocol: Some(t.protocol()),
         },
     );
+    let ctx = RunCtx { plan, addr, host };
+    let outcome = if plan.passive {
+        passive(&ctx, &mut report, progress, interrupt)
+    } else {
+        active(&ctx, &mut report, progress, interrupt)
+    };
+    Ok(finish(plan, report, outcome, interrupt, started))
+}
 
+/// Probes, then the load while the observers watch (HTTP(S) targets; a `tcp://` target gets
+/// the probes only).
+fn active(
+    ctx: &RunCtx<'_>,
+    report: &mut Report,
+    progress: &dyn Progress,
+    interrupt: &AtomicBool,
+) -> Outcome {
+    let (plan, addr) = (ctx.plan, ctx.addr);
+    let t = &plan.target;
     // 1. Baseline probes.
-    progress.stage(&format!("probing {addr}: SYN RTT and one request"));
+    progress.stage(&format!(
+        "probing {addr}: SYN RTT{}",
+        if t.is_http() { " and one request" } else { "" }
+    ));
     let mut early = Outcome::default();
-    if let Some(refused) = probe(plan, host, addr, &mut report) {
+    if let Some(refused) = probe(plan, ctx.host, addr, report) {
         early.observations.push(refused);
         let why = format!("nothing listens on {addr}");
         for stage in [CheckName::Load, CheckName::Capture, CheckName::Counters] {
             report.checks.push(Check::skipped(stage, why.clone()));
         }
-        return Ok(finish(plan, report, early, interrupt, started));
+        return early;
+    }
+    if !t.is_http() {
+        report.checks.push(Check::skipped(
+            CheckName::Load,
+            "load is HTTP(S)-only; a tcp:// target gets the SYN RTT and connect probes \
+             (use --passive to watch its real traffic)",
+        ));
+        report.checks.push(Check::skipped(
+            CheckName::Capture,
+            "no load to capture (tcp:// without --passive)",
+        ));
+        return early;
     }
 
     // 2. Observers, then the load while they watch.
-    let ctx = RunCtx { plan, addr, host };
-    let (planned, switched_off) = observers::for_plan(plan);
-    report.checks.extend(switched_off);
-    let mut running: Vec<Box<dyn Observer>> = Vec::new();
-    for mut o in planned {
-        match o.start(&ctx) {
-            Ok(()) => running.push(o),
-            Err(check) => report.checks.push(check),
-        }
-    }
+    let mut running = start_observers(ctx, report);
     let capturing = running.iter().any(|o| o.name() == CheckName::Capture);
     progress.stage(&format!(
         "loading {} with {} connections for {:.1} s{}",
@@ -97,7 +130,7 @@ pub fn run(
             ""
         }
     ));
-    let load = run_load(plan, &ctx, progress, interrupt, &mut running);
+    let load = run_load(plan, ctx, progress, interrupt, &mut running);
     report.checks.push(match &load {
         Ok(_) => Check::ok(CheckName::Load),
         Err(e) => Check::failed(CheckName::Load, e.clone()),
@@ -108,11 +141,81 @@ pub fn run(
     if capturing {
         progress.stage("analyzing captured packets");
     }
+    finish_observers(ctx, running)
+}
+
+/// How often a passive window ticks (observers, progress, the interrupt flag).
+const PASSIVE_TICK: Duration = Duration::from_millis(100);
+
+/// What a passive run says in place of the probes and the load.
+pub const PASSIVE_NOTE: &str = "passive: no traffic sent";
+
+/// The observers watch the target's real traffic for the plan's duration; nothing is sent.
+fn passive(
+    ctx: &RunCtx<'_>,
+    report: &mut Report,
+    progress: &dyn Progress,
+    interrupt: &AtomicBool,
+) -> Outcome {
+    let plan = ctx.plan;
+    report.passive = true;
+    for stage in [CheckName::SynProbe, CheckName::HttpProbe, CheckName::Load] {
+        report.checks.push(Check::skipped(stage, PASSIVE_NOTE));
+    }
+    let mut running = start_observers(ctx, report);
+    let capturing = running.iter().any(|o| o.name() == CheckName::Capture);
+    let total = plan.load.duration;
+    progress.stage(&format!(
+        "watching traffic to port {} for {:.1} s{}; no traffic sent",
+        ctx.addr.port(),
+        total.as_secs_f64(),
+        if capturing {
+            " (capturing packets)"
+        } else {
+            " (no packet capture)"
+        }
+    ));
+    let begun = Instant::now();
+    loop {
+        let elapsed = begun.elapsed();
+        if elapsed >= total || interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::sleep(PASSIVE_TICK.min(total - elapsed));
+        let elapsed = begun.elapsed().min(total);
+        for o in running.iter_mut() {
+            o.tick(ctx, elapsed);
+        }
+        let seen = running.iter().find_map(|o| o.exchanges_seen());
+        progress.watch_tick(elapsed, total, seen);
+    }
+    progress.end_ticks();
+    if capturing {
+        progress.stage("analyzing captured packets");
+    }
+    finish_observers(ctx, running)
+}
+
+/// Starts the observers the plan asks for; those that cannot run become checks.
+fn start_observers(ctx: &RunCtx<'_>, report: &mut Report) -> Vec<Box<dyn Observer>> {
+    let (planned, switched_off) = observers::for_plan(ctx.plan);
+    report.checks.extend(switched_off);
+    let mut running: Vec<Box<dyn Observer>> = Vec::new();
+    for mut o in planned {
+        match o.start(ctx) {
+            Ok(()) => running.push(o),
+            Err(check) => report.checks.push(check),
+        }
+    }
+    running
+}
+
+fn finish_observers(ctx: &RunCtx<'_>, running: Vec<Box<dyn Observer>>) -> Outcome {
     let mut outcome = Outcome::default();
     for o in running {
-        o.finish(&ctx, &mut outcome);
+        o.finish(ctx, &mut outcome);
     }
-    Ok(finish(plan, report, outcome, interrupt, started))
+    outcome
 }
 
 /// SYN RTT and one timed request; the refusal, when the target refused the connection.
@@ -133,6 +236,22 @@ fn probe(
         None => Check::ok(CheckName::SynProbe),
         Some(why) => Check::ok_with(CheckName::SynProbe, why.clone()),
     });
+    if !plan.target.is_http() {
+        report.checks.push(Check::skipped(
+            CheckName::HttpProbe,
+            "a tcp:// target: no HTTP request is sent",
+        ));
+        let refusal = (syn.answered == 0 && syn.refused > 0).then(|| Observation::ConnectRefused {
+            addr: addr.to_string(),
+            syn_sent: syn.sent,
+            syn_refused: syn.refused,
+        });
+        report.measurements.probe = Some(ProbeSection {
+            syn: Some(syn),
+            http: None,
+        });
+        return refusal;
+    }
     let cfg = HttpProbeConfig {
         host: plan.target.host_header.clone(),
         path: plan.target.path.clone(),
@@ -240,13 +359,16 @@ fn finish(
     let m = std::mem::take(&mut outcome.measurements);
     report.measurements.counters = m.counters;
     report.measurements.server_sockets = m.server_sockets;
-    // How the load ran and what it got, for the detectors (who caused what).
+    // How the load ran and what it got, for the detectors (who caused what). A passive run
+    // had no load: the connections are the real clients'.
     let l = &plan.load;
-    outcome.observations.push(Observation::RunConfig {
-        keepalive: l.keepalive,
-        timeout_ms: u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
-        connections: u32::try_from(l.connections).unwrap_or(u32::MAX),
-    });
+    if !plan.passive {
+        outcome.observations.push(Observation::RunConfig {
+            keepalive: l.keepalive,
+            timeout_ms: u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
+            connections: u32::try_from(l.connections).unwrap_or(u32::MAX),
+        });
+    }
     if let Some(c) = outcome.cpu {
         outcome.observations.push(Observation::Cpu {
             machine_busy: c.machine_busy,

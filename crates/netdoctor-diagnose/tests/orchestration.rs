@@ -28,6 +28,7 @@ fn plan(addr: SocketAddr) -> DiagnosePlan {
         path: "/".into(),
         host_header: addr.to_string(),
         tls: None,
+        scheme: netdoctor_load::target::Scheme::Http,
     })
 }
 

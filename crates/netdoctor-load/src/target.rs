@@ -1,6 +1,8 @@
 //! The one parser of what users type as a target: an HTTP(S) URL
-//! (`http[s]://host[:port]/path?query`, or `host:port/path` without a scheme, which means http) and a bare `host:port` (for `connect`). Pure: no name
-//! resolution here (see [`crate::HttpTarget::resolve`]), so every case is unit-tested.
+//! (`http[s]://host[:port]/path?query`, or `host:port/path` without a scheme, which means http),
+//! a plain TCP service (`tcp://host:port`, for `diagnose`: probes and passive watching; see
+//! [`parse_target`]) and a bare `host:port` (for `connect`). Pure: no name resolution here (see
+//! [`crate::HttpTarget::resolve`]), so every case is unit-tested.
 //!
 //! URLs go through the `url` crate (WHATWG parsing: IPv6 brackets, percent-encoding, default
 //! ports); only the scheme check, the no-scheme shorthand and the messages are netdoctor's.
@@ -25,9 +27,24 @@ pub enum Scheme {
     Http,
     /// `https://`: HTTP/1.1 over TLS (default port 443; see [`crate::tls`]).
     Https,
+    /// `tcp://host:port`: any TCP request/response protocol (no default port). Accepted by
+    /// [`parse_target`] only: the load engine speaks HTTP(S).
+    Tcp,
 }
 
-/// An HTTP(S) target as given on the command line.
+impl Scheme {
+    /// `http`, `https` or `tcp`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+            Scheme::Tcp => "tcp",
+        }
+    }
+}
+
+/// An HTTP(S) target as given on the command line (or, from [`parse_target`], a `tcp://` one:
+/// path `/`, and the Host header is `host:port`, never sent).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpUrl {
     /// What the user typed.
@@ -56,7 +73,21 @@ pub struct HostPort {
 }
 
 /// Parses `http[s]://host[:port]/path?query`; `host:port/path` without a scheme means http.
+/// A `tcp://` target is an error here (the load engine and the HTTP probe need HTTP).
 pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
+    parse(input, false)
+}
+
+/// What `tcp://` targets look like, for messages.
+pub const TCP_USAGE: &str = "tcp://HOST:PORT, e.g. tcp://10.0.0.5:6379";
+
+/// Parses what [`parse_url`] does, and `tcp://host:port` (any TCP protocol; the port is
+/// required, a path is not allowed).
+pub fn parse_target(input: &str) -> Result<HttpUrl, TargetError> {
+    parse(input, true)
+}
+
+fn parse(input: &str, tcp: bool) -> Result<HttpUrl, TargetError> {
     let bad = |reason: String| TargetError {
         what: "URL",
         input: input.to_string(),
@@ -75,12 +106,28 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
     let scheme = match url.scheme() {
         "http" => Scheme::Http,
         "https" => Scheme::Https,
+        "tcp" if tcp => Scheme::Tcp,
+        "tcp" => {
+            return Err(bad(
+                "scheme 'tcp' is not supported here (use http:// or https://; \
+                 `netdoctor diagnose` takes tcp://HOST:PORT)"
+                    .into(),
+            ));
+        }
+        other if tcp => {
+            return Err(bad(format!(
+                "scheme '{other}' is not supported (use http://, https:// or tcp://)"
+            )));
+        }
         other => {
             return Err(bad(format!(
                 "scheme '{other}' is not supported (use http:// or https://)"
             )));
         }
     };
+    if scheme == Scheme::Tcp {
+        return tcp_target(input, &url).map_err(bad);
+    }
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_string(),
         Some(url::Host::Ipv4(a)) => a.to_string(),
@@ -91,8 +138,8 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
         return Err(bad("no host".into()));
     }
     let port = url.port_or_known_default().unwrap_or(match scheme {
-        Scheme::Http => 80,
         Scheme::Https => 443,
+        Scheme::Http | Scheme::Tcp => 80,
     });
     let mut path = url.path().to_string();
     if path.is_empty() {
@@ -114,6 +161,38 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, TargetError> {
         port,
         path,
         host_header,
+    })
+}
+
+/// `tcp://host:port` from its parsed URL (a non-special scheme: the host is opaque text).
+fn tcp_target(input: &str, url: &url::Url) -> Result<HttpUrl, String> {
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(a)) => a.to_string(),
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        None => String::new(),
+    };
+    if host.is_empty() {
+        return Err(format!("no host (expected {TCP_USAGE})"));
+    }
+    let Some(port) = url.port().filter(|p| *p > 0) else {
+        return Err(format!(
+            "a tcp:// target needs a port (expected {TCP_USAGE})"
+        ));
+    };
+    if !matches!(url.path(), "" | "/") || url.query().is_some() {
+        return Err(format!(
+            "a tcp:// target has no path (expected {TCP_USAGE})"
+        ));
+    }
+    let host_str = url.host_str().unwrap_or(&host).to_string();
+    Ok(HttpUrl {
+        input: input.to_string(),
+        scheme: Scheme::Tcp,
+        host,
+        port,
+        path: "/".into(),
+        host_header: format!("{host_str}:{port}"),
     })
 }
 
@@ -247,6 +326,40 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn tcp_targets() {
+        let u = parse_target("tcp://10.0.0.5:6379").unwrap();
+        assert_eq!(
+            (u.scheme, u.host.as_str(), u.port, u.path.as_str()),
+            (Scheme::Tcp, "10.0.0.5", 6379, "/")
+        );
+        let u = parse_target("tcp://[::1]:11211/").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("::1", 11211));
+        assert_eq!(u.host_header, "[::1]:11211");
+        let u = parse_target("TCP://db.example:5432").unwrap();
+        assert_eq!((u.host.as_str(), u.port), ("db.example", 5432));
+        // URLs still parse the same way through parse_target.
+        assert_eq!(parse_target("https://x/").unwrap().scheme, Scheme::Https);
+        let e = |s: &str| parse_target(s).unwrap_err().to_string();
+        assert_eq!(
+            e("tcp://10.0.0.5"),
+            "invalid URL 'tcp://10.0.0.5': a tcp:// target needs a port (expected \
+             tcp://HOST:PORT, e.g. tcp://10.0.0.5:6379)"
+        );
+        assert!(e("tcp://").contains("no host"), "{}", e("tcp://"));
+        assert!(e("tcp://:80").contains("host"), "{}", e("tcp://:80"));
+        assert!(
+            e("tcp://h:0").contains("needs a port"),
+            "{}",
+            e("tcp://h:0")
+        );
+        assert!(e("tcp://h:70000").starts_with("invalid URL 'tcp://h:70000': "));
+        assert!(e("tcp://h:80/x").contains("has no path"));
+        // The HTTP-only parser refuses tcp:// and says where it works.
+        let e = parse_url("tcp://h:80").unwrap_err().to_string();
+        assert!(e.contains("scheme 'tcp' is not supported here"), "{e}");
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod tests {
             Target {
                 input: "http://127.0.0.1:8080/".into(),
                 address: Some("127.0.0.1:8080".into()),
+                protocol: None,
             },
         );
         let mut f = Finding::new(

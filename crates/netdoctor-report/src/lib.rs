@@ -15,6 +15,6 @@ pub mod terminal;
 pub use load::{ConnectReport, LoadReport};
 pub use model::{
     CaptureSection, CaptureSource, Check, CheckName, CheckStatus, CountersSection, Measurements,
-    ProbeSection, Report, ReportCommand, SCHEMA_ID, SCHEMA_JSON, Target,
+    ProbeSection, Report, ReportCommand, SCHEMA_ID, SCHEMA_JSON, Target, TargetProtocol,
 };
 pub use sink::{Format, JsonSink, Sink, TerminalSink};

@@ -38,6 +38,10 @@ pub struct Report {
     /// then. Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// `diagnose --passive`: the run watched the target's real traffic and sent none (no
+    /// probe, no load). Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub passive: bool,
 }
 
 /// The command that made a report.
@@ -70,6 +74,32 @@ pub struct Target {
     /// The resolved `ip:port`, when the target is a network address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// The protocol the target was given with (`diagnose`); how exchanges were found is
+    /// `measurements.capture.exchanges.method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<TargetProtocol>,
+}
+
+/// The protocol of a `diagnose` target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetProtocol {
+    /// `http://`: HTTP/1.1 over TCP.
+    Http,
+    /// `https://`: HTTP/1.1 over TLS.
+    Https,
+    /// `tcp://`: any TCP request/response protocol.
+    Tcp,
+}
+
+impl TargetProtocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetProtocol::Http => "http",
+            TargetProtocol::Https => "https",
+            TargetProtocol::Tcp => "tcp",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -260,6 +290,7 @@ impl Report {
             checks: Vec::new(),
             elapsed_s: 0.0,
             interrupted: false,
+            passive: false,
         }
     }
 

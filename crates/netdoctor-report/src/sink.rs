@@ -154,6 +154,7 @@ mod tests {
             crate::Target {
                 input: "x.pcap".into(),
                 address: None,
+                protocol: None,
             },
         );
         for f in Format::ALL {

@@ -14,19 +14,33 @@ const WIDTH: usize = 92;
 
 /// Writes the full report for one target.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    // "(10.0.0.5:6379, tcp)": the address when the input does not show it, the protocol
+    // when the scheme does not (`host:port` means http).
+    let t = &report.target;
+    let mut about: Vec<&str> = Vec::new();
+    about.extend(t.address.as_deref().filter(|a| !t.input.contains(*a)));
+    about.extend(
+        t.protocol
+            .map(|p| p.as_str())
+            .filter(|p| !t.input.to_ascii_lowercase().starts_with(&format!("{p}://"))),
+    );
     writeln!(
         out,
         "{} {}{}",
         format!("netdoctor {}", report.command.as_str()).bold(),
-        report.target.input,
-        report
-            .target
-            .address
-            .as_deref()
-            .filter(|a| !report.target.input.contains(*a))
-            .map(|a| format!("  ({a})"))
-            .unwrap_or_default()
+        t.input,
+        if about.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", about.join(", "))
+        }
     )?;
+    if report.passive {
+        writeln!(
+            out,
+            "passive: the target's real traffic was watched; no probe or load was sent"
+        )?;
+    }
     if report.interrupted {
         writeln!(
             out,
@@ -578,12 +592,40 @@ mod tests {
     }
 
     #[test]
+    fn header_names_the_protocol_and_a_passive_run() {
+        let head = |input: &str, protocol, passive| {
+            let mut r = Report::new(
+                crate::ReportCommand::Diagnose,
+                crate::Target {
+                    input: input.into(),
+                    address: Some("10.0.0.5:6379".into()),
+                    protocol,
+                },
+            );
+            r.passive = passive;
+            let mut out = Vec::new();
+            render(&r, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            text.lines().take(2).collect::<Vec<_>>().join("\n")
+        };
+        use crate::TargetProtocol as P;
+        let h = head("tcp://10.0.0.5:6379", Some(P::Tcp), true);
+        assert!(h.ends_with("tcp://10.0.0.5:6379\npassive: the target's real traffic was watched; no probe or load was sent"), "{h}");
+        let h = head("db:6379", Some(P::Http), false);
+        assert!(h.contains("db:6379  (10.0.0.5:6379, http)"), "{h}");
+        assert!(!h.contains("passive"), "{h}");
+        let h = head("HTTPS://db:6379/", Some(P::Https), false);
+        assert!(h.contains("HTTPS://db:6379/  (10.0.0.5:6379)\n"), "{h}");
+    }
+
+    #[test]
     fn server_sockets_line_never_says_0_of_0() {
         let mut r = Report::new(
             crate::ReportCommand::Diagnose,
             crate::Target {
                 input: "http://127.0.0.1:8080/".into(),
                 address: None,
+                protocol: None,
             },
         );
         let sock = |state: &str, nodelay: bool| {

@@ -85,6 +85,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         Target {
             input: args.file.display().to_string(),
             address: None,
+            protocol: None,
         },
     );
     let mut warnings = summary.warnings.clone();

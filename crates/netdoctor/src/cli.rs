@@ -26,7 +26,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Diagnose an HTTP server: SYN RTT, one request, concurrent load with packet capture, findings.
+    /// Diagnose a server: SYN RTT, one request, concurrent load with packet capture, findings;
+    /// --passive watches its real traffic instead (http(s):// or tcp://HOST:PORT).
     Diagnose(DiagnoseArgs),
     /// Run the same detectors on a capture file (pcap or pcapng, e.g. from tcpdump).
     Analyze(AnalyzeArgs),
@@ -130,16 +131,24 @@ pub struct RequestArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = DIAGNOSE_AFTER_HELP)]
 pub struct DiagnoseArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/ (http only; `host:port` means http://host:port/).
+    /// Target: http(s)://HOST[:PORT]/PATH (`host:port` means http://host:port/), or
+    /// tcp://HOST:PORT for any TCP protocol (probes only; with --passive, its traffic).
+    #[arg(value_name = "TARGET")]
     pub url: String,
+    /// Send nothing: watch the target port's real traffic for -d (capture, counters, the
+    /// server's socket options, host collectors), then the same detectors and verdict.
+    /// Ctrl-C ends the window early and still reports.
+    #[arg(long, conflicts_with_all = ["connections", "threads", "no_keepalive", "syn_probes"])]
+    pub passive: bool,
     /// Concurrent keep-alive connections during the load.
     #[arg(short = 'c', long, default_value_t = defaults::CONNECTIONS, value_parser = positive)]
     pub connections: usize,
     /// Load threads (default: 2, or 1 on a single core).
     #[arg(short = 't', long, value_parser = positive)]
     pub threads: Option<usize>,
-    /// How long to load the server, e.g. 5s, 500ms, 1m.
+    /// How long to load the server (with --passive: to watch it), e.g. 5s, 500ms, 1m.
     #[arg(short = 'd', long, default_value = "5s", value_parser = parse_duration)]
     pub duration: Duration,
     /// Per-request timeout during the load and the probes.
@@ -205,6 +214,13 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub output: OutputArgs,
 }
+
+const DIAGNOSE_AFTER_HELP: &str = "\
+Targets: http:// and https:// get the SYN RTT, one timed request and the load; tcp://HOST:PORT \
+(Redis, a database, a custom RPC) gets the SYN RTT and connect probes only, since the load is \
+HTTP(S)-only. With --passive nothing is sent to any target: the run watches the port's traffic \
+for -d (e.g. `netdoctor diagnose --passive tcp://10.0.0.5:6379 -d 30s`) and needs at least 20 \
+completed request/response exchanges to call it healthy.";
 
 const ANALYZE_AFTER_HELP: &str = "\
 Input: a pcap or pcapng file, gzip'd or not (detected by its first bytes, not its name), a FIFO, \

@@ -111,6 +111,7 @@ fn demo_plan(url: &str, args: &DemoArgs) -> anyhow::Result<DiagnosePlan> {
         path: url.path,
         host_header: url.host_header,
         tls: None,
+        scheme: url.scheme,
     });
     plan.load.connections = args.connections;
     plan.load.duration = args.duration;

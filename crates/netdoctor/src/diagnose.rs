@@ -1,11 +1,12 @@
-//! `netdoctor diagnose URL`: the CLI's side of the method. The method itself (plan, probes,
+//! `netdoctor diagnose TARGET` (an http(s) URL or `tcp://HOST:PORT`; `--passive` watches the
+//! real traffic instead of probing and loading): the CLI's side of the method. The method itself (plan, probes,
 //! observers, load, detectors, verdict) lives in the `netdoctor-diagnose` crate; this file turns
 //! the arguments into a [`DiagnosePlan`], runs it (inside `--netns` when asked), and prints.
 
 use crate::cli::DiagnoseArgs;
 use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
-use crate::target::parse_url;
+use crate::target::parse_target;
 use anyhow::Context;
 use netdoctor_diagnose::{DiagnosePlan, SystemHost, TargetSpec};
 use netdoctor_load::{HttpTarget, LoadConfig};
@@ -43,8 +44,9 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
 
 /// The plan the arguments ask for.
 pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
-    let url = parse_url(&args.url).map_err(anyhow::Error::msg)?;
+    let url = parse_target(&args.url).map_err(anyhow::Error::msg)?;
     let tls = netdoctor_load::TlsOptions::for_url(&url, args.insecure);
+    let scheme = url.scheme;
     let mut plan = DiagnosePlan::new(TargetSpec {
         input: url.input,
         host: url.host,
@@ -52,7 +54,9 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
         path: url.path,
         host_header: url.host_header,
         tls,
+        scheme,
     });
+    plan.passive = args.passive;
     plan.load.connections = args.connections;
     plan.load.threads = args.threads;
     plan.load.duration = args.duration;
@@ -92,6 +96,9 @@ impl netdoctor_diagnose::Progress for Progress {
     }
     fn load_tick(&self, elapsed: Duration, total: Duration, requests: u64, errors: u64) {
         self.tick(elapsed, total, requests, errors);
+    }
+    fn watch_tick(&self, elapsed: Duration, total: Duration, exchanges: Option<u64>) {
+        Progress::watch_tick(self, elapsed, total, exchanges);
     }
     fn end_ticks(&self) {
         Progress::end_ticks(self);

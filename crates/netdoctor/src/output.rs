@@ -39,7 +39,12 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
 pub struct Progress {
     enabled: bool,
     live: bool,
+    /// Whole seconds of a passive window last reported on a non-terminal stderr.
+    watch_reported: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// On a stderr that is not a terminal, a passive window says how far it is this often.
+const WATCH_LINE_EVERY_S: u64 = 5;
 
 impl Progress {
     pub fn new() -> Progress {
@@ -47,6 +52,38 @@ impl Progress {
         Progress {
             enabled,
             live: enabled && io::stderr().is_terminal(),
+            watch_reported: Default::default(),
+        }
+    }
+
+    /// How far a passive window is: a live line on a terminal, else a line every
+    /// [`WATCH_LINE_EVERY_S`] seconds.
+    pub fn watch_tick(&self, elapsed: Duration, total: Duration, exchanges: Option<u64>) {
+        if !self.enabled {
+            return;
+        }
+        let seen = exchanges
+            .map(|n| {
+                format!(
+                    "  {} exchanges seen",
+                    netdoctor_report::terminal::thousands(n)
+                )
+            })
+            .unwrap_or_default();
+        let line = format!(
+            "watching {:>4.1}/{:.0}s{seen}",
+            elapsed.as_secs_f64(),
+            total.as_secs_f64()
+        );
+        if self.live {
+            let _ = write!(io::stderr(), "\r\x1b[2K  {line}");
+            return;
+        }
+        let whole = elapsed.as_secs();
+        let step = whole / WATCH_LINE_EVERY_S;
+        use std::sync::atomic::Ordering;
+        if step > 0 && self.watch_reported.swap(step, Ordering::Relaxed) != step {
+            let _ = writeln!(io::stderr(), "netdoctor: {line}");
         }
     }
 

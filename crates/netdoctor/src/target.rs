@@ -12,6 +12,11 @@ pub fn parse_url(input: &str) -> Result<HttpUrl, String> {
     netdoctor_load::target::parse_url(input).map_err(|e| e.to_string())
 }
 
+/// Parses what [`parse_url`] does and `tcp://host:port` (`diagnose`'s targets).
+pub fn parse_target(input: &str) -> Result<HttpUrl, String> {
+    netdoctor_load::target::parse_target(input).map_err(|e| e.to_string())
+}
+
 /// Parses durations written like `5s`, `500ms`, `1m`, `1.5s`, `2` (seconds), `1h`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();

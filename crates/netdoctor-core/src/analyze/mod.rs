@@ -274,6 +274,11 @@ impl Analyzer {
         self.hub.emit(&Event::Observed(&obs));
     }
 
+    /// Completed exchanges so far (of the current window), for progress lines.
+    pub fn exchanges(&self) -> u64 {
+        self.hub.exchanges
+    }
+
     /// Connections open now (tracked state).
     pub fn open_connections(&self) -> usize {
         self.conns.len()

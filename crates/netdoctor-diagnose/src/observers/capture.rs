@@ -13,7 +13,7 @@ use netdoctor_report::{Check, CheckName};
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 type Writer = PcapWriter<BufWriter<File>>;
@@ -29,6 +29,8 @@ struct Done {
 #[derive(Default)]
 pub struct CaptureObserver {
     stop: Arc<AtomicBool>,
+    /// Completed exchanges so far, updated by the capture thread (progress of a passive run).
+    exchanges: Arc<AtomicU64>,
     thread: Option<JoinHandle<Result<Done, String>>>,
     /// The pcap file could not be created (the capture still runs).
     pcap_error: Option<String>,
@@ -62,15 +64,27 @@ impl Observer for CaptureObserver {
             None => None,
         };
         let stop = Arc::clone(&self.stop);
-        let port = ctx.addr.port();
+        let seen = Arc::clone(&self.exchanges);
+        let analyzer = Analyzer::new(AnalyzerConfig {
+            server_port: Some(ctx.addr.port()),
+            // Connections that began before the capture (a passive window) are oriented by
+            // this namespace's listening ports; without them, by the target port alone.
+            server_ports: ctx.host.listening_ports().unwrap_or_default(),
+        });
         let thread = std::thread::Builder::new()
             .name("capture".into())
-            .spawn(move || analyze(&mut *cap, writer, port, &stop))
+            .spawn(move || analyze(&mut *cap, writer, analyzer, &stop, &seen))
             .map_err(|e| {
                 Check::failed(CheckName::Capture, format!("start the capture thread: {e}"))
             })?;
         self.thread = Some(thread);
         Ok(())
+    }
+
+    fn exchanges_seen(&self) -> Option<u64> {
+        self.thread
+            .is_some()
+            .then(|| self.exchanges.load(Ordering::Relaxed))
     }
 
     fn finish(mut self: Box<Self>, ctx: &RunCtx<'_>, out: &mut Outcome) {
@@ -111,17 +125,15 @@ impl Observer for CaptureObserver {
 fn analyze(
     cap: &mut dyn Capture,
     mut writer: Option<Writer>,
-    port: u16,
+    mut analyzer: Analyzer,
     stop: &AtomicBool,
+    seen: &AtomicU64,
 ) -> Result<Done, String> {
-    let mut analyzer = Analyzer::new(AnalyzerConfig {
-        server_port: Some(port),
-        ..AnalyzerConfig::default()
-    });
     let mut pcap_error: Option<String> = None;
     let summary = cap
         .run(stop, &mut |p| {
             analyzer.push(p);
+            seen.store(analyzer.exchanges(), Ordering::Relaxed);
             if let Some(w) = writer.as_mut()
                 && let Err(e) = w.write(p)
             {

@@ -226,6 +226,7 @@ pub fn report_from_path(path: &Path) -> Report {
         Target {
             input: path.display().to_string(),
             address: None,
+            protocol: None,
         },
     );
     let mut warnings = summary.warnings.clone();
@@ -288,6 +289,7 @@ pub fn live_report(secs: u64) -> Option<Report> {
         Target {
             input: format!("http://{addr}/"),
             address: Some(addr.to_string()),
+            protocol: None,
         },
     );
     // Baseline probes, as diagnose makes them: the handshake RTT and one request alone.
@@ -404,6 +406,7 @@ pub fn hostile_report() -> Report {
         Target {
             input: h.clone(),
             address: Some(h.clone()),
+            protocol: None,
         },
     );
     let mut f = Finding::new(
