@@ -106,8 +106,8 @@ fn active(
     if !t.is_http() {
         report.checks.push(Check::skipped(
             CheckName::Load,
-            "load is HTTP(S)-only; a tcp:// target gets the SYN RTT and connect probes \
-             (use --passive to watch its real traffic)",
+            "load is HTTP(S)-only; a tcp:// target gets the SYN RTT probe (raw SYN, or \
+             connect() timing without CAP_NET_RAW); use --passive to watch its real traffic",
         ));
         report.checks.push(Check::skipped(
             CheckName::Capture,

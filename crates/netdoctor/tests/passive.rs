@@ -120,6 +120,40 @@ fn passive_with_no_traffic_is_inconclusive_with_the_counts() {
     drop(lab);
 }
 
+#[test]
+fn ctrl_c_ends_a_passive_window_early_and_still_reports() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, packet capture)");
+        return;
+    }
+    let lab = lab("sigint");
+    let target = format!("tcp://{HOST_SERVER_IP}:7070");
+    let started = Instant::now();
+    let mut child = spawn_diagnose(&[
+        "--passive",
+        &target,
+        "-d",
+        "60s",
+        "--json",
+        "--netns",
+        lab.server_netns(),
+    ]);
+    let progress = wait_watching(&mut child);
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: kill(2) on the PID of the child this test spawned and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let _ = progress.join();
+    assert!(started.elapsed() < Duration::from_secs(30), "not cut short");
+    assert_eq!(out.status.code(), Some(130));
+    let v = json(&out);
+    assert_schema(&v);
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["passive"], true);
+    assert_eq!(v["verdict"], "inconclusive");
+    drop(lab);
+}
+
 /// A line-protocol server: each `get KEY\n` is answered with `+VALUE KEY\n` and then a
 /// 200-byte body, in two writes, Nagle on (no TCP_NODELAY).
 fn line_server(lab: &HostLab, port: u16, stop: Arc<AtomicBool>) -> JoinHandle<()> {
