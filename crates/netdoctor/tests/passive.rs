@@ -65,6 +65,10 @@ fn tcp_target_without_a_port_is_a_one_line_usage_error() {
             );
         }
     }
+    // Load options make no sense without a load.
+    let out = netdoctor(&["diagnose", "--passive", "-c", "5", "tcp://127.0.0.1:6379"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--passive"), "{}", stderr(&out));
     // `load` speaks HTTP(S) only and says where tcp:// works.
     let out = netdoctor(&["load", "tcp://127.0.0.1:6379"]);
     assert_eq!(out.status.code(), Some(2));
@@ -254,12 +258,16 @@ fn passive_sees_the_line_servers_nagle_on_connections_opened_before_the_run() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let target = format!("tcp://{to}");
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("passive.pcap");
     let mut child = spawn_diagnose(&[
         "--passive",
         &target,
         "-d",
         "3s",
         "--json",
+        "--pcap",
+        pcap.to_str().unwrap(),
         "--netns",
         lab.server_netns(),
     ]);
@@ -280,6 +288,18 @@ fn passive_sees_the_line_servers_nagle_on_connections_opened_before_the_run() {
     assert_eq!(f["id"], "nagle_delayed_ack", "{v:#}");
     assert_eq!(f["side"], "server", "{f:#}");
     assert!(progress.contains("no traffic sent"), "{progress}");
+    // --pcap works as in active mode: the file holds the window, and analyze (given the
+    // server port, as there is no handshake) finds the same.
+    let a = netdoctor(&[
+        "analyze",
+        "--json",
+        "--server-port",
+        &port.to_string(),
+        pcap.to_str().unwrap(),
+    ]);
+    let a = json(&a);
+    assert_eq!(a["findings"][0]["id"], "nagle_delayed_ack", "{a:#}");
+    assert_eq!(a["findings"][0]["side"], "server");
     drop(lab);
 }
 
