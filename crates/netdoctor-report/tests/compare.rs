@@ -89,7 +89,7 @@ fn off_then_on_is_fixed_with_p50_from_44_to_a_few_ms() {
         t.n_a,
         c.a.report.measurements.load.as_ref().unwrap().requests
     );
-    assert!(c.summary.starts_with("fixed"), "{}", c.summary);
+    assert!(c.summary.starts_with("B is healthy"), "{}", c.summary);
     assert!(c.summary.contains("nagle_delayed_ack"), "{}", c.summary);
 }
 

@@ -26,7 +26,8 @@
 //! one request's time) and of the kernel counters are descriptive: no test, A and B side by
 //! side with B − A. The comparison embeds both reports, so its JSON
 //! (`netdoctor.compare/v1`, schema `schema/compare-v1.json`) holds everything the terminal
-//! and HTML views show. Renderers: [`terminal`] and [`html`].
+//! and HTML views show. Sinks: `TerminalSink` ([`terminal`]) and `JsonSink`; the page is
+//! [`html::render`].
 
 pub mod html;
 pub mod stats;
@@ -36,6 +37,18 @@ use crate::model::Report;
 use netdoctor_core::{FindingId, Severity, Verdict};
 use serde::{Deserialize, Serialize};
 pub use stats::{LatencyDirection, LatencyTest};
+
+impl crate::sink::Sink<Comparison> for crate::sink::TerminalSink {
+    fn write(&self, c: &Comparison, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        terminal::render(c, out)
+    }
+}
+
+impl crate::sink::Sink<Comparison> for crate::sink::JsonSink {
+    fn write(&self, c: &Comparison, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        crate::json::write_pretty(c, out)
+    }
+}
 
 /// The schema id written into every comparison.
 pub const COMPARE_SCHEMA_ID: &str = "netdoctor.compare/v1";
@@ -425,12 +438,12 @@ impl Comparison {
             None => lat.to_string(),
         });
         let head = match self.verdict {
-            Change::Fixed => "fixed: B is healthy where A had a problem",
-            Change::Improved => "improved",
-            Change::Unchanged => "unchanged",
-            Change::Worse => "worse",
-            Change::New => "new problem: B has a problem A did not have",
-            Change::Inconclusive => "inconclusive: a run could not be judged",
+            Change::Fixed => "B is healthy where A had a problem",
+            Change::Improved => "B is better than A",
+            Change::Unchanged => "no significant change from A to B",
+            Change::Worse => "B is worse than A",
+            Change::New => "B has a problem A did not have",
+            Change::Inconclusive => "a run could not be judged",
         };
         format!("{head}; {}", parts.join("; "))
     }

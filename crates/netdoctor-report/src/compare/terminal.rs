@@ -10,7 +10,7 @@ use owo_colors::OwoColorize;
 use std::io::{self, Write};
 
 const NAME: usize = 24;
-const COL: usize = 26;
+const COL: usize = 28;
 
 /// Counters worth a line (every changed counter is in the JSON).
 const COUNTERS: [&str; 9] = [
@@ -77,7 +77,8 @@ fn delta(m: &MetricChange) -> String {
     } else if d == 0.0 {
         "0".into()
     } else {
-        format!("{d:+.0}")
+        let sign = if d < 0.0 { "−" } else { "+" };
+        format!("{sign}{}", thousands(d.abs().round() as u64))
     };
     // Colour only a change of at least 10 %: smaller ones are run-to-run noise.
     let big = m.ratio.map_or(d != 0.0, |r| (r - 1.0).abs() >= 0.10);
@@ -143,8 +144,7 @@ fn strip_len(s: &str) -> usize {
     n
 }
 
-/// Writes the side-by-side table and the latency test (no header, no verdict line): the part
-/// `demo` shows above the slow server's full report.
+/// Writes the side-by-side table and the latency test (no header, no verdict line).
 pub fn render_table(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let head = |label: &str, fallback: &str| {
         if label.chars().count() <= COL - 2 {
@@ -241,6 +241,12 @@ pub fn render(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  {} {label}{target}  ({origin})", name.bold())?;
     }
     writeln!(out)?;
+    render_body(c, out)
+}
+
+/// Everything below the header: the side-by-side table, the latency test, the findings with
+/// their verdicts, the counters and the overall verdict (what `demo` shows).
+pub fn render_body(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     render_table(c, out)?;
     writeln!(out)?;
     writeln!(out, "{}", "Findings".bold())?;
