@@ -256,11 +256,10 @@ pub fn render_body(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     for f in &c.findings {
         writeln!(
             out,
-            "  {} {} A: {} {} B: {}",
+            "  {} {} A: {} → B: {}",
             pad(&change_word(f.change), 10),
             pad(&f.id.as_str().bold().to_string(), 27),
             pad(&side(&f.a), 24),
-            "→",
             side(&f.b)
         )?;
         writeln!(out, "  {:10} {}", "", f.summary)?;
