@@ -180,7 +180,7 @@ pub struct DiagnoseArgs {
     /// side by side with deltas, a verdict per finding and overall (fixed, improved,
     /// unchanged, worse, new) and a significance test of the latency difference. Exit code:
     /// 0 when B is healthy and not worse, 1 when B still has a problem or got worse, 3 when a
-    /// run is inconclusive.
+    /// run is inconclusive. With --pcap FILE, the captures go to FILE-a and FILE-b.
     #[arg(long, value_name = "URL2", conflicts_with = "baseline")]
     pub compare: Option<String>,
     /// Compare this run (B, after) with a saved report of the same URL (A, before): the

@@ -29,11 +29,17 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     let plan_b_args;
     let (a_plan, baseline) = match (&args.compare, &args.baseline) {
         (Some(url2), _) => {
+            // Two runs, two captures: --pcap x.pcap writes x-a.pcap and x-b.pcap.
             plan_b_args = DiagnoseArgs {
                 url: url2.clone(),
+                pcap: args.pcap.as_deref().map(|p| pcap_path(p, "b")),
                 ..args.clone()
             };
-            (Some(plan(args)?), None)
+            let a_args = DiagnoseArgs {
+                pcap: args.pcap.as_deref().map(|p| pcap_path(p, "a")),
+                ..args.clone()
+            };
+            (Some(plan(&a_args)?), None)
         }
         (None, Some(file)) => {
             plan_b_args = args.clone();
@@ -90,6 +96,17 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     }
     format.write(&comparison, out)?;
     Ok(signals.exit_code().unwrap_or(comparison.exit_code()))
+}
+
+/// `x.pcap` → `x-a.pcap` (the capture of run A when two runs share one `--pcap`).
+pub fn pcap_path(path: &Path, run: &str) -> std::path::PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let name = match (stem, path.extension()) {
+        (Some(stem), Some(ext)) => format!("{stem}-{run}.{}", ext.to_string_lossy()),
+        (Some(stem), None) => format!("{stem}-{run}"),
+        (None, _) => format!("capture-{run}.pcap"),
+    };
+    path.with_file_name(name)
 }
 
 /// One run of the plan, inside `--netns` when asked (as `diagnose` runs).
@@ -234,6 +251,15 @@ mod tests {
             m.contains("http://127.0.0.1:8081/") && m.contains("--compare"),
             "{m}"
         );
+    }
+
+    #[test]
+    fn two_runs_write_two_captures() {
+        assert_eq!(
+            pcap_path(Path::new("/tmp/x.pcap"), "a"),
+            Path::new("/tmp/x-a.pcap")
+        );
+        assert_eq!(pcap_path(Path::new("cap"), "b"), Path::new("cap-b"));
     }
 
     #[test]
