@@ -521,4 +521,84 @@ mod tests {
         assert_eq!(finding_change(None, s(Info, 1.0, 0.01)), Change::Unchanged);
         assert_eq!(finding_change(s(Info, 1.0, 0.01), None), Change::Unchanged);
     }
+
+    fn row(id: FindingId, a: Option<FindingSide>, b: Option<FindingSide>) -> FindingChange {
+        FindingChange {
+            id,
+            change: finding_change(a, b),
+            a,
+            b,
+            summary: String::new(),
+        }
+    }
+
+    fn lat(direction: LatencyDirection) -> LatencyTest {
+        LatencyTest {
+            test: "mann_whitney_u".into(),
+            n_a: 1000,
+            n_b: 1000,
+            u: 0.0,
+            z: 0.0,
+            p_value: 1.0,
+            cliffs_delta: 0.0,
+            effect: "negligible".into(),
+            ks_d: 0.0,
+            alpha: stats::ALPHA,
+            min_effect: stats::NEGLIGIBLE_DELTA,
+            significant: direction != LatencyDirection::Same,
+            direction,
+        }
+    }
+
+    #[test]
+    fn overall_rules_in_order() {
+        use FindingId::*;
+        use LatencyDirection::*;
+        use Severity::*;
+        use Verdict::*;
+        let nagle_same = [row(
+            NagleDelayedAck,
+            s(Critical, 40.0, 0.9),
+            s(Critical, 41.0, 0.9),
+        )];
+        let nagle_less = [row(
+            NagleDelayedAck,
+            s(Critical, 40.0, 0.9),
+            s(Critical, 40.0, 0.2),
+        )];
+        let plus_new = [
+            row(
+                NagleDelayedAck,
+                s(Critical, 40.0, 0.9),
+                s(Critical, 40.0, 0.9),
+            ),
+            row(ZeroWindow, None, s(Warning, 5.0, 0.1)),
+        ];
+        let fixed_and_new = [
+            row(NagleDelayedAck, s(Critical, 40.0, 0.9), None),
+            row(SlowServerProcessing, None, s(Warning, 3.0, 0.5)),
+        ];
+        let info_only = [row(PacketLossRetransmission, None, s(Info, 4.0, 0.001))];
+        let cases: [(Verdict, Verdict, &[FindingChange], LatencyDirection, Change); 11] = [
+            (Problem, Inconclusive, &[], Faster, Change::Inconclusive),
+            (Inconclusive, Healthy, &[], Faster, Change::Inconclusive),
+            (Problem, Healthy, &[], Same, Change::Fixed),
+            (Healthy, Problem, &[], Same, Change::New),
+            (Problem, Problem, &nagle_same, Same, Change::Unchanged),
+            (Problem, Problem, &nagle_same, Slower, Change::Worse),
+            (Problem, Problem, &nagle_less, Same, Change::Improved),
+            (Problem, Problem, &plus_new, Same, Change::Worse),
+            (Problem, Problem, &fixed_and_new, Faster, Change::Improved),
+            (Healthy, Healthy, &info_only, Same, Change::Unchanged),
+            (Healthy, Healthy, &info_only, Faster, Change::Improved),
+        ];
+        for (a, b, rows, dir, want) in cases {
+            assert_eq!(
+                overall(a, b, rows, Some(&lat(dir))),
+                want,
+                "{a:?} → {b:?}, {dir:?}, {rows:?}"
+            );
+        }
+        assert_eq!(overall(Healthy, Healthy, &[], None), Change::Unchanged);
+    }
 }
