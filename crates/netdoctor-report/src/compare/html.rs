@@ -199,14 +199,17 @@ fn latency(c: &Comparison, h: &mut String) -> fmt::Result {
             };
             write!(
                 h,
-                r#"<p class="lead" id="latency-test"><b>{head}</b>: Mann–Whitney U on the two histograms, {p}, Cliff's δ {:+.2} ({} effect), Kolmogorov–Smirnov D {:.2}; {} and {} requests. A difference counts when p &lt; {} and |δ| ≥ {}.</p>"#,
+                r#"<p class="lead" id="latency-test"><b>{head}</b>: a typical B request takes ×{:.2} the time of a typical A request (Hodges–Lehmann, {:+} histogram buckets); Mann–Whitney U on the two histograms, {p}, Cliff's δ {:+.2} ({} effect), Kolmogorov–Smirnov D {:.2}; {} and {} requests. A difference counts when p &lt; {}, |δ| ≥ {} and the shift is at least {} buckets (×1.26).</p>"#,
+                t.typical_ratio,
+                -t.shift_buckets,
                 t.cliffs_delta,
                 esc(&t.effect),
                 t.ks_d,
                 t.n_a,
                 t.n_b,
                 t.alpha,
-                t.min_effect
+                t.min_effect,
+                t.min_shift_buckets
             )?;
         }
     }

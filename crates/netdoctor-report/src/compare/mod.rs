@@ -10,8 +10,8 @@
 //!   smaller), else `unchanged`. A finding of severity `info` is not a problem: it gets a row,
 //!   but never moves the overall verdict.
 //! - **the latency distributions**, with the test of [`stats`] (Mann–Whitney U on the two
-//!   histograms, Cliff's δ as the effect size): `faster`, `slower`, or `same` when the
-//!   difference is not significant.
+//!   histograms, Cliff's δ as the effect size, the Hodges–Lehmann shift as its size):
+//!   `faster`, `slower`, or `same` when the difference is not significant.
 //! - **overall**, a [`Change`] (or `inconclusive`):
 //!   1. either run inconclusive → `inconclusive` (nothing can be claimed);
 //!   2. A problem, B healthy → `fixed`;
@@ -543,8 +543,11 @@ mod tests {
             cliffs_delta: 0.0,
             effect: "negligible".into(),
             ks_d: 0.0,
+            shift_buckets: 0,
+            typical_ratio: 1.0,
             alpha: stats::ALPHA,
             min_effect: stats::NEGLIGIBLE_DELTA,
+            min_shift_buckets: stats::MIN_SHIFT_BUCKETS,
             significant: direction != LatencyDirection::Same,
             direction,
         }

@@ -213,8 +213,9 @@ fn latency_line(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         out,
-        "{} {head} (Mann–Whitney U on the histograms: {p}, Cliff's δ {:+.2}, {} effect; KS D {:.2}; {} vs {} requests)",
+        "{} {head} (typical request ×{:.2}; Mann–Whitney U on the histograms: {p}, Cliff's δ {:+.2}, {} effect; KS D {:.2}; {} vs {} requests)",
         "Latency:".bold(),
+        t.typical_ratio,
         t.cliffs_delta,
         t.effect,
         t.ks_d,
