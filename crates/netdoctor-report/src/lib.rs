@@ -4,7 +4,9 @@
 //! Every output format is a [`Sink`] ([`TerminalSink`], [`JsonSink`]) chosen by [`Format`]; sinks
 //! take any `Write`, so tests render into buffers. [`load`] holds the results of `netdoctor load`
 //! and `netdoctor connect` ([`LoadReport`], [`ConnectReport`]), which the same sinks write.
+//! [`compare`] compares two reports (`netdoctor.compare/v1`) and renders the comparison.
 
+pub mod compare;
 pub mod html;
 pub mod json;
 pub mod load;
@@ -12,6 +14,7 @@ pub mod model;
 pub mod sink;
 pub mod terminal;
 
+pub use compare::{COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, Origin};
 pub use load::{ConnectReport, LoadReport};
 pub use model::{
     CaptureSection, CaptureSource, Check, CheckName, CheckStatus, CountersSection, Measurements,

@@ -142,6 +142,57 @@ fn check_page(bin: &Path, page: &Path, height: u32) -> String {
     dom.stdout
 }
 
+/// The comparison page (`diagnose --compare`/`--baseline --html`) of two committed lab reports:
+/// no console message, the verdicts and both histograms in the parsed DOM, a screenshot.
+#[test]
+fn the_comparison_page_opens_cleanly_in_headless_chromium() {
+    let Some(bin) = chromium() else {
+        println!("SKIPPED: no chromium in PATH (apt-get install -y chromium)");
+        return;
+    };
+    let read = |name: &str| {
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/compare/{name}.json"));
+        netdoctor_report::compare::Compared {
+            label: name.into(),
+            origin: netdoctor_report::compare::Origin::Run,
+            file: None,
+            report: netdoctor_report::json::parse(&std::fs::read_to_string(p).unwrap()).unwrap(),
+        }
+    };
+    let c = netdoctor_report::compare::Comparison::new(read("lab-off-1"), read("lab-on-1"));
+    let mut html = Vec::new();
+    netdoctor_report::compare::html::render(&c, &mut html).unwrap();
+    let page = save("compare-lab.html", &String::from_utf8(html).unwrap());
+    let dom = browse(&bin, &page, "dom", &["--dump-dom".to_string()]);
+    let msgs = console(&dom);
+    assert!(msgs.is_empty(), "console messages: {msgs:#?}");
+    for want in [
+        r#"class="verdict c-fixed""#,
+        r#"id="fc-nagle_delayed_ack""#,
+        r#"class="bar a""#,
+        r#"class="bar b""#,
+        r#"class="curve b""#,
+    ] {
+        assert!(dom.stdout.contains(want), "parsed DOM lacks {want}");
+    }
+    let shot = out_dir().join("compare-lab.png");
+    let _ = std::fs::remove_file(&shot);
+    let run = browse(
+        &bin,
+        &page,
+        "shot",
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1000,2400".to_string(),
+        ],
+    );
+    assert!(console(&run).is_empty(), "{:#?}", console(&run));
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot: {e}"));
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    println!("comparison page: screenshot {}", shot.display());
+}
+
 #[test]
 fn reports_open_cleanly_in_headless_chromium() {
     let Some(bin) = chromium() else {

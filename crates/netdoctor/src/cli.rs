@@ -17,7 +17,7 @@ use std::time::Duration;
     long_about = "netdoctor runs the layered method performance engineers apply by hand (SYN RTT, one \
 request, concurrent load, packet capture, kernel counters), names the root cause with its evidence, \
 and says what to change.\n\nStart with `netdoctor demo` (needs root and nginx-light).\n\nExit codes: \
-0 healthy, 1 problem found, 2 usage or runtime error, 3 inconclusive."
+0 healthy, 1 problem found, 2 usage or runtime error, 3 inconclusive. `diagnose --compare` and `--baseline`: 0 when the second run (B) is healthy and not worse, 1 when B still has a problem or got worse."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -181,9 +181,21 @@ pub struct DiagnoseArgs {
     #[command(flatten)]
     pub request: RequestArgs,
     /// Also write the report as one self-contained HTML page (charts, the flow graph of each
-    /// finding's packets; no script, nothing fetched) to this file.
+    /// finding's packets; no script, nothing fetched) to this file. With --compare or
+    /// --baseline: the comparison page.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Compare two targets: run the same plan against URL (A) and then URL2 (B), and show them
+    /// side by side with deltas, a verdict per finding and overall (fixed, improved,
+    /// unchanged, worse, new) and a significance test of the latency difference. Exit code:
+    /// 0 when B is healthy and not worse, 1 when B still has a problem or got worse, 3 when a
+    /// run is inconclusive. With --pcap FILE, the captures go to FILE-a and FILE-b.
+    #[arg(long, value_name = "URL2", conflicts_with = "baseline")]
+    pub compare: Option<String>,
+    /// Compare this run (B, after) with a saved report of the same URL (A, before): the
+    /// `--json` output of an earlier `netdoctor diagnose`. Output and exit code as --compare.
+    #[arg(long, value_name = "FILE.json")]
+    pub baseline: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

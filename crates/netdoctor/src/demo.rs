@@ -2,7 +2,8 @@
 //!
 //! Starts the lab (real nginx, `tcp_nodelay on` and `off`, in a server namespace), diagnoses
 //! both servers from the client namespace exactly as `diagnose` would, prints them side by side
-//! with the slow one's root cause, evidence and fix, and removes the lab — also on Ctrl-C.
+//! as `diagnose --compare` does (A = `tcp_nodelay off`, B = `on`: the fix, verified) with the
+//! slow one's root cause, evidence and fix, and removes the lab — also on Ctrl-C.
 
 use crate::cli::{DemoArgs, DemoServer};
 use crate::diagnose::diagnose;
@@ -12,6 +13,7 @@ use anyhow::Context;
 use netdoctor_core::{FindingId, Verdict};
 use netdoctor_diagnose::{DiagnosePlan, TargetSpec};
 use netdoctor_lab::{Lab, LabConfig, LabGuard};
+use netdoctor_report::compare::{self, Compared, Comparison, Origin};
 use netdoctor_report::{Format, Report, json, terminal};
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
@@ -133,7 +135,14 @@ fn render(
          namespace.\nServer: {server_kind}.\n",
         off.measurements.load.as_ref().map_or(0, |l| l.connections)
     )?;
-    terminal::render_comparison(["tcp_nodelay on", "tcp_nodelay off"], [on, off], out)?;
+    let run = |label: &str, report: &Report| Compared {
+        label: label.into(),
+        origin: Origin::Run,
+        file: None,
+        report: report.clone(),
+    };
+    let comparison = Comparison::new(run("tcp_nodelay off", off), run("tcp_nodelay on", on));
+    compare::terminal::render_body(&comparison, out)?;
     writeln!(out)?;
     writeln!(
         out,

@@ -18,6 +18,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if args.compare.is_some() || args.baseline.is_some() {
+        return crate::comparecmd::command(args, out);
+    }
     let format = args.output.format().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let plan = plan(args)?;

@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod cli;
+pub mod comparecmd;
 pub mod connectcmd;
 pub mod demo;
 pub mod diagnose;

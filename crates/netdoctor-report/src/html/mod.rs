@@ -33,7 +33,7 @@ mod charts;
 mod findings;
 mod ladder;
 mod measurements;
-mod svg;
+pub(crate) mod svg;
 
 use crate::model::{CheckStatus, Report};
 use netdoctor_core::{Severity, Verdict};
@@ -88,7 +88,7 @@ impl fmt::Display for Rich<'_> {
     }
 }
 
-const CSS: &str = include_str!("report.css");
+pub(crate) const CSS: &str = include_str!("report.css");
 
 /// Writes the report as one self-contained HTML page.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {

@@ -1,0 +1,607 @@
+//! Two runs compared: did the fix work? (`diagnose --compare URL2`, `diagnose --baseline FILE`,
+//! and `demo`'s side by side.)
+//!
+//! [`Comparison::new`] is pure: it takes two [`Report`]s — A, the baseline (before, or the
+//! first URL), and B, the candidate (after, or the second URL) — and decides, without I/O:
+//!
+//! - **per finding** (every finding id in A or B), a [`Change`]: `fixed` (a problem in A, no
+//!   problem in B), `new` (no problem in A, one in B), `worse` / `improved` (in both: a higher /
+//!   lower severity, or an impact — added latency × affected fraction — at least 1.5× larger /
+//!   smaller), else `unchanged`. A finding of severity `info` is not a problem: it gets a row,
+//!   but never moves the overall verdict.
+//! - **the latency distributions**, with the test of [`stats`] (Mann–Whitney U on the two
+//!   histograms, Cliff's δ as the effect size, the Hodges–Lehmann shift as its size):
+//!   `faster`, `slower`, or `same` when the difference is not significant.
+//! - **overall**, a [`Change`] (or `inconclusive`):
+//!   1. either run inconclusive → `inconclusive` (nothing can be claimed);
+//!   2. A problem, B healthy → `fixed`;
+//!   3. A healthy, B problem → `new`;
+//!   4. otherwise a finding got worse or latency is significantly slower → `worse`; else a
+//!      finding was fixed or improved, or latency is significantly faster → `improved`; else a
+//!      new finding → `worse`; else `unchanged`.
+//! - **the exit code** ([`Comparison::exit_code`]): 0 when B is healthy and not worse, 1 when B
+//!   still has a problem or got worse, 3 when inconclusive.
+//!
+//! The deltas of the key measurements (requests/s, p50/p90/p99/max latency, errors, SYN RTT,
+//! one request's time) and of the kernel counters are descriptive: no test, A and B side by
+//! side with B − A. The comparison embeds both reports, so its JSON
+//! (`netdoctor.compare/v1`, schema `schema/compare-v1.json`) holds everything the terminal
+//! and HTML views show. Sinks: `TerminalSink` ([`terminal`]) and `JsonSink`; the page is
+//! [`html::render`].
+
+pub mod html;
+pub mod stats;
+pub mod terminal;
+
+use crate::model::Report;
+use netdoctor_core::{FindingId, Severity, Verdict};
+use serde::{Deserialize, Serialize};
+pub use stats::{LatencyDirection, LatencyTest};
+
+impl crate::sink::Sink<Comparison> for crate::sink::TerminalSink {
+    fn write(&self, c: &Comparison, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        terminal::render(c, out)
+    }
+}
+
+impl crate::sink::Sink<Comparison> for crate::sink::JsonSink {
+    fn write(&self, c: &Comparison, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        crate::json::write_pretty(c, out)
+    }
+}
+
+/// The schema id written into every comparison.
+pub const COMPARE_SCHEMA_ID: &str = "netdoctor.compare/v1";
+/// The committed JSON Schema for [`Comparison`].
+pub const COMPARE_SCHEMA_JSON: &str = include_str!("../../schema/compare-v1.json");
+
+/// An impact at least this many times larger (smaller) is worse (improved).
+pub const IMPACT_RATIO: f64 = 1.5;
+
+/// What changed from A to B, for one finding or overall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    Fixed,
+    Improved,
+    Unchanged,
+    Worse,
+    /// A new problem (B has it, A had not).
+    New,
+    /// One of the runs could not be judged (overall only).
+    Inconclusive,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Fixed => "fixed",
+            Change::Improved => "improved",
+            Change::Unchanged => "unchanged",
+            Change::Worse => "worse",
+            Change::New => "new",
+            Change::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Where a compared report came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Measured by this run.
+    Run,
+    /// Read from a saved report (`--baseline FILE`).
+    File,
+}
+
+/// One of the two compared runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Compared {
+    /// A short name for people: the URL, "baseline", "tcp_nodelay off".
+    pub label: String,
+    pub origin: Origin,
+    /// The saved report's path, for [`Origin::File`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub report: Report,
+}
+
+/// A finding as one run saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FindingSide {
+    pub severity: Severity,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added_latency_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affected_fraction: Option<f64>,
+}
+
+impl FindingSide {
+    /// Added latency × affected fraction: the ms a finding adds to an average request.
+    pub fn impact_ms(&self) -> Option<f64> {
+        Some(self.added_latency_ms? * self.affected_fraction?)
+    }
+}
+
+/// One finding id across the two runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingChange {
+    pub id: FindingId,
+    pub change: Change,
+    /// A's finding; absent when A did not have it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a: Option<FindingSide>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b: Option<FindingSide>,
+    /// The summary of the finding (B's when it has it, else A's).
+    pub summary: String,
+}
+
+impl FindingChange {
+    /// True when either run had it above `info` (the rows that move the overall verdict).
+    pub fn is_problem(&self) -> bool {
+        [self.a, self.b]
+            .iter()
+            .flatten()
+            .any(|s| s.severity > Severity::Info)
+    }
+}
+
+/// One measurement in both runs. `delta` is B − A.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricChange {
+    /// Stable name, e.g. `latency_p50_ms`.
+    pub name: String,
+    /// Unit: `ms`, `req/s`, `count`.
+    pub unit: String,
+    /// Whether a smaller value is better (latency, errors) or a larger one (req/s).
+    pub lower_is_better: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
+    /// B / A, when A is above zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+}
+
+/// How much a kernel counter grew during each run (after − before).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterChange {
+    pub name: String,
+    /// The change during run A; absent when A's report does not list it (it did not change,
+    /// or A has no counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b: Option<i64>,
+}
+
+/// Two runs compared: per-finding and overall verdicts, measurement deltas and the latency
+/// test. The JSON contract `netdoctor.compare/v1`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Always [`COMPARE_SCHEMA_ID`].
+    pub schema: String,
+    pub verdict: Change,
+    /// The verdict in one sentence.
+    pub summary: String,
+    /// Every finding id of A or B: A's order first, then B's new ones.
+    pub findings: Vec<FindingChange>,
+    /// The latency test; absent when a run has no latency histogram (with the reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyTest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_skipped: Option<String>,
+    pub measurements: Vec<MetricChange>,
+    pub counters: Vec<CounterChange>,
+    pub a: Compared,
+    pub b: Compared,
+}
+
+fn side_of(r: &Report, id: FindingId) -> Option<FindingSide> {
+    r.findings.iter().find(|f| f.id == id).map(|f| FindingSide {
+        severity: f.severity,
+        added_latency_ms: f.impact.added_latency_ms,
+        affected_fraction: f.impact.affected_fraction,
+    })
+}
+
+/// The change of one finding between A and B.
+pub fn finding_change(a: Option<FindingSide>, b: Option<FindingSide>) -> Change {
+    let problem = |s: &Option<FindingSide>| s.is_some_and(|s| s.severity > Severity::Info);
+    match (a, b) {
+        _ if problem(&a) && !problem(&b) => Change::Fixed,
+        _ if !problem(&a) && problem(&b) => Change::New,
+        (Some(a), Some(b)) if b.severity > a.severity => Change::Worse,
+        (Some(a), Some(b)) if b.severity < a.severity => Change::Improved,
+        (Some(a), Some(b)) => match (a.impact_ms(), b.impact_ms()) {
+            (Some(x), Some(y)) if y > x * IMPACT_RATIO && y - x > 0.05 => Change::Worse,
+            (Some(x), Some(y)) if y * IMPACT_RATIO < x && x - y > 0.05 => Change::Improved,
+            _ => Change::Unchanged,
+        },
+        // Info in one run and absent in the other, or absent in both.
+        _ => Change::Unchanged,
+    }
+}
+
+fn metric(
+    name: &str,
+    unit: &str,
+    lower_is_better: bool,
+    a: Option<f64>,
+    b: Option<f64>,
+) -> MetricChange {
+    MetricChange {
+        name: name.into(),
+        unit: unit.into(),
+        lower_is_better,
+        a,
+        b,
+        delta: a.zip(b).map(|(a, b)| b - a),
+        ratio: a.zip(b).filter(|(a, _)| *a > 0.0).map(|(a, b)| b / a),
+    }
+}
+
+/// The key measurements of both runs, in the order the views show them.
+fn measurements(a: &Report, b: &Report) -> Vec<MetricChange> {
+    type Get = fn(&Report) -> Option<f64>;
+    let rows: [(&str, &str, bool, Get); 9] = [
+        ("syn_rtt_median_ms", "ms", true, |r| {
+            r.measurements.probe.as_ref()?.syn.as_ref()?.median_ms
+        }),
+        ("one_request_ms", "ms", true, |r| {
+            Some(r.measurements.probe.as_ref()?.http.as_ref()?.total_ms)
+        }),
+        ("requests_per_s", "req/s", false, |r| {
+            Some(r.measurements.load.as_ref()?.requests_per_s)
+        }),
+        ("latency_p50_ms", "ms", true, |r| {
+            Some(r.measurements.load.as_ref()?.latency_ms.p50)
+        }),
+        ("latency_p90_ms", "ms", true, |r| {
+            Some(r.measurements.load.as_ref()?.latency_ms.p90)
+        }),
+        ("latency_p99_ms", "ms", true, |r| {
+            Some(r.measurements.load.as_ref()?.latency_ms.p99)
+        }),
+        ("latency_max_ms", "ms", true, |r| {
+            Some(r.measurements.load.as_ref()?.latency_ms.max)
+        }),
+        ("requests", "count", false, |r| {
+            Some(r.measurements.load.as_ref()?.requests as f64)
+        }),
+        ("errors", "count", true, |r| {
+            Some(r.measurements.load.as_ref()?.errors.total() as f64)
+        }),
+    ];
+    rows.iter()
+        .map(|(name, unit, lower, get)| metric(name, unit, *lower, get(a), get(b)))
+        .collect()
+}
+
+fn counters(a: &Report, b: &Report) -> Vec<CounterChange> {
+    let changes = |r: &Report| -> Vec<(String, i64)> {
+        r.measurements
+            .counters
+            .iter()
+            .flat_map(|c| &c.changed)
+            .map(|d| {
+                let c = d.change();
+                let v = i64::try_from(c).unwrap_or(if c > 0 { i64::MAX } else { i64::MIN });
+                (d.name.clone(), v)
+            })
+            .collect()
+    };
+    let (ca, cb) = (changes(a), changes(b));
+    let mut names: Vec<&String> = ca.iter().chain(&cb).map(|(n, _)| n).collect();
+    names.sort();
+    names.dedup();
+    let find = |c: &[(String, i64)], n: &str| c.iter().find(|(m, _)| m == n).map(|(_, v)| *v);
+    names
+        .into_iter()
+        .map(|n| CounterChange {
+            name: n.clone(),
+            a: find(&ca, n),
+            b: find(&cb, n),
+        })
+        .collect()
+}
+
+impl Comparison {
+    /// Compares run B with run A (the baseline).
+    pub fn new(a: Compared, b: Compared) -> Comparison {
+        let (ra, rb) = (&a.report, &b.report);
+        let mut ids: Vec<FindingId> = Vec::new();
+        for f in ra.findings.iter().chain(&rb.findings) {
+            if !ids.contains(&f.id) {
+                ids.push(f.id);
+            }
+        }
+        let findings: Vec<FindingChange> = ids
+            .into_iter()
+            .map(|id| {
+                let (fa, fb) = (side_of(ra, id), side_of(rb, id));
+                let summary = rb
+                    .findings
+                    .iter()
+                    .chain(&ra.findings)
+                    .find(|f| f.id == id)
+                    .map(|f| f.summary.clone())
+                    .unwrap_or_default();
+                FindingChange {
+                    id,
+                    change: finding_change(fa, fb),
+                    a: fa,
+                    b: fb,
+                    summary,
+                }
+            })
+            .collect();
+        let hist = |r: &Report| {
+            r.measurements
+                .load
+                .as_ref()
+                .and_then(|l| l.latency_histogram.clone())
+                .filter(|h| h.iter().any(|b| b.count > 0))
+        };
+        let (latency, latency_skipped) = match (hist(ra), hist(rb)) {
+            (Some(x), Some(y)) => (stats::latency_test(&x, &y), None),
+            (None, _) => (None, Some(format!("{} has no latency histogram", a.label))),
+            (_, None) => (None, Some(format!("{} has no latency histogram", b.label))),
+        };
+        let verdict = overall(ra.verdict, rb.verdict, &findings, latency.as_ref());
+        let mut c = Comparison {
+            schema: COMPARE_SCHEMA_ID.into(),
+            verdict,
+            summary: String::new(),
+            findings,
+            latency,
+            latency_skipped,
+            measurements: measurements(ra, rb),
+            counters: counters(ra, rb),
+            a,
+            b,
+        };
+        c.summary = c.summarize();
+        c
+    }
+
+    /// 0 when B is healthy and not worse, 1 when B still has a problem or got worse, 3 when
+    /// either run is inconclusive.
+    pub fn exit_code(&self) -> i32 {
+        match self.verdict {
+            Change::Inconclusive => 3,
+            Change::Worse | Change::New => 1,
+            _ if self.b.report.verdict == Verdict::Problem => 1,
+            _ => 0,
+        }
+    }
+
+    /// The metric named `name`.
+    pub fn metric(&self, name: &str) -> Option<&MetricChange> {
+        self.measurements.iter().find(|m| m.name == name)
+    }
+
+    /// The change of finding `id`.
+    pub fn finding(&self, id: FindingId) -> Option<&FindingChange> {
+        self.findings.iter().find(|f| f.id == id)
+    }
+
+    fn summarize(&self) -> String {
+        let ids = |c: Change| -> Vec<&str> {
+            self.findings
+                .iter()
+                .filter(|f| f.change == c && f.is_problem())
+                .map(|f| f.id.as_str())
+                .collect()
+        };
+        let p50 = self
+            .metric("latency_p50_ms")
+            .and_then(|m| m.a.zip(m.b))
+            .map(|(a, b)| {
+                format!(
+                    "p50 {} → {}",
+                    crate::terminal::ms(a),
+                    crate::terminal::ms(b)
+                )
+            });
+        let lat = match self.latency.as_ref().map(|t| t.direction) {
+            Some(LatencyDirection::Faster) => "latency significantly lower",
+            Some(LatencyDirection::Slower) => "latency significantly higher",
+            Some(LatencyDirection::Same) => "no significant latency difference",
+            None => "latency not compared",
+        };
+        let mut parts: Vec<String> = Vec::new();
+        for (c, word) in [
+            (Change::Fixed, "fixed"),
+            (Change::Improved, "improved"),
+            (Change::Worse, "worse"),
+            (Change::New, "new"),
+        ] {
+            let v = ids(c);
+            if !v.is_empty() {
+                parts.push(format!("{word}: {}", v.join(", ")));
+            }
+        }
+        parts.push(match p50 {
+            Some(p) => format!("{lat} ({p})"),
+            None => lat.to_string(),
+        });
+        let head = match self.verdict {
+            Change::Fixed => "B is healthy where A had a problem",
+            Change::Improved => "B is better than A",
+            Change::Unchanged => "no significant change from A to B",
+            Change::Worse => "B is worse than A",
+            Change::New => "B has a problem A did not have",
+            Change::Inconclusive => "a run could not be judged",
+        };
+        format!("{head}; {}", parts.join("; "))
+    }
+}
+
+/// The overall verdict (rules in the module docs).
+fn overall(
+    a: Verdict,
+    b: Verdict,
+    findings: &[FindingChange],
+    latency: Option<&LatencyTest>,
+) -> Change {
+    if a == Verdict::Inconclusive || b == Verdict::Inconclusive {
+        return Change::Inconclusive;
+    }
+    match (a, b) {
+        (Verdict::Problem, Verdict::Healthy) => return Change::Fixed,
+        (Verdict::Healthy, Verdict::Problem) => return Change::New,
+        _ => {}
+    }
+    let any = |c: Change| findings.iter().any(|f| f.is_problem() && f.change == c);
+    let dir = latency.map_or(LatencyDirection::Same, |t| t.direction);
+    if any(Change::Worse) || dir == LatencyDirection::Slower {
+        Change::Worse
+    } else if any(Change::Fixed) || any(Change::Improved) || dir == LatencyDirection::Faster {
+        Change::Improved
+    } else if any(Change::New) {
+        Change::Worse
+    } else {
+        Change::Unchanged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(sev: Severity, ms: f64, frac: f64) -> Option<FindingSide> {
+        Some(FindingSide {
+            severity: sev,
+            added_latency_ms: Some(ms),
+            affected_fraction: Some(frac),
+        })
+    }
+
+    #[test]
+    fn finding_changes() {
+        use Severity::*;
+        assert_eq!(finding_change(s(Critical, 40.0, 0.9), None), Change::Fixed);
+        assert_eq!(
+            finding_change(s(Critical, 40.0, 0.9), s(Info, 40.0, 0.01)),
+            Change::Fixed
+        );
+        assert_eq!(finding_change(None, s(Warning, 5.0, 0.2)), Change::New);
+        assert_eq!(
+            finding_change(s(Warning, 40.0, 0.9), s(Critical, 40.0, 0.9)),
+            Change::Worse
+        );
+        assert_eq!(
+            finding_change(s(Critical, 40.0, 0.9), s(Warning, 40.0, 0.9)),
+            Change::Improved
+        );
+        assert_eq!(
+            finding_change(s(Critical, 40.0, 0.9), s(Critical, 42.0, 0.8)),
+            Change::Unchanged
+        );
+        assert_eq!(
+            finding_change(s(Critical, 40.0, 0.9), s(Critical, 40.0, 0.3)),
+            Change::Improved
+        );
+        assert_eq!(
+            finding_change(s(Warning, 10.0, 0.2), s(Warning, 40.0, 0.2)),
+            Change::Worse
+        );
+        assert_eq!(finding_change(None, s(Info, 1.0, 0.01)), Change::Unchanged);
+        assert_eq!(finding_change(s(Info, 1.0, 0.01), None), Change::Unchanged);
+    }
+
+    fn row(id: FindingId, a: Option<FindingSide>, b: Option<FindingSide>) -> FindingChange {
+        FindingChange {
+            id,
+            change: finding_change(a, b),
+            a,
+            b,
+            summary: String::new(),
+        }
+    }
+
+    fn lat(direction: LatencyDirection) -> LatencyTest {
+        LatencyTest {
+            test: "mann_whitney_u".into(),
+            n_a: 1000,
+            n_b: 1000,
+            u: 0.0,
+            z: 0.0,
+            p_value: 1.0,
+            cliffs_delta: 0.0,
+            effect: "negligible".into(),
+            ks_d: 0.0,
+            shift_buckets: 0,
+            typical_ratio: 1.0,
+            alpha: stats::ALPHA,
+            min_effect: stats::NEGLIGIBLE_DELTA,
+            min_shift_buckets: stats::MIN_SHIFT_BUCKETS,
+            significant: direction != LatencyDirection::Same,
+            direction,
+        }
+    }
+
+    #[test]
+    fn overall_rules_in_order() {
+        use FindingId::*;
+        use LatencyDirection::*;
+        use Severity::*;
+        use Verdict::*;
+        let nagle_same = [row(
+            NagleDelayedAck,
+            s(Critical, 40.0, 0.9),
+            s(Critical, 41.0, 0.9),
+        )];
+        let nagle_less = [row(
+            NagleDelayedAck,
+            s(Critical, 40.0, 0.9),
+            s(Critical, 40.0, 0.2),
+        )];
+        let plus_new = [
+            row(
+                NagleDelayedAck,
+                s(Critical, 40.0, 0.9),
+                s(Critical, 40.0, 0.9),
+            ),
+            row(ZeroWindow, None, s(Warning, 5.0, 0.1)),
+        ];
+        let fixed_and_new = [
+            row(NagleDelayedAck, s(Critical, 40.0, 0.9), None),
+            row(SlowServerProcessing, None, s(Warning, 3.0, 0.5)),
+        ];
+        let info_only = [row(PacketLossRetransmission, None, s(Info, 4.0, 0.001))];
+        let cases: [(Verdict, Verdict, &[FindingChange], LatencyDirection, Change); 11] = [
+            (Problem, Inconclusive, &[], Faster, Change::Inconclusive),
+            (Inconclusive, Healthy, &[], Faster, Change::Inconclusive),
+            (Problem, Healthy, &[], Same, Change::Fixed),
+            (Healthy, Problem, &[], Same, Change::New),
+            (Problem, Problem, &nagle_same, Same, Change::Unchanged),
+            (Problem, Problem, &nagle_same, Slower, Change::Worse),
+            (Problem, Problem, &nagle_less, Same, Change::Improved),
+            (Problem, Problem, &plus_new, Same, Change::Worse),
+            (Problem, Problem, &fixed_and_new, Faster, Change::Improved),
+            (Healthy, Healthy, &info_only, Same, Change::Unchanged),
+            (Healthy, Healthy, &info_only, Faster, Change::Improved),
+        ];
+        for (a, b, rows, dir, want) in cases {
+            assert_eq!(
+                overall(a, b, rows, Some(&lat(dir))),
+                want,
+                "{a:?} → {b:?}, {dir:?}, {rows:?}"
+            );
+        }
+        assert_eq!(overall(Healthy, Healthy, &[], None), Change::Unchanged);
+    }
+}
