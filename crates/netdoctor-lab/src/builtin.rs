@@ -49,15 +49,45 @@ pub fn response_head(body_len: usize) -> String {
     )
 }
 
+/// How the built-in server accepts and closes, for the lab cases (`lab start --case`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// `listen()` backlog.
+    pub backlog: i32,
+    /// Accept at most one connection per this interval (a busy, slow acceptor).
+    pub accept_every: Option<Duration>,
+    /// Ignore `Connection: close` and wait for the client to close first, so TIME_WAIT lands on
+    /// the client (as with a server that lets clients close).
+    pub client_closes: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            backlog: 128,
+            accept_every: None,
+            client_closes: false,
+        }
+    }
+}
+
 impl BuiltinServers {
     /// Binds every `(addr, tcp_nodelay)` in the calling thread's network namespace and serves
     /// until stopped. Returns once all listeners are bound (the ready signal).
     pub fn start(servers: &[(SocketAddr, bool)]) -> io::Result<BuiltinServers> {
+        Self::start_with(servers, ServeOptions::default())
+    }
+
+    /// Like [`BuiltinServers::start`], with a backlog, pace of accepting and closing behaviour.
+    pub fn start_with(
+        servers: &[(SocketAddr, bool)],
+        opts: ServeOptions,
+    ) -> io::Result<BuiltinServers> {
         let stop = Arc::new(AtomicBool::new(false));
         let conns = Arc::new(Mutex::new(Vec::new()));
         let mut listeners = Vec::new();
         for &(addr, nodelay) in servers {
-            let l = TcpListener::bind(addr)
+            let l = bind(addr, opts.backlog)
                 .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
             l.set_nonblocking(true)?;
             listeners.push((l, nodelay));
@@ -68,7 +98,7 @@ impl BuiltinServers {
             threads.push(
                 std::thread::Builder::new()
                     .name("builtin-accept".into())
-                    .spawn(move || accept_loop(listener, nodelay, &stop, &conns))?,
+                    .spawn(move || accept_loop(listener, nodelay, opts, &stop, &conns))?,
             );
         }
         Ok(BuiltinServers {
@@ -105,13 +135,29 @@ impl Drop for BuiltinServers {
     }
 }
 
+fn bind(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(backlog)?;
+    Ok(s.into())
+}
+
 fn accept_loop(
     listener: TcpListener,
     nodelay: bool,
+    opts: ServeOptions,
     stop: &Arc<AtomicBool>,
     conns: &Arc<Mutex<Vec<TcpStream>>>,
 ) {
     while !stop.load(Ordering::Relaxed) {
+        if let Some(every) = opts.accept_every {
+            std::thread::sleep(every);
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 let Ok(handle) = stream.try_clone() else {
@@ -125,7 +171,7 @@ fn accept_loop(
                 let stop = Arc::clone(stop);
                 let _ = std::thread::Builder::new()
                     .name("builtin-conn".into())
-                    .spawn(move || serve(stream, &stop));
+                    .spawn(move || serve(stream, opts.client_closes, &stop));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL / 5),
             Err(_) => std::thread::sleep(POLL / 5),
@@ -134,7 +180,7 @@ fn accept_loop(
 }
 
 /// Answers every complete request head on the connection with the page, in two writes.
-fn serve(mut stream: TcpStream, stop: &AtomicBool) {
+fn serve(mut stream: TcpStream, client_closes: bool, stop: &AtomicBool) {
     let body = DEFAULT_PAGE.as_bytes();
     let head = response_head(body.len());
     let mut buf = vec![0u8; 4096];
@@ -162,7 +208,7 @@ fn serve(mut stream: TcpStream, stop: &AtomicBool) {
             Err(_) => return,
         }
         while let Some(end) = find_head_end(&buf[..have]) {
-            let close = wants_close(&buf[..end]);
+            let close = !client_closes && wants_close(&buf[..end]);
             if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body).is_err() {
                 return;
             }
