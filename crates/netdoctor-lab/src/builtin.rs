@@ -12,6 +12,7 @@
 //! few hundred connections at most.
 
 use crate::DEFAULT_PAGE;
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +28,7 @@ const MAX_HEAD: usize = 16 * 1024;
 /// Running servers; [`BuiltinServers::stop`] (or drop) ends every thread.
 pub struct BuiltinServers {
     stop: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
+    conns: Conns,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -38,6 +39,9 @@ impl std::fmt::Debug for BuiltinServers {
             .finish()
     }
 }
+
+/// Open connections by id, so `stop` can shut them down and each is closed when it ends.
+type Conns = Arc<Mutex<HashMap<u64, TcpStream>>>;
 
 /// The response head, shaped like nginx's (238 bytes with these values).
 pub fn response_head(body_len: usize) -> String {
@@ -84,7 +88,7 @@ impl BuiltinServers {
         opts: ServeOptions,
     ) -> io::Result<BuiltinServers> {
         let stop = Arc::new(AtomicBool::new(false));
-        let conns = Arc::new(Mutex::new(Vec::new()));
+        let conns: Conns = Arc::new(Mutex::new(HashMap::new()));
         let mut listeners = Vec::new();
         for &(addr, nodelay) in servers {
             let l = bind(addr, opts.backlog)
@@ -119,7 +123,8 @@ impl BuiltinServers {
             .conns
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
+            .drain()
+            .map(|(_, c)| c)
         {
             let _ = c.shutdown(Shutdown::Both);
         }
@@ -152,8 +157,9 @@ fn accept_loop(
     nodelay: bool,
     opts: ServeOptions,
     stop: &Arc<AtomicBool>,
-    conns: &Arc<Mutex<Vec<TcpStream>>>,
+    conns: &Conns,
 ) {
+    let mut next_id = 0u64;
     while !stop.load(Ordering::Relaxed) {
         if let Some(every) = opts.accept_every {
             std::thread::sleep(every);
@@ -167,11 +173,20 @@ fn accept_loop(
                     continue;
                 }
                 let _ = stream.set_read_timeout(Some(POLL));
-                conns.lock().unwrap_or_else(|e| e.into_inner()).push(handle);
-                let stop = Arc::clone(stop);
+                next_id += 1;
+                let id = next_id;
+                conns
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, handle);
+                let (stop, conns) = (Arc::clone(stop), Arc::clone(conns));
                 let _ = std::thread::Builder::new()
                     .name("builtin-conn".into())
-                    .spawn(move || serve(stream, opts.client_closes, &stop));
+                    .spawn(move || {
+                        serve(stream, opts.client_closes, &stop);
+                        // The last handle: the connection closes here.
+                        conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                    });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL / 5),
             Err(_) => std::thread::sleep(POLL / 5),

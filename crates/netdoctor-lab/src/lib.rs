@@ -32,6 +32,7 @@
 //! and `builtin` as before.
 
 pub mod builtin;
+pub mod cases;
 mod config;
 mod error;
 pub mod forwarder;
@@ -65,7 +66,7 @@ pub use lifecycle::{Lab, LabGuard};
 pub use netns::{in_netns, netns_exists};
 pub use nginx::DEFAULT_PAGE;
 pub use signals::cleanup_on_signal;
-pub use status::{LabStatus, ServerStatus};
+pub use status::{CaseStatus, LabStatus, ServerStatus};
 pub use teardown::stop;
 
 pub(crate) use config::lab_servers;
