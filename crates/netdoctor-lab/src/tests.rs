@@ -321,6 +321,7 @@ fn sample_status(running: bool) -> LabStatus {
                 server,
             })
             .collect(),
+        case: None,
     }
 }
 
@@ -344,6 +345,26 @@ fn status_display_says_what_is_there() {
     let mut gone = sample_status(false);
     gone.server_netns_present = false;
     assert_eq!(gone.to_string(), "lab 's': not running");
+
+    // A case lab: its case, process, and the command that diagnoses it.
+    let cfg = LabConfig::new("s");
+    let mut info = crate::cases::Case::Backlog.info(&cfg);
+    info.pid = Some(4242);
+    let mut case = sample_status(true);
+    case.servers.clear();
+    case.case = Some(crate::CaseStatus {
+        info,
+        process_alive: true,
+        missing_netns: Vec::new(),
+    });
+    let text = case.to_string();
+    assert!(text.contains("case        backlog ("), "{text}");
+    assert!(text.contains("pid 4242, alive"), "{text}");
+    assert!(
+        text.contains("diagnose    netdoctor diagnose --netns s-srv"),
+        "{text}"
+    );
+    assert!(text.contains("expect      listen_queue_overflow"), "{text}");
 }
 
 #[test]
