@@ -30,7 +30,7 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Run the same detectors on a capture file (pcap or pcapng, e.g. from tcpdump).
     Analyze(AnalyzeArgs),
-    /// The reference lab: nginx with tcp_nodelay on and off in network namespaces (needs root).
+    /// Labs in network namespaces (needs root): the reference case, or --case backlog, syn-flood, slow-dns, ….
     Lab(LabArgs),
     /// Reproduce the reference case (nginx + Nagle + delayed ACK) and diagnose it; cleans up after.
     Demo(DemoArgs),
