@@ -284,3 +284,22 @@ fn unknown_case_is_a_usage_error_listing_the_cases() {
         );
     }
 }
+
+#[test]
+fn a_case_started_without_root_says_it_needs_root_and_makes_nothing() {
+    if !is_root() {
+        eprintln!("skipped: needs root to drop to nobody with setpriv");
+        return;
+    }
+    let lab = name("np");
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_netdoctor"))
+        .args(["lab", "start", "--case", "no-dns", "--name", &lab])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("needs root"), "{}", stderr(&out));
+    assert!(!netdoctor_lab::netns_exists(&format!("{lab}-cli")));
+    assert!(!Path::new(&format!("/run/netdoctor/lab-{lab}")).exists());
+}

@@ -31,6 +31,12 @@ pub fn start_case(
     args: &[OsString],
 ) -> Result<CaseInfo, LabError> {
     cfg.validate()?;
+    // SAFETY: geteuid has no preconditions, touches no memory and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LabError::NeedsRoot {
+            case: case.name().to_string(),
+        });
+    }
     if let Some(reason) = presence(cfg) {
         return Err(LabError::AlreadyRunning {
             name: cfg.name.clone(),
