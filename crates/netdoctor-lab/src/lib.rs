@@ -68,7 +68,7 @@ pub use lifecycle::{Lab, LabGuard};
 pub use netns::{in_netns, netns_exists};
 pub use nginx::DEFAULT_PAGE;
 pub use signals::cleanup_on_signal;
-pub use status::{CaseStatus, LabStatus, ServerStatus};
+pub use status::{CaseProcess, CaseStatus, LabStatus, ServerStatus};
 pub use teardown::stop;
 
 pub(crate) use config::lab_servers;

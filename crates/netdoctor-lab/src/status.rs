@@ -52,6 +52,17 @@ pub struct CaseStatus {
     pub process_alive: bool,
     /// The lab's namespaces that are missing.
     pub missing_netns: Vec<String>,
+    /// Every process the lab recorded (the case's, a flood's), and whether each still runs.
+    #[serde(default)]
+    pub processes: Vec<CaseProcess>,
+}
+
+/// A process a lab case started.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseProcess {
+    pub label: String,
+    pub pid: u32,
+    pub alive: bool,
 }
 
 impl LabStatus {
@@ -100,6 +111,10 @@ impl std::fmt::Display for LabStatus {
                 (Some(pid), true) => write!(f, "\n  process     pid {pid}, alive")?,
                 (Some(pid), false) => write!(f, "\n  process     pid {pid}, not running")?,
                 (None, _) => write!(f, "\n  process     unknown")?,
+            }
+            for p in c.processes.iter().filter(|p| p.label != "case") {
+                let state = if p.alive { "running" } else { "ended" };
+                write!(f, "\n  {:<11} pid {}, {state}", p.label, p.pid)?;
             }
             write!(f, "\n  diagnose    {}", i.command)?;
             write!(f, "\n  expect      {}", i.expect.join(", "))?;
@@ -248,6 +263,15 @@ fn case_status(cfg: &LabConfig) -> Result<Option<LabStatus>, LabError> {
             info,
             process_alive,
             missing_netns,
+            processes: state
+                .procs
+                .iter()
+                .map(|(o, label)| CaseProcess {
+                    label: label.clone(),
+                    pid: o.pid,
+                    alive: o.alive(),
+                })
+                .collect(),
         }),
     }))
 }

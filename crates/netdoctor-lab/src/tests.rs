@@ -356,6 +356,11 @@ fn status_display_says_what_is_there() {
         info,
         process_alive: true,
         missing_netns: Vec::new(),
+        processes: vec![crate::CaseProcess {
+            label: "SYN flood (hping3)".into(),
+            pid: 4243,
+            alive: false,
+        }],
     });
     let text = case.to_string();
     assert!(text.contains("case        backlog ("), "{text}");
@@ -365,6 +370,10 @@ fn status_display_says_what_is_there() {
         "{text}"
     );
     assert!(text.contains("expect      listen_queue_overflow"), "{text}");
+    assert!(
+        text.contains("SYN flood (hping3) pid 4243, ended"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -103,6 +103,17 @@ fn case_round_trip(case: &str, tag: &str) {
         assert_eq!(st["case"]["case"], case, "{st}");
         assert_eq!(st["case"]["command"], info["command"], "{st}");
     }
+    // The flood runs as its own recorded process, ended with the lab.
+    let flood_pid = st["case"]["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["label"].as_str().is_some_and(|l| l.contains("SYN flood")))
+        .map(|p| {
+            assert_eq!(p["alive"], true, "{st}");
+            p["pid"].as_u64().unwrap()
+        });
+    assert_eq!(flood_pid.is_some(), case == "syn-flood", "{st}");
 
     // The suggested command finds what the case promises.
     let (code, report) = run_suggested(&info);
@@ -130,6 +141,9 @@ fn case_round_trip(case: &str, tag: &str) {
         assert!(said.contains(ns), "{case}: stop did not name {ns}: {said}");
     }
     assert_nothing_left(case, &lab, &namespaces, pid);
+    if let Some(flood) = flood_pid {
+        assert!(!pid_alive(flood), "the flood (hping3 {flood}) still runs");
+    }
     drop(guard);
 }
 

@@ -50,7 +50,9 @@ pub fn start_case(
         source,
     })?;
     let mut cmd = Command::new(program);
+    // `/` as its working directory: it must not hold the caller's directory busy for its life.
     cmd.args(args)
+        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
