@@ -12,6 +12,7 @@
 //! few hundred connections at most.
 
 use crate::DEFAULT_PAGE;
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,7 +28,7 @@ const MAX_HEAD: usize = 16 * 1024;
 /// Running servers; [`BuiltinServers::stop`] (or drop) ends every thread.
 pub struct BuiltinServers {
     stop: Arc<AtomicBool>,
-    conns: Arc<Mutex<Vec<TcpStream>>>,
+    conns: Conns,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -39,6 +40,9 @@ impl std::fmt::Debug for BuiltinServers {
     }
 }
 
+/// Open connections by id, so `stop` can shut them down and each is closed when it ends.
+type Conns = Arc<Mutex<HashMap<u64, TcpStream>>>;
+
 /// The response head, shaped like nginx's (238 bytes with these values).
 pub fn response_head(body_len: usize) -> String {
     format!(
@@ -49,15 +53,45 @@ pub fn response_head(body_len: usize) -> String {
     )
 }
 
+/// How the built-in server accepts and closes, for the lab cases (`lab start --case`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// `listen()` backlog.
+    pub backlog: i32,
+    /// Accept at most one connection per this interval (a busy, slow acceptor).
+    pub accept_every: Option<Duration>,
+    /// Ignore `Connection: close` and wait for the client to close first, so TIME_WAIT lands on
+    /// the client (as with a server that lets clients close).
+    pub client_closes: bool,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            backlog: 128,
+            accept_every: None,
+            client_closes: false,
+        }
+    }
+}
+
 impl BuiltinServers {
     /// Binds every `(addr, tcp_nodelay)` in the calling thread's network namespace and serves
     /// until stopped. Returns once all listeners are bound (the ready signal).
     pub fn start(servers: &[(SocketAddr, bool)]) -> io::Result<BuiltinServers> {
+        Self::start_with(servers, ServeOptions::default())
+    }
+
+    /// Like [`BuiltinServers::start`], with a backlog, pace of accepting and closing behaviour.
+    pub fn start_with(
+        servers: &[(SocketAddr, bool)],
+        opts: ServeOptions,
+    ) -> io::Result<BuiltinServers> {
         let stop = Arc::new(AtomicBool::new(false));
-        let conns = Arc::new(Mutex::new(Vec::new()));
+        let conns: Conns = Arc::new(Mutex::new(HashMap::new()));
         let mut listeners = Vec::new();
         for &(addr, nodelay) in servers {
-            let l = TcpListener::bind(addr)
+            let l = bind(addr, opts.backlog)
                 .map_err(|e| io::Error::new(e.kind(), format!("bind {addr}: {e}")))?;
             l.set_nonblocking(true)?;
             listeners.push((l, nodelay));
@@ -68,7 +102,7 @@ impl BuiltinServers {
             threads.push(
                 std::thread::Builder::new()
                     .name("builtin-accept".into())
-                    .spawn(move || accept_loop(listener, nodelay, &stop, &conns))?,
+                    .spawn(move || accept_loop(listener, nodelay, opts, &stop, &conns))?,
             );
         }
         Ok(BuiltinServers {
@@ -89,7 +123,8 @@ impl BuiltinServers {
             .conns
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
+            .drain()
+            .map(|(_, c)| c)
         {
             let _ = c.shutdown(Shutdown::Both);
         }
@@ -105,13 +140,30 @@ impl Drop for BuiltinServers {
     }
 }
 
+fn bind(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(backlog)?;
+    Ok(s.into())
+}
+
 fn accept_loop(
     listener: TcpListener,
     nodelay: bool,
+    opts: ServeOptions,
     stop: &Arc<AtomicBool>,
-    conns: &Arc<Mutex<Vec<TcpStream>>>,
+    conns: &Conns,
 ) {
+    let mut next_id = 0u64;
     while !stop.load(Ordering::Relaxed) {
+        if let Some(every) = opts.accept_every {
+            std::thread::sleep(every);
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 let Ok(handle) = stream.try_clone() else {
@@ -121,11 +173,20 @@ fn accept_loop(
                     continue;
                 }
                 let _ = stream.set_read_timeout(Some(POLL));
-                conns.lock().unwrap_or_else(|e| e.into_inner()).push(handle);
-                let stop = Arc::clone(stop);
+                next_id += 1;
+                let id = next_id;
+                conns
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id, handle);
+                let (stop, conns) = (Arc::clone(stop), Arc::clone(conns));
                 let _ = std::thread::Builder::new()
                     .name("builtin-conn".into())
-                    .spawn(move || serve(stream, &stop));
+                    .spawn(move || {
+                        serve(stream, opts.client_closes, &stop);
+                        // The last handle: the connection closes here.
+                        conns.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                    });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL / 5),
             Err(_) => std::thread::sleep(POLL / 5),
@@ -134,7 +195,7 @@ fn accept_loop(
 }
 
 /// Answers every complete request head on the connection with the page, in two writes.
-fn serve(mut stream: TcpStream, stop: &AtomicBool) {
+fn serve(mut stream: TcpStream, client_closes: bool, stop: &AtomicBool) {
     let body = DEFAULT_PAGE.as_bytes();
     let head = response_head(body.len());
     let mut buf = vec![0u8; 4096];
@@ -162,7 +223,7 @@ fn serve(mut stream: TcpStream, stop: &AtomicBool) {
             Err(_) => return,
         }
         while let Some(end) = find_head_end(&buf[..have]) {
-            let close = wants_close(&buf[..end]);
+            let close = !client_closes && wants_close(&buf[..end]);
             if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body).is_err() {
                 return;
             }

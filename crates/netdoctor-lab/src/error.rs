@@ -49,6 +49,16 @@ pub enum LabError {
         error_log: PathBuf,
         log: String,
     },
+    /// Labs create network namespaces: root only.
+    #[error("lab case {case} needs root: it creates network namespaces (run it with sudo)")]
+    NeedsRoot { case: String },
+    /// A lab case's process failed to start or to get ready.
+    #[error("start lab case {case}: {detail}\ncase log:\n{log}")]
+    CaseStart {
+        case: String,
+        detail: String,
+        log: String,
+    },
     /// The state file exists but cannot be understood.
     #[error("read lab state {}: {reason}", path.display())]
     BadState { path: PathBuf, reason: String },

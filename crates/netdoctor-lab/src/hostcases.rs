@@ -5,8 +5,8 @@
 //! servers stop, child processes are killed by PID, the namespaces (and with them every veth,
 //! sysctl and iptables rule) are deleted.
 //!
-//! Topology: `<prefix>-s` (server, 10.214.0.1 and 10.214.1.1), `<prefix>-c` (client,
-//! 10.214.0.2), and for the flood `<prefix>-a` (attacker, 10.214.1.2), each joined to the server
+//! Topology: `<prefix>-srv` (server, 10.214.0.1 and 10.214.1.1), `<prefix>-cli` (client,
+//! 10.214.0.2), and for the flood `<prefix>-atk` (attacker, 10.214.1.2), each joined to the server
 //! by a veth pair created directly inside the namespaces (it never appears in the root
 //! namespace).
 //!
@@ -57,8 +57,8 @@ impl std::fmt::Debug for HostLab {
 }
 
 impl HostLab {
-    /// Creates `<prefix>-s` and `<prefix>-c` (and `<prefix>-a` with `attacker`), joined by veth
-    /// pairs. `prefix` must be unique (e.g. include the PID) and at most 40 characters.
+    /// Creates `<prefix>-srv` and `<prefix>-cli` (and `<prefix>-atk` with `attacker`), joined by
+    /// veth pairs. `prefix` must be unique (e.g. include the PID) and at most 40 characters.
     pub fn create(prefix: &str, attacker: bool) -> Result<HostLab, LabError> {
         if prefix.is_empty()
             || prefix.len() > 40
@@ -72,9 +72,9 @@ impl HostLab {
             });
         }
         let lab = HostLab {
-            server: format!("{prefix}-s"),
-            client: format!("{prefix}-c"),
-            attacker: attacker.then(|| format!("{prefix}-a")),
+            server: format!("{prefix}-srv"),
+            client: format!("{prefix}-cli"),
+            attacker: attacker.then(|| format!("{prefix}-atk")),
             servers: Vec::new(),
             children: Vec::new(),
         };
@@ -418,6 +418,30 @@ pub fn port_exhaustion(
 /// every `interval_us`), and waits for hping3 to finish (bounded by the count). The attacker's
 /// RSTs to the SYN/ACKs are dropped there, so the connections stay half-open on the server.
 pub fn syn_flood(lab: &HostLab, port: u16, count: u32, interval_us: u32) -> Result<(), LabError> {
+    let mut child = spawn_syn_flood(lab, port, count, interval_us)?;
+    let status = child.wait().map_err(|source| LabError::Io {
+        op: "wait for hping3".to_string(),
+        source,
+    })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(LabError::Command {
+            command: format!("hping3 -S -p {port} -c {count} {HOST_SERVER_IP_ATK}"),
+            status: status.to_string(),
+            stderr: String::new(),
+        })
+    }
+}
+
+/// Like [`syn_flood`], but returns the running hping3 (in the attacker namespace) at once; it
+/// ends by itself after `count` SYNs. The caller owns it (end it by its PID).
+pub fn spawn_syn_flood(
+    lab: &HostLab,
+    port: u16,
+    count: u32,
+    interval_us: u32,
+) -> Result<Child, LabError> {
     let atk = lab.attacker.clone().ok_or_else(|| LabError::InvalidName {
         name: lab.server.clone(),
         reason: "this lab has no attacker namespace (create it with attacker = true)".to_string(),
@@ -440,23 +464,20 @@ pub fn syn_flood(lab: &HostLab, port: u16, count: u32, interval_us: u32) -> Resu
             "DROP",
         ],
     )?;
-    run(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            &atk,
-            "hping3",
-            "-q",
-            "-S",
-            "-p",
-            &port.to_string(),
-            "-c",
-            &count.to_string(),
-            "-i",
-            &format!("u{interval_us}"),
-            &HOST_SERVER_IP_ATK.to_string(),
-        ],
-    )
-    .map(|_| ())
+    Command::new("ip")
+        .args(["netns", "exec", &atk, "hping3", "-q", "-S", "-p"])
+        .arg(port.to_string())
+        .arg("-c")
+        .arg(count.to_string())
+        .arg("-i")
+        .arg(format!("u{interval_us}"))
+        .arg(HOST_SERVER_IP_ATK.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|source| LabError::Io {
+            op: format!("run hping3 in {atk}"),
+            source,
+        })
 }

@@ -29,6 +29,9 @@ pub struct LabEntry {
     pub builtin: bool,
     /// This lab's nginx master, when one runs.
     pub nginx_pid: Option<u32>,
+    /// The lab case it runs (`lab start --case`), when it is one whose process serves it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
     /// Why the state file could not be read, when it could not (the lab is still listed, by
     /// the name in its directory, so it can be removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,7 +50,7 @@ impl LabEntry {
     /// Whether something still serves the lab: the process that runs its built-in servers, or
     /// its nginx. A lab that is not serving is a leftover to remove.
     pub fn serving(&self) -> bool {
-        if self.builtin {
+        if self.builtin || self.case.is_some() {
             self.owner_alive
         } else {
             self.nginx_pid.is_some()
@@ -112,9 +115,9 @@ fn entry_of(state_dir: &Path, dir_name: String) -> LabEntry {
         .and_then(|text| {
             State::parse(&text).map_err(|e| format!("read {}: {e}", paths.state.display()))
         });
-    let (name, owner, builtin, state_error) = match state {
-        Ok(s) => (s.name, s.owner, s.builtin, None),
-        Err(e) => (dir_name, None, false, Some(e)),
+    let (name, owner, builtin, case, state_error) = match state {
+        Ok(s) => (s.name, s.owner, s.builtin, s.case, None),
+        Err(e) => (dir_name, None, false, None, Some(e)),
     };
     let srv_path = netns::netns_path(&format!("{name}-srv"));
     let nginx_pid = nginx::read_pid(&paths.pid)
@@ -127,6 +130,7 @@ fn entry_of(state_dir: &Path, dir_name: String) -> LabEntry {
         owner_alive: owner.is_some_and(|o| o.alive()),
         builtin,
         nginx_pid,
+        case,
         state_error,
     }
 }

@@ -29,9 +29,12 @@
 //! Files: `config` (which lab, its servers), `lifecycle` (start, attach, the guard), `readiness`
 //! (wait until both servers answer), `status`, `teardown` (stop one lab), `leftovers` (find,
 //! list and stop every lab left under `/run/netdoctor`), `signals`, `state` (the state file), `error`; `netns`, `nginx`
-//! and `builtin` as before.
+//! and `builtin` as before; `cases` (`lab start --case`: the classic causes as scenarios, run by
+//! a detached case process whose PID, extra namespaces and `/etc/netns` dirs the state file
+//! records, so `stop` ends and removes them).
 
 pub mod builtin;
+pub mod cases;
 mod config;
 mod error;
 pub mod forwarder;
@@ -65,7 +68,7 @@ pub use lifecycle::{Lab, LabGuard};
 pub use netns::{in_netns, netns_exists};
 pub use nginx::DEFAULT_PAGE;
 pub use signals::cleanup_on_signal;
-pub use status::{LabStatus, ServerStatus};
+pub use status::{CaseProcess, CaseStatus, LabStatus, ServerStatus};
 pub use teardown::stop;
 
 pub(crate) use config::lab_servers;

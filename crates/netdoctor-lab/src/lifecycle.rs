@@ -307,6 +307,7 @@ pub(crate) fn build_network(cfg: &LabConfig, builtin: bool) -> Result<(String, S
             nginx_pid: None,
             owner: Owner::current(),
             builtin,
+            ..Default::default()
         }
         .render(),
     )?;
@@ -363,6 +364,7 @@ pub(crate) fn build(cfg: &LabConfig, opts: &StartOptions<'_>) -> Result<Lab, Lab
             nginx_pid: Some(pid as u32),
             owner: Owner::current(),
             builtin: false,
+            ..Default::default()
         }
         .render(),
     )?;

@@ -58,6 +58,8 @@ pub(crate) struct StatePaths {
     pub page: PathBuf,
     pub temp_dir: PathBuf,
     pub state: PathBuf,
+    /// Standard error of a lab case's process (`lab start --case`).
+    pub case_log: PathBuf,
 }
 
 impl StatePaths {
@@ -73,6 +75,7 @@ impl StatePaths {
             page: dir.join("html").join("index.html"),
             temp_dir: dir.join("nginx-temp"),
             state: dir.join("lab.state"),
+            case_log: dir.join("case.log"),
         }
     }
 }

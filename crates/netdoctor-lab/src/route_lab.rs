@@ -132,6 +132,8 @@ impl RouteLabConfig {
 /// Route labs alive in this process (namespaces and /etc/netns dirs), for the signal handler.
 static LIVE: Mutex<Vec<(Vec<String>, PathBuf)>> = Mutex::new(Vec::new());
 static COUNTER: AtomicU32 = AtomicU32::new(0);
+/// The namespaces' roles, in path order.
+const ROLES: [&str; 5] = ["cli", "r1", "dly", "r2", "srv"];
 
 /// A running route lab; torn down on [`RouteLab::stop`] or drop.
 #[derive(Debug)]
@@ -195,14 +197,28 @@ impl RouteLab {
         })
     }
 
-    /// Builds the lab. On any error what was built is removed before returning.
+    /// Builds the lab with unique names (`ndrt-<pid>-<n>-…`). On any error what was built is
+    /// removed before returning.
     pub fn start(cfg: &RouteLabConfig) -> Result<RouteLab, LabError> {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tag = format!("ndrt-{}-{n}", std::process::id());
-        let namespaces: Vec<String> = ["cli", "r1", "dly", "r2", "srv"]
-            .iter()
-            .map(|r| format!("{tag}-{r}"))
-            .collect();
+        Self::start_named(&format!("ndrt-{}-{n}", std::process::id()), cfg)
+    }
+
+    /// The namespaces a lab called `tag` has, in order: `<tag>-cli`, `-r1`, `-dly`, `-r2`,
+    /// `-srv`.
+    pub fn namespace_names(tag: &str) -> Vec<String> {
+        ROLES.iter().map(|r| format!("{tag}-{r}")).collect()
+    }
+
+    /// Builds the lab with namespaces named after `tag` ([`RouteLab::namespace_names`]; the
+    /// caller makes sure no other lab uses it). On any error what was built is removed before
+    /// returning.
+    pub fn start_named(tag: &str, cfg: &RouteLabConfig) -> Result<RouteLab, LabError> {
+        let tag = tag.to_string();
+        let namespaces = Self::namespace_names(&tag);
+        for ns in &namespaces {
+            crate::netns::check_netns_name(ns)?;
+        }
         let etc_dir = PathBuf::from("/etc/netns").join(&namespaces[0]);
         let mut lab = RouteLab {
             tag,

@@ -26,7 +26,7 @@ pub(crate) fn write_file(path: &Path, contents: &str) -> Result<(), LabError> {
 }
 
 /// Contents of `lab.state`.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct State {
     pub(crate) name: String,
     pub(crate) server_netns: String,
@@ -36,6 +36,15 @@ pub(crate) struct State {
     pub(crate) owner: Option<Owner>,
     /// The servers are the built-in reference server: threads of the owner, gone with it.
     pub(crate) builtin: bool,
+    /// The lab case (`lab start --case`), when the lab runs one; `None` for the reference lab.
+    pub(crate) case: Option<String>,
+    /// Processes the lab started and must end on stop (the case process, a bounded flood), by
+    /// PID and start time, each with a label.
+    pub(crate) procs: Vec<(Owner, String)>,
+    /// Network namespaces of the lab beyond `<name>-srv` and `<name>-cli` (routers, attacker).
+    pub(crate) extra_netns: Vec<String>,
+    /// `/etc/netns/<ns>` dirs the lab wrote (a namespace's own resolv.conf).
+    pub(crate) etc_netns: Vec<String>,
 }
 
 /// A process, by PID and start time (`/proc/<pid>/stat` field 22, clock ticks since boot), so a
@@ -49,7 +58,11 @@ pub(crate) struct Owner {
 impl Owner {
     /// This process.
     pub(crate) fn current() -> Option<Owner> {
-        let pid = std::process::id();
+        Owner::of(std::process::id())
+    }
+
+    /// A live process by PID.
+    pub(crate) fn of(pid: u32) -> Option<Owner> {
         Some(Owner {
             pid,
             start: start_time(pid)?,
@@ -92,6 +105,18 @@ impl State {
         if self.builtin {
             s.push_str("servers=builtin\n");
         }
+        if let Some(case) = &self.case {
+            s.push_str(&format!("case={case}\n"));
+        }
+        for (o, label) in &self.procs {
+            s.push_str(&format!("proc={}:{}:{label}\n", o.pid, o.start));
+        }
+        for ns in &self.extra_netns {
+            s.push_str(&format!("netns={ns}\n"));
+        }
+        for ns in &self.etc_netns {
+            s.push_str(&format!("etc_netns={ns}\n"));
+        }
         s
     }
 
@@ -102,6 +127,8 @@ impl State {
         }
         let (mut name, mut srv, mut cli, mut pid) = (None, None, None, None);
         let (mut owner_pid, mut owner_start, mut builtin) = (None, None, false);
+        let (mut case, mut procs, mut extra_netns, mut etc_netns) =
+            (None, Vec::new(), Vec::new(), Vec::new());
         for line in lines.filter(|l| !l.trim().is_empty()) {
             let (key, value) = line
                 .split_once('=')
@@ -120,6 +147,10 @@ impl State {
                 "owner_pid" => owner_pid = value.parse::<u32>().ok(),
                 "owner_start" => owner_start = value.parse::<u64>().ok(),
                 "servers" => builtin = value == "builtin",
+                "case" => case = Some(value.to_string()),
+                "proc" => procs.push(parse_proc(value)?),
+                "netns" => extra_netns.push(checked_netns(value)?),
+                "etc_netns" => etc_netns.push(checked_netns(value)?),
                 _ => {} // unknown keys: written by a newer version, ignored
             }
         }
@@ -134,6 +165,31 @@ impl State {
                 _ => None,
             },
             builtin,
+            case,
+            procs,
+            extra_netns,
+            etc_netns,
         })
     }
+}
+
+/// `pid:start:label`.
+fn parse_proc(value: &str) -> Result<(Owner, String), String> {
+    let mut parts = value.splitn(3, ':');
+    let pid = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let start = parts.next().and_then(|p| p.parse::<u64>().ok());
+    match (pid, start) {
+        (Some(pid), Some(start)) if pid > 1 => Ok((
+            Owner { pid, start },
+            parts.next().unwrap_or("process").to_string(),
+        )),
+        _ => Err(format!("proc {value:?} is not pid:start:label")),
+    }
+}
+
+/// A namespace name from the state file, checked as at creation (it becomes a path).
+fn checked_netns(value: &str) -> Result<String, String> {
+    crate::netns::check_netns_name(value)
+        .map(|_| value.to_string())
+        .map_err(|e| e.to_string())
 }

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cases::{Case, CaseInfo};
 use crate::nginx::{self, StatePaths};
 use crate::readiness::http_check;
+use crate::state::State;
 use crate::{Lab, LabConfig, LabError, LabServer, in_netns, lab_servers, netns, netns_exists};
 
 /// One server in [`LabStatus`].
@@ -36,6 +38,31 @@ pub struct LabStatus {
     pub nginx_pid: Option<u32>,
     pub nginx_alive: bool,
     pub servers: Vec<ServerStatus>,
+    /// The lab case it runs (`lab start --case`; not for the reference lab).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub case: Option<CaseStatus>,
+}
+
+/// A running lab case in [`LabStatus`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseStatus {
+    #[serde(flatten)]
+    pub info: CaseInfo,
+    /// Whether the case's process (its `pid`) still runs.
+    pub process_alive: bool,
+    /// The lab's namespaces that are missing.
+    pub missing_netns: Vec<String>,
+    /// Every process the lab recorded (the case's, a flood's), and whether each still runs.
+    #[serde(default)]
+    pub processes: Vec<CaseProcess>,
+}
+
+/// A process a lab case started.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseProcess {
+    pub label: String,
+    pub pid: u32,
+    pub alive: bool,
 }
 
 impl LabStatus {
@@ -45,6 +72,7 @@ impl LabStatus {
             || self.server_netns_present
             || self.client_netns_present
             || self.nginx_alive
+            || self.case.as_ref().is_some_and(|c| c.process_alive)
     }
 }
 
@@ -64,6 +92,32 @@ impl std::fmt::Display for LabStatus {
         };
         write!(f, "lab '{}': {verdict}", self.name)?;
         if !self.anything_present() {
+            return Ok(());
+        }
+        if let Some(c) = &self.case {
+            let i = &c.info;
+            write!(f, "\n  case        {} ({})", i.case, i.summary)?;
+            write!(
+                f,
+                "\n  state dir   {} (state file {})",
+                self.state_dir.display(),
+                present(self.state_file_present)
+            )?;
+            write!(f, "\n  namespaces  {}", i.namespaces.join(", "))?;
+            if !c.missing_netns.is_empty() {
+                write!(f, " (missing: {})", c.missing_netns.join(", "))?;
+            }
+            match (i.pid, c.process_alive) {
+                (Some(pid), true) => write!(f, "\n  process     pid {pid}, alive")?,
+                (Some(pid), false) => write!(f, "\n  process     pid {pid}, not running")?,
+                (None, _) => write!(f, "\n  process     unknown")?,
+            }
+            for p in c.processes.iter().filter(|p| p.label != "case") {
+                let state = if p.alive { "running" } else { "ended" };
+                write!(f, "\n  {:<11} pid {}, {state}", p.label, p.pid)?;
+            }
+            write!(f, "\n  diagnose    {}", i.command)?;
+            write!(f, "\n  expect      {}", i.expect.join(", "))?;
             return Ok(());
         }
         write!(
@@ -108,6 +162,9 @@ impl Lab {
     /// namespace when it exists.
     pub fn status(cfg: &LabConfig) -> Result<LabStatus, LabError> {
         cfg.validate()?;
+        if let Some(status) = case_status(cfg)? {
+            return Ok(status);
+        }
         let paths = StatePaths::new(&cfg.state_dir);
         let srv = cfg.server_netns();
         let cli = cfg.client_netns();
@@ -157,6 +214,64 @@ impl Lab {
             nginx_pid: nginx_pid.map(|p| p as u32),
             nginx_alive,
             servers,
+            case: None,
         })
     }
+}
+
+/// The status of a lab that runs a case in its own process, `None` for other labs.
+fn case_status(cfg: &LabConfig) -> Result<Option<LabStatus>, LabError> {
+    let paths = StatePaths::new(&cfg.state_dir);
+    let Some(state) = std::fs::read_to_string(&paths.state)
+        .ok()
+        .and_then(|t| State::parse(&t).ok())
+        .filter(|s| s.name == cfg.name)
+    else {
+        return Ok(None);
+    };
+    let Some(case) = state.case.as_deref().and_then(Case::parse) else {
+        return Ok(None);
+    };
+    let mut info = case.info(cfg);
+    let owner = state
+        .procs
+        .iter()
+        .find(|(_, label)| label == "case")
+        .map(|(o, _)| *o);
+    info.pid = owner.map(|o| o.pid);
+    let process_alive = owner.is_some_and(|o| o.alive());
+    let missing_netns: Vec<String> = info
+        .namespaces
+        .iter()
+        .filter(|n| !netns_exists(n))
+        .cloned()
+        .collect();
+    let (srv, cli) = (cfg.server_netns(), cfg.client_netns());
+    Ok(Some(LabStatus {
+        name: cfg.name.clone(),
+        running: process_alive && missing_netns.is_empty(),
+        state_dir: cfg.state_dir.clone(),
+        state_file_present: true,
+        server_netns_present: netns_exists(&srv),
+        server_netns: srv,
+        client_netns_present: netns_exists(&cli),
+        client_netns: cli,
+        nginx_pid: None,
+        nginx_alive: false,
+        servers: Vec::new(),
+        case: Some(CaseStatus {
+            info,
+            process_alive,
+            missing_netns,
+            processes: state
+                .procs
+                .iter()
+                .map(|(o, label)| CaseProcess {
+                    label: label.clone(),
+                    pid: o.pid,
+                    alive: o.alive(),
+                })
+                .collect(),
+        }),
+    }))
 }

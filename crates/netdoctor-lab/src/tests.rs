@@ -56,6 +56,7 @@ fn state_file_round_trip_and_errors() {
         nginx_pid: Some(42),
         owner: Some(crate::state::Owner { pid: 7, start: 99 }),
         builtin: true,
+        ..Default::default()
     };
     assert_eq!(State::parse(&st.render()).unwrap(), st);
     // a file of an older version (no owner, no servers key) still reads
@@ -67,6 +68,28 @@ fn state_file_round_trip_and_errors() {
         ..st
     };
     assert_eq!(State::parse(&no_pid.render()).unwrap(), no_pid);
+    // a case lab: its processes, extra namespaces and /etc/netns dirs
+    let case = State {
+        case: Some("syn-flood".into()),
+        procs: vec![
+            (crate::state::Owner { pid: 70, start: 9 }, "case".into()),
+            (crate::state::Owner { pid: 71, start: 10 }, "hping3".into()),
+        ],
+        extra_netns: vec!["n-atk".into()],
+        etc_netns: vec!["n-cli".into()],
+        ..no_pid
+    };
+    assert_eq!(State::parse(&case.render()).unwrap(), case);
+    let bad = |extra: &str| {
+        State::parse(&format!(
+            "netdoctor-lab v1\nname=n\nserver_netns=a\nclient_netns=b\n{extra}\n"
+        ))
+        .is_err()
+    };
+    assert!(bad("proc=1:2:init"), "PID 1 is never a lab process");
+    assert!(bad("proc=x:2:case"));
+    assert!(bad("netns=../../etc"), "a namespace name becomes a path");
+    assert!(bad("etc_netns=a/b"));
     assert!(State::parse("").is_err());
     assert!(State::parse("something else\nname=n").is_err());
     assert!(
@@ -298,6 +321,7 @@ fn sample_status(running: bool) -> LabStatus {
                 server,
             })
             .collect(),
+        case: None,
     }
 }
 
@@ -321,6 +345,35 @@ fn status_display_says_what_is_there() {
     let mut gone = sample_status(false);
     gone.server_netns_present = false;
     assert_eq!(gone.to_string(), "lab 's': not running");
+
+    // A case lab: its case, process, and the command that diagnoses it.
+    let cfg = LabConfig::new("s");
+    let mut info = crate::cases::Case::Backlog.info(&cfg);
+    info.pid = Some(4242);
+    let mut case = sample_status(true);
+    case.servers.clear();
+    case.case = Some(crate::CaseStatus {
+        info,
+        process_alive: true,
+        missing_netns: Vec::new(),
+        processes: vec![crate::CaseProcess {
+            label: "SYN flood (hping3)".into(),
+            pid: 4243,
+            alive: false,
+        }],
+    });
+    let text = case.to_string();
+    assert!(text.contains("case        backlog ("), "{text}");
+    assert!(text.contains("pid 4242, alive"), "{text}");
+    assert!(
+        text.contains("diagnose    netdoctor diagnose --netns s-srv"),
+        "{text}"
+    );
+    assert!(text.contains("expect      listen_queue_overflow"), "{text}");
+    assert!(
+        text.contains("SYN flood (hping3) pid 4243, ended"),
+        "{text}"
+    );
 }
 
 #[test]

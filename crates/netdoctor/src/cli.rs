@@ -31,7 +31,7 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Run the same detectors on a capture file (pcap or pcapng, e.g. from tcpdump).
     Analyze(AnalyzeArgs),
-    /// The reference lab: nginx with tcp_nodelay on and off in network namespaces (needs root).
+    /// Labs in network namespaces (needs root): the reference case, or --case backlog, syn-flood, slow-dns, ….
     Lab(LabArgs),
     /// Reproduce the reference case (nginx + Nagle + delayed ACK) and diagnose it; cleans up after.
     Demo(DemoArgs),
@@ -242,22 +242,27 @@ or `-` for standard input. A capture cut short is analyzed up to the cut, with a
 pub struct LabArgs {
     #[command(subcommand)]
     pub action: LabAction,
-    /// Lab name: namespaces are <name>-srv and <name>-cli (`start`: default netdoctor). Without
-    /// it, `stop` removes every lab netdoctor left and `status` lists them all.
+    /// Lab name: namespaces are <name>-srv, <name>-cli, … (`start`: default netdoctor, or
+    /// nd-<case> with --case). Without it, `stop` removes every lab netdoctor left and `status`
+    /// lists them all.
     #[arg(long, global = true)]
     pub name: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
-#[derive(Debug, Clone, Copy, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum LabAction {
-    /// Create the namespaces and start nginx (tcp_nodelay on at :8080, off at :8081).
-    Start,
-    /// Show whether the lab runs and whether its servers answer.
+    /// Start a lab: the reference case (nginx, tcp_nodelay on at :8080, off at :8081), or with
+    /// --case one of the classic slow-request causes; prints the command that diagnoses it.
+    Start(crate::labcmd::LabStartArgs),
+    /// Show whether the lab runs, its case, and whether its servers answer.
     Status,
-    /// Stop nginx and remove the namespaces (safe to run when nothing runs).
+    /// End the lab's processes and remove its namespaces (safe to run when nothing runs).
     Stop,
+    /// Runs a lab case's servers until stopped (started by `lab start --case`).
+    #[command(hide = true)]
+    RunCase(crate::labcmd::RunCaseArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,6 +1,8 @@
 //! A demo killed with SIGKILL leaves its lab behind (namespaces, state); `netdoctor lab stop`
-//! without `--name` finds and removes it, and a new demo would clean it itself. One test in its
-//! own binary: `lab stop` without a name removes every lab, so nothing else may run beside it.
+//! without `--name` finds and removes it, and a new demo would clean it itself. The same `lab
+//! stop` ends a running lab case's process by its recorded PID and removes a case whose process
+//! was killed (its router namespaces and /etc/netns dir included). One test in its own binary:
+//! `lab stop` without a name removes every lab, so nothing else may run beside it.
 
 mod common;
 use common::*;
@@ -37,6 +39,26 @@ fn sigkill_of_demo_then_lab_stop_leaves_nothing() {
     }
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
+
+    // Two lab cases: one left running, one whose process is killed (SIGKILL: no handler runs).
+    let running_case = format!("ndlo{}-run", std::process::id());
+    let killed_case = format!("ndlo{}-kill", std::process::id());
+    let mut case_netns = Vec::new();
+    let mut case_pids = Vec::new();
+    for (lab, case) in [(&running_case, "syn-flood"), (&killed_case, "no-dns")] {
+        let out = netdoctor(&["lab", "start", "--case", case, "--name", lab, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+        let info = json(&out);
+        for ns in info["namespaces"].as_array().unwrap() {
+            case_netns.push(ns.as_str().unwrap().to_string());
+        }
+        case_pids.push(info["pid"].as_u64().unwrap());
+    }
+    let killed = Command::new("kill")
+        .args(["-KILL", &case_pids[1].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
     assert!(
         namespaces().contains("nd-demo"),
         "the killed demo left no lab?"
@@ -56,6 +78,27 @@ fn sigkill_of_demo_then_lab_stop_leaves_nothing() {
         "lab stop did not say what it removed: {said}"
     );
     assert!(!namespaces().contains("nd-demo"), "{}", namespaces());
+    for lab in [&running_case, &killed_case] {
+        assert!(
+            said.contains(lab.as_str()),
+            "lab stop did not name {lab}: {said}"
+        );
+    }
+    assert!(said.contains("case process"), "{said}");
+    for ns in &case_netns {
+        assert!(!netdoctor_lab::netns_exists(ns), "{ns} left behind");
+        assert!(
+            !std::path::Path::new("/etc/netns").join(ns).exists(),
+            "/etc/netns/{ns} left"
+        );
+    }
+    for pid in &case_pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "case process {pid} still runs: {stat}"
+        );
+    }
     let again = netdoctor(&["lab", "stop"]);
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to remove"));
 }

@@ -1,0 +1,467 @@
+//! Lab cases: the classic slow-request causes as scenarios a user starts, diagnoses and stops
+//! (`netdoctor lab start --case NAME`).
+//!
+//! | case | built | diagnose with | expect |
+//! |---|---|---|---|
+//! | `nagle` | the reference lab (nginx, `tcp_nodelay` on/off) | `diagnose` from the client | `nagle_delayed_ack` |
+//! | `backlog` | listen backlog 2, acceptor taking one connection per 100 ms | `diagnose` in the server namespace | `listen_queue_overflow` |
+//! | `port-exhaustion` | 50 local ports in the client, the client closes first | `diagnose --no-keepalive` from the client | `ephemeral_port_exhaustion` |
+//! | `syn-flood` | `hping3 -S` from a third namespace, 500 SYN/s for 120 s | `diagnose` in the server namespace | `syn_flood` |
+//! | `slow-dns` … `ptr-timeout` | the route lab's nameserver slow, silent, absent, deaf to PTR | `dns` from the client | `dns_*`, `reverse_dns_timeout` |
+//! | `far-server`, `lossy-hop` | a hop adding 37 ms, or dropping 10 % each way | `trace` from the client | `high_base_rtt`, `route_problem` |
+//!
+//! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
+//! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
+//! forwarder, nameserver and flood outlive `lab start`. Its PID (with start time) is in the
+//! lab's state file with every namespace and `/etc/netns` dir it makes, so `lab stop` (with or
+//! without `--name`) ends it by PID and removes all of it; the process itself removes its lab on
+//! SIGTERM/SIGINT/SIGHUP. Host cases diagnose from the server namespace where the evidence lives
+//! there (the listener's queue and the SYN_RECV sockets, and the counters, are per namespace).
+
+pub mod run;
+pub mod spawn;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hostcases::{HOST_SERVER_IP, HOST_SERVER_IP_ATK};
+use crate::route_lab::{self, RouteLab};
+use crate::{LabConfig, PORT_NODELAY_OFF, SERVER_IP};
+
+/// A lab case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Case {
+    Nagle,
+    Backlog,
+    PortExhaustion,
+    SynFlood,
+    SlowDns,
+    DeadDns,
+    NoDns,
+    PtrTimeout,
+    FarServer,
+    LossyHop,
+}
+
+/// Every case, in the order `--help` lists them.
+pub const ALL: [Case; 10] = [
+    Case::Nagle,
+    Case::Backlog,
+    Case::PortExhaustion,
+    Case::SynFlood,
+    Case::SlowDns,
+    Case::DeadDns,
+    Case::NoDns,
+    Case::PtrTimeout,
+    Case::FarServer,
+    Case::LossyHop,
+];
+
+/// Port of the host cases' HTTP server.
+pub const HOST_CASE_PORT: u16 = 8080;
+/// Port of the route cases' HTTP server (at [`route_lab::SERVER_IP`]).
+pub const ROUTE_CASE_PORT: u16 = 8080;
+/// `listen()` backlog of the `backlog` case.
+pub const BACKLOG: i32 = 2;
+/// The `backlog` case's acceptor takes one connection per this many milliseconds.
+pub const ACCEPT_EVERY_MS: u64 = 100;
+/// `ip_local_port_range` of the `port-exhaustion` case's client.
+pub const PORT_RANGE: (u16, u16) = (40000, 40049);
+/// SYNs per second of the `syn-flood` case.
+pub const FLOOD_RATE: u32 = 500;
+/// How long the `syn-flood` case floods: it ends by itself then.
+pub const FLOOD_SECS: u32 = 120;
+
+impl Case {
+    /// The name `--case` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Nagle => "nagle",
+            Case::Backlog => "backlog",
+            Case::PortExhaustion => "port-exhaustion",
+            Case::SynFlood => "syn-flood",
+            Case::SlowDns => "slow-dns",
+            Case::DeadDns => "dead-dns",
+            Case::NoDns => "no-dns",
+            Case::PtrTimeout => "ptr-timeout",
+            Case::FarServer => "far-server",
+            Case::LossyHop => "lossy-hop",
+        }
+    }
+
+    /// The case called `name`.
+    pub fn parse(name: &str) -> Option<Case> {
+        ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// One line for `--help`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Case::Nagle => {
+                "nginx with tcp_nodelay on (:8080) and off (:8081): Nagle meets delayed ACK"
+            }
+            Case::Backlog => "listen backlog 2 and a slow acceptor: the accept queue overflows",
+            Case::PortExhaustion => {
+                "50 local ports and one connection per request: connect() runs out of ports"
+            }
+            Case::SynFlood => "a SYN flood from a third namespace (500/s, stops after 120 s)",
+            Case::SlowDns => "the nameserver answers after 300 ms",
+            Case::DeadDns => "resolv.conf names a nameserver that never answers",
+            Case::NoDns => "resolv.conf lists no nameserver",
+            Case::PtrTimeout => "the nameserver never answers reverse (PTR) questions",
+            Case::FarServer => "the server is behind a hop that adds 37 ms of RTT",
+            Case::LossyHop => "a hop on the route drops 10% of packets each way",
+        }
+    }
+
+    /// The lab name `lab start --case` uses without `--name`: `netdoctor` for the reference
+    /// lab, `nd-<case>` for the others (so several cases can run side by side).
+    pub fn default_lab_name(self) -> String {
+        match self {
+            Case::Nagle => "netdoctor".to_string(),
+            c => format!("nd-{}", c.name()),
+        }
+    }
+
+    fn is_route(self) -> bool {
+        matches!(
+            self,
+            Case::SlowDns
+                | Case::DeadDns
+                | Case::NoDns
+                | Case::PtrTimeout
+                | Case::FarServer
+                | Case::LossyHop
+        )
+    }
+
+    /// The namespaces of a lab of this case called `lab`, beyond `<lab>-srv` and `<lab>-cli`.
+    pub(crate) fn extra_netns(self, lab: &str) -> Vec<String> {
+        if self.is_route() {
+            RouteLab::namespace_names(lab)
+                .into_iter()
+                .filter(|n| !n.ends_with("-cli") && !n.ends_with("-srv"))
+                .collect()
+        } else if self == Case::SynFlood {
+            vec![format!("{lab}-atk")]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The `/etc/netns/<ns>` dirs a lab of this case writes.
+    pub(crate) fn etc_netns(self, lab: &str) -> Vec<String> {
+        if self.is_route() {
+            vec![format!("{lab}-cli")]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// What a lab of this case called `cfg.name` is made of, how to diagnose it and what to
+    /// expect.
+    pub fn info(self, cfg: &LabConfig) -> CaseInfo {
+        let lab = cfg.name.as_str();
+        let srv = cfg.server_netns();
+        let cli = cfg.client_netns();
+        let mut namespaces = vec![srv.clone(), cli.clone()];
+        namespaces.extend(self.extra_netns(lab));
+        let host_url = format!("http://{HOST_SERVER_IP}:{HOST_CASE_PORT}/");
+        let route_srv = route_lab::SERVER_IP.to_string();
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let route_built = |resolver: &str, hop: &str| {
+            vec![
+                format!(
+                    "route {cli} 10.231.1.2 → {lab}-r1 → {lab}-dly ({hop}) → {lab}-r2 → {srv} {route_srv}"
+                ),
+                format!(
+                    "HTTP server http://{route_srv}:{ROUTE_CASE_PORT}/ in {srv}; lab nameserver {} (zone lab.test: {})",
+                    route_lab::NAMESERVER_IP,
+                    route_lab::SERVER_NAME
+                ),
+                format!("/etc/netns/{cli}/resolv.conf: {resolver}"),
+            ]
+        };
+        let dns_cmd = argv(&["netdoctor", "dns", route_lab::SERVER_NAME]);
+        let (built, netns_exec, command, expect, note): (
+            Vec<String>,
+            Option<String>,
+            Vec<String>,
+            Vec<&str>,
+            String,
+        ) = match self {
+            Case::Nagle => (
+                vec![
+                    format!("server namespace {srv}: nginx, tcp_nodelay on at http://{SERVER_IP}:8080/, off at http://{SERVER_IP}:{PORT_NODELAY_OFF}/"),
+                    format!("client namespace {cli} (10.213.0.2), joined by a veth pair"),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &cli,
+                    &format!("http://{SERVER_IP}:{PORT_NODELAY_OFF}/"),
+                ]),
+                vec!["nagle_delayed_ack"],
+                format!(
+                    "the server with tcp_nodelay off holds each response's body behind the client's delayed ACK (~40 ms); http://{SERVER_IP}:8080/ (on) is healthy"
+                ),
+            ),
+            Case::Backlog => (
+                vec![
+                    format!(
+                        "server namespace {srv}: HTTP server {host_url} with listen backlog {BACKLOG}, accepting one connection per {ACCEPT_EVERY_MS} ms"
+                    ),
+                    format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &srv,
+                    "-c",
+                    "50",
+                    "-d",
+                    "3s",
+                    &host_url,
+                ]),
+                vec!["listen_queue_overflow"],
+                "run it where the server runs: the accept queue and its counters belong to the server's namespace; SYNs dropped for a full queue come back after 1 s, 3 s".to_string(),
+            ),
+            Case::PortExhaustion => (
+                vec![
+                    format!(
+                        "client namespace {cli}: net.ipv4.ip_local_port_range = {} {} ({} ports)",
+                        PORT_RANGE.0,
+                        PORT_RANGE.1,
+                        PORT_RANGE.1 - PORT_RANGE.0 + 1
+                    ),
+                    format!(
+                        "server namespace {srv}: HTTP server {host_url} that lets the client close first (TIME_WAIT stays on the client for 60 s)"
+                    ),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &cli,
+                    "--no-keepalive",
+                    "-c",
+                    "4",
+                    "-d",
+                    "3s",
+                    &host_url,
+                ]),
+                vec!["ephemeral_port_exhaustion"],
+                "one connection per request: each closed connection keeps its local port in TIME_WAIT for 60 s, so connect() runs out of ports".to_string(),
+            ),
+            Case::SynFlood => (
+                vec![
+                    format!(
+                        "server namespace {srv}: HTTP server {host_url} (also {HOST_SERVER_IP_ATK}:{HOST_CASE_PORT}), backlog 128"
+                    ),
+                    format!("client namespace {cli} (10.214.0.2)"),
+                    format!(
+                        "attacker namespace {lab}-atk (10.214.1.2): hping3 -S, {FLOOD_RATE} SYN/s to {HOST_SERVER_IP_ATK}:{HOST_CASE_PORT} for {FLOOD_SECS} s; an iptables rule there drops its RSTs, so the connections stay half-open"
+                    ),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &srv,
+                    "-c",
+                    "10",
+                    "-d",
+                    "3s",
+                    &host_url,
+                ]),
+                vec!["syn_flood"],
+                format!(
+                    "run it where the server runs (the half-open sockets and SYN cookies are the server namespace's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
+                ),
+            ),
+            Case::SlowDns => (
+                route_built("the lab nameserver, which answers after 300 ms", "no impairment"),
+                Some(cli.clone()),
+                dns_cmd,
+                vec!["dns_slow"],
+                "`ip netns exec` gives the command the client's resolv.conf".to_string(),
+            ),
+            Case::DeadDns => (
+                route_built(
+                    &format!("nameserver {} only, which never answers", route_lab::DEAD_NAMESERVER_IP),
+                    "no impairment",
+                ),
+                Some(cli.clone()),
+                dns_cmd,
+                vec!["dns_server_unreachable"],
+                "`ip netns exec` gives the command the client's resolv.conf".to_string(),
+            ),
+            Case::NoDns => (
+                route_built("no nameserver line", "no impairment"),
+                Some(cli.clone()),
+                dns_cmd,
+                vec!["dns_no_nameserver"],
+                "`ip netns exec` gives the command the client's resolv.conf".to_string(),
+            ),
+            Case::PtrTimeout => (
+                route_built(
+                    "the lab nameserver, which never answers PTR questions",
+                    "no impairment",
+                ),
+                Some(cli.clone()),
+                dns_cmd,
+                vec!["reverse_dns_timeout"],
+                "forward lookups work; every tool that turns addresses into names stalls".to_string(),
+            ),
+            Case::FarServer => (
+                route_built("the lab nameserver", "holds packets 18.5 ms each way: +37 ms RTT"),
+                Some(cli.clone()),
+                argv(&[
+                    "netdoctor",
+                    "trace",
+                    &route_srv,
+                    "-p",
+                    &ROUTE_CASE_PORT.to_string(),
+                    "-n",
+                    "--rounds",
+                    "5",
+                    "--interval",
+                    "200ms",
+                ]),
+                vec!["high_base_rtt"],
+                "the path's RTT itself (37 ms from hop 2 on) explains the latency, not the server or TCP".to_string(),
+            ),
+            Case::LossyHop => (
+                route_built("the lab nameserver", "drops 10% of frames each way"),
+                Some(cli.clone()),
+                argv(&[
+                    "netdoctor",
+                    "trace",
+                    &route_srv,
+                    "-p",
+                    &ROUTE_CASE_PORT.to_string(),
+                    "-n",
+                    "--rounds",
+                    "40",
+                    "--interval",
+                    "50ms",
+                    "--timeout",
+                    "300ms",
+                ]),
+                vec!["route_problem"],
+                "the loss starts at hop 2 and persists to the destination".to_string(),
+            ),
+        };
+        let mut shell = Vec::new();
+        if let Some(ns) = &netns_exec {
+            shell.extend(["ip".to_string(), "netns".into(), "exec".into(), ns.clone()]);
+        }
+        shell.extend(command.iter().cloned());
+        CaseInfo {
+            lab: lab.to_string(),
+            case: self.name().to_string(),
+            summary: self.summary().to_string(),
+            namespaces,
+            built,
+            netns_exec,
+            diagnose: command,
+            command: shell.join(" "),
+            expect: expect.into_iter().map(str::to_string).collect(),
+            note,
+            stop: if lab == "netdoctor" {
+                "netdoctor lab stop".to_string()
+            } else {
+                format!("netdoctor lab stop --name {lab}")
+            },
+            pid: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A lab case as `lab start --case` and `lab status` show it (`--json`: this object).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseInfo {
+    /// The lab's name.
+    pub lab: String,
+    /// The case's name.
+    pub case: String,
+    /// One line on the case.
+    pub summary: String,
+    /// Every network namespace of the lab.
+    pub namespaces: Vec<String>,
+    /// What was built, one line each.
+    pub built: Vec<String>,
+    /// The namespace to run the command in with `ip netns exec` (so it also sees that
+    /// namespace's `/etc/netns` files), when the command does not take `--netns` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_exec: Option<String>,
+    /// The netdoctor command that diagnoses the case, as arguments (`netdoctor` first).
+    pub diagnose: Vec<String>,
+    /// The same, as one line to type (with `ip netns exec` when needed).
+    pub command: String,
+    /// The finding ids the command reports.
+    pub expect: Vec<String>,
+    /// What to know about the case.
+    pub note: String,
+    /// The command that removes the lab.
+    pub stop: String,
+    /// The case's process (absent for `nagle`, whose nginx runs on its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_parses_back_and_says_how_to_diagnose_it() {
+        for case in ALL {
+            assert_eq!(Case::parse(case.name()), Some(case));
+            let cfg = LabConfig::new(&case.default_lab_name());
+            let info = case.info(&cfg);
+            assert_eq!(info.diagnose[0], "netdoctor", "{case}");
+            assert!(!info.expect.is_empty(), "{case}");
+            assert!(
+                info.command.contains(&info.diagnose[1..].join(" ")),
+                "{case}"
+            );
+            assert!(info.namespaces.contains(&cfg.client_netns()), "{case}");
+            for ns in &info.namespaces {
+                crate::netns::check_netns_name(ns).unwrap();
+            }
+        }
+        assert_eq!(Case::parse("nope"), None);
+        let far = Case::FarServer.info(&LabConfig::new("x"));
+        assert_eq!(far.netns_exec.as_deref(), Some("x-cli"));
+        assert!(
+            far.command
+                .starts_with("ip netns exec x-cli netdoctor trace 10.231.3.2")
+        );
+        assert_eq!(far.namespaces, ["x-srv", "x-cli", "x-r1", "x-dly", "x-r2"]);
+        let flood = Case::SynFlood.info(&LabConfig::new("y"));
+        assert_eq!(flood.namespaces, ["y-srv", "y-cli", "y-atk"]);
+        assert_eq!(flood.stop, "netdoctor lab stop --name y");
+    }
+
+    #[test]
+    fn route_cases_match_the_route_labs_named_cases() {
+        for case in ALL.into_iter().filter(|c| c.is_route()) {
+            assert!(
+                route_lab::RouteLabConfig::case(case.name()).is_some(),
+                "{case}"
+            );
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! `netdoctor lab start --case CASE`: each case is started through the real binary, diagnosed
+//! with exactly the command it prints (plus `--json`), checked for the finding it promises, and
+//! stopped; then nothing of it may be left (namespaces, its process, /etc/netns dirs, state).
+//! Needs root (skips with a printed reason otherwise). Lab names are unique to this test run and
+//! every lab is stopped by name (never `lab stop` without `--name`, which would remove other
+//! runs' labs), also when an assertion fails.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// The cases measure latencies and load the machine: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Stops the lab by name when dropped (also on a failed assertion).
+struct Stop(String);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = netdoctor(&["lab", "stop", "--name", &self.0]);
+    }
+}
+
+fn name(tag: &str) -> String {
+    format!("ndc{}-{tag}", std::process::id())
+}
+
+fn start(case: &str, name: &str) -> (Value, Stop) {
+    let out = netdoctor(&["lab", "start", "--case", case, "--name", name, "--json"]);
+    let guard = Stop(name.to_string());
+    assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+    (json(&out), guard)
+}
+
+/// Runs the command the case printed, through the real binary, with `--json`.
+fn run_suggested(info: &Value) -> (i32, Value) {
+    let argv: Vec<&str> = info["diagnose"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(argv[0], "netdoctor");
+    let mut cmd = match info["netns_exec"].as_str() {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, env!("CARGO_BIN_EXE_netdoctor")]);
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_netdoctor")),
+    };
+    let out = cmd
+        .args(&argv[1..])
+        .arg("--json")
+        .env("NETDOCTOR_QUIET", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), json(&out))
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn pid_alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !matches!(s.rsplit_once(") ").map(|(_, r)| &r[..1]), Some("Z")))
+}
+
+/// Start, status, the suggested command and its finding, stop, nothing left.
+fn case_round_trip(case: &str, tag: &str) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = name(tag);
+    let (info, guard) = start(case, &lab);
+    assert_eq!(info["case"], case);
+    let namespaces: Vec<String> = info["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    for ns in &namespaces {
+        assert!(netdoctor_lab::netns_exists(ns), "{case}: {ns} missing");
+    }
+    let pid = info["pid"].as_u64();
+    if case != "nagle" {
+        assert!(pid_alive(pid.expect("a case process")), "{case}: {info}");
+    }
+
+    // `lab status` shows the case.
+    let status = netdoctor(&["lab", "status", "--name", &lab, "--json"]);
+    let st = json(&status);
+    assert_eq!(st["running"], true, "{case}: {st}");
+    if case != "nagle" {
+        assert_eq!(st["case"]["case"], case, "{st}");
+        assert_eq!(st["case"]["command"], info["command"], "{st}");
+    }
+    // The flood runs as its own recorded process, ended with the lab.
+    let flood_pid = st["case"]["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["label"].as_str().is_some_and(|l| l.contains("SYN flood")))
+        .map(|p| {
+            assert_eq!(p["alive"], true, "{st}");
+            p["pid"].as_u64().unwrap()
+        });
+    assert_eq!(flood_pid.is_some(), case == "syn-flood", "{st}");
+
+    // The suggested command finds what the case promises.
+    let (code, report) = run_suggested(&info);
+    let expect: Vec<String> = info["expect"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_string())
+        .collect();
+    let found = ids(&report);
+    for e in &expect {
+        assert!(
+            found.contains(e),
+            "{case}: `{}` found {found:?}, not {e}: {report}",
+            info["command"]
+        );
+    }
+    assert_eq!(code, 1, "{case}: a problem found exits 1: {report}");
+
+    // Stop: it says what it removed, and nothing is left.
+    let out = netdoctor(&["lab", "stop", "--name", &lab]);
+    assert_eq!(out.status.code(), Some(0), "{case}: {}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    for ns in &namespaces {
+        assert!(said.contains(ns), "{case}: stop did not name {ns}: {said}");
+    }
+    assert_nothing_left(case, &lab, &namespaces, pid);
+    if let Some(flood) = flood_pid {
+        assert!(!pid_alive(flood), "the flood (hping3 {flood}) still runs");
+    }
+    drop(guard);
+}
+
+fn assert_nothing_left(case: &str, lab: &str, namespaces: &[String], pid: Option<u64>) {
+    for ns in namespaces {
+        assert!(!netdoctor_lab::netns_exists(ns), "{case}: {ns} left behind");
+        assert!(
+            !Path::new("/etc/netns").join(ns).exists(),
+            "{case}: /etc/netns/{ns} left behind"
+        );
+    }
+    if let Some(pid) = pid {
+        assert!(!pid_alive(pid), "{case}: case process {pid} still runs");
+    }
+    assert!(
+        !Path::new(&format!("/run/netdoctor/lab-{lab}")).exists(),
+        "{case}: state dir left behind"
+    );
+}
+
+fn skip() -> bool {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return true;
+    }
+    false
+}
+
+#[test]
+fn backlog_is_a_listen_queue_overflow() {
+    if !skip() {
+        case_round_trip("backlog", "bl");
+    }
+}
+
+#[test]
+fn port_exhaustion_is_ephemeral_port_exhaustion() {
+    if !skip() {
+        case_round_trip("port-exhaustion", "pe");
+    }
+}
+
+#[test]
+fn syn_flood_is_a_syn_flood_and_the_flood_ends_with_the_lab() {
+    if skip() {
+        return;
+    }
+    if !Path::new("/usr/sbin/hping3").exists() {
+        eprintln!("skipped: hping3 not installed (apt-get install hping3)");
+        return;
+    }
+    case_round_trip("syn-flood", "sf");
+}
+
+#[test]
+fn dns_cases_are_told_apart() {
+    if skip() {
+        return;
+    }
+    for (case, tag) in [
+        ("slow-dns", "sd"),
+        ("dead-dns", "dd"),
+        ("no-dns", "nd"),
+        ("ptr-timeout", "pt"),
+    ] {
+        case_round_trip(case, tag);
+    }
+}
+
+#[test]
+fn far_server_and_lossy_hop_are_found_by_trace() {
+    if skip() {
+        return;
+    }
+    case_round_trip("far-server", "fs");
+    case_round_trip("lossy-hop", "lh");
+}
+
+#[test]
+fn nagle_is_the_reference_lab() {
+    if let Some(why) = lab_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    case_round_trip("nagle", "ng");
+}
+
+/// The case's process killed with SIGKILL (no handler runs): status says so, and `lab stop
+/// --name` still removes every namespace and /etc/netns dir the case made; a second start with
+/// the same name is refused while the first runs.
+#[test]
+fn a_killed_case_process_is_cleaned_by_stop_and_names_are_not_reused() {
+    if skip() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = name("kill");
+    let (info, guard) = start("no-dns", &lab);
+    let again = netdoctor(&["lab", "start", "--case", "no-dns", "--name", &lab]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("already running"),
+        "{}",
+        stderr(&again)
+    );
+    let pid = info["pid"].as_u64().unwrap();
+    assert!(pid_alive(pid), "the refused start must not end the first");
+    let namespaces: Vec<String> = info["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    let ok = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    for _ in 0..100 {
+        if !pid_alive(pid) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let st = json(&netdoctor(&["lab", "status", "--name", &lab, "--json"]));
+    assert_eq!(st["running"], false, "{st}");
+    assert_eq!(st["case"]["process_alive"], false, "{st}");
+    let text = netdoctor(&["lab", "status", "--name", &lab]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("broken"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    let out = netdoctor(&["lab", "stop", "--name", &lab]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_nothing_left("killed no-dns", &lab, &namespaces, Some(pid));
+    drop(guard);
+}
+
+#[test]
+fn unknown_case_is_a_usage_error_listing_the_cases() {
+    let out = netdoctor(&["lab", "start", "--case", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("nope") && err.contains("syn-flood"), "{err}");
+    let help = netdoctor(&["lab", "start", "--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    for case in netdoctor_lab::cases::ALL {
+        assert!(
+            text.contains(&format!("- {}:", case.name())),
+            "{case} not in help: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_case_started_without_root_says_it_needs_root_and_makes_nothing() {
+    if !is_root() {
+        eprintln!("skipped: needs root to drop to nobody with setpriv");
+        return;
+    }
+    let lab = name("np");
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_netdoctor"))
+        .args(["lab", "start", "--case", "no-dns", "--name", &lab])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("needs root"), "{}", stderr(&out));
+    assert!(!netdoctor_lab::netns_exists(&format!("{lab}-cli")));
+    assert!(!Path::new(&format!("/run/netdoctor/lab-{lab}")).exists());
+}
