@@ -146,6 +146,7 @@ pub(crate) mod fixtures {
             getaddrinfo: g,
             servers,
             reverse: vec![],
+            answered_without_dns: false,
             notes: vec![],
         }
     }
