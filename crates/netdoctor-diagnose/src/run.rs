@@ -50,10 +50,10 @@ pub fn run(
     let started = Instant::now();
     plan.validate().map_err(DiagnoseError::Plan)?;
     let t = &plan.target;
-    let addr = *host
-        .resolve(&t.host, t.port)?
-        .first()
-        .ok_or_else(|| DiagnoseError::NoAddress(t.host.clone()))?;
+    let (addr, dns) = match crate::route::resolve(plan, host, progress, started)? {
+        crate::route::Resolved::Addr(addr, dns) => (addr, dns),
+        crate::route::Resolved::Diagnosis(report) => return Ok(*report),
+    };
     let mut report = Report::new(
         ReportCommand::Diagnose,
         Target {
@@ -61,6 +61,7 @@ pub fn run(
             address: Some(addr.to_string()),
         },
     );
+    dns.apply(&mut report);
 
     // 1. Baseline probes.
     progress.stage(&format!("probing {addr}: SYN RTT and one request"));
@@ -108,7 +109,10 @@ pub fn run(
     if capturing {
         progress.stage("analyzing captured packets");
     }
-    let mut outcome = Outcome::default();
+    let mut outcome = Outcome {
+        load_p50_ms: report.measurements.load.as_ref().map(|l| l.latency_ms.p50),
+        ..Outcome::default()
+    };
     for o in running {
         o.finish(&ctx, &mut outcome);
     }
@@ -240,6 +244,7 @@ fn finish(
     let m = std::mem::take(&mut outcome.measurements);
     report.measurements.counters = m.counters;
     report.measurements.server_sockets = m.server_sockets;
+    report.measurements.trace = m.trace;
     // How the load ran and what it got, for the detectors (who caused what).
     let l = &plan.load;
     outcome.observations.push(Observation::RunConfig {
