@@ -32,6 +32,7 @@ pub enum FindingId {
     DnsServerUnreachable,
     DnsSlow,
     ReverseDnsTimeout,
+    DnsNameNotFound,
 }
 
 impl FindingId {
@@ -54,7 +55,8 @@ impl FindingId {
                 Layer::Application
             }
             HighBaseRtt | RouteProblem => Layer::Network,
-            DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout => Layer::Dns,
+            DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
+            | DnsNameNotFound => Layer::Dns,
         }
     }
 
@@ -84,6 +86,7 @@ impl FindingId {
             DnsServerUnreachable => "dns_server_unreachable",
             DnsSlow => "dns_slow",
             ReverseDnsTimeout => "reverse_dns_timeout",
+            DnsNameNotFound => "dns_name_not_found",
         }
     }
 }

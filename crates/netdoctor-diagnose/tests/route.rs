@@ -216,6 +216,28 @@ fn an_empty_resolv_conf_is_the_diagnosis_not_an_error() {
 }
 
 #[test]
+fn a_name_the_nameservers_say_does_not_exist_is_the_diagnosis() {
+    let nx = Try {
+        elapsed_ms: Some(0.4),
+        outcome: Outcome::Answer {
+            rcode: "Non-Existent Domain".into(),
+            answers: vec![],
+        },
+    };
+    let mut report = dns(
+        "nameserver 10.0.3.53\n",
+        vec![nx.clone(), nx],
+        Err("Name or service not known"),
+    );
+    report.getaddrinfo.as_mut().unwrap().elapsed_ms = Some(2.0);
+    let h = unresolved_host(report);
+    let r = run(&plan("svc.example"), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(r.verdict, Verdict::Problem);
+    assert_eq!(ids(&r), [FindingId::DnsNameNotFound]);
+    assert_eq!(r.exit_code(), 1);
+}
+
+#[test]
 fn a_failure_only_the_second_lookup_sees_is_still_a_diagnosis() {
     // The timed lookup answered, the run's own resolution then failed (a flapping resolver).
     let mut h = unresolved_host(dns(

@@ -476,6 +476,17 @@ fn diagnose_tells_dead_from_slow_from_empty_and_an_unresolvable_name_is_a_diagno
         reason.contains("→ 10.231.3.2; 1 of 1 nameserver(s) answered"),
         "{reason}"
     );
+    // A name the zone does not have: the resolver works, the name does not exist.
+    let (code, r) = diagnose_in(&l, "http://nope.lab.test:8080/");
+    assert_eq!(
+        (code, ids(&r)),
+        (1, vec!["dns_name_not_found".to_string()]),
+        "{r}"
+    );
+    assert_eq!(
+        check(&r, "load"),
+        ("skipped", "nope.lab.test did not resolve")
+    );
     server.stop();
     l.stop().unwrap();
 }
