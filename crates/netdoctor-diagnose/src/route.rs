@@ -7,6 +7,8 @@
 //! whole report (verdict from the DNS findings, every other stage skipped with the reason),
 //! so `--json` still prints a report and the exit code is the verdict's.
 //!
+//! Names under `.invalid` (RFC 6761) stay an error, and nothing is asked for them.
+//!
 //! The diagnosis asks each nameserver [`DNS_TRIES`] times with a [`DNS_TIMEOUT`] deadline
 //! (in parallel, so a dead server costs `tries × timeout`, not more), skips the reverse (PTR)
 //! lookups (the request path does not make them), and asks no nameserver at all when the
@@ -90,6 +92,15 @@ pub(crate) fn resolve(
             DnsPart::skipped("the target is an IP address: no name to resolve"),
         ));
     }
+    if is_invalid_tld(&t.host) {
+        // RFC 6761 §6.4: such names never resolve; nobody is asked (tests use them too).
+        return Err(DiagnoseError::Resolve(
+            netdoctor_probe::ProbeError::Resolve {
+                host: t.host.clone(),
+                msg: "names under .invalid never resolve (RFC 6761); nothing was asked".into(),
+            },
+        ));
+    }
     if !plan.dns {
         let addr = first(host.resolve(&t.host, t.port)?)?;
         return Ok(Resolved::Addr(addr, DnsPart::skipped("--no-dns was given")));
@@ -155,6 +166,12 @@ pub(crate) fn resolve(
         findings,
         started,
     ))))
+}
+
+/// A name under the reserved top-level domain `invalid`.
+fn is_invalid_tld(name: &str) -> bool {
+    let n = name.trim_end_matches('.').to_ascii_lowercase();
+    n == "invalid" || n.ends_with(".invalid")
 }
 
 /// The getaddrinfo failure the DNS checks saw, if any.

@@ -310,6 +310,25 @@ fn ip_targets_and_no_dns_skip_the_dns_checks_with_the_reason() {
     ));
 }
 
+#[test]
+fn names_under_invalid_are_an_error_and_nothing_is_asked() {
+    // FakeHost would answer both the DNS checks and the resolution: neither is asked.
+    let mut h = host(1.0);
+    h.dns = Some(dns("nameserver 10.0.3.53\n", vec![answered(1.0)], Ok(1.0)));
+    let e = run(
+        &plan("nosuch-host.invalid"),
+        &h,
+        &Silent,
+        &AtomicBool::new(false),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "resolve nosuch-host.invalid: names under .invalid never resolve (RFC 6761); nothing was asked"
+    );
+}
+
 fn hop(ttl: u8, from: &str, rtts: &[f64], kind: ReplyKind) -> Hop {
     let rounds: Vec<u32> = (0..rtts.len() as u32).collect();
     let samples: Vec<Sample> = rtts
@@ -393,7 +412,13 @@ fn a_routed_target_is_traced_and_its_base_rtt_explains_the_latency() {
 
 #[test]
 fn direct_networks_local_targets_and_no_trace_skip_the_trace_with_the_reason() {
-    let cases: Vec<(Result<Option<NextHop>, String>, bool, CheckStatus, &str)> = vec![
+    type Case = (
+        Result<Option<NextHop>, String>,
+        bool,
+        CheckStatus,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
         (
             Ok(Some(NextHop::Direct {
                 iface: "eth0".into(),
