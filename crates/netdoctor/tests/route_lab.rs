@@ -267,6 +267,7 @@ fn dns_json(lab: &RouteLab) -> (i32, Value) {
         lab,
         &["dns", "srv", "--tries", "3", "--timeout", "1s", "--json"],
     );
+    common::assert_schema(&r);
     assert!(matches!(code, 0 | 1), "{err}");
     (code, r)
 }
