@@ -6,7 +6,8 @@
 //! prefix that matches, then the lowest metric. Hand-written rather than an rtnetlink
 //! `RTM_GETROUTE` through a netlink crate: the table is a dozen hex columns and this is the one
 //! question asked of it. Policy routing (`ip rule`) and tables other than main are not seen;
-//! local addresses are found by binding a socket to the address (only a local address binds).
+//! local addresses are found by connecting a UDP socket to the address (nothing is sent): only
+//! a local address becomes its own source.
 
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
@@ -102,9 +103,21 @@ pub fn lookup_in(routes: &[RouteEntry], ip: Ipv4Addr) -> NextHop {
     }
 }
 
-/// Whether `ip` is an address of this host in the calling thread's namespace.
+/// Whether `ip` is an address of this host in the calling thread's namespace: a UDP socket
+/// connected to it (nothing is sent) gets it as its own source address only then. (Binding
+/// to it would say yes for every address where `net.ipv4.ip_nonlocal_bind` is on.)
 pub fn is_local(ip: IpAddr) -> bool {
-    ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+    if ip.is_loopback() {
+        return true;
+    }
+    let any: IpAddr = match ip {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    std::net::UdpSocket::bind((any, 0))
+        .and_then(|s| s.connect((ip, 9)).map(|()| s))
+        .and_then(|s| s.local_addr())
+        .is_ok_and(|a| a.ip() == ip)
 }
 
 /// How the calling thread's network namespace reaches `ip`. IPv6 is answered only for local
@@ -181,5 +194,20 @@ eth8\t0009E70A\t0301E70A\t0003\t0\t0\t1\t00FFFFFF\t0\t0\t0
         // Whatever this namespace holds, reading it works and a TEST-NET address is not local.
         assert!(lookup("192.0.2.1".parse().unwrap()).unwrap().is_some());
         assert!(!is_local("192.0.2.1".parse().unwrap()));
+        assert!(is_local("127.0.0.53".parse().unwrap()));
+    }
+
+    #[test]
+    fn an_address_of_this_namespace_is_local() {
+        // The source address the kernel picks toward a TEST-NET address is one of ours (when
+        // this namespace has a route at all).
+        let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        if s.connect("192.0.2.1:9").is_err() {
+            eprintln!("skipped: no route out of this namespace");
+            return;
+        }
+        let own = s.local_addr().unwrap().ip();
+        assert!(is_local(own), "{own}");
+        assert_eq!(lookup(own).unwrap(), Some(NextHop::Local));
     }
 }
