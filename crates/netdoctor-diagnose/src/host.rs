@@ -1,7 +1,8 @@
 //! Every source of data a diagnosis reads from the machine, behind one trait.
 //!
-//! The method ([`crate::run`]) never calls the OS directly: it asks a [`Host`] to resolve,
-//! probe, capture, read counters and sockets, and run the load. [`SystemHost`] is the real
+//! The method ([`crate::run`]) never calls the OS directly: it asks a [`Host`] to resolve (and
+//! time the resolver and its nameservers), look up the route and trace it, probe, capture, read
+//! counters and sockets, and run the load. [`SystemHost`] is the real
 //! machine; [`crate::fake::FakeHost`] replays recorded results and packets, so the orchestration
 //! (which checks are skipped and why, what is corroborated, when a run is interrupted) is tested
 //! without root or network. Model: bandwhich's `OsInputOutput`.
