@@ -32,6 +32,7 @@ pub enum FindingId {
     DnsServerUnreachable,
     DnsSlow,
     ReverseDnsTimeout,
+    DnsNameNotFound,
 }
 
 impl FindingId {
@@ -54,7 +55,8 @@ impl FindingId {
                 Layer::Application
             }
             HighBaseRtt | RouteProblem => Layer::Network,
-            DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout => Layer::Dns,
+            DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
+            | DnsNameNotFound => Layer::Dns,
         }
     }
 
@@ -84,6 +86,7 @@ impl FindingId {
             DnsServerUnreachable => "dns_server_unreachable",
             DnsSlow => "dns_slow",
             ReverseDnsTimeout => "reverse_dns_timeout",
+            DnsNameNotFound => "dns_name_not_found",
         }
     }
 }
@@ -236,20 +239,6 @@ impl Verdict {
             Verdict::Inconclusive => 3,
         }
     }
-
-    /// Problem if any finding is above `info`; otherwise healthy when the run had enough
-    /// data to judge (`conclusive`), else inconclusive. Superseded by
-    /// [`crate::verdict::decide`] (one rule with named inputs and reasons); kept until the
-    /// callers move.
-    pub fn from_findings(findings: &[Finding], conclusive: bool) -> Verdict {
-        if findings.iter().any(|f| f.severity > Severity::Info) {
-            Verdict::Problem
-        } else if conclusive {
-            Verdict::Healthy
-        } else {
-            Verdict::Inconclusive
-        }
-    }
 }
 
 /// Sort findings most important first: severity, then added latency × affected fraction.
@@ -280,29 +269,6 @@ mod tests {
             let json = serde_json::to_string(&id).unwrap();
             assert_eq!(json, format!("\"{}\"", id.as_str()));
         }
-    }
-
-    #[test]
-    fn verdict_follows_severity() {
-        let info = Finding::new(FindingId::HighBaseRtt, Severity::Info, Side::Network, "x");
-        let crit = Finding::new(
-            FindingId::NagleDelayedAck,
-            Severity::Critical,
-            Side::Server,
-            "y",
-        );
-        assert_eq!(
-            Verdict::from_findings(std::slice::from_ref(&info), true),
-            Verdict::Healthy
-        );
-        assert_eq!(
-            Verdict::from_findings(std::slice::from_ref(&info), false),
-            Verdict::Inconclusive
-        );
-        assert_eq!(
-            Verdict::from_findings(&[info, crit], true),
-            Verdict::Problem
-        );
     }
 
     #[test]

@@ -37,6 +37,17 @@ pub struct VerdictInputs {
     /// Latency that no finding explains, with the figures (e.g. "p50 44 ms under load vs
     /// 0.1 ms for one request").
     pub unexplained_latency: Option<String>,
+    /// A probe-only run (`netdoctor dns`, `netdoctor trace`): no load and no capture are
+    /// expected, so the capture and exchange checks do not apply; the probes having been
+    /// answered is the evidence instead.
+    pub probe_run: Option<ProbeRun>,
+}
+
+/// The evidence of a probe-only run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProbeRun {
+    /// Why the probes do not allow a judgement (nothing answered), when they do not.
+    pub unanswered: Option<String>,
 }
 
 /// Why a run is not healthy: one entry per check that did not pass.
@@ -64,6 +75,10 @@ pub enum Reason {
     UnexplainedLatency {
         detail: String,
     },
+    /// A probe-only run whose probes got no answer to judge by.
+    ProbesUnanswered {
+        detail: String,
+    },
 }
 
 impl Reason {
@@ -87,6 +102,9 @@ impl Reason {
             }
             Reason::UnexplainedLatency { detail } => {
                 format!("latency that no finding explains: {detail}")
+            }
+            Reason::ProbesUnanswered { detail } => {
+                format!("nothing to judge by: {detail}")
             }
         }
     }
@@ -128,14 +146,25 @@ pub fn decide(findings: &mut [Finding], inputs: &VerdictInputs) -> Outcome {
     if inputs.client_limited {
         reasons.push(Reason::ClientLimited);
     }
-    if !inputs.capture_present {
-        reasons.push(Reason::NoCapture);
-    }
-    if inputs.exchanges < MIN_EXCHANGES {
-        reasons.push(Reason::TooFewExchanges {
-            seen: inputs.exchanges,
-            needed: MIN_EXCHANGES,
-        });
+    match &inputs.probe_run {
+        Some(p) => {
+            if let Some(detail) = &p.unanswered {
+                reasons.push(Reason::ProbesUnanswered {
+                    detail: detail.clone(),
+                });
+            }
+        }
+        None => {
+            if !inputs.capture_present {
+                reasons.push(Reason::NoCapture);
+            }
+            if inputs.exchanges < MIN_EXCHANGES {
+                reasons.push(Reason::TooFewExchanges {
+                    seen: inputs.exchanges,
+                    needed: MIN_EXCHANGES,
+                });
+            }
+        }
     }
     if let Some(detail) = &inputs.unexplained_latency {
         reasons.push(Reason::UnexplainedLatency {
@@ -256,6 +285,32 @@ mod tests {
             assert_eq!(o.verdict, Verdict::Inconclusive, "{inputs:?}");
             assert_eq!(o.reasons, vec![why], "{inputs:?}");
         }
+    }
+
+    #[test]
+    fn probe_runs_are_judged_by_their_answers_not_by_a_capture() {
+        let answered = VerdictInputs {
+            probe_run: Some(ProbeRun::default()),
+            ..Default::default()
+        };
+        let o = decide(&mut [], &answered);
+        assert_eq!((o.verdict, o.reasons), (Verdict::Healthy, vec![]));
+        let info = || vec![finding(FindingId::HighBaseRtt, Severity::Info, 25.0)];
+        assert_eq!(decide(&mut info(), &answered).verdict, Verdict::Healthy);
+        let silent = VerdictInputs {
+            probe_run: Some(ProbeRun {
+                unanswered: Some("the destination did not answer".into()),
+            }),
+            ..Default::default()
+        };
+        let o = decide(&mut info(), &silent);
+        assert_eq!(o.verdict, Verdict::Inconclusive);
+        assert_eq!(
+            o.reasons[0].message(),
+            "nothing to judge by: the destination did not answer"
+        );
+        let mut v = vec![finding(FindingId::DnsSlow, Severity::Warning, 300.0)];
+        assert_eq!(decide(&mut v, &silent).verdict, Verdict::Problem);
     }
 
     #[test]

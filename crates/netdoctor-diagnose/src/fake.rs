@@ -14,7 +14,10 @@ use netdoctor_observe::{CounterSnapshot, ObserveError, PacketSource, SourceSumma
 use netdoctor_probe::{
     HttpProbeConfig, HttpTiming, ProbeError, SynMethod, SynProbe, SynProbeConfig,
 };
-use std::net::SocketAddr;
+use netdoctor_route::dns::{DnsOptions, DnsReport};
+use netdoctor_route::route_table::NextHop;
+use netdoctor_route::trace::{TraceOptions, TraceResult};
+use std::net::{IpAddr, SocketAddr};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -50,6 +53,16 @@ pub struct FakeHost {
     pub listening: Vec<u16>,
     /// Requests the probes and the load sent (a passive run must leave this at zero).
     pub sent: std::sync::atomic::AtomicU64,
+    /// `Some(message)`: resolving the target's name fails like this.
+    pub resolve_error: Option<String>,
+    /// What the DNS checks find (`None`: they fail to run).
+    pub dns: Option<DnsReport>,
+    /// How the target is reached (`Ok(Local)` by default).
+    pub next_hop: Result<Option<NextHop>, String>,
+    /// What a trace finds (`None`: it fails to run).
+    pub trace: Option<TraceResult>,
+    /// The options of every trace asked for, in order.
+    pub traces_asked: Mutex<Vec<TraceOptions>>,
 }
 
 impl FakeHost {
@@ -88,6 +101,11 @@ impl FakeHost {
             cpu: Mutex::new(Vec::new()),
             listening: Vec::new(),
             sent: std::sync::atomic::AtomicU64::new(0),
+            resolve_error: None,
+            dns: None,
+            next_hop: Ok(Some(NextHop::Local)),
+            trace: None,
+            traces_asked: Mutex::new(Vec::new()),
         }
     }
 }
@@ -111,8 +129,14 @@ impl Capture for FileCapture {
 }
 
 impl Host for FakeHost {
-    fn resolve(&self, _host: &str, _port: u16) -> Result<Vec<SocketAddr>, ProbeError> {
-        Ok(vec![self.addr])
+    fn resolve(&self, host: &str, _port: u16) -> Result<Vec<SocketAddr>, ProbeError> {
+        match &self.resolve_error {
+            None => Ok(vec![self.addr]),
+            Some(msg) => Err(ProbeError::Resolve {
+                host: host.to_string(),
+                msg: msg.clone(),
+            }),
+        }
     }
     fn syn_probe(&self, _addr: SocketAddr, _cfg: &SynProbeConfig) -> SynProbe {
         self.sent.fetch_add(1, Ordering::Relaxed);
@@ -192,5 +216,22 @@ impl Host for FakeHost {
     fn cpu_times(&self) -> Option<CpuTimes> {
         let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
         (!list.is_empty()).then(|| list.remove(0))
+    }
+    fn dns(&self, _opts: &DnsOptions) -> Result<DnsReport, String> {
+        self.dns
+            .clone()
+            .ok_or_else(|| "no recorded DNS result".to_string())
+    }
+    fn next_hop(&self, _ip: IpAddr) -> Result<Option<NextHop>, String> {
+        self.next_hop.clone()
+    }
+    fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String> {
+        self.traces_asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(opts.clone());
+        self.trace
+            .clone()
+            .ok_or_else(|| "no recorded trace".to_string())
     }
 }

@@ -1,7 +1,8 @@
 //! Every source of data a diagnosis reads from the machine, behind one trait.
 //!
-//! The method ([`crate::run`]) never calls the OS directly: it asks a [`Host`] to resolve,
-//! probe, capture, read counters and sockets, and run the load. [`SystemHost`] is the real
+//! The method ([`crate::run`]) never calls the OS directly: it asks a [`Host`] to resolve (and
+//! time the resolver and its nameservers), look up the route and trace it, probe, capture, read
+//! counters and sockets, and run the load. [`SystemHost`] is the real
 //! machine; [`crate::fake::FakeHost`] replays recorded results and packets, so the orchestration
 //! (which checks are skipped and why, what is corroborated, when a run is interrupted) is tested
 //! without root or network. Model: bandwhich's `OsInputOutput`.
@@ -14,7 +15,10 @@ use netdoctor_load::{LoadConfig, LoadError, LoadResult, Progress as LoadProgress
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbe, SynProbeConfig};
-use std::net::SocketAddr;
+use netdoctor_route::dns::{DnsOptions, DnsReport};
+use netdoctor_route::route_table::NextHop;
+use netdoctor_route::trace::{TraceOptions, TraceResult};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::AtomicBool;
 
 /// An open packet capture: it is capturing when [`Host::open_capture`] returns.
@@ -58,6 +62,12 @@ pub trait Host: Sync {
     /// Starts the host collectors around the load, sampling the listener on `port` when it is
     /// in this namespace; `None` where they do not run.
     fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun>;
+    /// The resolver's path, getaddrinfo and each nameserver asked directly for `opts.name`.
+    fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String>;
+    /// How the run's network namespace reaches `ip`; `Ok(None)` when it cannot say (IPv6).
+    fn next_hop(&self, ip: IpAddr) -> Result<Option<NextHop>, String>;
+    /// A traceroute with these options.
+    fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String>;
 }
 
 /// The real machine.
@@ -132,5 +142,15 @@ impl Host for SystemHost {
                 ..Default::default()
             },
         ))
+    }
+    fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String> {
+        netdoctor_route::dns::run(opts).map_err(|e| e.to_string())
+    }
+    fn next_hop(&self, ip: IpAddr) -> Result<Option<NextHop>, String> {
+        netdoctor_route::route_table::lookup(ip)
+            .map_err(|e| format!("read /proc/thread-self/net/route: {e}"))
+    }
+    fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String> {
+        netdoctor_route::trace::run(opts, &mut |_, _| {}).map_err(|e| e.to_string())
     }
 }

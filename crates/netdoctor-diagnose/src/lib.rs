@@ -10,6 +10,8 @@
 //! - [`host`]: every OS source behind the [`Host`] trait ([`SystemHost`] is the machine).
 //! - [`observer`] and [`observers`]: capture, counters, the server's socket options, all of one
 //!   shape; adding one is a file and a line.
+//! - [`route`]: the DNS checks of a target given by name (a name that does not resolve is a
+//!   diagnosis); the trace of a routed target is the observer `observers::TraceObserver`.
 //! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
@@ -18,6 +20,7 @@ pub mod host;
 pub mod observer;
 pub mod observers;
 pub mod plan;
+pub mod route;
 mod run;
 mod verdict;
 

@@ -37,6 +37,9 @@ pub struct Outcome {
     pub cpu: Option<crate::observers::CpuUse>,
     /// Findings an observer made itself (the host layer's), ranked with the detectors'.
     pub findings: Vec<netdoctor_core::Finding>,
+    /// The load's median latency, set before the observers finish, for those that compare a
+    /// figure of theirs with it (the trace's base RTT).
+    pub load_p50_ms: Option<f64>,
 }
 
 /// A live capture that ran.

@@ -95,6 +95,10 @@ pub struct DiagnosePlan {
     pub socket_options: bool,
     /// Run the host collectors (listener queue, socket states, conntrack, kernel log, ...).
     pub host: bool,
+    /// Time the resolver and each nameserver when the target is a name (off: `--no-dns`).
+    pub dns: bool,
+    /// Trace the route when the target is behind a gateway (off: `--no-trace`).
+    pub trace: bool,
     pub socket_sample_after: Duration,
     /// Watch the target's real traffic for [`LoadPlan::duration`] instead of probing and
     /// loading it: no packet is sent (`diagnose --passive`).
@@ -127,6 +131,8 @@ impl DiagnosePlan {
             counters: true,
             socket_options: true,
             host: true,
+            dns: true,
+            trace: true,
             socket_sample_after: defaults::SOCKET_SAMPLE_AFTER,
             passive: false,
         }

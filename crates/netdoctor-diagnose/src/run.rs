@@ -58,10 +58,10 @@ pub fn run(
     let started = Instant::now();
     plan.validate().map_err(DiagnoseError::Plan)?;
     let t = &plan.target;
-    let addr = *host
-        .resolve(&t.host, t.port)?
-        .first()
-        .ok_or_else(|| DiagnoseError::NoAddress(t.host.clone()))?;
+    let (addr, dns) = match crate::route::resolve(plan, host, progress, started)? {
+        crate::route::Resolved::Addr(addr, dns) => (addr, dns),
+        crate::route::Resolved::Diagnosis(report) => return Ok(*report),
+    };
     let mut report = Report::new(
         ReportCommand::Diagnose,
         Target {
@@ -70,6 +70,7 @@ pub fn run(
             protocol: Some(t.protocol()),
         },
     );
+    dns.apply(&mut report);
     let ctx = RunCtx { plan, addr, host };
     let outcome = if plan.passive {
         passive(&ctx, &mut report, progress, interrupt)
@@ -141,7 +142,7 @@ fn active(
     if capturing {
         progress.stage("analyzing captured packets");
     }
-    finish_observers(ctx, running)
+    finish_observers(ctx, report, running)
 }
 
 /// How often a passive window ticks (observers, progress, the interrupt flag).
@@ -193,7 +194,7 @@ fn passive(
     if capturing {
         progress.stage("analyzing captured packets");
     }
-    finish_observers(ctx, running)
+    finish_observers(ctx, report, running)
 }
 
 /// Starts the observers the plan asks for; those that cannot run become checks.
@@ -210,8 +211,15 @@ fn start_observers(ctx: &RunCtx<'_>, report: &mut Report) -> Vec<Box<dyn Observe
     running
 }
 
-fn finish_observers(ctx: &RunCtx<'_>, running: Vec<Box<dyn Observer>>) -> Outcome {
-    let mut outcome = Outcome::default();
+fn finish_observers(
+    ctx: &RunCtx<'_>,
+    report: &Report,
+    running: Vec<Box<dyn Observer>>,
+) -> Outcome {
+    let mut outcome = Outcome {
+        load_p50_ms: report.measurements.load.as_ref().map(|l| l.latency_ms.p50),
+        ..Outcome::default()
+    };
     for o in running {
         o.finish(ctx, &mut outcome);
     }
@@ -359,6 +367,7 @@ fn finish(
     let m = std::mem::take(&mut outcome.measurements);
     report.measurements.counters = m.counters;
     report.measurements.server_sockets = m.server_sockets;
+    report.measurements.trace = m.trace;
     // How the load ran and what it got, for the detectors (who caused what). A passive run
     // had no load: the connections are the real clients'.
     let l = &plan.load;

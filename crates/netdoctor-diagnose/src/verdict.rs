@@ -57,6 +57,7 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
             .filter(|l| l.client_limits.is_empty())
             .map_or(0, |l| l.failed()),
         client_limited: load.as_ref().is_some_and(|l| !l.client_limits.is_empty()),
+        probe_run: None,
     };
     report.findings = findings;
     report.decide(&inputs);

@@ -115,6 +115,15 @@ pub struct Measurements {
     /// Sockets of the process serving the target on this host, with their options.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_sockets: Option<Vec<ServerSocket>>,
+    /// The DNS checks of a target given by name (`netdoctor-route`'s `DnsReport`, as JSON:
+    /// the route crate's result types are written, not read back, so they are kept as a
+    /// value here and a saved report still reads back whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<serde_json::Value>,
+    /// The trace to a routed target (`netdoctor-route`'s `TraceResult` with its hop
+    /// assessment), as JSON for the same reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -194,11 +203,15 @@ pub enum CheckName {
     Cpu,
     /// The host collectors: listener queue, socket states, conntrack, interfaces, kernel log.
     Host,
+    /// The resolver's path and each nameserver, for a target given by name.
+    Dns,
+    /// The route to a target that is not on a directly connected network.
+    Trace,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 12] = [
+    pub const ALL: [CheckName; 14] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -211,6 +224,8 @@ impl CheckName {
         CheckName::Pcap,
         CheckName::Cpu,
         CheckName::Host,
+        CheckName::Dns,
+        CheckName::Trace,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -228,6 +243,8 @@ impl CheckName {
             CheckName::Pcap => "pcap",
             CheckName::Cpu => "cpu",
             CheckName::Host => "host",
+            CheckName::Dns => "dns",
+            CheckName::Trace => "trace",
         }
     }
 }

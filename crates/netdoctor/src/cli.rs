@@ -174,6 +174,14 @@ pub struct DiagnoseArgs {
     /// Number of SYN probes for the baseline RTT.
     #[arg(long, default_value_t = defaults::SYN_PROBES, value_parser = positive_u32)]
     pub syn_probes: u32,
+    /// Do not time the resolver and its nameservers when the URL names a host (a name that
+    /// does not resolve is then an error instead of a diagnosis).
+    #[arg(long)]
+    pub no_dns: bool,
+    /// Do not trace the route (by default a target behind a gateway gets a short TCP trace to
+    /// its port before the load).
+    #[arg(long)]
+    pub no_trace: bool,
     /// Run the whole diagnosis from inside this network namespace (e.g. the lab's client:
     /// `--netns netdoctor-cli`).
     #[arg(long, value_name = "NAME")]

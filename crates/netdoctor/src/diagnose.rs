@@ -69,6 +69,8 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     plan.capture.snaplen = args.snaplen;
     plan.capture.pcap = args.pcap.clone();
     plan.syn_probes = args.syn_probes;
+    plan.dns = !args.no_dns;
+    plan.trace = !args.no_trace;
     // A bad -H or an unreadable --body-file is a usage error before anything runs.
     let mut req = LoadConfig::new(HttpTarget {
         addr: SocketAddr::from(([127, 0, 0, 1], 1)),
@@ -84,7 +86,8 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
 }
 
 /// Runs the plan on this machine. Errors only for what makes a run meaningless (an invalid
-/// plan, a name that does not resolve).
+/// plan; a name that does not resolve when the DNS checks are off — with them it is a
+/// diagnosis).
 pub fn diagnose(
     plan: &DiagnosePlan,
     progress: &Progress,

@@ -56,7 +56,11 @@ pub fn command(args: &DnsArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let report = dns::run(&opts).with_context(|| format!("dns {}", args.name))?;
     let mut findings = dns_findings(&report, &Thresholds::default());
     let conclusive = !report.servers.is_empty() || report.getaddrinfo.is_some();
-    let (verdict, code) = routeout::conclude(&mut findings, conclusive);
+    let outcome = routeout::conclude(
+        &mut findings,
+        (!conclusive).then(|| "no nameserver was asked and getaddrinfo was not timed".to_string()),
+    );
+    let (verdict, code) = (outcome.verdict, outcome.verdict.exit_code());
     let format = args.output.format().map_err(anyhow::Error::msg)?;
     if format == netdoctor_report::Format::Json {
         let doc = routeout::envelope(
@@ -64,7 +68,7 @@ pub fn command(args: &DnsArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 command: "dns",
                 input: &args.name,
                 address: None,
-                conclusive,
+                verdict: &outcome,
                 checks: report
                     .notes
                     .iter()

@@ -3,7 +3,8 @@
 //! terminal rendering of findings. Kept apart from `netdoctor-report` until the lead folds these
 //! commands into its sinks.
 
-use netdoctor_core::finding::{Evidence, Finding, Verdict, rank};
+use netdoctor_core::finding::{Evidence, Finding, Verdict};
+use netdoctor_core::verdict::{self, ProbeRun, Reason, VerdictInputs};
 use serde_json::json;
 use std::io::{self, Write};
 
@@ -12,7 +13,8 @@ pub struct Run<'a> {
     pub command: &'a str,
     pub input: &'a str,
     pub address: Option<String>,
-    pub conclusive: bool,
+    /// The verdict and its reasons, from [`conclude`].
+    pub verdict: &'a verdict::Outcome,
     pub measurements: serde_json::Value,
     /// Check notes: `(status, reason)`.
     pub checks: Vec<(&'static str, String)>,
@@ -21,16 +23,24 @@ pub struct Run<'a> {
 
 /// The JSON document of a `dns`/`trace` run.
 pub fn envelope(run: Run<'_>, findings: &[Finding]) -> serde_json::Value {
-    let verdict = Verdict::from_findings(findings, run.conclusive);
+    let verdict = run.verdict.verdict;
     let mut target = json!({ "input": run.input });
     if let Some(a) = run.address {
         target["address"] = json!(a);
     }
-    let checks: Vec<serde_json::Value> = run
+    let mut checks: Vec<serde_json::Value> = run
         .checks
         .into_iter()
         .map(|(status, reason)| json!({"name": run.command, "status": status, "reason": reason}))
         .collect();
+    // As `Report::decide` does: a reason other than a finding is a skipped `verdict` check.
+    checks.extend(
+        run.verdict
+            .reasons
+            .iter()
+            .filter(|r| !matches!(r, Reason::Finding { .. }))
+            .map(|r| json!({"name": "verdict", "status": "skipped", "reason": r.message()})),
+    );
     json!({
         "schema": "netdoctor.report/v1",
         "command": run.command,
@@ -43,11 +53,16 @@ pub fn envelope(run: Run<'_>, findings: &[Finding]) -> serde_json::Value {
     })
 }
 
-/// Ranks findings and returns the verdict's exit code.
-pub fn conclude(findings: &mut [Finding], conclusive: bool) -> (Verdict, i32) {
-    rank(findings);
-    let v = Verdict::from_findings(findings, conclusive);
-    (v, v.exit_code())
+/// Ranks the findings and decides the verdict with core's one rule, as a probe-only run:
+/// `unanswered` says why the probes allow no judgement, when they do not.
+pub fn conclude(findings: &mut [Finding], unanswered: Option<String>) -> verdict::Outcome {
+    verdict::decide(
+        findings,
+        &VerdictInputs {
+            probe_run: Some(ProbeRun { unanswered }),
+            ..Default::default()
+        },
+    )
 }
 
 /// Findings as a short terminal list: severity, id, summary, explanation, fix, evidence.

@@ -109,7 +109,11 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     .with_context(|| format!("trace {}", args.host))?;
     let th = Thresholds::default();
     let mut findings = trace_findings(&result, None, &th);
-    let (verdict, code) = routeout::conclude(&mut findings, result.reached);
+    let outcome = routeout::conclude(
+        &mut findings,
+        (!result.reached).then(|| format!("{} did not answer", result.target)),
+    );
+    let (verdict, code) = (outcome.verdict, outcome.verdict.exit_code());
     let format = args.output.format().map_err(anyhow::Error::msg)?;
     if format == netdoctor_report::Format::Json {
         let assessment = assess(&result, &th.hops);
@@ -118,7 +122,7 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 command: "trace",
                 input: &args.host,
                 address: Some(target.to_string()),
-                conclusive: result.reached,
+                verdict: &outcome,
                 checks: result.notes.iter().map(|n| ("ok", n.clone())).collect(),
                 measurements: serde_json::json!({ "trace": result, "hop_assessment": assessment }),
                 elapsed_s: started.elapsed().as_secs_f64(),

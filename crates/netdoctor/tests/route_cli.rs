@@ -1,6 +1,8 @@
 //! `netdoctor trace` and `netdoctor dns` without root: usage errors and a trace to loopback.
 //! (Tests that need other addresses run on the route lab: tests/route_lab.rs.)
 
+mod common;
+
 use std::process::Command;
 
 fn netdoctor(args: &[&str]) -> (i32, String, String) {
@@ -60,7 +62,7 @@ fn trace_to_a_loopback_listener_is_one_healthy_hop_in_json() {
     ]);
     assert_eq!(code, 0, "{stderr}");
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(r["schema"], "netdoctor.report/v1");
+    common::assert_schema(&r);
     assert_eq!(r["command"], "trace");
     assert_eq!(r["verdict"], "healthy");
     let hops = r["measurements"]["trace"]["hops"].as_array().unwrap();

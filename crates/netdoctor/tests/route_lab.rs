@@ -1,7 +1,10 @@
-//! `netdoctor trace` and `netdoctor dns` on the route lab (cli → r1 → delay/loss hop → r2 → srv,
+//! `netdoctor trace`, `netdoctor dns` and `netdoctor diagnose` on the route lab (cli → r1 → delay/loss hop → r2 → srv,
 //! lab nameserver): real probes through real namespaces. Needs root; each test prints why it is
 //! skipped otherwise. Every lab is removed on drop, also when an assertion fails.
 
+mod common;
+
+use netdoctor_lab::builtin::BuiltinServers;
 use netdoctor_lab::nameserver::Behavior;
 use netdoctor_lab::route_lab::{
     NAMESERVER_IP, R1_IP, R2_IP, Resolver, RouteLab, RouteLabConfig, SERVER_IP,
@@ -264,6 +267,7 @@ fn dns_json(lab: &RouteLab) -> (i32, Value) {
         lab,
         &["dns", "srv", "--tries", "3", "--timeout", "1s", "--json"],
     );
+    common::assert_schema(&r);
     assert!(matches!(code, 0 | 1), "{err}");
     (code, r)
 }
@@ -358,4 +362,201 @@ fn labs_leave_nothing_behind() {
         assert!(!netdoctor_lab::netns_exists(&n), "{n} left behind");
     }
     assert!(!etc.exists());
+}
+
+/// The lab's built-in HTTP server (TCP_NODELAY on: a healthy server) on the server's address,
+/// port 8080, inside the server namespace. Stop it (or drop it) before the lab.
+fn healthy_server(lab: &RouteLab) -> BuiltinServers {
+    netdoctor_lab::in_netns(lab.server_netns(), || {
+        BuiltinServers::start(&[((SERVER_IP, 8080).into(), true)])
+    })
+    .expect("enter the server namespace")
+    .expect("start the built-in server")
+}
+
+/// `diagnose URL --json` from the lab's client namespace (its resolv.conf is the lab's), with
+/// a short load.
+fn diagnose_in(lab: &RouteLab, url: &str) -> (i32, Value) {
+    let (code, r, err) = netdoctor_in(lab, &["diagnose", url, "-c", "4", "-d", "1500ms", "--json"]);
+    common::assert_schema(&r);
+    assert!(matches!(code, 0 | 1 | 3), "exit {code}: {err}");
+    (code, r)
+}
+
+fn check<'a>(r: &'a Value, name: &str) -> (&'a str, &'a str) {
+    let c = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]));
+    (
+        c["status"].as_str().unwrap(),
+        c["reason"].as_str().unwrap_or(""),
+    )
+}
+
+#[test]
+fn diagnose_tells_dead_from_slow_from_empty_and_an_unresolvable_name_is_a_diagnosis() {
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    let url = "http://srv.lab.test:8080/";
+    // Dead nameserver, empty resolv.conf: the name does not resolve; the DNS finding is the
+    // diagnosis (exit 1, JSON, every other stage skipped with the reason).
+    for (resolver, id) in [
+        (Resolver::Dead, "dns_server_unreachable"),
+        (Resolver::Empty, "dns_no_nameserver"),
+    ] {
+        let l = lab(0.0, 0.0, resolver);
+        let (code, r) = diagnose_in(&l, url);
+        assert_eq!(code, 1, "{id}: {r}");
+        assert_eq!(r["verdict"], "problem", "{id}");
+        assert_eq!(ids(&r), [id], "{r}");
+        assert_eq!(r["findings"][0]["severity"], "critical", "{id}");
+        assert!(r["target"]["address"].is_null(), "{id}");
+        let (status, reason) = check(&r, "dns");
+        assert_eq!(status, "failed", "{id}");
+        assert!(
+            reason.starts_with("srv.lab.test did not resolve"),
+            "{reason}"
+        );
+        for stage in ["syn_probe", "load", "capture", "trace"] {
+            assert_eq!(
+                check(&r, stage),
+                ("skipped", "srv.lab.test did not resolve"),
+                "{id} {stage}"
+            );
+        }
+        assert!(r["measurements"]["load"].is_null(), "{id}");
+        l.stop().unwrap();
+    }
+
+    // Slow nameserver (300 ms per answer): the name resolves, the run goes on to the load, and
+    // `dns_slow` is in the report with the server's median.
+    let l = lab(
+        0.0,
+        0.0,
+        Resolver::Lab(Behavior {
+            delay: Duration::from_millis(300),
+            ..Default::default()
+        }),
+    );
+    let server = healthy_server(&l);
+    let (code, r) = diagnose_in(&l, url);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["target"]["address"], "10.231.3.2:8080");
+    assert!(ids(&r).contains(&"dns_slow".to_string()), "{:?}", ids(&r));
+    assert_eq!(check(&r, "dns").0, "ok");
+    assert_eq!(check(&r, "load").0, "ok");
+    let median = r["measurements"]["dns"]["servers"][0]["udp"]["median_ms"]
+        .as_f64()
+        .unwrap();
+    assert!((300.0..360.0).contains(&median), "{median}");
+    let gai = r["measurements"]["dns"]["getaddrinfo"]["elapsed_ms"]
+        .as_f64()
+        .unwrap();
+    assert!(gai >= 300.0, "getaddrinfo {gai} ms");
+    server.stop();
+    l.stop().unwrap();
+
+    // The same name through a healthy nameserver, by its short name (search lab.test): no
+    // DNS finding, the check says what the lookup took.
+    let l = lab(0.0, 0.0, Resolver::Lab(Behavior::default()));
+    let server = healthy_server(&l);
+    let (_, r) = diagnose_in(&l, "http://srv:8080/");
+    assert!(
+        !ids(&r).iter().any(|i| i.starts_with("dns_")),
+        "{:?}",
+        ids(&r)
+    );
+    let (status, reason) = check(&r, "dns");
+    assert_eq!(status, "ok");
+    assert!(
+        reason.contains("→ 10.231.3.2; 1 of 1 nameserver(s) answered"),
+        "{reason}"
+    );
+    // A name the zone does not have: the resolver works, the name does not exist.
+    let (code, r) = diagnose_in(&l, "http://nope.lab.test:8080/");
+    assert_eq!(
+        (code, ids(&r)),
+        (1, vec!["dns_name_not_found".to_string()]),
+        "{r}"
+    );
+    assert_eq!(
+        check(&r, "load"),
+        ("skipped", "nope.lab.test did not resolve")
+    );
+    server.stop();
+    l.stop().unwrap();
+}
+
+#[test]
+fn diagnose_of_a_target_behind_the_delayed_hop_finds_high_base_rtt_not_a_transport_cause() {
+    if skip() {
+        return;
+    }
+    let _serial = serial();
+    let l = lab(37.0, 0.0, Resolver::Lab(Behavior::default()));
+    let server = healthy_server(&l);
+    let (code, r) = diagnose_in(&l, "http://10.231.3.2:8080/");
+    assert_eq!(code, 1, "{r}");
+    let base = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "high_base_rtt")
+        .unwrap_or_else(|| panic!("{:?}", ids(&r)));
+    assert_eq!(base["severity"], "warning", "{base}");
+    let added = base["impact"]["added_latency_ms"].as_f64().unwrap();
+    assert!((36.0..45.0).contains(&added), "base RTT {added} ms");
+    let transport: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["layer"] == "transport")
+        .collect();
+    assert!(transport.is_empty(), "{transport:?}");
+    let (status, reason) = check(&r, "trace");
+    assert_eq!(status, "ok");
+    assert!(
+        reason.starts_with("tcp trace via 10.231.1.1: 3 hop(s)"),
+        "{reason}"
+    );
+    let hs = r["measurements"]["trace"]["hops"].as_array().unwrap();
+    let ips: Vec<String> = hs.iter().map(hop_ip).collect();
+    assert_eq!(
+        ips,
+        [R1_IP.to_string(), R2_IP.to_string(), SERVER_IP.to_string()]
+    );
+    assert_eq!(check(&r, "dns").0, "skipped");
+    // The load's median is the path's RTT plus almost nothing.
+    let p50 = r["measurements"]["load"]["latency_ms"]["p50"]
+        .as_f64()
+        .unwrap();
+    assert!((37.0..60.0).contains(&p50), "p50 {p50} ms");
+
+    // --no-trace: the check says so, no route finding.
+    let (_, r) = {
+        let (code, r, err) = netdoctor_in(
+            &l,
+            &[
+                "diagnose",
+                "http://10.231.3.2:8080/",
+                "-c",
+                "4",
+                "-d",
+                "1s",
+                "--no-trace",
+                "--json",
+            ],
+        );
+        assert!(matches!(code, 0 | 1 | 3), "{err}");
+        (code, r)
+    };
+    assert_eq!(check(&r, "trace"), ("skipped", "--no-trace was given"));
+    assert!(!ids(&r).contains(&"high_base_rtt".to_string()));
+    server.stop();
+    l.stop().unwrap();
 }

@@ -6,6 +6,7 @@ mod counters;
 mod cpu;
 mod host;
 mod sockets;
+mod trace;
 
 use crate::observer::Observer;
 use crate::plan::DiagnosePlan;
@@ -16,11 +17,18 @@ pub use counters::CountersObserver;
 pub use cpu::{CpuObserver, CpuTimes, CpuUse, cpu_times};
 pub use host::HostObserver;
 pub use sockets::SocketsObserver;
+pub use trace::{TraceObserver, trace_options};
 
 /// The observers the plan asks for, and the checks of those it switched off.
 pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
     let mut on: Vec<Box<dyn Observer>> = Vec::new();
     let mut off = Vec::new();
+    // First: its probe connections finish before the others watch.
+    if plan.trace {
+        on.push(Box::new(TraceObserver::default()));
+    } else {
+        off.push(Check::skipped(CheckName::Trace, "--no-trace was given"));
+    }
     on.push(Box::new(CpuObserver::default()));
     if plan.counters {
         on.push(Box::new(CountersObserver::default()));

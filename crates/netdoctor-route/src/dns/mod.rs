@@ -40,6 +40,10 @@ pub struct DnsOptions {
     pub system: bool,
     /// Cap on one system lookup.
     pub system_cap: Duration,
+    /// Do not ask the nameservers when the system answers the name without DNS (`localhost`,
+    /// or an `/etc/hosts` entry consulted before DNS): what `diagnose` does, since the
+    /// nameservers then play no part in reaching the target.
+    pub skip_when_files_answer: bool,
 }
 
 impl DnsOptions {
@@ -56,6 +60,7 @@ impl DnsOptions {
             reverse: true,
             system: true,
             system_cap: Duration::from_secs(12),
+            skip_when_files_answer: false,
         }
     }
 }
@@ -81,6 +86,29 @@ impl ResolverPath {
             .as_ref()
             .is_none_or(|s| s.iter().any(|w| w == "dns" || w == "resolve"))
     }
+
+    /// Whether glibc answers the name from `/etc/hosts` before it would ask DNS.
+    pub fn answered_by_files(&self) -> bool {
+        if self.hosts_matches.is_empty() {
+            return false;
+        }
+        // No nsswitch hosts line: glibc's default consults files first.
+        let Some(sources) = &self.nsswitch_hosts else {
+            return true;
+        };
+        let pos = |w: &str| sources.iter().position(|s| s == w);
+        match (pos("files"), pos("dns").or(pos("resolve"))) {
+            (Some(f), Some(d)) => f < d,
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Names the system answers without DNS whatever the configuration (RFC 6761 `localhost`).
+pub fn is_localhost(name: &str) -> bool {
+    let n = name.trim_end_matches('.').to_ascii_lowercase();
+    n == "localhost" || n.ends_with(".localhost")
 }
 
 /// One transport's tries at one nameserver, summarised.
@@ -197,6 +225,9 @@ pub struct DnsReport {
     pub getaddrinfo: Option<SystemLookup>,
     pub servers: Vec<ServerTiming>,
     pub reverse: Vec<ReverseTiming>,
+    /// The system answers the name without DNS (localhost, or `/etc/hosts` before DNS).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub answered_without_dns: bool,
     /// Parts that were skipped and why.
     pub notes: Vec<String>,
 }
@@ -283,7 +314,19 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         RecordType::A
     };
     let mut notes = Vec::new();
-    if rc.nameservers.is_empty() {
+    let files_answer = is_localhost(&opts.name) || resolver.answered_by_files();
+    let ask_servers = !(opts.skip_when_files_answer && files_answer);
+    if !ask_servers {
+        notes.push(format!(
+            "{} is answered without DNS ({}): nameservers not asked",
+            opts.name,
+            if resolver.answered_by_files() {
+                format!("{} comes first", resolver.hosts_path.display())
+            } else {
+                "localhost".to_string()
+            }
+        ));
+    } else if rc.nameservers.is_empty() {
         notes.push(format!(
             "{} lists no nameserver: no server to ask directly",
             rc.path.display()
@@ -294,8 +337,8 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         let gai = opts
             .system
             .then(|| s.spawn(|| names::getaddrinfo(&opts.name, opts.system_cap)));
-        let handles: Vec<_> = rc
-            .nameservers
+        let asked: &[IpAddr] = if ask_servers { &rc.nameservers } else { &[] };
+        let handles: Vec<_> = asked
             .iter()
             .enumerate()
             .map(|(position, &server)| {
@@ -338,6 +381,7 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         getaddrinfo,
         servers,
         reverse,
+        answered_without_dns: files_answer,
         notes,
     })
 }
@@ -448,6 +492,41 @@ mod tests {
             "{:?}",
             r.notes
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_answered_from_files_skip_the_nameservers_only_when_asked() {
+        let dir = std::env::temp_dir().join(format!("nd-route-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // TEST-NET nameserver: never asked in this test (no packet leaves).
+        std::fs::write(dir.join("resolv.conf"), "nameserver 192.0.2.53\n").unwrap();
+        std::fs::write(dir.join("nsswitch"), "hosts: files dns\n").unwrap();
+        std::fs::write(dir.join("hosts"), "10.9.9.9 api.internal\n").unwrap();
+        let opts = |name: &str| {
+            let mut o = DnsOptions::new(name);
+            o.resolv_conf = dir.join("resolv.conf");
+            o.nsswitch = dir.join("nsswitch");
+            o.hosts = dir.join("hosts");
+            o.system = false;
+            o.reverse = false;
+            o.skip_when_files_answer = true;
+            o
+        };
+        for name in ["api.internal", "localhost", "x.localhost"] {
+            let r = run(&opts(name)).unwrap();
+            assert!(r.answered_without_dns, "{name}");
+            assert!(r.servers.is_empty(), "{name}");
+            assert!(
+                r.notes[0].contains("nameservers not asked"),
+                "{:?}",
+                r.notes
+            );
+        }
+        // DNS before files: the nameservers matter.
+        std::fs::write(dir.join("nsswitch"), "hosts: dns files\n").unwrap();
+        let p = resolver_path(&opts("api.internal")).unwrap();
+        assert!(!p.answered_by_files());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

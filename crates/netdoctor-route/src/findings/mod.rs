@@ -2,6 +2,7 @@
 //! each, with unit tests on recorded-shape data (the lab tests run them on real results). The
 //! lead wraps them as detectors once the core's `Detector` trait lands.
 
+mod dns_name_not_found;
 mod dns_no_nameserver;
 mod dns_server_unreachable;
 mod dns_slow;
@@ -9,6 +10,7 @@ mod high_base_rtt;
 mod reverse_dns_timeout;
 mod route_problem;
 
+pub use dns_name_not_found::dns_name_not_found;
 pub use dns_no_nameserver::dns_no_nameserver;
 pub use dns_server_unreachable::dns_server_unreachable;
 pub use dns_slow::dns_slow;
@@ -57,6 +59,7 @@ pub fn dns_findings(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
     v.extend(dns_server_unreachable(r));
     v.extend(dns_slow(r, th));
     v.extend(reverse_dns_timeout(r, th));
+    v.extend(dns_name_not_found(r));
     v
 }
 
@@ -146,6 +149,7 @@ pub(crate) mod fixtures {
             getaddrinfo: g,
             servers,
             reverse: vec![],
+            answered_without_dns: false,
             notes: vec![],
         }
     }
