@@ -273,6 +273,16 @@ fn passive_sees_the_line_servers_nagle_on_connections_opened_before_the_run() {
     ]);
     let progress = wait_watching(&mut child);
     let out = child.wait_with_output().unwrap();
+    // Without --passive, the same tcp:// target gets the probes only.
+    let probed = netdoctor(&["diagnose", &target, "--json", "--netns", lab.server_netns()]);
+    let p = json(&probed);
+    assert_schema(&p);
+    assert!(p["measurements"]["load"].is_null(), "{p:#}");
+    assert_eq!(p["measurements"]["probe"]["syn"]["answered"], 5, "{p:#}");
+    assert_eq!(
+        p["measurements"]["probe"]["connect"]["method"], "connect",
+        "{p:#}"
+    );
     stop.store(true, Ordering::Relaxed);
     let served: u64 = clients.into_iter().map(|c| c.join().unwrap()).sum();
     let _ = server.join();
@@ -288,6 +298,23 @@ fn passive_sees_the_line_servers_nagle_on_connections_opened_before_the_run() {
     assert_eq!(f["id"], "nagle_delayed_ack", "{v:#}");
     assert_eq!(f["side"], "server", "{f:#}");
     assert!(progress.contains("no traffic sent"), "{progress}");
+    assert_eq!(
+        p["measurements"]["probe"]["connect"]["answered"], 5,
+        "{p:#}"
+    );
+    let load = p["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "load");
+    assert!(
+        load.is_some_and(|c| c["status"] == "skipped"
+            && c["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("load is HTTP(S)-only")),
+        "{p:#}"
+    );
     // --pcap works as in active mode: the file holds the window, and analyze (given the
     // server port, as there is no handshake) finds the same.
     let a = netdoctor(&[
