@@ -65,6 +65,14 @@ fn tcp_target_without_a_port_is_a_one_line_usage_error() {
             );
         }
     }
+    // The help's figure is the verdict rule's.
+    let help = String::from_utf8(netdoctor(&["diagnose", "--help"]).stdout).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let min = netdoctor_core::verdict::MIN_EXCHANGES;
+    assert!(
+        help.contains(&format!("at least {min} completed")),
+        "{help}"
+    );
     // Load options make no sense without a load.
     let out = netdoctor(&["diagnose", "--passive", "-c", "5", "tcp://127.0.0.1:6379"]);
     assert_eq!(out.status.code(), Some(2));
