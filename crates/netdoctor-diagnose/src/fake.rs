@@ -142,6 +142,13 @@ impl Host for FakeHost {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.syn.clone()
     }
+    fn connect_probe(&self, _addr: SocketAddr, _cfg: &SynProbeConfig) -> SynProbe {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        SynProbe {
+            method: SynMethod::Connect,
+            ..self.syn.clone()
+        }
+    }
     fn http_probe(
         &self,
         addr: SocketAddr,

@@ -37,6 +37,8 @@ pub trait Capture: Send {
 pub trait Host: Sync {
     fn resolve(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ProbeError>;
     fn syn_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe;
+    /// connect() timed to completion (the whole handshake, through the listener).
+    fn connect_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe;
     fn http_probe(&self, addr: SocketAddr, cfg: &HttpProbeConfig)
     -> Result<HttpTiming, ProbeError>;
     fn open_capture(&self, cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError>;
@@ -93,6 +95,9 @@ impl Host for SystemHost {
     }
     fn syn_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe {
         netdoctor_probe::syn_rtt(addr, cfg)
+    }
+    fn connect_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe {
+        netdoctor_probe::connect_rtt(addr, cfg)
     }
     fn http_probe(
         &self,

@@ -13,7 +13,7 @@ use crate::observers;
 use crate::plan::DiagnosePlan;
 use netdoctor_core::observation::{LoadOutcome, Observation};
 use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
-use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbeConfig};
+use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynMethod, SynProbeConfig};
 use netdoctor_report::{Check, CheckName, ProbeSection, Report, ReportCommand, Target};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,8 +107,8 @@ fn active(
     if !t.is_http() {
         report.checks.push(Check::skipped(
             CheckName::Load,
-            "load is HTTP(S)-only; a tcp:// target gets the SYN RTT probe (raw SYN, or \
-             connect() timing without CAP_NET_RAW); use --passive to watch its real traffic",
+            "load is HTTP(S)-only; a tcp:// target gets the SYN RTT and connect() probes; \
+             use --passive to watch its real traffic",
         ));
         report.checks.push(Check::skipped(
             CheckName::Capture,
@@ -249,14 +249,27 @@ fn probe(
             CheckName::HttpProbe,
             "a tcp:// target: no HTTP request is sent",
         ));
-        let refusal = (syn.answered == 0 && syn.refused > 0).then(|| Observation::ConnectRefused {
+        let refused = syn.answered == 0 && syn.refused > 0;
+        let refusal = refused.then(|| Observation::ConnectRefused {
             addr: addr.to_string(),
             syn_sent: syn.sent,
             syn_refused: syn.refused,
         });
+        // Raw SYNs stop at the SYN/ACK; connect() also goes through the listener (a full
+        // accept queue shows here). Without raw sockets the SYN probe already was connect().
+        let connect = (!refused && syn.method == SynMethod::RawSyn).then(|| {
+            host.connect_probe(
+                addr,
+                &SynProbeConfig {
+                    count: plan.syn_probes,
+                    ..SynProbeConfig::default()
+                },
+            )
+        });
         report.measurements.probe = Some(ProbeSection {
             syn: Some(syn),
             http: None,
+            connect,
         });
         return refusal;
     }
@@ -292,6 +305,7 @@ fn probe(
     report.measurements.probe = Some(ProbeSection {
         syn: Some(syn),
         http,
+        connect: None,
     });
     refusal
 }

@@ -257,8 +257,24 @@ fn a_tcp_target_without_passive_gets_the_probes_only() {
     let probe = r.measurements.probe.as_ref().unwrap();
     assert!(probe.syn.is_some() && probe.http.is_none());
     assert_eq!(r.verdict, Verdict::Inconclusive);
-    // One SYN probe series and nothing else.
+    // One SYN probe series (connect() timing already: no raw sockets) and nothing else.
     assert_eq!(h.sent.load(Ordering::Relaxed), 1);
+    assert!(probe.connect.is_none());
+
+    // With raw SYNs, connect() is timed too: the handshake through the listener.
+    let mut h = host("10.0.0.5:6379", None);
+    h.syn.method = netdoctor_probe::SynMethod::RawSyn;
+    let r = run(
+        &plan("tcp://10.0.0.5:6379", false),
+        &h,
+        &Silent,
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let probe = r.measurements.probe.as_ref().unwrap();
+    let c = probe.connect.as_ref().expect("connect probe");
+    assert_eq!(c.method, netdoctor_probe::SynMethod::Connect);
+    assert_eq!(h.sent.load(Ordering::Relaxed), 2);
 
     // Refused: server_not_listening, as for HTTP.
     let mut h = host("10.0.0.5:6379", None);

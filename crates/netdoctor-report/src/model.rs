@@ -133,6 +133,11 @@ pub struct ProbeSection {
     /// The request with the median total time out of three timed one after another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpTiming>,
+    /// connect() timed to completion, for a `tcp://` target whose SYN probe used raw SYNs
+    /// (the whole handshake through the server's listener, where the raw SYN stops at the
+    /// SYN/ACK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<SynProbe>,
 }
 
 /// Where captured packets came from.

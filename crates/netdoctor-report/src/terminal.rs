@@ -89,6 +89,21 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             };
             writeln!(out, "  {:<14} {line}", "SYN RTT")?;
         }
+        if let Some(c) = &probe.connect {
+            any = true;
+            let line = match (c.median_ms, c.min_ms, c.max_ms) {
+                (Some(med), Some(min), Some(max)) => format!(
+                    "{} median (min {}, max {}; {}/{} completed)",
+                    ms(med),
+                    ms(min),
+                    ms(max),
+                    c.answered,
+                    c.sent
+                ),
+                _ => format!("{} of {} connect() calls completed", c.answered, c.sent),
+            };
+            writeln!(out, "  {:<14} {line}", "connect()")?;
+        }
         if let Some(h) = &probe.http {
             any = true;
             let tls = h

@@ -237,8 +237,8 @@ pub struct AnalyzeArgs {
 
 const DIAGNOSE_AFTER_HELP: &str = "\
 Targets: http:// and https:// get the SYN RTT, one timed request and the load; tcp://HOST:PORT \
-(Redis, a database, a custom RPC) gets the SYN RTT probe only (raw SYN, or connect() timing \
-without CAP_NET_RAW), since the load is HTTP(S)-only. With --passive nothing is sent to any target: the run watches the port's traffic \
+(Redis, a database, a custom RPC) gets the SYN RTT and connect() probes only, since the load is \
+HTTP(S)-only. With --passive nothing is sent to any target: the run watches the port's traffic \
 for -d (e.g. `netdoctor diagnose --passive tcp://10.0.0.5:6379 -d 30s`) and needs at least 20 \
 completed request/response exchanges to call it healthy.";
 

@@ -65,6 +65,14 @@ fn tcp_target_without_a_port_is_a_one_line_usage_error() {
             );
         }
     }
+    // The help's figure is the verdict rule's.
+    let help = String::from_utf8(netdoctor(&["diagnose", "--help"]).stdout).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let min = netdoctor_core::verdict::MIN_EXCHANGES;
+    assert!(
+        help.contains(&format!("at least {min} completed")),
+        "{help}"
+    );
     // Load options make no sense without a load.
     let out = netdoctor(&["diagnose", "--passive", "-c", "5", "tcp://127.0.0.1:6379"]);
     assert_eq!(out.status.code(), Some(2));
@@ -273,6 +281,16 @@ fn passive_sees_the_line_servers_nagle_on_connections_opened_before_the_run() {
     ]);
     let progress = wait_watching(&mut child);
     let out = child.wait_with_output().unwrap();
+    // Without --passive, the same tcp:// target gets the probes only.
+    let probed = netdoctor(&["diagnose", &target, "--json", "--netns", lab.server_netns()]);
+    let p = json(&probed);
+    assert_schema(&p);
+    assert!(p["measurements"]["load"].is_null(), "{p:#}");
+    assert_eq!(p["measurements"]["probe"]["syn"]["answered"], 5, "{p:#}");
+    assert_eq!(
+        p["measurements"]["probe"]["connect"]["method"], "connect",
+        "{p:#}"
+    );
     stop.store(true, Ordering::Relaxed);
     let served: u64 = clients.into_iter().map(|c| c.join().unwrap()).sum();
     let _ = server.join();
@@ -288,6 +306,23 @@ fn passive_sees_the_line_servers_nagle_on_connections_opened_before_the_run() {
     assert_eq!(f["id"], "nagle_delayed_ack", "{v:#}");
     assert_eq!(f["side"], "server", "{f:#}");
     assert!(progress.contains("no traffic sent"), "{progress}");
+    assert_eq!(
+        p["measurements"]["probe"]["connect"]["answered"], 5,
+        "{p:#}"
+    );
+    let load = p["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "load");
+    assert!(
+        load.is_some_and(|c| c["status"] == "skipped"
+            && c["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("load is HTTP(S)-only")),
+        "{p:#}"
+    );
     // --pcap works as in active mode: the file holds the window, and analyze (given the
     // server port, as there is no handshake) finds the same.
     let a = netdoctor(&[

@@ -303,6 +303,7 @@ pub fn live_report(secs: u64) -> Option<Report> {
     report.measurements.probe = Some(ProbeSection {
         syn: Some(syn),
         http: http.ok(),
+        connect: None,
     });
     let before = counters::snapshot();
     let stop = AtomicBool::new(false);
