@@ -31,6 +31,7 @@ fn plan(host: &str) -> DiagnosePlan {
         path: "/".into(),
         host_header: format!("{host}:8080"),
         tls: None,
+        scheme: netdoctor_load::target::Scheme::Http,
     })
 }
 
