@@ -6,6 +6,7 @@
 //! and `netdoctor connect` ([`LoadReport`], [`ConnectReport`]), which the same sinks write.
 
 pub mod html;
+pub mod i18n;
 pub mod json;
 pub mod load;
 pub mod model;
