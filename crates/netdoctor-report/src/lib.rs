@@ -13,6 +13,7 @@ pub mod model;
 pub mod sink;
 pub mod terminal;
 
+pub use i18n::Lang;
 pub use load::{ConnectReport, LoadReport};
 pub use model::{
     CaptureSection, CaptureSource, Check, CheckName, CheckStatus, CountersSection, Measurements,

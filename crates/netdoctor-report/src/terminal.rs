@@ -347,7 +347,10 @@ fn render_verdict(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Resul
         Verdict::Healthy => lang.t("term-verdict-healthy"),
         Verdict::Inconclusive => lang.t("term-verdict-inconclusive"),
     };
-    writeln!(out, "{} {label} — {tail}", lang.t("term-verdict").bold())
+    let heading = lang.t("term-verdict");
+    // No space after a full-width colon.
+    let sep = if heading.ends_with('：') { "" } else { " " };
+    writeln!(out, "{}{sep}{label} — {tail}", heading.bold())
 }
 
 fn render_finding(f: &Finding, lang: Lang, out: &mut dyn Write) -> io::Result<()> {

@@ -206,29 +206,44 @@ fn is_cjk(c: char) -> bool {
 /// at spaces, and between CJK characters (which have no spaces between them); a line never
 /// starts with CJK closing punctuation (`，。；：、）` …).
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    // Tokens: (text, space before it).
+    // Tokens: (text, space before it). A CJK character is a token of its own; closing
+    // punctuation sticks to the token before it, opening punctuation to the one after it.
     fn tokens(para: &str) -> Vec<(String, bool)> {
         let mut out: Vec<(String, bool)> = Vec::new();
         for (i, word) in para.split_whitespace().enumerate() {
             let mut cur = String::new();
             let mut space = i > 0;
+            let mut opened = false;
             for c in word.chars() {
-                let closing = "，。；：、！？）」』》,.;:!?)".contains(c);
-                if is_cjk(c) && !closing {
-                    if !cur.is_empty() {
+                let closing = "，。；：、！？）」』》".contains(c);
+                let opening = "（「『《".contains(c);
+                if opening {
+                    if !cur.is_empty() && !opened {
+                        out.push((std::mem::take(&mut cur), space));
+                        space = false;
+                    }
+                    cur.push(c);
+                    opened = true;
+                } else if closing {
+                    if cur.is_empty() && !out.is_empty() {
+                        if let Some(last) = out.last_mut() {
+                            last.0.push(c);
+                        }
+                    } else {
+                        cur.push(c);
+                    }
+                } else if is_cjk(c) {
+                    if !cur.is_empty() && !opened {
                         out.push((std::mem::take(&mut cur), space));
                         space = false;
                     }
                     cur.push(c);
                     out.push((std::mem::take(&mut cur), space));
                     space = false;
-                } else if closing && cur.is_empty() && !space && !out.is_empty() {
-                    // Glue closing punctuation to the token before it.
-                    if let Some(last) = out.last_mut() {
-                        last.0.push(c);
-                    }
+                    opened = false;
                 } else {
                     cur.push(c);
+                    opened = false;
                 }
             }
             if !cur.is_empty() {
@@ -362,6 +377,12 @@ mod tests {
         assert!(lines.len() > 1, "{lines:?}");
         assert!(lines.iter().all(|l| width(l) <= 16), "{lines:?}");
         assert!(lines.iter().all(|l| !l.starts_with('，')), "{lines:?}");
+        // …nor ends one with an opening parenthesis.
+        for w in 4..30 {
+            let lines = wrap("开启时（TCP_NODELAY 关闭），内核（一段）会扣住", w);
+            assert!(lines.iter().all(|l| !l.ends_with('（')), "{w}: {lines:?}");
+            assert!(lines.iter().all(|l| !l.starts_with('）')), "{w}: {lines:?}");
+        }
         assert_eq!(lines.concat().replace(' ', ""), zh.replace(' ', ""));
         assert!(lines.concat().contains("Nagle"), "{lines:?}");
     }
