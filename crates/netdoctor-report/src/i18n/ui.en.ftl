@@ -228,3 +228,18 @@ ladder-gap-zero-window = receive window closed: the sender may not send
 ladder-gap-server = server processing time
 ladder-gap-syn = SYN / SYN-ACK retransmission timer (1 s)
 ladder-gap-longest = longest gap
+
+## netdoctor demo
+
+demo-server-nginx = nginx
+demo-server-builtin = netdoctor's built-in reference server (not nginx)
+demo-intro-1 = The reference case: the same server and page twice, once with `tcp_nodelay on;` and once with
+demo-intro-2 = `tcp_nodelay off;`, loaded with { $connections } keep-alive connections from another network namespace.
+demo-server = Server: { $server }.
+demo-same-alone = One request and the SYN RTT look the same on both; only under concurrency does the difference show.
+demo-full-report = netdoctor's full report on the slow server:
+demo-as-expected = The fast server came out healthy; the slow one's root cause was found from its packets.
+demo-try-it = Try it yourself: `netdoctor lab start`, then `netdoctor diagnose --netns netdoctor-cli http://…`.
+demo-unexpected = The demo did not come out as expected (tcp_nodelay on: { $on }, off: { $off }). On a very busy machine the
+demo-unexpected-2 = load may not reach the stall; run `netdoctor demo --json` for details.
+demo-no-finding = no finding

@@ -213,3 +213,18 @@ ladder-gap-zero-window = 接收窗口关闭：发送方不能发送
 ladder-gap-server = 服务端处理时间
 ladder-gap-syn = SYN / SYN-ACK 重传定时器（1 s）
 ladder-gap-longest = 最长的间隔
+
+## netdoctor demo
+
+demo-server-nginx = nginx（真实的 nginx）
+demo-server-builtin = netdoctor 内置的参考服务器（不是 nginx）
+demo-intro-1 = 参考案例：同一个服务器、同一个页面测两次，一次 `tcp_nodelay on;`，一次
+demo-intro-2 = `tcp_nodelay off;`，从另一个网络命名空间用 { $connections } 个 keep-alive 连接施加负载。
+demo-server = 服务器：{ $server }。
+demo-same-alone = 单个请求和 SYN RTT 在两者上看起来一样；只有在并发下才显出差别。
+demo-full-report = netdoctor 对慢服务器的完整报告：
+demo-as-expected = 快的服务器结论为健康；慢的服务器的根因从它的分组中找到了。
+demo-try-it = 自己试试：`netdoctor lab start`，然后 `netdoctor diagnose --netns netdoctor-cli http://…`。
+demo-unexpected = 演示结果与预期不符（tcp_nodelay on：{ $on }，off：{ $off }）。在非常繁忙的机器上，
+demo-unexpected-2 = 负载可能触发不了停顿；运行 `netdoctor demo --json` 查看详情。
+demo-no-finding = 没有发现
