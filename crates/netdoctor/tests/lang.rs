@@ -228,7 +228,8 @@ fn language_follows_netdoctor_lang_then_the_locale_and_the_flag_wins() {
     let p = path.to_str().unwrap();
     let zh_marker = "结论：";
     let en_marker = "Verdict:";
-    let cases: [(&[&str], &[(&str, &str)], &str); 6] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 6] = [
         (&[], &[], en_marker),
         (&[], &[("NETDOCTOR_LANG", "zh")], zh_marker),
         (&[], &[("LANG", "zh_CN.UTF-8")], zh_marker),
