@@ -380,7 +380,7 @@ fn render_finding(f: &Finding, lang: Lang, out: &mut dyn Write) -> io::Result<()
     if !f.evidence.is_empty() {
         writeln!(out, "  {}", lang.t("term-evidence").bold())?;
         for ev in &f.evidence {
-            render_evidence(ev, lang, out)?;
+            render_evidence(f.id, ev, lang, out)?;
         }
     }
     if !texts.fix.is_empty() {
@@ -392,7 +392,12 @@ fn render_finding(f: &Finding, lang: Lang, out: &mut dyn Write) -> io::Result<()
     Ok(())
 }
 
-fn render_evidence(ev: &Evidence, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
+fn render_evidence(
+    id: netdoctor_core::FindingId,
+    ev: &Evidence,
+    lang: Lang,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match ev {
         Evidence::Packets {
             connection,
@@ -411,7 +416,7 @@ fn render_evidence(ev: &Evidence, lang: Lang, out: &mut dyn Write) -> io::Result
                     p.frame, p.time, p.dir, p.desc
                 )?;
             }
-            note_lines(note, out)?;
+            note_lines(&i18n::findings::packets_note(id, packets, note, lang), out)?;
         }
         Evidence::Counter {
             name,

@@ -339,7 +339,18 @@ fn demo_lang_zh_prints_the_whole_report_in_chinese() {
             && l.contains("有问题: nagle_delayed_ack")),
         "{masked}"
     );
-    for s in ["Measured", "Verdict:", "Why:", "Fix:", "The reference case"] {
+    assert!(
+        masked.contains("延迟确认：ACK 在 #.# ms 后才到；被扣住的 # 字节在它之后 #.# ms 发出"),
+        "{masked}"
+    );
+    for s in [
+        "Measured",
+        "Verdict:",
+        "Why:",
+        "Fix:",
+        "The reference case",
+        "ACK after",
+    ] {
         assert!(!text.contains(s), "English {s:?} left:\n{text}");
     }
 }

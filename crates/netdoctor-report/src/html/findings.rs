@@ -218,7 +218,11 @@ pub(super) fn packets(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
         if let Some(svg) = ladder::ladder(n, f.id, connection, pkts, l) {
             h.push_str(&svg);
         }
-        write!(h, r#"<p class="note">{}</p>"#, esc(note))?;
+        write!(
+            h,
+            r#"<p class="note">{}</p>"#,
+            esc(&crate::i18n::findings::packets_note(f.id, pkts, note, l))
+        )?;
         let rest: Vec<_> = conns.collect();
         if !rest.is_empty() {
             write!(
@@ -236,7 +240,7 @@ pub(super) fn packets(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
                     "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
                     esc(c),
                     esc(&frames.join(", ")),
-                    esc(note)
+                    esc(&crate::i18n::findings::packets_note(f.id, p, note, l))
                 )?;
             }
             h.push_str("</tbody></table></details>");

@@ -174,6 +174,52 @@ pub fn texts(f: &Finding, lang: Lang) -> Texts<'_> {
     }
 }
 
+/// The note under a connection's packets in `lang`. English is the detector's note. In
+/// Chinese, the stall of `nagle_delayed_ack` and `delayed_ack_stall` (data, the late ACK, the
+/// data it let go) is described from the packets themselves (their times and the released
+/// segment's length); any other note stays as the detector wrote it (see the module docs).
+pub fn packets_note<'a>(
+    id: FindingId,
+    packets: &[netdoctor_core::PacketRef],
+    note: &'a str,
+    lang: Lang,
+) -> Cow<'a, str> {
+    if lang == Lang::En || note.is_empty() {
+        return Cow::Borrowed(note);
+    }
+    let msg = match id {
+        FindingId::NagleDelayedAck => "common-note-nagle",
+        FindingId::DelayedAckStall => "common-note-delayed-ack",
+        _ => return Cow::Borrowed(note),
+    };
+    let [prev, ack, held] = packets else {
+        return Cow::Borrowed(note);
+    };
+    let Some(len) = held
+        .desc
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("len="))
+    else {
+        return Cow::Borrowed(note);
+    };
+    let b = bundle(Cat::FindingsZh, Lang::Zh);
+    Cow::Owned(format(
+        b,
+        msg,
+        &[
+            (
+                "delay",
+                FluentValue::from(format!("{:.1}", (ack.time - prev.time) * 1e3)),
+            ),
+            ("bytes", FluentValue::from(len.to_string())),
+            (
+                "hold",
+                FluentValue::from(format!("{:.2}", (held.time - ack.time) * 1e3)),
+            ),
+        ],
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +323,41 @@ mod tests {
                 assert!(t.summary.contains("43.8 ms"), "{}: {}", f.id, t.summary);
             }
         }
+    }
+
+    #[test]
+    fn nagle_notes_are_told_from_the_packets() {
+        let p = |time: f64, desc: &str| PacketRef {
+            frame: 1,
+            time,
+            ts: 0.0,
+            dir: "S→C".into(),
+            desc: desc.into(),
+        };
+        let pkts = [
+            p(0.004331, "[P.] len=256"),
+            p(0.044766, "[.] len=0"),
+            p(0.044869, "[P.] len=615"),
+        ];
+        let en = "ACK after 40.4 ms (delayed ACK), held 615 bytes left 0.10 ms after it";
+        assert_eq!(
+            packets_note(FindingId::NagleDelayedAck, &pkts, en, Lang::En),
+            en
+        );
+        let zh = packets_note(FindingId::NagleDelayedAck, &pkts, en, Lang::Zh);
+        assert!(
+            zh.contains("40.4 ms") && zh.contains("615") && zh.contains("0.10 ms"),
+            "{zh}"
+        );
+        assert!(zh.contains("延迟确认"), "{zh}");
+        let zh = packets_note(FindingId::DelayedAckStall, &pkts, en, Lang::Zh);
+        assert!(zh.contains("40.4 ms") && zh.contains("615"), "{zh}");
+        // Other ids, or packets of another shape, keep the detector's note.
+        assert_eq!(packets_note(FindingId::ZeroWindow, &pkts, en, Lang::Zh), en);
+        assert_eq!(
+            packets_note(FindingId::NagleDelayedAck, &pkts[..2], en, Lang::Zh),
+            en
+        );
     }
 
     #[test]

@@ -38,6 +38,10 @@ common-counter = { $has_counter ->
    *[no] {""}
 }
 
+# 分组证据下的说明（$delay、$hold 为毫秒数，$bytes 为字节数）
+common-note-nagle = 延迟确认：ACK 在 { $delay } ms 后才到；被扣住的 { $bytes } 字节在它之后 { $hold } ms 发出
+common-note-delayed-ack = 延迟确认：ACK 在 { $delay } ms 后才到；下一个 { $bytes } 字节的分段在它之后 { $hold } ms 发出
+
 ## nagle_delayed_ack
 
 nagle_delayed_ack-summary = { common-who }的 Nagle 算法在等待{ common-peer }的延迟确认：{ common-impact }
