@@ -8,6 +8,7 @@
 
 pub mod compare;
 pub mod html;
+pub mod i18n;
 pub mod json;
 pub mod load;
 pub mod model;
@@ -15,6 +16,7 @@ pub mod sink;
 pub mod terminal;
 
 pub use compare::{COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, Origin};
+pub use i18n::Lang;
 pub use load::{ConnectReport, LoadReport};
 pub use model::{
     CaptureSection, CaptureSource, Check, CheckName, CheckStatus, CountersSection, Measurements,

@@ -96,6 +96,24 @@ impl Format {
     }
 }
 
+impl Format {
+    /// Writes a [`Report`] with this format's sink in `lang` and flushes `out`. The words of
+    /// the terminal report follow `lang`; the JSON is the same in every language (its keys,
+    /// ids and values are the contract; only people-facing sinks are translated).
+    pub fn write_report(
+        self,
+        report: &Report,
+        lang: crate::i18n::Lang,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        match self {
+            Format::Terminal => crate::terminal::render_in(report, lang, out),
+            Format::Json => JsonSink.write(report, out),
+        }?;
+        out.flush()
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

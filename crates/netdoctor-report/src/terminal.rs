@@ -3,17 +3,37 @@
 //!
 //! Colour is written unconditionally with owo-colors; the binary writes through a stream that
 //! strips it when stdout is not a terminal or `NO_COLOR` is set, so this module stays pure.
+//!
+//! The words come from the report's language ([`Lang`]: the UI catalogue for headings and
+//! labels, [`i18n::findings`] for finding texts); `measured` writes the "Measured" block.
 
+use crate::i18n::{self, Lang, pad};
 use crate::model::{CheckStatus, Report};
-use netdoctor_core::analyze::ExchangeMethod;
+use fluent_bundle::FluentValue;
 use netdoctor_core::{Evidence, Finding, Severity, Verdict};
 use owo_colors::OwoColorize;
 use std::io::{self, Write};
 
+mod measured;
+
+use measured::render_measurements;
+pub use measured::{breakdown_line, breakdown_line_in};
+
 const WIDTH: usize = 92;
 
-/// Writes the full report for one target.
+/// A message argument.
+fn a<'a>(v: impl Into<FluentValue<'a>>) -> FluentValue<'a> {
+    v.into()
+}
+
+/// Writes the full report for one target, in English.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    render_in(report, Lang::En, out)
+}
+
+/// Writes the full report for one target in `lang` (headings from the UI catalogue, finding
+/// texts from [`i18n::findings`]).
+pub fn render_in(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
     // "(10.0.0.5:6379, tcp)": the address when the input does not show it, the protocol
     // when the scheme does not (`host:port` means http).
     let t = &report.target;
@@ -36,339 +56,108 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         }
     )?;
     if report.passive {
-        writeln!(
-            out,
-            "passive: the target's real traffic was watched; no probe or load was sent"
-        )?;
+        writeln!(out, "{}", lang.t("term-passive"))?;
     }
     if report.interrupted {
-        writeln!(
-            out,
-            "{}",
-            "interrupted: the run was stopped early; this report covers what was measured until then"
-                .yellow()
-        )?;
+        writeln!(out, "{}", lang.t("term-interrupted").yellow())?;
     }
     writeln!(out)?;
-    render_measurements(report, out)?;
+    render_measurements(report, lang, out)?;
     writeln!(out)?;
-    render_verdict(report, out)?;
+    render_verdict(report, lang, out)?;
     for f in &report.findings {
         writeln!(out)?;
-        render_finding(f, out)?;
+        render_finding(f, lang, out)?;
     }
     writeln!(out)?;
-    render_checks(report, out)
+    render_checks(report, lang, out)
 }
 
-fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{}", "Measured".bold())?;
-    let m = &report.measurements;
-    let mut any = false;
-    if let Some(probe) = &m.probe {
-        if let Some(syn) = &probe.syn {
-            any = true;
-            let how = match syn.fallback_reason {
-                None => "raw SYN, kernel timestamps".to_string(),
-                Some(_) => "connect() timing".to_string(),
-            };
-            let line = match (syn.median_ms, syn.min_ms, syn.max_ms) {
-                (Some(med), Some(min), Some(max)) => format!(
-                    "{} median (min {}, max {}; {}/{} answered, {how})",
-                    ms(med),
-                    ms(min),
-                    ms(max),
-                    syn.answered,
-                    syn.sent
-                ),
-                _ if syn.refused > 0 => format!(
-                    "refused: {} of {} SYNs answered with RST (nothing listens)",
-                    syn.refused, syn.sent
-                ),
-                _ => format!("no answer to {} SYNs ({how})", syn.sent),
-            };
-            writeln!(out, "  {:<14} {line}", "SYN RTT")?;
-        }
-        if let Some(c) = &probe.connect {
-            any = true;
-            let line = match (c.median_ms, c.min_ms, c.max_ms) {
-                (Some(med), Some(min), Some(max)) => format!(
-                    "{} median (min {}, max {}; {}/{} completed)",
-                    ms(med),
-                    ms(min),
-                    ms(max),
-                    c.answered,
-                    c.sent
-                ),
-                _ => format!("{} of {} connect() calls completed", c.answered, c.sent),
-            };
-            writeln!(out, "  {:<14} {line}", "connect()")?;
-        }
-        if let Some(h) = &probe.http {
-            any = true;
-            let tls = h
-                .tls_ms
-                .map_or(String::new(), |t| format!(" · TLS {}", ms(t)));
-            writeln!(
-                out,
-                "  {:<14} connect {}{tls} · first byte {} · total {}  (HTTP {}, {} bytes; median of 3)",
-                "One request",
-                ms(h.connect_ms),
-                ms(h.first_byte_ms),
-                ms(h.total_ms),
-                h.status,
-                h.header_bytes + h.body_bytes
-            )?;
-        }
-    }
-    if let Some(l) = &m.load {
-        any = true;
-        writeln!(
-            out,
-            "  {:<14} {} connections, {:.1} s: {} requests, {} req/s, errors {}",
-            "Under load",
-            l.connections,
-            l.duration_s,
-            thousands(l.requests),
-            thousands(l.requests_per_s.round() as u64),
-            l.errors.total()
-        )?;
-        let lat = &l.latency_ms;
-        let p50 = ms(lat.p50);
-        writeln!(
-            out,
-            "  {:<14} p50 {} · p90 {} · p99 {} · max {}",
-            "",
-            if lat.p50 >= 20.0 {
-                p50.red().bold().to_string()
-            } else {
-                p50
-            },
-            ms(lat.p90),
-            ms(lat.p99),
-            ms(lat.max)
-        )?;
-        if let Some(e) = &l.first_error {
-            writeln!(out, "  {:<14} first error: {e}", "")?;
-        }
-    }
-    if let Some(c) = &m.capture {
-        any = true;
-        let s = &c.stats;
-        writeln!(
-            out,
-            "  {:<14} {} packets ({} dropped) on {} connections, {} {}exchanges",
-            if c.source == crate::model::CaptureSource::Live {
-                "Captured"
-            } else {
-                "Read"
-            },
-            thousands(s.packets),
-            thousands(s.capture_drops),
-            thousands(s.connections),
-            thousands(c.exchanges.count),
-            match c.exchanges.method {
-                None | Some(ExchangeMethod::Http1) => "HTTP ",
-                _ => "",
-            },
-        )?;
-        if c.exchanges.count > 0 {
-            let e = &c.exchanges;
-            writeln!(
-                out,
-                "  {:<14} exchange latency p50 {} · p99 {}; server time p50 {}{}",
-                "",
-                ms(e.latency_ms.p50),
-                ms(e.latency_ms.p99),
-                ms(e.server_time_ms.p50),
-                e.rtt_ms
-                    .map(|r| format!("; handshake RTT {}", ms(r)))
-                    .unwrap_or_default()
-            )?;
-        }
-        if let Some(m) = c.exchanges.method.filter(|m| *m != ExchangeMethod::Http1) {
-            writeln!(
-                out,
-                "  {:<14} exchanges found from {}",
-                "",
-                match m {
-                    ExchangeMethod::Turns => "direction turns (payload not HTTP/1.x)",
-                    _ => "HTTP/1.x requests and direction turns (mixed)",
-                }
-            )?;
-        }
-        if let Some(b) = &c.exchanges.breakdown_p50_ms {
-            writeln!(out, "  {:<14} {}", "", breakdown_line(b))?;
-        }
-        if let Some(p) = &c.pcap_file {
-            writeln!(out, "  {:<14} packets written to {p}", "")?;
-        }
-        for w in &c.warnings {
-            writeln!(out, "  {:<14} {} {w}", "", "warning:".yellow())?;
-        }
-    }
-    if let Some(socks) = &m.server_sockets {
-        any = true;
-        let conns: Vec<_> = socks
-            .iter()
-            .filter(|s| s.state == netdoctor_core::sockets::SocketState::Established)
-            .collect();
-        if conns.is_empty()
-            && let Some(first) = socks.first()
-        {
-            writeln!(
-                out,
-                "  {:<14} {} (pid {}): only its listening socket was open when sampled; no \
-                 connection's options to show",
-                "Server sockets", first.process, first.pid
-            )?;
-        } else if let Some(first) = conns.first().copied() {
-            let off = conns.iter().filter(|s| !s.tcp_nodelay).count();
-            let corked = conns.iter().filter(|s| s.tcp_cork).count();
-            writeln!(
-                out,
-                "  {:<14} {} (pid {}): TCP_NODELAY off on {off} of {} sampled connections, TCP_CORK on {corked}",
-                "Server sockets",
-                first.process,
-                first.pid,
-                conns.len()
-            )?;
-        }
-    }
-    if let Some(c) = &m.counters {
-        any = true;
-        let shown: Vec<String> = c
-            .changed
-            .iter()
-            .filter(|d| is_interesting_counter(&d.name))
-            .map(|d| format!("{} +{}", d.name, d.after.saturating_sub(d.before)))
-            .collect();
-        if !shown.is_empty() {
-            writeln!(out, "  {:<14} {}", "Kernel", shown.join(", "))?;
-        }
-    }
-    if !any {
-        writeln!(out, "  nothing (see checks below)")?;
-    }
-    Ok(())
+/// The word for a verdict (`problem`), severity, side, layer or check status in `lang`: the
+/// message `word-<json word>`.
+pub fn word_in<T: serde::Serialize>(v: &T, lang: Lang) -> String {
+    let w = match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => return String::new(),
+    };
+    lang.t(&format!("word-{w}"))
 }
 
-/// `"a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"`:
-/// where the time of a median request went, largest stall parts named.
-pub fn breakdown_line(b: &netdoctor_core::Breakdown) -> String {
-    let mut parts = vec![
-        format!("{} network", ms(b.network)),
-        format!("{} server", ms(b.server)),
-    ];
-    if b.transfer >= 0.005 {
-        parts.push(format!("{} transfer", ms(b.transfer)));
-    }
-    for (id, v) in b.stalls.iter() {
-        use netdoctor_core::FindingId as F;
-        let name = match id {
-            F::NagleDelayedAck => "Nagle/delayed ACK",
-            F::DelayedAckStall => "delayed-ACK stall",
-            F::PacketLossRetransmission => "loss recovery",
-            F::RetransmissionTimeout => "retransmission timeouts",
-            F::ZeroWindow => "zero window",
-            other => other.as_str(),
-        };
-        if v >= 0.005 {
-            parts.push(format!("{} {name}", ms(v)));
-        }
-    }
-    format!(
-        "a typical request (p50) {} = {}",
-        ms(b.latency),
-        parts.join(" + ")
-    )
-}
-
-/// Counters worth a line in the terminal summary (all changes are in the JSON).
-fn is_interesting_counter(name: &str) -> bool {
-    const NAMES: [&str; 8] = [
-        "TcpExt.ListenOverflows",
-        "TcpExt.ListenDrops",
-        "TcpExt.TCPTimeouts",
-        "Tcp.RetransSegs",
-        "TcpExt.TCPSynRetrans",
-        "TcpExt.SyncookiesSent",
-        "TcpExt.TCPAbortOnOverflow",
-        "Tcp.AttemptFails",
-    ];
-    NAMES.contains(&name)
-}
-
-fn render_verdict(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+fn render_verdict(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
     let n = report.findings.len();
+    let upper = word_in(&report.verdict, lang).to_uppercase();
     let label = match report.verdict {
-        Verdict::Problem => "PROBLEM".red().bold().to_string(),
-        Verdict::Healthy => "HEALTHY".green().bold().to_string(),
-        Verdict::Inconclusive => "INCONCLUSIVE".yellow().bold().to_string(),
+        Verdict::Problem => upper.red().bold().to_string(),
+        Verdict::Healthy => upper.green().bold().to_string(),
+        Verdict::Inconclusive => upper.yellow().bold().to_string(),
     };
     let tail = match report.verdict {
-        Verdict::Problem => format!(
-            "{n} finding{}; the first one explains most of the latency",
-            plural(n)
-        ),
-        Verdict::Healthy => "no problem found in what was checked".to_string(),
-        Verdict::Inconclusive => {
-            "not enough was observed to judge; see the checks below".to_string()
-        }
+        Verdict::Problem => lang.ui("term-verdict-problem", &[("n", a(n))]),
+        Verdict::Healthy => lang.t("term-verdict-healthy"),
+        Verdict::Inconclusive => lang.t("term-verdict-inconclusive"),
     };
-    writeln!(out, "{} {label} — {tail}", "Verdict:".bold())
+    let heading = lang.t("term-verdict");
+    // No space after a full-width colon.
+    let sep = if heading.ends_with('：') { "" } else { " " };
+    writeln!(out, "{}{sep}{label} — {tail}", heading.bold())
 }
 
-fn render_finding(f: &Finding, out: &mut dyn Write) -> io::Result<()> {
+fn render_finding(f: &Finding, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
+    let upper = word_in(&f.severity, lang).to_uppercase();
     let sev = match f.severity {
-        Severity::Critical => "CRITICAL".red().bold().to_string(),
-        Severity::Warning => "WARNING".yellow().bold().to_string(),
-        Severity::Info => "INFO".blue().bold().to_string(),
+        Severity::Critical => upper.red().bold().to_string(),
+        Severity::Warning => upper.yellow().bold().to_string(),
+        Severity::Info => upper.blue().bold().to_string(),
     };
-    let side = serde_json::to_value(f.side)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let layer = serde_json::to_value(f.layer)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    writeln!(
-        out,
-        "[{sev}] {}  ({layer}, side: {side}, confidence {:.2})",
-        f.id.as_str().bold(),
-        f.confidence
-    )?;
-    writeln!(out, "  {}", f.summary.bold())?;
-    if !f.explanation.is_empty() {
-        writeln!(out, "  {}", "Why:".bold())?;
-        for line in wrap(&f.explanation, WIDTH - 4) {
+    let meta = lang.ui(
+        "term-finding-meta",
+        &[
+            ("layer", a(word_in(&f.layer, lang))),
+            ("side", a(word_in(&f.side, lang))),
+            ("confidence", a(format!("{:.2}", f.confidence))),
+        ],
+    );
+    writeln!(out, "[{sev}] {}  {meta}", f.id.as_str().bold())?;
+    let texts = i18n::findings::texts(f, lang);
+    writeln!(out, "  {}", texts.summary.bold())?;
+    if !texts.explanation.is_empty() {
+        writeln!(out, "  {}", lang.t("term-why").bold())?;
+        for line in wrap(&texts.explanation, WIDTH - 4) {
             writeln!(out, "    {line}")?;
         }
     }
     if !f.evidence.is_empty() {
-        writeln!(out, "  {}", "Evidence:".bold())?;
+        writeln!(out, "  {}", lang.t("term-evidence").bold())?;
         for ev in &f.evidence {
-            render_evidence(ev, out)?;
+            render_evidence(f.id, ev, lang, out)?;
         }
     }
-    if !f.fix.is_empty() {
-        writeln!(out, "  {}", "Fix:".green().bold())?;
-        for line in wrap(&f.fix, WIDTH - 4) {
+    if !texts.fix.is_empty() {
+        writeln!(out, "  {}", lang.t("term-fix").green().bold())?;
+        for line in wrap(&texts.fix, WIDTH - 4) {
             writeln!(out, "    {line}")?;
         }
     }
     Ok(())
 }
 
-fn render_evidence(ev: &Evidence, out: &mut dyn Write) -> io::Result<()> {
+fn render_evidence(
+    id: netdoctor_core::FindingId,
+    ev: &Evidence,
+    lang: Lang,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match ev {
         Evidence::Packets {
             connection,
             packets,
             note,
         } => {
-            writeln!(out, "    connection {connection}")?;
+            let line = lang.ui(
+                "term-ev-connection",
+                &[("connection", a(connection.as_str()))],
+            );
+            writeln!(out, "    {line}")?;
             for p in packets {
                 writeln!(
                     out,
@@ -376,7 +165,7 @@ fn render_evidence(ev: &Evidence, out: &mut dyn Write) -> io::Result<()> {
                     p.frame, p.time, p.dir, p.desc
                 )?;
             }
-            note_lines(note, out)?;
+            note_lines(&i18n::findings::packets_note(id, packets, note, lang), out)?;
         }
         Evidence::Counter {
             name,
@@ -384,7 +173,15 @@ fn render_evidence(ev: &Evidence, out: &mut dyn Write) -> io::Result<()> {
             after,
             note,
         } => {
-            writeln!(out, "    counter {name}: {before} → {after}")?;
+            let line = lang.ui(
+                "term-ev-counter",
+                &[
+                    ("name", a(name.as_str())),
+                    ("before", a(before.to_string())),
+                    ("after", a(after.to_string())),
+                ],
+            );
+            writeln!(out, "    {line}")?;
             note_lines(note, out)?;
         }
         Evidence::SocketOption {
@@ -394,15 +191,32 @@ fn render_evidence(ev: &Evidence, out: &mut dyn Write) -> io::Result<()> {
             value,
             note,
         } => {
-            writeln!(out, "    socket of pid {pid} (fd {fd}): {option} = {value}")?;
+            let line = lang.ui(
+                "term-ev-socket",
+                &[
+                    ("pid", a(pid.to_string())),
+                    ("fd", a(fd.to_string())),
+                    ("option", a(option.as_str())),
+                    ("value", a(value.as_str())),
+                ],
+            );
+            writeln!(out, "    {line}")?;
             note_lines(note, out)?;
         }
         Evidence::Probe { probe, note } => {
-            writeln!(out, "    probe {probe}:")?;
+            writeln!(
+                out,
+                "    {}",
+                lang.ui("term-ev-probe", &[("probe", a(probe.as_str()))])
+            )?;
             note_lines(note, out)?;
         }
         Evidence::Log { line, note } => {
-            writeln!(out, "    kernel log: {line}")?;
+            writeln!(
+                out,
+                "    {}",
+                lang.ui("term-ev-log", &[("line", a(line.as_str()))])
+            )?;
             note_lines(note, out)?;
         }
     }
@@ -417,8 +231,8 @@ fn note_lines(note: &str, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-fn render_checks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{}", "Checks".bold())?;
+fn render_checks(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", lang.t("term-checks").bold())?;
     for c in &report.checks {
         // Padded before it is coloured, so the reasons line up with and without colour.
         let paint = |word: &str| match c.status {
@@ -426,39 +240,45 @@ fn render_checks(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             CheckStatus::Skipped => word.yellow().to_string(),
             CheckStatus::Failed => word.red().to_string(),
         };
-        let word = match c.status {
-            CheckStatus::Ok => "ok",
-            CheckStatus::Skipped => "skipped",
-            CheckStatus::Failed => "failed",
-        };
+        let word = word_in(&c.status, lang);
         match &c.reason {
             Some(r) => writeln!(
                 out,
                 "  {:<10} {}  {r}",
                 c.name.as_str(),
-                paint(&format!("{word:<7}"))
+                paint(&pad(&word, 7))
             )?,
-            None => writeln!(out, "  {:<10} {}", c.name.as_str(), paint(word))?,
+            None => writeln!(out, "  {:<10} {}", c.name.as_str(), paint(&word))?,
         }
     }
     Ok(())
 }
 
-/// Two reports side by side (the demo: the same server with and without the fix).
+/// Two reports side by side (the demo: the same server with and without the fix), in English.
 pub fn render_comparison(
     labels: [&str; 2],
     reports: [&Report; 2],
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    render_comparison_in(labels, reports, Lang::En, out)
+}
+
+/// [`render_comparison`] in `lang`.
+pub fn render_comparison_in(
+    labels: [&str; 2],
+    reports: [&Report; 2],
+    lang: Lang,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let col = 30;
     let row = |out: &mut dyn Write, name: &str, a: String, b: String| -> io::Result<()> {
-        writeln!(out, "  {name:<22} {a:<col$} {b}")
+        writeln!(out, "  {} {} {b}", pad(&lang.t(name), 22), pad(&a, col))
     };
     writeln!(
         out,
-        "  {:<22} {:<col$} {}",
+        "  {:<22} {} {}",
         "",
-        labels[0].bold(),
+        pad(labels[0], col).bold(),
         labels[1].bold()
     )?;
     let syn = |r: &Report| {
@@ -470,7 +290,7 @@ pub fn render_comparison(
             .map(ms)
             .unwrap_or_else(|| "-".into())
     };
-    row(out, "SYN RTT (median)", syn(reports[0]), syn(reports[1]))?;
+    row(out, "cmp-syn", syn(reports[0]), syn(reports[1]))?;
     let one = |r: &Report| {
         r.measurements
             .probe
@@ -479,7 +299,7 @@ pub fn render_comparison(
             .map(|h| ms(h.total_ms))
             .unwrap_or_else(|| "-".into())
     };
-    row(out, "one request (total)", one(reports[0]), one(reports[1]))?;
+    row(out, "cmp-one-request", one(reports[0]), one(reports[1]))?;
     let rps = |r: &Report| {
         r.measurements
             .load
@@ -487,12 +307,7 @@ pub fn render_comparison(
             .map(|l| thousands(l.requests_per_s.round() as u64))
             .unwrap_or_else(|| "-".into())
     };
-    row(
-        out,
-        "requests/s under load",
-        rps(reports[0]),
-        rps(reports[1]),
-    )?;
+    row(out, "cmp-rps", rps(reports[0]), rps(reports[1]))?;
     let pct = |r: &Report, f: fn(&netdoctor_load::Percentiles) -> f64| {
         r.measurements
             .load
@@ -502,28 +317,24 @@ pub fn render_comparison(
     };
     row(
         out,
-        "latency p50 under load",
+        "cmp-p50",
         pct(reports[0], |p| p.p50),
         pct(reports[1], |p| p.p50),
     )?;
     row(
         out,
-        "latency p99 under load",
+        "cmp-p99",
         pct(reports[0], |p| p.p99),
         pct(reports[1], |p| p.p99),
     )?;
     let verdict = |r: &Report| {
-        let v = match r.verdict {
-            Verdict::Problem => "problem",
-            Verdict::Healthy => "healthy",
-            Verdict::Inconclusive => "inconclusive",
-        };
+        let v = word_in(&r.verdict, lang);
         match r.findings.iter().find(|f| f.severity > Severity::Info) {
             Some(f) => format!("{v}: {}", f.id),
-            None => v.to_string(),
+            None => v,
         }
     };
-    row(out, "verdict", verdict(reports[0]), verdict(reports[1]))
+    row(out, "cmp-verdict", verdict(reports[0]), verdict(reports[1]))
 }
 
 /// `0.0523` → `"0.05 ms"`, `43.81` → `"43.8 ms"`, `1520.0` → `"1.52 s"`.
@@ -550,32 +361,42 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
-/// Greedy word wrap; keeps words longer than the width whole.
+/// Greedy word wrap; keeps words longer than the width whole ([`i18n::wrap`]: breaks between
+/// CJK characters too).
 fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    for para in text.split('\n') {
-        let mut line = String::new();
-        for word in para.split_whitespace() {
-            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-                lines.push(std::mem::take(&mut line));
-            }
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-        lines.push(line);
-    }
-    lines
+    i18n::wrap(text, width)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_names_the_protocol_and_a_passive_run() {
+        let head = |input: &str, protocol, passive| {
+            let mut r = Report::new(
+                crate::ReportCommand::Diagnose,
+                crate::Target {
+                    input: input.into(),
+                    address: Some("10.0.0.5:6379".into()),
+                    protocol,
+                },
+            );
+            r.passive = passive;
+            let mut out = Vec::new();
+            render(&r, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            text.lines().take(2).collect::<Vec<_>>().join("\n")
+        };
+        use crate::TargetProtocol as P;
+        let h = head("tcp://10.0.0.5:6379", Some(P::Tcp), true);
+        assert!(h.ends_with("tcp://10.0.0.5:6379\npassive: the target's real traffic was watched; no probe or load was sent"), "{h}");
+        let h = head("db:6379", Some(P::Http), false);
+        assert!(h.contains("db:6379  (10.0.0.5:6379, http)"), "{h}");
+        assert!(!h.contains("passive"), "{h}");
+        let h = head("HTTPS://db:6379/", Some(P::Https), false);
+        assert!(h.contains("HTTPS://db:6379/  (10.0.0.5:6379)\n"), "{h}");
+    }
 
     #[test]
     fn formats_numbers_for_people() {
@@ -604,33 +425,6 @@ mod tests {
             breakdown_line(&b),
             "a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"
         );
-    }
-
-    #[test]
-    fn header_names_the_protocol_and_a_passive_run() {
-        let head = |input: &str, protocol, passive| {
-            let mut r = Report::new(
-                crate::ReportCommand::Diagnose,
-                crate::Target {
-                    input: input.into(),
-                    address: Some("10.0.0.5:6379".into()),
-                    protocol,
-                },
-            );
-            r.passive = passive;
-            let mut out = Vec::new();
-            render(&r, &mut out).unwrap();
-            let text = String::from_utf8(out).unwrap();
-            text.lines().take(2).collect::<Vec<_>>().join("\n")
-        };
-        use crate::TargetProtocol as P;
-        let h = head("tcp://10.0.0.5:6379", Some(P::Tcp), true);
-        assert!(h.ends_with("tcp://10.0.0.5:6379\npassive: the target's real traffic was watched; no probe or load was sent"), "{h}");
-        let h = head("db:6379", Some(P::Http), false);
-        assert!(h.contains("db:6379  (10.0.0.5:6379, http)"), "{h}");
-        assert!(!h.contains("passive"), "{h}");
-        let h = head("HTTPS://db:6379/", Some(P::Https), false);
-        assert!(h.contains("HTTPS://db:6379/  (10.0.0.5:6379)\n"), "{h}");
     }
 
     #[test]

@@ -22,13 +22,14 @@ use std::time::{Duration, Instant};
 
 pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = args.output.format().map_err(anyhow::Error::msg)?;
+    let lang = args.output.lang().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let report = analyze(args, &progress)?;
     if let Some(path) = &args.html {
-        crate::output::write_html(&report, path)?;
+        crate::output::write_html(&report, lang, path)?;
         progress.stage(&format!("HTML report written to {}", path.display()));
     }
-    write_report(&report, format, out)?;
+    write_report(&report, format, lang, out)?;
     Ok(report.exit_code())
 }
 

@@ -5,7 +5,7 @@
 use crate::target::{parse_duration, positive, positive_u32};
 use clap::{Args, Parser, Subcommand};
 use netdoctor_diagnose::plan::defaults;
-use netdoctor_report::Format;
+use netdoctor_report::{Format, Lang};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -82,6 +82,18 @@ pub struct OutputArgs {
     /// Shorthand for `--format json`.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Language of the terminal and HTML reports of diagnose, analyze and demo: `en` or `zh`
+    /// (default: NETDOCTOR_LANG, else `zh` when LC_ALL/LC_MESSAGES/LANG starts with zh).
+    /// JSON is the same in every language; the other commands print English.
+    #[arg(long, value_name = "LANG", global = true, value_parser = lang_parser())]
+    pub lang: Option<Lang>,
+}
+
+/// `--lang`: one of [`Lang::NAMES`].
+fn lang_parser() -> impl clap::builder::TypedValueParser<Value = Lang> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Lang::NAMES)
+        .map(|s| s.parse::<Lang>().unwrap_or_default())
 }
 
 /// `--format`: one of [`Format::NAMES`] (listed in `--help` and in the error for a bad name).
@@ -108,6 +120,15 @@ impl OutputArgs {
         OutputArgs {
             format: Some(format),
             json: false,
+            lang: None,
+        }
+    }
+
+    /// The report language: `--lang`, else from the environment ([`Lang::from_env`]).
+    pub fn lang(&self) -> Result<Lang, String> {
+        match self.lang {
+            Some(l) => Ok(l),
+            None => Lang::from_env(|k| std::env::var(k).ok()),
         }
     }
 }

@@ -14,7 +14,7 @@ use netdoctor_core::{FindingId, Verdict};
 use netdoctor_diagnose::{DiagnosePlan, TargetSpec};
 use netdoctor_lab::{Lab, LabConfig, LabGuard};
 use netdoctor_report::compare::{self, Compared, Comparison, Origin};
-use netdoctor_report::{Format, Report, json, terminal};
+use netdoctor_report::{Format, Lang, Report, json, terminal};
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
 
@@ -23,6 +23,7 @@ pub const DEMO_LAB: &str = "nd-demo";
 
 pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = args.output.format().map_err(anyhow::Error::msg)?;
+    let lang = args.output.lang().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let cfg = LabConfig::new(DEMO_LAB);
     // A demo killed earlier (SIGKILL) may have left its lab: remove it first and say so.
@@ -54,9 +55,9 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     };
     let guard = LabGuard::new(lab.context("start the demo lab")?);
     let server_kind = if guard.lab().is_builtin() {
-        "netdoctor's built-in reference server (not nginx)"
+        lang.t("demo-server-builtin")
     } else {
-        "nginx"
+        lang.t("demo-server-nginx")
     };
     let lab = guard.lab();
     let mut runs: Vec<(String, Report)> = Vec::new();
@@ -97,7 +98,7 @@ pub fn command(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             let both: Vec<&Report> = vec![on, off];
             json::write_pretty(&both, out)?;
         }
-        Format::Terminal => render(on, off, server_kind, as_expected, out)?,
+        Format::Terminal => render(on, off, &server_kind, as_expected, lang, out)?,
     }
     out.flush()?;
     Ok(if as_expected { 0 } else { 1 })
@@ -126,14 +127,19 @@ fn render(
     off: &Report,
     server_kind: &str,
     as_expected: bool,
+    lang: Lang,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let connections = off.measurements.load.as_ref().map_or(0, |l| l.connections);
     writeln!(
         out,
-        "The reference case: the same server and page twice, once with `tcp_nodelay on;` and once \
-         with\n`tcp_nodelay off;`, loaded with {} keep-alive connections from another network \
-         namespace.\nServer: {server_kind}.\n",
-        off.measurements.load.as_ref().map_or(0, |l| l.connections)
+        "{}\n{}\n{}\n",
+        lang.t("demo-intro-1"),
+        lang.ui(
+            "demo-intro-2",
+            &[("connections", connections.to_string().into())]
+        ),
+        lang.ui("demo-server", &[("server", server_kind.into())])
     )?;
     let run = |label: &str, report: &Report| Compared {
         label: label.into(),
@@ -146,27 +152,36 @@ fn render(
     writeln!(out)?;
     writeln!(
         out,
-        "One request and the SYN RTT look the same on both; only under concurrency does the \
-         difference show.\nnetdoctor's full report on the slow server:\n"
+        "{}\n{}\n",
+        lang.t("demo-same-alone"),
+        lang.t("demo-full-report")
     )?;
     writeln!(out, "{}", "─".repeat(92))?;
-    terminal::render(off, out)?;
+    terminal::render_in(off, lang, out)?;
     writeln!(out, "{}", "─".repeat(92))?;
     if as_expected {
         writeln!(
             out,
-            "\nThe fast server came out healthy; the slow one's root cause was found from its packets.\n\
-             Try it yourself: `netdoctor lab start`, then `netdoctor diagnose --netns netdoctor-cli http://…`."
+            "\n{}\n{}",
+            lang.t("demo-as-expected"),
+            lang.t("demo-try-it")
         )?;
     } else {
+        let first = off
+            .findings
+            .first()
+            .map_or(lang.t("demo-no-finding"), |f| f.id.to_string());
         writeln!(
             out,
-            "\nThe demo did not come out as expected (tcp_nodelay on: {:?}, off: {}). On a very busy \
-             machine the\nload may not reach the stall; run `netdoctor demo --json` for details.",
-            on.verdict,
-            off.findings
-                .first()
-                .map_or("no finding".to_string(), |f| f.id.to_string())
+            "\n{}\n{}",
+            lang.ui(
+                "demo-unexpected",
+                &[
+                    ("on", terminal::word_in(&on.verdict, lang).into()),
+                    ("off", first.into())
+                ]
+            ),
+            lang.t("demo-unexpected-2")
         )?;
     }
     Ok(())

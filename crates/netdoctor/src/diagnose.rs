@@ -22,6 +22,7 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         return crate::comparecmd::command(args, out);
     }
     let format = args.output.format().map_err(anyhow::Error::msg)?;
+    let lang = args.output.lang().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let plan = plan(args)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -38,10 +39,10 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         progress.stage("interrupted: reporting what was measured until then");
     }
     if let Some(path) = &args.html {
-        crate::output::write_html(&report, path)?;
+        crate::output::write_html(&report, lang, path)?;
         progress.stage(&format!("HTML report written to {}", path.display()));
     }
-    write_report(&report, format, out)?;
+    write_report(&report, format, lang, out)?;
     Ok(signals.exit_code().unwrap_or(report.exit_code()))
 }
 

@@ -28,6 +28,7 @@ pub const EXIT_ERROR: i32 = 2;
 /// Runs one command, writing its result to `out` and progress to stderr. Returns the exit code.
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     cli.output().format().map_err(anyhow::Error::msg)?;
+    cli.output().lang().map_err(anyhow::Error::msg)?;
     match cli.command {
         Command::Diagnose(args) => diagnose::command(&args, out),
         Command::Analyze(args) => analyze::command(&args, out),

@@ -1,22 +1,27 @@
 //! Writing results and progress: results to stdout through the chosen format's sink, progress
 //! to stderr.
 
-use netdoctor_report::{Format, Report};
+use netdoctor_report::{Format, Lang, Report};
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
-/// Writes a report with the sink of `format`.
-pub fn write_report(report: &Report, format: Format, out: &mut dyn Write) -> io::Result<()> {
-    format.write(report, out)
+/// Writes a report with the sink of `format`, its words in `lang`.
+pub fn write_report(
+    report: &Report,
+    format: Format,
+    lang: Lang,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    format.write_report(report, lang, out)
 }
 
 /// Writes the report as an HTML page to `path` (`--html FILE`); the error names the file.
-pub fn write_html(report: &Report, path: &std::path::Path) -> anyhow::Result<()> {
+pub fn write_html(report: &Report, lang: Lang, path: &std::path::Path) -> anyhow::Result<()> {
     use anyhow::Context;
     let file = std::fs::File::create(path)
         .with_context(|| format!("create HTML report {}", path.display()))?;
     let mut w = io::BufWriter::new(file);
-    netdoctor_report::html::render(report, &mut w)
+    netdoctor_report::html::render_in(report, lang, &mut w)
         .and_then(|()| w.flush())
         .with_context(|| format!("write HTML report {}", path.display()))
 }

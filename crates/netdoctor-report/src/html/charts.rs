@@ -5,6 +5,7 @@
 
 use super::esc;
 use super::svg::{Linear, Log, Svg, fmt_ms, fmt_tick, linear_ticks, log_ticks, nice_max};
+use crate::i18n::Lang;
 use netdoctor_load::LoadResult;
 use std::fmt::Write as _;
 
@@ -22,7 +23,7 @@ fn y_axis(s: &mut Svg, y: &Linear, max: f64, x0: f64, x1: f64) {
 }
 
 /// The latency histogram: bars per log-spaced bucket, p50 and p99 marked.
-pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
+pub(crate) fn histogram(load: &LoadResult, l: Lang) -> Option<String> {
     let b = load.latency_histogram.as_ref().filter(|b| !b.is_empty())?;
     let (h, top, bottom) = (280.0, 28.0, 236.0);
     let lo = b.first()?.from_ms.max(1e-3);
@@ -40,7 +41,7 @@ pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
         r0: bottom,
         r1: top,
     };
-    let mut s = Svg::new(W, h, "chart", "latency histogram");
+    let mut s = Svg::new(W, h, "chart", &l.t("chart-histogram"));
     y_axis(&mut s, &y, max, L, W - R);
     for t in log_ticks(lo, hi) {
         let px = x.at(t);
@@ -89,9 +90,15 @@ pub(crate) fn histogram(load: &LoadResult) -> Option<String> {
         h - 6.0,
         "middle",
         "axis-title",
-        "latency (ms, log scale)",
+        &l.t("chart-latency-log"),
     );
-    s.text(14.0, top - 12.0, "start", "axis-title", "requests");
+    s.text(
+        14.0,
+        top - 12.0,
+        "start",
+        "axis-title",
+        &l.t("chart-requests"),
+    );
     Some(s.finish())
 }
 
@@ -101,7 +108,7 @@ fn nines(q: f64) -> f64 {
 }
 
 /// The percentile curve: latency against quantile on a "nines" axis, up to the maximum.
-pub(crate) fn curve(load: &LoadResult) -> Option<String> {
+pub(crate) fn curve(load: &LoadResult, l: Lang) -> Option<String> {
     let c = load.latency_curve.as_ref().filter(|c| c.len() >= 2)?;
     let (h, top, bottom) = (260.0, 20.0, 216.0);
     let last = c
@@ -124,7 +131,7 @@ pub(crate) fn curve(load: &LoadResult) -> Option<String> {
         r0: bottom,
         r1: top,
     };
-    let mut s = Svg::new(W, h, "chart", "latency percentile curve");
+    let mut s = Svg::new(W, h, "chart", &l.t("chart-curve"));
     y_axis(&mut s, &y, max, L, W - R);
     let labels = ["0 %", "90 %", "99 %", "99.9 %", "99.99 %", "99.999 %"];
     for (k, lab) in labels.iter().enumerate() {
@@ -156,7 +163,7 @@ pub(crate) fn curve(load: &LoadResult) -> Option<String> {
         h - 6.0,
         "middle",
         "axis-title",
-        "percentile (of requests at or below the latency)",
+        &l.t("chart-percentile"),
     );
     s.text(14.0, top - 6.0, "start", "axis-title", "ms");
     Some(s.finish())
@@ -168,7 +175,7 @@ fn trim_pct(v: f64) -> String {
 }
 
 /// Requests/s (bars, errors in red) and p50/p99 latency (lines) per second of the run.
-pub(crate) fn timeline(load: &LoadResult) -> Option<String> {
+pub(crate) fn timeline(load: &LoadResult, l: Lang) -> Option<String> {
     let t = load.timeline.as_ref().filter(|t| !t.is_empty())?;
     let end = t.last().map_or(1.0, |p| p.t_s + p.len_s).max(1e-3);
     let (h, a_top, a_bot, b_top, b_bot) = (420.0, 28.0, 170.0, 222.0, 364.0);
@@ -201,16 +208,17 @@ pub(crate) fn timeline(load: &LoadResult) -> Option<String> {
         r0: b_bot,
         r1: b_top,
     };
-    let mut s = Svg::new(
-        W,
-        h,
-        "chart",
-        "requests per second and latency over the run",
-    );
+    let mut s = Svg::new(W, h, "chart", &l.t("chart-timeline"));
     y_axis(&mut s, &ya, rmax, L, W - R);
     y_axis(&mut s, &yb, lmax, L, W - R);
-    s.text(14.0, a_top - 12.0, "start", "axis-title", "requests/s");
-    s.text(14.0, b_top - 12.0, "start", "axis-title", "latency (ms)");
+    s.text(14.0, a_top - 12.0, "start", "axis-title", &l.t("chart-rps"));
+    s.text(
+        14.0,
+        b_top - 12.0,
+        "start",
+        "axis-title",
+        &l.t("chart-latency-ms"),
+    );
     let step = [1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0]
         .into_iter()
         .find(|st| end / st <= 12.0)
@@ -297,7 +305,7 @@ pub(crate) fn timeline(load: &LoadResult) -> Option<String> {
         h - 6.0,
         "middle",
         "axis-title",
-        "time since the start of the load",
+        &l.t("chart-time"),
     );
     Some(s.finish())
 }
@@ -312,17 +320,17 @@ pub(crate) struct Part {
 /// Reads a breakdown from its JSON form (`latency`, `network`, `server`, `transfer` and the
 /// `stalls` object keyed by finding id), so it does not depend on how the core stores the
 /// stall causes. Zero parts are left out.
-pub(crate) fn breakdown_parts(v: &serde_json::Value) -> Option<(f64, Vec<Part>)> {
+pub(crate) fn breakdown_parts(v: &serde_json::Value, l: Lang) -> Option<(f64, Vec<Part>)> {
     let latency = v.get("latency")?.as_f64()?;
     let mut parts = Vec::new();
     for (key, label) in [
-        ("network", "network (one RTT)"),
-        ("server", "server processing"),
-        ("transfer", "transfer"),
+        ("network", "chart-part-network"),
+        ("server", "chart-part-server"),
+        ("transfer", "chart-part-transfer"),
     ] {
         if let Some(ms) = v.get(key).and_then(|x| x.as_f64()) {
             parts.push(Part {
-                label: label.to_string(),
+                label: l.t(label),
                 class: key.to_string(),
                 ms,
             });
@@ -332,7 +340,7 @@ pub(crate) fn breakdown_parts(v: &serde_json::Value) -> Option<(f64, Vec<Part>)>
         for (id, ms) in st {
             if let Some(ms) = ms.as_f64() {
                 parts.push(Part {
-                    label: format!("stall: {id}"),
+                    label: l.ui("chart-part-stall", &[("id", id.as_str().into())]),
                     class: format!("stall s-{}", css_ident(id)),
                     ms,
                 });
@@ -351,7 +359,7 @@ fn css_ident(s: &str) -> String {
 }
 
 /// Horizontal stacked bars, one per `(title, latency, parts)`, with a legend in HTML.
-pub(crate) fn stacked(bars: &[(&str, f64, Vec<Part>)]) -> Option<String> {
+pub(crate) fn stacked(bars: &[(&str, f64, Vec<Part>)], l: Lang) -> Option<String> {
     if bars.is_empty() {
         return None;
     }
@@ -362,7 +370,7 @@ pub(crate) fn stacked(bars: &[(&str, f64, Vec<Part>)]) -> Option<String> {
         .max(1e-6);
     let (bar_h, gap, lw) = (30.0, 26.0, 170.0);
     let h = bars.len() as f64 * (bar_h + gap) + 10.0;
-    let mut s = Svg::new(W, h, "chart breakdown-svg", "per-request breakdown");
+    let mut s = Svg::new(W, h, "chart breakdown-svg", &l.t("chart-breakdown"));
     let x = Linear {
         d0: 0.0,
         d1: scale,

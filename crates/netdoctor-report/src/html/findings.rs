@@ -2,53 +2,74 @@
 //! and, for each finding with packet evidence, its flow graph ([`super::ladder`]) with the
 //! other connections that showed the same thing listed under it.
 
-use super::{Rich, esc, ladder, severity_word, svg, word};
+use super::{Rich, a, e, esc, ladder, severity_word, svg};
+use crate::i18n::Lang;
 use crate::model::Report;
+use crate::terminal::word_in;
 use netdoctor_core::{Evidence, Finding};
 use std::fmt::{self, Write as _};
 
-pub(super) fn findings(r: &Report, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="findings"><h2>Findings</h2>"#);
+pub(super) fn findings(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="findings"><h2>{}</h2>"#,
+        l.t("html-findings")
+    )?;
     if r.findings.is_empty() {
-        h.push_str(r#"<p class="none">No findings.</p>"#);
+        write!(h, r#"<p class="none">{}</p>"#, l.t("html-no-findings"))?;
     }
     for (i, f) in r.findings.iter().enumerate() {
-        finding(i + 1, f, h)?;
+        finding(i + 1, f, l, h)?;
     }
     h.push_str("</section>\n");
     Ok(())
 }
 
-fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
+fn finding(n: usize, f: &Finding, l: Lang, h: &mut String) -> fmt::Result {
     let sev = severity_word(f.severity);
     write!(
         h,
-        r#"<article class="finding sev-{sev}" id="finding-{n}"><div class="fhead"><span class="badge sev-{sev}">{sev}</span> <code class="fid">{}</code> <span class="meta">{} layer · side: {} · confidence {:.0} %</span></div>"#,
+        r#"<article class="finding sev-{sev}" id="finding-{n}"><div class="fhead"><span class="badge sev-{sev}">{}</span> <code class="fid">{}</code> <span class="meta">{}</span></div>"#,
+        esc(&word_in(&f.severity, l)),
         esc(f.id.as_str()),
-        esc(&word(&f.layer)),
-        esc(&word(&f.side)),
-        f.confidence * 100.0
+        l.ui(
+            "html-finding-meta",
+            &[
+                ("layer", e(&word_in(&f.layer, l))),
+                ("side", e(&word_in(&f.side, l))),
+                ("confidence", a(format!("{:.0}", f.confidence * 100.0))),
+            ]
+        )
     )?;
-    write!(h, "<h3>{}</h3>", esc(&f.summary))?;
+    let texts = crate::i18n::findings::texts(f, l);
+    write!(h, "<h3>{}</h3>", esc(&texts.summary))?;
     let mut impact = Vec::new();
     if let Some(ms) = f.impact.added_latency_ms {
-        impact.push(format!("adds {} per affected request", svg::fmt_ms(ms)));
+        impact.push(l.ui("html-impact-adds", &[("ms", a(svg::fmt_ms(ms)))]));
     }
     if let Some(fr) = f.impact.affected_fraction {
-        impact.push(format!("{:.0} % affected", fr * 100.0));
+        impact.push(l.ui(
+            "html-impact-affected",
+            &[("pct", a(format!("{:.0}", fr * 100.0)))],
+        ));
     }
     if !impact.is_empty() {
         write!(
             h,
-            r#"<p class="impact">Impact: {}</p>"#,
-            esc(&impact.join(", "))
+            r#"<p class="impact">{}</p>"#,
+            l.ui("html-impact", &[("impact", e(&impact.join(", ")))])
         )?;
     }
-    if !f.explanation.is_empty() {
-        write!(h, r#"<p class="explain">{}</p>"#, Rich(&f.explanation))?;
+    if !texts.explanation.is_empty() {
+        write!(h, r#"<p class="explain">{}</p>"#, Rich(&texts.explanation))?;
     }
-    if !f.fix.is_empty() {
-        write!(h, r#"<div class="fix"><b>Fix</b> {}</div>"#, Rich(&f.fix))?;
+    if !texts.fix.is_empty() {
+        write!(
+            h,
+            r#"<div class="fix"><b>{}</b> {}</div>"#,
+            l.t("html-fix"),
+            Rich(&texts.fix)
+        )?;
     }
     let mut items = String::new();
     let mut conns = 0;
@@ -63,11 +84,19 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
             } => {
                 let _ = write!(
                     items,
-                    "<li>counter <code>{}</code>: {} → {} ({:+}) — {}</li>",
-                    esc(name),
-                    before,
-                    after,
-                    i128::from(*after) - i128::from(*before),
+                    "<li>{} — {}</li>",
+                    l.ui(
+                        "html-ev-counter",
+                        &[
+                            ("name", super::e(name)),
+                            ("before", a(before.to_string())),
+                            ("after", a(after.to_string())),
+                            (
+                                "change",
+                                a(format!("{:+}", i128::from(*after) - i128::from(*before)))
+                            ),
+                        ]
+                    ),
                     esc(note)
                 );
             }
@@ -80,20 +109,32 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
             } => {
                 let _ = write!(
                     items,
-                    "<li>socket option <code>{}</code> = <code>{}</code> (pid {pid}, fd {fd}) — {}</li>",
-                    esc(option),
-                    esc(value),
+                    "<li>{} — {}</li>",
+                    l.ui(
+                        "html-ev-socket",
+                        &[
+                            ("option", super::e(option)),
+                            ("value", super::e(value)),
+                            ("pid", a(pid.to_string())),
+                            ("fd", a(fd.to_string())),
+                        ]
+                    ),
                     esc(note)
                 );
             }
             Evidence::Probe { probe, note } => {
-                let _ = write!(items, "<li>probe {}: {}</li>", esc(probe), esc(note));
+                let _ = write!(
+                    items,
+                    "<li>{} {}</li>",
+                    l.ui("html-ev-probe", &[("probe", super::e(probe))]),
+                    esc(note)
+                );
             }
             Evidence::Log { line, note } => {
                 let _ = write!(
                     items,
-                    "<li>kernel log <code>{}</code> — {}</li>",
-                    esc(line),
+                    "<li>{} — {}</li>",
+                    l.ui("html-ev-log", &[("line", super::e(line))]),
                     esc(note)
                 );
             }
@@ -102,8 +143,11 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
     if conns > 0 {
         let _ = write!(
             items,
-            "<li>packets on {conns} connection{}: <a href=\"#packets-{n}\">flow graph below</a></li>",
-            if conns == 1 { "" } else { "s" }
+            "<li>{}</li>",
+            l.ui(
+                "html-ev-packets",
+                &[("n", a(conns)), ("href", a(format!("#packets-{n}")))]
+            )
         );
     }
     if !items.is_empty() {
@@ -116,7 +160,7 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
 /// Most connections listed under a ladder.
 const MORE_CONNECTIONS: usize = 20;
 
-pub(super) fn packets(r: &Report, h: &mut String) -> fmt::Result {
+pub(super) fn packets(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
     let with: Vec<(usize, &Finding)> = r
         .findings
         .iter()
@@ -128,14 +172,25 @@ pub(super) fn packets(r: &Report, h: &mut String) -> fmt::Result {
         })
         .map(|(i, f)| (i + 1, f))
         .collect();
-    h.push_str(r#"<section id="packets"><h2>Packet evidence</h2>"#);
+    write!(
+        h,
+        r#"<section id="packets"><h2>{}</h2>"#,
+        l.t("html-packet-evidence")
+    )?;
     if with.is_empty() {
         if r.measurements.capture.is_none() {
-            super::not_measured(h, "Packet evidence", super::check_reason(r, "capture"))?;
+            super::not_measured(
+                l,
+                h,
+                "html-packet-evidence",
+                super::check_reason(r, "capture"),
+            )?;
         } else {
-            h.push_str(
-                r#"<p class="none">No finding rests on packets: no flow graph to draw.</p>"#,
-            );
+            write!(
+                h,
+                r#"<p class="none">{}</p>"#,
+                l.t("html-no-packet-finding")
+            )?;
         }
     }
     for (n, f) in with {
@@ -152,23 +207,31 @@ pub(super) fn packets(r: &Report, h: &mut String) -> fmt::Result {
         };
         write!(
             h,
-            r#"<div class="ladder-block" id="packets-{n}"><h3><span class="badge sev-{}">{}</span> <code>{}</code> on {}</h3>"#,
+            r#"<div class="ladder-block" id="packets-{n}"><h3><span class="badge sev-{}">{}</span> {}</h3>"#,
             severity_word(f.severity),
-            severity_word(f.severity),
-            esc(f.id.as_str()),
-            esc(connection)
+            esc(&word_in(&f.severity, l)),
+            l.ui(
+                "html-ladder-title",
+                &[("id", e(f.id.as_str())), ("connection", e(connection))]
+            )
         )?;
-        if let Some(svg) = ladder::ladder(n, f.id, connection, pkts) {
+        if let Some(svg) = ladder::ladder(n, f.id, connection, pkts, l) {
             h.push_str(&svg);
         }
-        write!(h, r#"<p class="note">{}</p>"#, esc(note))?;
+        write!(
+            h,
+            r#"<p class="note">{}</p>"#,
+            esc(&crate::i18n::findings::packets_note(f.id, pkts, note, l))
+        )?;
         let rest: Vec<_> = conns.collect();
         if !rest.is_empty() {
             write!(
                 h,
-                "<details><summary>{} more connection{} with the same evidence</summary><table><thead><tr><th>connection</th><th>frames</th><th>what the packets show</th></tr></thead><tbody>",
-                rest.len(),
-                if rest.len() == 1 { "" } else { "s" }
+                "<details><summary>{}</summary><table><thead><tr><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>",
+                l.ui("html-more-connections", &[("n", a(rest.len()))]),
+                l.t("html-th-connection"),
+                l.t("html-th-frames"),
+                l.t("html-th-packets-show")
             )?;
             for (c, p, note) in rest.iter().take(MORE_CONNECTIONS) {
                 let frames: Vec<String> = p.iter().map(|p| p.frame.to_string()).collect();
@@ -177,7 +240,7 @@ pub(super) fn packets(r: &Report, h: &mut String) -> fmt::Result {
                     "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
                     esc(c),
                     esc(&frames.join(", ")),
-                    esc(note)
+                    esc(&crate::i18n::findings::packets_note(f.id, p, note, l))
                 )?;
             }
             h.push_str("</tbody></table></details>");

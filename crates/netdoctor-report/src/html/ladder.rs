@@ -12,6 +12,7 @@
 
 use super::esc;
 use super::svg::{Svg, fmt_ms};
+use crate::i18n::Lang;
 use netdoctor_core::{FindingId, PacketRef};
 use std::fmt::Write as _;
 
@@ -52,7 +53,7 @@ fn is_pure_ack(p: &PacketRef) -> bool {
 }
 
 /// Roles and role labels of the packets, by finding.
-fn roles(id: FindingId, pkts: &[PacketRef]) -> Vec<(Role, String)> {
+fn roles(id: FindingId, pkts: &[PacketRef], l: Lang) -> Vec<(Role, String)> {
     let mut out = vec![(Role::Plain, String::new()); pkts.len()];
     match id {
         FindingId::NagleDelayedAck | FindingId::DelayedAckStall => {
@@ -60,38 +61,32 @@ fn roles(id: FindingId, pkts: &[PacketRef]) -> Vec<(Role, String)> {
             for i in 1..pkts.len().saturating_sub(1) {
                 let (a, b, n) = (&pkts[i - 1], &pkts[i], &pkts[i + 1]);
                 if is_pure_ack(b) && a.dir == n.dir && a.dir != b.dir && !is_pure_ack(n) {
-                    out[i - 1] = (Role::InFlight, "in flight, waiting for its ACK".into());
-                    out[i] = (
-                        Role::LateAck,
-                        "late ACK: the delayed-ACK timer fired".into(),
-                    );
+                    out[i - 1] = (Role::InFlight, l.t("ladder-in-flight"));
+                    out[i] = (Role::LateAck, l.t("ladder-late-ack"));
                     out[i + 1] = if id == FindingId::NagleDelayedAck {
-                        (
-                            Role::Held,
-                            "held segment: Nagle kept it until the ACK".into(),
-                        )
+                        (Role::Held, l.t("ladder-held"))
                     } else {
-                        (Role::Held, "next segment: waited for the ACK".into())
+                        (Role::Held, l.t("ladder-next"))
                     };
                 }
             }
         }
         FindingId::RetransmissionTimeout | FindingId::PacketLossRetransmission => {
             if let [first, .., last] = &mut out[..] {
-                *first = (Role::InFlight, "original transmission".into());
-                *last = (Role::Held, "retransmission".into());
+                *first = (Role::InFlight, l.t("ladder-original"));
+                *last = (Role::Held, l.t("ladder-retransmission"));
             }
         }
         FindingId::ZeroWindow => {
             if let [first, .., last] = &mut out[..] {
-                *first = (Role::LateAck, "window 0 advertised".into());
-                *last = (Role::Held, "window reopened".into());
+                *first = (Role::LateAck, l.t("ladder-window-zero"));
+                *last = (Role::Held, l.t("ladder-window-reopened"));
             }
         }
         FindingId::SlowServerProcessing => {
             if let [first, .., last] = &mut out[..] {
-                *first = (Role::InFlight, "request complete".into());
-                *last = (Role::Held, "first response byte".into());
+                *first = (Role::InFlight, l.t("ladder-request-complete"));
+                *last = (Role::Held, l.t("ladder-first-byte"));
             }
         }
         _ => {}
@@ -100,18 +95,16 @@ fn roles(id: FindingId, pkts: &[PacketRef]) -> Vec<(Role, String)> {
 }
 
 /// What the marked gap is, by finding.
-fn gap_label(id: FindingId) -> &'static str {
-    match id {
-        FindingId::NagleDelayedAck | FindingId::DelayedAckStall => {
-            "delayed ACK: the receiver's ACK timer (≥ 40 ms on Linux)"
-        }
-        FindingId::RetransmissionTimeout => "retransmission timeout (RTO, ≥ 200 ms)",
-        FindingId::PacketLossRetransmission => "waiting to retransmit a lost segment",
-        FindingId::ZeroWindow => "receive window closed: the sender may not send",
-        FindingId::SlowServerProcessing => "server processing time",
-        FindingId::SynRetransmit => "SYN / SYN-ACK retransmission timer (1 s)",
-        _ => "longest gap",
-    }
+fn gap_label(id: FindingId, l: Lang) -> String {
+    l.t(match id {
+        FindingId::NagleDelayedAck | FindingId::DelayedAckStall => "ladder-gap-delayed-ack",
+        FindingId::RetransmissionTimeout => "ladder-gap-rto",
+        FindingId::PacketLossRetransmission => "ladder-gap-loss",
+        FindingId::ZeroWindow => "ladder-gap-zero-window",
+        FindingId::SlowServerProcessing => "ladder-gap-server",
+        FindingId::SynRetransmit => "ladder-gap-syn",
+        _ => "ladder-gap-longest",
+    })
 }
 
 /// At most `n` characters of `s`, with an ellipsis when cut (labels must fit their place;
@@ -139,6 +132,7 @@ pub(crate) fn ladder(
     id: FindingId,
     connection: &str,
     pkts: &[PacketRef],
+    l: Lang,
 ) -> Option<String> {
     if pkts.is_empty() {
         return None;
@@ -168,19 +162,31 @@ pub(crate) fn ladder(
         W,
         h,
         "ladder-svg",
-        &format!("flow graph of {connection}: {} packets", pkts.len()),
+        &l.ui(
+            "ladder-title",
+            &[
+                ("connection", connection.into()),
+                ("n", pkts.len().to_string().into()),
+            ],
+        ),
     );
     // Column heads and the two time lines.
     // 40 characters: an IPv6 address with its port fits.
     s.rect(CLIENT_X - 150.0, 8.0, 300.0, 40.0, "endpoint", None);
-    s.text(CLIENT_X, 25.0, "middle", "end-role", "client");
+    s.text(CLIENT_X, 25.0, "middle", "end-role", &l.t("word-client"));
     s.text(CLIENT_X, 41.0, "middle", "end-addr", &clip(client, 40));
     s.rect(SERVER_X - 150.0, 8.0, 300.0, 40.0, "endpoint", None);
-    s.text(SERVER_X, 25.0, "middle", "end-role", "server");
+    s.text(SERVER_X, 25.0, "middle", "end-role", &l.t("word-server"));
     s.text(SERVER_X, 41.0, "middle", "end-addr", &clip(server, 40));
     s.line(CLIENT_X, TOP - 14.0, CLIENT_X, h - 10.0, "lifeline");
     s.line(SERVER_X, TOP - 14.0, SERVER_X, h - 10.0, "lifeline");
-    s.text(8.0, TOP - 2.0, "start", "axis-title", "frame · time");
+    s.text(
+        8.0,
+        TOP - 2.0,
+        "start",
+        "axis-title",
+        &l.t("ladder-frame-time"),
+    );
 
     if let Some(g) = marked {
         let (y0, y1) = (ys[g] + SLOPE + 28.0, ys[g + 1] - SLOPE - 24.0);
@@ -191,14 +197,14 @@ pub(crate) fn ladder(
             mid + 2.0,
             "middle",
             "gap-ms",
-            &format!("{} gap", fmt_ms(gaps[g])),
+            &l.ui("ladder-gap", &[("ms", fmt_ms(gaps[g]).into())]),
         );
         s.text(
             (CLIENT_X + SERVER_X) / 2.0,
             mid + 24.0,
             "middle",
             "gap-what",
-            gap_label(id),
+            &gap_label(id, l),
         );
         // A bracket beside the server's line.
         let bx = SERVER_X + 22.0;
@@ -215,7 +221,7 @@ pub(crate) fn ladder(
         );
     }
 
-    let roles = roles(id, pkts);
+    let roles = roles(id, pkts, l);
     for (i, p) in pkts.iter().enumerate() {
         let y = ys[i];
         let (role, what) = &roles[i];
@@ -294,6 +300,7 @@ mod tests {
             FindingId::NagleDelayedAck,
             "127.0.0.1:35044 → 127.0.0.1:18081",
             &pkts,
+            Lang::En,
         )
         .unwrap();
         assert!(svg.contains(r#"id="ladder-1""#));
@@ -315,8 +322,8 @@ mod tests {
             p(1, 0.0, "C→S", "[S] len=0"),
             p(2, 0.0001, "S→C", "[S.] len=0"),
         ];
-        let svg = ladder(2, FindingId::ConnectionReset, "a:1 → b:2", &pkts).unwrap();
+        let svg = ladder(2, FindingId::ConnectionReset, "a:1 → b:2", &pkts, Lang::En).unwrap();
         assert!(!svg.contains("gap-band"));
-        assert!(ladder(3, FindingId::ConnectionReset, "a → b", &[]).is_none());
+        assert!(ladder(3, FindingId::ConnectionReset, "a → b", &[], Lang::En).is_none());
     }
 }

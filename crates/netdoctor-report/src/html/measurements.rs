@@ -3,69 +3,90 @@
 //! options, the per-request breakdown and the checks. Each part that the report lacks says
 //! "not measured" with the reason its check gave.
 
-use super::{charts, check_reason, esc, not_measured, svg, word};
+use super::{a, charts, check_reason, e, esc, not_measured, svg, word};
+use crate::i18n::Lang;
 use crate::model::Report;
 use std::fmt::{self, Write as _};
 
-pub(super) fn latency(r: &Report, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="latency"><h2>Latency distribution</h2>"#);
-    baseline(r, h)?;
+pub(super) fn latency(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="latency"><h2>{}</h2>"#,
+        l.t("html-latency")
+    )?;
+    baseline(r, l, h)?;
     match &r.measurements.load {
         Some(load) => {
             let p = &load.latency_ms;
             write!(
                 h,
-                r#"<p class="lead">{} requests over {:.1} s on {} connections ({:.0} req/s): p50 <b>{}</b>, p90 {}, p99 <b>{}</b>, max {}.</p>"#,
-                load.requests,
-                load.duration_s,
-                load.connections,
-                load.requests_per_s,
-                svg::fmt_ms(p.p50),
-                svg::fmt_ms(p.p90),
-                svg::fmt_ms(p.p99),
-                svg::fmt_ms(p.max)
+                r#"<p class="lead">{}</p>"#,
+                l.ui(
+                    "html-load-lead",
+                    &[
+                        ("requests", a(load.requests.to_string())),
+                        ("duration", a(format!("{:.1}", load.duration_s))),
+                        ("connections", a(load.connections.to_string())),
+                        ("rps", a(format!("{:.0}", load.requests_per_s))),
+                        ("p50", a(svg::fmt_ms(p.p50))),
+                        ("p90", a(svg::fmt_ms(p.p90))),
+                        ("p99", a(svg::fmt_ms(p.p99))),
+                        ("max", a(svg::fmt_ms(p.max))),
+                    ]
+                )
             )?;
-            load_outcome(load, h)?;
-            match charts::histogram(load) {
+            load_outcome(load, l, h)?;
+            match charts::histogram(load, l) {
                 Some(svg) => write!(
                     h,
-                    r#"<figure id="histogram"><figcaption>How many requests took how long (log scale, buckets 12 % wide; hover a bar for its count)</figcaption>{svg}</figure>"#
+                    r#"<figure id="histogram"><figcaption>{}</figcaption>{svg}</figure>"#,
+                    l.t("html-histogram-caption")
                 )?,
                 None => not_measured(
+                    l,
                     h,
-                    "Latency histogram",
+                    "html-histogram",
                     Some(if load.requests == 0 {
-                        "no request completed".into()
+                        l.t("html-no-request-completed")
                     } else {
-                        "this report has no histogram data".into()
+                        l.t("html-no-histogram-data")
                     }),
                 )?,
             }
-            if let Some(svg) = charts::curve(load) {
+            if let Some(svg) = charts::curve(load, l) {
                 write!(
                     h,
-                    r#"<figure id="percentiles"><figcaption>Percentile curve: the latency that the given share of requests stayed at or under; the right-hand side is the tail</figcaption>{svg}</figure>"#
+                    r#"<figure id="percentiles"><figcaption>{}</figcaption>{svg}</figure>"#,
+                    l.t("html-curve-caption")
                 )?;
             }
         }
-        None => not_measured(h, "Load", check_reason(r, "load"))?,
+        None => not_measured(l, h, "html-load", check_reason(r, "load"))?,
     }
     if let Some(c) = &r.measurements.capture {
         let e = &c.exchanges;
         if e.count > 0 {
             write!(
                 h,
-                r#"<p class="lead">In the capture: {} HTTP exchange{} (first request byte to last response byte at the capture point): p50 <b>{}</b>, p90 {}, p99 <b>{}</b>, max {}{}.</p>"#,
-                e.count,
-                if e.count == 1 { "" } else { "s" },
-                svg::fmt_ms(e.latency_ms.p50),
-                svg::fmt_ms(e.latency_ms.p90),
-                svg::fmt_ms(e.latency_ms.p99),
-                svg::fmt_ms(e.latency_ms.max),
-                match e.rtt_ms {
-                    Some(rtt) => format!("; handshake RTT {}", svg::fmt_ms(rtt)),
-                    None => String::new(),
-                }
+                r#"<p class="lead">{}</p>"#,
+                l.ui(
+                    "html-capture-lead",
+                    &[
+                        ("n", a(e.count)),
+                        ("p50", a(svg::fmt_ms(e.latency_ms.p50))),
+                        ("p90", a(svg::fmt_ms(e.latency_ms.p90))),
+                        ("p99", a(svg::fmt_ms(e.latency_ms.p99))),
+                        ("max", a(svg::fmt_ms(e.latency_ms.max))),
+                        (
+                            "rtt",
+                            a(match e.rtt_ms {
+                                Some(rtt) =>
+                                    l.ui("html-handshake-rtt", &[("rtt", a(svg::fmt_ms(rtt)))]),
+                                None => String::new(),
+                            })
+                        ),
+                    ]
+                )
             )?;
         }
     }
@@ -75,7 +96,7 @@ pub(super) fn latency(r: &Report, h: &mut String) -> fmt::Result {
 
 /// The baseline probes: what one connection and one request cost alone, before the load (the
 /// method's first comparison: fine alone, slow under concurrency).
-fn baseline(r: &Report, h: &mut String) -> fmt::Result {
+fn baseline(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
     let Some(p) = &r.measurements.probe else {
         return Ok(());
     };
@@ -83,20 +104,24 @@ fn baseline(r: &Report, h: &mut String) -> fmt::Result {
     if let Some(s) = &p.syn
         && let Some(med) = s.median_ms
     {
-        parts.push(format!(
-            "TCP handshake RTT <b>{}</b> (median of {} answered, {})",
-            esc(&svg::fmt_ms(med)),
-            s.answered,
-            esc(&word(&s.method))
+        parts.push(l.ui(
+            "html-baseline-syn",
+            &[
+                ("rtt", e(&svg::fmt_ms(med))),
+                ("answered", a(s.answered.to_string())),
+                ("method", e(&word(&s.method))),
+            ],
         ));
     }
     if let Some(t) = &p.http {
-        parts.push(format!(
-            "one request <b>{}</b> (connect {}, first byte {}, HTTP {})",
-            esc(&svg::fmt_ms(t.total_ms)),
-            esc(&svg::fmt_ms(t.connect_ms)),
-            esc(&svg::fmt_ms(t.ttfb_ms)),
-            t.status
+        parts.push(l.ui(
+            "html-baseline-http",
+            &[
+                ("total", e(&svg::fmt_ms(t.total_ms))),
+                ("connect", e(&svg::fmt_ms(t.connect_ms))),
+                ("first", e(&svg::fmt_ms(t.ttfb_ms))),
+                ("status", a(t.status.to_string())),
+            ],
         ));
     }
     if parts.is_empty() {
@@ -104,14 +129,17 @@ fn baseline(r: &Report, h: &mut String) -> fmt::Result {
     }
     write!(
         h,
-        r#"<p class="lead" id="baseline">Alone, before the load: {}.</p>"#,
-        parts.join("; ")
+        r#"<p class="lead" id="baseline">{}</p>"#,
+        l.ui(
+            "html-baseline",
+            &[("parts", a(parts.join(&l.t("html-list-sep"))))]
+        )
     )
 }
 
 /// Status codes and errors of the load: a run whose requests failed says so next to its
 /// latencies.
-fn load_outcome(load: &netdoctor_load::LoadResult, h: &mut String) -> fmt::Result {
+fn load_outcome(load: &netdoctor_load::LoadResult, l: Lang, h: &mut String) -> fmt::Result {
     let codes: Vec<String> = load
         .status
         .iter()
@@ -121,62 +149,102 @@ fn load_outcome(load: &netdoctor_load::LoadResult, h: &mut String) -> fmt::Resul
     let total = e.total();
     write!(
         h,
-        r#"<p class="lead{}">Responses by status: {}. Errors: <b>{total}</b>"#,
+        r#"<p class="lead{}">{}"#,
         if total > 0 { " errors" } else { "" },
-        if codes.is_empty() {
-            "none".to_string()
-        } else {
-            esc(&codes.join(", ")).to_string()
-        }
+        l.ui(
+            "html-status-lead",
+            &[
+                (
+                    "codes",
+                    a(if codes.is_empty() {
+                        l.t("html-none")
+                    } else {
+                        esc(&codes.join(", ")).to_string()
+                    })
+                ),
+                ("total", a(total.to_string())),
+            ]
+        )
     )?;
     if total > 0 {
         write!(
             h,
-            " (connect {}, read {}, write {}, timeout {}, HTTP status {})",
-            e.connect, e.read, e.write, e.timeout, e.status
+            " {}",
+            l.ui(
+                "html-error-kinds",
+                &[
+                    ("connect", a(e.connect.to_string())),
+                    ("read", a(e.read.to_string())),
+                    ("write", a(e.write.to_string())),
+                    ("timeout", a(e.timeout.to_string())),
+                    ("status", a(e.status.to_string())),
+                ]
+            )
         )?;
     }
     if let Some(first) = &load.first_error {
-        write!(h, "; the first: <code>{}</code>", esc(first))?;
+        h.push_str(&l.ui("html-first-error", &[("error", super::e(first))]));
     }
-    h.push_str(".</p>");
+    h.push_str(&l.t("html-end"));
+    h.push_str("</p>");
     Ok(())
 }
 
-pub(super) fn over_time(r: &Report, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="timeline"><h2>Over the run</h2>"#);
-    match r.measurements.load.as_ref().and_then(charts::timeline) {
+pub(super) fn over_time(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="timeline"><h2>{}</h2>"#,
+        l.t("html-over-time")
+    )?;
+    match r
+        .measurements
+        .load
+        .as_ref()
+        .and_then(|load| charts::timeline(load, l))
+    {
         Some(svg) => write!(
             h,
-            r#"<figure><figcaption>Requests per second (errors in red) and the latency of each second's responses</figcaption>{svg}</figure>"#
+            r#"<figure><figcaption>{}</figcaption>{svg}</figure>"#,
+            l.t("html-timeline-caption")
         )?,
         None => {
             let reason = if r.measurements.load.is_some() {
-                Some("this report has no per-second data".to_string())
+                Some(l.t("html-no-per-second"))
             } else {
                 check_reason(r, "load")
             };
-            not_measured(h, "Requests/s and latency over time", reason)?
+            not_measured(l, h, "html-timeline", reason)?
         }
     }
     h.push_str("</section>\n");
     Ok(())
 }
 
-pub(super) fn tables(r: &Report, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="host"><h2>Capture, counters and sockets</h2>"#);
+pub(super) fn tables(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    write!(h, r#"<section id="host"><h2>{}</h2>"#, l.t("html-tables"))?;
     if let Some(c) = &r.measurements.capture {
         let s = &c.stats;
+        let t = |id: &str| l.t(id);
         write!(
             h,
-            r#"<h3>Capture ({})</h3><table class="kv"><tbody><tr><th>packets</th><td>{}</td><th>TCP segments</th><td>{}</td><th>connections</th><td>{} ({} with handshake)</td></tr><tr><th>duration</th><td>{:.3} s</td><th>retransmitted segments</th><td>{}</td><th>dropped by the kernel</th><td>{}</td></tr></tbody></table>"#,
+            r#"<h3>{} ({})</h3><table class="kv"><tbody><tr><th>{}</th><td>{}</td><th>{}</th><td>{}</td><th>{}</th><td>{} ({})</td></tr><tr><th>{}</th><td>{:.3} s</td><th>{}</th><td>{}</td><th>{}</th><td>{}</td></tr></tbody></table>"#,
+            t("html-capture"),
             esc(&word(&c.source)),
+            t("html-th-packets"),
             s.packets,
+            t("html-th-segments"),
             s.tcp_segments,
+            t("html-th-connections"),
             s.connections,
-            s.connections_with_handshake,
+            l.ui(
+                "html-with-handshake",
+                &[("n", a(s.connections_with_handshake.to_string()))]
+            ),
+            t("html-th-duration"),
             s.duration_s,
+            t("html-th-retransmitted"),
             s.retransmitted_segments,
+            t("html-th-dropped"),
             s.capture_drops
         )?;
         if !c.warnings.is_empty() {
@@ -187,10 +255,17 @@ pub(super) fn tables(r: &Report, h: &mut String) -> fmt::Result {
             h.push_str("</ul>");
         }
     }
-    h.push_str("<h3>Kernel counters that changed</h3>");
+    write!(h, "<h3>{}</h3>", l.t("html-counters"))?;
     match &r.measurements.counters {
         Some(c) if !c.changed.is_empty() => {
-            h.push_str(r#"<table class="num"><thead><tr><th>counter</th><th>before</th><th>after</th><th>change</th></tr></thead><tbody>"#);
+            write!(
+                h,
+                r#"<table class="num"><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>"#,
+                l.t("html-th-counter"),
+                l.t("html-th-before"),
+                l.t("html-th-after"),
+                l.t("html-th-change")
+            )?;
             for d in &c.changed {
                 write!(
                     h,
@@ -203,13 +278,23 @@ pub(super) fn tables(r: &Report, h: &mut String) -> fmt::Result {
             }
             h.push_str("</tbody></table>");
         }
-        Some(_) => h.push_str(r#"<p class="none">No counter changed during the run.</p>"#),
-        None => not_measured(h, "Kernel counters", check_reason(r, "counters"))?,
+        Some(_) => write!(
+            h,
+            r#"<p class="none">{}</p>"#,
+            l.t("html-no-counter-changed")
+        )?,
+        None => not_measured(l, h, "html-kernel-counters", check_reason(r, "counters"))?,
     }
-    h.push_str("<h3>Socket options of the server</h3>");
+    write!(h, "<h3>{}</h3>", l.t("html-sockets"))?;
     match &r.measurements.server_sockets {
         Some(socks) if !socks.is_empty() => {
-            h.push_str(r#"<table class="num"><thead><tr><th>process</th><th>pid</th><th>fd</th><th>state</th><th>local</th><th>TCP_NODELAY</th><th>TCP_CORK</th><th>SO_SNDBUF</th><th>SO_RCVBUF</th></tr></thead><tbody>"#);
+            write!(
+                h,
+                r#"<table class="num"><thead><tr><th>{}</th><th>pid</th><th>fd</th><th>{}</th><th>{}</th><th>TCP_NODELAY</th><th>TCP_CORK</th><th>SO_SNDBUF</th><th>SO_RCVBUF</th></tr></thead><tbody>"#,
+                l.t("html-th-process"),
+                l.t("html-th-state"),
+                l.t("html-th-local")
+            )?;
             for s in socks {
                 write!(
                     h,
@@ -221,9 +306,9 @@ pub(super) fn tables(r: &Report, h: &mut String) -> fmt::Result {
                     esc(&s.local),
                     if s.tcp_nodelay { "on" } else { "off" },
                     if s.tcp_nodelay {
-                        "on (Nagle off)"
+                        l.t("html-nodelay-on")
                     } else {
-                        "off (Nagle on)"
+                        l.t("html-nodelay-off")
                     },
                     if s.tcp_cork { "on" } else { "off" },
                     s.sndbuf,
@@ -233,14 +318,13 @@ pub(super) fn tables(r: &Report, h: &mut String) -> fmt::Result {
             h.push_str("</tbody></table>");
         }
         _ => not_measured(
+            l,
             h,
-            "Socket options",
+            "html-socket-options",
             check_reason(r, "socket_options").or_else(|| {
                 Some(match r.measurements.capture.as_ref() {
-                    Some(c) if word(&c.source) == "file" => {
-                        "offline analysis of a capture file".into()
-                    }
-                    _ => "the server is not a process on this host, or it was not read".into(),
+                    Some(c) if word(&c.source) == "file" => l.t("html-offline"),
+                    _ => l.t("html-not-local"),
                 })
             }),
         )?,
@@ -249,43 +333,56 @@ pub(super) fn tables(r: &Report, h: &mut String) -> fmt::Result {
     Ok(())
 }
 
-pub(super) fn breakdown(r: &Report, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="breakdown"><h2>Where the time of a request went</h2>"#);
+pub(super) fn breakdown(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="breakdown"><h2>{}</h2>"#,
+        l.t("html-breakdown")
+    )?;
     let ex = r.measurements.capture.as_ref().map(|c| &c.exchanges);
+    let (typical, mean) = (l.t("html-bar-typical"), l.t("html-bar-mean"));
     let bars: Vec<(&str, f64, Vec<charts::Part>)> = ex
         .into_iter()
         .flat_map(|e| {
             [
-                ("typical request (p50)", e.breakdown_p50_ms.as_ref()),
-                ("mean of all requests", e.breakdown_mean_ms.as_ref()),
+                (typical.as_str(), e.breakdown_p50_ms.as_ref()),
+                (mean.as_str(), e.breakdown_mean_ms.as_ref()),
             ]
         })
         .filter_map(|(t, b)| {
             let v = serde_json::to_value(b?).ok()?;
-            let (lat, parts) = charts::breakdown_parts(&v)?;
+            let (lat, parts) = charts::breakdown_parts(&v, l)?;
             Some((t, lat, parts))
         })
         .collect();
-    match charts::stacked(&bars) {
+    match charts::stacked(&bars, l) {
         Some(svg) => write!(
             h,
-            r#"<figure id="breakdown-bar"><figcaption>Each request's latency split into the network RTT, the server's think time, transferring the bytes, and stalls by their cause (from the capture)</figcaption>{svg}</figure>"#
+            r#"<figure id="breakdown-bar"><figcaption>{}</figcaption>{svg}</figure>"#,
+            l.t("html-breakdown-caption")
         )?,
         None => {
             let reason = if r.measurements.capture.is_none() {
                 check_reason(r, "capture")
             } else {
-                Some("the capture held no complete HTTP exchange".to_string())
+                Some(l.t("html-no-complete-exchange"))
             };
-            not_measured(h, "The per-request breakdown", reason)?
+            not_measured(l, h, "html-per-request-breakdown", reason)?
         }
     }
     h.push_str("</section>\n");
     Ok(())
 }
 
-pub(super) fn checks(r: &Report, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="checks"><h2>Checks</h2><table><thead><tr><th>check</th><th>status</th><th>note</th></tr></thead><tbody>"#);
+pub(super) fn checks(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="checks"><h2>{}</h2><table><thead><tr><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>"#,
+        l.t("html-checks"),
+        l.t("html-th-check"),
+        l.t("html-th-status"),
+        l.t("html-th-note")
+    )?;
     for c in &r.checks {
         let status = word(&c.status);
         write!(
@@ -293,7 +390,7 @@ pub(super) fn checks(r: &Report, h: &mut String) -> fmt::Result {
             r#"<tr><td><code>{}</code></td><td class="st-{}">{}</td><td>{}</td></tr>"#,
             esc(&word(&c.name)),
             esc(&status),
-            esc(&status),
+            esc(&crate::terminal::word_in(&c.status, l)),
             esc(c.reason.as_deref().unwrap_or(""))
         )?;
     }

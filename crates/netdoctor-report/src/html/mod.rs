@@ -35,7 +35,9 @@ mod ladder;
 mod measurements;
 pub(crate) mod svg;
 
+use crate::i18n::Lang;
 use crate::model::{CheckStatus, Report};
+use fluent_bundle::FluentValue;
 use netdoctor_core::{Severity, Verdict};
 use std::fmt::{self, Write as _};
 use std::io::{self, Write};
@@ -90,11 +92,27 @@ impl fmt::Display for Rich<'_> {
 
 pub(crate) const CSS: &str = include_str!("report.css");
 
-/// Writes the report as one self-contained HTML page.
+/// Writes the report as one self-contained HTML page, in English.
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    render_in(report, Lang::En, out)
+}
+
+/// Writes the report as one self-contained HTML page, its headings, labels and finding texts
+/// in `lang` (`<html lang>` says which).
+pub fn render_in(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
     let mut h = String::with_capacity(64 * 1024);
-    page(report, &mut h).map_err(io::Error::other)?;
+    page(report, lang, &mut h).map_err(io::Error::other)?;
     out.write_all(h.as_bytes())
+}
+
+/// A message argument.
+fn a<'a>(v: impl Into<FluentValue<'a>>) -> FluentValue<'a> {
+    v.into()
+}
+
+/// An argument made safe for HTML.
+fn e(v: &str) -> FluentValue<'static> {
+    FluentValue::from(esc(v).to_string())
 }
 
 fn verdict_word(v: Verdict) -> &'static str {
@@ -131,80 +149,93 @@ fn check_reason(report: &Report, name: &str) -> Option<String> {
         .map(|c| c.reason.clone().unwrap_or_default())
 }
 
-fn not_measured(h: &mut String, what: &str, reason: Option<String>) -> fmt::Result {
+/// "`what` not measured" (`what` is a message id), with the reason when there is one.
+fn not_measured(l: Lang, h: &mut String, what: &str, reason: Option<String>) -> fmt::Result {
+    let what = l.t(what);
     match reason.filter(|r| !r.is_empty()) {
         Some(r) => write!(
             h,
-            r#"<p class="nm">{} not measured: {}.</p>"#,
-            esc(what),
-            esc(&r)
+            r#"<p class="nm">{}</p>"#,
+            l.ui(
+                "html-not-measured-because",
+                &[("what", e(&what)), ("reason", e(&r))]
+            )
         ),
-        None => write!(h, r#"<p class="nm">{} not measured.</p>"#, esc(what)),
+        None => write!(
+            h,
+            r#"<p class="nm">{}</p>"#,
+            l.ui("html-not-measured", &[("what", e(&what))])
+        ),
     }
 }
 
-fn page(r: &Report, h: &mut String) -> fmt::Result {
-    let verdict = verdict_word(r.verdict);
+fn page(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
+    let verdict = crate::terminal::word_in(&r.verdict, l);
     write!(
         h,
         concat!(
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+            "<!DOCTYPE html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">",
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
             "<meta name=\"generator\" content=\"netdoctor {}\">",
             "<title>netdoctor: {} – {}</title><style>{}</style></head><body>\n"
         ),
+        l.tag(),
         env!("CARGO_PKG_VERSION"),
-        verdict,
+        esc(&verdict),
         esc(&r.target.input),
         CSS
     )?;
-    header(r, h)?;
+    header(r, l, h)?;
     h.push_str("<main>");
-    findings::findings(r, h)?;
-    measurements::latency(r, h)?;
-    measurements::over_time(r, h)?;
-    findings::packets(r, h)?;
-    measurements::tables(r, h)?;
-    measurements::breakdown(r, h)?;
-    measurements::checks(r, h)?;
+    findings::findings(r, l, h)?;
+    measurements::latency(r, l, h)?;
+    measurements::over_time(r, l, h)?;
+    findings::packets(r, l, h)?;
+    measurements::tables(r, l, h)?;
+    measurements::breakdown(r, l, h)?;
+    measurements::checks(r, l, h)?;
     h.push_str("</main>");
     write!(
         h,
-        r#"<footer>netdoctor {} · report schema {} · this page is self-contained: no script, nothing fetched</footer></body></html>"#,
-        env!("CARGO_PKG_VERSION"),
-        esc(&word(&r.schema))
+        r#"<footer>{}</footer></body></html>"#,
+        l.ui(
+            "html-footer",
+            &[
+                ("version", a(env!("CARGO_PKG_VERSION"))),
+                ("schema", e(&word(&r.schema)))
+            ]
+        )
     )?;
     h.push('\n');
     Ok(())
 }
 
-fn header(r: &Report, h: &mut String) -> fmt::Result {
+fn header(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
     let verdict = verdict_word(r.verdict);
     let headline = match (r.verdict, r.findings.first()) {
-        (Verdict::Problem, Some(f)) => f.summary.clone(),
-        (Verdict::Problem, None) => "a problem was found".to_string(),
-        (Verdict::Healthy, _) => "No problem found: nothing above info".to_string(),
-        (Verdict::Inconclusive, _) => {
-            "Not enough evidence to call it healthy: see the checks below".to_string()
-        }
+        (Verdict::Problem, Some(f)) => crate::i18n::findings::texts(f, l).summary.into_owned(),
+        (Verdict::Problem, None) => l.t("html-headline-problem"),
+        (Verdict::Healthy, _) => l.t("html-headline-healthy"),
+        (Verdict::Inconclusive, _) => l.t("html-headline-inconclusive"),
     };
     let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
     write!(
         h,
         r#"<header id="verdict" class="verdict v-{verdict}"><div class="vword">{}</div><h1>{}</h1><p class="vmeta">"#,
-        verdict.to_uppercase(),
+        esc(&crate::terminal::word_in(&r.verdict, l).to_uppercase()),
         esc(&headline)
     )?;
-    write!(
-        h,
-        "{} finding{}: {} critical, {} warning, {} info · ",
-        r.findings.len(),
-        if r.findings.len() == 1 { "" } else { "s" },
-        count(Severity::Critical),
-        count(Severity::Warning),
-        count(Severity::Info)
-    )?;
+    h.push_str(&l.ui(
+        "html-finding-counts",
+        &[
+            ("n", a(r.findings.len())),
+            ("critical", a(count(Severity::Critical).to_string())),
+            ("warning", a(count(Severity::Warning).to_string())),
+            ("info", a(count(Severity::Info).to_string())),
+        ],
+    ));
+    h.push_str(" · ");
     write!(
         h,
         "<code>netdoctor {}</code> <code>{}</code>",
@@ -214,7 +245,11 @@ fn header(r: &Report, h: &mut String) -> fmt::Result {
     if let Some(a) = &r.target.address {
         write!(h, " ({})", esc(a))?;
     }
-    writeln!(h, " · took {:.1} s</p></header>", r.elapsed_s)
+    writeln!(
+        h,
+        " · {}</p></header>",
+        l.ui("html-took", &[("s", a(format!("{:.1}", r.elapsed_s)))])
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,381 @@
+//! A finding's summary, explanation and fix in the report's language.
+//!
+//! English is the text the detector wrote (`Finding::summary` …), printed unchanged. Chinese is
+//! rendered from `findings.zh.ftl` (messages `<id>-summary`, `<id>-explanation`, `<id>-fix`)
+//! with arguments taken **only from the finding's structured fields**: `side`, `severity`,
+//! `impact` (added latency, affected share) and the evidence (how many connections, the first
+//! counter and its change, the first probe, the first socket option).
+//!
+//! **Why structured fields, not a new field of message arguments.** Both keep the JSON the same
+//! whatever the language. Templates over the structured fields also keep the JSON byte for byte
+//! what it was (no new field, no schema change), work on every saved report, including reports
+//! written before this existed (baselines, `--compare` against old runs), and need no change in
+//! the detectors, which live in three crates (core, observe, route) that others change at the
+//! same time: a new detector gets its Chinese text from this catalogue alone. The price: a
+//! Chinese text can only say what the structured fields hold. Where a detector's English
+//! prose has more (the worst episode, how many times, which of several causes it concluded), the
+//! Chinese text says the general case for that id and `side` and the evidence below it carries
+//! the particulars; the English text stays available with `--lang en` and in the JSON.
+
+use super::{Cat, Lang, bundle, format};
+use fluent_bundle::FluentValue;
+use netdoctor_core::{Evidence, Finding, FindingId, Severity};
+use std::borrow::Cow;
+
+/// Every finding id (the parity test walks it; a new id without zh messages fails it).
+pub const ALL_IDS: [FindingId; 22] = {
+    use FindingId::*;
+    [
+        NagleDelayedAck,
+        DelayedAckStall,
+        PacketLossRetransmission,
+        RetransmissionTimeout,
+        SynRetransmit,
+        ZeroWindow,
+        ConnectionReset,
+        ListenQueueOverflow,
+        SynFlood,
+        ConntrackTableFull,
+        EphemeralPortExhaustion,
+        InterfaceErrors,
+        SlowServerProcessing,
+        ShortConnections,
+        ServerNotListening,
+        HttpErrors,
+        HighBaseRtt,
+        RouteProblem,
+        DnsNoNameserver,
+        DnsServerUnreachable,
+        DnsSlow,
+        ReverseDnsTimeout,
+    ]
+};
+
+/// The three texts of a finding shown to people.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Texts<'a> {
+    pub summary: Cow<'a, str>,
+    pub explanation: Cow<'a, str>,
+    pub fix: Cow<'a, str>,
+}
+
+/// A serde enum's JSON word (`server`, `critical`).
+fn word<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn yes(b: bool) -> FluentValue<'static> {
+    FluentValue::from(if b { "yes" } else { "no" })
+}
+
+/// The arguments every finding message may use (all always set, so no message meets a
+/// missing one): `side`, `severity`, `latency` + `has_latency`, `pct` + `has_pct`, `conns`,
+/// `counter` + `counter_delta` + `has_counter`, `probe`, `option` + `value` + `has_option`.
+pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
+    let lat = f.impact.added_latency_ms;
+    let pct = f.impact.affected_fraction;
+    let conns = f
+        .evidence
+        .iter()
+        .filter(|e| matches!(e, Evidence::Packets { .. }))
+        .count();
+    let counter = f.evidence.iter().find_map(|e| match e {
+        Evidence::Counter {
+            name,
+            before,
+            after,
+            ..
+        } => Some((name.clone(), i128::from(*after) - i128::from(*before))),
+        _ => None,
+    });
+    let probe = f.evidence.iter().find_map(|e| match e {
+        Evidence::Probe { probe, .. } => Some(probe.clone()),
+        _ => None,
+    });
+    let option = f.evidence.iter().find_map(|e| match e {
+        Evidence::SocketOption { option, value, .. } => Some((option.clone(), value.clone())),
+        _ => None,
+    });
+    vec![
+        ("side", FluentValue::from(word(&f.side))),
+        ("severity", FluentValue::from(word(&f.severity))),
+        (
+            "latency",
+            FluentValue::from(lat.map(crate::terminal::ms).unwrap_or_default()),
+        ),
+        ("has_latency", yes(lat.is_some_and(|v| v > 0.0))),
+        (
+            "pct",
+            FluentValue::from(pct.map(|p| format!("{:.0}", p * 100.0)).unwrap_or_default()),
+        ),
+        ("has_pct", yes(pct.is_some())),
+        ("conns", FluentValue::from(conns)),
+        (
+            "counter",
+            FluentValue::from(counter.as_ref().map(|c| c.0.clone()).unwrap_or_default()),
+        ),
+        (
+            "counter_delta",
+            FluentValue::from(
+                counter
+                    .as_ref()
+                    .map(|c| format!("{:+}", c.1))
+                    .unwrap_or_default(),
+            ),
+        ),
+        ("has_counter", yes(counter.is_some())),
+        ("probe", FluentValue::from(probe.unwrap_or_default())),
+        (
+            "option",
+            FluentValue::from(option.as_ref().map(|o| o.0.clone()).unwrap_or_default()),
+        ),
+        (
+            "value",
+            FluentValue::from(option.as_ref().map(|o| o.1.clone()).unwrap_or_default()),
+        ),
+        ("has_option", yes(option.is_some())),
+        ("critical", yes(f.severity == Severity::Critical)),
+    ]
+}
+
+/// The message id of one of a finding id's texts: `nagle_delayed_ack-summary`.
+pub fn message_id(id: FindingId, part: &str) -> String {
+    format!("{}-{part}", id.as_str())
+}
+
+/// The finding's texts in `lang`. An English text that is empty stays empty in every language
+/// (the finding has no explanation or fix to show).
+pub fn texts(f: &Finding, lang: Lang) -> Texts<'_> {
+    match lang {
+        Lang::En => Texts {
+            summary: Cow::Borrowed(&f.summary),
+            explanation: Cow::Borrowed(&f.explanation),
+            fix: Cow::Borrowed(&f.fix),
+        },
+        Lang::Zh => {
+            let args = args(f);
+            let b = bundle(Cat::FindingsZh, Lang::Zh);
+            let part = |name: &str, en: &str| -> Cow<'_, str> {
+                if en.is_empty() {
+                    Cow::Owned(String::new())
+                } else {
+                    Cow::Owned(format(b, &message_id(f.id, name), &args))
+                }
+            };
+            Texts {
+                summary: part("summary", &f.summary),
+                explanation: part("explanation", &f.explanation),
+                fix: part("fix", &f.fix),
+            }
+        }
+    }
+}
+
+/// The note under a connection's packets in `lang`. English is the detector's note. In
+/// Chinese, the stall of `nagle_delayed_ack` and `delayed_ack_stall` (data, the late ACK, the
+/// data it let go) is described from the packets themselves (their times and the released
+/// segment's length); any other note stays as the detector wrote it (see the module docs).
+pub fn packets_note<'a>(
+    id: FindingId,
+    packets: &[netdoctor_core::PacketRef],
+    note: &'a str,
+    lang: Lang,
+) -> Cow<'a, str> {
+    if lang == Lang::En || note.is_empty() {
+        return Cow::Borrowed(note);
+    }
+    let msg = match id {
+        FindingId::NagleDelayedAck => "common-note-nagle",
+        FindingId::DelayedAckStall => "common-note-delayed-ack",
+        _ => return Cow::Borrowed(note),
+    };
+    let [prev, ack, held] = packets else {
+        return Cow::Borrowed(note);
+    };
+    let Some(len) = held
+        .desc
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("len="))
+    else {
+        return Cow::Borrowed(note);
+    };
+    let b = bundle(Cat::FindingsZh, Lang::Zh);
+    Cow::Owned(format(
+        b,
+        msg,
+        &[
+            (
+                "delay",
+                FluentValue::from(format!("{:.1}", (ack.time - prev.time) * 1e3)),
+            ),
+            ("bytes", FluentValue::from(len.to_string())),
+            (
+                "hold",
+                FluentValue::from(format!("{:.2}", (held.time - ack.time) * 1e3)),
+            ),
+        ],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netdoctor_core::{Impact, PacketRef, Side};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_finding_id_has_its_zh_texts_and_no_other_id_does() {
+        let ids =
+            super::super::message_ids(super::super::FINDINGS_ZH).expect("findings.zh.ftl parses");
+        let have: BTreeSet<String> = ids.iter().cloned().collect();
+        assert_eq!(
+            have.len(),
+            ids.len(),
+            "findings.zh.ftl defines a message twice"
+        );
+        let mut want = BTreeSet::new();
+        for id in ALL_IDS {
+            for part in ["summary", "explanation", "fix"] {
+                want.insert(message_id(id, part));
+            }
+        }
+        let missing: Vec<_> = want.difference(&have).collect();
+        let stray: Vec<_> = have
+            .difference(&want)
+            .filter(|m| !m.starts_with("common-"))
+            .collect();
+        assert!(missing.is_empty(), "finding texts without zh: {missing:?}");
+        assert!(stray.is_empty(), "zh texts of no finding id: {stray:?}");
+        // ALL_IDS is every id: each one's JSON name is distinct and round-trips.
+        let names: BTreeSet<_> = ALL_IDS.iter().map(|i| i.as_str()).collect();
+        assert_eq!(names.len(), ALL_IDS.len());
+    }
+
+    /// A finding of `id` with every structured field set, for each side.
+    fn samples() -> Vec<Finding> {
+        let mut out = Vec::new();
+        for id in ALL_IDS {
+            for side in [Side::Server, Side::Client, Side::Network, Side::Host] {
+                for with_numbers in [true, false] {
+                    let mut f = Finding::new(id, Severity::Critical, side, "s");
+                    f.explanation = "e".into();
+                    f.fix = "f".into();
+                    if with_numbers {
+                        f.impact = Impact {
+                            added_latency_ms: Some(43.8),
+                            affected_fraction: Some(0.95),
+                        };
+                        f.evidence = vec![
+                            Evidence::Packets {
+                                connection: "10.0.0.1:40000 → 10.0.0.2:80".into(),
+                                packets: vec![PacketRef {
+                                    frame: 1,
+                                    time: 0.0,
+                                    ts: 0.0,
+                                    dir: "S→C".into(),
+                                    desc: "[P.] len=238".into(),
+                                }],
+                                note: "n".into(),
+                            },
+                            Evidence::Counter {
+                                name: "TcpExt.ListenOverflows".into(),
+                                before: 10,
+                                after: 52,
+                                note: "n".into(),
+                            },
+                        ];
+                    }
+                    out.push(f);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_zh_text_renders_whole_and_in_chinese() {
+        for f in samples() {
+            let t = texts(&f, Lang::Zh);
+            for (part, s) in [
+                ("summary", &t.summary),
+                ("explanation", &t.explanation),
+                ("fix", &t.fix),
+            ] {
+                let ctx = format!("{} {:?} {part}: {s}", f.id, f.side);
+                assert!(!s.contains('⟦') && !s.contains("{$"), "{ctx}");
+                assert!(
+                    s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                    "{ctx}"
+                );
+                assert!(!s.contains("  "), "double space: {ctx}");
+            }
+            if f.impact.added_latency_ms.is_some()
+                && matches!(
+                    f.id,
+                    FindingId::NagleDelayedAck
+                        | FindingId::DelayedAckStall
+                        | FindingId::SlowServerProcessing
+                )
+            {
+                assert!(t.summary.contains("43.8 ms"), "{}: {}", f.id, t.summary);
+            }
+        }
+    }
+
+    #[test]
+    fn nagle_notes_are_told_from_the_packets() {
+        let p = |time: f64, desc: &str| PacketRef {
+            frame: 1,
+            time,
+            ts: 0.0,
+            dir: "S→C".into(),
+            desc: desc.into(),
+        };
+        let pkts = [
+            p(0.004331, "[P.] len=256"),
+            p(0.044766, "[.] len=0"),
+            p(0.044869, "[P.] len=615"),
+        ];
+        let en = "ACK after 40.4 ms (delayed ACK), held 615 bytes left 0.10 ms after it";
+        assert_eq!(
+            packets_note(FindingId::NagleDelayedAck, &pkts, en, Lang::En),
+            en
+        );
+        let zh = packets_note(FindingId::NagleDelayedAck, &pkts, en, Lang::Zh);
+        assert!(
+            zh.contains("40.4 ms") && zh.contains("615") && zh.contains("0.10 ms"),
+            "{zh}"
+        );
+        assert!(zh.contains("延迟确认"), "{zh}");
+        let zh = packets_note(FindingId::DelayedAckStall, &pkts, en, Lang::Zh);
+        assert!(zh.contains("40.4 ms") && zh.contains("615"), "{zh}");
+        // Other ids, or packets of another shape, keep the detector's note.
+        assert_eq!(packets_note(FindingId::ZeroWindow, &pkts, en, Lang::Zh), en);
+        assert_eq!(
+            packets_note(FindingId::NagleDelayedAck, &pkts[..2], en, Lang::Zh),
+            en
+        );
+    }
+
+    #[test]
+    fn english_is_the_detectors_text_and_empty_stays_empty() {
+        let mut f = Finding::new(
+            FindingId::NagleDelayedAck,
+            Severity::Critical,
+            Side::Server,
+            "Server's Nagle algorithm waits",
+        );
+        f.fix = "Enable TCP_NODELAY".into();
+        let en = texts(&f, Lang::En);
+        assert_eq!(en.summary, "Server's Nagle algorithm waits");
+        assert_eq!(en.explanation, "");
+        let zh = texts(&f, Lang::Zh);
+        assert!(zh.summary.contains("Nagle 算法"), "{}", zh.summary);
+        assert!(zh.summary.contains("延迟确认"), "{}", zh.summary);
+        assert_eq!(zh.explanation, "");
+        assert!(zh.fix.contains("TCP_NODELAY"), "{}", zh.fix);
+    }
+}

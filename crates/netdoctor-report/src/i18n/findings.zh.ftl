@@ -1,0 +1,215 @@
+# 每个发现（finding）的摘要、解释和修复建议（简体中文）。
+#
+# 消息 id：<finding id>-summary / -explanation / -fix（finding id 保持英文，是 JSON 契约）。
+# 以 common- 开头的是共用片段。可用参数（全部总会提供）：
+#   $side         server | client | network | host（需要修改的一方）
+#   $severity     critical | warning | info；$critical  yes | no
+#   $latency      每个受影响请求增加的延迟，如 "43.8 ms"；$has_latency  yes | no
+#   $pct          受影响请求的百分比，如 "95"；$has_pct  yes | no
+#   $conns        作为证据的连接数
+#   $counter      第一个计数器证据的名字；$counter_delta 其变化，如 "+42"；$has_counter  yes | no
+#   $probe        第一个探测证据的名字
+#   $option $value  第一个套接字选项证据；$has_option  yes | no
+# 术语：延迟确认（delayed ACK）、Nagle 算法、重传、零窗口、全连接队列/半连接队列（accept/SYN
+# queue）、连接跟踪表（conntrack）。
+
+common-who = { $side ->
+    [client] 客户端
+    [network] 网络
+    [host] 主机
+   *[server] 服务端
+}
+common-peer = { $side ->
+    [client] 服务端
+   *[server] 客户端
+}
+common-impact = { $has_latency ->
+    [yes] 每个受影响的请求增加约 { $latency }{ $has_pct ->
+        [yes] ，影响 { $pct }% 的请求
+       *[no] {""}
+    }
+   *[no] { $has_pct ->
+        [yes] 影响 { $pct }% 的请求
+       *[no] 影响见下方证据
+    }
+}
+common-counter = { $has_counter ->
+    [yes] 计数器 { $counter } 在运行期间变化了 { $counter_delta }。
+   *[no] {""}
+}
+
+# 分组证据下的说明（$delay、$hold 为毫秒数，$bytes 为字节数）
+common-note-nagle = 延迟确认：ACK 在 { $delay } ms 后才到；被扣住的 { $bytes } 字节在它之后 { $hold } ms 发出
+common-note-delayed-ack = 延迟确认：ACK 在 { $delay } ms 后才到；下一个 { $bytes } 字节的分段在它之后 { $hold } ms 发出
+
+## nagle_delayed_ack
+
+nagle_delayed_ack-summary = { common-who }的 Nagle 算法在等待{ common-peer }的延迟确认：{ common-impact }
+nagle_delayed_ack-explanation = { $side ->
+    [client] 客户端把每个请求分成两次写入（例如先写请求头，再写请求体）。Nagle 算法开启时（TCP_NODELAY 关闭），第一段数据还未被确认，内核就会扣住第二段小数据不发。服务端收到的请求不完整，无法回复，于是延迟确认（Linux 至少等 40 ms）。双方互相等待，直到服务端的延迟确认定时器到期：每个受影响的请求因此变慢。
+   *[other] 服务端把每个响应分成两次写入（例如先写响应头，再写响应体）。Nagle 算法开启时（TCP_NODELAY 关闭），第一段数据还未被确认，内核就会扣住第二段小数据不发。客户端想把 ACK 捎带在自己的数据上，于是延迟确认（Linux 至少等 40 ms），但在响应收完之前它没有数据可发。双方互相等待，直到客户端的延迟确认定时器到期：每个受影响的请求因此变慢。抓包中的特征：一个响应分段，约 40 ms 后客户端发来一个单独的 ACK，紧接着这个 ACK 发出响应的剩余部分。
+}
+nagle_delayed_ack-fix = { $side ->
+    [client] 在客户端的套接字上开启 TCP_NODELAY（多数 HTTP 客户端库都有这个选项），或者把每个请求一次写完（writev / TCP_CORK）。
+   *[other] 在服务端的套接字上开启 TCP_NODELAY（nginx：`tcp_nodelay on;`，默认即开启），或者把每个响应一次写完（writev / TCP_CORK）。nginx 的 `tcp_nopush on;`（在 sendfile 周围使用 TCP_CORK）也会让响应头和响应体一起发出；只有当响应头和响应体分两次写出时（`sendfile on` 且 `tcp_nopush off`），`tcp_nodelay off` 才会造成影响。
+}
+
+## delayed_ack_stall
+
+delayed_ack_stall-summary = { common-peer }必须等{ common-who }的延迟确认才能继续发送：{ common-impact }
+delayed_ack_stall-explanation = { common-peer }还有数据要发，但不被允许：拥塞窗口或{ common-who }的接收窗口允许的数据都已在途，只有{ common-who }的 ACK 才能让它继续，而{ common-who }延迟了这个 ACK（Linux 对单个分段的确认至少延迟 40 ms，希望捎带在数据上）。迟到的 ACK 一到，下一个满长分段立即发出：每次传输都停顿了一段时间。与 nagle_delayed_ack 不同，这里开启 TCP_NODELAY 没有用。
+delayed_ack_stall-fix = 给{ common-peer }留出余地，别让一个 ACK 成为唯一的前进方式：在{ common-who }上使用更大的接收缓冲区（不要把 SO_RCVBUF 固定得很小），或者让{ common-who }立即确认（每次读之后设置 TCP_QUICKACK，或对该路由使用 `ip route ... quickack 1`）。
+
+## packet_loss_retransmission
+
+packet_loss_retransmission-summary = 丢包与重传：{ common-impact }
+packet_loss_retransmission-explanation = 有分段在路上丢失，发送方通过快速重传（重复 ACK / SACK）补发。每次丢包都要多等至少一个往返时间，拥塞窗口也会减半，传输随之变慢。{ common-counter }丢包可能发生在网卡、交换机、路由器，或者被防火墙、限速规则丢弃。
+packet_loss_retransmission-fix = 找出丢包的位置：两端的 `nstat -az`（TcpRetransSegs、TcpExtTCPLostRetransmit）、`ip -s link`（接口的 drop/error），沿路径用 `mtr` 逐跳查看丢包；检查限速、队列溢出和防火墙规则。
+
+## retransmission_timeout
+
+retransmission_timeout-summary = 重传超时（RTO）造成停顿：{ common-impact }
+retransmission_timeout-explanation = 丢失的分段没有被快速重传补上（后面没有足够的数据触发重复 ACK），发送方只能等重传定时器到期（Linux 至少 200 ms，之后每次翻倍）。这样的一次停顿就会让请求慢上几百毫秒甚至几秒。{ common-counter }如果丢的是连接建立阶段的包，原因常常是服务端的全连接队列已满。
+retransmission_timeout-fix = 找出丢包的位置（`nstat -az TcpExtTCPTimeouts`、`ip -s link`、沿路径用 `mtr`）。如果丢包发生在建立连接时，检查服务端的全连接队列（`ss -ltn`：Recv-Q 接近 Send-Q；`nstat -az TcpExtListenOverflows TcpExtListenDrops`）：加快 accept（更多 worker、非阻塞的 accept 循环）或调大 backlog（listen() 的参数，例如 nginx `listen ... backlog=N`，以及 net.core.somaxconn）。
+
+## syn_retransmit
+
+syn_retransmit-summary = SYN 重传拖慢了连接建立：{ common-impact }
+syn_retransmit-explanation = 建立 TCP 连接需要 SYN、SYN/ACK 和 ACK 三个包。其中一个丢了，就只能等定时器：SYN 或 SYN/ACK 在 1 s 后重传，3 s 时再传一次（较新的 Linux 客户端每秒重传一次 SYN）。这就是请求延迟中 1 s / 3 s 的规律。原因可能是服务端的全连接队列已满、SYN 洪泛防护或防火墙丢弃了 SYN，或者路径上丢包；全连接队列满时，Linux 还会丢弃完成握手的 ACK。{ common-counter }
+syn_retransmit-fix = 检查服务端的全连接队列（`ss -ltn`：Recv-Q 接近 Send-Q；`nstat -az TcpExtListenOverflows TcpExtListenDrops`）：加快 accept（更多 worker）或调大 backlog（listen() 的参数和 net.core.somaxconn）。如果队列正常，就查找丢弃 SYN 的防火墙或限速规则，或者路径上的丢包。
+
+## zero_window
+
+zero_window-summary = { common-who }读取太慢：接收窗口降到零（零窗口），{ common-peer }只能等待；{ common-impact }
+zero_window-explanation = TCP 的接收窗口就是接收方套接字缓冲区中的空闲空间。{ common-who }通告了零窗口（或窗口已满）：它的应用没有及时读走已到达的数据，缓冲区满了，{ common-peer }只能停止发送并等待（不时发送窗口探测），直到{ common-who }的应用再次读取。瓶颈不在网络，也不在{ common-peer }，而在{ common-who }的应用（忙、被阻塞或每次只读一点），或者它的接收缓冲区太小。
+zero_window-fix = 让{ common-who }及时读取套接字（排查被阻塞的事件循环、慢消费者、繁忙的 CPU），每次读大块数据，并给它更大的接收缓冲区（把 SO_RCVBUF 设得太小会关闭自动调优；参见 net.ipv4.tcp_rmem）。
+
+## connection_reset
+
+connection_reset-summary = { common-who }用 RST 复位了连接：{ common-impact }
+connection_reset-explanation = 连接没有正常关闭，而是被 RST 中止了。可能的原因：没有套接字在监听该端口（或防火墙以 RST 拒绝）；服务端的 worker 崩溃或被杀死，或用 SO_LINGER 0 关闭套接字；全连接队列已满且 net.ipv4.tcp_abort_on_overflow 为 1；中间的代理或负载均衡器超时；或者客户端在响应未读完时关闭了套接字（压测工具停止时、浏览器离开页面时都会这样，不影响其他请求）。被复位的请求都失败了。下方的证据给出了发生复位的连接和分组。
+connection_reset-fix = 对照下方分组的时间查看{ common-who }的日志（崩溃、超时、被杀死的 worker），以及客户端与服务端之间的代理或负载均衡器（空闲超时、请求超时）。如果复位发生在握手之后、交换数据之前，检查全连接队列（`ss -ltn`、`nstat -az TcpExtListenOverflows`），并让 tcp_abort_on_overflow 保持为 0，这样队列满时只会变慢而不会复位。
+
+## listen_queue_overflow
+
+listen_queue_overflow-summary = 全连接队列（accept 队列）溢出：服务端来不及 accept，握手被丢弃。{ common-counter }
+listen_queue_overflow-explanation = 内核完成三次握手后，把连接放进监听套接字的全连接队列，等应用调用 accept() 取走。队列的长度由 listen() 的 backlog 和 net.core.somaxconn 中较小者决定。应用 accept 得不够快时队列就会满，内核随即丢弃新的握手（ListenOverflows / ListenDrops 增加），客户端只能等 SYN 重传（1 s、3 s……）：一部分请求因此慢了整整一秒甚至更多。
+listen_queue_overflow-fix = 让服务端更快地 accept（更多 worker 进程或线程，accept 循环中不做阻塞操作），并调大 backlog（listen() 的参数，例如 nginx `listen ... backlog=N`，以及 net.core.somaxconn）。用 `ss -ltn`（Recv-Q 与 Send-Q 对比）和 `nstat -az TcpExtListenOverflows` 观察。
+
+## syn_flood
+
+syn_flood-summary = 半连接队列（SYN 队列）承压：SYN 到达的速度超过了握手完成的速度。{ common-counter }
+syn_flood-explanation = SYN 到达的速度超过了握手完成的速度：半连接队列（已收到 SYN、还未完成握手的连接）被填满，内核开始发送 SYN cookie 或丢弃 SYN。原因可能是 SYN 洪泛攻击、大量客户端同时重连，或者客户端的 ACK 在路上丢失。合法的客户端连接变慢或失败。
+syn_flood-fix = 保持 net.ipv4.tcp_syncookies=1，合理设置 net.ipv4.tcp_max_syn_backlog 和监听队列的长度；如果是攻击，在上游（防火墙、负载均衡器）限制 SYN 速率。用 `ss -tan state syn-recv` 和 `nstat -az TcpExtSyncookiesSent TcpExtListenDrops` 观察。
+
+## conntrack_table_full
+
+conntrack_table_full-summary = 连接跟踪表（nf_conntrack）已满或接近上限。{ common-counter }
+conntrack_table_full-explanation = 经过 netfilter 的每个流（NAT、有状态的防火墙规则、Docker/Kubernetes 网络）都需要在连接跟踪表中占一项。表满时，内核会丢弃新连接的第一个包（内核日志中出现 "nf_conntrack: table full, dropping packet"），客户端只能等 SYN 重传：新连接慢上一秒或更久，甚至失败。
+conntrack_table_full-fix = 调大 net.netfilter.nf_conntrack_max（以及哈希表大小 /sys/module/nf_conntrack/parameters/hashsize），缩短不再需要的条目的超时（如 nf_conntrack_tcp_timeout_time_wait），或者让不需要跟踪的流量绕过连接跟踪（raw 表中的 NOTRACK / `notrack`）。用 `conntrack -C` 与 nf_conntrack_max 对比观察。
+
+## ephemeral_port_exhaustion
+
+ephemeral_port_exhaustion-summary = 本地临时端口即将耗尽：connect() 变慢或失败。
+ephemeral_port_exhaustion-explanation = 连向同一服务端地址和端口的每个出站连接都需要自己的本地端口，端口范围由 net.ipv4.ip_local_port_range 决定。每个关闭的连接会在 TIME_WAIT 状态占住它的端口约 60 秒。每秒新建的短连接太多时，空闲端口越来越少，内核寻找空闲端口的时间越来越长，最后 connect() 以 EADDRNOTAVAIL 失败。
+ephemeral_port_exhaustion-fix = 复用连接（HTTP keep-alive、连接池），不要每个请求新建一个连接；加大 net.ipv4.ip_local_port_range；对出站连接开启 net.ipv4.tcp_tw_reuse=1；或者把流量分散到更多的目标地址和端口上。
+
+## interface_errors
+
+interface_errors-summary = 网卡在运行期间出现错误、丢包或溢出。{ common-counter }
+interface_errors-explanation = 网卡统计到了它无法接收或发送的分组：rx_drop/rx_fifo 表示接收环形缓冲区或内核的积压队列满了（CPU 处理不过来），rx_errors/rx_crc 指向线缆、光模块或双工设置的问题，tx 方向的错误则来自驱动或对端。每个丢掉的分组都要靠重传补上：请求因此变慢。
+interface_errors-fix = 用 `ip -s -s link show DEV` 和 `ethtool -S DEV` 查看具体原因：加大接收环（`ethtool -G`）、调大 net.core.netdev_max_backlog、把中断分散到多个 CPU（RSS/RPS），检查线缆和协商的速率/双工。
+
+## slow_server_processing
+
+common-server-time = { $has_latency ->
+    [yes] 服务端要 { $latency } 才开始回复
+   *[no] 服务端要很久才开始回复
+}
+slow_server_processing-summary = { $side ->
+    [host] { common-server-time }，但机器的 CPU 已饱和：服务端的耗时反映的是共享主机上的 CPU 争用
+   *[other] { common-server-time }{ $has_pct ->
+        [yes] （影响 { $pct }% 的请求）
+       *[no] {""}
+    }
+}
+slow_server_processing-explanation = 从请求的最后一个字节到响应的第一个字节之间，服务端在处理（或在等待：数据库、后端、锁、已满的 worker 池）。网络及时地送达了请求和响应；{ $has_latency ->
+    [yes] 中位数请求在服务端内部等待约 { $latency } 才开始有回复。
+   *[no] 请求在服务端内部等待了很久才开始有回复。
+}{ $side ->
+    [host] 但运行期间机器的 CPU 非常繁忙，服务端与压测负载共用 CPU，它的一部分时间花在等待 CPU 上，而不是在工作：这里的耗时不能只算在服务端头上。
+   *[other] {""}
+}
+slow_server_processing-fix = { $side ->
+    [host] 先在没有争用的情况下测量：减少连接数（-c）或压测线程，或者从另一台机器发起压测；如果那时服务端仍然慢，再查看服务端内部（剖析请求处理函数、它的后端、worker 是否饱和）。
+   *[other] 查看服务端内部：剖析请求处理函数、它的后端以及 worker/队列是否饱和（例如应用自己的耗时日志，或 nginx 的 `$upstream_response_time`）。
+}
+
+## short_connections
+
+short_connections-summary = 每个请求一个连接：建立连接的开销占了请求耗时的很大一部分{ $has_pct ->
+    [yes] （{ $pct }%）
+   *[no] {""}
+}
+short_connections-explanation = 每个请求都新建一个 TCP 连接，响应之后就关闭。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字（速率高时会导致临时端口耗尽）。使用 keep-alive，每个连接只需握手一次。
+short_connections-fix = 复用连接：使用 HTTP/1.1 keep-alive（不要发送 `Connection: close`；wrk、curl 和 HTTP 客户端库默认都会复用连接），在客户端使用连接池，在 nginx 的 upstream 块中使用 `keepalive`；如果是服务端关闭连接，开启它的 keep-alive 并调大限制（nginx `keepalive_timeout`、`keepalive_requests`）。如果本次运行特意关闭了 keep-alive（--no-keepalive），这里无需修复。
+
+## server_not_listening
+
+server_not_listening-summary = 没有程序在监听目标端口：连接被拒绝
+server_not_listening-explanation = 目标主机对连接请求回复了 TCP RST，这正是没有套接字监听该端口时内核的做法。请求不是变慢，而是立即失败。可能是服务进程没有运行，它监听在另一个端口或地址上（例如只监听 127.0.0.1 或只监听 IPv6），或者防火墙以 RST 拒绝了该端口。
+server_not_listening-fix = 启动服务，或者让 netdoctor 指向它真正监听的端口（在服务端主机上用 `ss -ltnp` 列出监听的套接字及其进程）。
+
+## http_errors
+
+http_errors-summary = 请求失败：{ $has_pct ->
+    [yes] { $pct }% 的请求
+   *[no] 部分请求
+}出错（4xx/5xx 响应、复位或超时），详见下方证据
+http_errors-explanation = 请求失败了：服务端返回了错误状态码（4xx 表示请求本身不对，例如路径、主机名、方法或认证；5xx 表示服务端出错），或者在响应完成之前复位、关闭了连接，拒绝连接，或在超时时间内没有回复。如果是压测端自己的资源（文件描述符、本地端口）先耗尽，失败说明不了服务端的问题。失败的请求无论多快都不算健康。
+http_errors-fix = 查看服务端的错误日志中失败的请求；一部分 503 通常意味着后端过载或限流，复位和超时意味着 worker 崩溃或饱和。对于 4xx，核对 URL（路径和主机名）、方法（-m）和请求头（-H，例如认证），`curl -v URL` 会显示服务端的回复。如果是压测端的资源不够：调大文件描述符上限（`ulimit -n`）、加大 `net.ipv4.ip_local_port_range` 或使用 keep-alive，或减少连接数（`-c`）。
+
+## high_base_rtt
+
+high_base_rtt-summary = 路径本身的往返时间（RTT）就很高{ $has_latency ->
+    [yes] ：约 { $latency }
+   *[no] {""}
+}
+high_base_rtt-explanation = 单个 SYN 的往返时间已经这么长：延迟来自距离或路由，而不是服务端或 TCP 的行为。每个请求至少付出一个往返时间，每个新连接还要再付出一个（握手），TLS 再加一到两个。
+high_base_rtt-fix = 让服务离客户端更近（就近的区域或 CDN），保持连接（keep-alive、连接池）以免每次都握手，并减少每个请求的往返次数（TLS 1.3、会话恢复、HTTP/2）。
+
+## route_problem
+
+route_problem-summary = 路由上的某一跳增加了延迟或丢包{ $has_latency ->
+    [yes] （约 { $latency }）
+   *[no] {""}
+}
+route_problem-explanation = 逐跳探测（类似 traceroute / mtr）显示，从某一跳开始延迟明显增加，或者出现了持续到终点的丢包。只在某一跳上出现、之后各跳和终点都正常的丢包通常只是路由器限制了 ICMP 回复的速率，不算问题；持续到终点的才是。
+route_problem-fix = 把逐跳结果（`netdoctor trace` 或 `mtr -T`）交给负责该跳的网络团队或运营商；比较不同时段、不同路径的结果，必要时换一条路由或出口。
+
+## dns_no_nameserver
+
+dns_no_nameserver-summary = 没有配置可用的域名服务器（resolv.conf 为空或缺失）
+dns_no_nameserver-explanation = 系统解析器在 /etc/resolv.conf 中找不到可用的 nameserver，名字解析会失败，或者退回到本机地址上并不存在的服务器，每次都要等到超时。
+dns_no_nameserver-fix = 在 /etc/resolv.conf 中配置可用的 nameserver（或修好生成它的服务：systemd-resolved、NetworkManager、DHCP 客户端），然后用 `netdoctor dns NAME` 复查。
+
+## dns_server_unreachable
+
+dns_server_unreachable-summary = 一个已配置的域名服务器没有应答（超时）
+dns_server_unreachable-explanation = 这个 nameserver 对查询没有回复。解析器会先等它超时（默认 5 s，见 resolv.conf 的 options timeout），再问下一个服务器：每次查询名字的程序都会卡住几秒；所有服务器都不应答时，解析就会失败。
+dns_server_unreachable-fix = 从 resolv.conf 中去掉不应答的 nameserver 或修好它（防火墙是否放行了 UDP/TCP 53 端口，服务是否在运行）；在 resolv.conf 中设置较短的 `options timeout:1 attempts:2` 以减小影响。
+
+## dns_slow
+
+dns_slow-summary = 名字解析很慢或不稳定{ $has_latency ->
+    [yes] ：约 { $latency }
+   *[no] {""}
+}
+dns_slow-explanation = 名字解析花了很长时间，或者时快时慢（部分查询超时、重试）。每个需要解析名字的新连接都要先付出这段时间，请求随之变慢。
+dns_slow-fix = 使用更近或更健康的解析服务器（例如本机的缓存解析器 systemd-resolved、dnsmasq、unbound），检查系统解析器的配置（nsswitch.conf、resolv.conf 中的 search 和 ndots），并在应用中缓存解析结果。
+
+## reverse_dns_timeout
+
+reverse_dns_timeout-summary = 反向解析（PTR 查询）超时：解析地址的工具会卡住
+reverse_dns_timeout-explanation = 域名服务器不回答这些地址的 PTR 查询，于是每个把地址反查成名字的程序（日志、ssh、netstat/ss 不带 -n、traceroute、各种访问控制）都要等超时，看起来就像网络很慢。
+reverse_dns_timeout-fix = 在域名服务器上提供反向区域（in-addr.arpa），或让它对这些地址立即回答 NXDOMAIN；在工具中使用 -n 选项避免反查（例如 `ss -n`、`traceroute -n`）。

@@ -1,0 +1,249 @@
+# Headings and labels of the terminal and HTML reports and of `demo`, in English.
+# ui.zh.ftl holds the same message ids (a test fails otherwise). Arguments arrive formatted
+# ("43.8 ms", "45,123"), except counts that choose a plural form ($n).
+
+## Words for the JSON enums: word-<JSON word> (verdict, severity, side, layer, check status)
+
+word-problem = problem
+word-healthy = healthy
+word-inconclusive = inconclusive
+word-critical = critical
+word-warning = warning
+word-info = info
+word-server = server
+word-client = client
+word-network = network
+word-host = host
+word-link = link
+word-transport = transport
+word-application = application
+word-dns = dns
+word-ok = ok
+word-skipped = skipped
+word-failed = failed
+
+## Terminal report
+
+term-interrupted = interrupted: the run was stopped early; this report covers what was measured until then
+term-passive = passive: the target's real traffic was watched; no probe or load was sent
+term-connect = connect()
+term-connect-line = { $median } median (min { $min }, max { $max }; { $answered }/{ $sent } completed)
+term-connect-some = { $answered } of { $sent } connect() calls completed
+term-measured = Measured
+term-syn-rtt = SYN RTT
+term-syn-raw = raw SYN, kernel timestamps
+term-syn-connect = connect() timing
+term-syn-line = { $median } median (min { $min }, max { $max }; { $answered }/{ $sent } answered, { $how })
+term-syn-refused = refused: { $refused } of { $sent } SYNs answered with RST (nothing listens)
+term-syn-none = no answer to { $sent } SYNs ({ $how })
+term-one-request = One request
+term-tls = TLS { $tls }
+term-one-request-line = connect { $connect }{ $tls } · first byte { $first } · total { $total }  (HTTP { $status }, { $bytes } bytes; median of 3)
+term-under-load = Under load
+term-load-line = { $connections } connections, { $duration } s: { $requests } requests, { $rps } req/s, errors { $errors }
+term-p-line = p50 { $p50 } · p90 { $p90 } · p99 { $p99 } · max { $max }
+term-first-error = first error: { $error }
+term-captured = Captured
+term-read = Read
+term-capture-line = { $packets } packets ({ $drops } dropped) on { $conns } connections, { $exchanges } { $http ->
+    [yes] HTTP exchanges
+   *[no] exchanges
+}
+term-handshake-rtt = ; handshake RTT { $rtt }
+term-exchange-line = exchange latency p50 { $p50 } · p99 { $p99 }; server time p50 { $server }{ $rtt }
+term-exchanges-turns = exchanges found from direction turns (payload not HTTP/1.x)
+term-exchanges-mixed = exchanges found from HTTP/1.x requests and direction turns (mixed)
+term-pcap-written = packets written to { $path }
+term-warning = warning:
+term-sockets = Server sockets
+term-sockets-listen-only = { $process } (pid { $pid }): only its listening socket was open when sampled; no connection's options to show
+term-sockets-line = { $process } (pid { $pid }): TCP_NODELAY off on { $off } of { $n } sampled connections, TCP_CORK on { $corked }
+term-kernel = Kernel
+term-nothing = nothing (see checks below)
+term-bd-line = a typical request (p50) { $latency } = { $parts }
+term-bd-network = { $v } network
+term-bd-server = { $v } server
+term-bd-transfer = { $v } transfer
+term-stall-nagle = Nagle/delayed ACK
+term-stall-delayed-ack = delayed-ACK stall
+term-stall-loss = loss recovery
+term-stall-rto = retransmission timeouts
+term-stall-zero-window = zero window
+term-verdict = Verdict:
+term-verdict-problem = { $n } { $n ->
+    [one] finding
+   *[other] findings
+}; the first one explains most of the latency
+term-verdict-healthy = no problem found in what was checked
+term-verdict-inconclusive = not enough was observed to judge; see the checks below
+term-finding-meta = ({ $layer }, side: { $side }, confidence { $confidence })
+term-why = Why:
+term-evidence = Evidence:
+term-fix = Fix:
+term-ev-connection = connection { $connection }
+term-ev-counter = counter { $name }: { $before } → { $after }
+term-ev-socket = socket of pid { $pid } (fd { $fd }): { $option } = { $value }
+term-ev-probe = probe { $probe }:
+term-ev-log = kernel log: { $line }
+term-checks = Checks
+
+## Two runs side by side (demo)
+
+cmp-syn = SYN RTT (median)
+cmp-one-request = one request (total)
+cmp-rps = requests/s under load
+cmp-p50 = latency p50 under load
+cmp-p99 = latency p99 under load
+cmp-verdict = verdict
+
+## HTML report (arguments that come from the report arrive HTML-escaped)
+
+html-not-measured = { $what } not measured.
+html-not-measured-because = { $what } not measured: { $reason }.
+html-footer = netdoctor { $version } · report schema { $schema } · this page is self-contained: no script, nothing fetched
+html-headline-problem = a problem was found
+html-headline-healthy = No problem found: nothing above info
+html-headline-inconclusive = Not enough evidence to call it healthy: see the checks below
+html-finding-counts = { $n } { $n ->
+    [one] finding
+   *[other] findings
+}: { $critical } critical, { $warning } warning, { $info } info
+html-took = took { $s } s
+html-findings = Findings
+html-no-findings = No findings.
+html-finding-meta = { $layer } layer · side: { $side } · confidence { $confidence } %
+html-impact = Impact: { $impact }
+html-impact-adds = adds { $ms } per affected request
+html-impact-affected = { $pct } % affected
+html-fix = Fix
+html-ev-counter = counter <code>{ $name }</code>: { $before } → { $after } ({ $change })
+html-ev-socket = socket option <code>{ $option }</code> = <code>{ $value }</code> (pid { $pid }, fd { $fd })
+html-ev-probe = probe { $probe }:
+html-ev-log = kernel log <code>{ $line }</code>
+html-ev-packets = packets on { $n } { $n ->
+    [one] connection
+   *[other] connections
+}: <a href="{ $href }">flow graph below</a>
+html-packet-evidence = Packet evidence
+html-no-packet-finding = No finding rests on packets: no flow graph to draw.
+html-ladder-title = <code>{ $id }</code> on { $connection }
+html-more-connections = { $n } more { $n ->
+    [one] connection
+   *[other] connections
+} with the same evidence
+html-th-connection = connection
+html-th-frames = frames
+html-th-packets-show = what the packets show
+html-latency = Latency distribution
+html-load-lead = { $requests } requests over { $duration } s on { $connections } connections ({ $rps } req/s): p50 <b>{ $p50 }</b>, p90 { $p90 }, p99 <b>{ $p99 }</b>, max { $max }.
+html-histogram-caption = How many requests took how long (log scale, buckets 12 % wide; hover a bar for its count)
+html-histogram = Latency histogram
+html-no-request-completed = no request completed
+html-no-histogram-data = this report has no histogram data
+html-curve-caption = Percentile curve: the latency that the given share of requests stayed at or under; the right-hand side is the tail
+html-load = Load
+html-capture-lead = In the capture: { $n } HTTP { $n ->
+    [one] exchange
+   *[other] exchanges
+} (first request byte to last response byte at the capture point): p50 <b>{ $p50 }</b>, p90 { $p90 }, p99 <b>{ $p99 }</b>, max { $max }{ $rtt }.
+html-handshake-rtt = ; handshake RTT { $rtt }
+html-baseline-syn = TCP handshake RTT <b>{ $rtt }</b> (median of { $answered } answered, { $method })
+html-baseline-http = one request <b>{ $total }</b> (connect { $connect }, first byte { $first }, HTTP { $status })
+html-baseline = Alone, before the load: { $parts }.
+html-list-sep = {"; "}
+html-status-lead = Responses by status: { $codes }. Errors: <b>{ $total }</b>
+html-none = none
+html-error-kinds = (connect { $connect }, read { $read }, write { $write }, timeout { $timeout }, HTTP status { $status })
+html-first-error = ; the first: <code>{ $error }</code>
+html-end = .
+html-over-time = Over the run
+html-timeline-caption = Requests per second (errors in red) and the latency of each second's responses
+html-no-per-second = this report has no per-second data
+html-timeline = Requests/s and latency over time
+html-tables = Capture, counters and sockets
+html-capture = Capture
+html-th-packets = packets
+html-th-segments = TCP segments
+html-th-connections = connections
+html-with-handshake = { $n } with handshake
+html-th-duration = duration
+html-th-retransmitted = retransmitted segments
+html-th-dropped = dropped by the kernel
+html-counters = Kernel counters that changed
+html-th-counter = counter
+html-th-before = before
+html-th-after = after
+html-th-change = change
+html-no-counter-changed = No counter changed during the run.
+html-kernel-counters = Kernel counters
+html-sockets = Socket options of the server
+html-th-process = process
+html-th-state = state
+html-th-local = local
+html-nodelay-on = on (Nagle off)
+html-nodelay-off = off (Nagle on)
+html-socket-options = Socket options
+html-offline = offline analysis of a capture file
+html-not-local = the server is not a process on this host, or it was not read
+html-breakdown = Where the time of a request went
+html-bar-typical = typical request (p50)
+html-bar-mean = mean of all requests
+html-breakdown-caption = Each request's latency split into the network RTT, the server's think time, transferring the bytes, and stalls by their cause (from the capture)
+html-no-complete-exchange = the capture held no complete HTTP exchange
+html-per-request-breakdown = The per-request breakdown
+html-checks = Checks
+html-th-check = check
+html-th-status = status
+html-th-note = note
+
+## HTML charts and flow graphs
+
+chart-histogram = latency histogram
+chart-latency-log = latency (ms, log scale)
+chart-requests = requests
+chart-curve = latency percentile curve
+chart-percentile = percentile (of requests at or below the latency)
+chart-timeline = requests per second and latency over the run
+chart-rps = requests/s
+chart-latency-ms = latency (ms)
+chart-time = time since the start of the load
+chart-part-network = network (one RTT)
+chart-part-server = server processing
+chart-part-transfer = transfer
+chart-part-stall = stall: { $id }
+chart-breakdown = per-request breakdown
+ladder-title = flow graph of { $connection }: { $n } packets
+ladder-frame-time = frame · time
+ladder-gap = { $ms } gap
+ladder-in-flight = in flight, waiting for its ACK
+ladder-late-ack = late ACK: the delayed-ACK timer fired
+ladder-held = held segment: Nagle kept it until the ACK
+ladder-next = next segment: waited for the ACK
+ladder-original = original transmission
+ladder-retransmission = retransmission
+ladder-window-zero = window 0 advertised
+ladder-window-reopened = window reopened
+ladder-request-complete = request complete
+ladder-first-byte = first response byte
+ladder-gap-delayed-ack = delayed ACK: the receiver's ACK timer (≥ 40 ms on Linux)
+ladder-gap-rto = retransmission timeout (RTO, ≥ 200 ms)
+ladder-gap-loss = waiting to retransmit a lost segment
+ladder-gap-zero-window = receive window closed: the sender may not send
+ladder-gap-server = server processing time
+ladder-gap-syn = SYN / SYN-ACK retransmission timer (1 s)
+ladder-gap-longest = longest gap
+
+## netdoctor demo
+
+demo-server-nginx = nginx
+demo-server-builtin = netdoctor's built-in reference server (not nginx)
+demo-intro-1 = The reference case: the same server and page twice, once with `tcp_nodelay on;` and once with
+demo-intro-2 = `tcp_nodelay off;`, loaded with { $connections } keep-alive connections from another network namespace.
+demo-server = Server: { $server }.
+demo-same-alone = One request and the SYN RTT look the same on both; only under concurrency does the difference show.
+demo-full-report = netdoctor's full report on the slow server:
+demo-as-expected = The fast server came out healthy; the slow one's root cause was found from its packets.
+demo-try-it = Try it yourself: `netdoctor lab start`, then `netdoctor diagnose --netns netdoctor-cli http://…`.
+demo-unexpected = The demo did not come out as expected (tcp_nodelay on: { $on }, off: { $off }). On a very busy machine the
+demo-unexpected-2 = load may not reach the stall; run `netdoctor demo --json` for details.
+demo-no-finding = no finding

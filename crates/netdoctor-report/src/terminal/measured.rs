@@ -1,0 +1,306 @@
+//! The "Measured" block of the terminal report: the probes, the load, the capture (with the
+//! per-request breakdown), the server's sockets and the kernel counters, one labelled line
+//! each (labels padded by display width, so Chinese labels line up too).
+
+use super::{a, ms, thousands};
+use crate::i18n::{Lang, pad};
+use crate::model::Report;
+use netdoctor_core::analyze::ExchangeMethod;
+use owo_colors::OwoColorize;
+use std::io::{self, Write};
+
+/// A measurement line: its label padded to the label column, then the text.
+fn row(out: &mut dyn Write, label: &str, text: &str) -> io::Result<()> {
+    writeln!(out, "  {} {text}", pad(label, 14))
+}
+
+pub(super) fn render_measurements(
+    report: &Report,
+    lang: Lang,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(out, "{}", lang.t("term-measured").bold())?;
+    let m = &report.measurements;
+    let mut any = false;
+    if let Some(probe) = &m.probe {
+        if let Some(syn) = &probe.syn {
+            any = true;
+            let how = match syn.fallback_reason {
+                None => lang.t("term-syn-raw"),
+                Some(_) => lang.t("term-syn-connect"),
+            };
+            let line = match (syn.median_ms, syn.min_ms, syn.max_ms) {
+                (Some(med), Some(min), Some(max)) => lang.ui(
+                    "term-syn-line",
+                    &[
+                        ("median", a(ms(med))),
+                        ("min", a(ms(min))),
+                        ("max", a(ms(max))),
+                        ("answered", a(syn.answered.to_string())),
+                        ("sent", a(syn.sent.to_string())),
+                        ("how", a(how)),
+                    ],
+                ),
+                _ if syn.refused > 0 => lang.ui(
+                    "term-syn-refused",
+                    &[
+                        ("refused", a(syn.refused.to_string())),
+                        ("sent", a(syn.sent.to_string())),
+                    ],
+                ),
+                _ => lang.ui(
+                    "term-syn-none",
+                    &[("sent", a(syn.sent.to_string())), ("how", a(how))],
+                ),
+            };
+            row(out, &lang.t("term-syn-rtt"), &line)?;
+        }
+        if let Some(c) = &probe.connect {
+            any = true;
+            let line = match (c.median_ms, c.min_ms, c.max_ms) {
+                (Some(med), Some(min), Some(max)) => lang.ui(
+                    "term-connect-line",
+                    &[
+                        ("median", a(ms(med))),
+                        ("min", a(ms(min))),
+                        ("max", a(ms(max))),
+                        ("answered", a(c.answered.to_string())),
+                        ("sent", a(c.sent.to_string())),
+                    ],
+                ),
+                _ => lang.ui(
+                    "term-connect-some",
+                    &[
+                        ("answered", a(c.answered.to_string())),
+                        ("sent", a(c.sent.to_string())),
+                    ],
+                ),
+            };
+            row(out, &lang.t("term-connect"), &line)?;
+        }
+        if let Some(h) = &probe.http {
+            any = true;
+            let tls = h.tls_ms.map_or(String::new(), |t| {
+                format!(" · {}", lang.ui("term-tls", &[("tls", a(ms(t)))]))
+            });
+            let line = lang.ui(
+                "term-one-request-line",
+                &[
+                    ("connect", a(ms(h.connect_ms))),
+                    ("tls", a(tls)),
+                    ("first", a(ms(h.first_byte_ms))),
+                    ("total", a(ms(h.total_ms))),
+                    ("status", a(h.status.to_string())),
+                    ("bytes", a((h.header_bytes + h.body_bytes).to_string())),
+                ],
+            );
+            row(out, &lang.t("term-one-request"), &line)?;
+        }
+    }
+    if let Some(l) = &m.load {
+        any = true;
+        let line = lang.ui(
+            "term-load-line",
+            &[
+                ("connections", a(l.connections.to_string())),
+                ("duration", a(format!("{:.1}", l.duration_s))),
+                ("requests", a(thousands(l.requests))),
+                ("rps", a(thousands(l.requests_per_s.round() as u64))),
+                ("errors", a(l.errors.total().to_string())),
+            ],
+        );
+        row(out, &lang.t("term-under-load"), &line)?;
+        let lat = &l.latency_ms;
+        let p50 = ms(lat.p50);
+        let line = lang.ui(
+            "term-p-line",
+            &[
+                (
+                    "p50",
+                    a(if lat.p50 >= 20.0 {
+                        p50.red().bold().to_string()
+                    } else {
+                        p50
+                    }),
+                ),
+                ("p90", a(ms(lat.p90))),
+                ("p99", a(ms(lat.p99))),
+                ("max", a(ms(lat.max))),
+            ],
+        );
+        row(out, "", &line)?;
+        if let Some(e) = &l.first_error {
+            row(
+                out,
+                "",
+                &lang.ui("term-first-error", &[("error", a(e.as_str()))]),
+            )?;
+        }
+    }
+    if let Some(c) = &m.capture {
+        any = true;
+        let s = &c.stats;
+        let label = if c.source == crate::model::CaptureSource::Live {
+            lang.t("term-captured")
+        } else {
+            lang.t("term-read")
+        };
+        let line = lang.ui(
+            "term-capture-line",
+            &[
+                ("packets", a(thousands(s.packets))),
+                ("drops", a(thousands(s.capture_drops))),
+                ("conns", a(thousands(s.connections))),
+                ("exchanges", a(thousands(c.exchanges.count))),
+                (
+                    "http",
+                    a(match c.exchanges.method {
+                        None | Some(ExchangeMethod::Http1) => "yes",
+                        _ => "no",
+                    }),
+                ),
+            ],
+        );
+        row(out, &label, &line)?;
+        if c.exchanges.count > 0 {
+            let e = &c.exchanges;
+            let rtt = e
+                .rtt_ms
+                .map(|r| lang.ui("term-handshake-rtt", &[("rtt", a(ms(r)))]))
+                .unwrap_or_default();
+            let line = lang.ui(
+                "term-exchange-line",
+                &[
+                    ("p50", a(ms(e.latency_ms.p50))),
+                    ("p99", a(ms(e.latency_ms.p99))),
+                    ("server", a(ms(e.server_time_ms.p50))),
+                    ("rtt", a(rtt)),
+                ],
+            );
+            row(out, "", &line)?;
+        }
+        if let Some(m) = c.exchanges.method.filter(|m| *m != ExchangeMethod::Http1) {
+            let line = match m {
+                ExchangeMethod::Turns => lang.t("term-exchanges-turns"),
+                _ => lang.t("term-exchanges-mixed"),
+            };
+            row(out, "", &line)?;
+        }
+        if let Some(b) = &c.exchanges.breakdown_p50_ms {
+            row(out, "", &breakdown_line_in(b, lang))?;
+        }
+        if let Some(p) = &c.pcap_file {
+            row(
+                out,
+                "",
+                &lang.ui("term-pcap-written", &[("path", a(p.as_str()))]),
+            )?;
+        }
+        for w in &c.warnings {
+            row(out, "", &format!("{} {w}", lang.t("term-warning").yellow()))?;
+        }
+    }
+    if let Some(socks) = &m.server_sockets {
+        any = true;
+        let conns: Vec<_> = socks
+            .iter()
+            .filter(|s| s.state == netdoctor_core::sockets::SocketState::Established)
+            .collect();
+        if conns.is_empty()
+            && let Some(first) = socks.first()
+        {
+            let line = lang.ui(
+                "term-sockets-listen-only",
+                &[
+                    ("process", a(first.process.as_str())),
+                    ("pid", a(first.pid.to_string())),
+                ],
+            );
+            row(out, &lang.t("term-sockets"), &line)?;
+        } else if let Some(first) = conns.first().copied() {
+            let off = conns.iter().filter(|s| !s.tcp_nodelay).count();
+            let corked = conns.iter().filter(|s| s.tcp_cork).count();
+            let line = lang.ui(
+                "term-sockets-line",
+                &[
+                    ("process", a(first.process.as_str())),
+                    ("pid", a(first.pid.to_string())),
+                    ("off", a(off.to_string())),
+                    ("n", a(conns.len().to_string())),
+                    ("corked", a(corked.to_string())),
+                ],
+            );
+            row(out, &lang.t("term-sockets"), &line)?;
+        }
+    }
+    if let Some(c) = &m.counters {
+        any = true;
+        let shown: Vec<String> = c
+            .changed
+            .iter()
+            .filter(|d| is_interesting_counter(&d.name))
+            .map(|d| format!("{} +{}", d.name, d.after.saturating_sub(d.before)))
+            .collect();
+        if !shown.is_empty() {
+            row(out, &lang.t("term-kernel"), &shown.join(", "))?;
+        }
+    }
+    if !any {
+        writeln!(out, "  {}", lang.t("term-nothing"))?;
+    }
+    Ok(())
+}
+
+/// `"a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"`:
+/// where the time of a median request went, largest stall parts named.
+pub fn breakdown_line(b: &netdoctor_core::Breakdown) -> String {
+    breakdown_line_in(b, Lang::En)
+}
+
+/// [`breakdown_line`] in `lang`.
+pub fn breakdown_line_in(b: &netdoctor_core::Breakdown, lang: Lang) -> String {
+    let part = |id: &str, v: f64| lang.ui(id, &[("v", a(ms(v)))]);
+    let mut parts = vec![
+        part("term-bd-network", b.network),
+        part("term-bd-server", b.server),
+    ];
+    if b.transfer >= 0.005 {
+        parts.push(part("term-bd-transfer", b.transfer));
+    }
+    for (id, v) in b.stalls.iter() {
+        use netdoctor_core::FindingId as F;
+        let name = match id {
+            F::NagleDelayedAck => lang.t("term-stall-nagle"),
+            F::DelayedAckStall => lang.t("term-stall-delayed-ack"),
+            F::PacketLossRetransmission => lang.t("term-stall-loss"),
+            F::RetransmissionTimeout => lang.t("term-stall-rto"),
+            F::ZeroWindow => lang.t("term-stall-zero-window"),
+            other => other.as_str().to_string(),
+        };
+        if v >= 0.005 {
+            parts.push(format!("{} {name}", ms(v)));
+        }
+    }
+    lang.ui(
+        "term-bd-line",
+        &[
+            ("latency", a(ms(b.latency))),
+            ("parts", a(parts.join(" + "))),
+        ],
+    )
+}
+
+/// Counters worth a line in the terminal summary (all changes are in the JSON).
+fn is_interesting_counter(name: &str) -> bool {
+    const NAMES: [&str; 8] = [
+        "TcpExt.ListenOverflows",
+        "TcpExt.ListenDrops",
+        "TcpExt.TCPTimeouts",
+        "Tcp.RetransSegs",
+        "TcpExt.TCPSynRetrans",
+        "TcpExt.SyncookiesSent",
+        "TcpExt.TCPAbortOnOverflow",
+        "Tcp.AttemptFails",
+    ];
+    NAMES.contains(&name)
+}
