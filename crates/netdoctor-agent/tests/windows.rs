@@ -139,15 +139,27 @@ fn a_connection_spanning_windows_keeps_its_state() {
             x.count,
             stats(w)
         );
-        assert!(ids.contains(&FindingId::NagleDelayedAck), "window {}", w.index);
+        assert!(
+            ids.contains(&FindingId::NagleDelayedAck),
+            "window {}",
+            w.index
+        );
         assert!(x.count > 0);
         assert_eq!(stats(w).capture_drops, 0);
     }
     // One connection, counted once: in the first window, with its handshake.
     assert_eq!(stats(&windows[0]).connections, 1);
     assert_eq!(stats(&windows[0]).connections_with_handshake, 1);
-    assert_eq!(stats(&windows[1]).connections, 0, "picked up again mid-stream");
-    assert_eq!(stats(&windows[2]).connections, 0, "picked up again mid-stream");
+    assert_eq!(
+        stats(&windows[1]).connections,
+        0,
+        "picked up again mid-stream"
+    );
+    assert_eq!(
+        stats(&windows[2]).connections,
+        0,
+        "picked up again mid-stream"
+    );
     assert_eq!(windows[2].open_connections, 1);
     // Per-window packet counts add up to what the windows saw, not a running total.
     let total: u64 = windows.iter().map(|w| stats(w).packets).sum();
@@ -157,9 +169,20 @@ fn a_connection_spanning_windows_keeps_its_state() {
     );
     let exchanges: u64 = windows
         .iter()
-        .map(|w| w.report.measurements.capture.as_ref().unwrap().exchanges.count)
+        .map(|w| {
+            w.report
+                .measurements
+                .capture
+                .as_ref()
+                .unwrap()
+                .exchanges
+                .count
+        })
         .sum();
-    assert!(exchanges > 0 && exchanges <= requests, "{exchanges} of {requests}");
+    assert!(
+        exchanges > 0 && exchanges <= requests,
+        "{exchanges} of {requests}"
+    );
 }
 
 #[test]
