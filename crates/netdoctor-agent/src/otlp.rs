@@ -20,6 +20,7 @@
 //! | `netdoctor.requests` | counter | {request} | port |
 //! | `netdoctor.window.request.duration` | gauge | s | port, percentile |
 //! | `netdoctor.capture.packets`, `netdoctor.capture.drops`, `netdoctor.tcp.retransmitted_segments`, `netdoctor.tcp.resets` | counter | {packet}/{segment} | port |
+//! | `netdoctor.listen.queue.depth`, `netdoctor.listen.queue.limit`, `netdoctor.syn_recv.connections` | gauge | {connection} | port |
 //! | `netdoctor.kernel.stat.window_delta` | gauge | 1 | stat |
 //!
 //! Findings become log records: body = the finding's summary, severity WARN (warning), ERROR

@@ -217,6 +217,7 @@ impl LiveCapture {
         f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
     ) -> Result<SourceSummary, ObserveError> {
         let start_frames = self.frames;
+        let (start_drops, start_freezes) = (self.drops, self.freezes);
         let mut drain_until: Option<Instant> = None;
         loop {
             if self.max_packets.is_some_and(|m| self.frames >= m) {
@@ -250,10 +251,13 @@ impl LiveCapture {
         self.drops += u64::from(stats.tp_drops);
         self.freezes += u64::from(stats.tp_freeze_q_cnt);
         let mut warnings = Vec::new();
-        if self.drops > 0 {
+        // Drops of this call (a long-running caller calls once per window).
+        if self.drops > start_drops {
             warnings.push(format!(
                 "the kernel dropped {} packets of {} (capture ring full {} times): the capture is incomplete",
-                self.drops, self.what, self.freezes
+                self.drops - start_drops,
+                self.what,
+                self.freezes - start_freezes
             ));
         }
         Ok(SourceSummary {
