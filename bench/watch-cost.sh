@@ -6,9 +6,12 @@
 # port is idle for IDLE_S seconds (default 600). Budget (issue 14): ≤ 2 % of one core and
 # ≤ 50 MB RSS loaded, near zero idle.
 #
+# BUSY_PORTS=N (default 1) watches and loads N ports (18195, 18197, …), each at RATE req/s.
+# RING_MB=M passes `--ring-mb M` to watch (default: watch's own default).
+#
 # It starts its own nginx (temp dir, worker_processes 1, access_log off, tcp_nodelay on, a 615-byte
-# page) on 127.0.0.1:18195, `netdoctor watch -p 18195 --window 30s --listen 127.0.0.1:18196
-# --dir <tmp>`, and `netdoctor load -R RATE -c 50` against nginx. Every 10 s it reads utime+stime
+# page) on 127.0.0.1:18195 (and the other busy ports), `netdoctor watch -p 18195 --window 30s
+# --listen 127.0.0.1:18196 --dir <tmp>`, and `netdoctor load -R RATE -c 50` against each port. Every 10 s it reads utime+stime
 # from /proc/PID/stat and VmRSS from /proc/PID/status of the watch process; figures: CPU over
 # the whole phase (Δticks / Δt), mean and max RSS. All traffic stays on 127.0.0.1; everything it
 # started is stopped by PID on exit, also on failure or Ctrl-C. Needs root (packet capture).
@@ -18,7 +21,13 @@ set -euo pipefail
 LOADED_S="${1:-600}"
 IDLE_S="${2:-600}"
 RATE="${3:-5000}"
+BUSY_PORTS="${BUSY_PORTS:-1}"
 PORT=18195
+PORTS=()
+for i in $(seq 0 $((BUSY_PORTS - 1))); do PORTS+=($((PORT + 2 * i))); done
+PORT_LIST="$(IFS=,; echo "${PORTS[*]}")"
+RING_ARGS=()
+[[ -n "${RING_MB:-}" ]] && RING_ARGS=(--ring-mb "$RING_MB")
 METRICS=127.0.0.1:18196
 SAMPLE_S=10
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,7 +38,7 @@ fi
 command -v nginx >/dev/null || { echo "missing: nginx (apt-get install -y nginx-light)" >&2; exit 2; }
 work="$(mktemp -d /tmp/netdoctor-watch-cost.XXXXXX)"
 watch_pid=""
-load_pid=""
+load_pids=()
 
 stop_pid() {
     local p="$1"
@@ -39,7 +48,7 @@ stop_pid() {
     kill -9 "$p" 2>/dev/null || true
 }
 cleanup() {
-    stop_pid "$load_pid"
+    for p in "${load_pids[@]}"; do stop_pid "$p"; done
     stop_pid "$watch_pid"
     [[ -f "$work/nginx.pid" ]] && stop_pid "$(cat "$work/nginx.pid")"
     rm -rf "$work"
@@ -61,13 +70,13 @@ http {
     keepalive_requests 1000000;
     client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
     uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-    server { listen 127.0.0.1:$PORT; tcp_nodelay on; root $work/html; }
+    server { $(for p in "${PORTS[@]}"; do printf 'listen 127.0.0.1:%s; ' "$p"; done) tcp_nodelay on; root $work/html; }
 }
 CONF
 nginx -c "$work/nginx.conf" -p "$work"
 
-NETDOCTOR_QUIET=1 "$NETDOCTOR" watch -p "$PORT" --window 30s --listen "$METRICS" \
-    --dir "$work/ring" --keep 5 >/dev/null 2>"$work/watch.err" &
+NETDOCTOR_QUIET=1 "$NETDOCTOR" watch -p "$PORT_LIST" --window 30s --listen "$METRICS" \
+    --dir "$work/ring" --keep 5 "${RING_ARGS[@]}" >/dev/null 2>"$work/watch.err" &
 watch_pid=$!
 # ready: the metrics endpoint answers
 for _ in $(seq 1 100); do
@@ -98,15 +107,19 @@ phase() {
             name, t1 - t0, 100 * c / tck / (t1 - t0), sum / n / 1024, max / 1024 }'
 }
 
-echo "watch pid $watch_pid, nginx 127.0.0.1:$PORT, load $RATE req/s for ${LOADED_S}s, then idle ${IDLE_S}s"
-"$NETDOCTOR" load -R "$RATE" -c 50 -t 1 -d "$((LOADED_S + 5))s" "http://127.0.0.1:$PORT/" \
-    --json >"$work/load.json" 2>/dev/null &
-load_pid=$!
+echo "watch pid $watch_pid ${RING_ARGS[*]}, nginx 127.0.0.1:$PORT_LIST, load $RATE req/s per port for ${LOADED_S}s, then idle ${IDLE_S}s"
+for p in "${PORTS[@]}"; do
+    "$NETDOCTOR" load -R "$RATE" -c 50 -t 1 -d "$((LOADED_S + 5))s" "http://127.0.0.1:$p/" \
+        --json >"$work/load-$p.json" 2>/dev/null &
+    load_pids+=($!)
+done
 sleep 2
 phase loaded "$LOADED_S"
-wait "$load_pid" || true
-load_pid=""
-awk 'BEGIN{RS=","} /"requests_per_s"|"rps"|"requests":/ {gsub(/[{}\n ]/,""); print "  load: " $0}' "$work/load.json" | head -3
+for p in "${load_pids[@]}"; do wait "$p" || true; done
+load_pids=()
+for p in "${PORTS[@]}"; do
+    awk -v port="$p" 'BEGIN{RS=","} /"requests_per_s"|"rps"|"requests":/ {gsub(/[{}\n ]/,""); print "  load :" port ": " $0}' "$work/load-$p.json" | head -3
+done
 sleep 5
 phase idle "$IDLE_S"
-curl -sf "http://$METRICS/metrics" | grep -E '^netdoctor_(requests_total|windows_total|capture_drops_total)' | sed 's/^/  /'
+curl -sf "http://$METRICS/metrics" | grep -E '^netdoctor_(requests_total|windows_total|capture_drops_total|tcp_open_connections|listen_queue_depth)' | sed 's/^/  /'

@@ -12,6 +12,7 @@
 //! root and are checked by this crate's tests.
 
 pub mod histogram;
+pub mod host;
 pub mod listeners;
 pub mod metrics;
 pub mod otlp;

@@ -23,6 +23,12 @@
 //! | `netdoctor_window_request_duration_seconds` | gauge: exact percentiles of the latest window | port, percentile (p50, p90, p99, max) |
 //! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
 //! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
+//! | `netdoctor_tcp_open_connections` | gauge: connections the port's analyzer tracks at the window's end | port |
+//! | `netdoctor_tcp_connections_evicted_total` | counter: connections dropped from the analyzer after the idle timeout | port |
+//! | `netdoctor_listen_queue_depth` | gauge: largest accept queue (Recv-Q) of the port's listener sampled in the latest window | port |
+//! | `netdoctor_listen_queue_limit` | gauge: the accept queue's limit (Send-Q: min(backlog, somaxconn)) | port |
+//! | `netdoctor_listen_queue_full_ratio` | gauge: fraction of the window's samples with the accept queue at its limit | port |
+//! | `netdoctor_syn_recv_connections` | gauge: largest number of half-open (SYN_RECV) connections to the port sampled in the latest window | port |
 //! | `netdoctor_kernel_stat_window_delta` | gauge: change of a kernel counter over the latest window | stat (e.g. `TcpExt.ListenOverflows`) |
 //! | `netdoctor_window_end_timestamp_seconds` | gauge: when the latest window of the port ended | port |
 //! | `process_cpu_seconds_total`, `process_resident_memory_bytes` | the agent itself | — |
@@ -113,6 +119,12 @@ pub struct AgentMetrics {
     resets: Family<PortLabels, Counter>,
     syn_retransmits: Family<PortLabels, Counter>,
     kernel_delta: Family<StatLabels, Gauge>,
+    open_connections: Family<PortLabels, Gauge>,
+    evicted: Family<PortLabels, Counter>,
+    listen_depth: Family<PortLabels, Gauge>,
+    listen_limit: Family<PortLabels, Gauge>,
+    listen_full: Family<PortLabels, FGauge>,
+    syn_recv: Family<PortLabels, Gauge>,
     window_end: Family<PortLabels, FGauge>,
     cpu: Counter<f64, AtomicU64>,
     rss: Gauge,
@@ -146,6 +158,12 @@ impl AgentMetrics {
             resets: Family::default(),
             syn_retransmits: Family::default(),
             kernel_delta: Family::default(),
+            open_connections: Family::default(),
+            evicted: Family::default(),
+            listen_depth: Family::default(),
+            listen_limit: Family::default(),
+            listen_full: Family::default(),
+            syn_recv: Family::default(),
             window_end: Family::default(),
             cpu: Counter::default(),
             rss: Gauge::default(),
@@ -228,6 +246,36 @@ impl AgentMetrics {
             m.kernel_delta.clone(),
         );
         r.register(
+            "netdoctor_tcp_open_connections",
+            "Connections the port's analyzer tracks at the end of the latest window",
+            m.open_connections.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_connections_evicted",
+            "Connections dropped from the analyzer after the idle timeout without a packet",
+            m.evicted.clone(),
+        );
+        r.register(
+            "netdoctor_listen_queue_depth",
+            "Largest accept queue (Recv-Q) of the port's listener sampled in the latest window",
+            m.listen_depth.clone(),
+        );
+        r.register(
+            "netdoctor_listen_queue_limit",
+            "Limit of the port's accept queue (Send-Q: min(listen backlog, net.core.somaxconn))",
+            m.listen_limit.clone(),
+        );
+        r.register(
+            "netdoctor_listen_queue_full_ratio",
+            "Fraction (0..1) of the latest window's samples with the accept queue at its limit",
+            m.listen_full.clone(),
+        );
+        r.register(
+            "netdoctor_syn_recv_connections",
+            "Largest number of half-open (SYN_RECV) connections to the port sampled in the latest window",
+            m.syn_recv.clone(),
+        );
+        r.register(
             "netdoctor_window_end_timestamp_seconds",
             "Unix time at which the latest window of the port ended",
             m.window_end.clone(),
@@ -269,6 +317,9 @@ impl AgentMetrics {
             self.syn_retransmits
                 .get_or_create(&pl)
                 .inc_by(s.syn_retransmits);
+            self.evicted
+                .get_or_create(&pl)
+                .inc_by(s.connections_evicted);
             let x = &cap.exchanges;
             self.requests.get_or_create(&pl).inc_by(x.count);
             self.latency_hist
@@ -293,6 +344,45 @@ impl AgentMetrics {
             self.record_counters(&c.changed);
         }
         self.window_end.get_or_create(&pl).set(end_unix_s);
+    }
+
+    /// Records what the watch loop knows of a port beyond its report: the listener sampled
+    /// over the window (its series are removed when no listener was found) and the connections
+    /// its analyzer tracks.
+    pub fn record_host(
+        &self,
+        port: u16,
+        listener: Option<&crate::host::ListenerWindow>,
+        open_connections: usize,
+    ) {
+        let pl = PortLabels {
+            port: port.to_string(),
+        };
+        self.open_connections
+            .get_or_create(&pl)
+            .set(i64::try_from(open_connections).unwrap_or(i64::MAX));
+        match listener {
+            Some(l) => {
+                self.listen_depth
+                    .get_or_create(&pl)
+                    .set(i64::from(l.max_accept_queue));
+                self.listen_limit
+                    .get_or_create(&pl)
+                    .set(i64::from(l.backlog));
+                self.listen_full
+                    .get_or_create(&pl)
+                    .set(l.full_samples as f64 / l.samples.max(1) as f64);
+                self.syn_recv
+                    .get_or_create(&pl)
+                    .set(i64::from(l.max_syn_recv));
+            }
+            None => {
+                self.listen_depth.remove(&pl);
+                self.listen_limit.remove(&pl);
+                self.listen_full.remove(&pl);
+                self.syn_recv.remove(&pl);
+            }
+        }
     }
 
     /// Sets the finding series of `port` to this window's findings; series of findings that
@@ -394,6 +484,7 @@ impl AgentMetrics {
             changed: Vec::new(),
         });
         m.record_window(1, &r, 0.0);
+        m.record_host(1, Some(&crate::host::ListenerWindow::default()), 0);
         let text = m.encode();
         let mut names: Vec<String> = text
             .lines()

@@ -20,6 +20,7 @@
 //! | `netdoctor.requests` | counter | {request} | port |
 //! | `netdoctor.window.request.duration` | gauge | s | port, percentile |
 //! | `netdoctor.capture.packets`, `netdoctor.capture.drops`, `netdoctor.tcp.retransmitted_segments`, `netdoctor.tcp.resets` | counter | {packet}/{segment} | port |
+//! | `netdoctor.listen.queue.depth`, `netdoctor.listen.queue.limit`, `netdoctor.syn_recv.connections` | gauge | {connection} | port |
 //! | `netdoctor.kernel.stat.window_delta` | gauge | 1 | stat |
 //!
 //! Findings become log records: body = the finding's summary, severity WARN (warning), ERROR
@@ -67,6 +68,9 @@ struct Instruments {
     retransmits: Counter<u64>,
     resets: Counter<u64>,
     kernel: Gauge<i64>,
+    listen_depth: Gauge<u64>,
+    listen_limit: Gauge<u64>,
+    syn_recv: Gauge<u64>,
 }
 
 /// A running OTLP export (metrics + logs).
@@ -165,6 +169,18 @@ impl OtlpExporter {
                 .u64_counter("netdoctor.tcp.resets")
                 .with_unit("{segment}")
                 .build(),
+            listen_depth: m
+                .u64_gauge("netdoctor.listen.queue.depth")
+                .with_unit("{connection}")
+                .build(),
+            listen_limit: m
+                .u64_gauge("netdoctor.listen.queue.limit")
+                .with_unit("{connection}")
+                .build(),
+            syn_recv: m
+                .u64_gauge("netdoctor.syn_recv.connections")
+                .with_unit("{connection}")
+                .build(),
             kernel: m
                 .i64_gauge("netdoctor.kernel.stat.window_delta")
                 .with_unit("1")
@@ -237,6 +253,14 @@ impl OtlpExporter {
                     &[port.clone(), KeyValue::new("percentile", name)],
                 );
             }
+        }
+        if let Some(l) = &w.listener {
+            let pa = std::slice::from_ref(&port);
+            self.inst
+                .listen_depth
+                .record(u64::from(l.max_accept_queue), pa);
+            self.inst.listen_limit.record(u64::from(l.backlog), pa);
+            self.inst.syn_recv.record(u64::from(l.max_syn_recv), pa);
         }
         if let Some(c) = &r.measurements.counters {
             for name in KERNEL_COUNTERS {

@@ -8,16 +8,21 @@
 //! port, takes the kernel counters' deltas for the window, builds one
 //! [`netdoctor_report::Report`] per port and hands it to the caller (metrics, OTLP, log).
 //!
-//! **One fresh `Analyzer` per window and port**, finished at the window's end. That is the
-//! analyzer API that exists today; connections that span windows are picked up mid-stream by
-//! the next window's analyzer (orientation from the watched port). When the core's windowed
-//! analyzer (`take_window` with idle eviction) lands, the capture thread keeps one analyzer
-//! and takes a window from it instead: the change is local to [`port_thread`].
+//! **One long-lived `Analyzer` per port**, cut into windows with
+//! [`Analyzer::take_window`]: a keep-alive connection that spans windows keeps its state
+//! (handshake RTT, sequence space, the exchange in progress), so a stall whose held data leaves
+//! just after a window boundary is still seen, in the next window. Connections without a packet
+//! for [`WatchConfig::idle_timeout`] are evicted (counted in `connections_evicted`), which bounds
+//! the analyzer's memory on a long run. The analyzer's statistics are cumulative; each window's
+//! report carries the window's share (see [`window_stats`]).
 //!
-//! Observers per window: the capture (per port) and the kernel counters (once per window, shared
-//! by the ports); for problem windows also the server's socket options (`sockopt`, as in
-//! `diagnose`), which confirm or contradict a Nagle finding. Listener queues (sock_diag) and the
-//! kernel log join when the host observers land.
+//! Memory: each port's capture ring is mapped whole and counts in the RSS, so the ring budget
+//! ([`WatchConfig::ring_bytes`], per port) is the largest part of the agent's memory.
+//!
+//! Observers per window: the capture (per port), the kernel counters (once per window, shared
+//! by the ports), the host collectors ([`crate::host`]: the watched listeners through sock_diag,
+//! sampled on this thread, and the kernel log), and for problem windows the server's socket
+//! options (`sockopt`, as in `diagnose`), which confirm or contradict a Nagle finding.
 //!
 //! Problem windows (verdict `problem`) are kept in the [`EvidenceRing`] with their pcap when a
 //! directory is configured. The pcap of the window in progress goes to disk as it is captured
@@ -28,8 +33,9 @@
 //! progress ends at once, is analyzed, recorded and stored like any other, and the loop
 //! returns: the caller then flushes its exporters and exits 0.
 
+use crate::host::{HostWatch, HostWindow, ListenerWindow};
 use crate::ring::EvidenceRing;
-use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig};
+use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats};
 use netdoctor_core::{Evidence, LinkType, Verdict};
 use netdoctor_observe::counters::{self, CounterDelta};
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
@@ -64,10 +70,26 @@ pub struct WatchConfig {
     pub pcap_limit_bytes: u64,
     /// Stop after this many windows (tests, one-shot runs); `None` runs until stopped.
     pub max_windows: Option<u64>,
+    /// Capture ring of each port, in bytes (mapped whole: it counts in the RSS).
+    pub ring_bytes: usize,
+    /// Connections without a packet for this long leave the analyzer.
+    pub idle_timeout: Duration,
+    /// How often the watched listeners are sampled (accept queue, SYN_RECV).
+    pub listener_sample_every: Duration,
+}
+
+/// Capture ring memory of all ports together, by default (split evenly across the ports).
+pub const DEFAULT_RING_TOTAL_BYTES: usize = 16 << 20;
+
+/// The ring of each of `ports` ports out of a total budget: an even share, at least
+/// [`netdoctor_observe::live::MIN_RING_BYTES`].
+pub fn ring_share(total_bytes: usize, ports: usize) -> usize {
+    (total_bytes / ports.max(1)).max(netdoctor_observe::live::MIN_RING_BYTES)
 }
 
 impl WatchConfig {
     pub fn new(ports: Vec<u16>, window: Duration) -> WatchConfig {
+        let ports_len = ports.len();
         WatchConfig {
             ports,
             window,
@@ -76,6 +98,9 @@ impl WatchConfig {
             ring: None,
             pcap_limit_bytes: 64 << 20,
             max_windows: None,
+            ring_bytes: ring_share(DEFAULT_RING_TOTAL_BYTES, ports_len),
+            idle_timeout: Duration::from_secs(120),
+            listener_sample_every: Duration::from_secs(1),
         }
     }
 }
@@ -118,12 +143,19 @@ pub struct WindowResult {
     pub report: Report,
     /// The ring entry (without extension) when the window was kept.
     pub stored: Option<PathBuf>,
+    /// The port's listener over the window (sock_diag samples), when one was found.
+    pub listener: Option<ListenerWindow>,
+    /// Matching kernel log lines logged during the window (machine-wide).
+    pub kmsg_lines: usize,
+    /// Connections the port's analyzer tracks at the window's end.
+    pub open_connections: usize,
 }
 
 /// What a capture thread sends at the end of each window.
 struct PortWindow {
     port: u16,
     analysis: Analysis,
+    open_connections: usize,
     summary: Result<SourceSummary, ObserveError>,
     pcap: Option<PathBuf>,
     pcap_truncated: bool,
@@ -172,10 +204,11 @@ pub fn watch(
             max_packets: None,
             interface: cfg.interface.clone(),
         };
-        let cap = LiveCapture::open(&lc).map_err(|source| match source {
-            ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
-            source => WatchError::Capture { port, source },
-        })?;
+        let cap =
+            LiveCapture::open_with_ring(&lc, cfg.ring_bytes).map_err(|source| match source {
+                ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
+                source => WatchError::Capture { port, source },
+            })?;
         captures.push((port, cap));
     }
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -188,6 +221,7 @@ pub fn watch(
             snaplen: cfg.snaplen,
             ring: ring.clone(),
             pcap_limit: cfg.pcap_limit_bytes,
+            idle_timeout: cfg.idle_timeout,
             window_stop: Arc::clone(&window_stop),
             shutdown: Arc::clone(&shutdown),
             tx: tx.clone(),
@@ -243,6 +277,7 @@ fn run_windows(
     let t0 = Instant::now();
     let mut index = 0u64;
     let mut before = counters::snapshot();
+    let mut host = HostWatch::start(&cfg.ports, cfg.listener_sample_every);
     loop {
         index += 1;
         let deadline = t0 + cfg.window * u32::try_from(index).unwrap_or(u32::MAX);
@@ -252,7 +287,11 @@ fn run_windows(
             if now >= deadline {
                 break;
             }
-            std::thread::sleep(TICK.min(deadline - now));
+            host.tick(now);
+            std::thread::sleep(
+                TICK.min(deadline - now)
+                    .min(host.until_next(now).max(TICK / 10)),
+            );
         }
         let last = stop.load(Ordering::Relaxed) || cfg.max_windows.is_some_and(|m| index >= m);
         if last {
@@ -275,12 +314,17 @@ fn run_windows(
             (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
         };
         before = after;
+        let hosts = host.take_window(counter_result.as_deref().ok());
         let end_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let elapsed = window_start.elapsed().as_secs_f64();
         for w in got {
-            let (mut report, pcap) = window_report(w, &counter_result, cfg.snaplen, elapsed);
+            let hw = hosts.iter().find(|h| h.port == w.port).cloned();
+            let open_connections = w.open_connections;
+            let listener = hw.as_ref().and_then(|h| h.listener.clone());
+            let kmsg_lines = hw.as_ref().map_or(0, |h| h.kmsg_lines.len());
+            let (mut report, pcap) = window_report(w, hw, &counter_result, cfg.snaplen, elapsed);
             if report.verdict == Verdict::Problem {
                 sample_socket_options(&mut report);
             }
@@ -306,6 +350,9 @@ fn run_windows(
                 end_unix_ms,
                 report,
                 stored,
+                listener,
+                kmsg_lines,
+                open_connections,
             });
         }
         if last {
@@ -372,6 +419,7 @@ fn report_port(r: &Report) -> u16 {
 /// Builds the report of one port's window.
 fn window_report(
     w: PortWindow,
+    host: Option<HostWindow>,
     counters: &Result<Vec<CounterDelta>, String>,
     snaplen: u32,
     elapsed_s: f64,
@@ -425,6 +473,11 @@ fn window_report(
     }
     let pcap_file = w.pcap.as_ref().map(|p| p.display().to_string());
     report.findings = w.analysis.findings;
+    if let Some(h) = host {
+        report.findings.extend(h.findings);
+        netdoctor_core::finding::rank(&mut report.findings);
+        report.checks.push(h.check);
+    }
     report.measurements.capture = Some(CaptureSection {
         source: netdoctor_report::CaptureSource::Live,
         snaplen: Some(snaplen),
@@ -452,28 +505,80 @@ struct PortCtx {
     snaplen: u32,
     ring: Option<EvidenceRing>,
     pcap_limit: u64,
+    idle_timeout: Duration,
     window_stop: Arc<AtomicBool>,
     shutdown: Arc<AtomicBool>,
     tx: mpsc::Sender<PortWindow>,
 }
 
-/// One port: capture windows until shutdown, one analyzer per window (see the module docs).
-///
-/// The capture thread only reads the ring and feeds the analyzer. At a window's end the
-/// analyzer and the pcap writer move to a short-lived finisher thread, and the capture thread
-/// returns to the ring at once: the ring retires a block every 10 ms, so a reader that stays
-/// away for 80 ms (8 blocks) loses packets, and finishing an analyzer with thousands of
-/// connections can take that long on a busy host.
+/// Nanoseconds since the epoch (the clock of the capture's timestamps).
+fn now_unix_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// The window's share of the analyzer's cumulative statistics: counts are the difference to
+/// the previous window's; the time span is the window's first to last packet.
+pub fn window_stats(
+    prev: &CaptureStats,
+    now: &CaptureStats,
+    first_ts_ns: Option<i64>,
+) -> CaptureStats {
+    let d = |a: u64, b: u64| a.saturating_sub(b);
+    let mut s = now.clone();
+    s.packets = d(now.packets, prev.packets);
+    s.bytes = d(now.bytes, prev.bytes);
+    s.tcp_segments = d(now.tcp_segments, prev.tcp_segments);
+    s.other_packets = d(now.other_packets, prev.other_packets);
+    s.decode_errors = d(now.decode_errors, prev.decode_errors);
+    s.connections = d(now.connections, prev.connections);
+    s.connections_with_handshake = d(
+        now.connections_with_handshake,
+        prev.connections_with_handshake,
+    );
+    s.connections_untracked = d(now.connections_untracked, prev.connections_untracked);
+    s.retransmitted_segments = d(now.retransmitted_segments, prev.retransmitted_segments);
+    s.capture_drops = d(now.capture_drops, prev.capture_drops);
+    s.data_segments = d(now.data_segments, prev.data_segments);
+    s.out_of_order_segments = d(now.out_of_order_segments, prev.out_of_order_segments);
+    s.spurious_retransmissions = d(now.spurious_retransmissions, prev.spurious_retransmissions);
+    s.duplicate_acks = d(now.duplicate_acks, prev.duplicate_acks);
+    s.capture_gaps = d(now.capture_gaps, prev.capture_gaps);
+    s.syn_retransmits = d(now.syn_retransmits, prev.syn_retransmits);
+    s.resets = d(now.resets, prev.resets);
+    s.connections_evicted = d(now.connections_evicted, prev.connections_evicted);
+    s.pipelined_connections = d(now.pipelined_connections, prev.pipelined_connections);
+    if s.packets == 0 {
+        s.first_ts_ns = None;
+        s.last_ts_ns = None;
+        s.duration_s = 0.0;
+    } else {
+        s.first_ts_ns = first_ts_ns.or(now.first_ts_ns);
+        s.duration_s = match (s.first_ts_ns, s.last_ts_ns) {
+            (Some(a), Some(b)) => (b - a).max(0) as f64 / 1e9,
+            _ => 0.0,
+        };
+    }
+    s
+}
+
+/// One port: capture windows until shutdown, one analyzer for the whole run (see the module
+/// docs). At a window's end the capture thread takes the window from the analyzer (the
+/// detectors' reports over the window's aggregates and a sweep of idle connections: no
+/// per-connection work beyond the sweep), closes the window's pcap and returns to the ring.
 fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
+    let mut analyzer = Analyzer::new(AnalyzerConfig {
+        server_port: Some(ctx.port),
+        ..AnalyzerConfig::default()
+    })
+    .idle_timeout(ctx.idle_timeout);
     // The capture's drop count is cumulative over the socket's life.
     let mut drops_so_far = 0u64;
+    let mut prev_stats = CaptureStats::default();
     let mut window = 0u64;
     loop {
         window += 1;
-        let mut analyzer = Analyzer::new(AnalyzerConfig {
-            server_port: Some(ctx.port),
-            ..AnalyzerConfig::default()
-        });
         let pcap_path = ctx.ring.as_ref().map(|r| r.current_pcap(ctx.port, window));
         let mut pcap_error = None;
         let mut writer = match &pcap_path {
@@ -493,7 +598,9 @@ fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
         };
         let mut written = 0u64;
         let mut truncated = false;
+        let mut first_ts: Option<i64> = None;
         let summary = cap.run_flow(&ctx.window_stop, &mut |p| {
+            first_ts.get_or_insert(p.ts_ns);
             analyzer.push(p);
             if let Some(w) = writer.as_mut() {
                 let size = 16 + p.data.len() as u64;
@@ -512,51 +619,30 @@ fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
             analyzer.note_capture_drops(s.drops.saturating_sub(drops_so_far));
             drops_so_far = s.drops;
         }
-        let done = ctx.shutdown.load(Ordering::SeqCst);
-        let port = ctx.port;
-        let tx = ctx.tx.clone();
-        let finish = move || {
-            let mut pcap = None;
-            if let Some(w) = writer {
-                match w.finish() {
-                    Ok(()) => pcap = pcap_path,
-                    Err(e) => {
-                        pcap_error.get_or_insert(e.to_string());
-                    }
+        let mut analysis = analyzer.take_window(now_unix_ns());
+        let cumulative = std::mem::take(&mut analysis.stats);
+        analysis.stats = window_stats(&prev_stats, &cumulative, first_ts);
+        prev_stats = cumulative;
+        let mut pcap = None;
+        if let Some(w) = writer {
+            match w.finish() {
+                Ok(()) => pcap = pcap_path,
+                Err(e) => {
+                    pcap_error.get_or_insert(e.to_string());
                 }
             }
-            let analysis = analyzer.finish();
-            tx.send(PortWindow {
-                port,
-                analysis,
-                summary,
-                pcap,
-                pcap_truncated: truncated,
-                pcap_error,
-            })
-            .is_ok()
-        };
-        if done {
-            finish();
-            return;
         }
-        if let Err(e) = std::thread::Builder::new()
-            .name(format!("finish-{port}"))
-            .spawn(finish)
-        {
-            // Without a thread, report the failure as this window's capture error.
-            let _ = ctx.tx.send(PortWindow {
-                port,
-                analysis: Analyzer::new(AnalyzerConfig::default()).finish(),
-                summary: Err(ObserveError::Capture {
-                    op: "spawn finisher thread".into(),
-                    errno: e.raw_os_error(),
-                    message: e.to_string(),
-                }),
-                pcap: None,
-                pcap_truncated: false,
-                pcap_error: None,
-            });
+        let sent = ctx.tx.send(PortWindow {
+            port: ctx.port,
+            analysis,
+            open_connections: analyzer.open_connections(),
+            summary,
+            pcap,
+            pcap_truncated: truncated,
+            pcap_error,
+        });
+        if sent.is_err() || ctx.shutdown.load(Ordering::SeqCst) {
+            return;
         }
     }
 }

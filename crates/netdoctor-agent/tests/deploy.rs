@@ -74,12 +74,17 @@ fn dashboard_parses_and_every_query_names_an_exported_metric() {
             used.insert(n);
         }
     }
-    // The dashboard shows what issue 14 asks for: findings, latency percentiles, counters.
+    // The dashboard shows what issue 14 asks for: findings, latency percentiles, counters,
+    // the watched listeners' queues, capture drops and what the agent's memory follows.
     for must in [
         "netdoctor_finding_active",
         "netdoctor_request_duration_seconds_bucket",
         "netdoctor_kernel_stat_window_delta",
         "process_cpu_seconds_total",
+        "netdoctor_listen_queue_depth",
+        "netdoctor_syn_recv_connections",
+        "netdoctor_capture_drops_total",
+        "netdoctor_tcp_open_connections",
     ] {
         assert!(used.contains(must), "dashboard does not show {must}");
     }

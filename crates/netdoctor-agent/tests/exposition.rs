@@ -141,6 +141,36 @@ fn findings_latency_and_counters_become_labelled_series() {
     assert!(sample(&t, "process_resident_memory_bytes").is_some_and(|v| v > 0.0));
     assert!(t.contains("# TYPE process_cpu_seconds counter"));
 
+    // The listener sampled over the window: gauges with the port label; gone with it.
+    let l = netdoctor_agent::host::ListenerWindow {
+        samples: 30,
+        max_accept_queue: 129,
+        backlog: 128,
+        full_samples: 3,
+        max_syn_recv: 40,
+    };
+    m.record_host(8081, Some(&l), 52);
+    let t = m.encode();
+    for (name, want) in [
+        ("netdoctor_listen_queue_depth", 129.0),
+        ("netdoctor_listen_queue_limit", 128.0),
+        ("netdoctor_listen_queue_full_ratio", 0.1),
+        ("netdoctor_syn_recv_connections", 40.0),
+        ("netdoctor_tcp_open_connections", 52.0),
+    ] {
+        assert_eq!(
+            sample(&t, &format!(r#"{name}{{port="8081"}}"#)),
+            Some(want),
+            "{name}"
+        );
+    }
+    m.record_host(8081, None, 0);
+    let t = m.encode();
+    assert_eq!(
+        sample(&t, r#"netdoctor_listen_queue_depth{port="8081"}"#),
+        None
+    );
+
     // Next window: healthy. The finding's series drop to 0, its window count stays.
     m.record_window(8081, &window(vec![], 500), 1_700_000_030.0);
     let t = m.encode();
@@ -231,6 +261,17 @@ fn promtool_accepts_the_exposition() {
     assert!(out.status.success());
     let m = AgentMetrics::new();
     m.record_window(8081, &window(vec![nagle()], 1000), 1.0);
+    m.record_host(
+        8081,
+        Some(&netdoctor_agent::host::ListenerWindow {
+            samples: 30,
+            max_accept_queue: 3,
+            backlog: 511,
+            full_samples: 0,
+            max_syn_recv: 1,
+        }),
+        12,
+    );
     let text = m.encode_text_004();
     let mut child = std::process::Command::new("promtool")
         .args(["check", "metrics"])

@@ -175,6 +175,15 @@ fn window() -> WindowResult {
         end_unix_ms: 0,
         report: r,
         stored: None,
+        listener: Some(netdoctor_agent::host::ListenerWindow {
+            samples: 30,
+            max_accept_queue: 7,
+            backlog: 511,
+            full_samples: 0,
+            max_syn_recv: 2,
+        }),
+        kmsg_lines: 0,
+        open_connections: 50,
     }
 }
 
@@ -191,6 +200,7 @@ fn metrics_and_findings_reach_the_collector() {
     let mut names = Vec::new();
     let mut requests = None;
     let mut active = None;
+    let mut depth = None;
     for p in &m {
         let req = ExportMetricsServiceRequest::decode(p.body.as_slice()).expect("protobuf");
         for rm in &req.resource_metrics {
@@ -219,6 +229,7 @@ fn metrics_and_findings_reach_the_collector() {
                     });
                     match metric.name.as_str() {
                         "netdoctor.requests" => requests = v,
+                        "netdoctor.listen.queue.depth" => depth = v,
                         "netdoctor.finding.active" => {
                             let has_id = points.iter().any(|d| {
                                 d.attributes.iter().any(|a| {
@@ -249,6 +260,7 @@ fn metrics_and_findings_reach_the_collector() {
         );
     }
     assert_eq!(requests, Some(1234.0));
+    assert_eq!(depth, Some(7.0), "the listener's accept queue");
     assert_eq!(active, Some(1.0));
 
     let l = col.posts("/v1/logs");

@@ -100,12 +100,26 @@ pub fn now_us() -> u64 {
 
 /// The matching lines logged at or after `since_us` (see [`now_us`]), oldest first.
 pub fn read_since(since_us: u64) -> Result<Vec<KmsgLine>, HostError> {
-    let mut file = OpenOptions::new()
+    let mut file = open()?;
+    let mut out = Vec::new();
+    drain(&mut file, &mut |line| {
+        if line.at_us >= since_us {
+            out.push(line);
+        }
+    })?;
+    Ok(out)
+}
+
+fn open() -> Result<std::fs::File, HostError> {
+    OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(PATH)
-        .map_err(|e| read_error("kernel log", PATH, &e, Some("CAP_SYSLOG")))?;
-    let mut out = Vec::new();
+        .map_err(|e| read_error("kernel log", PATH, &e, Some("CAP_SYSLOG")))
+}
+
+/// Reads every record available now from `file` and hands the matching ones to `keep`.
+fn drain(file: &mut std::fs::File, keep: &mut dyn FnMut(KmsgLine)) -> Result<(), HostError> {
     // One record per read; records longer than the buffer fail with EINVAL and are skipped.
     let mut buf = vec![0u8; 8192];
     for _ in 0..1_000_000 {
@@ -113,10 +127,8 @@ pub fn read_since(since_us: u64) -> Result<Vec<KmsgLine>, HostError> {
             Ok(0) => break,
             Ok(n) => {
                 let record = String::from_utf8_lossy(&buf[..n]);
-                if let Some(line) = parse_record(&record)
-                    && line.at_us >= since_us
-                {
-                    out.push(line);
+                if let Some(line) = parse_record(&record) {
+                    keep(line);
                 }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -126,7 +138,33 @@ pub fn read_since(since_us: u64) -> Result<Vec<KmsgLine>, HostError> {
             Err(e) => return Err(read_error("kernel log", PATH, &e, Some("CAP_SYSLOG"))),
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Follows the kernel log from the moment it is opened: each [`read_new`](Self::read_new)
+/// returns the matching lines logged since the previous one. One open `/dev/kmsg` keeps its
+/// position, so a long-running agent reads each record once instead of the whole ring every
+/// time.
+pub struct KmsgFollower {
+    file: std::fs::File,
+}
+
+impl KmsgFollower {
+    /// Opens `/dev/kmsg` positioned after the last record (older lines are not returned).
+    pub fn open() -> Result<KmsgFollower, HostError> {
+        use std::io::{Seek, SeekFrom};
+        let mut file = open()?;
+        file.seek(SeekFrom::End(0))
+            .map_err(|e| read_error("kernel log", PATH, &e, None))?;
+        Ok(KmsgFollower { file })
+    }
+
+    /// The matching lines logged since the previous call (or the open), oldest first.
+    pub fn read_new(&mut self) -> Result<Vec<KmsgLine>, HostError> {
+        let mut out = Vec::new();
+        drain(&mut self.file, &mut |line| out.push(line))?;
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -198,5 +236,27 @@ mod tests {
             Ok(lines) => assert!(lines.iter().all(|l| l.at_us > 0)),
             Err(e) => assert_eq!(e.missing_capability(), Some("CAP_SYSLOG"), "{e}"),
         }
+    }
+
+    /// The follower returns a line logged after it opened, once. The line is written to the
+    /// kernel log by this test (root only): a "link is not ready" line for an interface that
+    /// does not exist, which no finding reads.
+    #[test]
+    fn follower_returns_new_lines_once() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: writing to /dev/kmsg needs root");
+            return;
+        }
+        let mut f = KmsgFollower::open().unwrap();
+        let tag = format!("nd-kt{}", std::process::id() % 100_000);
+        let text = format!("IPv6: ADDRCONF(NETDEV_UP): {tag}: link is not ready");
+        std::fs::write(PATH, format!("<6>{text}\n")).unwrap();
+        let lines = f.read_new().unwrap();
+        let mine: Vec<&KmsgLine> = lines.iter().filter(|l| l.text.contains(&tag)).collect();
+        assert_eq!(mine.len(), 1, "{lines:?}");
+        assert_eq!(mine[0].kind, KmsgKind::LinkNotReady);
+        let again = f.read_new().unwrap();
+        assert!(!again.iter().any(|l| l.text.contains(&tag)), "{again:?}");
     }
 }

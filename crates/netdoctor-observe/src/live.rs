@@ -12,8 +12,9 @@
 //!    port == the configured port, IPv4 non-first fragments dropped, accepted packets cut to the
 //!    snap length (the program's return value). The ethertype comes from the SKF_AD_PROTOCOL
 //!    ancillary load because a cooked socket's data has no link header.
-//! 3. `PACKET_VERSION = TPACKET_V3`, `PACKET_RX_RING` (8 blocks × 4 MiB, 10 ms block timeout),
-//!    `mmap` of the ring.
+//! 3. `PACKET_VERSION = TPACKET_V3`, `PACKET_RX_RING` (32 MiB by default, see [`ring_geometry`];
+//!    [`LiveCapture::open_with_ring`] takes another size; 10 ms block timeout), `mmap` of the
+//!    ring. The whole ring is mapped at once and counts in the process's RSS.
 //! 4. `bind` with `ETH_P_ALL` (and an interface index, or 0 for all): only now do packets arrive,
 //!    already filtered, so nothing unfiltered can leak in.
 //!
@@ -35,10 +36,18 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-/// Ring geometry: 8 blocks of 4 MiB (32 MiB: about half a second of a busy loopback at snap
-/// length 256).
-const BLOCK_SIZE: u32 = 4 << 20;
-const BLOCK_NR: u32 = 8;
+/// Default ring size: 32 MiB (about half a second of a busy loopback at snap length 256).
+pub const DEFAULT_RING_BYTES: usize = 32 << 20;
+/// Smallest ring accepted: four of the smallest blocks.
+pub const MIN_RING_BYTES: usize = 4 * MIN_BLOCK as usize;
+/// Block sizes: powers of two between these; a block holds whole packets, so the smallest one
+/// is larger than the largest snap length (65535) plus headers.
+const MIN_BLOCK: u32 = 128 << 10;
+const MAX_BLOCK: u32 = 4 << 20;
+/// Blocks aimed at: a block is handed over when full or after [`BLOCK_TIMEOUT_MS`], so at low
+/// rates each block holds about that long of traffic, and the number of blocks is how long the
+/// reader may be away before the kernel drops.
+const TARGET_BLOCKS: usize = 32;
 const FRAME_SIZE: u32 = 2048;
 /// A block is handed to user space at the latest this long after its first packet.
 const BLOCK_TIMEOUT_MS: u32 = 10;
@@ -53,6 +62,18 @@ const PACKET_OUTGOING: u8 = 4;
 const ARPHRD_LOOPBACK: u16 = 772;
 /// `TPACKET_ALIGN(sizeof(struct tpacket3_hdr))`: where the `sockaddr_ll` follows the header.
 const TPACKET3_HDRLEN: usize = 48;
+
+/// Block size and count for a ring of about `ring_bytes` (rounded down to whole blocks, at
+/// least [`MIN_RING_BYTES`]): blocks of a power-of-two size between 128 KiB and 4 MiB, about
+/// 32 of them (32 MiB → 32 × 1 MiB, 4 MiB → 32 × 128 KiB, 1 MiB → 8 × 128 KiB).
+pub fn ring_geometry(ring_bytes: usize) -> (u32, u32) {
+    let bytes = ring_bytes.max(MIN_RING_BYTES);
+    let want = (bytes / TARGET_BLOCKS).clamp(MIN_BLOCK as usize, MAX_BLOCK as usize);
+    // Largest power of two not above `want`.
+    let block = 1usize << (usize::BITS - 1 - want.leading_zeros());
+    let blocks = (bytes / block).min(u32::MAX as usize);
+    (block as u32, blocks as u32)
+}
 
 /// What to capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +123,18 @@ pub struct LiveCapture {
 impl LiveCapture {
     /// Opens the socket, attaches the filter and the ring and binds it. The socket is capturing
     /// when this returns: the caller may start traffic right after (that is the ready signal).
+    /// The ring is [`DEFAULT_RING_BYTES`].
     pub fn open(cfg: &LiveConfig) -> Result<LiveCapture, ObserveError> {
+        LiveCapture::open_with_ring(cfg, DEFAULT_RING_BYTES)
+    }
+
+    /// Like [`open`](Self::open) with a ring of about `ring_bytes` (see [`ring_geometry`]):
+    /// smaller rings cost less memory and drop packets sooner when the reader falls behind.
+    pub fn open_with_ring(
+        cfg: &LiveConfig,
+        ring_bytes: usize,
+    ) -> Result<LiveCapture, ObserveError> {
+        let (block_size, block_nr) = ring_geometry(ring_bytes);
         let where_ = cfg.interface.as_deref().unwrap_or("all interfaces");
         let what = format!("tcp port {} on {where_}", cfg.port);
         let fd = sys::packet_socket().map_err(|e| match e.raw_os_error() {
@@ -116,35 +148,35 @@ impl LiveCapture {
         };
         let snaplen = match cfg.snaplen {
             0 => 65_535,
-            n => n.min(BLOCK_SIZE / 2),
+            n => n.min(MIN_BLOCK / 2),
         };
         let filter = port_filter(cfg.port, snaplen);
         sys::attach_filter(&fd, &filter)
             .map_err(|e| sys_error(format!("attach BPF filter for {what}"), &e))?;
         sys::set_tpacket_v3(&fd).map_err(|e| sys_error("set PACKET_VERSION TPACKET_V3", &e))?;
         let req = sys::TpacketReq3 {
-            tp_block_size: BLOCK_SIZE,
-            tp_block_nr: BLOCK_NR,
+            tp_block_size: block_size,
+            tp_block_nr: block_nr,
             tp_frame_size: FRAME_SIZE,
-            tp_frame_nr: BLOCK_SIZE / FRAME_SIZE * BLOCK_NR,
+            tp_frame_nr: block_size / FRAME_SIZE * block_nr,
             tp_retire_blk_tov: BLOCK_TIMEOUT_MS,
             tp_sizeof_priv: 0,
             tp_feature_req_word: 0,
         };
         sys::set_rx_ring(&fd, &req).map_err(|e| {
             sys_error(
-                format!("set up PACKET_RX_RING ({BLOCK_NR} blocks of {BLOCK_SIZE} bytes)"),
+                format!("set up PACKET_RX_RING ({block_nr} blocks of {block_size} bytes)"),
                 &e,
             )
         })?;
-        let len = (BLOCK_SIZE as usize) * (BLOCK_NR as usize);
+        let len = (block_size as usize) * (block_nr as usize);
         let ptr = sys::mmap_ring(&fd, len)
             .map_err(|e| sys_error(format!("mmap packet ring of {len} bytes"), &e))?;
         let ring = Ring {
             ptr,
             len,
-            block_size: BLOCK_SIZE as usize,
-            blocks: BLOCK_NR as usize,
+            block_size: block_size as usize,
+            blocks: block_nr as usize,
         };
         sys::bind_all(&fd, ifindex)
             .map_err(|e| sys_error(format!("bind packet socket for {what}"), &e))?;
@@ -185,6 +217,7 @@ impl LiveCapture {
         f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
     ) -> Result<SourceSummary, ObserveError> {
         let start_frames = self.frames;
+        let (start_drops, start_freezes) = (self.drops, self.freezes);
         let mut drain_until: Option<Instant> = None;
         loop {
             if self.max_packets.is_some_and(|m| self.frames >= m) {
@@ -218,10 +251,13 @@ impl LiveCapture {
         self.drops += u64::from(stats.tp_drops);
         self.freezes += u64::from(stats.tp_freeze_q_cnt);
         let mut warnings = Vec::new();
-        if self.drops > 0 {
+        // Drops of this call (a long-running caller calls once per window).
+        if self.drops > start_drops {
             warnings.push(format!(
                 "the kernel dropped {} packets of {} (capture ring full {} times): the capture is incomplete",
-                self.drops, self.what, self.freezes
+                self.drops - start_drops,
+                self.what,
+                self.freezes - start_freezes
             ));
         }
         Ok(SourceSummary {

@@ -44,6 +44,11 @@ pub struct WatchArgs {
     /// Bytes kept per captured packet.
     #[arg(long, default_value_t = 256)]
     pub snaplen: u32,
+    /// Packet ring memory for all ports together, in MiB, split evenly (at least 0.5 MiB per
+    /// port). The rings count in the agent's RSS; packets the kernel drops when a ring is full
+    /// are counted and reported per window (`netdoctor_capture_drops_total`).
+    #[arg(long, default_value_t = 16, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub ring_mb: u64,
     /// Capture on this interface only (default: all).
     #[arg(long, value_name = "IFACE")]
     pub interface: Option<String>,
@@ -78,6 +83,7 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .map(|d| (d, args.keep.max(1) * ports.len()));
     cfg.pcap_limit_bytes = args.pcap_limit_mib.saturating_mul(1 << 20);
     cfg.max_windows = args.windows;
+    cfg.ring_bytes = netdoctor_agent::watch::ring_share((args.ring_mb as usize) << 20, ports.len());
 
     let metrics = Arc::new(AgentMetrics::new());
     let server = match args.listen {
@@ -112,6 +118,7 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     };
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
         metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
+        metrics.record_host(w.port, w.listener.as_ref(), w.open_connections);
         if let Some(o) = otlp.as_mut()
             && let Err(e) = o.record_window(w)
         {
@@ -156,6 +163,23 @@ fn window_line(w: &WindowResult) -> String {
         "window {} port {}: {verdict}, {x} exchanges",
         w.index, w.port
     );
+    let drops = r
+        .measurements
+        .capture
+        .as_ref()
+        .map_or(0, |c| c.stats.capture_drops);
+    if drops > 0 {
+        s.push_str(&format!(", {drops} packets dropped by the capture ring"));
+    }
+    if let Some(l) = &w.listener {
+        s.push_str(&format!(
+            ", accept queue ≤{}/{}",
+            l.max_accept_queue, l.backlog
+        ));
+        if l.max_syn_recv > 0 {
+            s.push_str(&format!(", {} SYN_RECV", l.max_syn_recv));
+        }
+    }
     for f in &r.findings {
         s.push_str(&format!(" — {} ({:?}", f.id, f.side).to_lowercase());
         if let Some(ms) = f.impact.added_latency_ms {

@@ -27,6 +27,17 @@ fn short_window_port_zero_and_tls_collector_are_named() {
 }
 
 #[test]
+fn a_ring_budget_out_of_range_is_a_usage_error() {
+    let o = netdoctor(&["watch", "-p", "1", "--ring-mb", "0", "--windows", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("invalid value '0' for '--ring-mb <MIB>'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn a_port_list_that_does_not_parse_is_a_usage_error() {
     let o = netdoctor(&["watch", "-p", "80,http"]);
     assert_eq!(o.status.code(), Some(2));
