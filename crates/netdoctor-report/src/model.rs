@@ -271,6 +271,8 @@ impl Report {
     pub fn decide(&mut self, inputs: &netdoctor_core::verdict::VerdictInputs) {
         use netdoctor_core::verdict::Reason;
         let outcome = netdoctor_core::verdict::decide(&mut self.findings, inputs);
+        // One root cause with its consequences under it (order and links only).
+        netdoctor_core::relate::relate(&mut self.findings);
         for r in &outcome.reasons {
             match r {
                 Reason::Finding { .. } => {}

@@ -311,6 +311,13 @@ fn render_finding(f: &Finding, out: &mut dyn Write) -> io::Result<()> {
         f.confidence
     )?;
     writeln!(out, "  {}", f.summary.bold())?;
+    if let Some(root) = f.caused_by {
+        writeln!(out, "  consequence of {root} (above)")?;
+    }
+    if !f.consequences.is_empty() {
+        let ids: Vec<&str> = f.consequences.iter().map(|c| c.as_str()).collect();
+        writeln!(out, "  root cause of: {} (below)", ids.join(", "))?;
+    }
     if !f.explanation.is_empty() {
         writeln!(out, "  {}", "Why:".bold())?;
         for line in wrap(&f.explanation, WIDTH - 4) {

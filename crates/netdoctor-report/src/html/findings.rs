@@ -30,6 +30,24 @@ fn finding(n: usize, f: &Finding, h: &mut String) -> fmt::Result {
         f.confidence * 100.0
     )?;
     write!(h, "<h3>{}</h3>", esc(&f.summary))?;
+    if let Some(root) = f.caused_by {
+        write!(
+            h,
+            r#"<p class="impact">Consequence of <code>{root}</code> (above).</p>"#
+        )?;
+    }
+    if !f.consequences.is_empty() {
+        let ids: Vec<String> = f
+            .consequences
+            .iter()
+            .map(|c| format!("<code>{c}</code>"))
+            .collect();
+        write!(
+            h,
+            r#"<p class="impact">Root cause of: {} (below).</p>"#,
+            ids.join(", ")
+        )?;
+    }
     let mut impact = Vec::new();
     if let Some(ms) = f.impact.added_latency_ms {
         impact.push(format!("adds {} per affected request", svg::fmt_ms(ms)));
