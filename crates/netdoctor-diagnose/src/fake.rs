@@ -174,7 +174,7 @@ impl Host for FakeHost {
         }
         Ok(result)
     }
-    fn start_host_run(&self, _port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
+    fn start_host_run(&self, _addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun> {
         None
     }
     fn cpu_times(&self) -> Option<CpuTimes> {

@@ -52,9 +52,10 @@ pub trait Host: Sync {
     ) -> Result<LoadResult, LoadError>;
     /// The machine's and this process's CPU counters; `None` when they cannot be read.
     fn cpu_times(&self) -> Option<CpuTimes>;
-    /// Starts the host collectors around the load, sampling the listener on `port` when it is
-    /// in this namespace; `None` where they do not run.
-    fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun>;
+    /// Starts the host collectors around the load, sampling the listener of `addr` in the
+    /// network namespace of the process that serves it when that process is on this host;
+    /// `None` where they do not run.
+    fn start_host_run(&self, addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun>;
 }
 
 /// The real machine.
@@ -112,12 +113,33 @@ impl Host for SystemHost {
     fn cpu_times(&self) -> Option<CpuTimes> {
         crate::observers::cpu_times()
     }
-    fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
-        Some(netdoctor_observe::host_run::HostRun::start(
-            &netdoctor_observe::host_run::HostRunConfig {
-                listener_port: Some(port),
-                ..Default::default()
-            },
-        ))
+    fn start_host_run(&self, addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun> {
+        use netdoctor_observe::host_run::{HostRun, HostRunConfig};
+        let cfg = HostRunConfig {
+            listener_port: Some(addr.port()),
+            ..Default::default()
+        };
+        Some(match netdoctor_observe::listener_ns::listener_owner(addr) {
+            Some(owner) if !owner.same_netns => {
+                match HostRun::start_in_netns_of(owner.pid, &cfg, owner.describe()) {
+                    Ok(run) => run,
+                    Err(mut skipped) => {
+                        // Our own namespace has no such listener: read the rest here.
+                        skipped.reason = format!(
+                            "the listener is in the {}, not sampled: {}",
+                            owner.describe(),
+                            skipped.reason
+                        );
+                        let mut run = HostRun::start(&HostRunConfig {
+                            listener_port: None,
+                            ..cfg
+                        });
+                        run.note_skipped(skipped);
+                        run
+                    }
+                }
+            }
+            _ => HostRun::start(&cfg),
+        })
     }
 }
