@@ -101,6 +101,7 @@ impl BpfObserver {
     pub fn start(scope: Scope) -> Result<BpfObserver, BpfError> {
         let netns: u32 = match scope {
             Scope::AllNamespaces => 0,
+            Scope::Netns(inode) => inode as u32,
             Scope::CallingThreadNetns => std::fs::metadata("/proc/thread-self/ns/net")
                 .map(|m| m.ino() as u32)
                 .map_err(|e| BpfError::Load {

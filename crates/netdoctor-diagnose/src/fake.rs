@@ -46,6 +46,17 @@ pub struct FakeHost {
     pub interrupt_after_ticks: Option<usize>,
     /// CPU counters handed out in turn (before, after the load).
     pub cpu: Mutex<Vec<CpuTimes>>,
+    /// What eBPF counted during the load, or why it could not run.
+    pub kernel: Result<netdoctor_observe::host_findings::KernelEvents, String>,
+}
+
+/// Recorded kernel events, handed back as they are.
+struct FakeKernelEvents(netdoctor_observe::host_findings::KernelEvents);
+
+impl crate::host::KernelEventsRun for FakeKernelEvents {
+    fn finish(self: Box<Self>) -> netdoctor_observe::host_findings::KernelEvents {
+        self.0
+    }
 }
 
 impl FakeHost {
@@ -82,6 +93,7 @@ impl FakeHost {
             ticks: (1..=10).map(|i| Duration::from_millis(100 * i)).collect(),
             interrupt_after_ticks: None,
             cpu: Mutex::new(Vec::new()),
+            kernel: Err("eBPF does not run on this recorded host".to_string()),
         }
     }
 }
@@ -176,6 +188,14 @@ impl Host for FakeHost {
     }
     fn start_host_run(&self, _addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun> {
         None
+    }
+    fn start_kernel_events(
+        &self,
+        _addr: SocketAddr,
+    ) -> Result<Box<dyn crate::host::KernelEventsRun>, String> {
+        self.kernel
+            .clone()
+            .map(|k| Box::new(FakeKernelEvents(k)) as Box<dyn crate::host::KernelEventsRun>)
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());

@@ -37,6 +37,8 @@ pub struct Outcome {
     pub cpu: Option<crate::observers::CpuUse>,
     /// Findings an observer made itself (the host layer's), ranked with the detectors'.
     pub findings: Vec<netdoctor_core::Finding>,
+    /// Kernel drops by reason that eBPF counted (evidence for the host findings).
+    pub kernel_drops: Vec<netdoctor_observe::host_findings::KernelDrop>,
 }
 
 /// A live capture that ran.

@@ -75,6 +75,8 @@ pub struct DiagnosePlan {
     pub socket_options: bool,
     /// Run the host collectors (listener queue, socket states, conntrack, kernel log, ...).
     pub host: bool,
+    /// Count kernel drops, retransmits and state changes with eBPF during the load.
+    pub bpf: bool,
     pub socket_sample_after: Duration,
 }
 
@@ -104,6 +106,7 @@ impl DiagnosePlan {
             counters: true,
             socket_options: true,
             host: true,
+            bpf: true,
             socket_sample_after: defaults::SOCKET_SAMPLE_AFTER,
         }
     }

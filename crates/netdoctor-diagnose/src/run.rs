@@ -240,6 +240,7 @@ fn finish(
     let m = std::mem::take(&mut outcome.measurements);
     report.measurements.counters = m.counters;
     report.measurements.server_sockets = m.server_sockets;
+    report.measurements.kernel = m.kernel;
     // How the load ran and what it got, for the detectors (who caused what).
     let l = &plan.load;
     outcome.observations.push(Observation::RunConfig {

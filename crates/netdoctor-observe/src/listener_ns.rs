@@ -45,17 +45,39 @@ pub fn own_netns() -> Option<String> {
 }
 
 /// The process listening on `addr` on this host, `None` when none can be seen (a remote
-/// server, a loopback target, or processes this user may not inspect).
+/// server, a loopback target, or processes this user may not inspect). When several
+/// namespaces have such a listener (two labs with the same addresses), one connection from the
+/// calling thread to `addr` tells which one serves it: its accepted end shows up in that
+/// namespace's TCP table.
 pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
+    let mut found = candidates(addr);
+    if found.len() <= 1 {
+        return found.pop();
+    }
+    let conn =
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)).ok()?;
+    let ours = conn.local_addr().ok()?;
+    let owner = found
+        .into_iter()
+        .find(|o| has_connection(o.pid, addr, ours));
+    drop(conn);
+    owner
+}
+
+/// One owner per namespace with a listener on `addr`.
+fn candidates(addr: SocketAddr) -> Vec<ListenerOwner> {
+    let mut out: Vec<ListenerOwner> = Vec::new();
     if addr.ip().is_loopback() {
-        return None;
+        return out;
     }
     let own = own_netns();
     let me = std::process::id();
     // Per namespace: (TCP table, whether it holds the target address).
     let mut seen: HashMap<String, (HashMap<u64, crate::sockopt::TcpEntry>, bool)> = HashMap::new();
-    let mut pids: Vec<u32> = fs::read_dir("/proc")
-        .ok()?
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return out;
+    };
+    let mut pids: Vec<u32> = dir
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect();
@@ -72,6 +94,9 @@ pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
             continue;
         };
         let ns = ns.to_string_lossy().into_owned();
+        if out.iter().any(|o| o.netns == ns) {
+            continue;
+        }
         let (table, has_addr) = seen
             .entry(ns.clone())
             .or_insert_with(|| (tcp_table(pid), netns_has_ip(pid, addr.ip())));
@@ -83,7 +108,7 @@ pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
             })
         });
         if listens {
-            return Some(ListenerOwner {
+            out.push(ListenerOwner {
                 pid,
                 process: comm(pid),
                 same_netns: own.as_deref() == Some(ns.as_str()),
@@ -91,7 +116,30 @@ pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
             });
         }
     }
-    None
+    out
+}
+
+/// Whether `pid`'s namespace has a TCP socket `local` ↔ `remote` (any state).
+fn has_connection(pid: u32, local: SocketAddr, remote: SocketAddr) -> bool {
+    ["tcp", "tcp6"].iter().any(|f| {
+        fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let f: Vec<&str> = l.split_whitespace().take(3).collect();
+                f.len() == 3
+                    && crate::sockopt::parse_hex_addr(f[1]).is_some_and(|a| same(a, local))
+                    && crate::sockopt::parse_hex_addr(f[2]).is_some_and(|a| same(a, remote))
+            })
+        })
+    })
+}
+
+/// Equal addresses, an IPv4-mapped IPv6 one equal to its IPv4 form.
+fn same(a: SocketAddr, b: SocketAddr) -> bool {
+    let canon = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    a.port() == b.port() && canon(a.ip()) == canon(b.ip())
 }
 
 /// Whether `ip` is a local address of `pid`'s network namespace.

@@ -184,7 +184,7 @@ fn parse_tcp_line(line: &str) -> Option<(u64, TcpEntry)> {
 }
 
 /// `0100007F:1F90` (IPv4) or 32 hex digits `:PORT` (IPv6): each 32-bit word in host order.
-fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
+pub(crate) fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
     let (ip, port) = s.split_once(':')?;
     let port = u16::from_str_radix(port, 16).ok()?;
     let word = |i: usize| -> Option<[u8; 4]> {

@@ -85,6 +85,10 @@ pub struct Measurements {
     /// Sockets of the process serving the target on this host, with their options.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_sockets: Option<Vec<ServerSocket>>,
+    /// Kernel drops by reason, retransmits and TCP state changes counted by eBPF during the
+    /// load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<netdoctor_observe::host_findings::KernelEvents>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -164,11 +168,13 @@ pub enum CheckName {
     Cpu,
     /// The host collectors: listener queue, socket states, conntrack, interfaces, kernel log.
     Host,
+    /// eBPF during the load: kernel drop reasons, retransmits, TCP state changes.
+    Bpf,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 12] = [
+    pub const ALL: [CheckName; 13] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -181,6 +187,7 @@ impl CheckName {
         CheckName::Pcap,
         CheckName::Cpu,
         CheckName::Host,
+        CheckName::Bpf,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -198,6 +205,7 @@ impl CheckName {
             CheckName::Pcap => "pcap",
             CheckName::Cpu => "cpu",
             CheckName::Host => "host",
+            CheckName::Bpf => "bpf",
         }
     }
 }

@@ -218,6 +218,10 @@ fn render_measurements(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "  {:<14} {}", "Kernel", shown.join(", "))?;
         }
     }
+    if let Some(k) = &m.kernel {
+        any = true;
+        writeln!(out, "  {:<14} {}", "eBPF", k.summary_line())?;
+    }
     if !any {
         writeln!(out, "  nothing (see checks below)")?;
     }

@@ -40,6 +40,7 @@ impl Observer for HostObserver {
         let (mut obs, mut skipped) = run.finish();
         skipped.extend(host_run::read_client_side(&mut obs));
         skipped.dedup_by(|a, b| a.name == b.name);
+        obs.kernel_drops = out.kernel_drops.clone();
         out.findings.extend(host_findings(&obs));
         let notes: Vec<String> = sampled_in
             .into_iter()

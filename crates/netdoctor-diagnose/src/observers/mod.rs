@@ -1,6 +1,7 @@
 //! The observers a diagnosis runs, in the order they start. Adding one: a file here that
 //! implements [`Observer`](crate::observer::Observer) and one line in [`for_plan`].
 
+mod bpf;
 mod capture;
 mod counters;
 mod cpu;
@@ -30,8 +31,18 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
     } else {
         off.push(Check::skipped(CheckName::Capture, "--no-capture was given"));
     }
+    if plan.bpf {
+        on.push(Box::new(bpf::BpfObserver::default()));
+    } else {
+        off.push(Check::skipped(
+            CheckName::Bpf,
+            "switched off (--no-bpf or --no-host)",
+        ));
+    }
     if plan.host {
         on.push(Box::new(HostObserver::default()));
+    } else {
+        off.push(Check::skipped(CheckName::Host, "switched off (--no-host)"));
     }
     if plan.socket_options {
         on.push(Box::new(SocketsObserver::default()));
