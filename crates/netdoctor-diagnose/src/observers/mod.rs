@@ -22,6 +22,16 @@ pub use sockets::SocketsObserver;
 pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
     let mut on: Vec<Box<dyn Observer>> = Vec::new();
     let mut off = Vec::new();
+    // eBPF first: loading it parses the kernel's BTF (~18 MB, freed right after), so that
+    // peak comes before the capture ring and the load take their memory, not on top of them.
+    if plan.bpf {
+        on.push(Box::new(bpf::BpfObserver::default()));
+    } else {
+        off.push(Check::skipped(
+            CheckName::Bpf,
+            "switched off (--no-bpf or --no-host)",
+        ));
+    }
     on.push(Box::new(CpuObserver::default()));
     if plan.counters {
         on.push(Box::new(CountersObserver::default()));
@@ -30,14 +40,6 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
         on.push(Box::new(CaptureObserver::default()));
     } else {
         off.push(Check::skipped(CheckName::Capture, "--no-capture was given"));
-    }
-    if plan.bpf {
-        on.push(Box::new(bpf::BpfObserver::default()));
-    } else {
-        off.push(Check::skipped(
-            CheckName::Bpf,
-            "switched off (--no-bpf or --no-host)",
-        ));
     }
     if plan.host {
         on.push(Box::new(HostObserver::default()));
