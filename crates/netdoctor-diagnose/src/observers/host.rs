@@ -45,8 +45,10 @@ impl Observer for HostObserver {
         let notes: Vec<String> = sampled_in
             .into_iter()
             .chain(skipped.iter().map(|s| match &s.missing_capability {
-                Some(cap) => format!("{} skipped ({}; needs {cap})", s.name, s.reason),
-                None => format!("{} skipped ({})", s.name, s.reason),
+                Some(cap) if !s.reason.contains(&format!("needs {cap}")) => {
+                    format!("{} skipped ({}; needs {cap})", s.name, s.reason)
+                }
+                _ => format!("{} skipped ({})", s.name, s.reason),
             }))
             .collect();
         out.checks.push(if notes.is_empty() {
