@@ -80,6 +80,8 @@ print()
 print(f"req/s   on  mean {m(on_rps):9.0f} (min {min(on_rps):.0f}, max {max(on_rps):.0f})")
 print(f"req/s   off mean {m(off_rps):9.0f} (min {min(off_rps):.0f}, max {max(off_rps):.0f})")
 print(f"req/s ratio on/off {ratio:.3f}  -> cost {100 * (1 - ratio):+.1f} % (budget ≤ 3 %): {'ok' if ratio >= 0.97 else 'OVER'}")
+paired = [a / b for a, b in zip(on_rps, off_rps)]
+print(f"per-round ratios {' '.join(f'{p:.3f}' for p in paired)}; median {st.median(paired):.3f}")
 print(f"peak RSS on  {max(on_rss) / 1024:.1f} MB (mean {m(on_rss) / 1024:.1f}), off {max(off_rss) / 1024:.1f} MB (mean {m(off_rss) / 1024:.1f})")
 print(f"RSS added by the host observers {drss:+.1f} MB (budget ≤ 20 MB): {'ok' if drss <= 20 else 'OVER'}")
 PY

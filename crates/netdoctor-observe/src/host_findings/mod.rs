@@ -10,9 +10,9 @@
 //! - [`netdev::interface_errors`]: NIC errors/drops grew;
 //! - [`sysctl_audit::sysctl_audit`]: the sysctls that matter for the findings above, only those.
 //!
-//! [`host_findings`] runs them all. How the lead ties `syn_retransmit` to a listen-queue overflow
-//! as its root cause lives with the detectors; `listen_queue_overflow` already lists the
-//! TCPSynRetrans delta among its evidence as the consequence.
+//! [`host_findings`] runs them all. Tying `syn_retransmit` (and the rest) to a listen-queue
+//! overflow as its root cause is `netdoctor_core::relate`, applied to the run's final findings;
+//! `listen_queue_overflow` also lists the TCPSynRetrans delta among its evidence.
 
 pub mod conntrack;
 pub mod listen_queue;
