@@ -24,6 +24,9 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
     let mut off = Vec::new();
     // eBPF first: loading it parses the kernel's BTF (~18 MB, freed right after), so that
     // peak comes before the capture ring and the load take their memory, not on top of them.
+    // Both host observers start before the capture: finding the server's namespace may open
+    // one connection to the target, which must not show up among the run's packets. eBPF
+    // finishes before the host observer, whose findings take its drops as evidence.
     if plan.bpf {
         on.push(Box::new(bpf::BpfObserver::default()));
     } else {
@@ -31,6 +34,11 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
             CheckName::Bpf,
             "switched off (--no-bpf or --no-host)",
         ));
+    }
+    if plan.host {
+        on.push(Box::new(HostObserver::default()));
+    } else {
+        off.push(Check::skipped(CheckName::Host, "switched off (--no-host)"));
     }
     on.push(Box::new(CpuObserver::default()));
     if plan.counters {
@@ -40,11 +48,6 @@ pub fn for_plan(plan: &DiagnosePlan) -> (Vec<Box<dyn Observer>>, Vec<Check>) {
         on.push(Box::new(CaptureObserver::default()));
     } else {
         off.push(Check::skipped(CheckName::Capture, "--no-capture was given"));
-    }
-    if plan.host {
-        on.push(Box::new(HostObserver::default()));
-    } else {
-        off.push(Check::skipped(CheckName::Host, "switched off (--no-host)"));
     }
     if plan.socket_options {
         on.push(Box::new(SocketsObserver::default()));
