@@ -7,8 +7,9 @@
 # kernel log, eBPF) against `--no-host` (all of them off), alternating which goes first, ROUNDS
 # rounds (default 5) of DURATION (default 5s) with CONNECTIONS (default 50). Per run: req/s
 # from the report (`measurements.load.requests_per_s`) and the peak RSS of the netdoctor process
-# (`/usr/bin/time -v`, "Maximum resident set size"); then the means, the req/s ratio
-# (on ÷ off) and the RSS difference, and each against the budget.
+# (`/usr/bin/time -v`, "Maximum resident set size") and its CPU time (user + system); then the
+# means, the req/s ratio (on ÷ off, of the means and per round), the CPU and RSS differences,
+# and each against the budget.
 #
 # It starts its own lab (`netdoctor lab start --name ndcost<PID>`: two namespaces and nginx),
 # sends traffic only into it, and removes it on exit, also on failure or Ctrl-C. Needs root
@@ -50,29 +51,36 @@ one() {
         cat "$work/stderr" >&2
         exit 2
     fi
-    local rps rss
+    local rps rss cpu
     rps=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["measurements"]["load"]["requests_per_s"]))' "$out")
     rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tv")
-    echo "$rps $rss"
+    # CPU seconds (user + system) of the whole netdoctor process (the load generator included):
+    # less at the mercy of a busy machine than req/s.
+    cpu=$(python3 -c 'import sys,re
+t = open(sys.argv[1]).read()
+pat = r"(?:User|System) time \(seconds\): ([0-9.]+)"
+print("%.2f" % sum(float(x) for x in re.findall(pat, t)))' "$tv")
+    echo "$rps $rss $cpu"
 }
 
-printf '%-6s %-5s %10s %10s  %s\n' round mode 'req/s' 'RSS MB' checks
-declare -a on_rps off_rps on_rss off_rss
+printf '%-6s %-5s %10s %10s %14s  %s\n' round mode 'req/s' 'RSS MB' 'CPU s' checks
+declare -a on_rps off_rps on_rss off_rss on_cpu off_cpu
 for r in $(seq 1 "$ROUNDS"); do
     if (( r % 2 )); then order=(on off); else order=(off on); fi
     for mode in "${order[@]}"; do
-        read -r rps rss < <(one "$mode" "$r")
+        read -r rps rss cpu < <(one "$mode" "$r")
         checks=$(python3 -c 'import json,sys
 r = json.load(open(sys.argv[1]))
 print(" ".join(c["name"] + "=" + c["status"] for c in r["checks"] if c["name"] in ("host", "bpf")))' "$work/$mode-$r.json")
-        printf '%-6s %-5s %10s %10.1f  %s\n' "$r" "$mode" "$rps" "$(echo "$rss / 1024" | bc -l)" "$checks"
-        if [[ $mode == on ]]; then on_rps+=("$rps"); on_rss+=("$rss"); else off_rps+=("$rps"); off_rss+=("$rss"); fi
+        printf '%-6s %-5s %10s %10.1f %14s  %s\n' "$r" "$mode" "$rps" "$(echo "$rss / 1024" | bc -l)" "$cpu" "$checks"
+        if [[ $mode == on ]]; then on_rps+=("$rps"); on_rss+=("$rss"); on_cpu+=("$cpu"); else off_rps+=("$rps"); off_rss+=("$rss"); off_cpu+=("$cpu"); fi
     done
 done
 
-python3 - "${on_rps[*]}" "${off_rps[*]}" "${on_rss[*]}" "${off_rss[*]}" <<'PY'
+uptime
+python3 - "${on_rps[*]}" "${off_rps[*]}" "${on_rss[*]}" "${off_rss[*]}" "${on_cpu[*]}" "${off_cpu[*]}" <<'PY'
 import statistics as st, sys
-on_rps, off_rps, on_rss, off_rss = ([float(x) for x in a.split()] for a in sys.argv[1:5])
+on_rps, off_rps, on_rss, off_rss, on_cpu, off_cpu = ([float(x) for x in a.split()] for a in sys.argv[1:7])
 m = lambda v: st.mean(v)
 ratio = m(on_rps) / m(off_rps)
 drss = (max(on_rss) - max(off_rss)) / 1024
@@ -82,6 +90,7 @@ print(f"req/s   off mean {m(off_rps):9.0f} (min {min(off_rps):.0f}, max {max(off
 print(f"req/s ratio on/off {ratio:.3f}  -> cost {100 * (1 - ratio):+.1f} % (budget ≤ 3 %): {'ok' if ratio >= 0.97 else 'OVER'}")
 paired = [a / b for a, b in zip(on_rps, off_rps)]
 print(f"per-round ratios {' '.join(f'{p:.3f}' for p in paired)}; median {st.median(paired):.3f}")
+print(f"CPU of the netdoctor process: on median {st.median(on_cpu):.2f} s, off median {st.median(off_cpu):.2f} s ({st.median(on_cpu) - st.median(off_cpu):+.2f} s per run)")
 print(f"peak RSS on  {max(on_rss) / 1024:.1f} MB (mean {m(on_rss) / 1024:.1f}), off {max(off_rss) / 1024:.1f} MB (mean {m(off_rss) / 1024:.1f})")
 print(f"RSS added by the host observers {drss:+.1f} MB (budget ≤ 20 MB): {'ok' if drss <= 20 else 'OVER'}")
 PY
