@@ -59,6 +59,8 @@ pub enum Scope {
     CallingThreadNetns,
     /// Every namespace of the machine.
     AllNamespaces,
+    /// The network namespace with this inode number (e.g. of `/proc/PID/ns/net`).
+    Netns(u64),
 }
 
 /// Drops of one reason at one kernel location.

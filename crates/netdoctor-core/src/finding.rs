@@ -201,6 +201,13 @@ pub struct Finding {
     pub explanation: String,
     pub fix: String,
     pub evidence: Vec<Evidence>,
+    /// Findings of this run that this one explains (it is their root cause), see
+    /// [`crate::relate`]. Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consequences: Vec<FindingId>,
+    /// The root cause of this finding when another finding of the run explains it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caused_by: Option<FindingId>,
 }
 
 impl Finding {
@@ -217,6 +224,8 @@ impl Finding {
             explanation: String::new(),
             fix: String::new(),
             evidence: Vec::new(),
+            consequences: Vec::new(),
+            caused_by: None,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod finding;
 pub mod observation;
 pub mod packet;
 pub mod probes;
+pub mod relate;
 pub mod sockets;
 mod stats;
 pub mod track;

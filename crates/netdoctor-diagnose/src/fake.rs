@@ -63,6 +63,17 @@ pub struct FakeHost {
     pub trace: Option<TraceResult>,
     /// The options of every trace asked for, in order.
     pub traces_asked: Mutex<Vec<TraceOptions>>,
+    /// What eBPF counted during the load, or why it could not run.
+    pub kernel: Result<netdoctor_observe::host_findings::KernelEvents, String>,
+}
+
+/// Recorded kernel events, handed back as they are.
+struct FakeKernelEvents(netdoctor_observe::host_findings::KernelEvents);
+
+impl crate::host::KernelEventsRun for FakeKernelEvents {
+    fn finish(self: Box<Self>) -> netdoctor_observe::host_findings::KernelEvents {
+        self.0
+    }
 }
 
 impl FakeHost {
@@ -106,6 +117,7 @@ impl FakeHost {
             next_hop: Ok(Some(NextHop::Local)),
             trace: None,
             traces_asked: Mutex::new(Vec::new()),
+            kernel: Err("eBPF does not run on this recorded host".to_string()),
         }
     }
 }
@@ -214,11 +226,19 @@ impl Host for FakeHost {
         }
         Ok(result)
     }
-    fn start_host_run(&self, _port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
+    fn start_host_run(&self, _addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun> {
         None
     }
     fn listening_ports(&self) -> Result<Vec<u16>, String> {
         Ok(self.listening.clone())
+    }
+    fn start_kernel_events(
+        &self,
+        _addr: SocketAddr,
+    ) -> Result<Box<dyn crate::host::KernelEventsRun>, String> {
+        self.kernel
+            .clone()
+            .map(|k| Box::new(FakeKernelEvents(k)) as Box<dyn crate::host::KernelEventsRun>)
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         let mut list = self.cpu.lock().unwrap_or_else(|e| e.into_inner());

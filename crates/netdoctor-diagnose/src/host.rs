@@ -12,6 +12,9 @@ use netdoctor_core::RawPacket;
 use netdoctor_core::packet::LinkType;
 use netdoctor_core::sockets::ServerSocket;
 use netdoctor_load::{LoadConfig, LoadError, LoadResult, Progress as LoadProgress};
+use netdoctor_observe::host_findings::{
+    KernelDrop, KernelEvents, KernelRetransmit, KernelStateChange,
+};
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbe, SynProbeConfig};
@@ -61,15 +64,75 @@ pub trait Host: Sync {
     /// The TCP ports listening in the run's network namespace (sock_diag), so connections
     /// that began before the capture are oriented by them.
     fn listening_ports(&self) -> Result<Vec<u16>, String>;
-    /// Starts the host collectors around the load, sampling the listener on `port` when it is
-    /// in this namespace; `None` where they do not run.
-    fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun>;
     /// The resolver's path, getaddrinfo and each nameserver asked directly for `opts.name`.
     fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String>;
     /// How the run's network namespace reaches `ip`; `Ok(None)` when it cannot say (IPv6).
     fn next_hop(&self, ip: IpAddr) -> Result<Option<NextHop>, String>;
     /// A traceroute with these options.
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String>;
+    /// Starts the host collectors around the load, sampling the listener of `addr` in the
+    /// network namespace of the process that serves it when that process is on this host;
+    /// `None` where they do not run.
+    fn start_host_run(&self, addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun>;
+    /// Starts counting kernel events with eBPF (drops, retransmits, state changes) in the
+    /// network namespace that serves `addr` when its process is on this host, else in this
+    /// one; the error says why it cannot run (and which capability is missing).
+    fn start_kernel_events(&self, addr: SocketAddr) -> Result<Box<dyn KernelEventsRun>, String>;
+}
+
+/// Kernel events being counted; [`KernelEventsRun::finish`] reads them and stops counting.
+pub trait KernelEventsRun: Send {
+    fn finish(self: Box<Self>) -> KernelEvents;
+}
+
+/// The eBPF observer of `netdoctor-bpf`, counting in one namespace.
+struct SystemKernelEvents {
+    observer: netdoctor_bpf::BpfObserver,
+    netns: String,
+}
+
+impl KernelEventsRun for SystemKernelEvents {
+    fn finish(self: Box<Self>) -> KernelEvents {
+        let s = self.observer.finish();
+        KernelEvents {
+            netns: self.netns,
+            drops: s
+                .drops
+                .into_iter()
+                .map(|d| KernelDrop {
+                    reason: d.reason,
+                    location: d.location,
+                    count: d.count,
+                })
+                .collect(),
+            retransmits_total: s.retransmits.iter().map(|r| r.count).sum(),
+            retransmit_connections: s.retransmits.len() as u64,
+            retransmits: s
+                .retransmits
+                .into_iter()
+                .take(KernelEvents::MAX_CONNECTIONS)
+                .map(|r| KernelRetransmit {
+                    local: r.local.to_string(),
+                    remote: r.remote.to_string(),
+                    count: r.count,
+                })
+                .collect(),
+            state_changes: s
+                .state_changes
+                .into_iter()
+                .map(|c| KernelStateChange {
+                    from: c.from,
+                    to: c.to,
+                    count: c.count,
+                })
+                .collect(),
+            failed: s
+                .failed
+                .into_iter()
+                .map(|f| format!("{}: {}", f.program, f.reason))
+                .collect(),
+        }
+    }
 }
 
 /// The real machine.
@@ -140,13 +203,56 @@ impl Host for SystemHost {
         ports.dedup();
         Ok(ports)
     }
-    fn start_host_run(&self, port: u16) -> Option<netdoctor_observe::host_run::HostRun> {
-        Some(netdoctor_observe::host_run::HostRun::start(
-            &netdoctor_observe::host_run::HostRunConfig {
-                listener_port: Some(port),
-                ..Default::default()
-            },
-        ))
+    fn start_host_run(&self, addr: SocketAddr) -> Option<netdoctor_observe::host_run::HostRun> {
+        use netdoctor_observe::host_run::{HostRun, HostRunConfig};
+        let cfg = HostRunConfig {
+            listener_port: Some(addr.port()),
+            ..Default::default()
+        };
+        Some(match netdoctor_observe::listener_ns::listener_owner(addr) {
+            Some(owner) if !owner.same_netns => {
+                match HostRun::start_in_netns_of(owner.pid, &cfg, owner.describe()) {
+                    Ok(run) => run,
+                    Err(mut skipped) => {
+                        // Our own namespace has no such listener: read the rest here.
+                        skipped.reason = format!(
+                            "the listener is in the {}, not sampled: {}",
+                            owner.describe(),
+                            skipped.reason
+                        );
+                        let mut run = HostRun::start(&HostRunConfig {
+                            listener_port: None,
+                            ..cfg
+                        });
+                        run.note_skipped(skipped);
+                        run
+                    }
+                }
+            }
+            _ => HostRun::start(&cfg),
+        })
+    }
+
+    fn start_kernel_events(&self, addr: SocketAddr) -> Result<Box<dyn KernelEventsRun>, String> {
+        use netdoctor_observe::listener_ns;
+        use std::os::unix::fs::MetadataExt;
+        let (scope, netns) = match listener_ns::listener_owner(addr) {
+            Some(owner) if !owner.same_netns => {
+                let ino = std::fs::metadata(format!("/proc/{}/ns/net", owner.pid))
+                    .map_err(|e| format!("{}: {e}", owner.describe()))?
+                    .ino();
+                (netdoctor_bpf::Scope::Netns(ino), owner.describe())
+            }
+            _ => (
+                netdoctor_bpf::Scope::CallingThreadNetns,
+                format!(
+                    "network namespace {} of this run",
+                    listener_ns::own_netns().unwrap_or_default()
+                ),
+            ),
+        };
+        let observer = netdoctor_bpf::BpfObserver::start(scope).map_err(|e| e.to_string())?;
+        Ok(Box::new(SystemKernelEvents { observer, netns }))
     }
     fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String> {
         netdoctor_route::dns::run(opts).map_err(|e| e.to_string())

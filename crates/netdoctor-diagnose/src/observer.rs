@@ -40,6 +40,8 @@ pub struct Outcome {
     /// The load's median latency, set before the observers finish, for those that compare a
     /// figure of theirs with it (the trace's base RTT).
     pub load_p50_ms: Option<f64>,
+    /// Kernel drops by reason that eBPF counted (evidence for the host findings).
+    pub kernel_drops: Vec<netdoctor_observe::host_findings::KernelDrop>,
 }
 
 /// A live capture that ran.

@@ -99,6 +99,8 @@ pub struct DiagnosePlan {
     pub dns: bool,
     /// Trace the route when the target is behind a gateway (off: `--no-trace`).
     pub trace: bool,
+    /// Count kernel drops, retransmits and state changes with eBPF during the load.
+    pub bpf: bool,
     pub socket_sample_after: Duration,
     /// Watch the target's real traffic for [`LoadPlan::duration`] instead of probing and
     /// loading it: no packet is sent (`diagnose --passive`).
@@ -133,6 +135,7 @@ impl DiagnosePlan {
             host: true,
             dns: true,
             trace: true,
+            bpf: true,
             socket_sample_after: defaults::SOCKET_SAMPLE_AFTER,
             passive: false,
         }

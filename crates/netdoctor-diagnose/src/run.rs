@@ -381,6 +381,7 @@ fn finish(
     let m = std::mem::take(&mut outcome.measurements);
     report.measurements.counters = m.counters;
     report.measurements.server_sockets = m.server_sockets;
+    report.measurements.kernel = m.kernel;
     report.measurements.trace = m.trace;
     // How the load ran and what it got, for the detectors (who caused what). A passive run
     // had no load: the connections are the real clients'.

@@ -298,3 +298,70 @@ fn a_load_generator_out_of_file_descriptors_is_not_a_verdict_on_the_server() {
     assert_eq!(status, CheckStatus::Skipped);
     assert!(reason.contains("load generator"), "{reason}");
 }
+
+#[test]
+fn ebpf_that_cannot_run_is_a_skipped_check_and_the_run_goes_on() {
+    let h = nagle_host();
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(
+        check(&r, "bpf"),
+        (
+            CheckStatus::Skipped,
+            "eBPF does not run on this recorded host".to_string()
+        )
+    );
+    assert_eq!(r.measurements.kernel, None);
+    assert_eq!(r.findings[0].id, FindingId::NagleDelayedAck);
+}
+
+#[test]
+fn kernel_events_become_the_kernel_section() {
+    use netdoctor_observe::host_findings::{KernelDrop, KernelEvents, KernelStateChange};
+    let mut h = nagle_host();
+    let events = KernelEvents {
+        netns: "network namespace net:[4026532318] of nginx (pid 4242)".into(),
+        drops: vec![KernelDrop {
+            reason: "NETFILTER_DROP".into(),
+            location: "nf_hook_slow+0x9c".into(),
+            count: 7,
+        }],
+        retransmits_total: 3,
+        retransmit_connections: 1,
+        state_changes: vec![KernelStateChange {
+            from: "ESTABLISHED".into(),
+            to: "CLOSE_WAIT".into(),
+            count: 100,
+        }],
+        ..Default::default()
+    };
+    h.kernel = Ok(events.clone());
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    let (status, reason) = check(&r, "bpf");
+    assert_eq!(status, CheckStatus::Ok);
+    assert!(reason.contains("of nginx (pid 4242)"), "{reason}");
+    assert_eq!(r.measurements.kernel.as_ref(), Some(&events));
+    let mut text = Vec::new();
+    netdoctor_report::terminal::render(&r, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains(
+            "drops NETFILTER_DROP ×7 at nf_hook_slow+0x9c; 3 retransmits on 1 connections"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn host_observers_switched_off_say_so() {
+    let h = nagle_host();
+    let mut p = plan(h.addr);
+    p.host = false;
+    p.bpf = false;
+    let r = run(&p, &h, &Silent, &AtomicBool::new(false)).unwrap();
+    for name in ["host", "bpf"] {
+        let (status, reason) = check(&r, name);
+        assert_eq!(status, CheckStatus::Skipped, "{name}");
+        assert!(reason.contains("switched off"), "{name}: {reason}");
+    }
+    assert_eq!(r.findings[0].id, FindingId::NagleDelayedAck);
+}

@@ -5,6 +5,7 @@
 //! could not read becomes a [`SkippedCollector`] with the reason and the missing capability; the
 //! rest still fills [`HostObservations`].
 
+use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::counters::{self, CounterSnapshot};
@@ -46,8 +47,25 @@ pub struct SkippedCollector {
     pub missing_capability: Option<String>,
 }
 
-/// The collectors' state between start and finish.
+/// The collectors between start and finish: here, or on a thread in the server's namespace.
 pub struct HostRun {
+    inner: Inner,
+    sampled_in: Option<String>,
+    noted: Vec<SkippedCollector>,
+}
+
+type Seen = (HostObservations, Vec<SkippedCollector>);
+
+enum Inner {
+    Here(Box<State>),
+    Away {
+        finish: mpsc::Sender<()>,
+        thread: std::thread::JoinHandle<Seen>,
+    },
+}
+
+/// The collectors' state between start and finish.
+struct State {
     counters: Option<CounterSnapshot>,
     netdev: Option<Vec<NetDevStats>>,
     conntrack: Option<conntrack::ConntrackUsage>,
@@ -74,6 +92,97 @@ fn skip(
 impl HostRun {
     /// Takes the "before" readings and starts the listener sampler (on this thread's namespace).
     pub fn start(cfg: &HostRunConfig) -> HostRun {
+        HostRun {
+            inner: Inner::Here(Box::new(State::start(cfg))),
+            sampled_in: None,
+            noted: Vec::new(),
+        }
+    }
+
+    /// Like [`HostRun::start`], in the network namespace of process `pid` (`/proc/PID/ns/net`)
+    /// on a thread of its own that stays there until [`HostRun::finish`]; `sampled_in` names
+    /// that namespace for the report. Fails (with the missing capability: joining another
+    /// namespace needs CAP_SYS_ADMIN) when the namespace cannot be joined.
+    pub fn start_in_netns_of(
+        pid: u32,
+        cfg: &HostRunConfig,
+        sampled_in: String,
+    ) -> Result<HostRun, SkippedCollector> {
+        let fail = |op: String, e: std::io::Error| {
+            let cap = netdoctor_sys::os_error::is_permission(&e).then_some("CAP_SYS_ADMIN");
+            SkippedCollector {
+                name: "netns".to_string(),
+                reason: format!("{op}: {e}"),
+                missing_capability: cap.map(str::to_string),
+            }
+        };
+        let path = format!("/proc/{pid}/ns/net");
+        let ns = std::fs::File::open(&path).map_err(|e| fail(format!("open {path}"), e))?;
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), SkippedCollector>>(1);
+        let (finish, finish_rx) = mpsc::channel::<()>();
+        let cfg = cfg.clone();
+        let thread = std::thread::Builder::new()
+            .name("host-netns".into())
+            .spawn(move || -> Seen {
+                if let Err(e) = netdoctor_sys::netns::join_net(&ns) {
+                    let _ = ready_tx.send(Err(fail(format!("setns into {path}"), e)));
+                    return Seen::default();
+                }
+                drop(ns);
+                let state = State::start(&cfg);
+                let _ = ready_tx.send(Ok(()));
+                // A dropped HostRun ends the wait too (Err): the thread never outlives it long.
+                let _ = finish_rx.recv();
+                state.finish()
+            })
+            .map_err(|e| fail("spawn the namespace thread".into(), e))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(HostRun {
+                inner: Inner::Away { finish, thread },
+                sampled_in: Some(sampled_in),
+                noted: Vec::new(),
+            }),
+            Ok(Err(skipped)) => {
+                let _ = thread.join();
+                Err(skipped)
+            }
+            Err(_) => Err(SkippedCollector {
+                name: "netns".to_string(),
+                reason: "the namespace thread ended early".to_string(),
+                missing_capability: None,
+            }),
+        }
+    }
+
+    /// The network namespace the server side was read in, when it is not the caller's.
+    pub fn sampled_in(&self) -> Option<&str> {
+        self.sampled_in.as_deref()
+    }
+
+    /// Adds a collector that did not run (reported with the others by [`HostRun::finish`]).
+    pub fn note_skipped(&mut self, s: SkippedCollector) {
+        self.noted.push(s);
+    }
+
+    /// Takes the "after" readings (on the same namespace as `start`) and returns what was seen.
+    pub fn finish(self) -> (HostObservations, Vec<SkippedCollector>) {
+        let (obs, mut skipped) = match self.inner {
+            Inner::Here(state) => state.finish(),
+            Inner::Away { finish, thread } => {
+                let _ = finish.send(());
+                thread
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            }
+        };
+        let mut all = self.noted;
+        all.append(&mut skipped);
+        (obs, all)
+    }
+}
+
+impl State {
+    fn start(cfg: &HostRunConfig) -> State {
         let mut skipped = Vec::new();
         let counters = counters::snapshot()
             .map_err(|e| skip(&mut skipped, "counters", e.to_string(), None))
@@ -110,7 +219,7 @@ impl HostRun {
                 })
                 .ok()
         });
-        HostRun {
+        State {
             counters,
             netdev,
             conntrack,
@@ -120,8 +229,7 @@ impl HostRun {
         }
     }
 
-    /// Takes the "after" readings (on the same namespace as `start`) and returns what was seen.
-    pub fn finish(mut self) -> (HostObservations, Vec<SkippedCollector>) {
+    fn finish(mut self) -> Seen {
         let mut obs = HostObservations {
             listener: self.sampler.take().map(ListenerSampler::finish),
             ..Default::default()

@@ -23,6 +23,7 @@ pub mod host_error;
 pub mod host_findings;
 pub mod host_run;
 pub mod kmsg;
+pub mod listener_ns;
 pub mod live;
 pub mod netdev;
 pub mod pcapfile;

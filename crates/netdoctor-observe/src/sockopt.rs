@@ -122,14 +122,14 @@ pub fn server_sockets(
 }
 
 #[derive(Debug, Clone, Copy)]
-struct TcpEntry {
-    local: SocketAddr,
-    state: u8,
+pub(crate) struct TcpEntry {
+    pub(crate) local: SocketAddr,
+    pub(crate) state: u8,
 }
 
 /// `(fd, inode)` of every socket descriptor of `pid`; `Err` when its descriptors may not be
 /// read (another user's process), empty when it has gone.
-fn socket_fds(pid: u32) -> Result<Vec<(RawFd, u64)>, ()> {
+pub(crate) fn socket_fds(pid: u32) -> Result<Vec<(RawFd, u64)>, ()> {
     let dir = match fs::read_dir(format!("/proc/{pid}/fd")) {
         Ok(dir) => dir,
         Err(e) if os_error::is_permission(&e) => return Err(()),
@@ -152,7 +152,7 @@ fn socket_fds(pid: u32) -> Result<Vec<(RawFd, u64)>, ()> {
 }
 
 /// inode → entry for the TCP sockets of `pid`'s network namespace.
-fn tcp_table(pid: u32) -> HashMap<u64, TcpEntry> {
+pub(crate) fn tcp_table(pid: u32) -> HashMap<u64, TcpEntry> {
     tcp_table_of(&pid.to_string())
 }
 
@@ -184,7 +184,7 @@ fn parse_tcp_line(line: &str) -> Option<(u64, TcpEntry)> {
 }
 
 /// `0100007F:1F90` (IPv4) or 32 hex digits `:PORT` (IPv6): each 32-bit word in host order.
-fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
+pub(crate) fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
     let (ip, port) = s.split_once(':')?;
     let port = u16::from_str_radix(port, 16).ok()?;
     let word = |i: usize| -> Option<[u8; 4]> {
@@ -209,7 +209,7 @@ fn parse_hex_addr(s: &str) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-fn comm(pid: u32) -> String {
+pub(crate) fn comm(pid: u32) -> String {
     fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim().to_string())
         .unwrap_or_default()

@@ -129,6 +129,56 @@ mod tests {
     }
 
     #[test]
+    fn root_cause_and_consequences_follow_the_schema_and_show() {
+        let mut r = sample();
+        let mut retrans = Finding::new(
+            FindingId::SynRetransmit,
+            Severity::Critical,
+            Side::Host,
+            "SYNs repeated",
+        );
+        retrans.impact.added_latency_ms = Some(1000.0);
+        r.findings.push(retrans);
+        r.findings.push(Finding::new(
+            FindingId::ListenQueueOverflow,
+            Severity::Warning,
+            Side::Server,
+            "accept queue full",
+        ));
+        r.decide(&netdoctor_core::verdict::VerdictInputs {
+            exchanges: 100,
+            capture_present: true,
+            ..Default::default()
+        });
+        let mut buf = Vec::new();
+        render(&r, &mut buf).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let errors: Vec<String> = validator().iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(v["findings"][0]["id"], "listen_queue_overflow");
+        assert_eq!(
+            v["findings"][0]["consequences"],
+            serde_json::json!(["syn_retransmit"])
+        );
+        assert_eq!(v["findings"][1]["caused_by"], "listen_queue_overflow");
+        assert!(v["findings"][2].get("caused_by").is_none());
+        assert!(v["findings"][2].get("consequences").is_none());
+        let mut bad = v.clone();
+        bad["findings"][1]["caused_by"] = "made_up_id".into();
+        assert!(!validator().is_valid(&bad));
+        let back = parse(std::str::from_utf8(&buf).unwrap()).unwrap();
+        assert_eq!(back.findings, r.findings);
+        let mut text = Vec::new();
+        crate::terminal::render(&r, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("root cause of: syn_retransmit (below)")
+                && text.contains("consequence of listen_queue_overflow (above)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn schema_rejects_what_breaks_the_contract() {
         let mut buf = Vec::new();
         render(&sample(), &mut buf).unwrap();

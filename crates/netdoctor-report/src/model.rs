@@ -124,6 +124,10 @@ pub struct Measurements {
     /// assessment), as JSON for the same reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<serde_json::Value>,
+    /// Kernel drops by reason, retransmits and TCP state changes counted by eBPF during the
+    /// load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<netdoctor_observe::host_findings::KernelEvents>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -212,11 +216,13 @@ pub enum CheckName {
     Dns,
     /// The route to a target that is not on a directly connected network.
     Trace,
+    /// eBPF during the load: kernel drop reasons, retransmits, TCP state changes.
+    Bpf,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 14] = [
+    pub const ALL: [CheckName; 15] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -231,6 +237,7 @@ impl CheckName {
         CheckName::Host,
         CheckName::Dns,
         CheckName::Trace,
+        CheckName::Bpf,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -250,6 +257,7 @@ impl CheckName {
             CheckName::Host => "host",
             CheckName::Dns => "dns",
             CheckName::Trace => "trace",
+            CheckName::Bpf => "bpf",
         }
     }
 }
@@ -324,6 +332,8 @@ impl Report {
     pub fn decide(&mut self, inputs: &netdoctor_core::verdict::VerdictInputs) {
         use netdoctor_core::verdict::Reason;
         let outcome = netdoctor_core::verdict::decide(&mut self.findings, inputs);
+        // One root cause with its consequences under it (order and links only).
+        netdoctor_core::relate::relate(&mut self.findings);
         for r in &outcome.reasons {
             match r {
                 Reason::Finding { .. } => {}

@@ -120,6 +120,21 @@ fn render_finding(f: &Finding, lang: Lang, out: &mut dyn Write) -> io::Result<()
     writeln!(out, "[{sev}] {}  {meta}", f.id.as_str().bold())?;
     let texts = i18n::findings::texts(f, lang);
     writeln!(out, "  {}", texts.summary.bold())?;
+    if let Some(root) = f.caused_by {
+        writeln!(
+            out,
+            "  {}",
+            lang.ui("term-consequence-of", &[("root", a(root.as_str()))])
+        )?;
+    }
+    if !f.consequences.is_empty() {
+        let ids: Vec<&str> = f.consequences.iter().map(|c| c.as_str()).collect();
+        writeln!(
+            out,
+            "  {}",
+            lang.ui("term-root-cause-of", &[("ids", a(ids.join(", ")))])
+        )?;
+    }
     if !texts.explanation.is_empty() {
         writeln!(out, "  {}", lang.t("term-why").bold())?;
         for line in wrap(&texts.explanation, WIDTH - 4) {

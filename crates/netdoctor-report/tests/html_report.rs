@@ -172,3 +172,38 @@ fn a_live_load_report_has_the_charts_and_follows_the_schema() {
         page.len()
     );
 }
+
+#[test]
+fn a_root_cause_lists_its_consequences_and_they_point_back() {
+    use netdoctor_core::{Finding, Severity, Side};
+    let mut report = report_from_capture("lab-healthy.pcap");
+    report.findings = vec![
+        Finding::new(
+            FindingId::SynRetransmit,
+            Severity::Critical,
+            Side::Host,
+            "SYNs repeated after 1 s",
+        ),
+        Finding::new(
+            FindingId::ListenQueueOverflow,
+            Severity::Warning,
+            Side::Server,
+            "the accept queue overflowed",
+        ),
+    ];
+    report.decide(&netdoctor_core::verdict::VerdictInputs {
+        exchanges: 100,
+        capture_present: true,
+        ..Default::default()
+    });
+    let page = render(&report);
+    save("root-cause.html", &page);
+    assert_structure(&page);
+    let root = page
+        .find("Root cause of: <code>syn_retransmit</code>")
+        .expect("root");
+    let back = page
+        .find("Consequence of <code>listen_queue_overflow</code>")
+        .expect("consequence");
+    assert!(root < back, "the root cause comes first");
+}

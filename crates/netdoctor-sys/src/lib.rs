@@ -7,12 +7,16 @@
 //! - [`privilege`]: which capabilities this thread has (`CapEff`), which one a feature needs,
 //!   and what still works without it, and raising a permitted capability into the effective set
 //!   (the model is trippy's `trippy-privilege`).
+//! - [`memory`]: `malloc_trim`, to give the heap freed after loading eBPF back to the kernel.
+//! - [`netns`]: `setns` of the calling thread into a network namespace.
 //! - [`rusage`]: this process's CPU time (`getrusage`).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
 //! no `pidfd_getfd` wrapper; `libc` gives the raw calls and constants.
 
+pub mod memory;
+pub mod netns;
 pub mod os_error;
 pub mod pidfd;
 pub mod privilege;

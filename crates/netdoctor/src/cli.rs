@@ -192,6 +192,13 @@ pub struct DiagnoseArgs {
     /// Do not capture packets (without a capture, transport-level causes cannot be seen).
     #[arg(long)]
     pub no_capture: bool,
+    /// Do not run the host observers (listener queue, socket states, conntrack, interfaces,
+    /// sysctls, kernel log) nor eBPF.
+    #[arg(long)]
+    pub no_host: bool,
+    /// Do not load the eBPF programs (kernel drop reasons, retransmits, state changes).
+    #[arg(long)]
+    pub no_bpf: bool,
     /// Number of SYN probes for the baseline RTT.
     #[arg(long, default_value_t = defaults::SYN_PROBES, value_parser = positive_u32)]
     pub syn_probes: u32,

@@ -67,6 +67,8 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     plan.load.timeout = args.timeout;
     plan.load.keepalive = !args.no_keepalive;
     plan.capture.enabled = !args.no_capture;
+    plan.host = !args.no_host;
+    plan.bpf = !args.no_host && !args.no_bpf;
     plan.capture.snaplen = args.snaplen;
     plan.capture.pcap = args.pcap.clone();
     plan.syn_probes = args.syn_probes;

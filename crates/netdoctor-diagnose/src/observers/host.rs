@@ -3,7 +3,9 @@
 //! meaning, conntrack, interface errors, sysctls and kernel log lines, all of the namespace the
 //! run is in; then the host findings (`listen_queue_overflow`, `syn_flood`,
 //! `conntrack_table_full`, `ephemeral_port_exhaustion`, `interface_errors`).
-//! The listener is seen only when the server listens in this network namespace.
+//! The listener (and the server side's counters, states and sysctls) is read in the network
+//! namespace of the process that serves the target when it runs on this host (a lab or a
+//! container: client namespace → server namespace), else in this one; the check says which.
 
 use crate::observer::{Observer, Outcome, RunCtx};
 use netdoctor_observe::host_findings::host_findings;
@@ -21,7 +23,7 @@ impl Observer for HostObserver {
     }
 
     fn start(&mut self, ctx: &RunCtx<'_>) -> Result<(), Check> {
-        self.run = Some(ctx.host.start_host_run(ctx.addr.port()).ok_or_else(|| {
+        self.run = Some(ctx.host.start_host_run(ctx.addr).ok_or_else(|| {
             Check::skipped(
                 CheckName::Host,
                 "the host collectors do not run on this host",
@@ -32,20 +34,26 @@ impl Observer for HostObserver {
 
     fn finish(mut self: Box<Self>, _ctx: &RunCtx<'_>, out: &mut Outcome) {
         let Some(run) = self.run.take() else { return };
+        let sampled_in = run
+            .sampled_in()
+            .map(|ns| format!("server side read in the {ns}"));
         let (mut obs, mut skipped) = run.finish();
         skipped.extend(host_run::read_client_side(&mut obs));
         skipped.dedup_by(|a, b| a.name == b.name);
+        obs.kernel_drops = out.kernel_drops.clone();
         out.findings.extend(host_findings(&obs));
-        out.checks.push(if skipped.is_empty() {
+        let notes: Vec<String> = sampled_in
+            .into_iter()
+            .chain(skipped.iter().map(|s| match &s.missing_capability {
+                Some(cap) if !s.reason.contains(&format!("needs {cap}")) => {
+                    format!("{} skipped ({}; needs {cap})", s.name, s.reason)
+                }
+                _ => format!("{} skipped ({})", s.name, s.reason),
+            }))
+            .collect();
+        out.checks.push(if notes.is_empty() {
             Check::ok(CheckName::Host)
         } else {
-            let notes: Vec<String> = skipped
-                .iter()
-                .map(|s| match &s.missing_capability {
-                    Some(cap) => format!("{} skipped ({}; needs {cap})", s.name, s.reason),
-                    None => format!("{} skipped ({})", s.name, s.reason),
-                })
-                .collect();
             Check::ok_with(CheckName::Host, notes.join("; "))
         });
     }

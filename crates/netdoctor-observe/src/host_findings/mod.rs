@@ -10,9 +10,9 @@
 //! - [`netdev::interface_errors`]: NIC errors/drops grew;
 //! - [`sysctl_audit::sysctl_audit`]: the sysctls that matter for the findings above, only those.
 //!
-//! [`host_findings`] runs them all. How the lead ties `syn_retransmit` to a listen-queue overflow
-//! as its root cause lives with the detectors; `listen_queue_overflow` already lists the
-//! TCPSynRetrans delta among its evidence as the consequence.
+//! [`host_findings`] runs them all. Tying `syn_retransmit` (and the rest) to a listen-queue
+//! overflow as its root cause is `netdoctor_core::relate`, applied to the run's final findings;
+//! `listen_queue_overflow` also lists the TCPSynRetrans delta among its evidence.
 
 pub mod conntrack;
 pub mod listen_queue;
@@ -57,6 +57,77 @@ pub struct KernelDrop {
     /// e.g. `"tcp_conn_request+0x5d2"`.
     pub location: String,
     pub count: u64,
+}
+
+/// Retransmissions of one connection during the run (eBPF, `tcp:tcp_retransmit_skb`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelRetransmit {
+    pub local: String,
+    pub remote: String,
+    pub count: u64,
+}
+
+/// TCP state transitions during the run (eBPF, `sock:inet_sock_set_state`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelStateChange {
+    pub from: String,
+    pub to: String,
+    pub count: u64,
+}
+
+/// What the eBPF observer counted in the kernel during one run, busiest first, in one network
+/// namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelEvents {
+    /// The network namespace counted (`net:[…]`).
+    pub netns: String,
+    pub drops: Vec<KernelDrop>,
+    /// Retransmitted segments in all, and on how many connections.
+    #[serde(default)]
+    pub retransmits_total: u64,
+    #[serde(default)]
+    pub retransmit_connections: u64,
+    /// The connections with the most retransmits (at most [`KernelEvents::MAX_CONNECTIONS`]).
+    pub retransmits: Vec<KernelRetransmit>,
+    pub state_changes: Vec<KernelStateChange>,
+    /// Programs that did not run, each with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+impl KernelEvents {
+    /// Connections listed by name in [`KernelEvents::retransmits`].
+    pub const MAX_CONNECTIONS: usize = 20;
+
+    /// One line: the drop reasons, the retransmits, the busiest state changes.
+    pub fn summary_line(&self) -> String {
+        let mut parts = Vec::new();
+        if self.drops.is_empty() {
+            parts.push("no kernel drops".to_string());
+        } else {
+            let d: Vec<String> = self
+                .drops
+                .iter()
+                .take(3)
+                .map(|d| format!("{} ×{} at {}", d.reason, d.count, d.location))
+                .collect();
+            parts.push(format!("drops {}", d.join(", ")));
+        }
+        parts.push(format!(
+            "{} retransmits on {} connections",
+            self.retransmits_total, self.retransmit_connections
+        ));
+        if !self.state_changes.is_empty() {
+            let s: Vec<String> = self
+                .state_changes
+                .iter()
+                .take(3)
+                .map(|c| format!("{}→{} {}", c.from, c.to, c.count))
+                .collect();
+            parts.push(format!("state changes {}", s.join(", ")));
+        }
+        parts.join("; ")
+    }
 }
 
 /// Everything the host collectors saw during one run, in the run's network namespace(s).

@@ -43,6 +43,28 @@ fn finding(n: usize, f: &Finding, l: Lang, h: &mut String) -> fmt::Result {
     )?;
     let texts = crate::i18n::findings::texts(f, l);
     write!(h, "<h3>{}</h3>", esc(&texts.summary))?;
+    if let Some(root) = f.caused_by {
+        write!(
+            h,
+            r#"<p class="impact">{}</p>"#,
+            l.ui(
+                "html-consequence-of",
+                &[("root", a(format!("<code>{root}</code>")))]
+            )
+        )?;
+    }
+    if !f.consequences.is_empty() {
+        let ids: Vec<String> = f
+            .consequences
+            .iter()
+            .map(|c| format!("<code>{c}</code>"))
+            .collect();
+        write!(
+            h,
+            r#"<p class="impact">{}</p>"#,
+            l.ui("html-root-cause-of", &[("ids", a(ids.join(", ")))])
+        )?;
+    }
     let mut impact = Vec::new();
     if let Some(ms) = f.impact.added_latency_ms {
         impact.push(l.ui("html-impact-adds", &[("ms", a(svg::fmt_ms(ms)))]));

@@ -25,6 +25,10 @@ word-failed = failed
 ## Terminal report
 
 term-interrupted = interrupted: the run was stopped early; this report covers what was measured until then
+term-consequence-of = consequence of { $root } (above)
+term-root-cause-of = root cause of: { $ids } (below)
+html-consequence-of = Consequence of { $root } (above).
+html-root-cause-of = Root cause of: { $ids } (below).
 term-passive = passive: the target's real traffic was watched; no probe or load was sent
 term-connect = connect()
 term-connect-line = { $median } median (min { $min }, max { $max }; { $answered }/{ $sent } completed)

@@ -25,6 +25,10 @@ word-failed = 失败
 ## 终端报告
 
 term-interrupted = 已中断：运行被提前停止；本报告只包含停止前测到的内容
+term-consequence-of = 由 { $root } 引起（见上）
+term-root-cause-of = 是以下问题的根因：{ $ids }（见下）
+html-consequence-of = 由 { $root } 引起（见上）。
+html-root-cause-of = 是以下问题的根因：{ $ids }（见下）。
 term-passive = 被动模式：只观察了目标的真实流量，没有发送探测或负载
 term-connect = connect()
 term-connect-line = 中位数 { $median }（最小 { $min }，最大 { $max }；{ $sent } 次中 { $answered } 次完成）

@@ -245,6 +245,10 @@ pub(super) fn render_measurements(
             row(out, &lang.t("term-kernel"), &shown.join(", "))?;
         }
     }
+    if let Some(k) = &m.kernel {
+        any = true;
+        row(out, "eBPF", &k.summary_line())?;
+    }
     if !any {
         writeln!(out, "  {}", lang.t("term-nothing"))?;
     }

@@ -1,0 +1,249 @@
+//! Root cause and consequences: when one finding explains others (an accept queue that
+//! overflows makes clients repeat their SYNs; a full conntrack table drops packets), the report
+//! names one root cause and lists the others as its consequences instead of showing unrelated
+//! findings.
+//!
+//! [`RULES`] is the table: which id explains which, and on what condition. [`relate`] applies it
+//! to the run's final findings (after ranking): each consequence gets `caused_by` (the root at
+//! the top of its chain, so `syn_flood → listen_queue_overflow → syn_retransmit` has one root),
+//! each root gets `consequences`, and each consequence moves right after its root. Severities,
+//! and so the verdict, are untouched.
+
+use crate::finding::{Finding, FindingId, Severity, Side};
+
+/// One "explains" edge of the table.
+#[derive(Clone, Copy)]
+pub struct Rule {
+    pub root: FindingId,
+    pub consequence: FindingId,
+    /// Whether this root explains this consequence (the root is above `info` in any case).
+    pub when: fn(root: &Finding, consequence: &Finding) -> bool,
+}
+
+/// Not the client's own doing: the consequence blames the server, its host or the path.
+fn not_client(_: &Finding, c: &Finding) -> bool {
+    c.side != Side::Client
+}
+
+/// Blamed on the server or its host (a reset or timeout the path would not explain).
+fn server_or_host(_: &Finding, c: &Finding) -> bool {
+    matches!(c.side, Side::Server | Side::Host)
+}
+
+/// Failures on the load generator's own host (connect() errors), not answers of the server.
+fn on_host(_: &Finding, c: &Finding) -> bool {
+    c.side == Side::Host
+}
+
+const fn rule(
+    root: FindingId,
+    consequence: FindingId,
+    when: fn(&Finding, &Finding) -> bool,
+) -> Rule {
+    Rule {
+        root,
+        consequence,
+        when,
+    }
+}
+
+use FindingId::*;
+
+/// Which finding explains which, most upstream root first: when two roots could explain the
+/// same consequence, the first rule wins.
+pub const RULES: &[Rule] = &[
+    // A flood fills the SYN and accept queues; real clients' SYNs go unanswered.
+    rule(SynFlood, ListenQueueOverflow, not_client),
+    rule(SynFlood, SynRetransmit, not_client),
+    rule(SynFlood, RetransmissionTimeout, server_or_host),
+    rule(SynFlood, ConnectionReset, server_or_host),
+    // A full conntrack table drops new flows' packets: SYNs repeated, segments lost.
+    rule(ConntrackTableFull, SynRetransmit, not_client),
+    rule(ConntrackTableFull, PacketLossRetransmission, not_client),
+    rule(ConntrackTableFull, RetransmissionTimeout, not_client),
+    // A full accept queue drops SYNs or final ACKs (repeated SYNs, setup-time RTOs), resets
+    // them with tcp_abort_on_overflow, and the wait in the queue counts as server time.
+    rule(ListenQueueOverflow, SynRetransmit, not_client),
+    rule(ListenQueueOverflow, RetransmissionTimeout, server_or_host),
+    rule(ListenQueueOverflow, ConnectionReset, server_or_host),
+    rule(ListenQueueOverflow, SlowServerProcessing, server_or_host),
+    // No local port left: connect() fails on the client's host.
+    rule(EphemeralPortExhaustion, HttpErrors, on_host),
+    // Interface drops are lost segments.
+    rule(InterfaceErrors, PacketLossRetransmission, not_client),
+    rule(InterfaceErrors, RetransmissionTimeout, not_client),
+];
+
+/// Ties consequences to their root cause in `findings` (already ranked): sets `caused_by` and
+/// `consequences` and puts each consequence right after its root, keeping the rank order
+/// otherwise. A root is at the place of the best-ranked finding of its group.
+pub fn relate(findings: &mut Vec<Finding>) {
+    for f in findings.iter_mut() {
+        f.caused_by = None;
+        f.consequences.clear();
+    }
+    // Direct cause of each finding: the first rule whose root is present and applies.
+    let direct: Vec<Option<usize>> = findings
+        .iter()
+        .map(|c| {
+            RULES.iter().find_map(|r| {
+                if r.consequence != c.id {
+                    return None;
+                }
+                findings.iter().position(|root| {
+                    root.id == r.root && root.severity > Severity::Info && (r.when)(root, c)
+                })
+            })
+        })
+        .collect();
+    // The top of each chain (the table has no cycles; the bound guards a bad edit of it).
+    let top = |mut i: usize| {
+        for _ in 0..RULES.len() {
+            match direct[i] {
+                Some(up) if up != i => i = up,
+                _ => break,
+            }
+        }
+        i
+    };
+    let roots: Vec<Option<usize>> = (0..findings.len())
+        .map(|i| direct[i].map(|_| top(i)).filter(|&r| r != i))
+        .collect();
+    if roots.iter().all(Option::is_none) {
+        return;
+    }
+    for (i, root) in roots.iter().enumerate() {
+        if let Some(r) = *root {
+            let id = findings[i].id;
+            findings[i].caused_by = Some(findings[r].id);
+            if !findings[r].consequences.contains(&id) {
+                findings[r].consequences.push(id);
+            }
+        }
+    }
+    // Order: groups by their best-ranked member, the root first, then its consequences in rank
+    // order.
+    let group = |i: usize| roots[i].unwrap_or(i);
+    let mut first_of_group = vec![usize::MAX; findings.len()];
+    for i in 0..findings.len() {
+        let g = group(i);
+        first_of_group[g] = first_of_group[g].min(i);
+    }
+    let mut order: Vec<usize> = (0..findings.len()).collect();
+    order.sort_by_key(|&i| (first_of_group[group(i)], roots[i].is_some(), i));
+    let mut slots: Vec<Option<Finding>> = std::mem::take(findings).into_iter().map(Some).collect();
+    findings.extend(order.into_iter().filter_map(|i| slots[i].take()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(id: FindingId, severity: Severity, side: Side) -> Finding {
+        Finding::new(id, severity, side, id.as_str())
+    }
+
+    fn ids(v: &[Finding]) -> Vec<FindingId> {
+        v.iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn overflow_is_the_root_of_syn_retransmit_and_comes_first() {
+        let mut v = vec![
+            f(SynRetransmit, Severity::Critical, Side::Host),
+            f(ShortConnections, Severity::Info, Side::Client),
+            f(ListenQueueOverflow, Severity::Warning, Side::Server),
+        ];
+        relate(&mut v);
+        assert_eq!(
+            ids(&v),
+            [ListenQueueOverflow, SynRetransmit, ShortConnections]
+        );
+        assert_eq!(v[0].consequences, [SynRetransmit]);
+        assert_eq!(v[1].caused_by, Some(ListenQueueOverflow));
+        assert_eq!(v[2].caused_by, None);
+        assert!(v[2].consequences.is_empty());
+    }
+
+    #[test]
+    fn chains_end_at_one_root() {
+        let mut v = vec![
+            f(SynRetransmit, Severity::Critical, Side::Host),
+            f(ListenQueueOverflow, Severity::Warning, Side::Server),
+            f(SynFlood, Severity::Warning, Side::Host),
+            f(SlowServerProcessing, Severity::Warning, Side::Server),
+        ];
+        relate(&mut v);
+        assert_eq!(v[0].id, SynFlood);
+        assert_eq!(
+            v[0].consequences,
+            [SynRetransmit, ListenQueueOverflow, SlowServerProcessing]
+        );
+        // slow_server_processing hangs under the overflow, whose root is the flood.
+        let slow = v.iter().find(|x| x.id == SlowServerProcessing).unwrap();
+        assert_eq!(slow.caused_by, Some(SynFlood));
+        assert!(v.iter().skip(1).all(|x| x.caused_by == Some(SynFlood)));
+    }
+
+    #[test]
+    fn conditions_hold_the_tie_back() {
+        // The client's own resets, an info-level root, and 5xx answers are not explained.
+        let mut v = vec![
+            f(ConnectionReset, Severity::Info, Side::Client),
+            f(ListenQueueOverflow, Severity::Warning, Side::Server),
+            f(HttpErrors, Severity::Critical, Side::Server),
+            f(EphemeralPortExhaustion, Severity::Warning, Side::Client),
+            f(PacketLossRetransmission, Severity::Warning, Side::Network),
+            f(InterfaceErrors, Severity::Info, Side::Host),
+        ];
+        let before = v.clone();
+        relate(&mut v);
+        assert_eq!(v, before);
+        // The same port exhaustion explains connect() failures of the load generator's host.
+        v[2].side = Side::Host;
+        relate(&mut v);
+        let errors = v.iter().find(|x| x.id == HttpErrors).unwrap();
+        assert_eq!(errors.caused_by, Some(EphemeralPortExhaustion));
+    }
+
+    #[test]
+    fn conntrack_explains_loss_and_severities_stay() {
+        let mut v = vec![
+            f(RetransmissionTimeout, Severity::Critical, Side::Network),
+            f(PacketLossRetransmission, Severity::Warning, Side::Network),
+            f(ConntrackTableFull, Severity::Critical, Side::Host),
+        ];
+        relate(&mut v);
+        assert_eq!(
+            ids(&v),
+            [
+                ConntrackTableFull,
+                RetransmissionTimeout,
+                PacketLossRetransmission
+            ]
+        );
+        assert_eq!(
+            v.iter().map(|x| x.severity).collect::<Vec<_>>(),
+            [Severity::Critical, Severity::Critical, Severity::Warning]
+        );
+        // Applying it twice changes nothing.
+        let once = v.clone();
+        relate(&mut v);
+        assert_eq!(v, once);
+    }
+
+    #[test]
+    fn the_table_has_no_cycles() {
+        // Following "explained by" from any id ends within the table's length.
+        for r in RULES {
+            let mut id = r.consequence;
+            for step in 0..=RULES.len() {
+                assert!(step < RULES.len(), "cycle through {id}");
+                match RULES.iter().find(|x| x.consequence == id) {
+                    Some(x) => id = x.root,
+                    None => break,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Which process on this host owns the listener of a target address, and in which network
+//! namespace: a lab or a container serves `10.214.0.1:80` from a namespace other than the
+//! client's, where netdoctor runs. The host collectors then sample that listener from a thread
+//! that joined the process's namespace (`/proc/PID/ns/net`, see [`crate::host_run`]).
+//!
+//! How: the same walk as [`crate::sockopt`] (every process's socket descriptors matched against
+//! its namespace's TCP table), keeping a LISTEN socket on the target port bound to the target
+//! address, or to the unspecified address in a namespace that has the target address (its
+//! local routes in `/proc/PID/net/fib_trie`, `/proc/PID/net/if_inet6` for IPv6). A loopback
+//! target is always served from the caller's own namespace. Hand-written for the same reason as
+//! `sockopt`: a few lines of /proc parsing.
+
+use crate::sockopt::{comm, socket_fds, tcp_table};
+use std::collections::HashMap;
+use std::fs;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The process that listens on the target, and its network namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerOwner {
+    pub pid: u32,
+    /// Its command name (`/proc/PID/comm`).
+    pub process: String,
+    /// Its network namespace, as the kernel names it (`net:[4026532…]`).
+    pub netns: String,
+    /// The namespace is the calling thread's own.
+    pub same_netns: bool,
+}
+
+impl ListenerOwner {
+    /// `"network namespace net:[…] of nginx (pid 123)"`.
+    pub fn describe(&self) -> String {
+        format!(
+            "network namespace {} of {} (pid {})",
+            self.netns, self.process, self.pid
+        )
+    }
+}
+
+/// The calling thread's network namespace (`net:[…]`).
+pub fn own_netns() -> Option<String> {
+    fs::read_link("/proc/thread-self/ns/net")
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The process listening on `addr` on this host, `None` when none can be seen (a remote
+/// server, a loopback target, or processes this user may not inspect). When several
+/// namespaces have such a listener (two labs with the same addresses), one connection from the
+/// calling thread to `addr` tells which one serves it: its accepted end shows up in that
+/// namespace's TCP table.
+pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
+    let mut found = candidates(addr);
+    if found.len() <= 1 {
+        return found.pop();
+    }
+    let conn =
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)).ok()?;
+    let ours = conn.local_addr().ok()?;
+    let owner = found
+        .into_iter()
+        .find(|o| has_connection(o.pid, addr, ours));
+    drop(conn);
+    owner
+}
+
+/// One owner per namespace with a listener on `addr`.
+fn candidates(addr: SocketAddr) -> Vec<ListenerOwner> {
+    let mut out: Vec<ListenerOwner> = Vec::new();
+    if addr.ip().is_loopback() {
+        return out;
+    }
+    let own = own_netns();
+    let me = std::process::id();
+    // Per namespace: (TCP table, whether it holds the target address).
+    let mut seen: HashMap<String, (HashMap<u64, crate::sockopt::TcpEntry>, bool)> = HashMap::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return out;
+    };
+    let mut pids: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    for pid in pids {
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = socket_fds(pid) else { continue };
+        if fds.is_empty() {
+            continue;
+        }
+        let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/net")) else {
+            continue;
+        };
+        let ns = ns.to_string_lossy().into_owned();
+        if out.iter().any(|o| o.netns == ns) {
+            continue;
+        }
+        let (table, has_addr) = seen
+            .entry(ns.clone())
+            .or_insert_with(|| (tcp_table(pid), netns_has_ip(pid, addr.ip())));
+        let listens = fds.iter().any(|(_, inode)| {
+            table.get(inode).is_some_and(|e| {
+                e.state == 0x0A
+                    && e.local.port() == addr.port()
+                    && (e.local.ip() == addr.ip() || (e.local.ip().is_unspecified() && *has_addr))
+            })
+        });
+        if listens {
+            out.push(ListenerOwner {
+                pid,
+                process: comm(pid),
+                same_netns: own.as_deref() == Some(ns.as_str()),
+                netns: ns,
+            });
+        }
+    }
+    out
+}
+
+/// Whether `pid`'s namespace has a TCP socket `local` ↔ `remote` (any state).
+fn has_connection(pid: u32, local: SocketAddr, remote: SocketAddr) -> bool {
+    ["tcp", "tcp6"].iter().any(|f| {
+        fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let f: Vec<&str> = l.split_whitespace().take(3).collect();
+                f.len() == 3
+                    && crate::sockopt::parse_hex_addr(f[1]).is_some_and(|a| same(a, local))
+                    && crate::sockopt::parse_hex_addr(f[2]).is_some_and(|a| same(a, remote))
+            })
+        })
+    })
+}
+
+/// Equal addresses, an IPv4-mapped IPv6 one equal to its IPv4 form.
+fn same(a: SocketAddr, b: SocketAddr) -> bool {
+    let canon = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    a.port() == b.port() && canon(a.ip()) == canon(b.ip())
+}
+
+/// Whether `ip` is a local address of `pid`'s network namespace.
+fn netns_has_ip(pid: u32, ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => fs::read_to_string(format!("/proc/{pid}/net/fib_trie"))
+            .is_ok_and(|t| local_v4(&t).contains(&v4)),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => netns_has_ip(pid, IpAddr::V4(v4)),
+            None => fs::read_to_string(format!("/proc/{pid}/net/if_inet6"))
+                .is_ok_and(|t| local_v6(&t).contains(&v6)),
+        },
+    }
+}
+
+/// The local IPv4 addresses in a `fib_trie` dump: a `|-- ADDR` line followed by
+/// `/32 host LOCAL`.
+fn local_v4(fib_trie: &str) -> Vec<Ipv4Addr> {
+    let mut out = Vec::new();
+    let mut last: Option<Ipv4Addr> = None;
+    for line in fib_trie.lines() {
+        let t = line.trim_start();
+        if let Some(a) = t.strip_prefix("|-- ") {
+            last = a.trim().parse().ok();
+        } else if t.starts_with("/32 host LOCAL")
+            && let Some(a) = last
+            && !out.contains(&a)
+        {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// The addresses in `/proc/net/if_inet6` (32 hex digits first on each line).
+fn local_v6(if_inet6: &str) -> Vec<Ipv6Addr> {
+    if_inet6
+        .lines()
+        .filter_map(|l| {
+            let hex = l.split_whitespace().next()?;
+            u128::from_str_radix(hex, 16).ok().map(Ipv6Addr::from)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_addresses_from_proc() {
+        let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.214.0.0\n        /24 link UNICAST\n     |-- 10.214.0.1\n        /32 host LOCAL\nLocal:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 10.214.0.1\n        /32 host LOCAL\n     |-- 10.214.0.255\n        /32 link BROADCAST\n";
+        assert_eq!(local_v4(trie), [Ipv4Addr::new(10, 214, 0, 1)]);
+        let v6 = "00000000000000000000000000000001 01 80 10 80       lo\nfe800000000000000000000000000001 02 40 20 80     veth\n";
+        assert_eq!(
+            local_v6(v6),
+            [Ipv6Addr::LOCALHOST, "fe80::1".parse::<Ipv6Addr>().unwrap()]
+        );
+    }
+
+    #[test]
+    fn a_loopback_target_is_served_here() {
+        assert_eq!(listener_owner("127.0.0.1:80".parse().unwrap()), None);
+        assert!(own_netns().unwrap().starts_with("net:["));
+    }
+}
