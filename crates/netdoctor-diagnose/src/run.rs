@@ -211,11 +211,7 @@ fn start_observers(ctx: &RunCtx<'_>, report: &mut Report) -> Vec<Box<dyn Observe
     running
 }
 
-fn finish_observers(
-    ctx: &RunCtx<'_>,
-    report: &Report,
-    running: Vec<Box<dyn Observer>>,
-) -> Outcome {
+fn finish_observers(ctx: &RunCtx<'_>, report: &Report, running: Vec<Box<dyn Observer>>) -> Outcome {
     let mut outcome = Outcome {
         load_p50_ms: report.measurements.load.as_ref().map(|l| l.latency_ms.p50),
         ..Outcome::default()
