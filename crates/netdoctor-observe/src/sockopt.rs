@@ -384,8 +384,11 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         assert!(local_listener(addr));
+        // Another address on the same port: no listener. Checked while `l` holds the port, so
+        // no parallel test can take it (after a drop, bind(0) elsewhere may reuse it).
+        let other = SocketAddr::new(std::net::Ipv4Addr::new(127, 0, 0, 2).into(), addr.port());
+        assert!(!local_listener(other));
         drop(l);
-        assert!(!local_listener(addr));
     }
 
     #[test]
