@@ -36,6 +36,37 @@ pub enum FindingId {
 }
 
 impl FindingId {
+    /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
+    /// and the message catalogues are checked against it).
+    pub const ALL: [FindingId; 23] = {
+        use FindingId::*;
+        [
+            NagleDelayedAck,
+            DelayedAckStall,
+            PacketLossRetransmission,
+            RetransmissionTimeout,
+            SynRetransmit,
+            ZeroWindow,
+            ConnectionReset,
+            ListenQueueOverflow,
+            SynFlood,
+            ConntrackTableFull,
+            EphemeralPortExhaustion,
+            InterfaceErrors,
+            SlowServerProcessing,
+            ShortConnections,
+            ServerNotListening,
+            HttpErrors,
+            HighBaseRtt,
+            RouteProblem,
+            DnsNoNameserver,
+            DnsServerUnreachable,
+            DnsSlow,
+            ReverseDnsTimeout,
+            DnsNameNotFound,
+        ]
+    };
+
     /// The layer a finding id belongs to (fixed by the catalog).
     pub fn layer(self) -> Layer {
         use FindingId::*;

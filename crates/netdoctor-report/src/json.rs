@@ -26,6 +26,30 @@ pub fn parse(text: &str) -> serde_json::Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_finding_id_is_in_the_schema_and_back() {
+        // `FindingId::ALL` (which the message catalogues are checked against) and the schema's
+        // list of ids must be the same set: a new id needs both.
+        let schema: serde_json::Value = serde_json::from_str(crate::SCHEMA_JSON).unwrap();
+        let listed: std::collections::BTreeSet<String> =
+            schema["$defs"]["finding"]["properties"]["id"]["enum"]
+                .as_array()
+                .expect("the schema lists the finding ids")
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect();
+        let all: std::collections::BTreeSet<String> = netdoctor_core::FindingId::ALL
+            .iter()
+            .map(|i| i.as_str().to_string())
+            .collect();
+        assert_eq!(
+            all.len(),
+            netdoctor_core::FindingId::ALL.len(),
+            "an id twice in ALL"
+        );
+        assert_eq!(listed, all);
+    }
     use crate::model::{Check, CheckName, ReportCommand, Target};
     use netdoctor_core::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 

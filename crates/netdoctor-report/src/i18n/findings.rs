@@ -23,33 +23,7 @@ use netdoctor_core::{Evidence, Finding, FindingId, Severity};
 use std::borrow::Cow;
 
 /// Every finding id (the parity test walks it; a new id without zh messages fails it).
-pub const ALL_IDS: [FindingId; 22] = {
-    use FindingId::*;
-    [
-        NagleDelayedAck,
-        DelayedAckStall,
-        PacketLossRetransmission,
-        RetransmissionTimeout,
-        SynRetransmit,
-        ZeroWindow,
-        ConnectionReset,
-        ListenQueueOverflow,
-        SynFlood,
-        ConntrackTableFull,
-        EphemeralPortExhaustion,
-        InterfaceErrors,
-        SlowServerProcessing,
-        ShortConnections,
-        ServerNotListening,
-        HttpErrors,
-        HighBaseRtt,
-        RouteProblem,
-        DnsNoNameserver,
-        DnsServerUnreachable,
-        DnsSlow,
-        ReverseDnsTimeout,
-    ]
-};
+pub const ALL_IDS: [FindingId; FindingId::ALL.len()] = FindingId::ALL;
 
 /// The three texts of a finding shown to people.
 #[derive(Debug, Clone, PartialEq)]

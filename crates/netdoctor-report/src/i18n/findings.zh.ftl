@@ -213,3 +213,9 @@ dns_slow-fix = 使用更近或更健康的解析服务器（例如本机的缓�
 reverse_dns_timeout-summary = 反向解析（PTR 查询）超时：解析地址的工具会卡住
 reverse_dns_timeout-explanation = 域名服务器不回答这些地址的 PTR 查询，于是每个把地址反查成名字的程序（日志、ssh、netstat/ss 不带 -n、traceroute、各种访问控制）都要等超时，看起来就像网络很慢。
 reverse_dns_timeout-fix = 在域名服务器上提供反向区域（in-addr.arpa），或让它对这些地址立即回答 NXDOMAIN；在工具中使用 -n 选项避免反查（例如 `ss -n`、`traceroute -n`）。
+
+## dns_name_not_found
+
+dns_name_not_found-summary = 名字不存在：域名服务器有应答，但这个名字没有地址（NXDOMAIN 或没有该类型的记录）
+dns_name_not_found-explanation = 解析器本身工作正常：每个有应答的域名服务器都说这个名字不存在，系统的 getaddrinfo 也失败了。网络里没有慢或坏的地方，错的是名字本身（或补全它的 search 列表），或者区域里缺少这条记录。
+dns_name_not_found-fix = 检查 URL 中的主机名拼写、/etc/resolv.conf 的 search 域和 ndots，或者在 DNS 区域中添加这条记录；然后用 `netdoctor dns NAME` 复查。
