@@ -242,8 +242,13 @@ fn header(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
         esc(&word(&r.command)),
         esc(&r.target.input)
     )?;
-    if let Some(a) = &r.target.address {
-        write!(h, " ({})", esc(a))?;
+    let mut about: Vec<&str> = r.target.address.iter().map(String::as_str).collect();
+    about.extend(r.target.protocol.map(|p| p.as_str()));
+    if !about.is_empty() {
+        write!(h, " ({})", esc(&about.join(", ")))?;
+    }
+    if r.passive {
+        write!(h, " · {}", esc(&l.t("term-passive")))?;
     }
     writeln!(
         h,
@@ -255,6 +260,31 @@ fn header(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_names_the_protocol_and_a_passive_run() {
+        let mut r = Report::new(
+            crate::ReportCommand::Diagnose,
+            crate::Target {
+                input: "tcp://10.0.0.5:6379".into(),
+                address: Some("10.0.0.5:6379".into()),
+                protocol: Some(crate::TargetProtocol::Tcp),
+            },
+        );
+        r.passive = true;
+        let mut page = Vec::new();
+        render(&r, &mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("(10.0.0.5:6379, tcp)"), "{page}");
+        assert!(
+            page.contains("passive: the target&#39;s real traffic was watched"),
+            "{page}"
+        );
+        r.passive = false;
+        let mut page = Vec::new();
+        render(&r, &mut page).unwrap();
+        assert!(!String::from_utf8(page).unwrap().contains("passive:"));
+    }
 
     #[test]
     fn esc_escapes_markup_and_quotes() {
