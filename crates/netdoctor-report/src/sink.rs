@@ -114,6 +114,23 @@ impl Format {
     }
 }
 
+impl Format {
+    /// Writes a [`Comparison`](crate::compare::Comparison) with this format's sink in `lang`
+    /// and flushes `out` (the JSON is the same in every language, as for a report).
+    pub fn write_comparison(
+        self,
+        c: &crate::compare::Comparison,
+        lang: crate::i18n::Lang,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        match self {
+            Format::Terminal => crate::compare::terminal::render_in(c, lang, out),
+            Format::Json => JsonSink.write(c, out),
+        }?;
+        out.flush()
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -220,3 +220,62 @@ fn the_html_page_is_self_contained_with_both_histograms() {
     assert!(!page.contains("<script"));
     assert!(page.contains("default-src 'none'"));
 }
+
+#[test]
+fn both_views_in_chinese_are_whole_and_say_what_changed() {
+    use netdoctor_report::Lang;
+    let c = compare("lab-off-1", "lab-on-1");
+    let mut out = Vec::new();
+    netdoctor_report::compare::terminal::render_in(&c, Lang::Zh, &mut out).unwrap();
+    let text = anstream::adapter::strip_str(&String::from_utf8(out).unwrap()).to_string();
+    let mut out = Vec::new();
+    netdoctor_report::compare::html::render_in(&c, Lang::Zh, &mut out).unwrap();
+    let page = String::from_utf8(out).unwrap();
+    for (name, s) in [("terminal", &text), ("html", &page)] {
+        assert!(!s.contains('⟦'), "{name}: a message is missing:\n{s}");
+        assert!(!s.contains("{$"), "{name}: an argument is missing:\n{s}");
+    }
+    let summary = netdoctor_report::i18n::findings::texts(&c.a.report.findings[0], Lang::Zh)
+        .summary
+        .into_owned();
+    for want in [
+        "netdoctor 对比",
+        "负载下延迟 p50",
+        "延迟：B 更快（典型请求 ×",
+        "效应大",
+        "\n发现\n",
+        "结论：已修复 — A 有问题，B 已健康；已修复：nagle_delayed_ack；延迟显著降低（p50 ",
+        summary.as_str(),
+    ] {
+        assert!(text.contains(want), "no {want:?} in:\n{text}");
+    }
+    // The finding row: the verdict word padded by display width, so the ids line up.
+    let row = text
+        .lines()
+        .find(|l| l.contains(" nagle_delayed_ack ") && l.contains(" A: "))
+        .unwrap_or_else(|| panic!("no finding row in:\n{text}"));
+    assert!(row.starts_with("  已修复     nagle_delayed_ack"), "{row}");
+    for english in ["FIXED", "Findings", "Latency:", "Verdict:", "B is faster"] {
+        assert!(!text.contains(english), "{english:?} left in:\n{text}");
+    }
+    html_common::assert_structure(&page);
+    for want in [
+        r#"<html lang="zh-CN">"#,
+        r#"<span class="badge c-fixed">已修复</span>"#,
+        r#"<h2>延迟分布</h2>"#,
+        r#"<div class="vword">已修复</div>"#,
+        summary.as_str(),
+    ] {
+        assert!(page.contains(want), "no {want:?} in the page");
+    }
+    for english in [
+        "The two runs",
+        "Latency distributions",
+        ">fixed<",
+        "Share of each",
+    ] {
+        assert!(!page.contains(english), "{english:?} left in the page");
+    }
+    // The JSON does not change with the language: the sentence stays English there.
+    assert!(c.summary.starts_with("B is healthy where A had a problem"));
+}

@@ -16,7 +16,7 @@ use crate::target::parse_url;
 use anyhow::{Context, bail};
 use netdoctor_diagnose::DiagnosePlan;
 use netdoctor_report::compare::{Compared, Comparison, Origin};
-use netdoctor_report::{Report, ReportCommand, SCHEMA_ID};
+use netdoctor_report::{Lang, Report, ReportCommand, SCHEMA_ID};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +25,7 @@ use std::sync::atomic::AtomicBool;
 /// Runs `diagnose` with `--compare` or `--baseline` (the caller checked one is set).
 pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = args.output.format().map_err(anyhow::Error::msg)?;
+    let lang = args.output.lang().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
     let plan_b_args;
     let (a_plan, baseline) = match (&args.compare, &args.baseline) {
@@ -57,7 +58,7 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
             if report.interrupted {
                 // Interrupted before B began: show what A measured, as diagnose would.
                 progress.stage("interrupted during run A: reporting it alone");
-                format.write(&report, out)?;
+                format.write_report(&report, lang, out)?;
                 return Ok(signals.exit_code().unwrap_or(report.exit_code()));
             }
             Compared {
@@ -91,10 +92,10 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     };
     let comparison = Comparison::new(a, b);
     if let Some(path) = &args.html {
-        write_html(&comparison, path)?;
+        write_html(&comparison, lang, path)?;
         progress.stage(&format!("HTML comparison written to {}", path.display()));
     }
-    format.write(&comparison, out)?;
+    format.write_comparison(&comparison, lang, out)?;
     Ok(signals.exit_code().unwrap_or(comparison.exit_code()))
 }
 
@@ -173,11 +174,11 @@ pub fn load_baseline(path: &Path, url: &str) -> anyhow::Result<Report> {
 }
 
 /// Writes the comparison page to `path` (`--html FILE`); the error names the file.
-fn write_html(c: &Comparison, path: &Path) -> anyhow::Result<()> {
+fn write_html(c: &Comparison, lang: Lang, path: &Path) -> anyhow::Result<()> {
     let file = std::fs::File::create(path)
         .with_context(|| format!("create HTML comparison {}", path.display()))?;
     let mut w = std::io::BufWriter::new(file);
-    netdoctor_report::compare::html::render(c, &mut w)
+    netdoctor_report::compare::html::render_in(c, lang, &mut w)
         .and_then(|()| w.flush())
         .with_context(|| format!("write HTML comparison {}", path.display()))
 }

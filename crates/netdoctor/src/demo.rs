@@ -148,7 +148,7 @@ fn render(
         report: report.clone(),
     };
     let comparison = Comparison::new(run("tcp_nodelay off", off), run("tcp_nodelay on", on));
-    compare::terminal::render_body(&comparison, out)?;
+    compare::terminal::render_body_in(&comparison, lang, out)?;
     writeln!(out)?;
     writeln!(
         out,

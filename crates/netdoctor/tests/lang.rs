@@ -332,13 +332,28 @@ fn demo_lang_zh_prints_the_whole_report_in_chinese() {
     ] {
         assert!(masked.contains(s), "missing {s:?}:\n{masked}");
     }
-    // The side-by-side verdict row: the fixed server healthy, the other one Nagle.
+    // The comparison (A = tcp_nodelay off, B = on): its verdict row, the slow server Nagle
+    // and the fixed one healthy; the finding fixed; the latency test; the overall verdict.
     assert!(
         masked.lines().any(|l| l.starts_with("  结论 ")
-            && l.contains("健康")
-            && l.contains("有问题: nagle_delayed_ack")),
+            && l.contains("有问题: nagle_delayed_ack")
+            && l.trim_end().ends_with("健康")),
         "{masked}"
     );
+    assert!(
+        masked.lines().any(|l| l.starts_with("  已修复 ")
+            && l.contains(" nagle_delayed_ack ")
+            && l.contains(" A: 严重：")),
+        "{masked}"
+    );
+    for s in [
+        "负载下每秒请求数",
+        "延迟：B 更快（典型请求 ×#.#",
+        "\n发现\n",
+        "结论：已修复 — A 有问题，B 已健康；已修复：nagle_delayed_ack；延迟显著降低（p# #.# ms → ",
+    ] {
+        assert!(masked.contains(s), "missing {s:?}:\n{masked}");
+    }
     assert!(
         masked.contains("延迟确认：ACK 在 #.# ms 后才到；被扣住的 # 字节在它之后 #.# ms 发出"),
         "{masked}"
@@ -350,6 +365,10 @@ fn demo_lang_zh_prints_the_whole_report_in_chinese() {
         "Fix:",
         "The reference case",
         "ACK after",
+        "Findings",
+        "FIXED",
+        "Latency:",
+        "B is faster",
     ] {
         assert!(!text.contains(s), "English {s:?} left:\n{text}");
     }

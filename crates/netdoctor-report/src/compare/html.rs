@@ -4,11 +4,16 @@
 //! with B − A, the latency test, the two latency histograms overlaid (share of each run's
 //! requests per bucket, so runs of different sizes compare) and the two percentile curves on one
 //! axis, per-finding verdicts, and the kernel counters of both runs. The charts are drawn with
-//! the report page's own SVG primitives (`html::svg`), for the reasons given there.
+//! the report page's own SVG primitives (`html::svg`), for the reasons given there. The words
+//! come from the UI catalogue in the chosen [`Lang`] ([`render_in`]; [`render`] is English);
+//! arguments taken from the reports are escaped before they enter a message.
 
 use super::{Change, Comparison, FindingSide, LatencyDirection, MetricChange, Origin};
 use crate::html::esc;
 use crate::html::svg::{Linear, Log, Svg, fmt_ms, fmt_tick, linear_ticks, log_ticks, nice_max};
+use crate::i18n::Lang;
+use crate::terminal::word_in;
+use fluent_bundle::FluentValue;
 use netdoctor_core::{Severity, Verdict};
 use netdoctor_load::{LatencyBucket, QuantilePoint};
 use std::fmt::{self, Write as _};
@@ -27,14 +32,20 @@ const W: f64 = 820.0;
 const L: f64 = 64.0;
 const R: f64 = 24.0;
 
-/// Writes the comparison as one self-contained HTML page.
+/// Writes the comparison as one self-contained HTML page, in English.
 pub fn render(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    render_in(c, Lang::En, out)
+}
+
+/// Writes the comparison as one self-contained HTML page in `lang`.
+pub fn render_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
     let mut h = String::with_capacity(64 * 1024);
-    page(c, &mut h).map_err(io::Error::other)?;
+    page(c, lang, &mut h).map_err(io::Error::other)?;
     out.write_all(h.as_bytes())
 }
 
-fn verdict_word(v: Verdict) -> &'static str {
+/// The class of a verdict's badge (its JSON word).
+fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Problem => "problem",
         Verdict::Healthy => "healthy",
@@ -42,57 +53,90 @@ fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
-fn page(c: &Comparison, h: &mut String) -> fmt::Result {
+/// A message argument.
+fn arg<'a>(v: impl Into<FluentValue<'a>>) -> FluentValue<'a> {
+    v.into()
+}
+
+/// An argument from a report: escaped.
+fn e(s: &str) -> FluentValue<'static> {
+    FluentValue::from(esc(s).to_string())
+}
+
+fn page(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
     write!(
         h,
         concat!(
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+            "<!DOCTYPE html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">",
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
             "<meta name=\"generator\" content=\"netdoctor {}\">",
-            "<title>netdoctor compare: {} – {} vs {}</title><style>{}{}</style></head><body>\n"
+            "<title>{}</title><style>{}{}</style></head><body>\n"
         ),
+        lang.tag(),
         env!("CARGO_PKG_VERSION"),
-        c.verdict,
-        esc(&c.a.label),
-        esc(&c.b.label),
+        lang.ui(
+            "cmp-html-title",
+            &[
+                ("verdict", arg(c.verdict.word(lang))),
+                ("a", e(&c.a.label)),
+                ("b", e(&c.b.label))
+            ]
+        ),
         crate::html::CSS,
         CSS
     )?;
     write!(
         h,
         r#"<header id="verdict" class="verdict c-{v}"><div class="vword">{}</div><h1>{}</h1><p class="vmeta">A: <code>{}</code> · B: <code>{}</code></p></header>"#,
-        c.verdict.as_str().to_uppercase(),
-        esc(&c.summary),
+        c.verdict.word(lang).to_uppercase(),
+        esc(&c.summary_in(lang)),
         esc(&c.a.label),
         esc(&c.b.label),
         v = c.verdict.as_str()
     )?;
     h.push_str("<main>");
-    runs(c, h)?;
-    measurements(c, h)?;
-    latency(c, h)?;
-    findings(c, h)?;
-    counters(c, h)?;
+    runs(c, lang, h)?;
+    measurements(c, lang, h)?;
+    latency(c, lang, h)?;
+    findings(c, lang, h)?;
+    counters(c, lang, h)?;
     h.push_str("</main>");
     write!(
         h,
-        r#"<footer>netdoctor {} · comparison schema {} · this page is self-contained: no script, nothing fetched</footer></body></html>"#,
-        env!("CARGO_PKG_VERSION"),
-        esc(&c.schema)
+        "<footer>{}</footer></body></html>",
+        lang.ui(
+            "cmp-html-footer",
+            &[
+                ("version", arg(env!("CARGO_PKG_VERSION"))),
+                ("schema", e(&c.schema))
+            ]
+        )
     )?;
     h.push('\n');
     Ok(())
 }
 
-fn runs(c: &Comparison, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="runs"><h2>The two runs</h2><table><thead><tr><th></th><th>run</th><th>target</th><th>from</th><th>verdict</th><th>findings</th></tr></thead><tbody>"#);
+fn runs(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="runs"><h2>{}</h2><table><thead><tr><th></th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></thead><tbody>"#,
+        lang.t("cmp-html-runs"),
+        lang.t("cmp-html-th-run"),
+        lang.t("cmp-html-th-target"),
+        lang.t("cmp-html-th-from"),
+        lang.t("cmp-verdict"),
+        lang.t("cmp-html-th-findings")
+    )?;
     for (name, run) in [("A", &c.a), ("B", &c.b)] {
         let r = &run.report;
         let from = match (run.origin, &run.file) {
-            (Origin::File, Some(f)) => format!("saved report {f}"),
-            (Origin::File, None) => "saved report".into(),
-            (Origin::Run, _) => format!("this run ({:.1} s)", r.elapsed_s),
+            (Origin::File, Some(f)) => lang.ui("cmp-origin-file", &[("file", arg(f.as_str()))]),
+            (Origin::File, None) => lang.t("cmp-origin-saved"),
+            (Origin::Run, _) => lang.ui(
+                "cmp-html-this-run",
+                &[("s", arg(format!("{:.1}", r.elapsed_s)))],
+            ),
         };
         let ids: Vec<&str> = r
             .findings
@@ -102,35 +146,27 @@ fn runs(c: &Comparison, h: &mut String) -> fmt::Result {
             .collect();
         write!(
             h,
-            r#"<tr><th>{name}</th><td>{}</td><td><code>{}</code></td><td>{}</td><td><span class="badge v-{v}">{v}</span></td><td>{}</td></tr>"#,
+            r#"<tr><th>{name}</th><td>{}</td><td><code>{}</code></td><td>{}</td><td><span class="badge v-{v}">{}</span></td><td>{}</td></tr>"#,
             esc(&run.label),
             esc(&r.target.input),
             esc(&from),
+            esc(&word_in(&r.verdict, lang)),
             esc(&if ids.is_empty() {
-                "none above info".to_string()
+                lang.t("cmp-html-none-above-info")
             } else {
                 ids.join(", ")
             }),
-            v = verdict_word(r.verdict)
+            v = verdict_class(r.verdict)
         )?;
     }
     h.push_str("</tbody></table></section>");
     Ok(())
 }
 
-fn label(m: &MetricChange) -> &'static str {
-    match m.name.as_str() {
-        "syn_rtt_median_ms" => "SYN RTT (median)",
-        "one_request_ms" => "one request (total)",
-        "requests_per_s" => "requests/s under load",
-        "latency_p50_ms" => "latency p50 under load",
-        "latency_p90_ms" => "latency p90",
-        "latency_p99_ms" => "latency p99",
-        "latency_max_ms" => "latency max",
-        "requests" => "requests",
-        "errors" => "errors",
-        _ => "",
-    }
+fn label(m: &MetricChange, lang: Lang) -> String {
+    super::terminal::label_id(m)
+        .map(|id| lang.t(id))
+        .unwrap_or_default()
 }
 
 fn value(m: &MetricChange, v: Option<f64>) -> String {
@@ -141,8 +177,12 @@ fn value(m: &MetricChange, v: Option<f64>) -> String {
     }
 }
 
-fn measurements(c: &Comparison, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="measurements"><h2>Measured</h2><table class="num"><thead><tr><th></th><th>A</th><th>B</th><th>B − A</th><th>B / A</th></tr></thead><tbody>"#);
+fn measurements(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="measurements"><h2>{}</h2><table class="num"><thead><tr><th></th><th>A</th><th>B</th><th>B − A</th><th>B / A</th></tr></thead><tbody>"#,
+        lang.t("term-measured")
+    )?;
     for m in &c.measurements {
         if m.a.is_none() && m.b.is_none() {
             continue;
@@ -167,7 +207,7 @@ fn measurements(c: &Comparison, h: &mut String) -> fmt::Result {
         write!(
             h,
             r#"<tr><th>{}</th><td>{}</td><td>{}</td><td class="{class}">{}</td><td>{}</td></tr>"#,
-            label(m),
+            esc(&label(m, lang)),
             value(m, m.a),
             value(m, m.b),
             esc(&delta),
@@ -178,38 +218,58 @@ fn measurements(c: &Comparison, h: &mut String) -> fmt::Result {
     Ok(())
 }
 
-fn latency(c: &Comparison, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="latency"><h2>Latency distributions</h2>"#);
+fn latency(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="latency"><h2>{}</h2>"#,
+        lang.t("cmp-html-latency")
+    )?;
     match &c.latency {
-        None => write!(
-            h,
-            r#"<p class="nm">Latency not compared: {}.</p>"#,
-            esc(c.latency_skipped.as_deref().unwrap_or("no histogram"))
-        )?,
+        None => {
+            let reason = c
+                .latency_skipped_in(lang)
+                .unwrap_or_else(|| lang.t("cmp-no-histogram"));
+            write!(
+                h,
+                r#"<p class="nm">{}</p>"#,
+                lang.ui("cmp-html-not-compared", &[("reason", e(&reason))])
+            )?
+        }
         Some(t) => {
-            let head = match t.direction {
-                LatencyDirection::Faster => "B is faster",
-                LatencyDirection::Slower => "B is slower",
-                LatencyDirection::Same => "No significant difference",
-            };
+            let head = lang.t(match t.direction {
+                LatencyDirection::Faster => "cmp-faster",
+                LatencyDirection::Slower => "cmp-slower",
+                LatencyDirection::Same => "cmp-html-same",
+            });
             let p = if t.p_value < 0.001 {
                 "p &lt; 0.001".to_string()
             } else {
                 format!("p = {:.3}", t.p_value)
             };
+            let effect = match lang.t(&format!("cmp-effect-{}", t.effect)) {
+                w if w.starts_with('⟦') => t.effect.clone(),
+                w => w,
+            };
             write!(
                 h,
-                r#"<p class="lead" id="latency-test"><b>{head}</b>: a typical B request takes ×{:.2} the time of a typical A request (Hodges–Lehmann, {:+} histogram buckets); Mann–Whitney U on the two histograms, {p}, Cliff's δ {:+.2} ({} effect), Kolmogorov–Smirnov D {:.2}; {} and {} requests. A difference counts when p &lt; {}, |δ| ≥ {} and the shift is at least {} buckets (×1.26).</p>"#,
-                t.typical_ratio,
-                -t.shift_buckets,
-                t.cliffs_delta,
-                esc(&t.effect),
-                t.ks_d,
-                t.n_a,
-                t.n_b,
-                t.alpha,
-                t.min_effect,
-                t.min_shift_buckets
+                r#"<p class="lead" id="latency-test">{}</p>"#,
+                lang.ui(
+                    "cmp-html-latency-test",
+                    &[
+                        ("head", e(&head)),
+                        ("ratio", arg(format!("{:.2}", t.typical_ratio))),
+                        ("shift", arg(format!("{:+}", -t.shift_buckets))),
+                        ("p", arg(p)),
+                        ("delta", arg(format!("{:+.2}", t.cliffs_delta))),
+                        ("effect", e(&effect)),
+                        ("ks", arg(format!("{:.2}", t.ks_d))),
+                        ("na", arg(t.n_a.to_string())),
+                        ("nb", arg(t.n_b.to_string())),
+                        ("alpha", arg(t.alpha.to_string())),
+                        ("min_effect", arg(t.min_effect.to_string())),
+                        ("min_shift", arg(t.min_shift_buckets.to_string())),
+                    ]
+                )
             )?;
         }
     }
@@ -219,13 +279,14 @@ fn latency(c: &Comparison, h: &mut String) -> fmt::Result {
             .as_ref()
             .and_then(|l| l.latency_histogram.clone())
     };
-    match overlaid_histogram(&hist(&c.a.report), &hist(&c.b.report)) {
+    match overlaid_histogram(&hist(&c.a.report), &hist(&c.b.report), lang) {
         Some(svg) => write!(
             h,
-            r#"<figure id="histograms"><figcaption>Share of each run's requests per latency bucket (log scale)</figcaption>{svg}{}</figure>"#,
+            r#"<figure id="histograms"><figcaption>{}</figcaption>{svg}{}</figure>"#,
+            lang.t("cmp-html-hist-caption"),
             legend(c)
         )?,
-        None => h.push_str(r#"<p class="nm">Latency histograms not measured.</p>"#),
+        None => write!(h, r#"<p class="nm">{}</p>"#, lang.t("cmp-html-no-hist"))?,
     }
     let curve = |r: &crate::Report| {
         r.measurements
@@ -233,10 +294,11 @@ fn latency(c: &Comparison, h: &mut String) -> fmt::Result {
             .as_ref()
             .and_then(|l| l.latency_curve.clone())
     };
-    if let Some(svg) = overlaid_curves(&curve(&c.a.report), &curve(&c.b.report)) {
+    if let Some(svg) = overlaid_curves(&curve(&c.a.report), &curve(&c.b.report), lang) {
         write!(
             h,
-            r#"<figure id="curves"><figcaption>Latency at each percentile</figcaption>{svg}{}</figure>"#,
+            r#"<figure id="curves"><figcaption>{}</figcaption>{svg}{}</figure>"#,
+            lang.t("cmp-html-curve-caption"),
             legend(c)
         )?;
     }
@@ -257,6 +319,7 @@ fn legend(c: &Comparison) -> String {
 fn overlaid_histogram(
     a: &Option<Vec<LatencyBucket>>,
     b: &Option<Vec<LatencyBucket>>,
+    lang: Lang,
 ) -> Option<String> {
     let runs: Vec<(&[LatencyBucket], &str)> = [(a, "bar a"), (b, "bar b")]
         .into_iter()
@@ -302,7 +365,7 @@ fn overlaid_histogram(
         r0: bottom,
         r1: top,
     };
-    let mut s = Svg::new(W, height, "chart", "latency histograms of A and B");
+    let mut s = Svg::new(W, height, "chart", &lang.t("cmp-svg-histograms"));
     for t in linear_ticks(max) {
         let py = y.at(t);
         s.line(L, py, W - R, py, "grid");
@@ -321,11 +384,15 @@ fn overlaid_histogram(
             let left = x0 + half * i as f64;
             let pct = share(hist, k);
             let py = y.at(pct).min(bottom - 2.0);
-            let tip = format!(
-                "{name}: {} – {}: {} requests ({pct:.1} %)",
-                fmt_ms(k.from_ms),
-                fmt_ms(k.to_ms),
-                k.count
+            let tip = lang.ui(
+                "cmp-svg-tip",
+                &[
+                    ("name", arg(name)),
+                    ("from", arg(fmt_ms(k.from_ms))),
+                    ("to", arg(fmt_ms(k.to_ms))),
+                    ("count", arg(k.count.to_string())),
+                    ("pct", arg(format!("{pct:.1}"))),
+                ],
             );
             s.rect(left + 0.25, py, half - 0.5, bottom - py, class, Some(&tip));
         }
@@ -336,9 +403,15 @@ fn overlaid_histogram(
         height - 6.0,
         "middle",
         "axis-title",
-        "latency (ms, log scale)",
+        &lang.t("chart-latency-log"),
     );
-    s.text(14.0, top - 6.0, "start", "axis-title", "% of requests");
+    s.text(
+        14.0,
+        top - 6.0,
+        "start",
+        "axis-title",
+        &lang.t("cmp-svg-share"),
+    );
     Some(s.finish())
 }
 
@@ -352,6 +425,7 @@ fn nines(q: f64) -> f64 {
 fn overlaid_curves(
     a: &Option<Vec<QuantilePoint>>,
     b: &Option<Vec<QuantilePoint>>,
+    lang: Lang,
 ) -> Option<String> {
     let runs: Vec<(&[QuantilePoint], &str)> = [(a, "curve a"), (b, "curve b")]
         .into_iter()
@@ -388,7 +462,7 @@ fn overlaid_curves(
         r0: bottom,
         r1: top,
     };
-    let mut s = Svg::new(W, height, "chart", "latency percentile curves of A and B");
+    let mut s = Svg::new(W, height, "chart", &lang.t("cmp-svg-curves"));
     for t in log_ticks(lo, hi) {
         let py = y.at(t);
         s.line(L, py, W - R, py, "grid");
@@ -403,7 +477,13 @@ fn overlaid_curves(
         s.line(px, bottom, px, bottom + 5.0, "axis");
         s.text(px, bottom + 19.0, "middle", "tick", lab);
     }
-    s.text(x.at(end), bottom + 19.0, "middle", "tick", "max");
+    s.text(
+        x.at(end),
+        bottom + 19.0,
+        "middle",
+        "tick",
+        &lang.t("cmp-svg-max"),
+    );
     s.line(L, bottom, W - R, bottom, "axis");
     for (c, class) in &runs {
         let pts: Vec<(f64, f64)> = c
@@ -417,44 +497,71 @@ fn overlaid_curves(
         height - 6.0,
         "middle",
         "axis-title",
-        "percentile (of requests at or below the latency)",
+        &lang.t("chart-percentile"),
     );
-    s.text(14.0, top - 6.0, "start", "axis-title", "ms (log)");
+    s.text(
+        14.0,
+        top - 6.0,
+        "start",
+        "axis-title",
+        &lang.t("cmp-svg-ms-log"),
+    );
     Some(s.finish())
 }
 
-fn side(s: &Option<FindingSide>) -> String {
+fn side(s: &Option<FindingSide>, lang: Lang) -> String {
     match s {
         None => "–".into(),
         Some(s) => {
-            let sev = match s.severity {
-                Severity::Critical => "critical",
-                Severity::Warning => "warning",
-                Severity::Info => "info",
-            };
+            let sev = word_in(&s.severity, lang);
             match (s.added_latency_ms, s.affected_fraction) {
-                (Some(ms), Some(f)) => format!("{sev}: +{} on {:.0} %", fmt_ms(ms), f * 100.0),
-                (Some(ms), None) => format!("{sev}: +{}", fmt_ms(ms)),
-                _ => sev.to_string(),
+                (Some(ms), Some(f)) => lang.ui(
+                    "cmp-html-side-impact",
+                    &[
+                        ("sev", arg(sev)),
+                        ("ms", arg(fmt_ms(ms))),
+                        ("pct", arg(format!("{:.0}", f * 100.0))),
+                    ],
+                ),
+                (Some(ms), None) => lang.ui(
+                    "cmp-html-side-added",
+                    &[("sev", arg(sev)), ("ms", arg(fmt_ms(ms)))],
+                ),
+                _ => sev,
             }
         }
     }
 }
 
-fn findings(c: &Comparison, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="findings"><h2>Findings</h2>"#);
+fn findings(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="findings"><h2>{}</h2>"#,
+        lang.t("cmp-findings")
+    )?;
     if c.findings.is_empty() {
-        h.push_str(r#"<p class="none">No finding in either run.</p></section>"#);
+        write!(
+            h,
+            r#"<p class="none">{}</p></section>"#,
+            lang.t("cmp-html-no-findings")
+        )?;
         return Ok(());
     }
-    h.push_str(r#"<table><thead><tr><th>verdict</th><th>finding</th><th>A</th><th>B</th><th>summary</th></tr></thead><tbody>"#);
+    write!(
+        h,
+        r#"<table><thead><tr><th>{}</th><th>{}</th><th>A</th><th>B</th><th>{}</th></tr></thead><tbody>"#,
+        lang.t("cmp-verdict"),
+        lang.t("cmp-html-th-finding"),
+        lang.t("cmp-html-th-summary")
+    )?;
     for f in &c.findings {
         write!(
             h,
-            r#"<tr class="fc" id="fc-{id}"><td><span class="badge c-{c}">{c}</span></td><td><code>{id}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
-            esc(&side(&f.a)),
-            esc(&side(&f.b)),
-            esc(&f.summary),
+            r#"<tr class="fc" id="fc-{id}"><td><span class="badge c-{c}">{}</span></td><td><code>{id}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+            esc(&f.change.word(lang)),
+            esc(&side(&f.a, lang)),
+            esc(&side(&f.b, lang)),
+            esc(&c.finding_summary_in(f, lang)),
             c = f.change.as_str(),
             id = f.id.as_str()
         )?;
@@ -470,24 +577,34 @@ fn findings(c: &Comparison, h: &mut String) -> fmt::Result {
     {
         write!(
             h,
-            r#"<p class="fix"><b>Still to fix in B ({}):</b> {}</p>"#,
-            f.id.as_str(),
-            esc(&f.fix)
+            r#"<p class="fix"><b>{}</b> {}</p>"#,
+            lang.ui("cmp-html-still-to-fix", &[("id", arg(f.id.as_str()))]),
+            esc(&crate::i18n::findings::texts(f, lang).fix)
         )?;
     }
     h.push_str("</section>");
     Ok(())
 }
 
-fn counters(c: &Comparison, h: &mut String) -> fmt::Result {
-    h.push_str(r#"<section id="counters"><h2>Kernel counters: change during each run</h2>"#);
+fn counters(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
+    write!(
+        h,
+        r#"<section id="counters"><h2>{}</h2>"#,
+        lang.t("cmp-html-counters")
+    )?;
     if c.counters.is_empty() {
-        h.push_str(r#"<p class="nm">Kernel counters not measured in either run.</p></section>"#);
+        write!(
+            h,
+            r#"<p class="nm">{}</p></section>"#,
+            lang.t("cmp-html-no-counters")
+        )?;
         return Ok(());
     }
-    h.push_str(
-        r#"<table class="num"><thead><tr><th>counter</th><th>A</th><th>B</th></tr></thead><tbody>"#,
-    );
+    write!(
+        h,
+        r#"<table class="num"><thead><tr><th>{}</th><th>A</th><th>B</th></tr></thead><tbody>"#,
+        lang.t("html-th-counter")
+    )?;
     let v = |x: Option<i64>| x.map_or("0".to_string(), |x| format!("{x:+}"));
     for k in &c.counters {
         write!(

@@ -33,6 +33,7 @@ pub mod html;
 pub mod stats;
 pub mod terminal;
 
+use crate::i18n::Lang;
 use crate::model::Report;
 use netdoctor_core::{FindingId, Severity, Verdict};
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,13 @@ impl Change {
             Change::New => "new",
             Change::Inconclusive => "inconclusive",
         }
+    }
+}
+
+impl Change {
+    /// The word for this change in `lang` (`fixed`, `已修复` …): the message `cmp-change-<word>`.
+    pub fn word(self, lang: Lang) -> String {
+        lang.t(&format!("cmp-change-{}", self.as_str()))
     }
 }
 
@@ -356,8 +364,8 @@ impl Comparison {
         };
         let (latency, latency_skipped) = match (hist(ra), hist(rb)) {
             (Some(x), Some(y)) => (stats::latency_test(&x, &y), None),
-            (None, _) => (None, Some(format!("{} has no latency histogram", a.label))),
-            (_, None) => (None, Some(format!("{} has no latency histogram", b.label))),
+            (None, _) => (None, Some(no_histogram(&a.label))),
+            (_, None) => (None, Some(no_histogram(&b.label))),
         };
         let verdict = overall(ra.verdict, rb.verdict, &findings, latency.as_ref());
         let mut c = Comparison {
@@ -372,7 +380,7 @@ impl Comparison {
             a,
             b,
         };
-        c.summary = c.summarize();
+        c.summary = c.summary_in(Lang::En);
         c
     }
 
@@ -397,7 +405,8 @@ impl Comparison {
         self.findings.iter().find(|f| f.id == id)
     }
 
-    fn summarize(&self) -> String {
+    /// The verdict in one sentence in `lang` (`summary` holds the English one).
+    pub fn summary_in(&self, lang: Lang) -> String {
         let ids = |c: Change| -> Vec<&str> {
             self.findings
                 .iter()
@@ -415,38 +424,72 @@ impl Comparison {
                     crate::terminal::ms(b)
                 )
             });
-        let lat = match self.latency.as_ref().map(|t| t.direction) {
-            Some(LatencyDirection::Faster) => "latency significantly lower",
-            Some(LatencyDirection::Slower) => "latency significantly higher",
-            Some(LatencyDirection::Same) => "no significant latency difference",
-            None => "latency not compared",
-        };
+        let lat = lang.t(match self.latency.as_ref().map(|t| t.direction) {
+            Some(LatencyDirection::Faster) => "cmp-sum-faster",
+            Some(LatencyDirection::Slower) => "cmp-sum-slower",
+            Some(LatencyDirection::Same) => "cmp-sum-same",
+            None => "cmp-sum-not-compared",
+        });
         let mut parts: Vec<String> = Vec::new();
-        for (c, word) in [
-            (Change::Fixed, "fixed"),
-            (Change::Improved, "improved"),
-            (Change::Worse, "worse"),
-            (Change::New, "new"),
-        ] {
+        for c in [Change::Fixed, Change::Improved, Change::Worse, Change::New] {
             let v = ids(c);
             if !v.is_empty() {
-                parts.push(format!("{word}: {}", v.join(", ")));
+                parts.push(lang.ui(
+                    "cmp-sum-list",
+                    &[("word", c.word(lang).into()), ("ids", v.join(", ").into())],
+                ));
             }
         }
         parts.push(match p50 {
-            Some(p) => format!("{lat} ({p})"),
-            None => lat.to_string(),
+            Some(p) => lang.ui("cmp-sum-latency", &[("lat", lat.into()), ("p50", p.into())]),
+            None => lat,
         });
-        let head = match self.verdict {
-            Change::Fixed => "B is healthy where A had a problem",
-            Change::Improved => "B is better than A",
-            Change::Unchanged => "no significant change from A to B",
-            Change::Worse => "B is worse than A",
-            Change::New => "B has a problem A did not have",
-            Change::Inconclusive => "a run could not be judged",
-        };
-        format!("{head}; {}", parts.join("; "))
+        let head = lang.t(&format!("cmp-head-{}", self.verdict.as_str()));
+        let sep = lang.t("term-sep");
+        format!("{head}{sep}{}", parts.join(&sep))
     }
+
+    /// Why the latency distributions were not compared, in `lang` (`latency_skipped` holds
+    /// the English reason); `None` when they were.
+    pub fn latency_skipped_in(&self, lang: Lang) -> Option<String> {
+        self.latency_skipped.as_ref()?;
+        let label = if has_histogram(&self.a.report) {
+            &self.b.label
+        } else {
+            &self.a.label
+        };
+        Some(lang.ui("cmp-no-histogram-run", &[("label", label.as_str().into())]))
+    }
+
+    /// The summary of finding `f` in `lang` (B's finding when it has it, else A's), from the
+    /// findings catalogue; `f.summary` in English.
+    pub fn finding_summary_in(&self, f: &FindingChange, lang: Lang) -> String {
+        if lang == Lang::En {
+            return f.summary.clone();
+        }
+        self.b
+            .report
+            .findings
+            .iter()
+            .chain(&self.a.report.findings)
+            .find(|x| x.id == f.id)
+            .map_or_else(
+                || f.summary.clone(),
+                |x| crate::i18n::findings::texts(x, lang).summary.into_owned(),
+            )
+    }
+}
+
+fn no_histogram(label: &str) -> String {
+    Lang::En.ui("cmp-no-histogram-run", &[("label", label.into())])
+}
+
+fn has_histogram(r: &Report) -> bool {
+    r.measurements
+        .load
+        .as_ref()
+        .and_then(|l| l.latency_histogram.as_ref())
+        .is_some_and(|h| h.iter().any(|b| b.count > 0))
 }
 
 /// The overall verdict (rules in the module docs).

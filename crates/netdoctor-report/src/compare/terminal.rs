@@ -1,11 +1,15 @@
 //! Terminal view of a [`Comparison`]: the two runs side by side with B − A, the latency test in
 //! words, one line per finding with its verdict, the kernel counters that matter, and the
 //! overall verdict last (where the eye lands). Colour as in `crate::terminal`: always written,
-//! stripped by the binary's output stream when it is not a terminal.
+//! stripped by the binary's output stream when it is not a terminal. The words come from the UI
+//! catalogue in the chosen [`Lang`] (`*_in` functions; the others write English), finding
+//! summaries from the findings catalogue; columns are padded by display width (a CJK character
+//! takes two cells).
 
 use super::{Change, Comparison, FindingSide, LatencyDirection, MetricChange, Origin};
-use crate::terminal::{ms, thousands};
-use netdoctor_core::{Severity, Verdict};
+use crate::i18n::{self, Lang};
+use crate::terminal::{ms, thousands, word_in};
+use netdoctor_core::Severity;
 use owo_colors::OwoColorize;
 use std::io::{self, Write};
 
@@ -27,20 +31,17 @@ const COUNTERS: [&str; 9] = [
 
 /// The word of a change, coloured: good news green, bad news red.
 pub fn change_word(c: Change) -> String {
-    let w = c.as_str().to_uppercase();
+    change_word_in(c, Lang::En)
+}
+
+/// [`change_word`] in `lang`.
+pub fn change_word_in(c: Change, lang: Lang) -> String {
+    let w = c.word(lang).to_uppercase();
     match c {
         Change::Fixed | Change::Improved => w.green().bold().to_string(),
         Change::Worse | Change::New => w.red().bold().to_string(),
         Change::Inconclusive => w.yellow().bold().to_string(),
         Change::Unchanged => w.bold().to_string(),
-    }
-}
-
-fn verdict_word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Problem => "problem",
-        Verdict::Healthy => "healthy",
-        Verdict::Inconclusive => "inconclusive",
     }
 }
 
@@ -90,64 +91,89 @@ fn delta(m: &MetricChange) -> String {
     }
 }
 
-fn label(m: &MetricChange) -> &'static str {
-    match m.name.as_str() {
-        "syn_rtt_median_ms" => "SYN RTT (median)",
-        "one_request_ms" => "one request (total)",
-        "requests_per_s" => "requests/s under load",
-        "latency_p50_ms" => "latency p50 under load",
-        "latency_p90_ms" => "latency p90",
-        "latency_p99_ms" => "latency p99",
-        "latency_max_ms" => "latency max",
-        "requests" => "requests",
-        "errors" => "errors",
-        _ => "",
-    }
+/// The catalogue message naming metric `m` (shared with the HTML view); `None` for a metric
+/// this version does not know.
+pub(crate) fn label_id(m: &MetricChange) -> Option<&'static str> {
+    Some(match m.name.as_str() {
+        "syn_rtt_median_ms" => "cmp-syn",
+        "one_request_ms" => "cmp-one-request",
+        "requests_per_s" => "cmp-rps",
+        "latency_p50_ms" => "cmp-p50",
+        "latency_p90_ms" => "cmp-p90",
+        "latency_p99_ms" => "cmp-p99",
+        "latency_max_ms" => "cmp-max",
+        "requests" => "cmp-requests",
+        "errors" => "cmp-errors",
+        _ => return None,
+    })
 }
 
-fn side(s: &Option<FindingSide>) -> String {
+fn label(m: &MetricChange, lang: Lang) -> String {
+    label_id(m).map(|id| lang.t(id)).unwrap_or_default()
+}
+
+fn side(s: &Option<FindingSide>, lang: Lang) -> String {
     match s {
         None => "-".into(),
         Some(s) => {
-            let sev = match s.severity {
-                Severity::Critical => "critical",
-                Severity::Warning => "warning",
-                Severity::Info => "info",
-            };
+            let sev = word_in(&s.severity, lang);
             match (s.added_latency_ms, s.affected_fraction) {
-                (Some(ms_), Some(f)) => format!("{sev} +{} on {:.0} %", ms(ms_), f * 100.0),
-                (Some(ms_), None) => format!("{sev} +{}", ms(ms_)),
-                _ => sev.to_string(),
+                (Some(ms_), Some(f)) => lang.ui(
+                    "cmp-side-impact",
+                    &[
+                        ("sev", sev.into()),
+                        ("ms", ms(ms_).into()),
+                        ("pct", format!("{:.0}", f * 100.0).into()),
+                    ],
+                ),
+                (Some(ms_), None) => lang.ui(
+                    "cmp-side-added",
+                    &[("sev", sev.into()), ("ms", ms(ms_).into())],
+                ),
+                _ => sev,
             }
         }
     }
 }
 
-/// Pads visible text to `w` columns (colour codes do not count).
+/// Pads visible text to `w` terminal cells (colour codes do not count, a CJK character counts
+/// two).
 fn pad(s: &str, w: usize) -> String {
     let visible = strip_len(s);
     format!("{s}{}", " ".repeat(w.saturating_sub(visible)))
 }
 
-/// Characters of `s` without ANSI escape sequences.
+/// Terminal cells of `s` without ANSI escape sequences.
 fn strip_len(s: &str) -> usize {
     let mut n = 0;
     let mut esc = false;
+    let mut buf = [0u8; 4];
     for ch in s.chars() {
         match (esc, ch) {
             (false, '\x1b') => esc = true,
             (true, 'm') => esc = false,
             (true, _) => {}
-            (false, _) => n += 1,
+            (false, _) => n += i18n::width(ch.encode_utf8(&mut buf)),
         }
     }
     n
 }
 
+/// `heading` and `rest` with a space between them, none after a full-width colon.
+fn heading(heading: &str, rest: &str) -> String {
+    let sep = if heading.ends_with('：') { "" } else { " " };
+    format!("{}{sep}{rest}", heading.bold())
+}
+
 /// Writes the side-by-side table and the latency test (no header, no verdict line).
 pub fn render_table(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    render_table_in(c, Lang::En, out)
+}
+
+/// [`render_table`] in `lang`.
+pub fn render_table_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
     let head = |label: &str, fallback: &str| {
-        if label.chars().count() <= COL - 2 {
+        if i18n::width(label) <= COL - 2 {
             label.to_string()
         } else {
             fallback.to_string()
@@ -162,16 +188,16 @@ pub fn render_table(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         "B − A".bold()
     )?;
     let verdict = |r: &crate::Report| {
-        let v = verdict_word(r.verdict);
+        let v = word_in(&r.verdict, lang);
         match r.findings.iter().find(|f| f.severity > Severity::Info) {
             Some(f) => format!("{v}: {}", f.id),
-            None => v.to_string(),
+            None => v,
         }
     };
     writeln!(
         out,
         "  {} {} {}",
-        pad("verdict", NAME),
+        pad(&lang.t("cmp-verdict"), NAME),
         pad(&verdict(&c.a.report), COL),
         verdict(&c.b.report)
     )?;
@@ -182,56 +208,68 @@ pub fn render_table(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "  {} {} {} {}",
-            pad(label(m), NAME),
+            pad(&label(m, lang), NAME),
             pad(&value(m, m.a), COL),
             pad(&value(m, m.b), COL),
             delta(m)
         )?;
     }
     writeln!(out)?;
-    latency_line(c, out)
+    latency_line(c, lang, out)
 }
 
-fn latency_line(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+fn latency_line(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
+    let title = lang.t("cmp-latency");
     let Some(t) = &c.latency else {
-        return writeln!(
-            out,
-            "{} not compared: {}",
-            "Latency:".bold(),
-            c.latency_skipped.as_deref().unwrap_or("no histogram")
-        );
+        let reason = c
+            .latency_skipped_in(lang)
+            .unwrap_or_else(|| lang.t("cmp-no-histogram"));
+        let rest = lang.ui("cmp-latency-not-compared", &[("reason", reason.into())]);
+        return writeln!(out, "{}", heading(&title, &rest));
     };
     let head = match t.direction {
-        LatencyDirection::Faster => "B is faster".green().bold().to_string(),
-        LatencyDirection::Slower => "B is slower".red().bold().to_string(),
-        LatencyDirection::Same => "no significant difference".bold().to_string(),
+        LatencyDirection::Faster => lang.t("cmp-faster").green().bold().to_string(),
+        LatencyDirection::Slower => lang.t("cmp-slower").red().bold().to_string(),
+        LatencyDirection::Same => lang.t("cmp-same").bold().to_string(),
     };
     let p = if t.p_value < 0.001 {
         "p < 0.001".to_string()
     } else {
         format!("p = {:.3}", t.p_value)
     };
-    writeln!(
-        out,
-        "{} {head} (typical request ×{:.2}; Mann–Whitney U on the histograms: {p}, Cliff's δ {:+.2}, {} effect; KS D {:.2}; {} vs {} requests)",
-        "Latency:".bold(),
-        t.typical_ratio,
-        t.cliffs_delta,
-        t.effect,
-        t.ks_d,
-        thousands(t.n_a),
-        thousands(t.n_b)
-    )
+    let effect = match lang.t(&format!("cmp-effect-{}", t.effect)) {
+        w if w.starts_with('⟦') => t.effect.clone(),
+        w => w,
+    };
+    let rest = lang.ui(
+        "cmp-latency-test",
+        &[
+            ("head", head.into()),
+            ("ratio", format!("{:.2}", t.typical_ratio).into()),
+            ("p", p.into()),
+            ("delta", format!("{:+.2}", t.cliffs_delta).into()),
+            ("effect", effect.into()),
+            ("ks", format!("{:.2}", t.ks_d).into()),
+            ("na", thousands(t.n_a).into()),
+            ("nb", thousands(t.n_b).into()),
+        ],
+    );
+    writeln!(out, "{}", heading(&title, &rest))
 }
 
-/// Writes the whole comparison.
+/// Writes the whole comparison, in English.
 pub fn render(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{}", "netdoctor compare".bold())?;
+    render_in(c, Lang::En, out)
+}
+
+/// Writes the whole comparison in `lang`.
+pub fn render_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", lang.t("cmp-title").bold())?;
     for (name, run) in [("A", &c.a), ("B", &c.b)] {
         let origin = match (run.origin, &run.file) {
-            (Origin::File, Some(f)) => format!("saved report {f}"),
-            (Origin::File, None) => "saved report".to_string(),
-            (Origin::Run, _) => "this run".to_string(),
+            (Origin::File, Some(f)) => lang.ui("cmp-origin-file", &[("file", f.as_str().into())]),
+            (Origin::File, None) => lang.t("cmp-origin-saved"),
+            (Origin::Run, _) => lang.t("cmp-origin-run"),
         };
         let target = &run.report.target.input;
         let label = if run.label == *target {
@@ -242,28 +280,33 @@ pub fn render(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  {} {label}{target}  ({origin})", name.bold())?;
     }
     writeln!(out)?;
-    render_body(c, out)
+    render_body_in(c, lang, out)
 }
 
 /// Everything below the header: the side-by-side table, the latency test, the findings with
-/// their verdicts, the counters and the overall verdict (what `demo` shows).
+/// their verdicts, the counters and the overall verdict (what `demo` shows), in English.
 pub fn render_body(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
-    render_table(c, out)?;
+    render_body_in(c, Lang::En, out)
+}
+
+/// [`render_body`] in `lang`.
+pub fn render_body_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
+    render_table_in(c, lang, out)?;
     writeln!(out)?;
-    writeln!(out, "{}", "Findings".bold())?;
+    writeln!(out, "{}", lang.t("cmp-findings").bold())?;
     if c.findings.is_empty() {
-        writeln!(out, "  none in either run")?;
+        writeln!(out, "  {}", lang.t("cmp-no-findings"))?;
     }
     for f in &c.findings {
         writeln!(
             out,
             "  {} {} A: {} → B: {}",
-            pad(&change_word(f.change), 10),
+            pad(&change_word_in(f.change, lang), 10),
             pad(&f.id.as_str().bold().to_string(), 27),
-            pad(&side(&f.a), 24),
-            side(&f.b)
+            pad(&side(&f.a, lang), 24),
+            side(&f.b, lang)
         )?;
-        writeln!(out, "  {:10} {}", "", f.summary)?;
+        writeln!(out, "  {:10} {}", "", c.finding_summary_in(f, lang))?;
     }
     let shown: Vec<_> = c
         .counters
@@ -272,7 +315,7 @@ pub fn render_body(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         .collect();
     if !shown.is_empty() {
         writeln!(out)?;
-        writeln!(out, "{}", "Kernel counters (change during each run)".bold())?;
+        writeln!(out, "{}", lang.t("cmp-counters").bold())?;
         let v = |x: Option<i64>| x.map_or("0".to_string(), |x| format!("{x:+}"));
         for k in shown {
             writeln!(
@@ -285,13 +328,12 @@ pub fn render_body(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         }
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "{} {} — {}",
-        "Verdict:".bold(),
-        change_word(c.verdict),
-        c.summary
-    )
+    let rest = format!(
+        "{} — {}",
+        change_word_in(c.verdict, lang),
+        c.summary_in(lang)
+    );
+    writeln!(out, "{}", heading(&lang.t("term-verdict"), &rest))
 }
 
 #[cfg(test)]
@@ -299,9 +341,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn padding_ignores_colour() {
+    fn padding_ignores_colour_and_counts_cells() {
         let s = "FIXED".green().to_string();
         assert_eq!(strip_len(&s), 5);
         assert_eq!(strip_len(&pad(&s, 10)), 10);
+        let zh = change_word_in(Change::Fixed, Lang::Zh);
+        assert_eq!(strip_len(&zh), 6, "{zh}");
+        assert_eq!(strip_len(&pad(&zh, 10)), 10);
+        assert_eq!(strip_len("−39.9 ms ×9.66"), 14);
     }
 }

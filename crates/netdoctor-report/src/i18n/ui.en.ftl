@@ -33,6 +33,23 @@ term-passive = passive: the target's real traffic was watched; no probe or load 
 term-connect = connect()
 term-connect-line = { $median } median (min { $min }, max { $max }; { $answered }/{ $sent } completed)
 term-connect-some = { $answered } of { $sent } connect() calls completed
+term-dns = DNS
+term-dns-gai = getaddrinfo { $ms }
+term-dns-gai-timeout = getaddrinfo timed out
+term-dns-gai-error = getaddrinfo failed: { $error }
+term-dns-server = { $server } udp { $ms }
+term-dns-server-none = { $server } udp no answer ({ $answered }/{ $sent })
+term-dns-no-dns = answered without DNS (/etc/hosts or localhost)
+term-sep = {"; "}
+term-route = Route
+term-route-line = { $n } { $n ->
+    [one] hop
+   *[other] hops
+} ({ $protocol }); RTT to the target min { $best }, median { $median }
+term-route-unreached = { $n } { $n ->
+    [one] hop
+   *[other] hops
+} probed ({ $protocol }); the target did not answer
 term-measured = Measured
 term-syn-rtt = SYN RTT
 term-syn-raw = raw SYN, kernel timestamps
@@ -91,14 +108,87 @@ term-ev-probe = probe { $probe }:
 term-ev-log = kernel log: { $line }
 term-checks = Checks
 
-## Two runs side by side (demo)
+## Two runs compared (`diagnose --compare`, `--baseline`, and `demo`'s side by side)
 
+cmp-title = netdoctor compare
+cmp-origin-file = saved report { $file }
+cmp-origin-saved = saved report
+cmp-origin-run = this run
 cmp-syn = SYN RTT (median)
 cmp-one-request = one request (total)
 cmp-rps = requests/s under load
 cmp-p50 = latency p50 under load
-cmp-p99 = latency p99 under load
+cmp-p90 = latency p90
+cmp-p99 = latency p99
+cmp-max = latency max
+cmp-requests = requests
+cmp-errors = errors
 cmp-verdict = verdict
+cmp-latency = Latency:
+cmp-latency-not-compared = not compared: { $reason }
+cmp-no-histogram = no histogram
+cmp-no-histogram-run = { $label } has no latency histogram
+cmp-faster = B is faster
+cmp-slower = B is slower
+cmp-same = no significant difference
+cmp-latency-test = { $head } (typical request ×{ $ratio }; Mann–Whitney U on the histograms: { $p }, Cliff's δ { $delta }, { $effect } effect; KS D { $ks }; { $na } vs { $nb } requests)
+cmp-effect-negligible = negligible
+cmp-effect-small = small
+cmp-effect-medium = medium
+cmp-effect-large = large
+cmp-findings = Findings
+cmp-no-findings = none in either run
+cmp-side-impact = { $sev } +{ $ms } on { $pct } %
+cmp-side-added = { $sev } +{ $ms }
+cmp-counters = Kernel counters (change during each run)
+cmp-change-fixed = fixed
+cmp-change-improved = improved
+cmp-change-unchanged = unchanged
+cmp-change-worse = worse
+cmp-change-new = new
+cmp-change-inconclusive = inconclusive
+cmp-head-fixed = B is healthy where A had a problem
+cmp-head-improved = B is better than A
+cmp-head-unchanged = no significant change from A to B
+cmp-head-worse = B is worse than A
+cmp-head-new = B has a problem A did not have
+cmp-head-inconclusive = a run could not be judged
+cmp-sum-faster = latency significantly lower
+cmp-sum-slower = latency significantly higher
+cmp-sum-same = no significant latency difference
+cmp-sum-not-compared = latency not compared
+cmp-sum-list = { $word }: { $ids }
+cmp-sum-latency = { $lat } ({ $p50 })
+cmp-html-title = netdoctor compare: { $verdict } – { $a } vs { $b }
+cmp-html-footer = netdoctor { $version } · comparison schema { $schema } · this page is self-contained: no script, nothing fetched
+cmp-html-runs = The two runs
+cmp-html-th-run = run
+cmp-html-th-target = target
+cmp-html-th-from = from
+cmp-html-th-findings = findings
+cmp-html-this-run = this run ({ $s } s)
+cmp-html-none-above-info = none above info
+cmp-html-latency = Latency distributions
+cmp-html-not-compared = Latency not compared: { $reason }.
+cmp-html-same = No significant difference
+cmp-html-latency-test = <b>{ $head }</b>: a typical B request takes ×{ $ratio } the time of a typical A request (Hodges–Lehmann, { $shift } histogram buckets); Mann–Whitney U on the two histograms, { $p }, Cliff's δ { $delta } ({ $effect } effect), Kolmogorov–Smirnov D { $ks }; { $na } and { $nb } requests. A difference counts when p &lt; { $alpha }, |δ| ≥ { $min_effect } and the shift is at least { $min_shift } buckets (×1.26).
+cmp-html-hist-caption = Share of each run's requests per latency bucket (log scale)
+cmp-html-no-hist = Latency histograms not measured.
+cmp-html-curve-caption = Latency at each percentile
+cmp-html-side-impact = { $sev }: +{ $ms } on { $pct } %
+cmp-html-side-added = { $sev }: +{ $ms }
+cmp-html-no-findings = No finding in either run.
+cmp-html-th-finding = finding
+cmp-html-th-summary = summary
+cmp-html-still-to-fix = Still to fix in B ({ $id }):
+cmp-html-counters = Kernel counters: change during each run
+cmp-html-no-counters = Kernel counters not measured in either run.
+cmp-svg-histograms = latency histograms of A and B
+cmp-svg-tip = { $name }: { $from } – { $to }: { $count } requests ({ $pct } %)
+cmp-svg-share = % of requests
+cmp-svg-curves = latency percentile curves of A and B
+cmp-svg-max = max
+cmp-svg-ms-log = ms (log)
 
 ## HTML report (arguments that come from the report arrive HTML-escaped)
 

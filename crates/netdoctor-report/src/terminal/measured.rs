@@ -1,12 +1,14 @@
-//! The "Measured" block of the terminal report: the probes, the load, the capture (with the
-//! per-request breakdown), the server's sockets and the kernel counters, one labelled line
-//! each (labels padded by display width, so Chinese labels line up too).
+//! The "Measured" block of the terminal report: the name's DNS lookups and the route (targets
+//! given by name or routed), the probes, the load, the capture (with the per-request
+//! breakdown), the server's sockets and the kernel counters, one labelled line each (labels
+//! padded by display width, so Chinese labels line up too).
 
 use super::{a, ms, thousands};
 use crate::i18n::{Lang, pad};
 use crate::model::Report;
 use netdoctor_core::analyze::ExchangeMethod;
 use owo_colors::OwoColorize;
+use serde_json::Value;
 use std::io::{self, Write};
 
 /// A measurement line: its label padded to the label column, then the text.
@@ -22,6 +24,14 @@ pub(super) fn render_measurements(
     writeln!(out, "{}", lang.t("term-measured").bold())?;
     let m = &report.measurements;
     let mut any = false;
+    if let Some(line) = m.dns.as_ref().and_then(|v| dns_line(v, lang)) {
+        any = true;
+        row(out, &lang.t("term-dns"), &line)?;
+    }
+    if let Some(line) = m.trace.as_ref().and_then(|v| route_line(v, lang)) {
+        any = true;
+        row(out, &lang.t("term-route"), &line)?;
+    }
     if let Some(probe) = &m.probe {
         if let Some(syn) = &probe.syn {
             any = true;
@@ -255,6 +265,73 @@ pub(super) fn render_measurements(
     Ok(())
 }
 
+/// `getaddrinfo 12.0 ms; 10.0.0.53 udp 3.00 ms`: the system lookup and each nameserver's
+/// median UDP answer, from `measurements.dns` (`netdoctor-route`'s `DnsReport` kept as JSON);
+/// `None` when it holds neither.
+fn dns_line(v: &Value, lang: Lang) -> Option<String> {
+    let mut parts = Vec::new();
+    if v["answered_without_dns"].as_bool() == Some(true) {
+        parts.push(lang.t("term-dns-no-dns"));
+    }
+    let g = &v["getaddrinfo"];
+    if g["timed_out"].as_bool() == Some(true) {
+        parts.push(lang.t("term-dns-gai-timeout"));
+    } else if let Some(e) = g["error"].as_str() {
+        parts.push(lang.ui("term-dns-gai-error", &[("error", a(e))]));
+    } else if let Some(t) = g["elapsed_ms"].as_f64() {
+        parts.push(lang.ui("term-dns-gai", &[("ms", a(ms(t)))]));
+    }
+    for s in v["servers"].as_array().into_iter().flatten() {
+        let server = s["server"].as_str().unwrap_or("?");
+        let udp = &s["udp"];
+        parts.push(match udp["median_ms"].as_f64() {
+            Some(t) => lang.ui(
+                "term-dns-server",
+                &[("server", a(server)), ("ms", a(ms(t)))],
+            ),
+            None => lang.ui(
+                "term-dns-server-none",
+                &[
+                    ("server", a(server)),
+                    (
+                        "answered",
+                        a(udp["answered"].as_u64().unwrap_or(0).to_string()),
+                    ),
+                    ("sent", a(udp["sent"].as_u64().unwrap_or(0).to_string())),
+                ],
+            ),
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join(&lang.t("term-sep")))
+}
+
+/// `3 hops (tcp); RTT to the target min 37.2 ms, median 37.9 ms`, from `measurements.trace`
+/// (`netdoctor-route`'s `TraceResult` kept as JSON); `None` without hops.
+fn route_line(v: &Value, lang: Lang) -> Option<String> {
+    let hops = v["hops"].as_array().filter(|h| !h.is_empty())?;
+    let n = hops.len();
+    let protocol = v["protocol"].as_str().unwrap_or("?");
+    let rtt = hops
+        .iter()
+        .find(|h| h["destination"].as_bool() == Some(true))
+        .and_then(|d| Some((d["best_ms"].as_f64()?, d["median_ms"].as_f64()?)));
+    Some(match rtt {
+        Some((best, median)) => lang.ui(
+            "term-route-line",
+            &[
+                ("n", a(n)),
+                ("protocol", a(protocol)),
+                ("best", a(ms(best))),
+                ("median", a(ms(median))),
+            ],
+        ),
+        None => lang.ui(
+            "term-route-unreached",
+            &[("n", a(n)), ("protocol", a(protocol))],
+        ),
+    })
+}
+
 /// `"a typical request (p50) 43.9 ms = 0.01 ms network + 0.12 ms server + 43.8 ms Nagle/delayed ACK"`:
 /// where the time of a median request went, largest stall parts named.
 pub fn breakdown_line(b: &netdoctor_core::Breakdown) -> String {
@@ -307,4 +384,109 @@ fn is_interesting_counter(name: &str) -> bool {
         "Tcp.AttemptFails",
     ];
     NAMES.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `measurements.dns` and `.trace` as `netdoctor-route` writes them (fields trimmed to
+    /// what the lines read, plus a few they must ignore).
+    fn dns() -> Value {
+        serde_json::json!({
+            "name": "api.lab", "query_name": "api.lab.", "record_type": "A",
+            "resolver": {}, "timeout_ms": 2000.0,
+            "getaddrinfo": {"elapsed_ms": 12.04, "timed_out": false, "results": ["10.0.0.7"]},
+            "servers": [
+                {"server": "10.0.0.53", "position": 0,
+                 "udp": {"transport": "udp", "tries": [], "sent": 3, "answered": 3, "loss": 0.0,
+                         "min_ms": 2.9, "median_ms": 3.01, "max_ms": 3.4}},
+                {"server": "10.0.0.54", "position": 1,
+                 "udp": {"transport": "udp", "tries": [], "sent": 3, "answered": 0, "loss": 1.0}}
+            ],
+            "reverse": [], "notes": []
+        })
+    }
+
+    fn trace(reached: bool) -> Value {
+        let hop = |ttl: u8, dest: bool| {
+            let mut h = serde_json::json!({"ttl": ttl, "addrs": [], "sent": 5, "loss": 0.0,
+                "destination": dest});
+            if reached || !dest {
+                h["received"] = 5.into();
+                h["best_ms"] = (10.0 * f64::from(ttl) + 7.2).into();
+                h["median_ms"] = (10.0 * f64::from(ttl) + 7.9).into();
+            } else {
+                h["received"] = 0.into();
+            }
+            h
+        };
+        serde_json::json!({"target": "10.0.3.2", "protocol": "tcp", "port": 80,
+            "reached": reached, "hops": [hop(1, false), hop(2, false), hop(3, true)],
+            "hop_assessment": [], "notes": []})
+    }
+
+    #[test]
+    fn dns_and_route_get_one_line_each_in_both_languages() {
+        assert_eq!(
+            dns_line(&dns(), Lang::En).unwrap(),
+            "getaddrinfo 12.0 ms; 10.0.0.53 udp 3.01 ms; 10.0.0.54 udp no answer (0/3)"
+        );
+        assert_eq!(
+            route_line(&trace(true), Lang::En).unwrap(),
+            "3 hops (tcp); RTT to the target min 37.2 ms, median 37.9 ms"
+        );
+        assert_eq!(
+            route_line(&trace(false), Lang::En).unwrap(),
+            "3 hops probed (tcp); the target did not answer"
+        );
+        let zh = dns_line(&dns(), Lang::Zh).unwrap();
+        assert!(zh.contains("12.0 ms") && zh.contains("无应答"), "{zh}");
+        let zh = route_line(&trace(true), Lang::Zh).unwrap();
+        assert!(zh.contains("3 跳") && zh.contains("37.2 ms"), "{zh}");
+        // Nothing to say: no line.
+        assert_eq!(
+            dns_line(&serde_json::json!({"servers": []}), Lang::En),
+            None
+        );
+        assert_eq!(route_line(&serde_json::json!({"hops": []}), Lang::En), None);
+        let mut timed_out = dns();
+        timed_out["getaddrinfo"] = serde_json::json!({"timed_out": true, "results": []});
+        assert!(
+            dns_line(&timed_out, Lang::En)
+                .unwrap()
+                .starts_with("getaddrinfo timed out; ")
+        );
+    }
+
+    #[test]
+    fn the_measured_block_shows_the_dns_and_route_lines() {
+        let mut r = Report::new(
+            crate::ReportCommand::Diagnose,
+            crate::Target {
+                input: "http://api.lab/".into(),
+                address: None,
+                protocol: None,
+            },
+        );
+        r.measurements.dns = Some(dns());
+        r.measurements.trace = Some(trace(true));
+        for (lang, dns_label, route_label) in [
+            (Lang::En, "DNS ", "Route "),
+            (Lang::Zh, "域名解析 ", "路由 "),
+        ] {
+            let mut out = Vec::new();
+            render_measurements(&r, lang, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let line = |label: &str| {
+                text.lines()
+                    .find(|l| l.trim_start().starts_with(label))
+                    .unwrap_or_else(|| panic!("no {label:?} line in:\n{text}"))
+                    .to_string()
+            };
+            assert!(line(dns_label).contains("10.0.0.53"), "{text}");
+            assert!(line(route_label).contains("37.9 ms"), "{text}");
+            assert!(!text.contains('⟦') && !text.contains("{$"), "{text}");
+        }
+    }
 }
