@@ -16,6 +16,7 @@ use std::io::{self, Write};
 
 mod measured;
 
+pub(crate) use measured::is_interesting_counter;
 use measured::render_measurements;
 pub use measured::{breakdown_line, breakdown_line_in};
 

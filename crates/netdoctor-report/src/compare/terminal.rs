@@ -16,19 +16,6 @@ use std::io::{self, Write};
 const NAME: usize = 24;
 const COL: usize = 28;
 
-/// Counters worth a line (every changed counter is in the JSON).
-const COUNTERS: [&str; 9] = [
-    "TcpExt.ListenOverflows",
-    "TcpExt.ListenDrops",
-    "TcpExt.TCPTimeouts",
-    "Tcp.RetransSegs",
-    "TcpExt.TCPSynRetrans",
-    "TcpExt.SyncookiesSent",
-    "TcpExt.TCPAbortOnOverflow",
-    "Tcp.AttemptFails",
-    "TcpExt.DelayedACKs",
-];
-
 /// The word of a change, coloured: good news green, bad news red.
 pub fn change_word(c: Change) -> String {
     change_word_in(c, Lang::En)
@@ -311,7 +298,9 @@ pub fn render_body_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Re
     let shown: Vec<_> = c
         .counters
         .iter()
-        .filter(|k| COUNTERS.contains(&k.name.as_str()))
+        .filter(|k| {
+            crate::terminal::is_interesting_counter(&k.name) || k.name == "TcpExt.DelayedACKs"
+        })
         .collect();
     if !shown.is_empty() {
         writeln!(out)?;

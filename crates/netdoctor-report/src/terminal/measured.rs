@@ -372,7 +372,7 @@ pub fn breakdown_line_in(b: &netdoctor_core::Breakdown, lang: Lang) -> String {
 }
 
 /// Counters worth a line in the terminal summary (all changes are in the JSON).
-fn is_interesting_counter(name: &str) -> bool {
+pub(crate) fn is_interesting_counter(name: &str) -> bool {
     const NAMES: [&str; 8] = [
         "TcpExt.ListenOverflows",
         "TcpExt.ListenDrops",
