@@ -469,9 +469,11 @@ mod tests {
     use super::*;
 
     fn load(connect_errors: u64, no_port: u64, first: &str) -> LoadResult {
-        let mut errors = netdoctor_load::ErrorCounts::default();
-        errors.connect = connect_errors;
-        errors.connect_addr_not_avail = no_port;
+        let errors = netdoctor_load::ErrorCounts {
+            connect: connect_errors,
+            connect_addr_not_avail: no_port,
+            ..Default::default()
+        };
         LoadResult {
             connections: 4,
             threads: 1,

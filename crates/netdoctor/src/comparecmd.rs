@@ -198,6 +198,7 @@ mod tests {
             netdoctor_report::Target {
                 input: input.into(),
                 address: None,
+                protocol: None,
             },
         );
         serde_json::to_string(&r).unwrap()
