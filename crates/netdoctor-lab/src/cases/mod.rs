@@ -4,9 +4,9 @@
 //! | case | built | diagnose with | expect |
 //! |---|---|---|---|
 //! | `nagle` | the reference lab (nginx, `tcp_nodelay` on/off) | `diagnose` from the client | `nagle_delayed_ack` |
-//! | `backlog` | listen backlog 2, acceptor taking one connection per 100 ms | `diagnose` in the server namespace | `listen_queue_overflow` |
+//! | `backlog` | listen backlog 2, acceptor taking one connection per 100 ms | `diagnose` from the client | `listen_queue_overflow` |
 //! | `port-exhaustion` | 50 local ports in the client, the client closes first | `diagnose --no-keepalive` from the client | `ephemeral_port_exhaustion` |
-//! | `syn-flood` | `hping3 -S` from a third namespace, 500 SYN/s for 120 s | `diagnose` in the server namespace | `syn_flood` |
+//! | `syn-flood` | `hping3 -S` from a third namespace, 500 SYN/s for 120 s | `diagnose` from the client | `syn_flood` |
 //! | `slow-dns`, `dead-dns`, `no-dns` | the route lab's nameserver slow, silent, absent | `diagnose http://srv.lab.test:8080/` from the client (its DNS checks) | `dns_slow`, `dns_server_unreachable`, `dns_no_nameserver` |
 //! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
@@ -17,11 +17,10 @@
 //! forwarder, nameserver and flood outlive `lab start`. Its PID (with start time) is in the
 //! lab's state file with every namespace and `/etc/netns` dir it makes, so `lab stop` (with or
 //! without `--name`) ends it by PID and removes all of it; the process itself removes its lab on
-//! SIGTERM/SIGINT/SIGHUP. Host cases diagnose from the server namespace where the evidence lives
-//! there (the listener's queue and the SYN_RECV sockets, and the counters, are per namespace):
-//! diagnose from the client would read them in the server's namespace only when the serving
-//! process's namespace (`/proc/PID/ns/net`) is it, and the case process serves from a thread
-//! that joined it.
+//! SIGTERM/SIGINT/SIGHUP. Host cases are diagnosed from the client, as users would: the
+//! listener's queue, the SYN_RECV sockets and the counters are per namespace, and diagnose reads
+//! them in the namespace of the process serving the target — here a thread of the case process
+//! that joined the server namespace.
 
 pub mod run;
 pub mod spawn;
@@ -229,7 +228,7 @@ impl Case {
                     "netdoctor",
                     "diagnose",
                     "--netns",
-                    &srv,
+                    &cli,
                     "-c",
                     "50",
                     "-d",
@@ -237,7 +236,7 @@ impl Case {
                     &host_url,
                 ]),
                 vec!["listen_queue_overflow"],
-                "run it where the server runs: the accept queue and its counters belong to the server's namespace; SYNs dropped for a full queue come back after 1 s, 3 s".to_string(),
+                "run it from the client: diagnose reads the accept queue and its counters in the namespace of the process serving the target (the server's); SYNs dropped for a full queue come back after 1 s, 3 s".to_string(),
             ),
             Case::PortExhaustion => (
                 vec![
@@ -282,7 +281,7 @@ impl Case {
                     "netdoctor",
                     "diagnose",
                     "--netns",
-                    &srv,
+                    &cli,
                     "-c",
                     "10",
                     "-d",
@@ -291,7 +290,7 @@ impl Case {
                 ]),
                 vec!["syn_flood"],
                 format!(
-                    "run it where the server runs (the half-open sockets and SYN cookies are the server namespace's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
+                    "run it from the client: diagnose reads the half-open sockets and SYN cookies in the namespace of the process serving the target (the server's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
                 ),
             ),
             Case::SlowDns => (
