@@ -40,6 +40,9 @@ pub struct Outcome {
     /// The load's median latency, set before the observers finish, for those that compare a
     /// figure of theirs with it (the trace's base RTT).
     pub load_p50_ms: Option<f64>,
+    /// The load's own connect() calls and how many failed for want of a local port, set
+    /// before the observers finish (evidence for `ephemeral_port_exhaustion`).
+    pub load_connects: Option<netdoctor_observe::host_findings::ConnectOutcome>,
     /// Kernel drops by reason that eBPF counted (evidence for the host findings).
     pub kernel_drops: Vec<netdoctor_observe::host_findings::KernelDrop>,
 }

@@ -13,6 +13,7 @@ use crate::observers;
 use crate::plan::DiagnosePlan;
 use netdoctor_core::observation::{LoadOutcome, Observation};
 use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
+use netdoctor_observe::host_findings::ConnectOutcome;
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynMethod, SynProbeConfig};
 use netdoctor_report::{Check, CheckName, ProbeSection, Report, ReportCommand, Target};
 use std::net::SocketAddr;
@@ -212,8 +213,14 @@ fn start_observers(ctx: &RunCtx<'_>, report: &mut Report) -> Vec<Box<dyn Observe
 }
 
 fn finish_observers(ctx: &RunCtx<'_>, report: &Report, running: Vec<Box<dyn Observer>>) -> Outcome {
+    let load = report.measurements.load.as_ref();
     let mut outcome = Outcome {
-        load_p50_ms: report.measurements.load.as_ref().map(|l| l.latency_ms.p50),
+        load_p50_ms: load.map(|l| l.latency_ms.p50),
+        load_connects: load.map(|l| ConnectOutcome {
+            attempts: l.connects,
+            addr_not_avail: l.errors.connect_addr_not_avail,
+            remote: Some(ctx.addr),
+        }),
         ..Outcome::default()
     };
     for o in running {
@@ -416,14 +423,19 @@ fn finish(
 pub(crate) fn load_outcome(l: &LoadResult) -> LoadOutcome {
     let e = &l.errors;
     let mut client_limits = Vec::new();
-    if let Some(first) = &l.first_error {
-        let lower = first.to_lowercase();
-        if lower.contains("too many open files") {
-            client_limits.push("its file descriptors (too many open files)".to_string());
-        }
-        if lower.contains("cannot assign requested address") || lower.contains("eaddrnotavail") {
-            client_limits.push("its local ports (cannot assign requested address)".to_string());
-        }
+    let first = l.first_error.as_deref().unwrap_or("").to_lowercase();
+    if first.contains("too many open files") {
+        client_limits.push("its file descriptors (too many open files)".to_string());
+    }
+    // Counted per error, not only when it came first.
+    if e.connect_addr_not_avail > 0
+        || first.contains("cannot assign requested address")
+        || first.contains("eaddrnotavail")
+    {
+        client_limits.push(match e.connect_addr_not_avail {
+            0 => "its local ports (cannot assign requested address)".to_string(),
+            n => format!("its local ports: {n} connect() calls failed with EADDRNOTAVAIL"),
+        });
     }
     LoadOutcome {
         responses: l.requests,
@@ -450,4 +462,52 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         src = s.source();
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(connect_errors: u64, no_port: u64, first: &str) -> LoadResult {
+        let errors = netdoctor_load::ErrorCounts {
+            connect: connect_errors,
+            connect_addr_not_avail: no_port,
+            ..Default::default()
+        };
+        LoadResult {
+            connections: 4,
+            threads: 1,
+            duration_s: 3.0,
+            requests: 100,
+            requests_per_s: 33.3,
+            bytes_read: 0,
+            transfer_per_s: 0.0,
+            latency_ms: Default::default(),
+            status: Default::default(),
+            errors,
+            connects: 100 + connect_errors,
+            first_error: Some(first.to_string()),
+            rate: None,
+            latency_histogram: None,
+            latency_curve: None,
+            timeline: None,
+        }
+    }
+
+    #[test]
+    fn counted_eaddrnotavail_is_a_client_limit_even_when_another_error_came_first() {
+        let l = load_outcome(&load(40, 37, "connect 10.0.0.1:80: connection refused"));
+        assert_eq!(l.client_limits.len(), 1, "{:?}", l.client_limits);
+        assert!(
+            l.client_limits[0].contains("local ports: 37 connect() calls failed"),
+            "{:?}",
+            l.client_limits
+        );
+    }
+
+    #[test]
+    fn other_connect_errors_are_no_client_limit() {
+        let l = load_outcome(&load(40, 0, "connect 10.0.0.1:80: connection refused"));
+        assert!(l.client_limits.is_empty(), "{:?}", l.client_limits);
+    }
 }

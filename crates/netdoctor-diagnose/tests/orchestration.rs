@@ -49,6 +49,7 @@ fn load(p50: f64) -> LoadResult {
         },
         status: [(200, 10_000)].into_iter().collect(),
         errors: Default::default(),
+        connects: 0,
         first_error: None,
         rate: None,
         latency_histogram: None,

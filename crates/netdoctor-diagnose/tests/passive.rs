@@ -51,6 +51,7 @@ fn no_load() -> LoadResult {
         latency_ms: Default::default(),
         status: Default::default(),
         errors: Default::default(),
+        connects: 0,
         first_error: None,
         rate: None,
         latency_histogram: None,

@@ -196,6 +196,10 @@ pub use netdoctor_core::Percentiles;
 pub struct ErrorCounts {
     /// connect() failed (refused, unreachable, ...).
     pub connect: u64,
+    /// Of `connect`: failed with EADDRNOTAVAIL ("Cannot assign requested address"): this
+    /// host had no local port left for the target (absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connect_addr_not_avail: u64,
     /// read failed, the response was malformed, or the server closed before it was complete.
     pub read: u64,
     /// write failed.
@@ -206,6 +210,10 @@ pub struct ErrorCounts {
     pub status: u64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.status
@@ -213,6 +221,7 @@ impl ErrorCounts {
 
     fn add(&mut self, o: &ErrorCounts) {
         self.connect += o.connect;
+        self.connect_addr_not_avail += o.connect_addr_not_avail;
         self.read += o.read;
         self.write += o.write;
         self.timeout += o.timeout;
@@ -238,6 +247,10 @@ pub struct LoadResult {
     /// Responses by status code.
     pub status: BTreeMap<u16, u64>,
     pub errors: ErrorCounts,
+    /// connect() calls the load made (successful or not; absent when 0, e.g. in reports
+    /// written before it was counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connects: u64,
     /// The first error seen, e.g. `connect 127.0.0.1:1: connection refused`.
     pub first_error: Option<String>,
     /// The constant rate asked for (requests/s), when the run was open loop; latencies are then
@@ -436,6 +449,7 @@ fn merge(
     let mut hist = worker::new_histogram();
     let mut requests = 0;
     let mut bytes_read = 0;
+    let mut connects = 0;
     let mut errors = ErrorCounts::default();
     let mut status = BTreeMap::new();
     let mut first: Option<(Instant, String)> = None;
@@ -446,6 +460,7 @@ fn merge(
         let _ = hist.add(&p.hist);
         requests += p.requests;
         bytes_read += p.bytes_read;
+        connects += p.connects;
         errors.add(&p.errors);
         for (code, n) in p.status.iter().enumerate() {
             if *n > 0 {
@@ -471,6 +486,7 @@ fn merge(
         latency_ms: percentiles(&hist),
         status,
         errors,
+        connects,
         first_error: first.map(|(_, m)| m),
         rate: None,
         latency_histogram: Some(distribution::buckets(&hist)).filter(|b| !b.is_empty()),

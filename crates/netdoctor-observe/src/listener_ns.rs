@@ -18,6 +18,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// The process that listens on the target, and its network namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListenerOwner {
+    /// The process, or its thread that is in `netns` when only a thread is (`/proc/PID/ns/net`
+    /// names `netns` either way).
     pub pid: u32,
     /// Its command name (`/proc/PID/comm`).
     pub process: String,
@@ -90,30 +92,63 @@ fn candidates(addr: SocketAddr) -> Vec<ListenerOwner> {
         if fds.is_empty() {
             continue;
         }
-        let Ok(ns) = fs::read_link(format!("/proc/{pid}/ns/net")) else {
-            continue;
-        };
-        let ns = ns.to_string_lossy().into_owned();
-        if out.iter().any(|o| o.netns == ns) {
-            continue;
-        }
-        let (table, has_addr) = seen
-            .entry(ns.clone())
-            .or_insert_with(|| (tcp_table(pid), netns_has_ip(pid, addr.ip())));
-        let listens = fds.iter().any(|(_, inode)| {
-            table.get(inode).is_some_and(|e| {
-                e.state == 0x0A
-                    && e.local.port() == addr.port()
-                    && (e.local.ip() == addr.ip() || (e.local.ip().is_unspecified() && *has_addr))
-            })
-        });
-        if listens {
-            out.push(ListenerOwner {
-                pid,
-                process: comm(pid),
-                same_netns: own.as_deref() == Some(ns.as_str()),
-                netns: ns,
+        // A thread may serve from a namespace of its own (setns in one thread, as a lab's
+        // case process does): each namespace of the process's threads is looked at, through
+        // the first thread in it (`/proc/TID/…` is that thread's namespace).
+        for (id, ns) in task_namespaces(pid) {
+            if out.iter().any(|o| o.netns == ns) {
+                continue;
+            }
+            let (table, has_addr) = seen
+                .entry(ns.clone())
+                .or_insert_with(|| (tcp_table(id), netns_has_ip(id, addr.ip())));
+            let listens = fds.iter().any(|(_, inode)| {
+                table.get(inode).is_some_and(|e| {
+                    e.state == 0x0A
+                        && e.local.port() == addr.port()
+                        && (e.local.ip() == addr.ip()
+                            || (e.local.ip().is_unspecified() && *has_addr))
+                })
             });
+            if listens {
+                out.push(ListenerOwner {
+                    pid: id,
+                    process: comm(pid),
+                    same_netns: own.as_deref() == Some(ns.as_str()),
+                    netns: ns,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The network namespaces of `pid`'s threads, each with the first thread in it (`pid` itself
+/// for its own namespace, listed first).
+fn task_namespaces(pid: u32) -> Vec<(u32, String)> {
+    let ns_of = |path: String| {
+        fs::read_link(path)
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
+    };
+    let mut out: Vec<(u32, String)> = Vec::new();
+    if let Some(ns) = ns_of(format!("/proc/{pid}/ns/net")) {
+        out.push((pid, ns));
+    }
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    let mut tids: Vec<u32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&t| t != pid)
+        .collect();
+    tids.sort_unstable();
+    for tid in tids {
+        if let Some(ns) = ns_of(format!("/proc/{pid}/task/{tid}/ns/net"))
+            && !out.iter().any(|(_, n)| *n == ns)
+        {
+            out.push((tid, ns));
         }
     }
     out
@@ -188,6 +223,18 @@ fn local_v6(if_inet6: &str) -> Vec<Ipv6Addr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_namespaces_start_with_its_own() {
+        let me = std::process::id();
+        let ns = task_namespaces(me);
+        assert_eq!(ns.first().map(|(id, _)| *id), Some(me), "{ns:?}");
+        assert_eq!(ns.first().map(|(_, n)| n.clone()), own_netns(), "{ns:?}");
+        // One entry per namespace.
+        for (i, (_, a)) in ns.iter().enumerate() {
+            assert!(ns[i + 1..].iter().all(|(_, b)| b != a), "{ns:?}");
+        }
+    }
 
     #[test]
     fn local_addresses_from_proc() {

@@ -75,8 +75,9 @@ fn pid_alive(pid: u64) -> bool {
         .is_ok_and(|s| !matches!(s.rsplit_once(") ").map(|(_, r)| &r[..1]), Some("Z")))
 }
 
-/// Start, status, the suggested command and its finding, stop, nothing left.
-fn case_round_trip(case: &str, tag: &str) {
+/// Start, status, the suggested command and its finding, stop, nothing left. Returns the
+/// suggested command's report.
+fn case_round_trip(case: &str, tag: &str) -> Value {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lab = name(tag);
     let (info, guard) = start(case, &lab);
@@ -145,6 +146,16 @@ fn case_round_trip(case: &str, tag: &str) {
         assert!(!pid_alive(flood), "the flood (hping3 {flood}) still runs");
     }
     drop(guard);
+    report
+}
+
+fn finding<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no {id}: {report}"))
 }
 
 fn assert_nothing_left(case: &str, lab: &str, namespaces: &[String], pid: Option<u64>) {
@@ -182,7 +193,24 @@ fn backlog_is_a_listen_queue_overflow() {
 #[test]
 fn port_exhaustion_is_ephemeral_port_exhaustion() {
     if !skip() {
-        case_round_trip("port-exhaustion", "pe");
+        let report = case_round_trip("port-exhaustion", "pe");
+        // The load's own connect() calls failed with EADDRNOTAVAIL: that is the evidence, the
+        // finding is critical, and the failed requests are its consequence.
+        let f = finding(&report, "ephemeral_port_exhaustion");
+        assert_eq!(f["severity"], "critical", "{f}");
+        assert!(
+            f["summary"].as_str().unwrap().contains("EADDRNOTAVAIL"),
+            "{f}"
+        );
+        let errors = finding(&report, "http_errors");
+        assert_eq!(errors["caused_by"], "ephemeral_port_exhaustion", "{errors}");
+        assert!(
+            report["measurements"]["load"]["errors"]["connect_addr_not_avail"]
+                .as_u64()
+                .is_some_and(|n| n > 0),
+            "{}",
+            report["measurements"]["load"]
+        );
     }
 }
 
@@ -214,7 +242,7 @@ fn dns_cases_are_told_apart() {
 }
 
 #[test]
-fn far_server_and_lossy_hop_are_found_by_trace() {
+fn far_server_and_lossy_hop_are_found_on_the_route() {
     if skip() {
         return;
     }

@@ -6,6 +6,9 @@
 //! The listener (and the server side's counters, states and sysctls) is read in the network
 //! namespace of the process that serves the target when it runs on this host (a lab or a
 //! container: client namespace → server namespace), else in this one; the check says which.
+//! The load's own connect() calls (and those that failed with EADDRNOTAVAIL) join the
+//! observations, so a load that ran out of local ports is `ephemeral_port_exhaustion`
+//! (critical), not only TIME_WAIT near the range.
 
 use crate::observer::{Observer, Outcome, RunCtx};
 use netdoctor_observe::host_findings::host_findings;
@@ -41,6 +44,9 @@ impl Observer for HostObserver {
         skipped.extend(host_run::read_client_side(&mut obs));
         skipped.dedup_by(|a, b| a.name == b.name);
         obs.kernel_drops = out.kernel_drops.clone();
+        // The load's own connect() failures for want of a local port (EADDRNOTAVAIL) are the
+        // direct evidence of ephemeral port exhaustion on this side.
+        obs.connects = out.load_connects.clone();
         out.findings.extend(host_findings(&obs));
         let notes: Vec<String> = sampled_in
             .into_iter()

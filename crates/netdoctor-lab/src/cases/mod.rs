@@ -4,19 +4,23 @@
 //! | case | built | diagnose with | expect |
 //! |---|---|---|---|
 //! | `nagle` | the reference lab (nginx, `tcp_nodelay` on/off) | `diagnose` from the client | `nagle_delayed_ack` |
-//! | `backlog` | listen backlog 2, acceptor taking one connection per 100 ms | `diagnose` in the server namespace | `listen_queue_overflow` |
+//! | `backlog` | listen backlog 2, acceptor taking one connection per 100 ms | `diagnose` from the client | `listen_queue_overflow` |
 //! | `port-exhaustion` | 50 local ports in the client, the client closes first | `diagnose --no-keepalive` from the client | `ephemeral_port_exhaustion` |
-//! | `syn-flood` | `hping3 -S` from a third namespace, 500 SYN/s for 120 s | `diagnose` in the server namespace | `syn_flood` |
-//! | `slow-dns` … `ptr-timeout` | the route lab's nameserver slow, silent, absent, deaf to PTR | `dns` from the client | `dns_*`, `reverse_dns_timeout` |
-//! | `far-server`, `lossy-hop` | a hop adding 37 ms, or dropping 10 % each way | `trace` from the client | `high_base_rtt`, `route_problem` |
+//! | `syn-flood` | `hping3 -S` from a third namespace, 500 SYN/s for 120 s | `diagnose` from the client | `syn_flood` |
+//! | `slow-dns`, `dead-dns`, `no-dns` | the route lab's nameserver slow, silent, absent | `diagnose http://srv.lab.test:8080/` from the client (its DNS checks) | `dns_slow`, `dns_server_unreachable`, `dns_no_nameserver` |
+//! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
+//! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
+//! | `lossy-hop` | a hop dropping 10 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
 //! forwarder, nameserver and flood outlive `lab start`. Its PID (with start time) is in the
 //! lab's state file with every namespace and `/etc/netns` dir it makes, so `lab stop` (with or
 //! without `--name`) ends it by PID and removes all of it; the process itself removes its lab on
-//! SIGTERM/SIGINT/SIGHUP. Host cases diagnose from the server namespace where the evidence lives
-//! there (the listener's queue and the SYN_RECV sockets, and the counters, are per namespace).
+//! SIGTERM/SIGINT/SIGHUP. Host cases are diagnosed from the client, as users would: the
+//! listener's queue, the SYN_RECV sockets and the counters are per namespace, and diagnose reads
+//! them in the namespace of the process serving the target — here a thread of the case process
+//! that joined the server namespace.
 
 pub mod run;
 pub mod spawn;
@@ -181,7 +185,12 @@ impl Case {
                 format!("/etc/netns/{cli}/resolv.conf: {resolver}"),
             ]
         };
-        let dns_cmd = argv(&["netdoctor", "dns", route_lab::SERVER_NAME]);
+        let route_url = format!("http://{}:{ROUTE_CASE_PORT}/", route_lab::SERVER_NAME);
+        // The one command for the route cases: diagnose the server by name from the client
+        // (`ip netns exec`, so the client's resolv.conf applies): DNS checks, the trace
+        // through the routers, then the load.
+        let route_diagnose = argv(&["netdoctor", "diagnose", &route_url]);
+        let resolv_note = "`ip netns exec` gives the command the client's resolv.conf";
         let (built, netns_exec, command, expect, note): (
             Vec<String>,
             Option<String>,
@@ -219,7 +228,7 @@ impl Case {
                     "netdoctor",
                     "diagnose",
                     "--netns",
-                    &srv,
+                    &cli,
                     "-c",
                     "50",
                     "-d",
@@ -227,7 +236,7 @@ impl Case {
                     &host_url,
                 ]),
                 vec!["listen_queue_overflow"],
-                "run it where the server runs: the accept queue and its counters belong to the server's namespace; SYNs dropped for a full queue come back after 1 s, 3 s".to_string(),
+                "run it from the client: diagnose reads the accept queue and its counters in the namespace of the process serving the target (the server's); SYNs dropped for a full queue come back after 1 s, 3 s".to_string(),
             ),
             Case::PortExhaustion => (
                 vec![
@@ -272,7 +281,7 @@ impl Case {
                     "netdoctor",
                     "diagnose",
                     "--netns",
-                    &srv,
+                    &cli,
                     "-c",
                     "10",
                     "-d",
@@ -281,15 +290,15 @@ impl Case {
                 ]),
                 vec!["syn_flood"],
                 format!(
-                    "run it where the server runs (the half-open sockets and SYN cookies are the server namespace's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
+                    "run it from the client: diagnose reads the half-open sockets and SYN cookies in the namespace of the process serving the target (the server's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
                 ),
             ),
             Case::SlowDns => (
                 route_built("the lab nameserver, which answers after 300 ms", "no impairment"),
                 Some(cli.clone()),
-                dns_cmd,
+                route_diagnose.clone(),
                 vec!["dns_slow"],
-                "`ip netns exec` gives the command the client's resolv.conf".to_string(),
+                format!("{resolv_note}; every new name lookup waits 300 ms before the request starts"),
             ),
             Case::DeadDns => (
                 route_built(
@@ -297,16 +306,16 @@ impl Case {
                     "no impairment",
                 ),
                 Some(cli.clone()),
-                dns_cmd,
+                route_diagnose.clone(),
                 vec!["dns_server_unreachable"],
-                "`ip netns exec` gives the command the client's resolv.conf".to_string(),
+                format!("{resolv_note}; the name does not resolve, so the diagnosis is the DNS checks' (the lookup waits for the resolver's timeouts first)"),
             ),
             Case::NoDns => (
                 route_built("no nameserver line", "no impairment"),
                 Some(cli.clone()),
-                dns_cmd,
+                route_diagnose.clone(),
                 vec!["dns_no_nameserver"],
-                "`ip netns exec` gives the command the client's resolv.conf".to_string(),
+                format!("{resolv_note}; the name does not resolve, so the diagnosis is the DNS checks'"),
             ),
             Case::PtrTimeout => (
                 route_built(
@@ -314,27 +323,16 @@ impl Case {
                     "no impairment",
                 ),
                 Some(cli.clone()),
-                dns_cmd,
+                argv(&["netdoctor", "dns", route_lab::SERVER_NAME]),
                 vec!["reverse_dns_timeout"],
-                "forward lookups work; every tool that turns addresses into names stalls".to_string(),
+                "forward lookups work, so `diagnose` (which makes no reverse lookups) finds nothing; every tool that turns addresses into names stalls".to_string(),
             ),
             Case::FarServer => (
                 route_built("the lab nameserver", "holds packets 18.5 ms each way: +37 ms RTT"),
                 Some(cli.clone()),
-                argv(&[
-                    "netdoctor",
-                    "trace",
-                    &route_srv,
-                    "-p",
-                    &ROUTE_CASE_PORT.to_string(),
-                    "-n",
-                    "--rounds",
-                    "5",
-                    "--interval",
-                    "200ms",
-                ]),
+                route_diagnose.clone(),
                 vec!["high_base_rtt"],
-                "the path's RTT itself (37 ms from hop 2 on) explains the latency, not the server or TCP".to_string(),
+                "the path's RTT itself (37 ms from hop 2 on, in diagnose's trace through the routers) explains the latency, not the server or TCP".to_string(),
             ),
             Case::LossyHop => (
                 route_built("the lab nameserver", "drops 10% of frames each way"),
@@ -445,9 +443,15 @@ mod tests {
         assert_eq!(Case::parse("nope"), None);
         let far = Case::FarServer.info(&LabConfig::new("x"));
         assert_eq!(far.netns_exec.as_deref(), Some("x-cli"));
-        assert!(
-            far.command
-                .starts_with("ip netns exec x-cli netdoctor trace 10.231.3.2")
+        assert_eq!(
+            far.command,
+            "ip netns exec x-cli netdoctor diagnose http://srv.lab.test:8080/"
+        );
+        // diagnose makes no reverse lookups: the PTR case keeps `dns`.
+        let ptr = Case::PtrTimeout.info(&LabConfig::new("x"));
+        assert_eq!(
+            ptr.command,
+            "ip netns exec x-cli netdoctor dns srv.lab.test"
         );
         assert_eq!(far.namespaces, ["x-srv", "x-cli", "x-r1", "x-dly", "x-r2"]);
         let flood = Case::SynFlood.info(&LabConfig::new("y"));

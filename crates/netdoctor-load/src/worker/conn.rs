@@ -153,6 +153,7 @@ impl Loop<'_> {
         c.readable = false;
         c.sent = now;
         c.parser.reset();
+        self.out.connects += 1;
         let res = TcpStream::connect(addr).and_then(|mut s| {
             s.set_nodelay(true)?;
             poll.registry()
@@ -171,6 +172,9 @@ impl Loop<'_> {
 
     pub(super) fn connect_failed(&mut self, i: usize, now: Instant, e: &io::Error) {
         let addr = self.spec.addr;
+        if !self.draining && e.kind() == io::ErrorKind::AddrNotAvailable {
+            self.out.errors.connect_addr_not_avail += 1;
+        }
         self.setup_failed(i, now, || format!("connect {addr}: {}", describe(e)));
     }
 

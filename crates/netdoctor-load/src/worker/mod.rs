@@ -106,6 +106,8 @@ pub(crate) struct Outcome {
     pub requests: u64,
     pub bytes_read: u64,
     pub errors: ErrorCounts,
+    /// connect() calls made.
+    pub connects: u64,
     /// Responses by status code (index = code).
     pub status: Vec<u64>,
     pub first_error: Option<(Instant, String)>,
@@ -181,6 +183,7 @@ impl Worker {
                 requests: 0,
                 bytes_read: 0,
                 errors: ErrorCounts::default(),
+                connects: 0,
                 status: vec![0; STATUS_CODES],
                 first_error: None,
                 ended: start,
