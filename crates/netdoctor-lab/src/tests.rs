@@ -366,7 +366,7 @@ fn status_display_says_what_is_there() {
     assert!(text.contains("case        backlog ("), "{text}");
     assert!(text.contains("pid 4242, alive"), "{text}");
     assert!(
-        text.contains("diagnose    netdoctor diagnose --netns s-srv"),
+        text.contains("diagnose    netdoctor diagnose --netns s-cli"),
         "{text}"
     );
     assert!(text.contains("expect      listen_queue_overflow"), "{text}");
