@@ -9,8 +9,10 @@
 //! arguments taken from the reports are escaped before they enter a message.
 
 use super::{Change, Comparison, FindingSide, LatencyDirection, MetricChange, Origin};
-use crate::html::esc;
-use crate::html::svg::{Linear, Log, Svg, fmt_ms, fmt_tick, linear_ticks, log_ticks, nice_max};
+use crate::html::svg::{
+    L, Linear, Log, R, Svg, W, fmt_ms, fmt_tick, linear_ticks, log_ticks, nice_max, nines,
+};
+use crate::html::{e, esc};
 use crate::i18n::Lang;
 use crate::terminal::word_in;
 use fluent_bundle::FluentValue;
@@ -27,10 +29,6 @@ const CSS: &str = ".c-fixed,.c-improved{background:var(--ok)}.c-worse,.c-new{bac
 .badge.v-inconclusive{background:#8a6100}.bar.a{fill:#f04438;opacity:.75}.bar.b{fill:#175cd3;opacity:.75}\
 .curve.a{stroke:#f04438}.curve.b{stroke:#175cd3}.swatch.a{background:#f04438}.swatch.b{background:#175cd3}\
 td.better{color:var(--ok);font-weight:600}td.worse{color:var(--crit);font-weight:600}";
-
-const W: f64 = 820.0;
-const L: f64 = 64.0;
-const R: f64 = 24.0;
 
 /// Writes the comparison as one self-contained HTML page, in English.
 pub fn render(c: &Comparison, out: &mut dyn Write) -> io::Result<()> {
@@ -56,11 +54,6 @@ fn verdict_class(v: Verdict) -> &'static str {
 /// A message argument.
 fn arg<'a>(v: impl Into<FluentValue<'a>>) -> FluentValue<'a> {
     v.into()
-}
-
-/// An argument from a report: escaped.
-fn e(s: &str) -> FluentValue<'static> {
-    FluentValue::from(esc(s).to_string())
 }
 
 fn page(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
@@ -413,11 +406,6 @@ fn overlaid_histogram(
         &lang.t("cmp-svg-share"),
     );
     Some(s.finish())
-}
-
-/// `1 − q` as decades: 0 at q = 0, 2 at 99 %.
-fn nines(q: f64) -> f64 {
-    -(1.0 - q).max(1e-9).log10()
 }
 
 /// Both percentile curves on one "nines" axis and a log latency axis (so 2 ms and 44 ms both

@@ -4,14 +4,11 @@
 //! does not hold its data (the page then says "not measured"), never a chart of made-up data.
 
 use super::esc;
+use super::svg::{L, R, W, nines};
 use super::svg::{Linear, Log, Svg, fmt_ms, fmt_tick, linear_ticks, log_ticks, nice_max};
 use crate::i18n::Lang;
 use netdoctor_load::LoadResult;
 use std::fmt::Write as _;
-
-const W: f64 = 820.0;
-const L: f64 = 64.0;
-const R: f64 = 24.0;
 
 /// Horizontal grid lines and value labels of a linear y axis.
 fn y_axis(s: &mut Svg, y: &Linear, max: f64, x0: f64, x1: f64) {
@@ -100,11 +97,6 @@ pub(crate) fn histogram(load: &LoadResult, l: Lang) -> Option<String> {
         &l.t("chart-requests"),
     );
     Some(s.finish())
-}
-
-/// `1 − q` as decades: 0 at q = 0, 2 at 99 %.
-fn nines(q: f64) -> f64 {
-    -(1.0 - q).max(1e-9).log10()
 }
 
 /// The percentile curve: latency against quantile on a "nines" axis, up to the maximum.

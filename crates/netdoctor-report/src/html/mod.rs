@@ -111,7 +111,7 @@ fn a<'a>(v: impl Into<FluentValue<'a>>) -> FluentValue<'a> {
 }
 
 /// An argument made safe for HTML.
-fn e(v: &str) -> FluentValue<'static> {
+pub(crate) fn e(v: &str) -> FluentValue<'static> {
     FluentValue::from(esc(v).to_string())
 }
 

@@ -11,6 +11,17 @@ pub(crate) struct Svg {
     pub(crate) buf: String,
 }
 
+/// Chart geometry shared by the report's and the comparison's charts: width, left and right
+/// margins.
+pub(crate) const W: f64 = 820.0;
+pub(crate) const L: f64 = 64.0;
+pub(crate) const R: f64 = 24.0;
+
+/// `1 − q` as decades: 0 at q = 0, 2 at 99 % (the x axis of the percentile curves).
+pub(crate) fn nines(q: f64) -> f64 {
+    -(1.0 - q).max(1e-9).log10()
+}
+
 /// Rounds a coordinate to one decimal for output.
 pub(crate) fn c(v: f64) -> f64 {
     if v.is_finite() {
