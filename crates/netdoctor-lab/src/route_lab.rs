@@ -93,7 +93,7 @@ pub const CASES: &[(&str, &str)] = &[
         "the nameserver never answers reverse (PTR) questions",
     ),
     ("far-server", "the r1–r2 hop adds 37 ms of RTT"),
-    ("lossy-hop", "the r1–r2 hop drops 10% of frames each way"),
+    ("lossy-hop", "the r1–r2 hop drops 20% of frames each way"),
     (
         "icmp-ratelimit",
         "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
@@ -121,7 +121,7 @@ impl RouteLabConfig {
                 })
             }
             "far-server" => c.one_way_delay = Duration::from_micros(18_500),
-            "lossy-hop" => c.loss = 0.1,
+            "lossy-hop" => c.loss = 0.2,
             "icmp-ratelimit" => c.r1_icmp_ratelimit_ms = Some(1000),
             _ => return None,
         }

@@ -10,7 +10,7 @@
 //! | `slow-dns`, `dead-dns`, `no-dns` | the route lab's nameserver slow, silent, absent | `diagnose http://srv.lab.test:8080/` from the client (its DNS checks) | `dns_slow`, `dns_server_unreachable`, `dns_no_nameserver` |
 //! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
-//! | `lossy-hop` | a hop dropping 10 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
+//! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -113,7 +113,7 @@ impl Case {
             Case::NoDns => "resolv.conf lists no nameserver",
             Case::PtrTimeout => "the nameserver never answers reverse (PTR) questions",
             Case::FarServer => "the server is behind a hop that adds 37 ms of RTT",
-            Case::LossyHop => "a hop on the route drops 10% of packets each way",
+            Case::LossyHop => "a hop on the route drops 20% of packets each way",
         }
     }
 
@@ -335,7 +335,7 @@ impl Case {
                 "the path's RTT itself (37 ms from hop 2 on, in diagnose's trace through the routers) explains the latency, not the server or TCP".to_string(),
             ),
             Case::LossyHop => (
-                route_built("the lab nameserver", "drops 10% of frames each way"),
+                route_built("the lab nameserver", "drops 20% of frames each way"),
                 Some(cli.clone()),
                 argv(&[
                     "netdoctor",
