@@ -11,6 +11,7 @@ pub mod dnscmd;
 pub mod hostcmd;
 pub mod labcmd;
 pub mod loadcmd;
+pub mod mcp;
 pub mod output;
 pub mod routeout;
 pub mod stop;
@@ -40,6 +41,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Trace(args) => tracecmd::command(&args, out),
         Command::Watch(args) => watchcmd::command(&args, out),
         Command::Host(args) => hostcmd::command(&args, out),
+        Command::Mcp(_) => {
+            let stdin = std::io::stdin();
+            mcp::serve(&mut stdin.lock(), out)
+        }
     }
 }
 
