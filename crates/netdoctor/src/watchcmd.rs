@@ -38,6 +38,13 @@ pub struct WatchArgs {
     /// How many problem windows (per port) the directory keeps; older ones are deleted.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub keep: usize,
+    /// Size limit of the directory (all ports), in MiB: the oldest windows are deleted beyond
+    /// it (the newest is always kept); deletions are counted in netdoctor_evidence_dropped_total.
+    #[arg(long, default_value_t = 256, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub dir_max_mib: u64,
+    /// Age limit of the directory's windows, e.g. `24h` (default: none).
+    #[arg(long, value_name = "DURATION", value_parser = crate::target::parse_duration)]
+    pub dir_max_age: Option<Duration>,
     /// Largest pcap kept per window and port, in MiB (packets beyond it are analyzed only).
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     pub pcap_limit_mib: u64,
@@ -55,6 +62,13 @@ pub struct WatchArgs {
     /// Stop after N windows (default: run until SIGTERM/SIGINT).
     #[arg(long, value_name = "N")]
     pub windows: Option<u64>,
+    /// Print the Prometheus alert rules (one alert per finding class, runbooks in English and
+    /// Chinese) and exit; the file shipped in deploy/alerts/ is this output.
+    #[arg(long, conflicts_with = "print_prometheus_rule")]
+    pub print_alert_rules: bool,
+    /// Print the same rules as a Prometheus Operator PrometheusRule and exit.
+    #[arg(long)]
+    pub print_prometheus_rule: bool,
     /// `--json` / `--format json`: every window's report as one JSON line (schema
     /// netdoctor.report/v1) on stdout.
     #[command(flatten)]
@@ -62,6 +76,15 @@ pub struct WatchArgs {
 }
 
 pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if args.print_alert_rules || args.print_prometheus_rule {
+        let text = if args.print_alert_rules {
+            netdoctor_agent::alerts::rules_file()
+        } else {
+            netdoctor_agent::alerts::prometheus_rule()
+        };
+        out.write_all(text.as_bytes())?;
+        return Ok(0);
+    }
     let json = args.output.format().map_err(anyhow::Error::msg)? == netdoctor_report::Format::Json;
     let own_port: Vec<u16> = args.listen.map(|a| a.port()).into_iter().collect();
     let ports = if args.ports.is_empty() {
@@ -81,6 +104,8 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .dir
         .clone()
         .map(|d| (d, args.keep.max(1) * ports.len()));
+    cfg.evidence_max_bytes = args.dir_max_mib.saturating_mul(1 << 20);
+    cfg.evidence_max_age = args.dir_max_age;
     cfg.pcap_limit_bytes = args.pcap_limit_mib.saturating_mul(1 << 20);
     cfg.max_windows = args.windows;
     cfg.ring_bytes = netdoctor_agent::watch::ring_share((args.ring_mb as usize) << 20, ports.len());
@@ -119,6 +144,9 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
         metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
         metrics.record_host(w.port, w.listener.as_ref(), w.open_connections);
+        if let Some(e) = &w.evidence {
+            metrics.record_evidence(e);
+        }
         if let Some(o) = otlp.as_mut()
             && let Err(e) = o.record_window(w)
         {
