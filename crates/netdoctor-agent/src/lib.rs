@@ -21,6 +21,7 @@ pub mod procstat;
 pub mod ring;
 pub mod server;
 pub mod watch;
+pub mod webconfig;
 
 pub use metrics::AgentMetrics;
 pub use server::MetricsServer;

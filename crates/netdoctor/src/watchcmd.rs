@@ -25,9 +25,15 @@ pub struct WatchArgs {
     /// Window length: findings, metrics and kept evidence are per window.
     #[arg(long, default_value = "30s", value_parser = crate::target::parse_duration)]
     pub window: Duration,
-    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--listen 0.0.0.0:9465`.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve Prometheus metrics on http://ADDR/metrics: a port alone binds 127.0.0.1 (only
+    /// this host), `0.0.0.0:9465` every address (then prefer --web.config.file).
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
     pub listen: Option<SocketAddr>,
+    /// TLS and basic auth for /metrics from a web configuration file, in the Prometheus
+    /// exporter-toolkit format (tls_server_config: cert_file, key_file; basic_auth_users:
+    /// user: bcrypt hash).
+    #[arg(long = "web.config.file", value_name = "FILE", requires = "listen")]
+    pub web_config: Option<PathBuf>,
     /// Push metrics and findings (as log records) to an OpenTelemetry collector over OTLP/HTTP
     /// (protobuf), e.g. `--otlp http://127.0.0.1:4318`.
     #[arg(long, value_name = "ENDPOINT")]
@@ -111,9 +117,13 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     cfg.ring_bytes = netdoctor_agent::watch::ring_share((args.ring_mb as usize) << 20, ports.len());
 
     let metrics = Arc::new(AgentMetrics::new());
+    let web = match &args.web_config {
+        Some(p) => netdoctor_agent::webconfig::WebConfig::load(p).map_err(anyhow::Error::msg)?,
+        None => netdoctor_agent::webconfig::WebConfig::default(),
+    };
     let server = match args.listen {
         Some(a) => Some(
-            MetricsServer::start(a, Arc::clone(&metrics))
+            MetricsServer::start_with(a, Arc::clone(&metrics), web)
                 .with_context(|| format!("listen on {a} for /metrics"))?,
         ),
         None => None,
@@ -249,5 +259,35 @@ impl Drop for StopOnSignals {
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }
+    }
+}
+
+/// `--listen`: `HOST:PORT`, or a port alone for 127.0.0.1 (local unless asked otherwise).
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse::<SocketAddr>().map_err(|_| {
+        format!("{s:?} is not ADDR:PORT or a port (e.g. 9465, 127.0.0.1:9465, 0.0.0.0:9465)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen_addr;
+
+    #[test]
+    fn a_port_alone_binds_loopback_and_bad_addresses_are_named() {
+        assert_eq!(listen_addr("9465").unwrap().to_string(), "127.0.0.1:9465");
+        assert_eq!(
+            listen_addr("0.0.0.0:9465").unwrap().to_string(),
+            "0.0.0.0:9465"
+        );
+        assert_eq!(listen_addr("[::1]:9465").unwrap().to_string(), "[::1]:9465");
+        assert!(
+            listen_addr("example:9465")
+                .unwrap_err()
+                .contains("example:9465")
+        );
     }
 }
