@@ -63,16 +63,21 @@ pub fn main_with_args() -> i32 {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
-            let mut msg = format!("error: {e}");
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !msg.contains(&c) {
-                    msg.push_str(": ");
-                    msg.push_str(&c);
-                }
-            }
-            let _ = writeln!(anstream::stderr(), "{msg}");
+            let _ = writeln!(anstream::stderr(), "{}", error_line(&e));
             EXIT_ERROR
         }
     }
+}
+
+/// An error as the one line netdoctor prints: `error: ` and its causes, each once.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut msg = format!("error: {e}");
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
 }

@@ -18,12 +18,15 @@ pub const MAX_CONNECTIONS: u64 = 1000;
 /// Most trace rounds one tool call may run.
 pub const MAX_ROUNDS: u64 = 50;
 
+/// Maps a tool's JSON arguments onto a command line (without the program name).
+type ArgsFn = fn(&Map<String, Value>) -> Result<Vec<String>, String>;
+
 /// One tool: its name, what it does, and its arguments as a JSON Schema.
 struct Tool {
     name: &'static str,
     description: &'static str,
     schema: fn() -> Value,
-    args: fn(&Map<String, Value>) -> Result<Vec<String>, String>,
+    args: ArgsFn,
 }
 
 const TOOLS: [Tool; 6] = [
@@ -136,17 +139,7 @@ fn run(argv: &[String]) -> Value {
                 }),
             }
         }
-        Err(e) => {
-            let mut msg = format!("error: {e}");
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !msg.contains(&c) {
-                    msg.push_str(": ");
-                    msg.push_str(&c);
-                }
-            }
-            tool_error(&msg)
-        }
+        Err(e) => tool_error(&crate::error_line(&e)),
     }
 }
 
