@@ -1,13 +1,11 @@
 //! The request-duration histogram, fed with whole windows.
 //!
-//! The core hands out a window's latency as
-//! percentiles (p50, p90, p99, max) and a count, not per-request samples. Each window's count is
-//! spread over the fixed buckets by linear interpolation of that distribution function
-//! (0 → 0, p50 → 0.5, p90 → 0.9, p99 → 0.99, max → 1), and the sum is the count times the mean of
-//! that piecewise-linear distribution. `histogram_quantile` over it is therefore exact at the
-//! four percentiles of each window and approximate in between; the exact per-window
-//! percentiles are in `netdoctor_window_request_duration_seconds`. When the core exposes its
-//! per-window histogram, [`LatencyHistogram::add_window`] is the one place to switch.
+//! A live window's exchange statistics carry the count of exchanges at or below each fixed
+//! bound (`ExchangeStats::latency_cumulative`, from the core's HDR histogram, 3 significant
+//! digits), so each request lands in its real bucket ([`LatencyHistogram::add_counts`]). A
+//! report read back from JSON has only its percentiles; for it alone the count is spread over
+//! the buckets by linear interpolation of the distribution function (0 → 0, p50 → 0.5,
+//! p90 → 0.9, p99 → 0.99, max → 1: [`LatencyHistogram::add_window`]).
 
 use netdoctor_core::Percentiles;
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
@@ -16,9 +14,17 @@ use std::sync::{Arc, Mutex};
 
 /// Upper bounds (seconds) of the request-duration histogram: 1 ms … 10 s, with the 40 ms
 /// delayed-ACK timer and 200 ms (minimum RTO) between buckets.
-pub const LATENCY_BUCKETS_S: [f64; 14] = [
-    0.001, 0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.5, 10.0,
-];
+/// The core's [`netdoctor_core::LATENCY_BOUNDS_MS`] in seconds.
+pub const LATENCY_BUCKETS_S: [f64; 14] = {
+    let ms = netdoctor_core::LATENCY_BOUNDS_MS;
+    let mut s = [0.0; 14];
+    let mut i = 0;
+    while i < s.len() {
+        s[i] = ms[i] / 1000.0;
+        i += 1;
+    }
+    s
+};
 
 /// A histogram fed with whole windows (count + percentiles), see the module docs.
 #[derive(Debug, Default)]
@@ -44,6 +50,20 @@ struct HistState {
 }
 
 impl LatencyHistogram {
+    /// Adds a window of `count` requests, `cumulative[i]` of them at most
+    /// [`LATENCY_BUCKETS_S`]`[i]`, with mean latency `mean_ms`.
+    pub fn add_counts(&self, count: u64, cumulative: &[u64], mean_ms: f64) {
+        if count == 0 {
+            return;
+        }
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for (acc, c) in s.cumulative.iter_mut().zip(cumulative) {
+            *acc += (*c).min(count) as f64;
+        }
+        s.count += count;
+        s.sum += count as f64 * mean_ms / 1000.0;
+    }
+
     /// Adds a window of `count` requests whose latency has the percentiles `p` (milliseconds).
     pub fn add_window(&self, count: u64, p: &Percentiles) {
         if count == 0 {

@@ -11,6 +11,7 @@
 //! Deployment files (DaemonSet, scrape config, dashboard) live in `deploy/` at the repository
 //! root and are checked by this crate's tests.
 
+pub mod alerts;
 pub mod histogram;
 pub mod host;
 pub mod listeners;
@@ -20,6 +21,7 @@ pub mod procstat;
 pub mod ring;
 pub mod server;
 pub mod watch;
+pub mod webconfig;
 
 pub use metrics::AgentMetrics;
 pub use server::MetricsServer;

@@ -13,14 +13,15 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `netdoctor_finding_active` | gauge: 1 when the latest window of the port has the finding, 0 after it went away | id, side, severity, port |
-//! | `netdoctor_finding_added_latency_seconds` | gauge: the finding's added latency in the latest window (0 once gone) | id, side, severity, port |
-//! | `netdoctor_finding_affected_ratio` | gauge: fraction of requests or connections affected | id, side, severity, port |
-//! | `netdoctor_finding_windows_total` | counter: windows in which the finding was present | id, side, severity, port |
+//! | `netdoctor_finding_active` | gauge: 1 when the latest window of the port has the finding, 0 after it went away | id, side, port |
+//! | `netdoctor_finding_severity` | gauge: the finding's severity in the latest window as a value (1 info, 2 warning, 3 critical; 0 once gone), so a finding whose severity changes stays one series | id, side, port |
+//! | `netdoctor_finding_added_latency_seconds` | gauge: the finding's added latency in the latest window (0 once gone) | id, side, port |
+//! | `netdoctor_finding_affected_ratio` | gauge: fraction of requests or connections affected | id, side, port |
+//! | `netdoctor_finding_windows_total` | counter: windows in which the finding was present | id, side, port |
 //! | `netdoctor_windows_total` | counter: windows analyzed, by verdict | port, verdict |
 //! | `netdoctor_requests_total` | counter: request/response exchanges seen | port |
-//! | `netdoctor_request_duration_seconds` | histogram (interpolated, see below) | port |
-//! | `netdoctor_window_request_duration_seconds` | gauge: exact percentiles of the latest window | port, percentile (p50, p90, p99, max) |
+//! | `netdoctor_request_duration_seconds` | histogram: every exchange counted in its bucket | port |
+//! | `netdoctor_window_request_duration_seconds` | summary: exact quantiles of the latest window, with its `_count` and `_sum` | port, quantile (0.5, 0.9, 0.99, 1 = max) |
 //! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
 //! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
 //! | `netdoctor_tcp_open_connections` | gauge: connections the port's analyzer tracks at the window's end | port |
@@ -29,12 +30,20 @@
 //! | `netdoctor_listen_queue_limit` | gauge: the accept queue's limit (Send-Q: min(backlog, somaxconn)) | port |
 //! | `netdoctor_listen_queue_full_ratio` | gauge: fraction of the window's samples with the accept queue at its limit | port |
 //! | `netdoctor_syn_recv_connections` | gauge: largest number of half-open (SYN_RECV) connections to the port sampled in the latest window | port |
-//! | `netdoctor_kernel_stat_window_delta` | gauge: change of a kernel counter over the latest window | stat (e.g. `TcpExt.ListenOverflows`) |
+//! | `netdoctor_kernel_stat_total` | counter: a kernel counter of the agent's namespace as the kernel counts it (since boot or the namespace's creation; appears once it moves) | stat (e.g. `TcpExt.ListenOverflows`), one of [`KERNEL_COUNTERS`] |
 //! | `netdoctor_window_end_timestamp_seconds` | gauge: when the latest window of the port ended | port |
+//! | `netdoctor_evidence_bytes` | gauge: size of the evidence directory (`--dir`) | — |
+//! | `netdoctor_evidence_dropped_total` | counter: evidence entries deleted to stay within the limits | reason (`count`, `size`, `age`) |
 //! | `process_cpu_seconds_total`, `process_resident_memory_bytes` | the agent itself | — |
 //!
-//! The request-duration histogram is interpolated from each window's percentiles: see
-//! [`crate::histogram`].
+//! Cardinality: finding series are at most ids × sides × watched ports (23 × 4 × ports, and
+//! in practice a handful), per-port series one per watched port, `stat` is bounded by
+//! [`KERNEL_COUNTERS`], `verdict` by three values. No label carries an address, a path or a
+//! free text.
+//!
+//! The request-duration histogram counts each exchange in its bucket (the core's HDR histogram
+//! at the fixed bounds, see [`crate::histogram`]). Native histograms would need the protobuf
+//! exposition, which prometheus-client does not write yet.
 
 use crate::histogram::LatencyHistogram;
 use netdoctor_core::Finding;
@@ -49,8 +58,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
-/// Kernel counters exported as per-window deltas: the ones the detectors and the method use.
-pub const KERNEL_COUNTERS: [&str; 16] = [
+/// Kernel counters exported as counters: the ones the detectors and the method use. Every name
+/// exists in /proc/net/netstat or /proc/net/snmp of a current kernel (tested against the
+/// running one).
+pub const KERNEL_COUNTERS: [&str; 15] = [
     "Tcp.RetransSegs",
     "Tcp.InErrs",
     "Tcp.OutRsts",
@@ -62,7 +73,6 @@ pub const KERNEL_COUNTERS: [&str; 16] = [
     "TcpExt.TCPSynRetrans",
     "TcpExt.TCPTimeouts",
     "TcpExt.TCPLostRetransmit",
-    "TcpExt.TCPAbortOnOverflow",
     "TcpExt.TCPAbortOnData",
     "TcpExt.TCPRcvQDrop",
     "TcpExt.TCPBacklogDrop",
@@ -73,7 +83,6 @@ pub const KERNEL_COUNTERS: [&str; 16] = [
 pub struct FindingLabels {
     pub id: String,
     pub side: String,
-    pub severity: String,
     pub port: String,
 }
 
@@ -89,9 +98,8 @@ pub struct VerdictLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PercentileLabels {
-    pub port: String,
-    pub percentile: String,
+pub struct ReasonLabels {
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -105,20 +113,22 @@ type FGauge = Gauge<f64, AtomicU64>;
 pub struct AgentMetrics {
     registry: Registry,
     finding_active: Family<FindingLabels, Gauge>,
+    finding_severity: Family<FindingLabels, Gauge>,
     finding_latency: Family<FindingLabels, FGauge>,
     finding_affected: Family<FindingLabels, FGauge>,
     finding_windows: Family<FindingLabels, Counter>,
     windows: Family<VerdictLabels, Counter>,
     requests: Family<PortLabels, Counter>,
     latency_hist: Family<PortLabels, LatencyHistogram>,
-    window_latency: Family<PercentileLabels, FGauge>,
+    /// The latest window's exact quantiles, count and sum per port (a summary; see encode).
+    window_summary: Mutex<BTreeMap<u16, (netdoctor_core::Percentiles, u64)>>,
     packets: Family<PortLabels, Counter>,
     drops: Family<PortLabels, Counter>,
     connections: Family<PortLabels, Counter>,
     retransmits: Family<PortLabels, Counter>,
     resets: Family<PortLabels, Counter>,
     syn_retransmits: Family<PortLabels, Counter>,
-    kernel_delta: Family<StatLabels, Gauge>,
+    kernel_stat: Family<StatLabels, Counter>,
     open_connections: Family<PortLabels, Gauge>,
     evicted: Family<PortLabels, Counter>,
     listen_depth: Family<PortLabels, Gauge>,
@@ -126,6 +136,8 @@ pub struct AgentMetrics {
     listen_full: Family<PortLabels, FGauge>,
     syn_recv: Family<PortLabels, Gauge>,
     window_end: Family<PortLabels, FGauge>,
+    evidence_bytes: Gauge,
+    evidence_dropped: Family<ReasonLabels, Counter>,
     cpu: Counter<f64, AtomicU64>,
     rss: Gauge,
     /// Finding series ever set, per port, so a finding that went away drops to 0.
@@ -144,20 +156,21 @@ impl AgentMetrics {
         let m = AgentMetrics {
             registry: Registry::default(),
             finding_active: Family::default(),
+            finding_severity: Family::default(),
             finding_latency: Family::default(),
             finding_affected: Family::default(),
             finding_windows: Family::default(),
             windows: Family::default(),
             requests: Family::default(),
             latency_hist: Family::default(),
-            window_latency: Family::default(),
+            window_summary: Mutex::new(BTreeMap::new()),
             packets: Family::default(),
             drops: Family::default(),
             connections: Family::default(),
             retransmits: Family::default(),
             resets: Family::default(),
             syn_retransmits: Family::default(),
-            kernel_delta: Family::default(),
+            kernel_stat: Family::default(),
             open_connections: Family::default(),
             evicted: Family::default(),
             listen_depth: Family::default(),
@@ -165,6 +178,8 @@ impl AgentMetrics {
             listen_full: Family::default(),
             syn_recv: Family::default(),
             window_end: Family::default(),
+            evidence_bytes: Gauge::default(),
+            evidence_dropped: Family::default(),
             cpu: Counter::default(),
             rss: Gauge::default(),
             seen: Mutex::new(BTreeMap::new()),
@@ -173,6 +188,11 @@ impl AgentMetrics {
             "netdoctor_finding_active",
             "1 when the latest window of the port has this finding, 0 once it went away",
             m.finding_active.clone(),
+        );
+        r.register(
+            "netdoctor_finding_severity",
+            "Severity of the finding in the latest window: 1 info, 2 warning, 3 critical; 0 once it went away",
+            m.finding_severity.clone(),
         );
         r.register(
             "netdoctor_finding_added_latency_seconds",
@@ -201,14 +221,8 @@ impl AgentMetrics {
         );
         r.register(
             "netdoctor_request_duration_seconds",
-            "Request duration at the capture point (first request byte to last response byte); \
-             buckets interpolated from each window's percentiles",
+            "Request duration at the capture point (first request byte to last response byte)",
             m.latency_hist.clone(),
-        );
-        r.register(
-            "netdoctor_window_request_duration_seconds",
-            "Exact request-duration percentiles of the latest window (p50, p90, p99, max)",
-            m.window_latency.clone(),
         );
         r.register(
             "netdoctor_capture_packets",
@@ -241,9 +255,9 @@ impl AgentMetrics {
             m.syn_retransmits.clone(),
         );
         r.register(
-            "netdoctor_kernel_stat_window_delta",
-            "Change of a kernel counter (/proc/net/netstat, /proc/net/snmp) over the latest window",
-            m.kernel_delta.clone(),
+            "netdoctor_kernel_stat",
+            "A kernel counter of the agent's network namespace (/proc/net/netstat, /proc/net/snmp) as the kernel counts it",
+            m.kernel_stat.clone(),
         );
         r.register(
             "netdoctor_tcp_open_connections",
@@ -279,6 +293,16 @@ impl AgentMetrics {
             "netdoctor_window_end_timestamp_seconds",
             "Unix time at which the latest window of the port ended",
             m.window_end.clone(),
+        );
+        r.register(
+            "netdoctor_evidence_bytes",
+            "Size of the evidence directory (reports and pcaps of problem windows)",
+            m.evidence_bytes.clone(),
+        );
+        r.register(
+            "netdoctor_evidence_dropped",
+            "Evidence entries deleted to stay within the directory's limits, by reason (count, size, age)",
+            m.evidence_dropped.clone(),
         );
         r.register(
             "process_cpu_seconds",
@@ -322,23 +346,17 @@ impl AgentMetrics {
                 .inc_by(s.connections_evicted);
             let x = &cap.exchanges;
             self.requests.get_or_create(&pl).inc_by(x.count);
-            self.latency_hist
-                .get_or_create(&pl)
-                .add_window(x.count, &x.latency_ms);
-            let q = &x.latency_ms;
-            for (name, v) in [
-                ("p50", q.p50),
-                ("p90", q.p90),
-                ("p99", q.p99),
-                ("max", q.max),
-            ] {
-                self.window_latency
-                    .get_or_create(&PercentileLabels {
-                        port: p.clone(),
-                        percentile: name.to_string(),
-                    })
-                    .set(v / 1000.0);
+            let hist = self.latency_hist.get_or_create(&pl);
+            if x.latency_cumulative.len() == netdoctor_core::LATENCY_BOUNDS_MS.len() {
+                hist.add_counts(x.count, &x.latency_cumulative, x.latency_ms.mean);
+            } else {
+                // A report read back from JSON has only the percentiles.
+                hist.add_window(x.count, &x.latency_ms);
             }
+            self.window_summary
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(port, (x.latency_ms, x.count));
         }
         if let Some(c) = &report.measurements.counters {
             self.record_counters(&c.changed);
@@ -385,6 +403,25 @@ impl AgentMetrics {
         }
     }
 
+    /// Records the evidence directory's size and deletions (cumulative, from the ring).
+    pub fn record_evidence(&self, s: &crate::ring::RingState) {
+        self.evidence_bytes
+            .set(i64::try_from(s.bytes).unwrap_or(i64::MAX));
+        for (reason, total) in [
+            ("count", s.dropped_count),
+            ("size", s.dropped_size),
+            ("age", s.dropped_age),
+        ] {
+            let c = self.evidence_dropped.get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
+            });
+            let now = c.get();
+            if total > now {
+                c.inc_by(total - now);
+            }
+        }
+    }
+
     /// Sets the finding series of `port` to this window's findings; series of findings that
     /// went away drop to 0.
     pub fn record_findings(&self, port: u16, findings: &[Finding]) {
@@ -392,12 +429,16 @@ impl AgentMetrics {
         let known = seen.entry(port).or_default();
         for l in known.iter() {
             self.finding_active.get_or_create(l).set(0);
+            self.finding_severity.get_or_create(l).set(0);
             self.finding_latency.get_or_create(l).set(0.0);
             self.finding_affected.get_or_create(l).set(0.0);
         }
         for f in findings {
             let l = finding_labels(port, f);
             self.finding_active.get_or_create(&l).set(1);
+            self.finding_severity
+                .get_or_create(&l)
+                .set(severity_value(f.severity));
             self.finding_latency
                 .get_or_create(&l)
                 .set(f.impact.added_latency_ms.unwrap_or(0.0) / 1000.0);
@@ -409,18 +450,21 @@ impl AgentMetrics {
         }
     }
 
-    /// Sets the per-window deltas of [`KERNEL_COUNTERS`] (0 for those that did not change).
+    /// Brings the counters of [`KERNEL_COUNTERS`] that moved in the window up to the kernel's
+    /// value. A counter that went down (its namespace was recreated) keeps its value: a
+    /// Prometheus counter never decreases while the agent runs.
     pub fn record_counters(&self, changed: &[CounterDelta]) {
-        for name in KERNEL_COUNTERS {
-            let d = changed
-                .iter()
-                .find(|c| c.name == name)
-                .map_or(0, |c| c.change());
-            self.kernel_delta
-                .get_or_create(&StatLabels {
-                    stat: name.to_string(),
-                })
-                .set(i64::try_from(d).unwrap_or(i64::MAX));
+        for c in changed {
+            if !KERNEL_COUNTERS.contains(&c.name.as_str()) {
+                continue;
+            }
+            let counter = self.kernel_stat.get_or_create(&StatLabels {
+                stat: c.name.clone(),
+            });
+            let now = counter.get();
+            if c.after > now {
+                counter.inc_by(c.after - now);
+            }
         }
     }
 
@@ -442,7 +486,57 @@ impl AgentMetrics {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        // prometheus-client has no summary type: the window summary goes in by hand, before
+        // the closing `# EOF`.
+        let summary = self.encode_window_summary();
+        match out.rfind("# EOF") {
+            Some(i) => out.insert_str(i, &summary),
+            None => out.push_str(&summary),
+        }
         out
+    }
+
+    /// `netdoctor_window_request_duration_seconds`: a summary of the latest window of each port
+    /// (exact quantiles 0.5, 0.9, 0.99 and 1 = max, the window's count and sum). A summary and
+    /// not a gauge because `quantile` is a summary's label (promtool rejects it elsewhere).
+    fn encode_window_summary(&self) -> String {
+        use std::fmt::Write as _;
+        let w = self
+            .window_summary
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if w.is_empty() {
+            return String::new();
+        }
+        let name = "netdoctor_window_request_duration_seconds";
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# HELP {name} Exact request-duration quantiles of the latest window (1 = max), with its count and sum."
+        );
+        let _ = writeln!(s, "# TYPE {name} summary");
+        let _ = writeln!(s, "# UNIT {name} seconds");
+        for (port, (q, count)) in w.iter() {
+            for (quantile, v) in [
+                ("0.5", q.p50),
+                ("0.9", q.p90),
+                ("0.99", q.p99),
+                ("1", q.max),
+            ] {
+                let _ = writeln!(
+                    s,
+                    "{name}{{port=\"{port}\",quantile=\"{quantile}\"}} {}",
+                    v / 1000.0
+                );
+            }
+            let _ = writeln!(
+                s,
+                "{name}_sum{{port=\"{port}\"}} {}",
+                q.mean * *count as f64 / 1000.0
+            );
+            let _ = writeln!(s, "{name}_count{{port=\"{port}\"}} {count}");
+        }
+        s
     }
 
     /// The classic Prometheus text format (version 0.0.4) of every metric, for scrapers that
@@ -481,10 +575,15 @@ impl AgentMetrics {
             warnings: Vec::new(),
         });
         r.measurements.counters = Some(netdoctor_report::CountersSection {
-            changed: Vec::new(),
+            changed: vec![CounterDelta {
+                name: KERNEL_COUNTERS[0].to_string(),
+                before: 0,
+                after: 1,
+            }],
         });
         m.record_window(1, &r, 0.0);
         m.record_host(1, Some(&crate::host::ListenerWindow::default()), 0);
+        m.record_evidence(&crate::ring::RingState::default());
         let text = m.encode();
         let mut names: Vec<String> = text
             .lines()
@@ -493,6 +592,11 @@ impl AgentMetrics {
                 let (name, ty) = l.split_once(' ')?;
                 Some(match ty {
                     "counter" => vec![format!("{name}_total")],
+                    "summary" => vec![
+                        name.to_string(),
+                        format!("{name}_sum"),
+                        format!("{name}_count"),
+                    ],
                     "histogram" => vec![
                         format!("{name}_bucket"),
                         format!("{name}_sum"),
@@ -549,12 +653,20 @@ fn json_str<T: serde::Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
+/// A severity as the value of `netdoctor_finding_severity` (1 info, 2 warning, 3 critical).
+pub fn severity_value(s: netdoctor_core::Severity) -> i64 {
+    match s {
+        netdoctor_core::Severity::Info => 1,
+        netdoctor_core::Severity::Warning => 2,
+        netdoctor_core::Severity::Critical => 3,
+    }
+}
+
 /// The labels of one finding on one port.
 pub fn finding_labels(port: u16, f: &Finding) -> FindingLabels {
     FindingLabels {
         id: f.id.as_str().to_string(),
         side: json_str(&f.side),
-        severity: json_str(&f.severity),
         port: port.to_string(),
     }
 }

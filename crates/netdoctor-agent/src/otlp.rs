@@ -15,13 +15,13 @@
 //!
 //! | OTLP metric | kind | unit | attributes |
 //! |---|---|---|---|
-//! | `netdoctor.finding.active` | gauge | 1 | finding.id, finding.side, finding.severity, port |
+//! | `netdoctor.finding.active` | gauge | 1 | finding.id, finding.side, port (severity is in the log record, not an attribute that would split the series) |
 //! | `netdoctor.finding.added_latency` | gauge | s | same |
 //! | `netdoctor.requests` | counter | {request} | port |
-//! | `netdoctor.window.request.duration` | gauge | s | port, percentile |
+//! | `netdoctor.window.request.duration` | gauge | s | port, quantile (0.5, 0.9, 0.99, 1) |
 //! | `netdoctor.capture.packets`, `netdoctor.capture.drops`, `netdoctor.tcp.retransmitted_segments`, `netdoctor.tcp.resets` | counter | {packet}/{segment} | port |
 //! | `netdoctor.listen.queue.depth`, `netdoctor.listen.queue.limit`, `netdoctor.syn_recv.connections` | gauge | {connection} | port |
-//! | `netdoctor.kernel.stat.window_delta` | gauge | 1 | stat |
+//! | `netdoctor.kernel.stat` | counter | 1 | stat (its increase over each window) |
 //!
 //! Findings become log records: body = the finding's summary, severity WARN (warning), ERROR
 //! (critical) or INFO, attributes `finding.id`, `finding.side`, `finding.severity`, `port`,
@@ -67,7 +67,7 @@ struct Instruments {
     drops: Counter<u64>,
     retransmits: Counter<u64>,
     resets: Counter<u64>,
-    kernel: Gauge<i64>,
+    kernel: Counter<u64>,
     listen_depth: Gauge<u64>,
     listen_limit: Gauge<u64>,
     syn_recv: Gauge<u64>,
@@ -80,7 +80,7 @@ pub struct OtlpExporter {
     logger: SdkLogger,
     inst: Instruments,
     /// (port, id, side, severity) of every finding series set so far.
-    seen: BTreeSet<(u16, String, String, String)>,
+    seen: BTreeSet<(u16, String, String)>,
 }
 
 /// Checks an endpoint (`http://host:port`, optional path prefix) and returns it without a
@@ -182,7 +182,7 @@ impl OtlpExporter {
                 .with_unit("{connection}")
                 .build(),
             kernel: m
-                .i64_gauge("netdoctor.kernel.stat.window_delta")
+                .u64_counter("netdoctor.kernel.stat")
                 .with_unit("1")
                 .build(),
         };
@@ -200,20 +200,24 @@ impl OtlpExporter {
     pub fn record_window(&mut self, w: &WindowResult) -> Result<(), OtlpError> {
         let r = &w.report;
         let port = KeyValue::new("port", i64::from(w.port));
-        for (p, id, side, sev) in self.seen.iter().filter(|s| s.0 == w.port) {
-            let attrs = finding_attrs(*p, id, side, sev);
+        for (p, id, side) in self.seen.iter().filter(|s| s.0 == w.port) {
+            let attrs = finding_attrs(*p, id, side);
             self.inst.finding_active.record(0, &attrs);
             self.inst.finding_latency.record(0.0, &attrs);
         }
         for f in &r.findings {
             let l = crate::metrics::finding_labels(w.port, f);
-            let attrs = finding_attrs(w.port, &l.id, &l.side, &l.severity);
+            let attrs = finding_attrs(w.port, &l.id, &l.side);
+            let severity = serde_json::to_value(f.severity)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
             self.inst.finding_active.record(1, &attrs);
             let added_s = f.impact.added_latency_ms.unwrap_or(0.0) / 1000.0;
             self.inst.finding_latency.record(added_s, &attrs);
             let mut rec = self.logger.create_log_record();
             rec.set_body(AnyValue::from(f.summary.clone()));
-            let (num, text) = match l.severity.as_str() {
+            let (num, text) = match severity.as_str() {
                 "critical" => (Severity::Error, "ERROR"),
                 "warning" => (Severity::Warn, "WARN"),
                 _ => (Severity::Info, "INFO"),
@@ -223,14 +227,14 @@ impl OtlpExporter {
             rec.set_timestamp(std::time::SystemTime::now());
             rec.add_attribute("finding.id", l.id.clone());
             rec.add_attribute("finding.side", l.side.clone());
-            rec.add_attribute("finding.severity", l.severity.clone());
+            rec.add_attribute("finding.severity", severity);
             rec.add_attribute("port", i64::from(w.port));
             if let Some(ms) = f.impact.added_latency_ms {
                 rec.add_attribute("finding.added_latency_ms", ms);
             }
             rec.add_attribute("finding.fix", f.fix.clone());
             self.logger.emit(rec);
-            self.seen.insert((w.port, l.id, l.side, l.severity));
+            self.seen.insert((w.port, l.id, l.side));
         }
         if let Some(c) = &r.measurements.capture {
             let pa = std::slice::from_ref(&port);
@@ -243,15 +247,14 @@ impl OtlpExporter {
             self.inst.resets.add(c.stats.resets, pa);
             let q = &c.exchanges.latency_ms;
             for (name, v) in [
-                ("p50", q.p50),
-                ("p90", q.p90),
-                ("p99", q.p99),
-                ("max", q.max),
+                ("0.5", q.p50),
+                ("0.9", q.p90),
+                ("0.99", q.p99),
+                ("1", q.max),
             ] {
-                self.inst.window_latency.record(
-                    v / 1000.0,
-                    &[port.clone(), KeyValue::new("percentile", name)],
-                );
+                self.inst
+                    .window_latency
+                    .record(v / 1000.0, &[port.clone(), KeyValue::new("quantile", name)]);
             }
         }
         if let Some(l) = &w.listener {
@@ -263,16 +266,14 @@ impl OtlpExporter {
             self.inst.syn_recv.record(u64::from(l.max_syn_recv), pa);
         }
         if let Some(c) = &r.measurements.counters {
-            for name in KERNEL_COUNTERS {
-                let d = c
-                    .changed
-                    .iter()
-                    .find(|x| x.name == name)
-                    .map_or(0, |x| x.change());
-                self.inst.kernel.record(
-                    i64::try_from(d).unwrap_or(i64::MAX),
-                    &[KeyValue::new("stat", name)],
-                );
+            for x in &c.changed {
+                if !KERNEL_COUNTERS.contains(&x.name.as_str()) {
+                    continue;
+                }
+                let d = u64::try_from(x.change()).unwrap_or(0);
+                self.inst
+                    .kernel
+                    .add(d, &[KeyValue::new("stat", x.name.clone())]);
             }
         }
         self.meters
@@ -289,11 +290,10 @@ impl OtlpExporter {
     }
 }
 
-fn finding_attrs(port: u16, id: &str, side: &str, sev: &str) -> [KeyValue; 4] {
+fn finding_attrs(port: u16, id: &str, side: &str) -> [KeyValue; 3] {
     [
         KeyValue::new("finding.id", id.to_string()),
         KeyValue::new("finding.side", side.to_string()),
-        KeyValue::new("finding.severity", sev.to_string()),
         KeyValue::new("port", i64::from(port)),
     ]
 }

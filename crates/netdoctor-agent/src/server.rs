@@ -11,9 +11,12 @@
 //! - `GET /metrics` (any query string) → 200 with the OpenMetrics text when the `Accept` header
 //!   asks for it (Prometheus does), else the classic 0.0.4 text format; `HEAD /metrics` → 200
 //!   without a body, any other path → 404, any other method → 405, an oversized or malformed
-//!   head → 400.
+//!   head → 400;
+//! - with a web configuration ([`crate::webconfig`], `--web.config.file`): TLS (rustls) and
+//!   HTTP basic auth (bcrypt), 401 with `WWW-Authenticate` without valid credentials.
 
 use crate::metrics::AgentMetrics;
+use crate::webconfig::WebConfig;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -41,6 +44,15 @@ pub struct MetricsServer {
 impl MetricsServer {
     /// Binds `addr` (port 0 picks a free port) and serves on a thread of its own.
     pub fn start(addr: SocketAddr, metrics: Arc<AgentMetrics>) -> io::Result<MetricsServer> {
+        MetricsServer::start_with(addr, metrics, WebConfig::default())
+    }
+
+    /// As [`start`](Self::start), with TLS and basic auth from a web configuration.
+    pub fn start_with(
+        addr: SocketAddr,
+        metrics: Arc<AgentMetrics>,
+        web: WebConfig,
+    ) -> io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         // Non-blocking accept with a short sleep, so the thread notices `stop` without a
         // self-connection trick; 5 wake-ups a second cost nothing measurable.
@@ -56,7 +68,7 @@ impl MetricsServer {
                         Ok((stream, _)) => {
                             // A failed exchange (client went away, timeout) only ends that
                             // connection.
-                            let _ = serve(stream, &metrics);
+                            let _ = serve(stream, &metrics, &web);
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                             std::thread::sleep(ACCEPT_POLL)
@@ -87,20 +99,36 @@ impl Drop for MetricsServer {
     }
 }
 
-fn serve(mut stream: TcpStream, metrics: &AgentMetrics) -> io::Result<()> {
+fn serve(stream: TcpStream, metrics: &AgentMetrics, web: &WebConfig) -> io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    match &web.tls {
+        Some(cfg) => {
+            let conn = rustls::ServerConnection::new(Arc::clone(cfg)).map_err(io::Error::other)?;
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            let r = exchange(&mut tls, metrics, web);
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            r
+        }
+        None => {
+            let mut plain = stream;
+            exchange(&mut plain, metrics, web)
+        }
+    }
+}
+
+fn exchange<S: Read + Write>(
+    stream: &mut S,
+    metrics: &AgentMetrics,
+    web: &WebConfig,
+) -> io::Result<()> {
     let mut buf = vec![0u8; MAX_REQUEST];
     let mut len = 0;
     let head_end = loop {
         if len == buf.len() {
-            return respond(
-                &mut stream,
-                "400 Bad Request",
-                "request head too large\n",
-                true,
-            );
+            return respond(stream, "400 Bad Request", "request head too large\n", true);
         }
         let n = stream.read(&mut buf[len..])?;
         if n == 0 {
@@ -116,12 +144,24 @@ fn serve(mut stream: TcpStream, metrics: &AgentMetrics) -> io::Result<()> {
     let mut parts = line.split(' ');
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     if !parts.next().is_some_and(|v| v.starts_with("HTTP/1.")) {
-        return respond(
-            &mut stream,
-            "400 Bad Request",
-            "malformed request line\n",
-            true,
+        return respond(stream, "400 Bad Request", "malformed request line\n", true);
+    }
+    let authorization = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("authorization")
+            .then_some(v.trim())
+    });
+    if !web.authorized(authorization) {
+        let body = "unauthorized\n";
+        let head = format!(
+            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"netdoctor\"\r\n\
+             Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
         );
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body.as_bytes())?;
+        return stream.flush();
     }
     let path = target.split('?').next().unwrap_or("");
     match (method, path) {
@@ -148,9 +188,9 @@ fn serve(mut stream: TcpStream, metrics: &AgentMetrics) -> io::Result<()> {
             }
             stream.flush()
         }
-        ("GET" | "HEAD", _) => respond(&mut stream, "404 Not Found", "only /metrics here\n", true),
+        ("GET" | "HEAD", _) => respond(stream, "404 Not Found", "only /metrics here\n", true),
         _ => respond(
-            &mut stream,
+            stream,
             "405 Method Not Allowed",
             "only GET /metrics\n",
             true,
@@ -158,7 +198,7 @@ fn serve(mut stream: TcpStream, metrics: &AgentMetrics) -> io::Result<()> {
     }
 }
 
-fn respond(stream: &mut TcpStream, status: &str, body: &str, with_body: bool) -> io::Result<()> {
+fn respond(stream: &mut dyn Write, status: &str, body: &str, with_body: bool) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n",

@@ -66,6 +66,10 @@ pub struct WatchConfig {
     pub interface: Option<String>,
     /// Where problem windows are kept, and how many per port.
     pub ring: Option<(PathBuf, usize)>,
+    /// Size limit of the evidence directory (all ports), bytes.
+    pub evidence_max_bytes: u64,
+    /// Age limit of the evidence directory's entries.
+    pub evidence_max_age: Option<Duration>,
     /// Largest pcap written per window and port; packets beyond it are analyzed, not written.
     pub pcap_limit_bytes: u64,
     /// Stop after this many windows (tests, one-shot runs); `None` runs until stopped.
@@ -96,6 +100,8 @@ impl WatchConfig {
             snaplen: 256,
             interface: None,
             ring: None,
+            evidence_max_bytes: crate::ring::DEFAULT_MAX_BYTES,
+            evidence_max_age: None,
             pcap_limit_bytes: 64 << 20,
             max_windows: None,
             ring_bytes: ring_share(DEFAULT_RING_TOTAL_BYTES, ports_len),
@@ -141,6 +147,8 @@ pub struct WindowResult {
     pub index: u64,
     pub end_unix_ms: u64,
     pub report: Report,
+    /// The evidence directory's size and deletions after this window, when there is one.
+    pub evidence: Option<crate::ring::RingState>,
     /// The ring entry (without extension) when the window was kept.
     pub stored: Option<PathBuf>,
     /// The port's listener over the window (sock_diag samples), when one was found.
@@ -184,15 +192,15 @@ pub fn watch(
         return Err(WatchError::WindowTooShort(cfg.window));
     }
     let ring = match &cfg.ring {
-        Some((dir, keep)) => {
-            Some(
-                EvidenceRing::open(dir, *keep).map_err(|source| WatchError::Io {
+        Some((dir, keep)) => Some(
+            EvidenceRing::open(dir, *keep)
+                .map_err(|source| WatchError::Io {
                     what: "create evidence directory",
                     path: dir.display().to_string(),
                     source,
-                })?,
-            )
-        }
+                })?
+                .with_limits(cfg.evidence_max_bytes, cfg.evidence_max_age),
+        ),
         None => None,
     };
     // Open every capture before starting anything: a missing privilege fails the run at once.
@@ -350,6 +358,7 @@ fn run_windows(
                 end_unix_ms,
                 report,
                 stored,
+                evidence: ring.map(EvidenceRing::state),
                 listener,
                 kmsg_lines,
                 open_connections,

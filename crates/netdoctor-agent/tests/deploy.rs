@@ -77,9 +77,9 @@ fn dashboard_parses_and_every_query_names_an_exported_metric() {
     // The dashboard shows what issue 14 asks for: findings, latency percentiles, counters,
     // the watched listeners' queues, capture drops and what the agent's memory follows.
     for must in [
-        "netdoctor_finding_active",
         "netdoctor_request_duration_seconds_bucket",
-        "netdoctor_kernel_stat_window_delta",
+        "netdoctor_kernel_stat_total",
+        "netdoctor_finding_severity",
         "process_cpu_seconds_total",
         "netdoctor_listen_queue_depth",
         "netdoctor_syn_recv_connections",
@@ -221,6 +221,65 @@ fn scrape_config_keeps_netdoctor_pods_and_labels_the_node() {
             j["job_name"]
                 .as_str()
                 .is_some_and(|n| n.starts_with("netdoctor"))
+        );
+    }
+}
+
+/// The shipped alert rules are the generator's output (so they never drift from the catalog).
+#[test]
+fn shipped_alert_rules_are_generated_from_the_catalog() {
+    assert_eq!(
+        deploy("alerts/netdoctor-rules.yaml"),
+        netdoctor_agent::alerts::rules_file(),
+        "regenerate: netdoctor watch --print-alert-rules > deploy/alerts/netdoctor-rules.yaml"
+    );
+    assert_eq!(
+        deploy("alerts/prometheus-rule.yaml"),
+        netdoctor_agent::alerts::prometheus_rule(),
+        "regenerate: netdoctor watch --print-prometheus-rule > deploy/alerts/prometheus-rule.yaml"
+    );
+    let rule = yaml("alerts/prometheus-rule.yaml");
+    assert_eq!(rule["kind"], "PrometheusRule");
+    let rules = &rule["spec"]["groups"][0]["rules"];
+    assert_eq!(
+        rules.as_sequence().map(Vec::len),
+        Some(netdoctor_core::FindingId::ALL.len())
+    );
+    // Every alert's expression names an exported metric.
+    let exported = AgentMetrics::sample_names();
+    for r in rules.as_sequence().unwrap() {
+        for n in metric_names(r["expr"].as_str().unwrap()) {
+            assert!(exported.contains(&n), "{n} is not exported");
+        }
+    }
+}
+
+/// `promtool check rules` accepts the rules and `promtool test rules` passes their unit tests
+/// (an alert fires after two windows, carries its runbook, resolves when the finding goes).
+#[test]
+fn promtool_checks_and_tests_the_alert_rules() {
+    let promtool = ["/usr/bin/promtool", "/usr/local/bin/promtool"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(promtool) = promtool else {
+        eprintln!("skipped: needs promtool (apt-get install prometheus)");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/alerts");
+    for args in [
+        vec!["check", "rules", "netdoctor-rules.yaml"],
+        vec!["test", "rules", "netdoctor-rules.test.yaml"],
+    ] {
+        let out = std::process::Command::new(promtool)
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .expect("run promtool");
+        assert!(
+            out.status.success(),
+            "promtool {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
     }
 }

@@ -77,7 +77,7 @@ fn findings_latency_and_counters_become_labelled_series() {
     let m = AgentMetrics::new();
     m.record_window(8081, &window(vec![nagle()], 1000), 1_700_000_000.0);
     let t = m.encode();
-    let labels = r#"{id="nagle_delayed_ack",side="server",severity="critical",port="8081"}"#;
+    let labels = r#"{id="nagle_delayed_ack",side="server",port="8081"}"#;
     assert_eq!(
         sample(&t, &format!("netdoctor_finding_active{labels}")),
         Some(1.0),
@@ -120,16 +120,16 @@ fn findings_latency_and_counters_become_labelled_series() {
     assert_eq!(
         sample(
             &t,
-            r#"netdoctor_window_request_duration_seconds{port="8081",percentile="p99"}"#
+            r#"netdoctor_window_request_duration_seconds{port="8081",quantile="0.99"}"#
         ),
         Some(0.048)
     );
     assert_eq!(
         sample(
             &t,
-            r#"netdoctor_kernel_stat_window_delta{stat="TcpExt.ListenOverflows"}"#
+            r#"netdoctor_kernel_stat_total{stat="TcpExt.ListenOverflows"}"#
         ),
-        Some(7.0)
+        Some(17.0) // the kernel's own count, not the window's delta
     );
     assert_eq!(
         sample(
@@ -297,4 +297,149 @@ fn promtool_accepts_the_exposition() {
         "promtool check metrics failed:\n{msg}\n---\n{text}"
     );
     assert!(msg.trim().is_empty(), "promtool lint findings:\n{msg}");
+}
+
+#[test]
+fn a_finding_whose_severity_changes_stays_one_series() {
+    let m = AgentMetrics::new();
+    let mut f = nagle();
+    f.severity = Severity::Warning;
+    m.record_window(8081, &window(vec![f.clone()], 1000), 1.0);
+    f.severity = Severity::Critical;
+    m.record_window(8081, &window(vec![f], 1000), 2.0);
+    let t = m.encode();
+    let series: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with("netdoctor_finding_active{"))
+        .collect();
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert!(
+        !t.contains("severity=\""),
+        "severity is a value, not a label:\n{t}"
+    );
+    let labels = r#"{id="nagle_delayed_ack",side="server",port="8081"}"#;
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_severity{labels}")),
+        Some(3.0)
+    );
+    // Gone in the next window: both drop to 0, the series stays.
+    m.record_window(8081, &window(Vec::new(), 1000), 3.0);
+    let t = m.encode();
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_active{labels}")),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&t, &format!("netdoctor_finding_severity{labels}")),
+        Some(0.0)
+    );
+}
+
+#[test]
+fn kernel_counters_go_up_only_with_the_kernel() {
+    let m = AgentMetrics::new();
+    let counters = |before, after| CountersSection {
+        changed: vec![CounterDelta {
+            name: "TcpExt.ListenDrops".into(),
+            before,
+            after,
+        }],
+    };
+    let mut r = window(Vec::new(), 0);
+    r.measurements.counters = Some(counters(5, 9));
+    m.record_window(1, &r, 1.0);
+    r.measurements.counters = Some(counters(9, 12));
+    m.record_window(1, &r, 2.0);
+    let name = r#"netdoctor_kernel_stat_total{stat="TcpExt.ListenDrops"}"#;
+    assert_eq!(sample(&m.encode(), name), Some(12.0));
+    // A recreated namespace starts again from 0: the exported counter does not go down.
+    r.measurements.counters = Some(counters(0, 2));
+    m.record_window(1, &r, 3.0);
+    assert_eq!(sample(&m.encode(), name), Some(12.0));
+}
+
+/// Every exported kernel counter exists in this kernel's /proc/net/netstat or /proc/net/snmp.
+#[test]
+fn every_exported_kernel_counter_exists_in_the_running_kernel() {
+    let mut names = std::collections::BTreeSet::new();
+    for file in ["/proc/net/netstat", "/proc/net/snmp"] {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            eprintln!("skipped: cannot read {file}");
+            return;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.chunks(2) {
+            let [head, _] = pair else { continue };
+            let mut words = head.split_whitespace();
+            let Some(prefix) = words.next() else { continue };
+            let prefix = prefix.trim_end_matches(':');
+            for w in words {
+                names.insert(format!("{prefix}.{w}"));
+            }
+        }
+    }
+    for c in netdoctor_agent::metrics::KERNEL_COUNTERS {
+        assert!(names.contains(c), "{c} is not a counter of this kernel");
+    }
+}
+
+/// The histogram counts real exchanges: a capture of the Nagle case (every stalled request
+/// ~40 ms or more, the first ones on each connection fast) analyzed by the core, and its
+/// buckets checked against the exchanges' own latencies.
+#[test]
+fn the_request_histogram_counts_each_exchange_in_its_bucket() {
+    use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
+    use netdoctor_observe::PacketSource;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/captures/nagle-raw.pcap");
+    let mut file =
+        netdoctor_observe::pcapfile::CaptureFile::open(&path).expect("committed capture");
+    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
+    file.for_each_packet(&mut |p| {
+        analyzer.push(p);
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("capture reads");
+    let analysis = analyzer.finish();
+    let x = &analysis.exchanges;
+    assert!(x.count >= 20, "{}", x.count);
+    assert_eq!(
+        x.latency_cumulative.len(),
+        netdoctor_core::LATENCY_BOUNDS_MS.len()
+    );
+    let mut r = window(Vec::new(), 0);
+    r.measurements.capture.as_mut().unwrap().exchanges = x.clone();
+    let m = AgentMetrics::new();
+    m.record_window(80, &r, 1.0);
+    let t = m.encode();
+    let bucket = |le: &str| {
+        sample(
+            &t,
+            &format!(r#"netdoctor_request_duration_seconds_bucket{{le="{le}",port="80"}}"#),
+        )
+        .or_else(|| {
+            sample(
+                &t,
+                &format!(r#"netdoctor_request_duration_seconds_bucket{{port="80",le="{le}"}}"#),
+            )
+        })
+        .unwrap_or_else(|| panic!("no bucket {le}:\n{t}"))
+    };
+    // Below the delayed-ACK timer vs at or above it: the split the exchanges themselves show.
+    let fast = x.latency_cumulative[5] as f64; // ≤ 35 ms
+    assert_eq!(bucket("0.035"), fast);
+    assert_eq!(bucket("+Inf"), x.count as f64);
+    let stalled = x.count as f64 - fast;
+    assert!(
+        stalled > 0.0 && fast > 0.0,
+        "fast {fast}, stalled {stalled}"
+    );
+    // The buckets agree with the exchanges' own median: it is on the side of 35 ms the
+    // cumulative count says it is.
+    assert_eq!(
+        x.latency_ms.p50 > 35.0,
+        fast < x.count as f64 / 2.0,
+        "{:?}",
+        x.latency_ms
+    );
 }

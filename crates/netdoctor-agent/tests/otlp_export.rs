@@ -175,6 +175,7 @@ fn window() -> WindowResult {
         end_unix_ms: 0,
         report: r,
         stored: None,
+        evidence: None,
         listener: Some(netdoctor_agent::host::ListenerWindow {
             samples: 30,
             max_accept_queue: 7,

@@ -35,4 +35,4 @@ pub use finding::{
 };
 pub use observation::{CounterDelta, Observation};
 pub use packet::{LinkType, RawPacket};
-pub use stats::Percentiles;
+pub use stats::{LATENCY_BOUNDS_MS, Percentiles};

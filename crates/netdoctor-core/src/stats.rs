@@ -32,6 +32,13 @@ pub(crate) struct Hist {
 
 const MAX_US: u64 = 600_000_000;
 
+/// Upper bounds (milliseconds) of the fixed latency buckets that exporters publish (the
+/// agent's Prometheus histogram): 1 ms … 10 s, with the 40 ms delayed-ACK timer and the
+/// 200 ms minimum RTO between bounds.
+pub const LATENCY_BOUNDS_MS: [f64; 14] = [
+    1.0, 2.0, 5.0, 10.0, 20.0, 35.0, 50.0, 100.0, 200.0, 300.0, 500.0, 1000.0, 2500.0, 10000.0,
+];
+
 impl Hist {
     pub(crate) fn new() -> Self {
         // Constant bounds that hdrhistogram accepts (1 ≤ low, high ≥ 2·low, sigfig ≤ 5):
@@ -66,6 +73,18 @@ impl Hist {
     pub(crate) fn count_at_least_ms(&self, ms: f64) -> u64 {
         let us = ((ms * 1000.0).max(1.0) as u64).min(MAX_US);
         self.h.count_between(us, MAX_US)
+    }
+
+    /// How many recorded values are at most each bound of [`LATENCY_BOUNDS_MS`] (cumulative,
+    /// at the histogram's precision of 3 significant digits).
+    pub(crate) fn cumulative_at_bounds(&self) -> Vec<u64> {
+        LATENCY_BOUNDS_MS
+            .iter()
+            .map(|ms| {
+                let us = ((ms * 1000.0) as u64).clamp(1, MAX_US);
+                self.h.count_between(1, us)
+            })
+            .collect()
     }
 
     /// The largest recorded value in milliseconds; 0 when empty.

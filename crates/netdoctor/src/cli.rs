@@ -47,7 +47,21 @@ pub enum Command {
     Watch(crate::watchcmd::WatchArgs),
     /// The host's network health: listener queues, sockets, conntrack, counters, sysctls; --watch for rates.
     Host(crate::hostcmd::HostArgs),
+    /// Model Context Protocol server on stdio: diagnose, analyze, compare, host, dns and trace
+    /// as tools for an assistant, each returning the JSON report.
+    Mcp(McpArgs),
 }
+
+/// `netdoctor mcp`: no options; the client speaks JSON-RPC on stdin/stdout.
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {}
+
+/// The output options of a command that has none of its own (`mcp`).
+static NO_OUTPUT: OutputArgs = OutputArgs {
+    format: None,
+    json: false,
+    lang: None,
+};
 
 impl Cli {
     /// The output options of the command.
@@ -63,6 +77,7 @@ impl Cli {
             Command::Trace(a) => &a.output,
             Command::Watch(a) => &a.output,
             Command::Host(a) => &a.output,
+            Command::Mcp(_) => &NO_OUTPUT,
         }
     }
 }

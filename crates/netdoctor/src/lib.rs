@@ -11,6 +11,7 @@ pub mod dnscmd;
 pub mod hostcmd;
 pub mod labcmd;
 pub mod loadcmd;
+pub mod mcp;
 pub mod output;
 pub mod routeout;
 pub mod stop;
@@ -40,6 +41,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Trace(args) => tracecmd::command(&args, out),
         Command::Watch(args) => watchcmd::command(&args, out),
         Command::Host(args) => hostcmd::command(&args, out),
+        Command::Mcp(_) => {
+            let stdin = std::io::stdin();
+            mcp::serve(&mut stdin.lock(), out)
+        }
     }
 }
 
@@ -58,16 +63,21 @@ pub fn main_with_args() -> i32 {
         Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => 0,
         Err(e) => {
-            let mut msg = format!("error: {e}");
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !msg.contains(&c) {
-                    msg.push_str(": ");
-                    msg.push_str(&c);
-                }
-            }
-            let _ = writeln!(anstream::stderr(), "{msg}");
+            let _ = writeln!(anstream::stderr(), "{}", error_line(&e));
             EXIT_ERROR
         }
     }
+}
+
+/// An error as the one line netdoctor prints: `error: ` and its causes, each once.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut msg = format!("error: {e}");
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
 }

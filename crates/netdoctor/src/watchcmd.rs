@@ -25,9 +25,15 @@ pub struct WatchArgs {
     /// Window length: findings, metrics and kept evidence are per window.
     #[arg(long, default_value = "30s", value_parser = crate::target::parse_duration)]
     pub window: Duration,
-    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. `--listen 0.0.0.0:9465`.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve Prometheus metrics on http://ADDR/metrics: a port alone binds 127.0.0.1 (only
+    /// this host), `0.0.0.0:9465` every address (then prefer --web.config.file).
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
     pub listen: Option<SocketAddr>,
+    /// TLS and basic auth for /metrics from a web configuration file, in the Prometheus
+    /// exporter-toolkit format (tls_server_config: cert_file, key_file; basic_auth_users:
+    /// user: bcrypt hash).
+    #[arg(long = "web.config.file", value_name = "FILE", requires = "listen")]
+    pub web_config: Option<PathBuf>,
     /// Push metrics and findings (as log records) to an OpenTelemetry collector over OTLP/HTTP
     /// (protobuf), e.g. `--otlp http://127.0.0.1:4318`.
     #[arg(long, value_name = "ENDPOINT")]
@@ -38,6 +44,13 @@ pub struct WatchArgs {
     /// How many problem windows (per port) the directory keeps; older ones are deleted.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub keep: usize,
+    /// Size limit of the directory (all ports), in MiB: the oldest windows are deleted beyond
+    /// it (the newest is always kept); deletions are counted in netdoctor_evidence_dropped_total.
+    #[arg(long, default_value_t = 256, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    pub dir_max_mib: u64,
+    /// Age limit of the directory's windows, e.g. `24h` (default: none).
+    #[arg(long, value_name = "DURATION", value_parser = crate::target::parse_duration)]
+    pub dir_max_age: Option<Duration>,
     /// Largest pcap kept per window and port, in MiB (packets beyond it are analyzed only).
     #[arg(long, default_value_t = 64, value_name = "MIB")]
     pub pcap_limit_mib: u64,
@@ -55,6 +68,13 @@ pub struct WatchArgs {
     /// Stop after N windows (default: run until SIGTERM/SIGINT).
     #[arg(long, value_name = "N")]
     pub windows: Option<u64>,
+    /// Print the Prometheus alert rules (one alert per finding class, runbooks in English and
+    /// Chinese) and exit; the file shipped in deploy/alerts/ is this output.
+    #[arg(long, conflicts_with = "print_prometheus_rule")]
+    pub print_alert_rules: bool,
+    /// Print the same rules as a Prometheus Operator PrometheusRule and exit.
+    #[arg(long)]
+    pub print_prometheus_rule: bool,
     /// `--json` / `--format json`: every window's report as one JSON line (schema
     /// netdoctor.report/v1) on stdout.
     #[command(flatten)]
@@ -62,6 +82,15 @@ pub struct WatchArgs {
 }
 
 pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    if args.print_alert_rules || args.print_prometheus_rule {
+        let text = if args.print_alert_rules {
+            netdoctor_agent::alerts::rules_file()
+        } else {
+            netdoctor_agent::alerts::prometheus_rule()
+        };
+        out.write_all(text.as_bytes())?;
+        return Ok(0);
+    }
     let json = args.output.format().map_err(anyhow::Error::msg)? == netdoctor_report::Format::Json;
     let own_port: Vec<u16> = args.listen.map(|a| a.port()).into_iter().collect();
     let ports = if args.ports.is_empty() {
@@ -81,14 +110,20 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         .dir
         .clone()
         .map(|d| (d, args.keep.max(1) * ports.len()));
+    cfg.evidence_max_bytes = args.dir_max_mib.saturating_mul(1 << 20);
+    cfg.evidence_max_age = args.dir_max_age;
     cfg.pcap_limit_bytes = args.pcap_limit_mib.saturating_mul(1 << 20);
     cfg.max_windows = args.windows;
     cfg.ring_bytes = netdoctor_agent::watch::ring_share((args.ring_mb as usize) << 20, ports.len());
 
     let metrics = Arc::new(AgentMetrics::new());
+    let web = match &args.web_config {
+        Some(p) => netdoctor_agent::webconfig::WebConfig::load(p).map_err(anyhow::Error::msg)?,
+        None => netdoctor_agent::webconfig::WebConfig::default(),
+    };
     let server = match args.listen {
         Some(a) => Some(
-            MetricsServer::start(a, Arc::clone(&metrics))
+            MetricsServer::start_with(a, Arc::clone(&metrics), web)
                 .with_context(|| format!("listen on {a} for /metrics"))?,
         ),
         None => None,
@@ -119,6 +154,9 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
         metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
         metrics.record_host(w.port, w.listener.as_ref(), w.open_connections);
+        if let Some(e) = &w.evidence {
+            metrics.record_evidence(e);
+        }
         if let Some(o) = otlp.as_mut()
             && let Err(e) = o.record_window(w)
         {
@@ -221,5 +259,35 @@ impl Drop for StopOnSignals {
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }
+    }
+}
+
+/// `--listen`: `HOST:PORT`, or a port alone for 127.0.0.1 (local unless asked otherwise).
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse::<SocketAddr>().map_err(|_| {
+        format!("{s:?} is not ADDR:PORT or a port (e.g. 9465, 127.0.0.1:9465, 0.0.0.0:9465)")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen_addr;
+
+    #[test]
+    fn a_port_alone_binds_loopback_and_bad_addresses_are_named() {
+        assert_eq!(listen_addr("9465").unwrap().to_string(), "127.0.0.1:9465");
+        assert_eq!(
+            listen_addr("0.0.0.0:9465").unwrap().to_string(),
+            "0.0.0.0:9465"
+        );
+        assert_eq!(listen_addr("[::1]:9465").unwrap().to_string(), "[::1]:9465");
+        assert!(
+            listen_addr("example:9465")
+                .unwrap_err()
+                .contains("example:9465")
+        );
     }
 }

@@ -103,6 +103,57 @@ struct Nginx {
 }
 
 impl Nginx {
+    fn conf(
+        d: &std::path::Display<'_>,
+        stall_port: u16,
+        stall_nodelay: &str,
+        healthy_port: u16,
+    ) -> String {
+        format!(
+            "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log notice;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{\n access_log off;\n sendfile on;\n tcp_nopush off;\n default_type text/html;\n\
+             keepalive_requests 1000000;\n client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
+             fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
+             server {{ listen 127.0.0.1:{stall_port}; tcp_nodelay {stall_nodelay}; root {d}/html; }}\n\
+             server {{ listen 127.0.0.1:{healthy_port}; tcp_nodelay on; root {d}/html; }}\n}}\n"
+        )
+    }
+
+    /// The fix: `tcp_nodelay on` on the stalled port too, by `nginx -s reload`; returns when
+    /// the new worker has started (its notice in the error log).
+    fn fix(&self, stall_port: u16, healthy_port: u16) {
+        let d = self.dir.display();
+        let log = self.dir.join("logs/error.log");
+        let workers = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .matches("start worker process")
+                .count()
+        };
+        let before = workers();
+        std::fs::write(
+            self.dir.join("nginx.conf"),
+            Nginx::conf(&d, stall_port, "on", healthy_port),
+        )
+        .unwrap();
+        let st = Command::new("nginx")
+            .args([
+                "-c",
+                &format!("{d}/nginx.conf"),
+                "-p",
+                &format!("{d}"),
+                "-s",
+                "reload",
+            ])
+            .status()
+            .expect("run nginx -s reload");
+        assert!(st.success(), "nginx reload failed");
+        wait_for("nginx's new worker", Duration::from_secs(10), || {
+            workers() > before
+        });
+    }
+
     fn start(dir: &Path, stall_port: u16, healthy_port: u16) -> Nginx {
         for d in ["html", "logs", "tmp"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
@@ -115,15 +166,7 @@ impl Nginx {
         let body = format!("<html><body>{}</body></html>", "x".repeat(574));
         std::fs::write(dir.join("html/index.html"), body).unwrap();
         let d = dir.display();
-        let conf = format!(
-            "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\n\
-             events {{ worker_connections 1024; }}\n\
-             http {{\n access_log off;\n sendfile on;\n tcp_nopush off;\n default_type text/html;\n\
-             keepalive_requests 1000000;\n client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp;\n\
-             fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
-             server {{ listen 127.0.0.1:{stall_port}; tcp_nodelay off; root {d}/html; }}\n\
-             server {{ listen 127.0.0.1:{healthy_port}; tcp_nodelay on; root {d}/html; }}\n}}\n"
-        );
+        let conf = Nginx::conf(&d, stall_port, "off", healthy_port);
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
         let ng = Nginx {
             dir: dir.to_path_buf(),
@@ -284,11 +327,22 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
 
     let prom: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let cfg = tmp.path().join("prometheus.yml");
+    // The shipped alert rules, with `for: 1m` (two 30 s windows) shortened to two of this
+    // test's 3 s windows.
+    let rules = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/alerts/netdoctor-rules.yaml"),
+    )
+    .expect("shipped rules");
+    assert!(rules.contains("for: 1m"));
+    let rules_file = tmp.path().join("rules.yaml");
+    std::fs::write(&rules_file, rules.replace("for: 1m", "for: 2s")).unwrap();
     std::fs::write(
         &cfg,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  \
-             - job_name: netdoctor\n    static_configs:\n      - targets: ['{metrics}']\n"
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n\
+             scrape_configs:\n  \
+             - job_name: netdoctor\n    static_configs:\n      - targets: ['{metrics}']\n",
+            rules_file.display()
         ),
     )
     .unwrap();
@@ -346,9 +400,8 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
         (0.03..0.25).contains(&added),
         "added latency {added} s is not the delayed-ACK timer"
     );
-    let q_healthy = format!(
-        "max_over_time(netdoctor_finding_active{{port=\"{healthy}\",severity!=\"info\"}}[10m]) > 0"
-    );
+    let q_healthy =
+        format!("max_over_time(netdoctor_finding_severity{{port=\"{healthy}\"}}[10m]) >= 2");
     assert_eq!(
         promql(prom, &q_healthy),
         Vec::<serde_json::Value>::new(),
@@ -358,6 +411,47 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
         "max_over_time(netdoctor_windows_total{{port=\"{stall}\",verdict=\"problem\"}}[10m])"
     );
     assert!(!promql(prom, &q_windows).is_empty());
+
+    // The shipped alert fired for the stalled port, with its runbook, and never for the other.
+    let q_fired = format!(
+        "max_over_time(ALERTS{{alertname=\"NetdoctorNagleDelayedAck\",alertstate=\"firing\",port=\"{stall}\"}}[10m])"
+    );
+    wait_for(
+        "the NetdoctorNagleDelayedAck alert to fire",
+        Duration::from_secs(20),
+        || !promql(prom, &q_fired).is_empty(),
+    );
+    // The loaded rule carries its runbook (the alert itself has resolved once the load ended).
+    let (_, rules) = http_get(prom, "/api/v1/rules?type=alert").unwrap();
+    assert!(
+        rules.contains("NetdoctorNagleDelayedAck") && rules.contains("TCP_NODELAY"),
+        "runbook missing: {rules}"
+    );
+    let q_any_healthy = format!("max_over_time(ALERTS{{port=\"{healthy}\"}}[10m])");
+    assert_eq!(
+        promql(prom, &q_any_healthy),
+        Vec::<serde_json::Value>::new()
+    );
+
+    // The fix (tcp_nodelay on), under load again: the port's windows are healthy with traffic
+    // and the alert resolves.
+    _nginx.fix(stall, healthy);
+    load(stall, 7);
+    let q_healthy_windows = format!(
+        "increase(netdoctor_windows_total{{port=\"{stall}\",verdict!=\"problem\"}}[15s]) > 0 \
+         and on(port) increase(netdoctor_requests_total{{port=\"{stall}\"}}[15s]) > 1000"
+    );
+    wait_for(
+        "a window of the fixed port with traffic and no problem",
+        Duration::from_secs(15),
+        || !promql(prom, &q_healthy_windows).is_empty(),
+    );
+    let q_alert_now = format!("ALERTS{{alertname=\"NetdoctorNagleDelayedAck\",port=\"{stall}\"}}");
+    wait_for(
+        "the alert to resolve after the fix",
+        Duration::from_secs(15),
+        || promql(prom, &q_alert_now).is_empty(),
+    );
 
     // promtool accepts the live exposition (classic text format, as curl gets it).
     let (_, text) = http_get(metrics, "/metrics").unwrap();

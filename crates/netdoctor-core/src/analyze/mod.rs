@@ -161,6 +161,11 @@ pub struct ExchangeStats {
     /// Mean breakdown over all exchanges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown_mean_ms: Option<Breakdown>,
+    /// Exchanges whose latency was at most each bound of [`crate::stats::LATENCY_BOUNDS_MS`]
+    /// (cumulative): the exact histogram exporters publish. Not in the JSON (the percentiles
+    /// are); empty in a report read back from JSON.
+    #[serde(skip)]
+    pub latency_cumulative: Vec<u64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -400,6 +405,7 @@ impl Analyzer {
                 rtt_ms,
                 breakdown_p50_ms: breakdown.map(|b| b.0),
                 breakdown_mean_ms: breakdown.map(|b| b.1),
+                latency_cumulative: g.latency.cumulative_at_bounds(),
             },
             findings,
             warnings,
