@@ -107,7 +107,11 @@ pub const RULES: &[Rule] = &[
     rule(RouteProblem, ConnectionReset, path_loss),
     // Loss on the path seen in the packets, without a trace to place it.
     rule(PacketLossRetransmission, SynRetransmit, lost_on_path),
-    rule(PacketLossRetransmission, RetransmissionTimeout, lost_on_path),
+    rule(
+        PacketLossRetransmission,
+        RetransmissionTimeout,
+        lost_on_path,
+    ),
     rule(PacketLossRetransmission, ConnectionReset, lost_on_path),
     // Connects that took 3 s because SYNs were repeated, cut by the load's own timeout.
     rule(SynRetransmit, HttpErrors, own_connect_timeouts),
@@ -314,7 +318,11 @@ mod tests {
         assert!(v[1..4].iter().all(|x| x.caused_by == Some(RouteProblem)));
         // The server is not told to check its listen queue for the path's loss.
         assert_eq!(v[1].side, Side::Network);
-        assert!(v[1].fix.starts_with("Caused by route_problem"), "{}", v[1].fix);
+        assert!(
+            v[1].fix.starts_with("Caused by route_problem"),
+            "{}",
+            v[1].fix
+        );
         assert_eq!(v[4].caused_by, None);
         // A hop that only adds latency loses nothing: it explains no lost SYN.
         let mut slow_hop = f(RouteProblem, Severity::Warning, Side::Network);

@@ -607,7 +607,11 @@ fn nodelay_on_at_the_server_makes_a_nagle_finding_information() {
     let on = observe(true);
     let f = one(&on, FindingId::NagleDelayedAck);
     assert_eq!((f.side, f.severity), (Side::Server, Severity::Info));
-    assert!(f.summary.contains("not the server's Nagle"), "{}", f.summary);
+    assert!(
+        f.summary.contains("not the server's Nagle"),
+        "{}",
+        f.summary
+    );
     assert!(
         matches!(&f.evidence[0], Evidence::SocketOption { option, value, .. }
         if option == "TCP_NODELAY" && value.starts_with('1'))

@@ -549,7 +549,9 @@ mod tests {
 
     #[test]
     fn a_listener_seen_in_the_run_contradicts_nothing_listens() {
-        let ev: Vec<Event<'_>> = (1..=3).map(|k| reset(ResetKind::Refused, true, k)).collect();
+        let ev: Vec<Event<'_>> = (1..=3)
+            .map(|k| reset(ResetKind::Refused, true, k))
+            .collect();
         let v = run::<ConnectionReset>(&ev, &cx(10));
         assert!(v[0].fix.starts_with("Start the server"), "{}", v[0].fix);
         let socks = Observation::ServerSockets(vec![crate::observation::ServerSocket {

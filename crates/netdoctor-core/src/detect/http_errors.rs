@@ -47,7 +47,8 @@ impl Detector for HttpErrors {
             if let Some(t) = self.timeout_ms
                 && f.summary.contains(crate::relate::CONNECT_TIMEOUT_MARK)
             {
-                f.summary.push_str(&format!(" (-t {:.1} s)", t as f64 / 1000.0));
+                f.summary
+                    .push_str(&format!(" (-t {:.1} s)", t as f64 / 1000.0));
             }
             out.push(f);
         }
@@ -314,7 +315,10 @@ mod tests {
         l.timeouts = 23;
         l.connect_timeouts = 23;
         let f = run(l.clone());
-        assert_eq!((f[0].severity, f[0].side), (Severity::Warning, Side::Client));
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Warning, Side::Client)
+        );
         assert!(
             f[0].summary.contains(crate::relate::CONNECT_TIMEOUT_MARK),
             "{}",
@@ -323,7 +327,10 @@ mod tests {
         // Timeouts while waiting for a response stay the server's.
         l.connect_timeouts = 3;
         let f = run(l);
-        assert_eq!((f[0].severity, f[0].side), (Severity::Critical, Side::Server));
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Critical, Side::Server)
+        );
     }
 
     #[test]

@@ -331,7 +331,11 @@ mod tests {
         ev.push(Event::Observed(&obs));
         let v = run::<NagleDelayedAck>(&ev, &cx(10));
         assert_eq!(v[0].severity, Severity::Info);
-        assert!(v[0].summary.contains("TCP_NODELAY is on"), "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("TCP_NODELAY is on"),
+            "{}",
+            v[0].summary
+        );
         assert!(
             matches!(&v[0].evidence[0], Evidence::SocketOption { value, .. } if value.starts_with('1'))
         );

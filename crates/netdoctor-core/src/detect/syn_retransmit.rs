@@ -304,7 +304,8 @@ mod tests {
         let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
         let v = run::<SynRetransmit>(&ev, &cx(3000));
         assert!(
-            v[0].summary.contains("on 2 of 3 connections, the first request of each: 2 of 3000 requests"),
+            v[0].summary
+                .contains("on 2 of 3 connections, the first request of each: 2 of 3000 requests"),
             "{}",
             v[0].summary
         );
