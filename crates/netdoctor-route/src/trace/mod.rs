@@ -6,9 +6,8 @@
 //! an unprivileged TCP traceroute as a library. trippy-core (studied for its design: a pure
 //! tracing strategy over a `Network` trait, per-hop state kept apart from the report) needs raw
 //! sockets for TCP and pulls in its own runtime; our needs are one socket per probe, poll(2),
-//! IP_RECVERR — about 300 lines. Every round sends one probe per TTL at once; rounds start every
-//! `interval` (at most [`MAX_IN_FLIGHT`] probes out at a time), and each probe waits at most
-//! `timeout` for its answer while later rounds go out.
+//! IP_RECVERR — about 300 lines. Every round sends one probe per TTL at once, waits at most
+//! `timeout` for the answers, then sleeps until `interval` has passed since the round began.
 //! RTTs use the kernel's receive timestamp where the reply is a queued error or a datagram.
 //! Rounds and TTLs are bounded; only IPv4 is traced for now.
 
@@ -35,8 +34,6 @@ pub enum Protocol {
 /// Upper bounds that keep a run finite whatever the flags say.
 pub const MAX_ROUNDS: u32 = 1000;
 pub const MAX_TTL: u8 = 64;
-/// Probes (sockets) out at once; a round waits while more are in flight.
-pub const MAX_IN_FLIGHT: usize = 256;
 
 #[derive(Debug, Clone)]
 pub struct TraceOptions {
@@ -175,116 +172,68 @@ pub fn run(
     let mut dest_ttl: Option<u8> = None;
     let mut local_errors: Vec<String> = Vec::new();
 
-    // Rounds start every `interval` whatever became of the earlier ones: a lost probe waits
-    // for its own deadline (`timeout` after it was sent) while the next rounds go out, so loss
-    // does not stretch a trace (40 rounds at 50 ms took 9 s under loss when each round
-    // waited for its stragglers).
-    struct InFlight {
-        probe: Probe,
-        round: u32,
-        deadline: Instant,
-    }
-    let begun = Instant::now();
-    let mut in_flight: Vec<InFlight> = Vec::new();
-    let mut next_round = 0u32;
-    loop {
-        let now = Instant::now();
-        // Retire probes that were answered, failed, or are past their deadline.
-        let mut k = 0;
-        while k < in_flight.len() {
-            if in_flight[k].probe.done() || now >= in_flight[k].deadline {
-                let f = in_flight.swap_remove(k);
-                let p = f.probe;
-                if let (Some(r), Some(rtt)) = (p.reply, p.rtt()) {
-                    samples[usize::from(p.ttl)].push(Sample {
-                        round: f.round,
-                        from: r.from,
-                        rtt_ms: rtt.as_secs_f64() * 1000.0,
-                        kind: r.kind,
-                    });
-                    if matches!(r.kind, ReplyKind::Reached | ReplyKind::Unreachable { .. }) {
-                        dest_ttl = Some(dest_ttl.map_or(p.ttl, |d| d.min(p.ttl)));
-                    }
-                } else if let Some(e) = &p.error
-                    && !local_errors.contains(e)
-                {
-                    local_errors.push(e.clone());
-                }
-                p.abort();
-            } else {
-                k += 1;
-            }
-        }
+    for round in 0..opts.rounds {
+        let started = Instant::now();
         let limit = dest_ttl.unwrap_or(opts.max_ttl);
-        let width = usize::from(limit.saturating_sub(opts.first_ttl)) + 1;
-        let due = (next_round < opts.rounds).then(|| begun + opts.interval * next_round);
-        // Bounded sockets: a round waits while too many probes are still out.
-        let room = in_flight.len() + width <= MAX_IN_FLIGHT || in_flight.is_empty();
-        if let Some(due) = due
-            && now >= due
-            && room
-        {
-            let round = next_round;
-            for ttl in opts.first_ttl..=limit {
-                let port = match (opts.protocol, opts.udp_fixed_port) {
-                    (Protocol::Udp, false) => opts.port.wrapping_add(u16::from(ttl) - 1),
-                    _ => opts.port,
-                };
-                let seq = ((round as u16) << 8) | u16::from(ttl);
-                let p =
-                    Probe::send(method, opts.target, port, ttl, ident, seq).map_err(|source| {
-                        TraceError::Send {
-                            ttl,
-                            target: opts.target,
-                            source,
-                        }
-                    })?;
-                sent[usize::from(ttl)] += 1;
-                probed_rounds[usize::from(ttl)].push(round);
-                in_flight.push(InFlight {
-                    probe: p,
+        let mut probes: Vec<Probe> = Vec::new();
+        for ttl in opts.first_ttl..=limit {
+            let port = match (opts.protocol, opts.udp_fixed_port) {
+                (Protocol::Udp, false) => opts.port.wrapping_add(u16::from(ttl) - 1),
+                _ => opts.port,
+            };
+            let seq = ((round as u16) << 8) | u16::from(ttl);
+            let p = Probe::send(method, opts.target, port, ttl, ident, seq).map_err(|source| {
+                TraceError::Send {
+                    ttl,
+                    target: opts.target,
+                    source,
+                }
+            })?;
+            sent[usize::from(ttl)] += 1;
+            probed_rounds[usize::from(ttl)].push(round);
+            probes.push(p);
+        }
+        let deadline = started + opts.timeout;
+        while probes.iter().any(|p| !p.done()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let pending: Vec<usize> = (0..probes.len()).filter(|&i| !probes[i].done()).collect();
+            let mut fds: Vec<libc::pollfd> = pending
+                .iter()
+                .map(|&i| sys::pollfd(probes[i].fd(), probes[i].events()))
+                .collect();
+            sys::poll(&mut fds, left).map_err(TraceError::Poll)?;
+            for (k, fd) in fds.iter().enumerate() {
+                if fd.revents != 0 {
+                    probes[pending[k]].on_event();
+                }
+            }
+        }
+        for p in probes {
+            if let (Some(r), Some(rtt)) = (p.reply, p.rtt()) {
+                let rtt_ms = rtt.as_secs_f64() * 1000.0;
+                samples[usize::from(p.ttl)].push(Sample {
                     round,
-                    deadline: Instant::now() + opts.timeout,
+                    from: r.from,
+                    rtt_ms,
+                    kind: r.kind,
                 });
+                if matches!(r.kind, ReplyKind::Reached | ReplyKind::Unreachable { .. }) {
+                    dest_ttl = Some(dest_ttl.map_or(p.ttl, |d| d.min(p.ttl)));
+                }
+            } else if let Some(e) = &p.error
+                && !local_errors.contains(e)
+            {
+                local_errors.push(e.clone());
             }
-            next_round += 1;
-            progress(next_round, opts.rounds);
-            continue;
+            p.abort();
         }
-        if due.is_none() && in_flight.is_empty() {
-            break;
+        progress(round + 1, opts.rounds);
+        if round + 1 < opts.rounds {
+            std::thread::sleep(opts.interval.saturating_sub(started.elapsed()));
         }
-        // Wait for answers until the next round is due or the first deadline passes.
-        let mut wake = in_flight.iter().map(|f| f.deadline).min();
-        if let Some(d) = due
-            && room
-        {
-            wake = Some(wake.map_or(d, |w| w.min(d)));
-        }
-        let left = wake
-            .map_or(Duration::ZERO, |w| w.saturating_duration_since(now))
-            .max(Duration::from_millis(1));
-        let pending: Vec<usize> = (0..in_flight.len())
-            .filter(|&i| !in_flight[i].probe.done())
-            .collect();
-        if pending.is_empty() {
-            std::thread::sleep(left);
-            continue;
-        }
-        let mut fds: Vec<libc::pollfd> = pending
-            .iter()
-            .map(|&i| sys::pollfd(in_flight[i].probe.fd(), in_flight[i].probe.events()))
-            .collect();
-        sys::poll(&mut fds, left).map_err(TraceError::Poll)?;
-        for (k, fd) in fds.iter().enumerate() {
-            if fd.revents != 0 {
-                in_flight[pending[k]].probe.on_event();
-            }
-        }
-    }
-    // Per-hop figures that follow the order of samples (last, jitter) read them by round.
-    for s in samples.iter_mut() {
-        s.sort_by_key(|x| x.round);
     }
     for e in local_errors {
         notes.push(format!("a probe failed locally: {e}"));
