@@ -186,7 +186,46 @@ fn skip() -> bool {
 #[test]
 fn backlog_is_a_listen_queue_overflow() {
     if !skip() {
-        case_round_trip("backlog", "bl");
+        let report = case_round_trip("backlog", "bl");
+        // One root, its consequences under it: the repeated SYNs and the setup-time RTOs are
+        // the overflow's, whatever side the packets alone suggested.
+        let root = finding(&report, "listen_queue_overflow");
+        assert_eq!(
+            report["findings"][0]["id"], "listen_queue_overflow",
+            "{report}"
+        );
+        assert_eq!(report["verdict"], "problem");
+        for id in ["syn_retransmit", "retransmission_timeout"] {
+            if let Some(f) = report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["id"] == id)
+            {
+                assert_eq!(f["caused_by"], "listen_queue_overflow", "{f}");
+                assert!(
+                    root["consequences"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&Value::from(id)),
+                    "{root}"
+                );
+                // A share that rounds to 0 % says its counts.
+                assert!(
+                    !f["summary"].as_str().unwrap().contains(" 0% of requests"),
+                    "{f}"
+                );
+            }
+        }
+        // Keep-alive: the repeated SYNs delayed the first request of each affected
+        // connection, a small share of the requests; said apart from the connections.
+        let syn = finding(&report, "syn_retransmit");
+        let s = syn["summary"].as_str().unwrap();
+        assert!(s.contains("connections, the first request of each"), "{s}");
+        assert!(
+            syn["impact"]["affected_fraction"].as_f64().unwrap() < 0.5,
+            "{syn}"
+        );
     }
 }
 
