@@ -66,7 +66,7 @@ pub fn apply(report: &Report, analysis: &Analysis, findings: &mut Vec<Finding>) 
         .load
         .as_ref()
         .map(|l| l.latency_ms.p50)
-        .or_else(|| (analysis.exchanges.count > 0).then(|| analysis.exchanges.latency_ms.p50));
+        .or_else(|| (analysis.exchanges.count > 0).then_some(analysis.exchanges.latency_ms.p50));
     let target = report
         .target
         .address
