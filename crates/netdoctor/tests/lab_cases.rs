@@ -243,6 +243,19 @@ fn port_exhaustion_is_ephemeral_port_exhaustion() {
         );
         let errors = finding(&report, "http_errors");
         assert_eq!(errors["caused_by"], "ephemeral_port_exhaustion", "{errors}");
+        // The case's server accepts as connections come (it used to look every 10 ms, and
+        // every one-connection request waited for that): no server time to blame.
+        let ids: Vec<&str> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert!(!ids.contains(&"slow_server_processing"), "{ids:?}");
+        let server_p50 = report["measurements"]["capture"]["exchanges"]["server_time_ms"]["p50"]
+            .as_f64()
+            .unwrap();
+        assert!(server_p50 < 5.0, "server time p50 {server_p50} ms");
         assert!(
             report["measurements"]["load"]["errors"]["connect_addr_not_avail"]
                 .as_u64()
