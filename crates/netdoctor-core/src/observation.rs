@@ -81,6 +81,10 @@ pub struct LoadOutcome {
     pub write_errors: u64,
     /// No complete response within the load generator's timeout.
     pub timeouts: u64,
+    /// Of `timeouts`: the connection was still being set up (connect() had not completed)
+    /// when the load generator's own timeout cut it.
+    #[serde(default)]
+    pub connect_timeouts: u64,
     /// The first error, e.g. `connect 127.0.0.1:8080: too many open files`.
     pub first_error: Option<String>,
     /// Limits the load generator itself hit (its file descriptors, its local ports): then

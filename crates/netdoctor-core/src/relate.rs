@@ -7,7 +7,10 @@
 //! to the run's final findings (after ranking): each consequence gets `caused_by` (the root at
 //! the top of its chain, so `syn_flood → listen_queue_overflow → syn_retransmit` has one root),
 //! each root gets `consequences`, and each consequence moves right after its root. Severities,
-//! and so the verdict, are untouched.
+//! and so the verdict, are untouched; a consequence blamed on the server whose root is the
+//! path (a lossy hop, loss on the path) takes the root's side, network, and its fix names the
+//! root first. The group is placed where its best-ranked member was, so a root ranks by the
+//! latency it explains, not only by its own.
 
 use crate::finding::{Finding, FindingId, Severity, Side};
 
@@ -34,6 +37,29 @@ fn server_or_host(_: &Finding, c: &Finding) -> bool {
 fn on_host(_: &Finding, c: &Finding) -> bool {
     c.side == Side::Host
 }
+
+/// A route problem of loss (or an unreachable route), not of latency, explains what the packets
+/// show of lost segments and SYNs on the server's or the path's side. A latency step loses
+/// nothing.
+fn path_loss(root: &Finding, c: &Finding) -> bool {
+    root.impact.added_latency_ms.is_none() && matches!(c.side, Side::Server | Side::Network)
+}
+
+/// Loss the packets show on the path (side network) explains lost SYNs, RTOs and resets that
+/// are not blamed on the client or on a host's queue.
+fn lost_on_path(root: &Finding, c: &Finding) -> bool {
+    root.side == Side::Network && matches!(c.side, Side::Server | Side::Network)
+}
+
+/// netdoctor's own timeouts that cut connects whose SYNs were being repeated (the `http_errors`
+/// of client-side connect timeouts).
+fn own_connect_timeouts(_: &Finding, c: &Finding) -> bool {
+    c.side == Side::Client && c.summary.contains(CONNECT_TIMEOUT_MARK)
+}
+
+/// The words an `http_errors` summary carries when its failures are the load's own connect
+/// timeouts (see `detect::http_errors`).
+pub const CONNECT_TIMEOUT_MARK: &str = "netdoctor's own timeout cut";
 
 const fn rule(
     root: FindingId,
@@ -64,7 +90,9 @@ pub const RULES: &[Rule] = &[
     // A full accept queue drops SYNs or final ACKs (repeated SYNs, setup-time RTOs), resets
     // them with tcp_abort_on_overflow, and the wait in the queue counts as server time.
     rule(ListenQueueOverflow, SynRetransmit, not_client),
-    rule(ListenQueueOverflow, RetransmissionTimeout, server_or_host),
+    // Setup-time RTOs with the overflow in the same run are the queue's, whatever side the
+    // packets alone suggested (a lossy path looks the same in them).
+    rule(ListenQueueOverflow, RetransmissionTimeout, not_client),
     rule(ListenQueueOverflow, ConnectionReset, server_or_host),
     rule(ListenQueueOverflow, SlowServerProcessing, server_or_host),
     // No local port left: connect() fails on the client's host.
@@ -72,6 +100,21 @@ pub const RULES: &[Rule] = &[
     // Interface drops are lost segments.
     rule(InterfaceErrors, PacketLossRetransmission, not_client),
     rule(InterfaceErrors, RetransmissionTimeout, not_client),
+    // A lossy hop (or a route that ends) loses segments and SYNs: repeated SYNs, RTOs, resets.
+    rule(RouteProblem, PacketLossRetransmission, path_loss),
+    rule(RouteProblem, SynRetransmit, path_loss),
+    rule(RouteProblem, RetransmissionTimeout, path_loss),
+    rule(RouteProblem, ConnectionReset, path_loss),
+    // Loss on the path seen in the packets, without a trace to place it.
+    rule(PacketLossRetransmission, SynRetransmit, lost_on_path),
+    rule(
+        PacketLossRetransmission,
+        RetransmissionTimeout,
+        lost_on_path,
+    ),
+    rule(PacketLossRetransmission, ConnectionReset, lost_on_path),
+    // Connects that took 3 s because SYNs were repeated, cut by the load's own timeout.
+    rule(SynRetransmit, HttpErrors, own_connect_timeouts),
 ];
 
 /// Ties consequences to their root cause in `findings` (already ranked): sets `caused_by` and
@@ -115,6 +158,18 @@ pub fn relate(findings: &mut Vec<Finding>) {
     for (i, root) in roots.iter().enumerate() {
         if let Some(r) = *root {
             let id = findings[i].id;
+            let (root_id, root_side) = (findings[r].id, findings[r].side);
+            let c = &mut findings[i];
+            // A consequence of the path is not the server's to fix: it says so, and where.
+            if root_side == Side::Network && c.side == Side::Server {
+                c.side = Side::Network;
+                if !c.fix.starts_with("Caused by") {
+                    c.fix = format!(
+                        "Caused by {root_id} (above): fix that first; this follows from it. {}",
+                        c.fix
+                    );
+                }
+            }
             findings[i].caused_by = Some(findings[r].id);
             if !findings[r].consequences.contains(&id) {
                 findings[r].consequences.push(id);
@@ -230,6 +285,71 @@ mod tests {
         let once = v.clone();
         relate(&mut v);
         assert_eq!(v, once);
+    }
+
+    #[test]
+    fn a_lossy_hop_is_the_root_of_the_lost_syns_rtos_and_own_timeouts() {
+        let mut hop = f(RouteProblem, Severity::Critical, Side::Network);
+        hop.impact.affected_fraction = Some(0.3);
+        let mut timeouts = f(HttpErrors, Severity::Warning, Side::Client);
+        timeouts.summary = format!("7 of 30 requests failed; 7 because {CONNECT_TIMEOUT_MARK}");
+        let mut v = vec![
+            f(SynRetransmit, Severity::Critical, Side::Server),
+            f(RetransmissionTimeout, Severity::Critical, Side::Network),
+            timeouts,
+            f(NagleDelayedAck, Severity::Warning, Side::Server),
+            hop,
+        ];
+        relate(&mut v);
+        assert_eq!(
+            ids(&v),
+            [
+                RouteProblem,
+                SynRetransmit,
+                RetransmissionTimeout,
+                HttpErrors,
+                NagleDelayedAck
+            ]
+        );
+        assert_eq!(
+            v[0].consequences,
+            [SynRetransmit, RetransmissionTimeout, HttpErrors]
+        );
+        assert!(v[1..4].iter().all(|x| x.caused_by == Some(RouteProblem)));
+        // The server is not told to check its listen queue for the path's loss.
+        assert_eq!(v[1].side, Side::Network);
+        assert!(
+            v[1].fix.starts_with("Caused by route_problem"),
+            "{}",
+            v[1].fix
+        );
+        assert_eq!(v[4].caused_by, None);
+        // A hop that only adds latency loses nothing: it explains no lost SYN.
+        let mut slow_hop = f(RouteProblem, Severity::Warning, Side::Network);
+        slow_hop.impact.added_latency_ms = Some(30.0);
+        let mut v = vec![f(SynRetransmit, Severity::Critical, Side::Server), slow_hop];
+        relate(&mut v);
+        assert_eq!(v[0].caused_by, None);
+        assert_eq!(v[0].side, Side::Server);
+    }
+
+    #[test]
+    fn a_listen_overflow_explains_setup_rtos_on_any_side_but_the_clients() {
+        let mut v = vec![
+            f(SynRetransmit, Severity::Critical, Side::Host),
+            f(RetransmissionTimeout, Severity::Critical, Side::Network),
+            f(ListenQueueOverflow, Severity::Warning, Side::Server),
+        ];
+        relate(&mut v);
+        assert_eq!(v[0].id, ListenQueueOverflow);
+        assert_eq!(v[0].consequences, [SynRetransmit, RetransmissionTimeout]);
+        // Other HTTP errors (the server's, or timeouts waiting for responses) stay apart.
+        let mut v = vec![
+            f(HttpErrors, Severity::Critical, Side::Server),
+            f(SynRetransmit, Severity::Critical, Side::Server),
+        ];
+        relate(&mut v);
+        assert!(v.iter().all(|x| x.caused_by.is_none()));
     }
 
     #[test]

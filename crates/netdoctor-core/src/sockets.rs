@@ -68,6 +68,26 @@ pub(crate) fn corroborate_nagle(f: &mut Finding, sockets: &[ServerSocket]) {
                     example.process, example.pid
                 ),
             )
+        } else if nagle_on == 0 && corked == 0 {
+            // The run's own observation contradicts the detector: the server's Nagle cannot
+            // hold data with TCP_NODELAY on. The pattern stays visible, as information that
+            // says why it is not the cause (loss recovery and a window that reopens late
+            // release small segments after a late ACK too).
+            f.confidence *= 0.5;
+            f.severity = Severity::Info;
+            f.summary.push_str(&format!(
+                " (but TCP_NODELAY is on for all {n} sampled server connections: not the \
+                 server's Nagle)"
+            ));
+            (
+                "1 (Nagle off)".to_string(),
+                format!(
+                    "TCP_NODELAY is on for all {n} sampled connections of {} (pid {}), none \
+                     corked, so its own Nagle algorithm is not what holds the data: look for a \
+                     proxy or another process between, or for loss recovery",
+                    example.process, example.pid
+                ),
+            )
         } else if nagle_on == 0 {
             f.confidence *= 0.7;
             f.severity = f.severity.min(Severity::Warning);
@@ -159,8 +179,8 @@ mod tests {
         assert!(v[0].confidence < 0.9);
         assert_eq!(
             v[0].severity,
-            Severity::Warning,
-            "never critical with TCP_NODELAY on"
+            Severity::Info,
+            "not a problem of the server with TCP_NODELAY on everywhere"
         );
         assert!(
             matches!(&v[0].evidence[0], Evidence::SocketOption { note, .. }

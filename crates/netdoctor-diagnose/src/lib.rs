@@ -15,6 +15,7 @@
 //! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
+mod base_rtt;
 pub mod fake;
 pub mod host;
 pub mod observer;

@@ -444,6 +444,7 @@ pub(crate) fn load_outcome(l: &LoadResult) -> LoadOutcome {
         read_errors: e.read,
         write_errors: e.write,
         timeouts: e.timeout,
+        connect_timeouts: e.connect_timeout,
         first_error: l.first_error.clone(),
         client_limits,
     }

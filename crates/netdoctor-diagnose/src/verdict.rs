@@ -18,7 +18,7 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     for obs in outcome.observations.drain(..) {
         analyzer.observe(obs);
     }
-    let analysis = analyzer.finish();
+    let mut analysis = analyzer.finish();
     if let Some(summary) = summary {
         let mut warnings = summary.warnings.clone();
         warnings.extend(analysis.warnings.iter().cloned());
@@ -37,9 +37,10 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
         });
     }
     report.checks.extend(outcome.checks);
-    let mut findings = analysis.findings;
+    let mut findings = std::mem::take(&mut analysis.findings);
     findings.append(&mut outcome.findings);
     findings.append(&mut report.findings);
+    crate::base_rtt::apply(report, &analysis, &mut findings);
     let load = report
         .measurements
         .load

@@ -8,6 +8,15 @@
 //!                                                       dead nameserver 10.231.3.54 (silent)
 //! ```
 //!
+//! Without routers (`routers: false`, the `far-l2` case: a VPN, a stretched VLAN, a user-space
+//! bridge) the client sits on the server's subnet, behind the same delay bridge, and `r1`/`r2`
+//! stay empty:
+//!
+//! ```text
+//!  cli ══(dly: user-space delay/loss bridge)══ srv
+//!  10.231.3.100/24                               10.231.3.2/24 (nameservers as above)
+//! ```
+//!
 //! `r1` and `r2` forward (`net.ipv4.ip_forward=1` set inside their namespaces, never in the
 //! root namespace) and answer Time Exceeded without rate limit (`icmp_ratelimit=0`) unless a
 //! test asks for one (`r1_icmp_ratelimit_ms`, to reproduce a router that rate-limits its own
@@ -41,6 +50,8 @@ pub const R2_FAR_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 1);
 pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 2);
 pub const NAMESERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 53);
 pub const DEAD_NAMESERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 54);
+/// The client's address when the lab has no routers (on the server's subnet).
+pub const L2_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 100);
 /// The names the lab nameserver serves.
 pub const SERVER_NAME: &str = "srv.lab.test";
 
@@ -66,6 +77,9 @@ pub struct RouteLabConfig {
     pub resolver: Resolver,
     /// resolv.conf `options` line for the client (short timeouts keep tests quick).
     pub resolv_options: String,
+    /// Routers between client and server (`false`: the client is on the server's subnet,
+    /// behind the delay bridge only; `r1`/`r2` are left empty).
+    pub routers: bool,
 }
 
 impl Default for RouteLabConfig {
@@ -76,6 +90,7 @@ impl Default for RouteLabConfig {
             r1_icmp_ratelimit_ms: None,
             resolver: Resolver::Lab(Behavior::default()),
             resolv_options: "options timeout:1 attempts:1".to_string(),
+            routers: true,
         }
     }
 }
@@ -94,6 +109,10 @@ pub const CASES: &[(&str, &str)] = &[
     ),
     ("far-server", "the r1–r2 hop adds 37 ms of RTT"),
     ("lossy-hop", "the r1–r2 hop drops 20% of frames each way"),
+    (
+        "far-l2",
+        "no router: a bridge between client and server adds 40 ms of RTT",
+    ),
     (
         "icmp-ratelimit",
         "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
@@ -122,6 +141,10 @@ impl RouteLabConfig {
             }
             "far-server" => c.one_way_delay = Duration::from_micros(18_500),
             "lossy-hop" => c.loss = 0.2,
+            "far-l2" => {
+                c.routers = false;
+                c.one_way_delay = Duration::from_millis(20);
+            }
             "icmp-ratelimit" => c.r1_icmp_ratelimit_ms = Some(1000),
             _ => return None,
         }
@@ -247,6 +270,9 @@ impl RouteLab {
             sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1")?;
             sysctl(ns, "net.ipv6.conf.default.disable_ipv6=1")?;
         }
+        if !cfg.routers {
+            return self.build_l2(cfg);
+        }
         // (namespace a, if a, namespace b, if b)
         let links = [
             (&cli, "cli-r1", &r1, "r1-cli"),
@@ -300,13 +326,54 @@ impl RouteLab {
             loss: cfg.loss,
         };
         self.forwarder = Some(Forwarder::start(&dly, "b-r1", "b-r2", imp, imp)?);
+        self.finish_build(cfg, CLIENT_IP)
+    }
+
+    /// The lab without routers: cli ══ dly ══ srv on one subnet.
+    fn build_l2(&mut self, cfg: &RouteLabConfig) -> Result<(), LabError> {
+        let [cli, dly, srv] = [0, 2, 4].map(|i| self.namespaces[i].clone());
+        for (na, ia, nb, ib) in [
+            (&cli, "cli-b", &dly, "b-cli"),
+            (&dly, "b-srv", &srv, "srv-b"),
+        ] {
+            run(
+                "ip",
+                &[
+                    "link", "add", ia, "netns", na, "type", "veth", "peer", "name", ib, "netns", nb,
+                ],
+            )?;
+            run("ip", &["-n", na, "link", "set", ia, "up"])?;
+            run("ip", &["-n", nb, "link", "set", ib, "up"])?;
+        }
+        for (ns, ip, dev) in [
+            (&cli, L2_CLIENT_IP, "cli-b"),
+            (&srv, SERVER_IP, "srv-b"),
+            (&srv, NAMESERVER_IP, "srv-b"),
+            (&srv, DEAD_NAMESERVER_IP, "srv-b"),
+        ] {
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", dev],
+            )?;
+        }
+        let imp = Impairment {
+            delay: cfg.one_way_delay,
+            loss: cfg.loss,
+        };
+        self.forwarder = Some(Forwarder::start(&dly, "b-cli", "b-srv", imp, imp)?);
+        self.finish_build(cfg, L2_CLIENT_IP)
+    }
+
+    /// The nameservers, the client's resolv.conf and the warm-up.
+    fn finish_build(&mut self, cfg: &RouteLabConfig, client_ip: Ipv4Addr) -> Result<(), LabError> {
+        let srv = self.namespaces[4].clone();
 
         let zone = Zone {
             records: vec![
                 (SERVER_NAME.to_string(), SERVER_IP),
                 ("r1.lab.test".to_string(), R1_IP),
                 ("r2.lab.test".to_string(), R2_IP),
-                ("cli.lab.test".to_string(), CLIENT_IP),
+                ("cli.lab.test".to_string(), client_ip),
             ],
         };
         let dead = Behavior {

@@ -206,6 +206,10 @@ pub struct ErrorCounts {
     pub write: u64,
     /// no complete response within the timeout.
     pub timeout: u64,
+    /// Of `timeout`: connect() had not completed when the timeout cut it (SYNs repeated or
+    /// unanswered), absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connect_timeout: u64,
     /// responses with a status other than 2xx/3xx.
     pub status: u64,
 }
@@ -225,6 +229,7 @@ impl ErrorCounts {
         self.read += o.read;
         self.write += o.write;
         self.timeout += o.timeout;
+        self.connect_timeout += o.connect_timeout;
         self.status += o.status;
     }
 }

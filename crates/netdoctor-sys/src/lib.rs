@@ -10,6 +10,7 @@
 //! - [`memory`]: `malloc_trim`, to give the heap freed after loading eBPF back to the kernel.
 //! - [`netns`]: `setns` of the calling thread into a network namespace.
 //! - [`rusage`]: this process's CPU time (`getrusage`).
+//! - [`poll`]: waiting for one descriptor to become readable (a listener, without a timer).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
@@ -19,6 +20,7 @@ pub mod memory;
 pub mod netns;
 pub mod os_error;
 pub mod pidfd;
+pub mod poll;
 pub mod privilege;
 pub mod rusage;
 pub mod sockopt;

@@ -141,7 +141,15 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 
 fn note_text(n: &HopNote) -> String {
     match n {
-        HopNote::AddsLatency { added_ms } => format!("adds +{} ms", ms(Some(*added_ms))),
+        HopNote::AddsLatency {
+            added_ms,
+            added_spread_ms,
+        } if *added_spread_ms > 0.0 => format!(
+            "adds +{} ms (±{} ms)",
+            ms(Some(*added_ms)),
+            ms(Some(*added_spread_ms))
+        ),
+        HopNote::AddsLatency { added_ms, .. } => format!("adds +{} ms", ms(Some(*added_ms))),
         HopNote::AddsLoss { added_loss } => format!("adds {:.0}% loss", added_loss * 100.0),
         HopNote::IcmpRateLimited { own_loss } => format!(
             "rate-limits its ICMP ({:.0}% own loss, not on the path)",

@@ -186,7 +186,46 @@ fn skip() -> bool {
 #[test]
 fn backlog_is_a_listen_queue_overflow() {
     if !skip() {
-        case_round_trip("backlog", "bl");
+        let report = case_round_trip("backlog", "bl");
+        // One root, its consequences under it: the repeated SYNs and the setup-time RTOs are
+        // the overflow's, whatever side the packets alone suggested.
+        let root = finding(&report, "listen_queue_overflow");
+        assert_eq!(
+            report["findings"][0]["id"], "listen_queue_overflow",
+            "{report}"
+        );
+        assert_eq!(report["verdict"], "problem");
+        for id in ["syn_retransmit", "retransmission_timeout"] {
+            if let Some(f) = report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["id"] == id)
+            {
+                assert_eq!(f["caused_by"], "listen_queue_overflow", "{f}");
+                assert!(
+                    root["consequences"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&Value::from(id)),
+                    "{root}"
+                );
+                // A share that rounds to 0 % says its counts.
+                assert!(
+                    !f["summary"].as_str().unwrap().contains(" 0% of requests"),
+                    "{f}"
+                );
+            }
+        }
+        // Keep-alive: the repeated SYNs delayed the first request of each affected
+        // connection, a small share of the requests; said apart from the connections.
+        let syn = finding(&report, "syn_retransmit");
+        let s = syn["summary"].as_str().unwrap();
+        assert!(s.contains("connections, the first request of each"), "{s}");
+        assert!(
+            syn["impact"]["affected_fraction"].as_f64().unwrap() < 0.5,
+            "{syn}"
+        );
     }
 }
 
@@ -204,6 +243,19 @@ fn port_exhaustion_is_ephemeral_port_exhaustion() {
         );
         let errors = finding(&report, "http_errors");
         assert_eq!(errors["caused_by"], "ephemeral_port_exhaustion", "{errors}");
+        // The case's server accepts as connections come (it used to look every 10 ms, and
+        // every one-connection request waited for that): no server time to blame.
+        let ids: Vec<&str> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert!(!ids.contains(&"slow_server_processing"), "{ids:?}");
+        let server_p50 = report["measurements"]["capture"]["exchanges"]["server_time_ms"]["p50"]
+            .as_f64()
+            .unwrap();
+        assert!(server_p50 < 5.0, "server time p50 {server_p50} ms");
         assert!(
             report["measurements"]["load"]["errors"]["connect_addr_not_avail"]
                 .as_u64()

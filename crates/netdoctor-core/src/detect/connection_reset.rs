@@ -52,6 +52,10 @@ pub struct ConnectionReset {
     kinds: [KindAgg; 5],
     /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
     timeout_ms: Option<u64>,
+    /// A listening socket of the server process seen during the run
+    /// ([`Observation::ServerSockets`]): `(process, pid)`. Refusals then are not "nothing
+    /// listens".
+    listener: Option<(String, u32)>,
 }
 
 impl Detector for ConnectionReset {
@@ -81,6 +85,14 @@ impl Detector for ConnectionReset {
             }
             Event::Observed(Observation::RunConfig { timeout_ms, .. }) if *timeout_ms > 0 => {
                 self.timeout_ms = Some(*timeout_ms);
+            }
+            Event::Observed(Observation::ServerSockets(socks)) => {
+                if let Some(l) = socks
+                    .iter()
+                    .find(|s| s.state == crate::observation::SocketState::Listen)
+                {
+                    self.listener = Some((l.process.clone(), l.pid));
+                }
             }
             _ => {}
         }
@@ -157,6 +169,34 @@ impl ConnectionReset {
                 ("client", Side::Client)
             };
             let (fraction, severity, summary, explanation, fix) = match kind {
+                ResetKind::Refused if self.listener.is_some() => {
+                    // The run saw the listener: contradicts "nothing listens".
+                    let (process, pid) = self.listener.clone().unwrap_or_default();
+                    let frac = (n as f64 / connections.max(1) as f64).min(1.0);
+                    (
+                        frac,
+                        if frac >= 0.05 {
+                            Severity::Critical
+                        } else {
+                            Severity::Warning
+                        },
+                        format!(
+                            "{n} connection attempts were answered with a reset although {process} (pid {pid}) listens on the port"
+                        ),
+                        format!(
+                            "The client sent a SYN and got a reset back, yet the server's listening \
+                             socket was seen during this run ({process}, pid {pid}), so the port is \
+                             not closed. Such resets come from a firewall that rejects some \
+                             connections, a listener that resets when its queue is full \
+                             (tcp_abort_on_overflow), or a SYN that arrived for a connection the \
+                             other end had already given up on (loss on the path)."
+                        ),
+                        "Look for reject rules (`iptables -S`, `nft list ruleset`) and the listen \
+                         queue (`nstat -az TcpExtListenOverflows`); if the path loses packets, \
+                         fix that first."
+                            .to_string(),
+                    )
+                }
                 ResetKind::Refused => {
                     let frac = (n as f64 / connections.max(1) as f64).min(1.0);
                     (
@@ -505,6 +545,35 @@ mod tests {
         );
         assert_eq!((v[1].side, v[1].severity), (Side::Client, Severity::Info));
         assert_eq!(v[0].evidence.len(), 2);
+    }
+
+    #[test]
+    fn a_listener_seen_in_the_run_contradicts_nothing_listens() {
+        let ev: Vec<Event<'_>> = (1..=3)
+            .map(|k| reset(ResetKind::Refused, true, k))
+            .collect();
+        let v = run::<ConnectionReset>(&ev, &cx(10));
+        assert!(v[0].fix.starts_with("Start the server"), "{}", v[0].fix);
+        let socks = Observation::ServerSockets(vec![crate::observation::ServerSocket {
+            pid: 7,
+            process: "nginx".into(),
+            fd: 6,
+            state: crate::observation::SocketState::Listen,
+            local: "0.0.0.0:80".into(),
+            tcp_nodelay: false,
+            tcp_cork: false,
+            sndbuf: 0,
+            rcvbuf: 0,
+        }]);
+        let mut ev = ev;
+        ev.push(Event::Observed(&socks));
+        let v = run::<ConnectionReset>(&ev, &cx(10));
+        assert!(
+            v[0].summary.contains("although nginx (pid 7) listens"),
+            "{}",
+            v[0].summary
+        );
+        assert!(!v[0].fix.contains("Start the server"), "{}", v[0].fix);
     }
 
     #[test]

@@ -6,6 +6,12 @@
 //! server's. When the load generator hit a limit of its own (file descriptors, local ports),
 //! its failures are not a measurement of the server: the finding is `info` on side host and
 //! says so, and the verdict is held back by the caller (`VerdictInputs::client_limited`).
+//!
+//! Requests that failed because netdoctor's own timeout cut a connect still in progress
+//! (`LoadOutcome::connect_timeouts`: SYNs repeated after 1 s, 3 s, longer than the request
+//! timeout) are not the server's errors: when they are most of the failures, the finding is
+//! side client, a warning, and says the timeout was netdoctor's; `relate` ties it to the
+//! `syn_retransmit` that made the connects slow.
 
 use super::{Context, Detector, Interests};
 use crate::event::Event;
@@ -16,6 +22,7 @@ use crate::observation::{LoadOutcome, Observation};
 #[derive(Default)]
 pub struct HttpErrors {
     load: Option<LoadOutcome>,
+    timeout_ms: Option<u64>,
 }
 
 impl Detector for HttpErrors {
@@ -24,15 +31,25 @@ impl Detector for HttpErrors {
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
-        if let Event::Observed(Observation::Load(l)) = ev {
-            self.load = Some(l.clone());
+        match ev {
+            Event::Observed(Observation::Load(l)) => self.load = Some(l.clone()),
+            Event::Observed(Observation::RunConfig { timeout_ms, .. }) => {
+                self.timeout_ms = Some(*timeout_ms);
+            }
+            _ => {}
         }
     }
 
     fn finish(&mut self, _cx: &Context, out: &mut Vec<Finding>) {
         if let Some(l) = &self.load
-            && let Some(f) = finding(l)
+            && let Some(mut f) = finding(l)
         {
+            if let Some(t) = self.timeout_ms
+                && f.summary.contains(crate::relate::CONNECT_TIMEOUT_MARK)
+            {
+                f.summary
+                    .push_str(&format!(" (-t {:.1} s)", t as f64 / 1000.0));
+            }
             out.push(f);
         }
     }
@@ -139,6 +156,44 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
                  (`-c`)."
             .into();
         f.evidence = evidence;
+        return Some(f);
+    }
+
+    if l.connect_timeouts * 2 > failed {
+        let n = l.connect_timeouts;
+        let mut f = Finding::new(
+            FindingId::HttpErrors,
+            Severity::Warning,
+            Side::Client,
+            format!(
+                "{failed} of {attempted} requests failed ({}); {n} of them because {} the \
+                 connect before the server answered the handshake",
+                pct(failed),
+                crate::relate::CONNECT_TIMEOUT_MARK
+            ),
+        );
+        f.confidence = 0.9;
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = "These requests never reached the server: their connection was still \
+             being set up (connect() had not completed) when netdoctor's own request timeout \
+             expired. A SYN that gets no answer is repeated after 1 s, then again (3 s after \
+             the first), so a connect that needs a repeated SYN outlasts a 2 s timeout. The \
+             server did not fail them; what delayed the handshake (see syn_retransmit and its \
+             cause) did, and the timeout turned the delay into a failure."
+            .to_string();
+        f.fix = "Fix what delays connection setup (the root cause above: a lossy path, a full \
+                 listen queue, a firewall dropping SYNs). To measure the slow connects instead \
+                 of cutting them, give the load a longer timeout (-t 5s)."
+            .to_string();
+        f.evidence = evidence;
+        f.evidence.push(Evidence::Probe {
+            probe: "load".into(),
+            note: format!(
+                "{n} of {attempted} requests timed out in connect() ({}), before any byte was \
+                 sent to the server",
+                pct(n)
+            ),
+        });
         return Some(f);
     }
 
@@ -252,6 +307,30 @@ mod tests {
         let f = run(l);
         assert_eq!(f[0].side, Side::Server);
         assert!(f[0].summary.starts_with("10 of 100"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn connects_cut_by_our_own_timeout_are_the_clients_not_the_servers() {
+        let mut l = outcome(&[(200, 77)]);
+        l.timeouts = 23;
+        l.connect_timeouts = 23;
+        let f = run(l.clone());
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Warning, Side::Client)
+        );
+        assert!(
+            f[0].summary.contains(crate::relate::CONNECT_TIMEOUT_MARK),
+            "{}",
+            f[0].summary
+        );
+        // Timeouts while waiting for a response stay the server's.
+        l.connect_timeouts = 3;
+        let f = run(l);
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Critical, Side::Server)
+        );
     }
 
     #[test]

@@ -262,8 +262,13 @@ impl Loss {
         } else {
             "the client's data"
         };
+        // A share that rounds to 0 % says its counts instead.
         let share = match fraction {
-            Some(f) => format!(" on {:.0}% of requests", f * 100.0),
+            Some(f) if f >= 0.01 => format!(" on {:.0}% of requests", f * 100.0),
+            Some(_) => format!(
+                " on {} of {exchanges} requests",
+                k.affected_exchanges.min(exchanges)
+            ),
             None => String::new(),
         };
         let worst_part = worst_note(added, worst);

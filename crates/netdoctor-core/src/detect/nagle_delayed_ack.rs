@@ -324,13 +324,18 @@ mod tests {
     }
 
     #[test]
-    fn tcp_nodelay_on_at_the_server_is_never_critical() {
+    fn tcp_nodelay_on_at_the_server_is_information_that_says_why() {
         let (s, d) = stream(10, StallKind::Nagle);
         let obs = sockets(true);
         let mut ev = events(&s, &d);
         ev.push(Event::Observed(&obs));
         let v = run::<NagleDelayedAck>(&ev, &cx(10));
-        assert_eq!(v[0].severity, Severity::Warning);
+        assert_eq!(v[0].severity, Severity::Info);
+        assert!(
+            v[0].summary.contains("TCP_NODELAY is on"),
+            "{}",
+            v[0].summary
+        );
         assert!(
             matches!(&v[0].evidence[0], Evidence::SocketOption { value, .. } if value.starts_with('1'))
         );

@@ -39,6 +39,8 @@ struct Example {
 #[derive(Default)]
 pub struct SynRetransmit {
     handshakes: u64,
+    /// Requests (exchanges) on the connections that began with a captured SYN.
+    requests: u64,
     affected: u64,
     syn_repeated: u64,
     synack_repeated: u64,
@@ -56,7 +58,12 @@ impl Detector for SynRetransmit {
 
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
-            Event::ConnDone(c) => self.on_conn(c.ends.client, c.ends.server, &c.syn),
+            Event::ConnDone(c) => {
+                if c.syn.first_syn.is_some() {
+                    self.requests += u64::from(c.exchanges);
+                }
+                self.on_conn(c.ends.client, c.ends.server, &c.syn)
+            }
             Event::Observed(Observation::Counters(deltas)) => self.listen = listen_drops(deltas),
             _ => {}
         }
@@ -109,6 +116,11 @@ impl SynRetransmit {
         }
         let added = self.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let fraction = (self.affected as f64 / self.handshakes.max(1) as f64).min(1.0);
+        // A slow setup delays the connection's first request only: with keep-alive the share
+        // of requests is far smaller than the share of connections, and the impact is the
+        // requests'.
+        let requests_share = (self.requests > self.handshakes)
+            .then(|| (self.affected as f64 / self.requests as f64).min(1.0));
         let worst = self.delay.as_ref().map_or(0.0, Hist::max_ms);
         // A setup delay is at least a second; the worst one counts with the typical one.
         let severity = if fraction >= 0.05 && (added >= 500.0 || worst >= WORST_CRITICAL_MS) {
@@ -129,9 +141,16 @@ impl SynRetransmit {
             severity,
             Side::Server,
             format!(
-                "Connection setup delayed on {} of {} connections ({what}): +{added:.0} ms (median){}",
+                "Connection setup delayed on {} of {} connections{} ({what}): +{added:.0} ms (median){}",
                 self.affected,
                 self.handshakes,
+                match requests_share {
+                    Some(_) => format!(
+                        ", the first request of each: {} of {} requests",
+                        self.affected, self.requests
+                    ),
+                    None => String::new(),
+                },
                 if worst >= 2.0 * added && worst >= added + 10.0 {
                     format!(", worst {worst:.0} ms")
                 } else {
@@ -141,7 +160,7 @@ impl SynRetransmit {
         );
         f.confidence = 0.95;
         f.impact.added_latency_ms = Some(added);
-        f.impact.affected_fraction = Some(fraction);
+        f.impact.affected_fraction = Some(requests_share.unwrap_or(fraction));
         f.explanation = format!(
             "Opening a TCP connection takes a SYN, a SYN/ACK and an ACK. When one is lost, \
              nothing happens until a timer fires: a SYN or SYN/ACK is repeated after 1 s, \
@@ -273,6 +292,33 @@ mod tests {
         let clean = [conn(false)];
         let ev: Vec<Event<'_>> = clean.iter().map(Event::ConnDone).collect();
         assert!(run::<SynRetransmit>(&ev, &cx(0)).is_empty());
+    }
+
+    #[test]
+    fn requests_and_connections_are_told_apart() {
+        // Keep-alive: 2 of 3 connections repeated a SYN, but they carried 3000 requests.
+        let mut cs = [conn(true), conn(true), conn(false)];
+        for c in cs.iter_mut() {
+            c.exchanges = 1000;
+        }
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(3000));
+        assert!(
+            v[0].summary
+                .contains("on 2 of 3 connections, the first request of each: 2 of 3000 requests"),
+            "{}",
+            v[0].summary
+        );
+        let share = v[0].impact.affected_fraction.unwrap();
+        assert!((share - 2.0 / 3000.0).abs() < 1e-9, "{share}");
+        // One request per connection: the shares are the same, said once.
+        for c in cs.iter_mut() {
+            c.exchanges = 1;
+        }
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(3));
+        assert!(!v[0].summary.contains("requests"), "{}", v[0].summary);
+        assert!((v[0].impact.affected_fraction.unwrap() - 2.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]

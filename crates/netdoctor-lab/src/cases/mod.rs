@@ -11,6 +11,7 @@
 //! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
 //! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
+//! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe and handshakes) | `high_base_rtt` |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -44,10 +45,11 @@ pub enum Case {
     PtrTimeout,
     FarServer,
     LossyHop,
+    FarL2,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 10] = [
+pub const ALL: [Case; 11] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -58,6 +60,7 @@ pub const ALL: [Case; 10] = [
     Case::PtrTimeout,
     Case::FarServer,
     Case::LossyHop,
+    Case::FarL2,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -89,6 +92,7 @@ impl Case {
             Case::PtrTimeout => "ptr-timeout",
             Case::FarServer => "far-server",
             Case::LossyHop => "lossy-hop",
+            Case::FarL2 => "far-l2",
         }
     }
 
@@ -114,6 +118,9 @@ impl Case {
             Case::PtrTimeout => "the nameserver never answers reverse (PTR) questions",
             Case::FarServer => "the server is behind a hop that adds 37 ms of RTT",
             Case::LossyHop => "a hop on the route drops 20% of packets each way",
+            Case::FarL2 => {
+                "no router: a user-space bridge between client and server adds 40 ms of RTT"
+            }
         }
     }
 
@@ -135,6 +142,7 @@ impl Case {
                 | Case::PtrTimeout
                 | Case::FarServer
                 | Case::LossyHop
+                | Case::FarL2
         )
     }
 
@@ -191,6 +199,18 @@ impl Case {
         // through the routers, then the load.
         let route_diagnose = argv(&["netdoctor", "diagnose", &route_url]);
         let resolv_note = "`ip netns exec` gives the command the client's resolv.conf";
+        let l2_built = vec![
+            format!(
+                "no router: {cli} {} ══ {lab}-dly (user-space bridge, holds frames 20 ms each way: +40 ms RTT) ══ {srv} {route_srv}, one subnet",
+                route_lab::L2_CLIENT_IP
+            ),
+            format!(
+                "HTTP server http://{route_srv}:{ROUTE_CASE_PORT}/ in {srv} (answers in microseconds); lab nameserver {} (zone lab.test: {})",
+                route_lab::NAMESERVER_IP,
+                route_lab::SERVER_NAME
+            ),
+            format!("/etc/netns/{cli}/resolv.conf: the lab nameserver"),
+        ];
         let (built, netns_exec, command, expect, note): (
             Vec<String>,
             Option<String>,
@@ -353,6 +373,13 @@ impl Case {
                 ]),
                 vec!["route_problem"],
                 "the loss starts at hop 2 and persists to the destination".to_string(),
+            ),
+            Case::FarL2 => (
+                l2_built,
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["high_base_rtt"],
+                "no router in between, so there is no trace: the base RTT comes from the SYN probe and the captured handshakes, and it explains the latency".to_string(),
             ),
         };
         let mut shell = Vec::new();

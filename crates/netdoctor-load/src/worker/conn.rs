@@ -425,6 +425,9 @@ impl Loop<'_> {
                         State::Handshaking => "TLS handshake",
                         _ => "response",
                     };
+                    if c.state == State::Connecting && !self.draining {
+                        self.out.errors.connect_timeout += 1;
+                    }
                     self.note_error(Kind::Timeout, || {
                         format!("timeout {addr}: no {what} after {timeout:?}")
                     });

@@ -1,6 +1,12 @@
 //! `conntrack_table_full`: the connection tracking table reached nf_conntrack_max, so new flows
 //! were dropped ("nf_conntrack: table full, dropping packet" in the kernel log, the per-CPU
 //! `drop` statistic growing, or the count at the max).
+//!
+//! Scoped to the run: the log line names no network namespace and the kernel log is the
+//! machine's, so a "table full" line is the run's only when the run's namespace's own table
+//! shows it (its drop statistics grew, or it is nearly full). A line from another namespace
+//! (another container on a shared node) with a table here that went from 0 to 0 is no
+//! finding.
 
 use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
 
@@ -20,6 +26,18 @@ pub fn conntrack_table_full(obs: &HostObservations) -> Option<Finding> {
         _ => 0,
     };
     let fill = after.map(|a| a.fill()).unwrap_or(0.0);
+    // Statistics that count a full table in this namespace.
+    let table_trouble = match (before, after) {
+        (Some(b), Some(a)) => ["drop", "early_drop", "insert_failed"]
+            .iter()
+            .any(|k| a.stat(k) > b.stat(k)),
+        _ => false,
+    };
+    let logged = if table_trouble || fill >= NEAR_FULL {
+        logged
+    } else {
+        0
+    };
     if logged == 0 && drops == 0 && fill < NEAR_FULL {
         return None;
     }
@@ -44,11 +62,13 @@ pub fn conntrack_table_full(obs: &HostObservations) -> Option<Finding> {
             });
         }
     }
-    evidence.extend(log_evidence(
-        obs.kmsg_of(KmsgKind::ConntrackTableFull),
-        3,
-        "the kernel dropped a packet of a new flow: no room in the conntrack table",
-    ));
+    if logged > 0 {
+        evidence.extend(log_evidence(
+            obs.kmsg_of(KmsgKind::ConntrackTableFull),
+            3,
+            "the kernel dropped a packet of a new flow: no room in the conntrack table",
+        ));
+    }
     let dropping = logged > 0 || drops > 0;
     let severity = if dropping {
         Severity::Critical
@@ -131,6 +151,40 @@ mod tests {
             .count();
         assert_eq!(logs, 2);
         assert!(f.evidence.iter().any(|e| matches!(e, Evidence::Counter { name, after: 2_410, .. } if name == "nf_conntrack.drop")));
+    }
+
+    #[test]
+    fn a_table_full_line_from_another_namespace_is_not_this_runs() {
+        // The run's namespace: a table that went from 0 to 0, no drops. The line is another
+        // namespace's (the log is the machine's).
+        let line_from_elsewhere = line(
+            KmsgKind::ConntrackTableFull,
+            "nf_conntrack: nf_conntrack: table full, dropping packet",
+        );
+        let obs = HostObservations {
+            kmsg: vec![line_from_elsewhere.clone()],
+            conntrack_before: Some(usage(0, 262_144, 0)),
+            conntrack_after: Some(usage(0, 262_144, 0)),
+            ..Default::default()
+        };
+        assert_eq!(conntrack_table_full(&obs), None);
+        // Without conntrack readings at all (module not loaded here) neither.
+        let obs = HostObservations {
+            kmsg: vec![line_from_elsewhere.clone()],
+            ..Default::default()
+        };
+        assert_eq!(conntrack_table_full(&obs), None);
+        // The same line with this namespace's insertions failing is the run's.
+        let mut failing = usage(65_536, 65_536, 0);
+        failing.stats.insert("insert_failed".into(), 40);
+        let obs = HostObservations {
+            kmsg: vec![line_from_elsewhere],
+            conntrack_before: Some(usage(65_000, 65_536, 0)),
+            conntrack_after: Some(failing),
+            ..Default::default()
+        };
+        let f = conntrack_table_full(&obs).unwrap();
+        assert_eq!(f.severity, Severity::Critical);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub use dns_name_not_found::dns_name_not_found;
 pub use dns_no_nameserver::dns_no_nameserver;
 pub use dns_server_unreachable::dns_server_unreachable;
 pub use dns_slow::dns_slow;
-pub use high_base_rtt::high_base_rtt;
+pub use high_base_rtt::{RttSource, high_base_rtt, high_base_rtt_from};
 pub use reverse_dns_timeout::reverse_dns_timeout;
 pub use route_problem::route_problem;
 

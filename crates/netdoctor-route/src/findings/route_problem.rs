@@ -73,6 +73,13 @@ fn unreachable(t: &TraceResult) -> Option<Finding> {
     Some(f)
 }
 
+/// The added RTT variation (median absolute deviation) from which a latency step is queueing
+/// rather than distance: a tenth of the step, at least 2 ms (steal time and scheduling on a
+/// busy host add a millisecond or so to single probes).
+fn queueing_spread(added_ms: f64) -> f64 {
+    (0.1 * added_ms).max(2.0)
+}
+
 pub fn route_problem(t: &TraceResult, th: &Thresholds) -> Vec<Finding> {
     if let Some(f) = unreachable(t) {
         return vec![f];
@@ -94,11 +101,31 @@ pub fn route_problem(t: &TraceResult, th: &Thresholds) -> Vec<Finding> {
     for (i, a) in assessed.iter().enumerate() {
         for note in &a.notes {
             let (summary, severity, what) = match *note {
-                HopNote::AddsLatency { added_ms } if added_ms >= th.route_added_ms => (
-                    format!("hop {} adds {} to the path", a.ttl, fmt_ms(added_ms)),
-                    Severity::Warning,
-                    format!("{} of latency", fmt_ms(added_ms)),
-                ),
+                // A fixed step is distance (high_base_rtt names its hop); a step that adds
+                // variation with it is queueing on the path.
+                HopNote::AddsLatency {
+                    added_ms,
+                    added_spread_ms,
+                } if added_ms >= th.route_added_ms
+                    && added_spread_ms >= queueing_spread(added_ms) =>
+                {
+                    (
+                        format!(
+                            "hop {} adds {} to the path, varying by {} (queueing)",
+                            a.ttl,
+                            fmt_ms(added_ms),
+                            fmt_ms(added_spread_ms)
+                        ),
+                        Severity::Warning,
+                        format!(
+                            "{} of latency that varies from probe to probe by {} (a fixed \
+                             step would be distance; a varying one is a queue filling on the \
+                             link or a shaper)",
+                            fmt_ms(added_ms),
+                            fmt_ms(added_spread_ms)
+                        ),
+                    )
+                }
                 HopNote::AddsLoss { added_loss } => (
                     format!("hop {} loses {:.0}% of packets", a.ttl, added_loss * 100.0),
                     if added_loss >= 0.2 {
@@ -112,7 +139,7 @@ pub fn route_problem(t: &TraceResult, th: &Thresholds) -> Vec<Finding> {
             };
             let hop = &t.hops[i];
             let mut f = Finding::new(FindingId::RouteProblem, severity, Side::Network, summary);
-            if let HopNote::AddsLatency { added_ms } = *note {
+            if let HopNote::AddsLatency { added_ms, .. } = *note {
                 f.impact.added_latency_ms = Some(added_ms);
                 f.impact.affected_fraction = Some(1.0);
             }
@@ -172,12 +199,22 @@ mod tests {
     use crate::trace::assess::tests::{row as r, trace_of};
 
     #[test]
-    fn slow_hop_is_a_route_problem_with_its_added_latency() {
+    fn a_fixed_step_is_distance_a_varying_one_is_a_route_problem() {
+        // A long link: +30 ms on every probe. Distance, for high_base_rtt, not a problem of
+        // the route.
         let t = trace_of(&[r(0.2, 10), r(30.3, 10), r(30.6, 10)]);
+        assert!(route_problem(&t, &Thresholds::default()).is_empty());
+        // A queue: +30 ms typical, varying by ±10 ms from probe to probe, from hop 2 on.
+        let queue = |base: f64| -> Vec<Option<f64>> {
+            (0..10)
+                .map(|i| Some(base + [0.0, 20.0, 8.0, 14.0, 2.0, 18.0, 10.0, 4.0, 16.0, 12.0][i]))
+                .collect()
+        };
+        let t = trace_of(&[r(0.2, 10), queue(20.0), queue(20.3)]);
         let f = route_problem(&t, &Thresholds::default());
-        assert_eq!(f.len(), 1);
+        assert_eq!(f.len(), 1, "{f:?}");
         assert!(
-            f[0].summary.starts_with("hop 2 adds 30"),
+            f[0].summary.starts_with("hop 2 adds 3") && f[0].summary.contains("queueing"),
             "{}",
             f[0].summary
         );

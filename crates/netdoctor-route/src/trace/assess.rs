@@ -11,6 +11,16 @@
 //! `i` and all responding hops after it. What persists from hop `i` on is its floor; what hop `i`
 //! adds is its floor minus the previous hop's floor. What the hop shows beyond its own floor is
 //! its reply overhead.
+//!
+//! A step in latency is judged against the hops before it, not against an absolute: a fixed
+//! step (a long link: propagation delay, the same on every probe) is distance, which
+//! `high_base_rtt` reports with the hop that adds it; a step whose spread grows with it is
+//! queueing (a congested link or a shaper), reported as added variation
+//! (`added_spread_ms`). Loss that carries on from an earlier lossy hop is the same loss unless
+//! a one-sided Fisher exact test says the later hop's loss is higher (p < [`LOSS_P`]); the
+//! first loss on a path, against none before it, keeps the threshold rule. The test is
+//! hand-written (a hypergeometric tail over log-factorials, 20 lines): the statistics crates
+//! that offer it pull in a linear-algebra stack for one function.
 
 use super::TraceResult;
 use serde::Serialize;
@@ -43,12 +53,40 @@ impl Default for Thresholds {
     }
 }
 
+/// One-sided significance level of "this hop loses more than the lossy hop before it".
+pub const LOSS_P: f64 = 0.01;
+
+/// ln(n!) for the counts of a trace (n ≤ a few thousand probes).
+fn ln_fact(n: u64) -> f64 {
+    (2..=n).map(|k| (k as f64).ln()).sum()
+}
+
+/// One-sided Fisher exact test: the probability, with the margins fixed, of seeing `x2` or
+/// more of the `x1 + x2` losses among the `n2` later probes (`x1` lost of `n1` earlier ones).
+/// Small when the later hop loses significantly more.
+pub fn fisher_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
+    let (x1, x2) = (x1.min(n1), x2.min(n2));
+    let k = x1 + x2;
+    let n = n1 + n2;
+    let ln_total = ln_fact(n) - ln_fact(k) - ln_fact(n - k);
+    let ln_choose = |a: u64, b: u64| ln_fact(a) - ln_fact(b) - ln_fact(a - b);
+    let mut p = 0.0;
+    for j in x2..=k.min(n2) {
+        if k - j > n1 {
+            continue;
+        }
+        p += (ln_choose(n2, j) + ln_choose(n1, k - j) - ln_total).exp();
+    }
+    p.min(1.0)
+}
+
 /// What a hop does to the path.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HopNote {
-    /// Latency that this hop adds and that persists to the destination.
-    AddsLatency { added_ms: f64 },
+    /// Latency that this hop adds and that persists to the destination; `added_spread_ms` is
+    /// the RTT variation it adds with it (0 for a fixed step: distance, not queueing).
+    AddsLatency { added_ms: f64, added_spread_ms: f64 },
     /// Loss that begins at this hop and persists to the destination.
     AddsLoss { added_loss: f64 },
     /// The hop loses replies the later hops do not: it rate-limits its own ICMP.
@@ -91,21 +129,38 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
     // Floors from the end: over responding hops only (a silent row says nothing).
     let mut floor_ms: Vec<Option<f64>> = vec![None; n];
     let mut floor_loss: Vec<f64> = vec![1.0; n];
+    // The spread that persists, and the probes behind the lowest loss (for the loss test).
+    let mut floor_spread: Vec<f64> = vec![0.0; n];
+    let mut floor_at: Vec<usize> = (0..n).collect();
     let mut run_ms: Option<f64> = None;
     let mut run_loss: f64 = 1.0;
+    let mut run_spread = f64::INFINITY;
+    let mut run_at = n.saturating_sub(1);
     for i in (0..n).rev() {
         if hops[i].received > 0 {
             let m = hops[i].median_ms.unwrap_or(f64::INFINITY);
             run_ms = Some(run_ms.map_or(m, |r| r.min(m)));
+            if hops[i].loss <= run_loss {
+                run_at = i;
+            }
             run_loss = run_loss.min(hops[i].loss);
+            run_spread = run_spread.min(spread(&hops[i]));
         }
         floor_ms[i] = run_ms;
         floor_loss[i] = if run_ms.is_some() { run_loss } else { 1.0 };
+        floor_spread[i] = if run_spread.is_finite() {
+            run_spread
+        } else {
+            0.0
+        };
+        floor_at[i] = run_at;
     }
     let mut prev_ms = 0.0;
     let mut prev_loss = 0.0;
     let mut prev_jitter = 0.0;
+    let mut prev_spread = 0.0;
     let mut prev_sent = 1u32;
+    let mut prev_lost = 0u64;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let h = &hops[i];
@@ -124,7 +179,10 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
         let jitter = spread(h);
         let added = floor - prev_ms;
         if added >= th.added_ms && added >= th.jitter_factor * (jitter + prev_jitter) {
-            notes.push(HopNote::AddsLatency { added_ms: added });
+            notes.push(HopNote::AddsLatency {
+                added_ms: added,
+                added_spread_ms: (floor_spread[i] - prev_spread).max(0.0),
+            });
         }
         let added_loss = floor_loss[i] - prev_loss;
         // Loss estimated from `sent` probes is noisy: ask for two standard errors of the
@@ -135,7 +193,18 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
         let n_prev = f64::from(prev_sent.max(1));
         let margin = 2.0 * (p * (1.0 - p) / n_here + q * (1.0 - q) / n_prev).sqrt();
         let last = i + 1 == n;
-        if added_loss >= th.added_loss && added_loss >= margin {
+        // Loss that carries on from an earlier lossy hop: the same loss unless significantly
+        // higher here (the probes of the hop whose loss is this floor against the earlier).
+        let at = &hops[floor_at[i]];
+        let lost_here = u64::from(at.sent.saturating_sub(at.received));
+        let carried = prev_loss > 0.0
+            && fisher_greater(
+                prev_lost,
+                u64::from(prev_sent),
+                lost_here,
+                u64::from(at.sent),
+            ) >= LOSS_P;
+        if added_loss >= th.added_loss && added_loss >= margin && !carried {
             if last && h.destination && icmp_dest {
                 // Nothing after the destination can confirm the loss, and its replies are
                 // ICMP errors, which hosts rate-limit (icmp_ratelimit covers Port Unreachable).
@@ -163,9 +232,15 @@ pub fn assess(trace: &TraceResult, th: &Thresholds) -> Vec<HopAssessment> {
             floor_loss: floor_loss[i],
         });
         prev_ms = prev_ms.max(floor);
-        prev_loss = prev_loss.max(floor_loss[i]);
+        if floor_loss[i] > prev_loss {
+            prev_loss = floor_loss[i];
+            prev_sent = at.sent;
+            prev_lost = lost_here;
+        } else if prev_loss == 0.0 {
+            prev_sent = h.sent;
+        }
         prev_jitter = jitter;
-        prev_sent = h.sent;
+        prev_spread = f64::max(prev_spread, floor_spread[i]);
     }
     out
 }
@@ -232,7 +307,15 @@ pub(crate) mod tests {
         let a = assess(&t, &Thresholds::default());
         assert!(a[0].notes.is_empty(), "{:?}", a[0]);
         match &a[1].notes[..] {
-            [HopNote::AddsLatency { added_ms }] => assert!((added_ms - 30.1).abs() < 0.5),
+            [
+                HopNote::AddsLatency {
+                    added_ms,
+                    added_spread_ms,
+                },
+            ] => {
+                assert!((added_ms - 30.1).abs() < 0.5);
+                assert!(*added_spread_ms < 0.5, "a fixed step: {added_spread_ms}");
+            }
             other => panic!("{other:?}"),
         }
         assert!(a[2].notes.is_empty(), "{:?}", a[2]);
@@ -326,6 +409,49 @@ pub(crate) mod tests {
             a[1]
         );
         assert!(a[2].notes.is_empty(), "{:?}", a[2]);
+    }
+
+    #[test]
+    fn fisher_test_values() {
+        // 5 of 50 against 13 of 50: p ≈ 0.03 (one-sided), not below 0.01.
+        let p = fisher_greater(5, 50, 13, 50);
+        assert!((0.02..0.05).contains(&p), "{p}");
+        let p = fisher_greater(10, 50, 25, 50);
+        assert!(p < 0.01, "{p}");
+        assert!((fisher_greater(3, 10, 3, 10) - 0.65).abs() < 0.05);
+        assert_eq!(fisher_greater(0, 10, 0, 10), 1.0);
+    }
+
+    #[test]
+    fn loss_carried_on_from_a_lossy_hop_is_that_hops_unless_significantly_higher() {
+        // The symptom: hop 2 drops ~20 %; by chance hop 2 lost 5 of 50 probes and the
+        // destination 13 of 50. One lossy hop.
+        let lossy = |lost: usize| -> Vec<Option<f64>> {
+            (0..50)
+                .map(|i| if i * 7 % 50 < lost { None } else { Some(0.5) })
+                .collect()
+        };
+        let t = trace_of(&[row(0.2, 50), lossy(5), lossy(13)]);
+        let a = assess(&t, &Thresholds::default());
+        assert!(
+            matches!(a[1].notes[..], [HopNote::AddsLoss { .. }]),
+            "{:?}",
+            a[1]
+        );
+        assert!(a[2].notes.is_empty(), "{:?}", a[2]);
+        // 10 of 50, then 25 of 50: a second lossy hop.
+        let t = trace_of(&[row(0.2, 50), lossy(10), lossy(25)]);
+        let a = assess(&t, &Thresholds::default());
+        assert!(
+            matches!(a[1].notes[..], [HopNote::AddsLoss { .. }]),
+            "{:?}",
+            a[1]
+        );
+        assert!(
+            matches!(a[2].notes[..], [HopNote::AddsLoss { .. }]),
+            "{:?}",
+            a[2]
+        );
     }
 
     #[test]
