@@ -5,6 +5,7 @@
 //! take any `Write`, so tests render into buffers. [`load`] holds the results of `netdoctor load`
 //! and `netdoctor connect` ([`LoadReport`], [`ConnectReport`]), which the same sinks write.
 //! [`compare`] compares two reports (`netdoctor.compare/v1`) and renders the comparison.
+//! [`slo`] judges a report against service-level objectives (`--slo`).
 
 pub mod compare;
 pub mod html;
@@ -13,6 +14,7 @@ pub mod json;
 pub mod load;
 pub mod model;
 pub mod sink;
+pub mod slo;
 pub mod terminal;
 
 pub use compare::{COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, Origin};
@@ -23,3 +25,4 @@ pub use model::{
     ProbeSection, Report, ReportCommand, SCHEMA_ID, SCHEMA_JSON, Target, TargetProtocol,
 };
 pub use sink::{Format, JsonSink, Sink, TerminalSink};
+pub use slo::{Slo, SloError, SloReport, SloResult};

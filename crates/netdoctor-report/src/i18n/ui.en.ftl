@@ -90,6 +90,20 @@ term-stall-delayed-ack = delayed-ACK stall
 term-stall-loss = loss recovery
 term-stall-rto = retransmission timeouts
 term-stall-zero-window = zero window
+term-stall-syn = SYN retransmissions
+term-tail-head = where the time went, per latency band (mean of the requests in the band):
+term-tail-band = { $band } { $latency } = { $parts } ({ $n ->
+    [one] 1 request
+   *[other] { $n } requests
+})
+term-tail-cause = { $v } { $name } on { $pct } of the band
+slo-head = SLO:
+slo-pass = pass
+slo-fail = fail
+slo-inconclusive = inconclusive
+slo-spare = { $value } ({ $margin } to spare; { $source })
+slo-over = { $value } ({ $margin } over; { $source })
+slo-points = { $v } points
 term-verdict = Verdict:
 term-verdict-problem = { $n } { $n ->
     [one] finding
@@ -282,6 +296,9 @@ html-not-local = the server is not a process on this host, or it was not read
 html-breakdown = Where the time of a request went
 html-bar-typical = typical request (p50)
 html-bar-mean = mean of all requests
+html-tail-caption = Where the tail goes: the requests of each latency band (p50, p90, p99, p99.9, max), each bar its band's whole latency; a stall part says on what share of the band's requests it happened
+html-bar-band = { $band } · { $n } req.
+html-part-share = { $part } (on { $pct } % of the band's requests)
 html-breakdown-caption = Each request's latency split into the network RTT, the server's think time, transferring the bytes, and stalls by their cause (from the capture)
 html-no-complete-exchange = the capture held no complete HTTP exchange
 html-per-request-breakdown = The per-request breakdown
