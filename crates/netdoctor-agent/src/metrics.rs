@@ -94,6 +94,13 @@ pub struct PercentileLabels {
     pub percentile: String,
 }
 
+/// One `--slo` objective of one port (`objective` as written, e.g. `p99<50ms`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SloLabels {
+    pub port: String,
+    pub objective: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatLabels {
     pub stat: String,
@@ -126,6 +133,8 @@ pub struct AgentMetrics {
     listen_full: Family<PortLabels, FGauge>,
     syn_recv: Family<PortLabels, Gauge>,
     window_end: Family<PortLabels, FGauge>,
+    slo_status: Family<SloLabels, Gauge>,
+    slo_margin: Family<SloLabels, FGauge>,
     cpu: Counter<f64, AtomicU64>,
     rss: Gauge,
     /// Finding series ever set, per port, so a finding that went away drops to 0.
@@ -165,6 +174,8 @@ impl AgentMetrics {
             listen_full: Family::default(),
             syn_recv: Family::default(),
             window_end: Family::default(),
+            slo_status: Family::default(),
+            slo_margin: Family::default(),
             cpu: Counter::default(),
             rss: Gauge::default(),
             seen: Mutex::new(BTreeMap::new()),
@@ -281,6 +292,16 @@ impl AgentMetrics {
             m.window_end.clone(),
         );
         r.register(
+            "netdoctor_slo_status",
+            "Latest window's result of each --slo objective: 0 pass, 1 fail, 3 inconclusive (too few requests to judge)",
+            m.slo_status.clone(),
+        );
+        r.register(
+            "netdoctor_slo_margin",
+            "How far the latest window's value is on the good side of each --slo objective's limit (negative: over it), in the objective's unit (ms, fraction, req/s)",
+            m.slo_margin.clone(),
+        );
+        r.register(
             "process_cpu_seconds",
             "User and system CPU time spent by the agent",
             m.cpu.clone(),
@@ -291,6 +312,28 @@ impl AgentMetrics {
             m.rss.clone(),
         );
         AgentMetrics { registry: r, ..m }
+    }
+
+    /// Records the `--slo` objectives judged on one window of one port. An objective that
+    /// could not be judged keeps status 3 and loses its margin (no stale value).
+    pub fn record_slo(&self, port: u16, slo: &netdoctor_report::SloReport) {
+        for o in &slo.objectives {
+            let l = SloLabels {
+                port: port.to_string(),
+                objective: o.objective.clone(),
+            };
+            self.slo_status
+                .get_or_create(&l)
+                .set(i64::from(o.result.exit_code()));
+            match o.margin {
+                Some(m) => {
+                    self.slo_margin.get_or_create(&l).set(m);
+                }
+                None => {
+                    self.slo_margin.remove(&l);
+                }
+            }
+        }
     }
 
     /// Records one window of one port: its findings, exchanges and capture statistics.

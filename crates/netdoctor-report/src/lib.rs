@@ -17,7 +17,9 @@ pub mod sink;
 pub mod slo;
 pub mod terminal;
 
-pub use compare::{COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, Origin};
+pub use compare::{
+    COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, OfferedRate, Origin,
+};
 pub use i18n::Lang;
 pub use load::{ConnectReport, LoadReport};
 pub use model::{

@@ -6,7 +6,15 @@
 //! file is a one-line error naming it, before anything runs), then runs the plan against URL
 //! (B). Output: the comparison in the chosen format, and the comparison page with `--html`.
 //! Exit code: [`Comparison::exit_code`] (0 B healthy and not worse, 1 B still has a problem or
-//! got worse, 3 inconclusive), or the signal's code when interrupted.
+//! got worse, 3 inconclusive), or the signal's code when interrupted; with `--slo`, B's SLO
+//! result (0 pass, 1 fail, 3 inconclusive; both runs are judged and shown).
+//!
+//! **Same offered load.** A closed loop offers each run the load it can take, so two runs whose
+//! requests/s differ by ×1.25 or more had different offered loads and their medians are not
+//! comparable (the median of a run with stalled connections is a request that found the
+//! server idle). `--compare` then measures both again in an open loop at one rate, 80 % of
+//! the slower side's closed-loop requests/s (below its capacity), and the comparison reports
+//! that rate (`offered_rate`). `--rate` sets the rate for both runs from the start.
 
 use crate::cli::DiagnoseArgs;
 use crate::diagnose::{diagnose, plan};
@@ -15,7 +23,7 @@ use crate::stop::StopOnSignals;
 use crate::target::parse_url;
 use anyhow::{Context, bail};
 use netdoctor_diagnose::DiagnosePlan;
-use netdoctor_report::compare::{Compared, Comparison, Origin};
+use netdoctor_report::compare::{Compared, Comparison, OfferedRate, Origin};
 use netdoctor_report::{Lang, Report, ReportCommand, SCHEMA_ID};
 use std::io::Write;
 use std::path::Path;
@@ -49,6 +57,8 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         (None, None) => bail!("neither --compare nor --baseline given"),
     };
     let b_plan = plan(&plan_b_args)?;
+    let a_rerun = a_plan.clone();
+    let b_rerun = b_plan.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let signals = StopOnSignals::sigint_sigterm(&stop);
     let a = match (a_plan, baseline) {
@@ -77,10 +87,49 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         (None, None) => unreachable!("checked above"),
     };
     progress.stage(&format!("run B: {}", plan_b_args.url));
-    let b_report = run(args, b_plan, &progress, &stop)?;
+    let mut b_report = run(args, b_plan, &progress, &stop)?;
     if b_report.interrupted {
         progress.stage("interrupted: comparing with what run B measured until then");
     }
+    let mut a = a;
+    let mut offered = args.rate.map(|rate| OfferedRate {
+        rate,
+        chosen: "given".into(),
+        closed_loop_rps: None,
+    });
+    // Two live runs whose closed-loop throughputs differ much had different offered loads:
+    // measure both again at one rate below the slower side's capacity.
+    if let (Some(pa), None, false) = (a_rerun, args.rate, b_report.interrupted)
+        && let Some((rate, rps)) = common_rate(&a.report, &b_report)
+    {
+        progress.stage(&format!(
+            "the runs served {} and {} requests/s in a closed loop: measuring both again at {} requests/s (open loop, {:.0} % of the slower one)",
+            rps.0.round(),
+            rps.1.round(),
+            rate,
+            AUTO_RATE_SHARE * 100.0
+        ));
+        let at = |mut p: DiagnosePlan| {
+            p.load.rate = Some(rate);
+            p
+        };
+        progress.stage(&format!("run A again at {rate} requests/s: {}", args.url));
+        let ra = run(args, at(pa), &progress, &stop)?;
+        progress.stage(&format!(
+            "run B again at {rate} requests/s: {}",
+            plan_b_args.url
+        ));
+        let rb = run(args, at(b_rerun), &progress, &stop)?;
+        a.report = ra;
+        b_report = rb;
+        offered = Some(OfferedRate {
+            rate,
+            chosen: "auto".into(),
+            closed_loop_rps: Some(rps),
+        });
+    }
+    let slo_code = crate::output::judge_slo(&mut b_report, args.slo.as_ref());
+    crate::output::judge_slo(&mut a.report, args.slo.as_ref());
     let b = Compared {
         label: match a.origin {
             Origin::File => "after".into(),
@@ -90,13 +139,35 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         file: None,
         report: b_report,
     };
-    let comparison = Comparison::new(a, b);
+    let mut comparison = Comparison::new(a, b);
+    comparison.offered_rate = offered;
     if let Some(path) = &args.html {
         write_html(&comparison, lang, path)?;
         progress.stage(&format!("HTML comparison written to {}", path.display()));
     }
     format.write_comparison(&comparison, lang, out)?;
-    Ok(signals.exit_code().unwrap_or(comparison.exit_code()))
+    Ok(signals
+        .exit_code()
+        .unwrap_or(slo_code.unwrap_or(comparison.exit_code())))
+}
+
+/// Closed-loop throughputs this many times apart are different offered loads.
+const AUTO_RATE_RATIO: f64 = netdoctor_report::compare::judge::RPS_RATIO;
+/// The common rate, as a share of the slower side's closed-loop requests/s (below its
+/// capacity, so it keeps up and its latency is not its own queue).
+const AUTO_RATE_SHARE: f64 = 0.8;
+
+/// The rate to measure both runs at again, and the closed-loop requests/s of A and B that
+/// call for it; `None` when they are close enough (or a run has no load).
+fn common_rate(a: &Report, b: &Report) -> Option<(f64, (f64, f64))> {
+    let ra = a.measurements.load.as_ref()?.requests_per_s;
+    let rb = b.measurements.load.as_ref()?.requests_per_s;
+    let (lo, hi) = (ra.min(rb), ra.max(rb));
+    if lo <= 0.0 || hi < lo * AUTO_RATE_RATIO {
+        return None;
+    }
+    let rate = (lo * AUTO_RATE_SHARE).floor().max(1.0);
+    Some((rate, (ra, rb)))
 }
 
 /// `x.pcap` → `x-a.pcap` (the capture of run A when two runs share one `--pcap`).

@@ -57,6 +57,12 @@ pub struct WatchArgs {
     pub windows: Option<u64>,
     /// `--json` / `--format json`: every window's report as one JSON line (schema
     /// netdoctor.report/v1) on stdout.
+    /// Service-level objectives judged on every window, e.g. 'p99<50ms,stalled<5%' (as
+    /// diagnose's --slo, on the window's exchanges): exported as `netdoctor_slo_status` (0
+    /// pass, 1 fail, 3 inconclusive) and `netdoctor_slo_margin` per port and objective, for
+    /// alert rules; in each window's JSON line as `slo`.
+    #[arg(long, value_name = "OBJECTIVES", value_parser = crate::cli::parse_slo)]
+    pub slo: Option<netdoctor_report::Slo>,
     #[command(flatten)]
     pub output: crate::cli::OutputArgs,
 }
@@ -119,16 +125,32 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
         metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
         metrics.record_host(w.port, w.listener.as_ref(), w.open_connections);
+        let slo = args.slo.as_ref().map(|s| s.evaluate(&w.report));
+        if let Some(s) = &slo {
+            metrics.record_slo(w.port, s);
+        }
         if let Some(o) = otlp.as_mut()
             && let Err(e) = o.record_window(w)
         {
             eprintln!("netdoctor: {e} (next window tries again)");
         }
         if !quiet {
-            eprintln!("netdoctor: {}", window_line(w));
+            let mut line = window_line(w);
+            if let Some(s) = &slo {
+                line.push_str(&format!("; SLO {}", s.result.as_str()));
+            }
+            eprintln!("netdoctor: {line}");
         }
         if json && write_err.is_none() {
-            let line = serde_json::to_string(&w.report).unwrap_or_default();
+            let line = match slo {
+                Some(s) => {
+                    let mut r = w.report.clone();
+                    r.slo = Some(s);
+                    serde_json::to_string(&r)
+                }
+                None => serde_json::to_string(&w.report),
+            }
+            .unwrap_or_default();
             if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
                 write_err = Some(e);
             }

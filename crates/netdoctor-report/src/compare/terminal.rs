@@ -329,6 +329,28 @@ pub fn render_body_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Re
             )?;
         }
     }
+    if let Some(r) = &c.offered_rate {
+        writeln!(out)?;
+        let rate = thousands(r.rate.round() as u64);
+        let line = match r.closed_loop_rps {
+            Some((a, b)) => lang.ui(
+                "cmp-offered-auto",
+                &[
+                    ("rate", rate.into()),
+                    ("a", thousands(a.round() as u64).into()),
+                    ("b", thousands(b.round() as u64).into()),
+                ],
+            ),
+            None => lang.ui("cmp-offered-given", &[("rate", rate.into())]),
+        };
+        writeln!(out, "{}", heading(&lang.t("cmp-offered"), &line))?;
+    }
+    for (name, run) in [("A", &c.a), ("B", &c.b)] {
+        if let Some(s) = &run.report.slo {
+            writeln!(out)?;
+            crate::terminal::render_slo(s, name, lang, out)?;
+        }
+    }
     writeln!(out)?;
     let rest = format!(
         "{} — {}",
