@@ -382,7 +382,7 @@ fn measured(r: &Report) -> Option<Measured> {
     if let Some(l) = &r.measurements.load {
         return Some(Measured {
             source: "load",
-            latency: l.latency_ms.clone(),
+            latency: l.latency_ms,
             requests: l.requests,
             errors: Some(l.errors.total()),
             stalled,
@@ -393,7 +393,7 @@ fn measured(r: &Report) -> Option<Measured> {
     let e = &c.exchanges;
     Some(Measured {
         source: "capture",
-        latency: e.latency_ms.clone(),
+        latency: e.latency_ms,
         requests: e.count,
         errors: None,
         stalled,
