@@ -180,8 +180,7 @@ pub struct DiagnoseArgs {
     pub no_keepalive: bool,
     /// Open loop: send this many requests per second in total, whatever the answers take
     /// (wrk2-like, latency from each request's intended send time) instead of a closed loop.
-    /// With --compare: both runs at this rate (without it, a comparison whose runs differ
-    /// much in requests/s measures both again at a rate below the slower one's).
+    /// With --compare: both runs at this rate (reported as the offered rate).
     #[arg(long, value_name = "REQ/S", value_parser = positive_rate, conflicts_with = "passive")]
     pub rate: Option<f64>,
     /// Service-level objectives to judge the run against, e.g. 'p99<50ms,errors<0.1%'

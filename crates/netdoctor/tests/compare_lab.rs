@@ -175,20 +175,8 @@ fn compare_says_the_on_server_fixes_nagle() {
     assert_eq!(t["direction"], "faster", "{t:#}");
     assert_eq!(t["significant"], true);
     assert!(t["cliffs_delta"].as_f64().unwrap() > 0.8, "{t:#}");
-    // The closed-loop runs differ ~10× in requests/s: both were measured again at one rate
-    // below the off server's, and that rate is reported.
-    let r = &c["offered_rate"];
-    assert_eq!(r["chosen"], "auto", "{c:#}");
-    let (ra, rb) = (
-        r["closed_loop_rps"][0].as_f64().unwrap(),
-        r["closed_loop_rps"][1].as_f64().unwrap(),
-    );
-    assert!(rb > 1.25 * ra, "{r}");
-    let rate = r["rate"].as_f64().unwrap();
-    assert!(rate < ra && rate > 0.5 * ra, "{r}");
-    for side in ["a", "b"] {
-        assert_eq!(c[side]["report"]["measurements"]["load"]["rate"], rate);
-    }
+    // The closed-loop runs differ ~10× in requests/s: judged together, not re-run.
+    assert!(c.get("offered_rate").is_none(), "{c:#}");
     assert_sentences_agree(&c);
     assert_eq!(c["a"]["report"]["target"]["input"], lab.off);
     assert_eq!(c["b"]["report"]["target"]["input"], lab.on);
@@ -219,67 +207,6 @@ fn assert_sentences_agree(c: &serde_json::Value) {
         !summary.contains("higher") || summary.contains("the median rose because"),
         "{summary}"
     );
-}
-
-#[test]
-fn compare_at_a_given_rate_says_fixed_and_agrees_with_p99() {
-    if let Some(why) = lab_unavailable() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = TestLab::start("r");
-    let client = lab.client();
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "3s",
-        "--rate",
-        "500",
-        "--json",
-        &lab.off,
-        "--compare",
-        &lab.on,
-    ]);
-    let c = json(&o);
-    assert_compare_schema(&c);
-    assert_eq!(c["verdict"], "fixed", "{}", c["summary"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert_eq!(c["offered_rate"]["chosen"], "given");
-    assert_eq!(c["offered_rate"]["rate"], 500.0);
-    assert_eq!(c["performance"]["same_rate"], true);
-    assert_sentences_agree(&c);
-    // The same comparison with an SLO: B meets p99<30ms, A would not; the exit code is B's.
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "2s",
-        "--rate",
-        "500",
-        "--slo",
-        "p99<30ms",
-        "--json",
-        &lab.off,
-        "--compare",
-        &lab.on,
-    ]);
-    let c = json(&o);
-    assert_compare_schema(&c);
-    assert_eq!(
-        c["b"]["report"]["slo"]["result"], "pass",
-        "{:#}",
-        c["b"]["report"]["slo"]
-    );
-    assert_eq!(
-        c["a"]["report"]["slo"]["result"], "fail",
-        "{:#}",
-        c["a"]["report"]["slo"]
-    );
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
 }
 
 #[test]
