@@ -102,6 +102,13 @@ pub struct ReasonLabels {
     pub reason: String,
 }
 
+/// One `--slo` objective of one port (`objective` as written, e.g. `p99<50ms`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SloLabels {
+    pub port: String,
+    pub objective: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatLabels {
     pub stat: String,
@@ -138,6 +145,8 @@ pub struct AgentMetrics {
     window_end: Family<PortLabels, FGauge>,
     evidence_bytes: Gauge,
     evidence_dropped: Family<ReasonLabels, Counter>,
+    slo_status: Family<SloLabels, Gauge>,
+    slo_margin: Family<SloLabels, FGauge>,
     cpu: Counter<f64, AtomicU64>,
     rss: Gauge,
     /// Finding series ever set, per port, so a finding that went away drops to 0.
@@ -180,6 +189,8 @@ impl AgentMetrics {
             window_end: Family::default(),
             evidence_bytes: Gauge::default(),
             evidence_dropped: Family::default(),
+            slo_status: Family::default(),
+            slo_margin: Family::default(),
             cpu: Counter::default(),
             rss: Gauge::default(),
             seen: Mutex::new(BTreeMap::new()),
@@ -303,6 +314,14 @@ impl AgentMetrics {
             "netdoctor_evidence_dropped",
             "Evidence entries deleted to stay within the directory's limits, by reason (count, size, age)",
             m.evidence_dropped.clone(),
+            "netdoctor_slo_status",
+            "Latest window's result of each --slo objective: 0 pass, 1 fail, 3 inconclusive (too few requests to judge)",
+            m.slo_status.clone(),
+        );
+        r.register(
+            "netdoctor_slo_margin",
+            "How far the latest window's value is on the good side of each --slo objective's limit (negative: over it), in the objective's unit (ms, fraction, req/s)",
+            m.slo_margin.clone(),
         );
         r.register(
             "process_cpu_seconds",
@@ -315,6 +334,28 @@ impl AgentMetrics {
             m.rss.clone(),
         );
         AgentMetrics { registry: r, ..m }
+    }
+
+    /// Records the `--slo` objectives judged on one window of one port. An objective that
+    /// could not be judged keeps status 3 and loses its margin (no stale value).
+    pub fn record_slo(&self, port: u16, slo: &netdoctor_report::SloReport) {
+        for o in &slo.objectives {
+            let l = SloLabels {
+                port: port.to_string(),
+                objective: o.objective.clone(),
+            };
+            self.slo_status
+                .get_or_create(&l)
+                .set(i64::from(o.result.exit_code()));
+            match o.margin {
+                Some(m) => {
+                    self.slo_margin.get_or_create(&l).set(m);
+                }
+                None => {
+                    self.slo_margin.remove(&l);
+                }
+            }
+        }
     }
 
     /// Records one window of one port: its findings, exchanges and capture statistics.

@@ -20,10 +20,23 @@
 //! 4. **transfer**: the rest: moving the request and response bytes (serialization, windows,
 //!    the client's own pacing).
 //!
-//! `breakdown_p50_ms` describes a typical request: the mean breakdown of the exchanges whose
-//! latency fell in the same bucket (buckets 2^¼ ≈ 19% wide) as the median latency, so its parts
-//! add up to ≈ p50. `breakdown_mean_ms` is the mean over all exchanges. Memory is fixed
-//! (`BUCKETS` × the parts), whatever the number of exchanges.
+//! 5. **syn_retransmit** (a connection's first exchange only): when the SYN or the SYN/ACK was
+//!    sent again, the client waited from its first SYN to its first request byte before the
+//!    exchange began. That wait is what the client saw, so the breakdown adds it to the
+//!    exchange's latency: one handshake RTT goes to network, the rest to `syn_retransmit`.
+//!    (`latency_ms` of the exchanges stays first request byte → last response byte.)
+//!
+//! **Bands, not single requests.** `breakdown_p50_ms` describes a typical request: the mean
+//! breakdown of the exchanges whose latency fell in the same bucket (buckets 2^¼ ≈ 19% wide)
+//! as the median latency, so its parts add up to ≈ p50. `breakdown_p90_ms`, `_p99_ms`,
+//! `_p999_ms` do the same for the bucket of that percentile, and `breakdown_max_ms` for the
+//! slowest non-empty bucket: the tail is described by every request in its band, and
+//! [`Breakdown::requests`] says how many that was. [`Breakdown::share`] is, per cause, the
+//! fraction of the band's requests that cause stalled. `breakdown_mean_ms` is the mean over all
+//! exchanges. Memory is fixed (`BUCKETS` × the parts), whatever the number of exchanges.
+//!
+//! Hand-written rather than a histogram crate's: an HDR histogram keeps counts per value, and
+//! the band needs per bucket the *sums of every part* too (and the per-cause hit counts).
 
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -34,12 +47,13 @@ use crate::finding::FindingId;
 /// The finding ids that are stall causes, in the order the breakdown charges and prints them.
 /// A detector whose events stall exchanges adds its id here (one line) and charges its
 /// intervals with [`cause_index`] of that id.
-pub const STALL_CAUSES: [FindingId; 5] = [
+pub const STALL_CAUSES: [FindingId; 6] = [
     FindingId::NagleDelayedAck,
     FindingId::DelayedAckStall,
     FindingId::PacketLossRetransmission,
     FindingId::RetransmissionTimeout,
     FindingId::ZeroWindow,
+    FindingId::SynRetransmit,
 ];
 
 pub(crate) const CAUSES: usize = STALL_CAUSES.len();
@@ -71,6 +85,7 @@ pub(crate) const DELAYED_ACK: usize = cause(FindingId::DelayedAckStall);
 pub(crate) const LOSS: usize = cause(FindingId::PacketLossRetransmission);
 pub(crate) const TIMEOUT: usize = cause(FindingId::RetransmissionTimeout);
 pub(crate) const ZERO_WINDOW: usize = cause(FindingId::ZeroWindow);
+pub(crate) const SYN_RETRANSMIT: usize = cause(FindingId::SynRetransmit);
 
 /// Stall time per cause, in milliseconds, keyed by finding id. Serialized as a JSON object
 /// with one member per [`STALL_CAUSES`] id, in that order (the contract of
@@ -94,6 +109,11 @@ impl Stalls {
     /// Every cause with its milliseconds, in [`STALL_CAUSES`] order.
     pub fn iter(&self) -> impl Iterator<Item = (FindingId, f64)> + '_ {
         STALL_CAUSES.iter().copied().zip(self.0.iter().copied())
+    }
+
+    /// Whether every cause is 0 (for `skip_serializing_if`).
+    pub fn is_zero(&self) -> bool {
+        self.0.iter().all(|v| *v == 0.0)
     }
 }
 
@@ -130,8 +150,8 @@ impl<'de> Deserialize<'de> for Stalls {
     }
 }
 
-/// Where the time of a request went, in milliseconds; `network + server + transfer + stalls`
-/// adds up to `latency`.
+/// Where the time of the requests of a band went, in milliseconds (means over the band);
+/// `network + server + transfer + stalls` adds up to `latency`.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 pub struct Breakdown {
     pub latency: f64,
@@ -139,6 +159,23 @@ pub struct Breakdown {
     pub server: f64,
     pub transfer: f64,
     pub stalls: Stalls,
+    /// Requests in the band (absent in reports written before bands existed: 0).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub requests: u64,
+    /// Per cause, the fraction (0–1) of the band's requests that cause stalled.
+    #[serde(default, skip_serializing_if = "Stalls::is_zero")]
+    pub share: Stalls,
+    /// The fraction (0–1) of the band's requests that any cause stalled.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub stalled: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Breakdown {
@@ -146,6 +183,31 @@ impl Breakdown {
     pub fn stalls_total(&self) -> f64 {
         self.stalls.0.iter().sum()
     }
+
+    /// The stall causes of the band, largest first, with their milliseconds and the share of
+    /// the band's requests they hit; causes below `min_ms` are left out.
+    pub fn causes(&self, min_ms: f64) -> Vec<(FindingId, f64, f64)> {
+        let mut v: Vec<(FindingId, f64, f64)> = self
+            .stalls
+            .iter()
+            .zip(self.share.iter())
+            .filter(|((_, ms), _)| *ms >= min_ms)
+            .map(|((id, ms), (_, sh))| (id, ms, sh))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v
+    }
+}
+
+/// The bands of the tail: the breakdown of the requests around each percentile.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bands {
+    pub p50: Breakdown,
+    pub p90: Breakdown,
+    pub p99: Breakdown,
+    pub p999: Breakdown,
+    pub max: Breakdown,
+    pub mean: Breakdown,
 }
 
 /// Stall accounting of one exchange in progress (`Copy`, no allocation).
@@ -175,6 +237,8 @@ impl ExchangeParts {
 pub(crate) const BUCKETS: usize = 128;
 /// Parts summed per bucket: latency, network, server, transfer, then the stalls.
 const PARTS: usize = 4 + CAUSES;
+/// The percentiles whose bands are described (the last band is the slowest bucket).
+const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
 
 fn bucket(latency_ns: i64) -> usize {
     let us = (latency_ns.max(0) as f64 / 1000.0) + 1.0;
@@ -184,6 +248,10 @@ fn bucket(latency_ns: i64) -> usize {
 pub(crate) struct BreakdownAgg {
     counts: Box<[u64; BUCKETS]>,
     sums: Box<[[f64; PARTS]; BUCKETS]>,
+    /// Per bucket and cause, the exchanges that cause stalled.
+    hits: Box<[[u64; CAUSES]; BUCKETS]>,
+    /// Per bucket, the exchanges any cause stalled.
+    stalled: Box<[u64; BUCKETS]>,
 }
 
 impl BreakdownAgg {
@@ -191,6 +259,8 @@ impl BreakdownAgg {
         BreakdownAgg {
             counts: Box::new([0; BUCKETS]),
             sums: Box::new([[0.0; PARTS]; BUCKETS]),
+            hits: Box::new([[0; CAUSES]; BUCKETS]),
+            stalled: Box::new([0; BUCKETS]),
         }
     }
 
@@ -214,10 +284,14 @@ impl BreakdownAgg {
         for (k, v) in vals.iter().chain(stalls.iter()).enumerate() {
             row[k] += *v as f64 / 1e6;
         }
+        for (h, s) in self.hits[b].iter_mut().zip(stalls) {
+            *h += u64::from(s > 0);
+        }
+        self.stalled[b] += u64::from(stalls.iter().any(|s| *s > 0));
     }
 
-    fn mean(counts: u64, row: &[f64; PARTS]) -> Breakdown {
-        let n = counts.max(1) as f64;
+    fn mean(count: u64, row: &[f64; PARTS], hits: &[u64; CAUSES], stalled: u64) -> Breakdown {
+        let n = count.max(1) as f64;
         let v = |k: usize| row[k] / n;
         Breakdown {
             latency: v(0),
@@ -225,35 +299,59 @@ impl BreakdownAgg {
             server: v(2),
             transfer: v(3),
             stalls: Stalls(std::array::from_fn(|k| v(4 + k))),
+            requests: count,
+            share: Stalls(std::array::from_fn(|k| hits[k] as f64 / n)),
+            stalled: stalled as f64 / n,
         }
     }
 
-    /// (median bucket's mean breakdown, overall mean); `None` without exchanges.
-    pub(crate) fn finish(&self) -> Option<(Breakdown, Breakdown)> {
+    fn band(&self, b: usize) -> Breakdown {
+        Self::mean(
+            self.counts[b],
+            &self.sums[b],
+            &self.hits[b],
+            self.stalled[b],
+        )
+    }
+
+    /// The bands of the tail and the overall mean; `None` without exchanges.
+    pub(crate) fn finish(&self) -> Option<Bands> {
         let total: u64 = self.counts.iter().sum();
         if total == 0 {
             return None;
         }
         let mut all = [0.0; PARTS];
-        for row in self.sums.iter() {
+        let mut all_hits = [0u64; CAUSES];
+        for (row, hits) in self.sums.iter().zip(self.hits.iter()) {
             for (a, v) in all.iter_mut().zip(row) {
                 *a += v;
             }
-        }
-        let half = total.div_ceil(2);
-        let mut seen = 0;
-        let mut med = 0;
-        for (b, &c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= half {
-                med = b;
-                break;
+            for (a, h) in all_hits.iter_mut().zip(hits) {
+                *a += h;
             }
         }
-        Some((
-            Self::mean(self.counts[med], &self.sums[med]),
-            Self::mean(total, &all),
-        ))
+        // The bucket holding each quantile (the rank HDR histograms use: ⌈q·n⌉).
+        let at = |q: f64| {
+            let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+            let mut seen = 0;
+            for (b, &c) in self.counts.iter().enumerate() {
+                seen += c;
+                if seen >= rank {
+                    return b;
+                }
+            }
+            BUCKETS - 1
+        };
+        let last = self.counts.iter().rposition(|&c| c > 0).unwrap_or(0);
+        let [p50, p90, p99, p999] = QUANTILES.map(|q| self.band(at(q)));
+        Some(Bands {
+            p50,
+            p90,
+            p99,
+            p999,
+            max: self.band(last),
+            mean: Self::mean(total, &all, &all_hits, self.stalled.iter().sum()),
+        })
     }
 }
 
@@ -276,8 +374,14 @@ mod tests {
         assert_eq!(p.stalls[ZERO_WINDOW], 0);
         let mut a = BreakdownAgg::new();
         a.record(100 * MS, MS, 5 * MS, &p);
-        let (med, mean) = a.finish().unwrap();
+        let bands = a.finish().unwrap();
+        let (med, mean) = (bands.p50, bands.mean);
         assert_eq!(med, mean);
+        assert_eq!(
+            (med.requests, med.share.get(FindingId::NagleDelayedAck)),
+            (1, 1.0)
+        );
+        assert_eq!(med.share.get(FindingId::ZeroWindow), 0.0);
         assert!((med.latency - 100.0).abs() < 1e-9);
         assert!((med.stalls.get(FindingId::NagleDelayedAck) - 40.0).abs() < 1e-9);
         assert!((med.network - 1.0).abs() < 1e-9);
@@ -300,7 +404,8 @@ mod tests {
         for _ in 0..3 {
             a.record(2 * MS, MS / 10, MS / 10, &none);
         }
-        let (med, mean) = a.finish().unwrap();
+        let bands = a.finish().unwrap();
+        let (med, mean) = (bands.p50, bands.mean);
         assert!((med.latency - 44.0).abs() < 1e-9, "{med:?}");
         assert!((med.stalls.get(FindingId::NagleDelayedAck) - 40.0).abs() < 1e-9);
         assert!((mean.latency - (7.0 * 44.0 + 3.0 * 2.0) / 10.0).abs() < 1e-9);
@@ -309,10 +414,70 @@ mod tests {
         let mut huge = ExchangeParts::default();
         huge.add(TIMEOUT, 0, 0, 500 * MS);
         b.record(300 * MS, MS, MS, &huge);
-        let (m, _) = b.finish().unwrap();
+        let m = b.finish().unwrap().p50;
         assert!((m.stalls.get(FindingId::RetransmissionTimeout) - 300.0).abs() < 1e-9);
         assert_eq!((m.network, m.server, m.transfer), (0.0, 0.0, 0.0));
         assert!(BreakdownAgg::new().finish().is_none());
+    }
+
+    #[test]
+    fn each_band_is_described_by_its_own_requests() {
+        // 980 fast requests (2 ms), 15 stalled by Nagle (~44 ms), 5 by an RTO (~210 ms):
+        // p50 is a fast one, p99 a Nagle band, p999 and max the RTO band.
+        let mut a = BreakdownAgg::new();
+        let none = ExchangeParts::default();
+        let mut nagle = ExchangeParts::default();
+        nagle.add(NAGLE, 0, MS, 41 * MS);
+        let mut rto = ExchangeParts::default();
+        rto.add(TIMEOUT, 0, MS, 201 * MS);
+        for _ in 0..980 {
+            a.record(2 * MS, MS / 10, MS, &none);
+        }
+        for _ in 0..15 {
+            a.record(44 * MS, MS / 10, MS, &nagle);
+        }
+        for _ in 0..5 {
+            a.record(210 * MS, MS / 10, MS, &rto);
+        }
+        let b = a.finish().unwrap();
+        assert_eq!((b.p50.requests, b.p50.stalls_total()), (980, 0.0));
+        assert_eq!(b.p90, b.p50);
+        assert_eq!(b.p99.requests, 15);
+        assert!((b.p99.latency - 44.0).abs() < 1e-9);
+        assert_eq!(b.p99.share.get(FindingId::NagleDelayedAck), 1.0);
+        assert_eq!(
+            b.p99.causes(0.005),
+            vec![(FindingId::NagleDelayedAck, 40.0, 1.0)]
+        );
+        assert_eq!(b.p999.requests, 5);
+        assert!((b.p999.stalls.get(FindingId::RetransmissionTimeout) - 200.0).abs() < 1e-9);
+        assert_eq!(b.max, b.p999);
+        assert_eq!(b.mean.requests, 1000);
+        assert!((b.mean.share.get(FindingId::NagleDelayedAck) - 0.015).abs() < 1e-12);
+        assert!((b.mean.stalled - 0.02).abs() < 1e-12);
+        assert_eq!((b.p50.stalled, b.p99.stalled), (0.0, 1.0));
+        // Parts add up in every band.
+        for x in [b.p50, b.p90, b.p99, b.p999, b.max, b.mean] {
+            let sum = x.network + x.server + x.transfer + x.stalls_total();
+            assert!((sum - x.latency).abs() < 1e-9, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn old_breakdowns_without_bands_still_read() {
+        let b: Breakdown = serde_json::from_str(
+            "{\"latency\":2.0,\"network\":1.0,\"server\":1.0,\"transfer\":0.0,\"stalls\":{}}",
+        )
+        .unwrap();
+        assert_eq!(
+            (b.requests, b.share, b.stalled),
+            (0, Stalls::default(), 0.0)
+        );
+        let json = serde_json::to_string(&b).unwrap();
+        assert!(
+            !json.contains("requests") && !json.contains("share") && !json.contains("stalled"),
+            "{json}"
+        );
     }
 
     #[test]
@@ -326,7 +491,7 @@ mod tests {
             json,
             "{\"nagle_delayed_ack\":43.8,\"delayed_ack_stall\":0.0,\
              \"packet_loss_retransmission\":0.0,\"retransmission_timeout\":0.0,\
-             \"zero_window\":1.5}"
+             \"zero_window\":1.5,\"syn_retransmit\":0.0}"
         );
         let back: Stalls = serde_json::from_str(&json).unwrap();
         assert_eq!(back, s);

@@ -71,6 +71,9 @@ pub struct LoadPlan {
     pub method: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// Open loop at this many requests per second (the load engine's constant-rate mode,
+    /// latency from each request's intended send time); `None`: closed loop.
+    pub rate: Option<f64>,
 }
 
 /// Whether and how packets are captured during the load.
@@ -122,6 +125,7 @@ impl DiagnosePlan {
                 method: "GET".to_string(),
                 headers: Vec::new(),
                 body: None,
+                rate: None,
             },
             capture: CapturePlan {
                 enabled: true,
@@ -157,6 +161,13 @@ impl DiagnosePlan {
         }
         if self.syn_probes == 0 {
             return Err("syn probes must be at least 1".into());
+        }
+        if let Some(r) = self.load.rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(format!(
+                "rate {r} is not a positive number of requests per second"
+            ));
         }
         if self.capture.enabled && self.capture.snaplen < defaults::MIN_SNAPLEN {
             return Err(format!(

@@ -362,6 +362,7 @@ fn run_load(
     cfg.method = l.method.clone();
     cfg.headers = l.headers.clone();
     cfg.body = l.body.clone();
+    cfg.rate = l.rate;
     cfg.tls = t.tls.clone();
     let result = ctx.host.load(&cfg, interrupt, &mut |p| {
         progress.load_tick(p.elapsed, l.duration, p.requests, p.errors);

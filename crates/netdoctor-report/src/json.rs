@@ -203,6 +203,106 @@ mod tests {
     }
 
     #[test]
+    fn tail_bands_follow_the_schema_and_read_back() {
+        use netdoctor_core::{Breakdown, STALL_CAUSES, Stalls};
+        let mut stalls = Stalls::default();
+        stalls.set(FindingId::SynRetransmit, 1019.6);
+        let mut share = Stalls::default();
+        share.set(FindingId::SynRetransmit, 1.0);
+        let tail = Breakdown {
+            latency: 1020.0,
+            network: 0.2,
+            server: 0.2,
+            transfer: 0.0,
+            stalls,
+            requests: 3,
+            share,
+            stalled: 1.0,
+        };
+        let typical = Breakdown {
+            latency: 2.0,
+            network: 0.5,
+            server: 1.5,
+            requests: 997,
+            ..Default::default()
+        };
+        let mut r = sample();
+        r.measurements.capture = Some(crate::model::CaptureSection {
+            source: crate::model::CaptureSource::File,
+            snaplen: None,
+            pcap_file: None,
+            stats: Default::default(),
+            exchanges: netdoctor_core::analyze::ExchangeStats {
+                count: 1000,
+                breakdown_p50_ms: Some(typical),
+                breakdown_p90_ms: Some(typical),
+                breakdown_p99_ms: Some(typical),
+                breakdown_p999_ms: Some(tail),
+                breakdown_max_ms: Some(tail),
+                breakdown_mean_ms: Some(typical),
+                ..Default::default()
+            },
+            warnings: vec![],
+        });
+        let mut buf = Vec::new();
+        render(&r, &mut buf).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let errors: Vec<String> = validator().iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        let e = &v["measurements"]["capture"]["exchanges"];
+        assert_eq!(e["breakdown_p999_ms"]["stalls"]["syn_retransmit"], 1019.6);
+        assert_eq!(e["breakdown_max_ms"]["share"]["syn_retransmit"], 1.0);
+        assert_eq!(e["breakdown_max_ms"]["stalled"], 1.0);
+        assert_eq!(e["breakdown_p99_ms"]["requests"], 997);
+        assert!(e["breakdown_p50_ms"].get("share").is_none(), "{e}");
+        let back = parse(std::str::from_utf8(&buf).unwrap()).unwrap();
+        assert_eq!(
+            back.measurements
+                .capture
+                .unwrap()
+                .exchanges
+                .breakdown_max_ms,
+            Some(tail)
+        );
+        // The schema's causes are exactly the breakdown's.
+        let schema: serde_json::Value = serde_json::from_str(crate::SCHEMA_JSON).unwrap();
+        let names: Vec<&str> = schema["$defs"]["per_cause"]["propertyNames"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        let ours: Vec<&str> = STALL_CAUSES.iter().map(|id| id.as_str()).collect();
+        assert_eq!(names, ours);
+        // What breaks the contract is rejected.
+        let val = validator();
+        let path = ["measurements", "capture", "exchanges", "breakdown_max_ms"];
+        let band = |v: &mut serde_json::Value| -> serde_json::Value {
+            let mut x = v;
+            for k in path {
+                x = &mut x[k];
+            }
+            x.clone()
+        };
+        for (key, sub, bad) in [
+            ("share", "syn_retransmit", serde_json::json!(1.5)),
+            ("stalls", "made_up_cause", serde_json::json!(1.0)),
+            ("requests", "", serde_json::json!(0)),
+            ("stalled", "", serde_json::json!(-0.5)),
+        ] {
+            let mut w = v.clone();
+            let mut b = band(&mut w);
+            if sub.is_empty() {
+                b[key] = bad;
+            } else {
+                b[key][sub] = bad;
+            }
+            w["measurements"]["capture"]["exchanges"]["breakdown_max_ms"] = b;
+            assert!(!val.is_valid(&w), "{key}.{sub} accepted");
+        }
+    }
+
+    #[test]
     fn schema_rejects_what_breaks_the_contract() {
         let mut buf = Vec::new();
         render(&sample(), &mut buf).unwrap();

@@ -5,6 +5,7 @@
 //! take any `Write`, so tests render into buffers. [`load`] holds the results of `netdoctor load`
 //! and `netdoctor connect` ([`LoadReport`], [`ConnectReport`]), which the same sinks write.
 //! [`compare`] compares two reports (`netdoctor.compare/v1`) and renders the comparison.
+//! [`slo`] judges a report against service-level objectives (`--slo`).
 
 pub mod compare;
 pub mod html;
@@ -13,9 +14,12 @@ pub mod json;
 pub mod load;
 pub mod model;
 pub mod sink;
+pub mod slo;
 pub mod terminal;
 
-pub use compare::{COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, Origin};
+pub use compare::{
+    COMPARE_SCHEMA_ID, COMPARE_SCHEMA_JSON, Change, Compared, Comparison, OfferedRate, Origin,
+};
 pub use i18n::Lang;
 pub use load::{ConnectReport, LoadReport};
 pub use model::{
@@ -23,3 +27,4 @@ pub use model::{
     ProbeSection, Report, ReportCommand, SCHEMA_ID, SCHEMA_JSON, Target, TargetProtocol,
 };
 pub use sink::{Format, JsonSink, Sink, TerminalSink};
+pub use slo::{Slo, SloError, SloReport, SloResult};

@@ -42,6 +42,9 @@ pub struct Report {
     /// probe, no load). Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub passive: bool,
+    /// The service-level objectives judged on this run (`--slo`); absent without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<crate::slo::SloReport>,
 }
 
 /// The command that made a report.
@@ -321,6 +324,7 @@ impl Report {
             elapsed_s: 0.0,
             interrupted: false,
             passive: false,
+            slo: None,
         }
     }
 

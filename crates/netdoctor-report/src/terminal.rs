@@ -15,10 +15,14 @@ use owo_colors::OwoColorize;
 use std::io::{self, Write};
 
 mod measured;
+mod slo;
+mod tail;
 
 pub(crate) use measured::is_interesting_counter;
 use measured::render_measurements;
 pub use measured::{breakdown_line, breakdown_line_in};
+pub use slo::{objective_detail, render_slo, result_word};
+pub use tail::{bands, cause_name, tail_lines_in};
 
 const WIDTH: usize = 92;
 
@@ -66,6 +70,9 @@ pub fn render_in(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Result
     render_measurements(report, lang, out)?;
     writeln!(out)?;
     render_verdict(report, lang, out)?;
+    if let Some(s) = &report.slo {
+        slo::render_slo(s, "", lang, out)?;
+    }
     for f in &report.findings {
         writeln!(out)?;
         render_finding(f, lang, out)?;
@@ -353,6 +360,7 @@ mod tests {
                 s.set(netdoctor_core::FindingId::NagleDelayedAck, 43.8);
                 s
             },
+            ..Default::default()
         };
         assert_eq!(
             breakdown_line(&b),

@@ -241,7 +241,8 @@ fn both_views_in_chinese_are_whole_and_say_what_changed() {
     for want in [
         "netdoctor 对比",
         "负载下延迟 p50",
-        "延迟：B 更快（典型请求 ×",
+        "延迟：B 更快 — 延迟显著降低（p50 44.0 ms → 4.05 ms (−91 %), p99 ",
+        "中位请求更快（典型请求 ×",
         "效应大",
         "\n发现\n",
         "结论：已修复 — A 有问题，B 已健康；已修复：nagle_delayed_ack；延迟显著降低（p50 ",
@@ -278,4 +279,135 @@ fn both_views_in_chinese_are_whole_and_say_what_changed() {
     }
     // The JSON does not change with the language: the sentence stays English there.
     assert!(c.summary.starts_with("B is healthy where A had a problem"));
+}
+
+/// The histogram of a run with `fast` requests at `fast_ms` and `slow` at `slow_ms`, on the
+/// load engine's grid, with its percentiles and requests/s set to match (a closed loop of
+/// `conns` connections for 3 s).
+fn shaped(name: &str, parts: &[(u64, f64)], conns: f64, rate: Option<f64>) -> Compared {
+    let mut c = run(name);
+    let load = c.report.measurements.load.as_mut().unwrap();
+    let grid = load.latency_histogram.clone().unwrap();
+    let mut hist = grid.clone();
+    for b in &mut hist {
+        b.count = 0;
+    }
+    for &(n, ms) in parts {
+        let b = hist
+            .iter_mut()
+            .find(|b| b.from_ms <= ms && ms < b.to_ms)
+            .expect("on the grid");
+        b.count += n;
+    }
+    let total: u64 = parts.iter().map(|p| p.0).sum();
+    let at = |q: f64| {
+        let rank = (q * total as f64).ceil() as u64;
+        let mut seen = 0;
+        for &(n, ms) in parts {
+            seen += n;
+            if seen >= rank {
+                return ms;
+            }
+        }
+        parts.last().unwrap().1
+    };
+    let mean = parts.iter().map(|&(n, ms)| n as f64 * ms).sum::<f64>() / total as f64;
+    load.latency_histogram = Some(hist);
+    load.latency_ms.p50 = at(0.5);
+    load.latency_ms.p90 = at(0.9);
+    load.latency_ms.p99 = at(0.99);
+    load.latency_ms.mean = mean;
+    load.requests = total;
+    load.requests_per_s = rate.unwrap_or(conns * 1000.0 / mean);
+    load.rate = rate;
+    c
+}
+
+#[test]
+fn a_fix_that_raises_the_median_at_three_times_the_load_is_not_called_slower() {
+    // The reproduction (nginx over TLS, Nagle on in A): A's median request found the
+    // server idle (1.24 ms) while 40 % of its requests waited ~45 ms; B, with no stall, served
+    // 3× the requests and its median is 4.06 ms.
+    let a = shaped("lab-off-1", &[(6_000, 1.24), (4_000, 45.0)], 100.0, None);
+    let b = shaped("lab-on-1", &[(29_000, 4.06), (1_000, 5.0)], 100.0, None);
+    let c = Comparison::new(a, b);
+    let t = c.latency.as_ref().unwrap();
+    assert_eq!(
+        t.direction,
+        LatencyDirection::Slower,
+        "the median test alone"
+    );
+    let p = c.performance.as_ref().unwrap();
+    use netdoctor_report::compare::Direction;
+    assert_eq!(
+        (p.median, p.tail, p.throughput, p.direction),
+        (
+            Direction::Worse,
+            Direction::Better,
+            Direction::Better,
+            Direction::Better
+        ),
+        "{p:?}"
+    );
+    assert!(p.median_confounded);
+    assert_eq!(c.verdict, Change::Fixed);
+    // Every sentence agrees with its numbers: lower, with p99, and why the median rose.
+    assert!(!c.summary.contains("higher ("), "{}", c.summary);
+    assert!(c.summary.contains("latency significantly lower (p50 1.24 ms → 4.06 ms (+227 %), p99 45.0 ms → 5.00 ms (−89 %), ×4.58 the requests/s)"), "{}", c.summary);
+    assert!(
+        c.summary.contains("the median rose because B carried ×"),
+        "{}",
+        c.summary
+    );
+    let text = terminal(&c);
+    let line = text.lines().find(|l| l.starts_with("Latency:")).unwrap();
+    assert!(line.starts_with("Latency: B is faster — "), "{line}");
+    assert!(!text.contains("B is slower"), "{text}");
+    assert!(
+        text.contains("the median request is slower (typical request ×"),
+        "{text}"
+    );
+    let v = to_json(&c);
+    assert!(validate(&v, netdoctor_report::COMPARE_SCHEMA_JSON).is_empty());
+    assert_eq!(v["performance"]["direction"], "better");
+}
+
+#[test]
+fn at_the_same_rate_a_median_against_the_tail_is_mixed_and_says_both() {
+    // Same offered rate: the median is not confounded; it rose while p99 fell: mixed, which
+    // moves the verdict neither way, and the sentence names both percentiles.
+    let a = shaped(
+        "lab-off-1",
+        &[(6_000, 1.24), (4_000, 45.0)],
+        100.0,
+        Some(2_000.0),
+    );
+    let b = shaped(
+        "lab-off-2",
+        &[(9_900, 4.06), (100, 6.0)],
+        100.0,
+        Some(2_000.0),
+    );
+    let c = Comparison::new(a, b);
+    let p = c.performance.as_ref().unwrap();
+    use netdoctor_report::compare::Direction;
+    assert!(p.same_rate && !p.median_confounded, "{p:?}");
+    assert_eq!(p.direction, Direction::Mixed, "{p:?}");
+    assert!(
+        c.summary.contains(
+            "latency mixed (p50 1.24 ms → 4.06 ms (+227 %), p99 45.0 ms → 4.06 ms (−91 %))"
+        ),
+        "{}",
+        c.summary
+    );
+    assert!(
+        !c.summary.contains("requests/s"),
+        "same rate: {}",
+        c.summary
+    );
+    let text = terminal(&c);
+    assert!(
+        text.contains("Latency: mixed: some percentiles lower, others higher — "),
+        "{text}"
+    );
 }

@@ -92,6 +92,34 @@ fn the_nagle_ladder_shows_the_gap_the_late_ack_and_the_held_segment() {
 }
 
 #[test]
+fn the_tail_bars_show_what_each_band_is_made_of() {
+    // syn-tail.pcap: typical requests waited in the accept queue; the slowest band waited
+    // for a repeated SYN (1 s) and a resent request.
+    let report = report_from_capture("syn-tail.pcap");
+    let page = render(&report);
+    save("syn-tail.html", &page);
+    assert_structure(&page);
+    let bars = between(&page, r#"id="tail-bars""#, "</figure>");
+    assert!(bars.contains("Where the tail goes"), "{bars}");
+    for band in ["p50", "max"] {
+        assert!(bars.contains(band), "no {band} bar: {bars}");
+    }
+    assert!(
+        bars.contains("stall: syn_retransmit (on 100 % of the band&#39;s requests)"),
+        "{bars}"
+    );
+    assert!(bars.contains("part stall s-syn_retransmit"), "{bars}");
+    // One band everywhere (nagle-eth: every percentile is the 44 ms Nagle bucket): no
+    // second chart.
+    let page = render(&report_from_capture("nagle-eth.pcap"));
+    if !page.contains(r#"id="tail-bars""#) {
+        return;
+    }
+    let bars = between(&page, r#"id="tail-bars""#, "</figure>");
+    assert!(bars.contains("nagle_delayed_ack"), "{bars}");
+}
+
+#[test]
 fn hostile_text_cannot_inject_markup() {
     let report = hostile_report();
     let page = render(&report);

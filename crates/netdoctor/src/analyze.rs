@@ -24,13 +24,14 @@ pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let format = args.output.format().map_err(anyhow::Error::msg)?;
     let lang = args.output.lang().map_err(anyhow::Error::msg)?;
     let progress = Progress::new();
-    let report = analyze(args, &progress)?;
+    let mut report = analyze(args, &progress)?;
+    let slo_code = crate::output::judge_slo(&mut report, args.slo.as_ref());
     if let Some(path) = &args.html {
         crate::output::write_html(&report, lang, path)?;
         progress.stage(&format!("HTML report written to {}", path.display()));
     }
     write_report(&report, format, lang, out)?;
-    Ok(report.exit_code())
+    Ok(slo_code.unwrap_or(report.exit_code()))
 }
 
 /// Reads the whole capture through the analyzer. Input that cannot be read as a capture is an

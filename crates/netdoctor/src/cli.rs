@@ -17,7 +17,7 @@ use std::time::Duration;
     long_about = "netdoctor runs the layered method performance engineers apply by hand (SYN RTT, one \
 request, concurrent load, packet capture, kernel counters), names the root cause with its evidence, \
 and says what to change.\n\nStart with `netdoctor demo` (needs root and nginx-light).\n\nExit codes: \
-0 healthy, 1 problem found, 2 usage or runtime error, 3 inconclusive. `diagnose --compare` and `--baseline`: 0 when the second run (B) is healthy and not worse, 1 when B still has a problem or got worse."
+0 healthy, 1 problem found, 2 usage or runtime error, 3 inconclusive. `diagnose --compare` and `--baseline`: 0 when the second run (B) is healthy and not worse, 1 when B still has a problem or got worse. With --slo: 0 every objective passed, 1 one failed, 3 one could not be judged."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -193,6 +193,18 @@ pub struct DiagnoseArgs {
     /// One connection per request instead of keep-alive.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// Open loop: send this many requests per second in total, whatever the answers take
+    /// (wrk2-like, latency from each request's intended send time) instead of a closed loop.
+    /// With --compare: both runs at this rate (reported as the offered rate).
+    #[arg(long, value_name = "REQ/S", value_parser = positive_rate, conflicts_with = "passive")]
+    pub rate: Option<f64>,
+    /// Service-level objectives to judge the run against, e.g. 'p99<50ms,errors<0.1%'
+    /// (p50 p75 p90 p99 p999 max mean in us/ms/s; errors and stalled in %; rps). Each gets
+    /// pass/fail with its margin, or inconclusive when too few requests were measured; the
+    /// exit code is then the SLO's: 0 pass, 1 fail, 3 inconclusive. With --compare/--baseline:
+    /// judged on both runs, the exit code is B's.
+    #[arg(long, value_name = "OBJECTIVES", value_parser = parse_slo)]
+    pub slo: Option<netdoctor_report::Slo>,
     /// For https:// targets: accept any certificate (self-signed, expired, another name), like
     /// curl's -k. The handshake's signatures are still checked.
     #[arg(short = 'k', long)]
@@ -274,8 +286,29 @@ pub struct AnalyzeArgs {
     /// finding's packets; no script, nothing fetched) to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Service-level objectives to judge the capture's exchanges against, e.g. 'p99<50ms'
+    /// (as diagnose's --slo; errors need diagnose's load and are inconclusive here). The exit
+    /// code is then the SLO's: 0 pass, 1 fail, 3 inconclusive.
+    #[arg(long, value_name = "OBJECTIVES", value_parser = parse_slo)]
+    pub slo: Option<netdoctor_report::Slo>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `--slo`: parsed up front, so a malformed string is a usage error naming what is wrong.
+pub fn parse_slo(s: &str) -> Result<netdoctor_report::Slo, String> {
+    s.parse()
+        .map_err(|e: netdoctor_report::SloError| e.to_string())
+}
+
+/// `--rate`: a positive, finite number of requests per second.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a positive number of requests per second"
+        )),
+    }
 }
 
 const DIAGNOSE_AFTER_HELP: &str = "\

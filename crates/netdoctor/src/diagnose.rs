@@ -27,7 +27,7 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
     let plan = plan(args)?;
     let stop = Arc::new(AtomicBool::new(false));
     let signals = StopOnSignals::sigint_sigterm(&stop);
-    let report = match &args.netns {
+    let mut report = match &args.netns {
         None => diagnose(&plan, &progress, &stop)?,
         Some(ns) => {
             let (p, stop) = (progress.clone(), Arc::clone(&stop));
@@ -35,6 +35,7 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
                 .with_context(|| format!("enter network namespace {ns}"))??
         }
     };
+    let slo_code = crate::output::judge_slo(&mut report, args.slo.as_ref());
     if report.interrupted {
         progress.stage("interrupted: reporting what was measured until then");
     }
@@ -43,7 +44,9 @@ pub fn command(args: &DiagnoseArgs, out: &mut dyn Write) -> anyhow::Result<i32> 
         progress.stage(&format!("HTML report written to {}", path.display()));
     }
     write_report(&report, format, lang, out)?;
-    Ok(signals.exit_code().unwrap_or(report.exit_code()))
+    Ok(signals
+        .exit_code()
+        .unwrap_or(slo_code.unwrap_or(report.exit_code())))
 }
 
 /// The plan the arguments ask for.
@@ -66,6 +69,7 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     plan.load.duration = args.duration;
     plan.load.timeout = args.timeout;
     plan.load.keepalive = !args.no_keepalive;
+    plan.load.rate = args.rate;
     plan.capture.enabled = !args.no_capture;
     plan.host = !args.no_host;
     plan.bpf = !args.no_host && !args.no_bpf;

@@ -15,6 +15,15 @@ pub fn write_report(
     format.write_report(report, lang, out)
 }
 
+/// Judges `--slo` on the report (the result goes into the report, so every sink shows it);
+/// the exit code it asks for, `None` without objectives.
+pub fn judge_slo(report: &mut Report, slo: Option<&netdoctor_report::Slo>) -> Option<i32> {
+    let judged = slo?.evaluate(report);
+    let code = judged.result.exit_code();
+    report.slo = Some(judged);
+    Some(code)
+}
+
 /// Writes the report as an HTML page to `path` (`--html FILE`); the error names the file.
 pub fn write_html(report: &Report, lang: Lang, path: &std::path::Path) -> anyhow::Result<()> {
     use anyhow::Context;

@@ -77,6 +77,12 @@ pub struct WatchArgs {
     pub print_prometheus_rule: bool,
     /// `--json` / `--format json`: every window's report as one JSON line (schema
     /// netdoctor.report/v1) on stdout.
+    /// Service-level objectives judged on every window, e.g. 'p99<50ms,stalled<5%' (as
+    /// diagnose's --slo, on the window's exchanges): exported as `netdoctor_slo_status` (0
+    /// pass, 1 fail, 3 inconclusive) and `netdoctor_slo_margin` per port and objective, for
+    /// alert rules; in each window's JSON line as `slo`.
+    #[arg(long, value_name = "OBJECTIVES", value_parser = crate::cli::parse_slo)]
+    pub slo: Option<netdoctor_report::Slo>,
     #[command(flatten)]
     pub output: crate::cli::OutputArgs,
 }
@@ -157,16 +163,32 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         if let Some(e) = &w.evidence {
             metrics.record_evidence(e);
         }
+        let slo = args.slo.as_ref().map(|s| s.evaluate(&w.report));
+        if let Some(s) = &slo {
+            metrics.record_slo(w.port, s);
+        }
         if let Some(o) = otlp.as_mut()
             && let Err(e) = o.record_window(w)
         {
             eprintln!("netdoctor: {e} (next window tries again)");
         }
         if !quiet {
-            eprintln!("netdoctor: {}", window_line(w));
+            let mut line = window_line(w);
+            if let Some(s) = &slo {
+                line.push_str(&format!("; SLO {}", s.result.as_str()));
+            }
+            eprintln!("netdoctor: {line}");
         }
         if json && write_err.is_none() {
-            let line = serde_json::to_string(&w.report).unwrap_or_default();
+            let line = match slo {
+                Some(s) => {
+                    let mut r = w.report.clone();
+                    r.slo = Some(s);
+                    serde_json::to_string(&r)
+                }
+                None => serde_json::to_string(&w.report),
+            }
+            .unwrap_or_default();
             if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
                 write_err = Some(e);
             }

@@ -175,6 +175,9 @@ fn compare_says_the_on_server_fixes_nagle() {
     assert_eq!(t["direction"], "faster", "{t:#}");
     assert_eq!(t["significant"], true);
     assert!(t["cliffs_delta"].as_f64().unwrap() > 0.8, "{t:#}");
+    // The closed-loop runs differ ~10× in requests/s: judged together, not re-run.
+    assert!(c.get("offered_rate").is_none(), "{c:#}");
+    assert_sentences_agree(&c);
     assert_eq!(c["a"]["report"]["target"]["input"], lab.off);
     assert_eq!(c["b"]["report"]["target"]["input"], lab.on);
     let html = std::fs::read_to_string(&page).unwrap();
@@ -183,6 +186,27 @@ fn compare_says_the_on_server_fixes_nagle() {
     let name = lab.name.clone();
     drop(lab);
     no_namespaces_named(&name);
+}
+
+/// The comparison's latency sentence agrees with its own numbers: B's p99 is lower, the
+/// sentence says lower and names p99, and never "higher" without the reason.
+fn assert_sentences_agree(c: &serde_json::Value) {
+    let summary = c["summary"].as_str().unwrap();
+    let (a99, b99) = metric(c, "latency_p99_ms");
+    assert!(b99 < a99, "p99 {a99} → {b99}");
+    assert_eq!(
+        c["performance"]["direction"], "better",
+        "{:#}",
+        c["performance"]
+    );
+    assert!(
+        summary.contains("latency significantly lower (p50 ") && summary.contains(", p99 "),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("higher") || summary.contains("the median rose because"),
+        "{summary}"
+    );
 }
 
 #[test]

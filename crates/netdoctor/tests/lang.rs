@@ -46,6 +46,7 @@ fn report_of(path: &Path) -> Report {
         follow_timeout: None,
         follow_idle: None,
         html: None,
+        slo: None,
         output: OutputArgs::of(Format::Terminal),
     };
     analyze(&args, &Progress::new()).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))
@@ -348,7 +349,8 @@ fn demo_lang_zh_prints_the_whole_report_in_chinese() {
     );
     for s in [
         "负载下每秒请求数",
-        "延迟：B 更快（典型请求 ×#.#",
+        "延迟：B 更快 — 延迟显著降低（p# #.# ms → ",
+        "中位请求更快（典型请求 ×#.#",
         "\n发现\n",
         "结论：已修复 — A 有问题，B 已健康；已修复：nagle_delayed_ack；延迟显著降低（p# #.# ms → ",
     ] {

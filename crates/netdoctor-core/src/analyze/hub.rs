@@ -5,7 +5,9 @@
 
 use super::conn::Conn;
 use super::http::Exchange;
-use crate::breakdown::{BreakdownAgg, DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
+use crate::breakdown::{
+    BreakdownAgg, DELAYED_ACK, LOSS, NAGLE, SYN_RETRANSMIT, TIMEOUT, ZERO_WINDOW,
+};
 use crate::detect::{self, Detector};
 use crate::event::{
     ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetKind, Stall, StallKind, ZeroPeriod,
@@ -201,6 +203,7 @@ impl Hub {
             return;
         };
         let rtt = c.rtt_ns;
+        let first = c.exchanges == 0;
         c.exchanges += 1;
         self.exchanges += 1;
         self.http1_exchanges += u64::from(x.http);
@@ -208,8 +211,23 @@ impl Hub {
         self.latency.record_ns(latency);
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - rtt.unwrap_or(0)).max(0);
         self.server_time.record_ns(server_time);
-        self.breakdown
-            .record(latency, rtt.unwrap_or(0), server_time, &x.parts);
+        // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
+        // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
+        let mut parts = x.parts;
+        let mut waited = latency;
+        let mut network = rtt.unwrap_or(0);
+        if first
+            && (c.syn.syns > 1 || c.syn.synacks > 1)
+            && let Some(syn) = c.syn.first_syn
+        {
+            let setup = (x.first_req.ts_ns - syn.ts_ns).max(0);
+            let hs = rtt.unwrap_or(0).min(setup);
+            parts.stalls[SYN_RETRANSMIT] += setup - hs;
+            parts.sides[SYN_RETRANSMIT] |= crate::event::side_bit(c.syn.synacks > 1);
+            waited += setup;
+            network += hs;
+        }
+        self.breakdown.record(waited, network, server_time, &parts);
         let done = ExchangeDone {
             ends: c.ends(),
             first_req: x.first_req,

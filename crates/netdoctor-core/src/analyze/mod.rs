@@ -158,6 +158,18 @@ pub struct ExchangeStats {
     /// Where the time of a typical (median-latency) request went; see [`crate::breakdown`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown_p50_ms: Option<Breakdown>,
+    /// The same for the requests of the p90 band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_p90_ms: Option<Breakdown>,
+    /// The same for the requests of the p99 band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_p99_ms: Option<Breakdown>,
+    /// The same for the requests of the p99.9 band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_p999_ms: Option<Breakdown>,
+    /// The same for the slowest band (the bucket of the slowest request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown_max_ms: Option<Breakdown>,
     /// Mean breakdown over all exchanges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown_mean_ms: Option<Breakdown>,
@@ -389,7 +401,7 @@ impl Analyzer {
         rank(&mut findings);
         let g = &self.hub;
         let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
-        let breakdown: Option<(Breakdown, Breakdown)> = g.breakdown.finish();
+        let bands = g.breakdown.finish();
         Analysis {
             stats: self.stats.clone(),
             exchanges: ExchangeStats {
@@ -403,9 +415,13 @@ impl Analyzer {
                 latency_ms: g.latency.percentiles(),
                 server_time_ms: g.server_time.percentiles(),
                 rtt_ms,
-                breakdown_p50_ms: breakdown.map(|b| b.0),
-                breakdown_mean_ms: breakdown.map(|b| b.1),
                 latency_cumulative: g.latency.cumulative_at_bounds(),
+                breakdown_p50_ms: bands.map(|b| b.p50),
+                breakdown_p90_ms: bands.map(|b| b.p90),
+                breakdown_p99_ms: bands.map(|b| b.p99),
+                breakdown_p999_ms: bands.map(|b| b.p999),
+                breakdown_max_ms: bands.map(|b| b.max),
+                breakdown_mean_ms: bands.map(|b| b.mean),
             },
             findings,
             warnings,

@@ -229,10 +229,24 @@ fn latency(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
             )?
         }
         Some(t) => {
+            // The verdict on latency (median, tail and throughput together) first; the test
+            // is the median's evidence.
+            let verdict = lang.t(match c.performance.as_ref().map(|p| p.direction) {
+                Some(super::Direction::Better) => "cmp-faster",
+                Some(super::Direction::Worse) => "cmp-slower",
+                Some(super::Direction::Mixed) => "cmp-mixed",
+                _ => "cmp-html-same",
+            });
+            write!(
+                h,
+                r#"<p class="lead" id="latency-verdict"><b>{}</b> — {}</p>"#,
+                esc(&verdict),
+                esc(&c.latency_sentence_in(lang))
+            )?;
             let head = lang.t(match t.direction {
-                LatencyDirection::Faster => "cmp-faster",
-                LatencyDirection::Slower => "cmp-slower",
-                LatencyDirection::Same => "cmp-html-same",
+                LatencyDirection::Faster => "cmp-median-lower",
+                LatencyDirection::Slower => "cmp-median-higher",
+                LatencyDirection::Same => "cmp-median-same",
             });
             let p = if t.p_value < 0.001 {
                 "p &lt; 0.001".to_string()

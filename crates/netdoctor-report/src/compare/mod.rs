@@ -11,14 +11,17 @@
 //!   but never moves the overall verdict.
 //! - **the latency distributions**, with the test of [`stats`] (Mann–Whitney U on the two
 //!   histograms, Cliff's δ as the effect size, the Hodges–Lehmann shift as its size):
-//!   `faster`, `slower`, or `same` when the difference is not significant.
+//!   `faster`, `slower`, or `same` when the difference is not significant. That is about the
+//!   median; [`judge`] weighs it with the tail (p99, stalled requests) and the throughput into
+//!   [`Performance`] (`better`, `worse`, `same`, `mixed`), which the verdict and every
+//!   sentence about latency use, so none contradicts the numbers beside it.
 //! - **overall**, a [`Change`] (or `inconclusive`):
 //!   1. either run inconclusive → `inconclusive` (nothing can be claimed);
 //!   2. A problem, B healthy → `fixed`;
 //!   3. A healthy, B problem → `new`;
-//!   4. otherwise a finding got worse or latency is significantly slower → `worse`; else a
-//!      finding was fixed or improved, or latency is significantly faster → `improved`; else a
-//!      new finding → `worse`; else `unchanged`.
+//!   4. otherwise a finding got worse or performance is worse → `worse`; else a finding was
+//!      fixed or improved, or performance is better → `improved`; else a new finding →
+//!      `worse`; else `unchanged` (`mixed` performance moves neither way).
 //! - **the exit code** ([`Comparison::exit_code`]): 0 when B is healthy and not worse, 1 when B
 //!   still has a problem or got worse, 3 when inconclusive.
 //!
@@ -30,11 +33,13 @@
 //! [`html::render`].
 
 pub mod html;
+pub mod judge;
 pub mod stats;
 pub mod terminal;
 
 use crate::i18n::Lang;
 use crate::model::Report;
+pub use judge::{Direction, Performance};
 use netdoctor_core::{FindingId, Severity, Verdict};
 use serde::{Deserialize, Serialize};
 pub use stats::{LatencyDirection, LatencyTest};
@@ -194,6 +199,18 @@ pub struct CounterChange {
     pub b: Option<i64>,
 }
 
+/// The common rate both runs of a comparison were measured at, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OfferedRate {
+    /// Requests per second offered to each run (open loop).
+    pub rate: f64,
+    /// `auto`: chosen below the slower side's closed-loop capacity; `given`: `--rate`.
+    pub chosen: String,
+    /// The closed-loop requests/s of A and B that made the comparison choose it (auto).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop_rps: Option<(f64, f64)>,
+}
+
 /// Two runs compared: per-finding and overall verdicts, measurement deltas and the latency
 /// test. The JSON contract `netdoctor.compare/v1`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -210,6 +227,13 @@ pub struct Comparison {
     pub latency: Option<LatencyTest>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_skipped: Option<String>,
+    /// Latency and throughput judged together ([`judge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance: Option<Performance>,
+    /// Both runs were measured again at this constant rate because their closed-loop
+    /// throughputs differed too much to compare latencies (`diagnose --compare`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_rate: Option<OfferedRate>,
     pub measurements: Vec<MetricChange>,
     pub counters: Vec<CounterChange>,
     pub a: Compared,
@@ -367,7 +391,8 @@ impl Comparison {
             (None, _) => (None, Some(no_histogram(&a.label))),
             (_, None) => (None, Some(no_histogram(&b.label))),
         };
-        let verdict = overall(ra.verdict, rb.verdict, &findings, latency.as_ref());
+        let perf = judge::judge(ra, rb, latency.as_ref().map(|t| t.direction));
+        let verdict = overall(ra.verdict, rb.verdict, &findings, perf.direction);
         let mut c = Comparison {
             schema: COMPARE_SCHEMA_ID.into(),
             verdict,
@@ -375,6 +400,8 @@ impl Comparison {
             findings,
             latency,
             latency_skipped,
+            performance: Some(perf),
+            offered_rate: None,
             measurements: measurements(ra, rb),
             counters: counters(ra, rb),
             a,
@@ -414,22 +441,6 @@ impl Comparison {
                 .map(|f| f.id.as_str())
                 .collect()
         };
-        let p50 = self
-            .metric("latency_p50_ms")
-            .and_then(|m| m.a.zip(m.b))
-            .map(|(a, b)| {
-                format!(
-                    "p50 {} → {}",
-                    crate::terminal::ms(a),
-                    crate::terminal::ms(b)
-                )
-            });
-        let lat = lang.t(match self.latency.as_ref().map(|t| t.direction) {
-            Some(LatencyDirection::Faster) => "cmp-sum-faster",
-            Some(LatencyDirection::Slower) => "cmp-sum-slower",
-            Some(LatencyDirection::Same) => "cmp-sum-same",
-            None => "cmp-sum-not-compared",
-        });
         let mut parts: Vec<String> = Vec::new();
         for c in [Change::Fixed, Change::Improved, Change::Worse, Change::New] {
             let v = ids(c);
@@ -440,13 +451,87 @@ impl Comparison {
                 ));
             }
         }
-        parts.push(match p50 {
-            Some(p) => lang.ui("cmp-sum-latency", &[("lat", lat.into()), ("p50", p.into())]),
-            None => lat,
-        });
+        parts.push(self.latency_sentence_in(lang));
         let head = lang.t(&format!("cmp-head-{}", self.verdict.as_str()));
         let sep = lang.t("term-sep");
         format!("{head}{sep}{}", parts.join(&sep))
+    }
+
+    /// The sentence about latency, from [`Performance`]: its direction, then the numbers that
+    /// decided it — p50 and p99 A → B, and, when the median moved against the verdict, why
+    /// (the offered load) or that the result is mixed. Never "higher" without the percentile.
+    pub fn latency_sentence_in(&self, lang: Lang) -> String {
+        use crate::terminal::ms;
+        let Some(p) = &self.performance else {
+            return lang.t("cmp-sum-not-compared");
+        };
+        if self.latency.is_none() && p.p50_ms.is_none() {
+            return lang.t("cmp-sum-not-compared");
+        }
+        let pct = |(a, b): (f64, f64)| {
+            if a > 0.0 {
+                let d = (b / a - 1.0) * 100.0;
+                format!("{}{:.0} %", if d < 0.0 { "−" } else { "+" }, d.abs())
+            } else {
+                String::new()
+            }
+        };
+        let pq = |name: &str, v: Option<(f64, f64)>| {
+            v.map(|(a, b)| format!("{name} {} → {} ({})", ms(a), ms(b), pct((a, b))))
+        };
+        let mut nums: Vec<String> = Vec::new();
+        nums.extend(pq("p50", p.p50_ms));
+        nums.extend(pq("p99", p.p99_ms));
+        if let Some((a, b)) = p.stalled
+            && (a > 0.0 || b > 0.0)
+        {
+            nums.push(lang.ui(
+                "cmp-sum-stalled",
+                &[
+                    ("a", format!("{:.0} %", a * 100.0).into()),
+                    ("b", format!("{:.0} %", b * 100.0).into()),
+                ],
+            ));
+        }
+        if let Some((a, b)) = p.requests_per_s
+            && a > 0.0
+            && !p.same_rate
+        {
+            nums.push(lang.ui("cmp-sum-rps", &[("ratio", format!("{:.2}", b / a).into())]));
+        }
+        let head = lang.t(match p.direction {
+            Direction::Better => "cmp-sum-faster",
+            Direction::Worse => "cmp-sum-slower",
+            Direction::Same => "cmp-sum-same",
+            Direction::Mixed => "cmp-sum-mixed",
+        });
+        let mut s = lang.ui(
+            "cmp-sum-latency",
+            &[("lat", head.into()), ("p50", nums.join(", ").into())],
+        );
+        if let Some(note) = self.median_note_in(lang) {
+            s.push_str(&lang.t("term-sep"));
+            s.push_str(&note);
+        }
+        s
+    }
+
+    /// Why the median moved against the verdict (the offered load changed), when it did.
+    pub fn median_note_in(&self, lang: Lang) -> Option<String> {
+        let p = self.performance.as_ref()?;
+        if p.median_confounded {
+            let ratio = p
+                .requests_per_s
+                .map_or(1.0, |(a, b)| if a > 0.0 { b / a } else { 1.0 });
+            let id = if p.median == Direction::Worse {
+                "cmp-sum-median-load-up"
+            } else {
+                "cmp-sum-median-load-down"
+            };
+            Some(lang.ui(id, &[("ratio", format!("{ratio:.2}").into())]))
+        } else {
+            None
+        }
     }
 
     /// Why the latency distributions were not compared, in `lang` (`latency_skipped` holds
@@ -493,12 +578,7 @@ fn has_histogram(r: &Report) -> bool {
 }
 
 /// The overall verdict (rules in the module docs).
-fn overall(
-    a: Verdict,
-    b: Verdict,
-    findings: &[FindingChange],
-    latency: Option<&LatencyTest>,
-) -> Change {
+fn overall(a: Verdict, b: Verdict, findings: &[FindingChange], perf: Direction) -> Change {
     if a == Verdict::Inconclusive || b == Verdict::Inconclusive {
         return Change::Inconclusive;
     }
@@ -508,10 +588,9 @@ fn overall(
         _ => {}
     }
     let any = |c: Change| findings.iter().any(|f| f.is_problem() && f.change == c);
-    let dir = latency.map_or(LatencyDirection::Same, |t| t.direction);
-    if any(Change::Worse) || dir == LatencyDirection::Slower {
+    if any(Change::Worse) || perf == Direction::Worse {
         Change::Worse
-    } else if any(Change::Fixed) || any(Change::Improved) || dir == LatencyDirection::Faster {
+    } else if any(Change::Fixed) || any(Change::Improved) || perf == Direction::Better {
         Change::Improved
     } else if any(Change::New) {
         Change::Worse
@@ -639,12 +718,25 @@ mod tests {
             (Healthy, Healthy, &info_only, Faster, Change::Improved),
         ];
         for (a, b, rows, dir, want) in cases {
+            let perf = match lat(dir).direction {
+                Faster => Direction::Better,
+                Slower => Direction::Worse,
+                Same => Direction::Same,
+            };
             assert_eq!(
-                overall(a, b, rows, Some(&lat(dir))),
+                overall(a, b, rows, perf),
                 want,
                 "{a:?} → {b:?}, {dir:?}, {rows:?}"
             );
         }
-        assert_eq!(overall(Healthy, Healthy, &[], None), Change::Unchanged);
+        assert_eq!(
+            overall(Healthy, Healthy, &[], Direction::Same),
+            Change::Unchanged
+        );
+        // Mixed performance moves the verdict neither way.
+        assert_eq!(
+            overall(Problem, Problem, &nagle_same, Direction::Mixed),
+            Change::Unchanged
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! summaries from the findings catalogue; columns are padded by display width (a CJK character
 //! takes two cells).
 
-use super::{Change, Comparison, FindingSide, LatencyDirection, MetricChange, Origin};
+use super::{Change, Comparison, Direction, FindingSide, LatencyDirection, MetricChange, Origin};
 use crate::i18n::{self, Lang};
 use crate::terminal::{ms, thousands, word_in};
 use netdoctor_core::Severity;
@@ -214,10 +214,23 @@ fn latency_line(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<(
         let rest = lang.ui("cmp-latency-not-compared", &[("reason", reason.into())]);
         return writeln!(out, "{}", heading(&title, &rest));
     };
+    // The verdict on latency is the judgement of the median, the tail and the throughput
+    // together; the histogram test below is the median's evidence.
+    let head = match c.performance.as_ref().map(|p| p.direction) {
+        Some(Direction::Better) => lang.t("cmp-faster").green().bold().to_string(),
+        Some(Direction::Worse) => lang.t("cmp-slower").red().bold().to_string(),
+        Some(Direction::Mixed) => lang.t("cmp-mixed").yellow().bold().to_string(),
+        _ => lang.t("cmp-same").bold().to_string(),
+    };
+    writeln!(
+        out,
+        "{}",
+        heading(&title, &format!("{head} — {}", c.latency_sentence_in(lang)))
+    )?;
     let head = match t.direction {
-        LatencyDirection::Faster => lang.t("cmp-faster").green().bold().to_string(),
-        LatencyDirection::Slower => lang.t("cmp-slower").red().bold().to_string(),
-        LatencyDirection::Same => lang.t("cmp-same").bold().to_string(),
+        LatencyDirection::Faster => lang.t("cmp-median-lower"),
+        LatencyDirection::Slower => lang.t("cmp-median-higher"),
+        LatencyDirection::Same => lang.t("cmp-median-same"),
     };
     let p = if t.p_value < 0.001 {
         "p < 0.001".to_string()
@@ -241,7 +254,7 @@ fn latency_line(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Result<(
             ("nb", thousands(t.n_b).into()),
         ],
     );
-    writeln!(out, "{}", heading(&title, &rest))
+    writeln!(out, "  {rest}")
 }
 
 /// Writes the whole comparison, in English.
@@ -314,6 +327,28 @@ pub fn render_body_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Re
                 pad(&v(k.a), COL),
                 v(k.b)
             )?;
+        }
+    }
+    if let Some(r) = &c.offered_rate {
+        writeln!(out)?;
+        let rate = thousands(r.rate.round() as u64);
+        let line = match r.closed_loop_rps {
+            Some((a, b)) => lang.ui(
+                "cmp-offered-auto",
+                &[
+                    ("rate", rate.into()),
+                    ("a", thousands(a.round() as u64).into()),
+                    ("b", thousands(b.round() as u64).into()),
+                ],
+            ),
+            None => lang.ui("cmp-offered-given", &[("rate", rate.into())]),
+        };
+        writeln!(out, "{}", heading(&lang.t("cmp-offered"), &line))?;
+    }
+    for (name, run) in [("A", &c.a), ("B", &c.b)] {
+        if let Some(s) = &run.report.slo {
+            writeln!(out)?;
+            crate::terminal::render_slo(s, name, lang, out)?;
         }
     }
     writeln!(out)?;

@@ -350,14 +350,26 @@ fn css_ident(s: &str) -> String {
         .collect()
 }
 
-/// Horizontal stacked bars, one per `(title, latency, parts)`, with a legend in HTML.
+/// Horizontal stacked bars, one per `(title, latency, parts)`, on one scale, with a legend in
+/// HTML.
 pub(crate) fn stacked(bars: &[(&str, f64, Vec<Part>)], l: Lang) -> Option<String> {
+    stacked_scaled(bars, l, false)
+}
+
+/// [`stacked`], each bar drawn over the full width (its own latency is 100 %): the make-up of
+/// bands whose latencies differ by orders of magnitude (p50 2 ms, max 1 s).
+pub(crate) fn stacked_each_full(bars: &[(&str, f64, Vec<Part>)], l: Lang) -> Option<String> {
+    stacked_scaled(bars, l, true)
+}
+
+fn stacked_scaled(bars: &[(&str, f64, Vec<Part>)], l: Lang, each_full: bool) -> Option<String> {
     if bars.is_empty() {
         return None;
     }
+    let full = |lat: f64, parts: &[Part]| lat.max(parts.iter().map(|p| p.ms).sum()).max(1e-6);
     let scale = bars
         .iter()
-        .map(|(_, lat, parts)| lat.max(parts.iter().map(|p| p.ms).sum()))
+        .map(|(_, lat, parts)| full(*lat, parts))
         .fold(0.0, f64::max)
         .max(1e-6);
     let (bar_h, gap, lw) = (30.0, 26.0, 170.0);
@@ -372,9 +384,15 @@ pub(crate) fn stacked(bars: &[(&str, f64, Vec<Part>)], l: Lang) -> Option<String
     for (i, (title, lat, parts)) in bars.iter().enumerate() {
         let y = 10.0 + i as f64 * (bar_h + gap);
         s.text(lw - 10.0, y + bar_h / 2.0 + 5.0, "end", "bar-title", title);
+        // Each bar full width: its parts in units of the widest bar.
+        let k = if each_full {
+            scale / full(*lat, parts)
+        } else {
+            1.0
+        };
         let mut acc = 0.0;
         for p in parts {
-            let (x0, x1) = (x.at(acc), x.at(acc + p.ms));
+            let (x0, x1) = (x.at(acc * k), x.at((acc + p.ms) * k));
             let pct = p.ms * 100.0 / lat.max(1e-9);
             s.rect(
                 x0,
@@ -396,7 +414,7 @@ pub(crate) fn stacked(bars: &[(&str, f64, Vec<Part>)], l: Lang) -> Option<String
             acc += p.ms;
         }
         s.text(
-            x.at(acc) + 6.0,
+            x.at(acc * k) + 6.0,
             y + bar_h / 2.0 + 5.0,
             "start",
             "bar-total",

@@ -356,11 +356,20 @@ pub(super) fn breakdown(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
         })
         .collect();
     match charts::stacked(&bars, l) {
-        Some(svg) => write!(
-            h,
-            r#"<figure id="breakdown-bar"><figcaption>{}</figcaption>{svg}</figure>"#,
-            l.t("html-breakdown-caption")
-        )?,
+        Some(svg) => {
+            write!(
+                h,
+                r#"<figure id="breakdown-bar"><figcaption>{}</figcaption>{svg}</figure>"#,
+                l.t("html-breakdown-caption")
+            )?;
+            if let Some(svg) = ex.and_then(|e| tail_bars(e, l)) {
+                write!(
+                    h,
+                    r#"<figure id="tail-bars"><figcaption>{}</figcaption>{svg}</figure>"#,
+                    l.t("html-tail-caption")
+                )?;
+            }
+        }
         None => {
             let reason = if r.measurements.capture.is_none() {
                 check_reason(r, "capture")
@@ -372,6 +381,53 @@ pub(super) fn breakdown(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
     }
     h.push_str("</section>\n");
     Ok(())
+}
+
+/// One bar per distinct latency band (p50 … max), each over the full width, its stall parts
+/// named with the share of the band's requests they stalled.
+fn tail_bars(e: &netdoctor_core::analyze::ExchangeStats, l: Lang) -> Option<String> {
+    let mut merged: Vec<(String, netdoctor_core::Breakdown)> = Vec::new();
+    for (label, b) in crate::terminal::bands(e) {
+        match merged.last_mut() {
+            Some((t, prev)) if *prev == b => {
+                t.push('/');
+                t.push_str(label);
+            }
+            _ => merged.push((label.to_string(), b)),
+        }
+    }
+    let titles: Vec<String> = merged
+        .iter()
+        .map(|(t, b)| {
+            l.ui(
+                "html-bar-band",
+                &[("band", t.as_str().into()), ("n", b.requests.into())],
+            )
+        })
+        .collect();
+    let bars: Vec<(&str, f64, Vec<charts::Part>)> = merged
+        .iter()
+        .zip(&titles)
+        .filter_map(|((_, b), title)| {
+            let v = serde_json::to_value(b).ok()?;
+            let (lat, mut parts) = charts::breakdown_parts(&v, l)?;
+            for p in &mut parts {
+                let id = p.class.strip_prefix("stall s-").unwrap_or_default();
+                if let Some(sh) = v["share"].get(id).and_then(|x| x.as_f64()) {
+                    p.label = l.ui(
+                        "html-part-share",
+                        &[
+                            ("part", p.label.as_str().into()),
+                            ("pct", format!("{:.0}", sh * 100.0).into()),
+                        ],
+                    );
+                }
+            }
+            Some((title.as_str(), lat, parts))
+        })
+        .collect();
+    // Two bars that are one band say nothing the first chart does not.
+    (bars.len() > 1).then(|| charts::stacked_each_full(&bars, l))?
 }
 
 pub(super) fn checks(r: &Report, l: Lang, h: &mut String) -> fmt::Result {

@@ -90,6 +90,20 @@ term-stall-delayed-ack = delayed-ACK stall
 term-stall-loss = loss recovery
 term-stall-rto = retransmission timeouts
 term-stall-zero-window = zero window
+term-stall-syn = SYN retransmissions
+term-tail-head = where the time went, per latency band (mean of the requests in the band):
+term-tail-band = { $band } { $latency } = { $parts } ({ $n ->
+    [one] 1 request
+   *[other] { $n } requests
+})
+term-tail-cause = { $v } { $name } on { $pct } of the band
+slo-head = SLO:
+slo-pass = pass
+slo-fail = fail
+slo-inconclusive = inconclusive
+slo-spare = { $value } ({ $margin } to spare; { $source })
+slo-over = { $value } ({ $margin } over; { $source })
+slo-points = { $v } points
 term-verdict = Verdict:
 term-verdict-problem = { $n } { $n ->
     [one] finding
@@ -131,6 +145,13 @@ cmp-no-histogram-run = { $label } has no latency histogram
 cmp-faster = B is faster
 cmp-slower = B is slower
 cmp-same = no significant difference
+cmp-offered = Offered load:
+cmp-offered-auto = both runs measured at { $rate } requests/s (open loop), 80 % of the slower side's capacity: in a closed loop A served { $a } and B { $b } requests/s, too far apart to compare latencies
+cmp-offered-given = both runs measured at { $rate } requests/s (open loop, --rate)
+cmp-mixed = mixed: some percentiles lower, others higher
+cmp-median-lower = the median request is faster
+cmp-median-higher = the median request is slower
+cmp-median-same = no significant difference at the median
 cmp-latency-test = { $head } (typical request ×{ $ratio }; Mann–Whitney U on the histograms: { $p }, Cliff's δ { $delta }, { $effect } effect; KS D { $ks }; { $na } vs { $nb } requests)
 cmp-effect-negligible = negligible
 cmp-effect-small = small
@@ -157,6 +178,11 @@ cmp-sum-faster = latency significantly lower
 cmp-sum-slower = latency significantly higher
 cmp-sum-same = no significant latency difference
 cmp-sum-not-compared = latency not compared
+cmp-sum-mixed = latency mixed
+cmp-sum-stalled = stalled requests { $a } → { $b }
+cmp-sum-rps = ×{ $ratio } the requests/s
+cmp-sum-median-load-up = the median rose because B carried ×{ $ratio } the requests/s in a closed loop (more requests queue at once), not because requests got slower
+cmp-sum-median-load-down = the median fell only because B carried ×{ $ratio } the requests/s in a closed loop (fewer requests queue at once)
 cmp-sum-list = { $word }: { $ids }
 cmp-sum-latency = { $lat } ({ $p50 })
 cmp-html-title = netdoctor compare: { $verdict } – { $a } vs { $b }
@@ -282,6 +308,9 @@ html-not-local = the server is not a process on this host, or it was not read
 html-breakdown = Where the time of a request went
 html-bar-typical = typical request (p50)
 html-bar-mean = mean of all requests
+html-tail-caption = Where the tail goes: the requests of each latency band (p50, p90, p99, p99.9, max), each bar its band's whole latency; a stall part says on what share of the band's requests it happened
+html-bar-band = { $band } · { $n } req.
+html-part-share = { $part } (on { $pct } % of the band's requests)
 html-breakdown-caption = Each request's latency split into the network RTT, the server's think time, transferring the bytes, and stalls by their cause (from the capture)
 html-no-complete-exchange = the capture held no complete HTTP exchange
 html-per-request-breakdown = The per-request breakdown

@@ -196,8 +196,8 @@ pub(super) fn render_measurements(
             };
             row(out, "", &line)?;
         }
-        if let Some(b) = &c.exchanges.breakdown_p50_ms {
-            row(out, "", &breakdown_line_in(b, lang))?;
+        for line in super::tail::tail_lines_in(&c.exchanges, lang) {
+            row(out, "", &line)?;
         }
         if let Some(p) = &c.pcap_file {
             row(
@@ -349,15 +349,7 @@ pub fn breakdown_line_in(b: &netdoctor_core::Breakdown, lang: Lang) -> String {
         parts.push(part("term-bd-transfer", b.transfer));
     }
     for (id, v) in b.stalls.iter() {
-        use netdoctor_core::FindingId as F;
-        let name = match id {
-            F::NagleDelayedAck => lang.t("term-stall-nagle"),
-            F::DelayedAckStall => lang.t("term-stall-delayed-ack"),
-            F::PacketLossRetransmission => lang.t("term-stall-loss"),
-            F::RetransmissionTimeout => lang.t("term-stall-rto"),
-            F::ZeroWindow => lang.t("term-stall-zero-window"),
-            other => other.as_str().to_string(),
-        };
+        let name = super::tail::cause_name(id, lang);
         if v >= 0.005 {
             parts.push(format!("{} {name}", ms(v)));
         }
