@@ -47,6 +47,8 @@ pub enum Command {
     Watch(crate::watchcmd::WatchArgs),
     /// The host's network health: listener queues, sockets, conntrack, counters, sysctls; --watch for rates.
     Host(crate::hostcmd::HostArgs),
+    /// TCP/UDP throughput, iperf3-compatible client and server (-P, -R, --bidir, -t, -b).
+    Throughput(crate::throughputcmd::ThroughputArgs),
 }
 
 impl Cli {
@@ -63,6 +65,7 @@ impl Cli {
             Command::Trace(a) => &a.output,
             Command::Watch(a) => &a.output,
             Command::Host(a) => &a.output,
+            Command::Throughput(a) => &a.output,
         }
     }
 }

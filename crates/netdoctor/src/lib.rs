@@ -15,6 +15,7 @@ pub mod output;
 pub mod routeout;
 pub mod stop;
 pub mod target;
+pub mod throughputcmd;
 pub mod tracecmd;
 pub mod watchcmd;
 
@@ -40,6 +41,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Trace(args) => tracecmd::command(&args, out),
         Command::Watch(args) => watchcmd::command(&args, out),
         Command::Host(args) => hostcmd::command(&args, out),
+        Command::Throughput(args) => throughputcmd::command(&args, out),
     }
 }
 
