@@ -5,11 +5,14 @@
 //!   run), so the client runs against a stock `iperf3 -s` and `iperf3 -c` runs against the
 //!   server. Parallel streams, reverse, bidirectional, a duration and a target bitrate.
 //! - [`report`]: what a test measured, in the shape of iperf3's `--json`, and its text lines.
+//! - [`pktrate`]: packets per second with small UDP datagrams (`sendmmsg`/`recvmmsg`), and
+//!   where the lost ones went (receive-buffer, backlog and interface drop counters).
 //!
 //! Hand-written rather than a crate: no maintained Rust crate speaks iperf3's control protocol
 //! (the protocol is small: a cookie, state bytes, length-prefixed JSON).
 
 pub mod client;
+pub mod pktrate;
 pub mod proto;
 pub mod report;
 pub mod server;

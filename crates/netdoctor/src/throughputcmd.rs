@@ -31,7 +31,7 @@ Exit status: 0 when the test ran; 2 on usage errors or when it could not run.";
 #[command(after_help = THROUGHPUT_AFTER_HELP)]
 pub struct ThroughputArgs {
     /// The server to test against (client mode).
-    #[arg(required_unless_present = "server")]
+    #[arg(required_unless_present_any = ["server", "pps_server"])]
     pub host: Option<String>,
     /// Run as a server (like `iperf3 -s`).
     #[arg(short = 's', long, conflicts_with = "host")]
@@ -69,11 +69,35 @@ pub struct ThroughputArgs {
     /// Socket buffer size on both ends (K/M suffixes).
     #[arg(short = 'w', long, value_parser = parse_size)]
     pub window: Option<u64>,
+    /// Packet-rate mode (pktgen's job): small UDP datagrams at RATE packets/s over all threads
+    /// (K/M suffixes) or `max`, with sendmmsg; run `--pps-server` on the receiver.
+    #[arg(long, value_name = "RATE", value_parser = parse_pps, conflicts_with_all = ["udp", "reverse", "bidir", "bitrate"])]
+    pub pps: Option<u64>,
+    /// Packet-rate receiver: counts what arrives (recvmmsg) and says where the rest was lost
+    /// (receive-buffer, backlog and interface drop counters). Ends -t seconds after it starts or
+    /// 2 s after the last datagram.
+    #[arg(long, conflicts_with_all = ["host", "server"])]
+    pub pps_server: bool,
+    /// Packet-rate mode: sending threads, or receiving sockets (SO_REUSEPORT).
+    #[arg(short = 'T', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: u32,
     /// Seconds between interval reports (0 = none).
     #[arg(short = 'i', long, default_value = "1s", value_parser = parse_duration_or_zero)]
     pub interval: Duration,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `--pps`: `max` (0) or packets/s with K/M.
+fn parse_pps(s: &str) -> Result<u64, String> {
+    if s.trim().eq_ignore_ascii_case("max") {
+        return Ok(0);
+    }
+    match parse_rate(s) {
+        Ok(0) => Err("--pps: give a rate above 0, or `max`".into()),
+        Ok(r) => Ok(r),
+        Err(e) => Err(e.replace("bitrate", "packet rate")),
+    }
 }
 
 fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
@@ -93,6 +117,9 @@ pub fn command(args: &ThroughputArgs, out: &mut dyn Write) -> anyhow::Result<i32
     let text = format == Format::Terminal;
     if args.server {
         return serve(args, text, out);
+    }
+    if args.pps_server || args.pps.is_some() {
+        return packet_rate(args, text, out);
     }
     let Some(host) = args.host.clone() else {
         bail!("throughput: give a server HOST, or --server");
@@ -186,4 +213,63 @@ fn serve(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow::Resu
             return Ok(0);
         }
     }
+}
+
+/// `--pps` and `--pps-server`.
+fn packet_rate(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
+    use netdoctor_throughput::pktrate;
+    let duration = Duration::from_secs(u64::from(args.time));
+    if args.pps_server {
+        let ip = args.bind.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let cfg = pktrate::RecvConfig {
+            bind: SocketAddr::new(ip, args.port),
+            threads: args.threads,
+            duration,
+            idle: Duration::from_secs(2),
+            rcvbuf: args.window.map(|w| w as usize).unwrap_or(8 << 20),
+        };
+        let r = pktrate::receive(&cfg, &mut |a| {
+            if text {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "packet-rate receiver on {a} (UDP), up to {duration:?}"
+                );
+            }
+        })?;
+        if text {
+            for l in r.lines() {
+                writeln!(out, "{l}")?;
+            }
+        } else {
+            serde_json::to_writer_pretty(&mut *out, &r)?;
+            writeln!(out)?;
+        }
+        return Ok(0);
+    }
+    let Some(host) = args.host.as_deref() else {
+        bail!("--pps: give the receiver's HOST");
+    };
+    use std::net::ToSocketAddrs;
+    let target = (host, args.port)
+        .to_socket_addrs()
+        .with_context(|| format!("resolve {host}"))?
+        .next()
+        .with_context(|| format!("resolve {host}: no address"))?;
+    let cfg = pktrate::SendConfig {
+        target,
+        threads: args.threads,
+        size: args.length.map(|l| l as usize).unwrap_or(64),
+        rate: args.pps.unwrap_or(0),
+        duration,
+    };
+    let r = pktrate::send(&cfg)?;
+    if text {
+        for l in r.lines() {
+            writeln!(out, "{l}")?;
+        }
+    } else {
+        serde_json::to_writer_pretty(&mut *out, &r)?;
+        writeln!(out)?;
+    }
+    Ok(0)
 }
