@@ -4,6 +4,20 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 
+/// One message header per iovec, each with that one buffer and no address or control data.
+fn headers(iov: &mut [libc::iovec]) -> Vec<libc::mmsghdr> {
+    iov.iter_mut()
+        .map(|v| {
+            // SAFETY: mmsghdr is a plain C struct of pointers and integers; all-zero is a valid
+            // (empty) value, and the fields used are set below.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect()
+}
+
 /// Sends each buffer as one datagram to the socket's connected peer, in one call; returns how
 /// many went out (fewer than `bufs.len()` when the socket buffer filled).
 pub fn sendmmsg(fd: &impl AsFd, bufs: &[&[u8]]) -> io::Result<usize> {
@@ -14,17 +28,7 @@ pub fn sendmmsg(fd: &impl AsFd, bufs: &[&[u8]]) -> io::Result<usize> {
             iov_len: b.len(),
         })
         .collect();
-    let mut msgs: Vec<libc::mmsghdr> = iov
-        .iter_mut()
-        .map(|v| {
-            // SAFETY: mmsghdr is a plain C struct of pointers and integers; all-zero is a valid
-            // (empty) value, and the fields used are set below.
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
+    let mut msgs = headers(&mut iov);
     // SAFETY: the descriptor is borrowed from an open socket for the call; `msgs` holds
     // `msgs.len()` initialised headers whose iovecs point into `bufs`, which outlive the call and
     // which the kernel only reads.
@@ -55,16 +59,7 @@ pub fn recvmmsg(fd: &impl AsFd, bufs: &mut [Vec<u8>], lens: &mut [usize]) -> io:
             iov_len: b.len(),
         })
         .collect();
-    let mut msgs: Vec<libc::mmsghdr> = iov
-        .iter_mut()
-        .map(|v| {
-            // SAFETY: as in `sendmmsg`: all-zero is a valid mmsghdr.
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
+    let mut msgs = headers(&mut iov);
     // SAFETY: the descriptor is borrowed from an open socket; `msgs` holds `count` headers whose
     // iovecs point into `bufs` (valid for writes of their lengths and alive for the call);
     // MSG_WAITFORONE returns once one datagram arrived; a null timeout uses the socket's.

@@ -236,15 +236,7 @@ fn packet_rate(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow
                 );
             }
         })?;
-        if text {
-            for l in r.lines() {
-                writeln!(out, "{l}")?;
-            }
-        } else {
-            serde_json::to_writer_pretty(&mut *out, &r)?;
-            writeln!(out)?;
-        }
-        return Ok(0);
+        return emit(out, text, &r.lines(), &r);
     }
     let Some(host) = args.host.as_deref() else {
         bail!("--pps: give the receiver's HOST");
@@ -263,12 +255,22 @@ fn packet_rate(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow
         duration,
     };
     let r = pktrate::send(&cfg)?;
+    emit(out, text, &r.lines(), &r)
+}
+
+/// Text lines, or the value as JSON.
+fn emit(
+    out: &mut dyn Write,
+    text: bool,
+    lines: &[String],
+    v: &impl serde::Serialize,
+) -> anyhow::Result<i32> {
     if text {
-        for l in r.lines() {
+        for l in lines {
             writeln!(out, "{l}")?;
         }
     } else {
-        serde_json::to_writer_pretty(&mut *out, &r)?;
+        serde_json::to_writer_pretty(&mut *out, v)?;
         writeln!(out)?;
     }
     Ok(0)
