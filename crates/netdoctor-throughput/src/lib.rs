@@ -5,6 +5,8 @@
 //!   run), so the client runs against a stock `iperf3 -s` and `iperf3 -c` runs against the
 //!   server. Parallel streams, reverse, bidirectional, a duration and a target bitrate.
 //! - [`report`]: what a test measured, in the shape of iperf3's `--json`, and its text lines.
+//! - [`limits`]: what limited a TCP transfer, from the sender's `TCP_INFO` per interval
+//!   (`receive_window_limited`, `application_limited`).
 //! - [`pktrate`]: packets per second with small UDP datagrams (`sendmmsg`/`recvmmsg`), and
 //!   where the lost ones went (receive-buffer, backlog and interface drop counters).
 //!
@@ -12,6 +14,7 @@
 //! (the protocol is small: a cookie, state bytes, length-prefixed JSON).
 
 pub mod client;
+pub mod limits;
 pub mod pktrate;
 pub mod proto;
 pub mod report;

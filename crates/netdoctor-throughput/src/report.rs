@@ -86,6 +86,12 @@ pub struct IntervalStream {
     pub rtt_us: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
+    /// TCP sender: bytes in flight (unacknowledged segments × MSS) at the sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inflight: Option<u64>,
+    /// TCP sender: the peer's advertised window at the sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_wnd: Option<u64>,
     pub sender: bool,
 }
 
@@ -240,7 +246,7 @@ pub struct Report {
     pub sender_tcp_info: Vec<StreamTcpInfo>,
     /// What limited the transfer (client side).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub findings: Vec<serde_json::Value>,
+    pub findings: Vec<netdoctor_core::Finding>,
     /// Checks that could not run, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
@@ -578,6 +584,9 @@ impl Report {
             &self.end.sum_received_bidir_reverse,
         ) {
             dir("[RX-C]", s, r);
+        }
+        for f in &self.findings {
+            out.push(format!("finding {} ({:?}): {}", f.id, f.side, f.summary));
         }
         let c = &self.end.cpu_utilization_percent;
         out.push(format!(

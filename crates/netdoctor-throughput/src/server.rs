@@ -17,6 +17,9 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// Report interval; zero: none.
     pub interval: Duration,
+    /// Receive buffer of accepted data streams (a server with a small `SO_RCVBUF`; `None`: the
+    /// system's).
+    pub rcvbuf: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -24,6 +27,7 @@ impl Default for ServerConfig {
         ServerConfig {
             bind: SocketAddr::from(([0, 0, 0, 0], proto::DEFAULT_PORT)),
             interval: Duration::from_secs(1),
+            rcvbuf: None,
         }
     }
 }
@@ -316,6 +320,9 @@ impl Server {
                         return Ok(None);
                     }
                     s.set_read_timeout(None).ok();
+                    if let Some(b) = self.cfg.rcvbuf {
+                        let _ = socket2::SockRef::from(&s).set_recv_buffer_size(b);
+                    }
                     if let Some(w) = window {
                         let r = socket2::SockRef::from(&s);
                         let _ = r.set_recv_buffer_size(w as usize);

@@ -98,6 +98,10 @@ impl Session {
                     .map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
                 rtt_us: tcp.as_ref().map(|t| t.rtt_us),
                 packets: udp.then_some(dp),
+                inflight: tcp
+                    .as_ref()
+                    .map(|t| u64::from(t.unacked) * u64::from(t.snd_mss)),
+                snd_wnd: tcp.as_ref().map(|t| u64::from(t.snd_wnd)),
                 sender: s.plan.sender,
             });
         }
@@ -234,7 +238,7 @@ impl Session {
         } else {
             peer.congestion_used.clone()
         };
-        Report {
+        let mut r = Report {
             schema: report::SCHEMA.into(),
             role: if cx.is_client { "client" } else { "server" }.into(),
             local: cx.local,
@@ -252,7 +256,9 @@ impl Session {
                 .collect(),
             findings: Vec::new(),
             skipped: Vec::new(),
-        }
+        };
+        r.findings = crate::limits::findings(&r);
+        r
     }
 }
 

@@ -204,6 +204,7 @@ fn our_server() -> (u16, std::thread::JoinHandle<Report>) {
     let s = Server::bind(ServerConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         interval: Duration::from_secs(1),
+        rcvbuf: None,
     })
     .unwrap();
     let port = s.local_addr().port();

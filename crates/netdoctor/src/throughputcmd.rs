@@ -175,6 +175,7 @@ fn serve(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow::Resu
     let server = Server::bind(ServerConfig {
         bind: SocketAddr::new(ip, args.port),
         interval: args.interval,
+        rcvbuf: None,
     })?;
     if text {
         writeln!(
