@@ -75,12 +75,13 @@ run_pps() {
     trafgen)
       local mac; mac=$(ip netns exec "$B" cat /sys/class/net/vB/address)
       printf '{ eth(da=%s), ipv4(saddr=10.77.0.1, daddr=10.77.0.2), udp(sport=40000, dport=%s), fill(0x41, 64) }\n' "$mac" $port > /tmp/ndthru-tg.$$
-      sent=$(ip netns exec "$A" timeout -s INT "$T" trafgen --dev vA --conf /tmp/ndthru-tg.$$ --cpus 1 --no-sock-mem --notouch-irq 2>&1 | awk '/packets outgoing/ {print $1; exit}')
+      sent=$(ip netns exec "$A" timeout -s INT "$T" trafgen --dev vA --conf /tmp/ndthru-tg.$$ --cpus 1 --no-sock-mem --notouch-irq 2>&1 | awk '/packets outgoing/ {print $1; exit}' | tr -dc 0-9)
       rm -f /tmp/ndthru-tg.$$ ;;
   esac
   local end=$(date +%s.%N)
   after=$(rx_packets)
   wait "${PIDS[-1]}" 2>/dev/null || true
+  sent=$(printf '%s' "$sent" | tr -dc 0-9)
   python3 -c "s=$end-$start; print(f'{${sent:-0}/s:.0f} {($after-$before)/s:.0f}')"
 }
 
