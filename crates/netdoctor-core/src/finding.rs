@@ -33,12 +33,14 @@ pub enum FindingId {
     DnsSlow,
     ReverseDnsTimeout,
     DnsNameNotFound,
+    ReceiveWindowLimited,
+    ApplicationLimited,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 23] = {
+    pub const ALL: [FindingId; 25] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -64,6 +66,8 @@ impl FindingId {
             DnsSlow,
             ReverseDnsTimeout,
             DnsNameNotFound,
+            ReceiveWindowLimited,
+            ApplicationLimited,
         ]
     };
 
@@ -77,14 +81,14 @@ impl FindingId {
             | RetransmissionTimeout
             | SynRetransmit
             | ZeroWindow
-            | ConnectionReset => Layer::Transport,
+            | ConnectionReset
+            | ReceiveWindowLimited => Layer::Transport,
             ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
                 Layer::Host
             }
             InterfaceErrors => Layer::Link,
-            SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors => {
-                Layer::Application
-            }
+            SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
+            | ApplicationLimited => Layer::Application,
             HighBaseRtt | RouteProblem => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
             | DnsNameNotFound => Layer::Dns,
@@ -118,6 +122,8 @@ impl FindingId {
             DnsSlow => "dns_slow",
             ReverseDnsTimeout => "reverse_dns_timeout",
             DnsNameNotFound => "dns_name_not_found",
+            ReceiveWindowLimited => "receive_window_limited",
+            ApplicationLimited => "application_limited",
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod pcapfile;
 pub mod pcapwrite;
 pub mod sockdiag;
 pub mod sockopt;
+pub mod softnet;
 pub mod sysctl;
 
 pub use counters::{CounterDelta, CounterSnapshot, delta, snapshot, snapshot_from};

@@ -50,6 +50,8 @@ pub enum Command {
     /// Model Context Protocol server on stdio: diagnose, analyze, compare, host, dns and trace
     /// as tools for an assistant, each returning the JSON report.
     Mcp(McpArgs),
+    /// TCP/UDP throughput, iperf3-compatible client and server (-P, -R, --bidir, -t, -b).
+    Throughput(crate::throughputcmd::ThroughputArgs),
 }
 
 /// `netdoctor mcp`: no options; the client speaks JSON-RPC on stdin/stdout.
@@ -78,6 +80,7 @@ impl Cli {
             Command::Watch(a) => &a.output,
             Command::Host(a) => &a.output,
             Command::Mcp(_) => &NO_OUTPUT,
+            Command::Throughput(a) => &a.output,
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod output;
 pub mod routeout;
 pub mod stop;
 pub mod target;
+pub mod throughputcmd;
 pub mod tracecmd;
 pub mod watchcmd;
 
@@ -45,6 +46,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             let stdin = std::io::stdin();
             mcp::serve(&mut stdin.lock(), out)
         }
+        Command::Throughput(args) => throughputcmd::command(&args, out),
     }
 }
 

@@ -219,3 +219,15 @@ reverse_dns_timeout-fix = 在域名服务器上提供反向区域（in-addr.arpa
 dns_name_not_found-summary = 名字不存在：域名服务器有应答，但这个名字没有地址（NXDOMAIN 或没有该类型的记录）
 dns_name_not_found-explanation = 解析器本身工作正常：每个有应答的域名服务器都说这个名字不存在，系统的 getaddrinfo 也失败了。网络里没有慢或坏的地方，错的是名字本身（或补全它的 search 列表），或者区域里缺少这条记录。
 dns_name_not_found-fix = 检查 URL 中的主机名拼写、/etc/resolv.conf 的 search 域和 ndots，或者在 DNS 区域中添加这条记录；然后用 `netdoctor dns NAME` 复查。
+
+## receive_window_limited
+
+receive_window_limited-summary = 传输受接收窗口限制：发送方在途的数据一直顶到对端通告的窗口
+receive_window_limited-explanation = 发送方的拥塞窗口还有余量，但在途字节数始终接近接收方通告的窗口：接收方的接收缓冲区（tcp_rmem 或 SO_RCVBUF）小于带宽时延积，发送方只能等待确认后才能继续发送。吞吐量约等于窗口除以往返时间。
+receive_window_limited-fix = 在接收方调大 net.ipv4.tcp_rmem 的最大值（或程序设置的 SO_RCVBUF），使其不小于带宽时延积；注意已接受的连接继承监听套接字的缓冲区，需在服务启动前设置。然后用 `netdoctor throughput` 复测。
+
+## application_limited
+
+application_limited-summary = 传输受应用限制：发送方写得比网络和接收方能承受的慢
+application_limited-explanation = 发送方按目标速率（或自身的写入节奏）发送，在途数据远低于拥塞窗口和接收窗口：网络和接收方都还有余量，瓶颈在写数据的程序本身。
+application_limited-fix = 提高应用的写入速率（去掉限速、加大每次写入、使用更多并行流），或确认这个速率就是预期的；网络和内核参数不需要修改。

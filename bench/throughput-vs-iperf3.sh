@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# bench/throughput-vs-iperf3.sh: `netdoctor throughput` against iperf3 (and trafgen for packet
+# rate), in the same run, on a veth pair between two namespaces this script makes and on
+# loopback. Prints one line per measurement and the ratios.
+#   TCP: Gbit/s and CPU seconds per GB (both ends, from each tool's own cpu_utilization_percent)
+#        for 1 and 4 streams; the peers alternate which goes first.
+#   UDP packet rate, 64-byte payloads, one sending thread: our --pps max vs iperf3 -u -l 64 -b 0
+#        vs trafgen (veth only), packets/s counted at the receiving interface (and by the tools).
+# Needs root, iperf3, netsniff-ng (trafgen; run with --no-sock-mem --notouch-irq so it leaves
+# the host's socket-memory sysctls and IRQ affinity alone). Removes its namespaces and
+# processes on exit.
+set -euo pipefail
+ND=${ND:-$(dirname "$0")/../target/release/netdoctor}
+T=${T:-5}
+A=ndthruA$$ B=ndthruB$$
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  ip netns del "$A" 2>/dev/null || true
+  ip netns del "$B" 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+command -v iperf3 >/dev/null || { echo "skipped: needs iperf3 (apt-get install iperf3)"; exit 0; }
+[ -x "$ND" ] || { echo "build first: cargo build --release -p netdoctor (or ND=path)"; exit 2; }
+
+ip netns add "$A"; ip netns add "$B"
+ip link add vA netns "$A" type veth peer name vB netns "$B"
+ip -n "$A" addr add 10.77.0.1/24 dev vA; ip -n "$B" addr add 10.77.0.2/24 dev vB
+ip -n "$A" link set vA up; ip -n "$B" link set vB up
+ip -n "$A" link set lo up; ip -n "$B" link set lo up
+
+# run_tcp WHERE TOOL STREAMS -> "gbps cpu_s_per_gb"
+run_tcp() {
+  local where=$1 tool=$2 p=$3 port=$((15500 + RANDOM % 400)) srvns="" clins="" host=127.0.0.1
+  if [ "$where" = veth ]; then srvns="ip netns exec $B"; clins="ip netns exec $A"; host=10.77.0.2; fi
+  local out=/tmp/ndthru-bench.$$.json
+  if [ "$tool" = iperf3 ]; then
+    $srvns iperf3 -s -1 -p $port >/dev/null 2>&1 & PIDS+=($!)
+  else
+    $srvns "$ND" throughput --server -1 -p $port -i 0 >/dev/null 2>&1 & PIDS+=($!)
+  fi
+  sleep 0.5
+  if [ "$tool" = iperf3 ]; then
+    $clins iperf3 -c $host -p $port -t "$T" -P "$p" --json > $out
+  else
+    $clins "$ND" throughput $host -p $port -t "$T" -P "$p" -i 0 --json > $out
+  fi
+  wait "${PIDS[-1]}" 2>/dev/null || true
+  python3 - "$out" <<'PY'
+import json,sys
+e=json.load(open(sys.argv[1]))["end"]
+r=e["sum_received"]; c=e["cpu_utilization_percent"]
+gb=r["bytes"]/1e9; secs=r["seconds"]
+cpu=(c["host_total"]+c["remote_total"])/100*secs
+print(f'{r["bits_per_second"]/1e9:.2f} {cpu/gb:.3f}')
+PY
+  rm -f $out
+}
+
+rx_packets() { ip netns exec "$B" cat /sys/class/net/vB/statistics/rx_packets; }
+
+# run_pps TOOL -> "sent_pps arrived_pps" (veth: arrivals at vB)
+run_pps() {
+  local tool=$1 port=5299 before after secs
+  ip netns exec "$B" "$ND" throughput --pps-server -p $port -t $((T + 4)) --json > /tmp/ndthru-pr.$$ 2>/dev/null & PIDS+=($!)
+  sleep 0.5
+  before=$(rx_packets)
+  local start=$(date +%s.%N) sent=0
+  case $tool in
+    netdoctor) sent=$(ip netns exec "$A" "$ND" throughput 10.77.0.2 -p $port --pps max -T 1 -l 64 -t "$T" --json | python3 -c 'import json,sys;print(json.load(sys.stdin)["packets"])') ;;
+    iperf3)
+      # iperf3 needs its own server: the UDP data goes to it; arrivals are counted at vB.
+      ip netns exec "$B" iperf3 -s -1 -p 5298 >/dev/null 2>&1 & PIDS+=($!); sleep 0.5
+      sent=$(ip netns exec "$A" iperf3 -c 10.77.0.2 -p 5298 -u -l 64 -b 0 -t "$T" --json | python3 -c 'import json,sys;print(json.load(sys.stdin)["end"]["sum_sent"]["packets"])') ;;
+    trafgen)
+      local mac; mac=$(ip netns exec "$B" cat /sys/class/net/vB/address)
+      printf '{ eth(da=%s), ipv4(saddr=10.77.0.1, daddr=10.77.0.2), udp(sport=40000, dport=%s), fill(0x41, 64) }\n' "$mac" $port > /tmp/ndthru-tg.$$
+      sent=$(ip netns exec "$A" timeout -s INT "$T" trafgen --dev vA --conf /tmp/ndthru-tg.$$ --cpus 1 --no-sock-mem --notouch-irq 2>&1 | awk '/packets outgoing/ {print $1; exit}' | tr -dc 0-9)
+      rm -f /tmp/ndthru-tg.$$ ;;
+  esac
+  local end=$(date +%s.%N)
+  after=$(rx_packets)
+  wait "${PIDS[-1]}" 2>/dev/null || true
+  sent=$(printf '%s' "$sent" | tr -dc 0-9)
+  python3 -c "s=$end-$start; print(f'{${sent:-0}/s:.0f} {($after-$before)/s:.0f}')"
+}
+
+echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r)"
+for where in veth loopback; do
+  for p in 1 4; do
+    if [ $p = 1 ]; then order="iperf3 netdoctor"; else order="netdoctor iperf3"; fi
+    declare -A R=()
+    for tool in $order; do R[$tool]=$(run_tcp $where $tool $p); echo "tcp $where P=$p $tool: ${R[$tool]} (Gbit/s, CPU s/GB)"; done
+    read -r ng nc <<<"${R[netdoctor]}"; read -r ig ic <<<"${R[iperf3]}"
+    python3 -c "print(f'tcp $where P=$p ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+  done
+done
+declare -A S=()
+for tool in iperf3 netdoctor trafgen; do
+  if [ $tool = trafgen ] && ! command -v trafgen >/dev/null; then echo "skipped: needs trafgen (apt-get install netsniff-ng)"; continue; fi
+  S[$tool]=$(run_pps $tool); echo "pps veth $tool: ${S[$tool]} (sent/s, arrived at vB/s)"
+done
+read -r ns na <<<"${S[netdoctor]}"; read -r is ia <<<"${S[iperf3]}"
+python3 -c "print(f'pps veth ratio netdoctor/iperf3: sent {$ns/$is:.2f}x, arrived {$na/$ia:.2f}x')"
+if [ -n "${S[trafgen]:-}" ]; then read -r ts ta <<<"${S[trafgen]}"; python3 -c "print(f'pps veth ratio netdoctor/trafgen: sent {$ns/$ts:.2f}x, arrived {$na/$ta:.2f}x')"; fi

@@ -1,0 +1,270 @@
+//! One test's streams while they run, as both ends see them: start the threads, sample the
+//! counters (and the senders' `TCP_INFO`) per interval, stop, and turn the totals into this
+//! side's results for the exchange.
+
+use crate::proto::{Results, StreamResult};
+use crate::report::{
+    self, End, Interval, IntervalStream, Report, StreamTcpInfo, TcpSnapshot, TestSetup,
+};
+use crate::stream::{DataSocket, Running, StreamPlan};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The running streams of one test.
+pub struct Session {
+    pub streams: Vec<Running>,
+    counting: Arc<AtomicBool>,
+    pub start: Instant,
+    end: Option<Instant>,
+    last: Instant,
+    last_bytes: Vec<u64>,
+    last_packets: Vec<u64>,
+    last_retrans: Vec<u32>,
+    cpu0: (Duration, Duration),
+    /// The senders' last `TCP_INFO`, by stream id.
+    pub tcp_final: Vec<(u32, TcpSnapshot)>,
+    /// The congestion control of the first TCP stream (read at the end).
+    pub congestion: Option<String>,
+}
+
+impl Session {
+    /// Starts one thread per stream.
+    pub fn start(socks: Vec<(StreamPlan, DataSocket)>) -> std::io::Result<Session> {
+        let counting = Arc::new(AtomicBool::new(true));
+        let cpu0 = netdoctor_sys::rusage::own_cpu_times();
+        let start = Instant::now();
+        let mut streams = Vec::new();
+        for (plan, sock) in socks {
+            streams.push(Running::start(plan, sock, counting.clone())?);
+        }
+        let n = streams.len();
+        Ok(Session {
+            streams,
+            counting,
+            start,
+            end: None,
+            last: start,
+            last_bytes: vec![0; n],
+            last_packets: vec![0; n],
+            last_retrans: vec![0; n],
+            cpu0,
+            tcp_final: Vec::new(),
+            congestion: None,
+        })
+    }
+
+    /// Seconds since the start.
+    pub fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The interval since the last sample.
+    pub fn sample(&mut self) -> Interval {
+        let now = self.end.unwrap_or_else(Instant::now);
+        let t0 = (self.last - self.start).as_secs_f64();
+        let t1 = (now - self.start).as_secs_f64();
+        let seconds = (t1 - t0).max(1e-9);
+        let mut streams = Vec::with_capacity(self.streams.len());
+        for (i, s) in self.streams.iter().enumerate() {
+            let bytes = s.counters.bytes.load(Ordering::Relaxed);
+            let packets = s.counters.packets.load(Ordering::Relaxed);
+            let db = bytes - self.last_bytes[i].min(bytes);
+            let dp = packets.saturating_sub(self.last_packets[i]);
+            self.last_bytes[i] = bytes;
+            self.last_packets[i] = packets;
+            let tcp = if s.plan.sender {
+                s.tcp.as_ref().and_then(|t| TcpSnapshot::read(t).ok())
+            } else {
+                None
+            };
+            let retransmits = tcp.as_ref().map(|t| {
+                let d = t.total_retrans.saturating_sub(self.last_retrans[i]);
+                self.last_retrans[i] = t.total_retrans;
+                i64::from(d)
+            });
+            let udp = s.tcp.is_none();
+            streams.push(IntervalStream {
+                id: s.plan.id,
+                socket: s.fd,
+                start: t0,
+                end: t1,
+                seconds,
+                bytes: db,
+                bits_per_second: db as f64 * 8.0 / seconds,
+                retransmits,
+                snd_cwnd: tcp
+                    .as_ref()
+                    .map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss)),
+                rtt_us: tcp.as_ref().map(|t| t.rtt_us),
+                packets: udp.then_some(dp),
+                inflight: tcp
+                    .as_ref()
+                    .map(|t| u64::from(t.unacked) * u64::from(t.snd_mss)),
+                snd_wnd: tcp.as_ref().map(|t| u64::from(t.snd_wnd)),
+                sender: s.plan.sender,
+            });
+        }
+        self.last = now;
+        Interval::new(t0, t1, streams)
+    }
+
+    /// Stops counting received bytes and marks the end time (iperf3: the TEST_END moment).
+    pub fn mark_end(&mut self) {
+        if self.end.is_none() {
+            self.counting.store(false, Ordering::Relaxed);
+            self.end = Some(Instant::now());
+            self.tcp_final = self
+                .streams
+                .iter()
+                .filter(|s| s.plan.sender)
+                .filter_map(|s| Some((s.plan.id, TcpSnapshot::read(s.tcp.as_ref()?).ok()?)))
+                .collect();
+            self.congestion = self
+                .streams
+                .iter()
+                .find_map(|s| congestion_of(s.tcp.as_ref()?));
+        }
+    }
+
+    /// Stops the sending threads only (the client does this before TEST_END).
+    pub fn stop_senders(&mut self) {
+        for s in self.streams.iter_mut().filter(|s| s.plan.sender) {
+            s.stop();
+        }
+    }
+
+    /// Stops every thread and closes the data sockets (iperf3's server closes them at TEST_END;
+    /// iperf3 3.12's client may sit in a blocking read on one until it sees the close).
+    pub fn stop_all(&mut self) {
+        self.mark_end();
+        for s in &mut self.streams {
+            s.stop();
+            if let Some(t) = s.tcp.take() {
+                let _ = t.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    /// Seconds from start to end (or now).
+    pub fn duration(&self) -> f64 {
+        (self.end.unwrap_or_else(Instant::now) - self.start).as_secs_f64()
+    }
+
+    /// CPU use of this process since the start, percent of one core's wall time: total, user,
+    /// system (iperf3's `cpu_util`).
+    pub fn cpu_percent(&self) -> (f64, f64, f64) {
+        let (u, s) = netdoctor_sys::rusage::own_cpu_times();
+        let wall = self.duration().max(1e-9);
+        let user = (u - self.cpu0.0.min(u)).as_secs_f64() / wall * 100.0;
+        let sys = (s - self.cpu0.1.min(s)).as_secs_f64() / wall * 100.0;
+        (user + sys, user, sys)
+    }
+
+    /// This side's results for the exchange.
+    pub fn results(&self) -> Results {
+        let congestion = self.congestion.clone();
+        let (total, user, system) = self.cpu_percent();
+        let any_sender = self.streams.iter().any(|s| s.plan.sender);
+        let tcp = self.streams.iter().any(|s| s.tcp.is_some());
+        let end = self.duration();
+        Results {
+            cpu_util_total: total,
+            cpu_util_user: user,
+            cpu_util_system: system,
+            sender_has_retransmits: match (any_sender, tcp) {
+                (false, _) => -1,
+                (true, true) => 1,
+                (true, false) => 0,
+            },
+            congestion_used: congestion,
+            streams: self
+                .streams
+                .iter()
+                .map(|s| {
+                    let c = &s.counters;
+                    let retrans = self
+                        .tcp_final
+                        .iter()
+                        .find(|(id, _)| *id == s.plan.id)
+                        .map(|(_, t)| i64::from(t.total_retrans))
+                        .unwrap_or(-1);
+                    StreamResult {
+                        id: s.plan.id,
+                        bytes: c.bytes.load(Ordering::Relaxed),
+                        retransmits: if s.plan.sender { retrans } else { -1 },
+                        jitter: c.jitter(),
+                        errors: c.lost.load(Ordering::Relaxed),
+                        omitted_errors: 0,
+                        packets: c.packets.load(Ordering::Relaxed) as i64,
+                        omitted_packets: 0,
+                        start_time: 0.0,
+                        end_time: end,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Who ran the test and how, for [`Session::report`].
+pub struct ReportContext {
+    pub is_client: bool,
+    pub local: String,
+    pub remote: String,
+    pub setup: TestSetup,
+    pub intervals: Vec<Interval>,
+}
+
+impl Session {
+    /// The report of a finished test from both sides' results.
+    pub fn report(&self, cx: ReportContext, local: &Results, peer: &Results) -> Report {
+        let udp = cx.setup.protocol == "udp";
+        let ooo = |local_sends: bool| -> Option<u64> {
+            (udp && !local_sends).then(|| {
+                self.streams
+                    .iter()
+                    .filter(|s| !s.plan.sender)
+                    .map(|s| s.counters.out_of_order.load(Ordering::Relaxed))
+                    .sum()
+            })
+        };
+        let (reverse, bidir) = (cx.setup.reverse, cx.setup.bidir);
+        let mut end: End = report::end_sums(local, peer, cx.is_client, reverse, bidir, udp, &ooo);
+        // The congestion control of the side that sends in the test's direction.
+        let local_sends = cx.is_client != reverse;
+        end.sender_tcp_congestion = if local_sends {
+            local.congestion_used.clone()
+        } else {
+            peer.congestion_used.clone()
+        };
+        let mut r = Report {
+            schema: report::SCHEMA.into(),
+            role: if cx.is_client { "client" } else { "server" }.into(),
+            local: cx.local,
+            remote: cx.remote,
+            setup: cx.setup,
+            intervals: cx.intervals,
+            end,
+            sender_tcp_info: self
+                .tcp_final
+                .iter()
+                .map(|(id, info)| StreamTcpInfo {
+                    id: *id,
+                    info: info.clone(),
+                })
+                .collect(),
+            findings: Vec::new(),
+            skipped: Vec::new(),
+        };
+        r.findings = crate::limits::findings(&r);
+        r
+    }
+}
+
+/// A TCP socket's congestion control name.
+fn congestion_of(s: &std::net::TcpStream) -> Option<String> {
+    let name = socket2::SockRef::from(s).tcp_congestion().ok()?;
+    let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+    Some(String::from_utf8_lossy(&name[..end]).into_owned())
+}

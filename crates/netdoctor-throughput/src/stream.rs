@@ -1,0 +1,367 @@
+//! The data streams: one thread per stream, blocking sockets with short timeouts so a stop flag
+//! ends them within ~100 ms. Counters are atomics the control thread samples every interval.
+//!
+//! UDP blocks carry iperf3's header: send time (seconds and microseconds, 32-bit big-endian
+//! each) and the packet count (32-bit, or 64-bit when `udp_counters_64bit` was agreed). The
+//! receiver counts a gap in the count as loss, a count below the highest seen as out-of-order
+//! (and takes one back from the loss), and keeps RFC 1889's jitter (as iperf3 does).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a blocked read or write waits before the thread looks at its stop flag.
+const POLL: Duration = Duration::from_millis(100);
+
+/// A connected data socket.
+#[derive(Debug)]
+pub enum DataSocket {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+impl DataSocket {
+    /// The descriptor number (iperf3 prints it as the stream's label).
+    pub fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        match self {
+            DataSocket::Tcp(s) => s.as_raw_fd(),
+            DataSocket::Udp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// What a stream does and how fast.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamPlan {
+    /// iperf3's stream id (1, 3, 4, …).
+    pub id: u32,
+    /// This side writes (else reads).
+    pub sender: bool,
+    /// Bytes per write / datagram size.
+    pub blksize: usize,
+    /// Target bits/s for this stream; 0 = as fast as possible.
+    pub rate: u64,
+    /// UDP packet count is 64-bit.
+    pub udp64: bool,
+}
+
+/// Counters one stream thread updates and the control thread reads.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Bytes written (sender) or read while counting (receiver).
+    pub bytes: AtomicU64,
+    /// UDP: datagrams sent; receiver: the highest packet count seen (iperf3's meaning).
+    pub packets: AtomicU64,
+    /// UDP receiver: datagrams missing from the sequence.
+    pub lost: AtomicI64,
+    /// UDP receiver: datagrams that arrived after a later one.
+    pub out_of_order: AtomicU64,
+    /// UDP receiver: jitter in seconds (f64 bits).
+    pub jitter_bits: AtomicU64,
+    /// Datagrams received (UDP receiver), for the packet-rate view.
+    pub datagrams: AtomicU64,
+}
+
+impl Counters {
+    /// Jitter in seconds.
+    pub fn jitter(&self) -> f64 {
+        f64::from_bits(self.jitter_bits.load(Ordering::Relaxed))
+    }
+}
+
+/// A running stream: its plan, counters and thread.
+#[derive(Debug)]
+pub struct Running {
+    pub plan: StreamPlan,
+    pub fd: i32,
+    pub counters: Arc<Counters>,
+    /// A second handle on a TCP socket, for `TCP_INFO` while the thread owns the first.
+    pub tcp: Option<TcpStream>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Starts the stream's thread. `counting` says whether received bytes count (receivers stop
+    /// counting at the test's end, as iperf3 counts only in TEST_RUNNING).
+    pub fn start(
+        plan: StreamPlan,
+        sock: DataSocket,
+        counting: Arc<AtomicBool>,
+    ) -> std::io::Result<Running> {
+        let counters = Arc::new(Counters::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let fd = sock.fd();
+        let tcp = match &sock {
+            DataSocket::Tcp(s) => Some(s.try_clone()?),
+            DataSocket::Udp(_) => None,
+        };
+        let (c, st) = (counters.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("stream-{}", plan.id))
+            .spawn(move || match (sock, plan.sender) {
+                (DataSocket::Tcp(s), true) => tcp_send(s, plan, &c, &st),
+                (DataSocket::Tcp(s), false) => tcp_recv(s, plan, &c, &st, &counting),
+                (DataSocket::Udp(s), true) => udp_send(s, plan, &c, &st),
+                (DataSocket::Udp(s), false) => udp_recv(s, plan, &c, &st, &counting),
+            })?;
+        Ok(Running {
+            plan,
+            fd,
+            counters,
+            tcp,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks the thread to end and waits for it.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// With a target rate: when `sent` bytes are ahead of `rate` bits/s since `start`, sleeps toward
+/// their due time (at most one poll period, so the caller sees its stop flag) and says so.
+fn hold(start: Instant, sent: u64, rate: u64) -> bool {
+    if rate == 0 {
+        return false;
+    }
+    let due = Duration::from_secs_f64(sent as f64 * 8.0 / rate as f64);
+    let now = start.elapsed();
+    if due <= now {
+        return false;
+    }
+    std::thread::sleep((due - now).min(POLL));
+    true
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
+}
+
+fn tcp_send(mut s: TcpStream, plan: StreamPlan, c: &Counters, stop: &AtomicBool) {
+    let _ = s.set_write_timeout(Some(POLL));
+    let buf = payload(plan.blksize);
+    let start = Instant::now();
+    let mut off = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        if hold(start, c.bytes.load(Ordering::Relaxed), plan.rate) {
+            continue;
+        }
+        match s.write(&buf[off..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                off = (off + n) % buf.len();
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => break,
+        }
+    }
+}
+
+fn tcp_recv(
+    mut s: TcpStream,
+    plan: StreamPlan,
+    c: &Counters,
+    stop: &AtomicBool,
+    counting: &AtomicBool,
+) {
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut buf = vec![0u8; plan.blksize.max(1)];
+    while !stop.load(Ordering::Relaxed) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if counting.load(Ordering::Relaxed) {
+                    c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// A block of the repeating pattern iperf3 fills its buffer with when asked to (any bytes do).
+fn payload(len: usize) -> Vec<u8> {
+    (0..len.max(1)).map(|i| b"0123456789"[i % 10]).collect()
+}
+
+/// iperf3's UDP header: the wall-clock send time and the packet count.
+pub fn write_udp_header(buf: &mut [u8], now: Duration, count: u64, udp64: bool) {
+    buf[0..4].copy_from_slice(&(now.as_secs() as u32).to_be_bytes());
+    buf[4..8].copy_from_slice(&now.subsec_micros().to_be_bytes());
+    if udp64 {
+        buf[8..16].copy_from_slice(&count.to_be_bytes());
+    } else {
+        buf[8..12].copy_from_slice(&(count as u32).to_be_bytes());
+    }
+}
+
+/// The send time (seconds) and count of a datagram; `None` when it is too short.
+pub fn read_udp_header(buf: &[u8], udp64: bool) -> Option<(f64, u64)> {
+    let need = if udp64 { 16 } else { 12 };
+    if buf.len() < need {
+        return None;
+    }
+    let sec = u32::from_be_bytes(buf[0..4].try_into().ok()?);
+    let usec = u32::from_be_bytes(buf[4..8].try_into().ok()?);
+    let count = if udp64 {
+        u64::from_be_bytes(buf[8..16].try_into().ok()?)
+    } else {
+        u64::from(u32::from_be_bytes(buf[8..12].try_into().ok()?))
+    };
+    Some((f64::from(sec) + f64::from(usec) / 1e6, count))
+}
+
+fn wall() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+fn udp_send(s: UdpSocket, plan: StreamPlan, c: &Counters, stop: &AtomicBool) {
+    let _ = s.set_write_timeout(Some(POLL));
+    let mut buf = payload(plan.blksize.max(16));
+    let start = Instant::now();
+    let mut count = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        if hold(start, c.bytes.load(Ordering::Relaxed), plan.rate) {
+            continue;
+        }
+        write_udp_header(&mut buf, wall(), count + 1, plan.udp64);
+        match s.send(&buf) {
+            Ok(n) => {
+                count += 1;
+                c.packets.store(count, Ordering::Relaxed);
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            // ENOBUFS, ECONNREFUSED (the peer's socket not there yet or gone): iperf3 treats
+            // them as soft errors and sends on; so do we, without counting the datagram.
+            Err(_) => std::thread::yield_now(),
+        }
+    }
+}
+
+/// The receiver's sequence and jitter bookkeeping (iperf3's `iperf_udp_recv`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct UdpRecvState {
+    /// Highest packet count seen.
+    pub max_count: u64,
+    pub lost: i64,
+    pub out_of_order: u64,
+    pub jitter: f64,
+    prev_transit: Option<f64>,
+}
+
+impl UdpRecvState {
+    /// Accounts one datagram sent at `sent` (s) with `count`, that arrived at `arrived` (s).
+    pub fn on_packet(&mut self, count: u64, sent: f64, arrived: f64) {
+        if count > self.max_count {
+            if count > self.max_count + 1 {
+                self.lost += (count - 1 - self.max_count) as i64;
+            }
+            self.max_count = count;
+        } else {
+            self.out_of_order += 1;
+            if self.lost > 0 {
+                self.lost -= 1;
+            }
+        }
+        let transit = arrived - sent;
+        let prev = self.prev_transit.unwrap_or(transit);
+        self.jitter += ((transit - prev).abs() - self.jitter) / 16.0;
+        self.prev_transit = Some(transit);
+    }
+}
+
+fn udp_recv(
+    s: UdpSocket,
+    plan: StreamPlan,
+    c: &Counters,
+    stop: &AtomicBool,
+    counting: &AtomicBool,
+) {
+    let _ = s.set_read_timeout(Some(POLL));
+    let mut buf = vec![0u8; plan.blksize.max(16) + 64];
+    let mut st = UdpRecvState::default();
+    while !stop.load(Ordering::Relaxed) {
+        match s.recv(&mut buf) {
+            Ok(n) => {
+                if !counting.load(Ordering::Relaxed) {
+                    continue;
+                }
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                c.datagrams.fetch_add(1, Ordering::Relaxed);
+                if let Some((sent, count)) = read_udp_header(&buf[..n], plan.udp64) {
+                    st.on_packet(count, sent, wall().as_secs_f64());
+                    c.packets.store(st.max_count, Ordering::Relaxed);
+                    c.lost.store(st.lost, Ordering::Relaxed);
+                    c.out_of_order.store(st.out_of_order, Ordering::Relaxed);
+                    c.jitter_bits.store(st.jitter.to_bits(), Ordering::Relaxed);
+                }
+            }
+            Err(e) if is_timeout(&e) => {}
+            // ECONNREFUSED from an earlier send's ICMP: keep reading.
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_header_round_trips_in_both_widths() {
+        let mut b = [0u8; 32];
+        let t = Duration::new(1_700_000_000, 123_456_000);
+        write_udp_header(&mut b, t, 7, false);
+        assert_eq!(&b[8..12], &7u32.to_be_bytes());
+        let (s, c) = read_udp_header(&b, false).unwrap();
+        assert_eq!(c, 7);
+        assert!((s - 1_700_000_000.123456).abs() < 1e-6);
+        write_udp_header(&mut b, t, 1 << 40, true);
+        assert_eq!(read_udp_header(&b, true).unwrap().1, 1 << 40);
+        assert_eq!(read_udp_header(&b[..11], false), None);
+    }
+
+    #[test]
+    fn loss_and_reordering_are_counted_as_iperf3_does() {
+        let mut st = UdpRecvState::default();
+        for c in [1, 2, 4, 5, 3, 8] {
+            st.on_packet(c, 0.0, 0.001);
+        }
+        // gap 3 (1 lost), 3 arrives late (lost back to 0, one out of order), gap 6-7 (2 lost)
+        assert_eq!((st.max_count, st.lost, st.out_of_order), (8, 2, 1));
+        assert_eq!(st.jitter, 0.0);
+    }
+
+    #[test]
+    fn jitter_follows_transit_changes() {
+        let mut st = UdpRecvState::default();
+        st.on_packet(1, 0.0, 0.010);
+        st.on_packet(2, 0.1, 0.110);
+        assert!(st.jitter < 1e-12, "{}", st.jitter);
+        st.on_packet(3, 0.2, 0.226); // transit 26 ms instead of 10
+        assert!((st.jitter - 0.016 / 16.0).abs() < 1e-9, "{}", st.jitter);
+    }
+}

@@ -1,0 +1,92 @@
+//! The transfer-limit findings on real loopback transfers between our client and server: a
+//! rate-limited writer is `application_limited`; a receiver with a small receive buffer is
+//! `receive_window_limited` (and not application-limited); a flat-out transfer is not
+//! application-limited.
+
+use netdoctor_core::FindingId;
+use netdoctor_throughput::{ClientConfig, Report, Server, ServerConfig, run_client};
+use std::time::Duration;
+
+fn transfer(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
+    let s = Server::bind(ServerConfig {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        interval: Duration::from_secs(1),
+        rcvbuf,
+    })
+    .unwrap();
+    let port = s.local_addr().port();
+    let h = std::thread::spawn(move || s.serve_one(&mut |_| {}).unwrap());
+    let r = run_client(
+        &ClientConfig {
+            port,
+            duration: 4,
+            bitrate,
+            interval: Duration::from_millis(500),
+            ..ClientConfig::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    h.join().unwrap();
+    r
+}
+
+fn ids(r: &Report) -> Vec<FindingId> {
+    r.findings.iter().map(|f| f.id).collect()
+}
+
+#[test]
+fn a_rate_limited_writer_is_application_limited() {
+    let r = transfer(None, Some(200_000_000));
+    assert_eq!(
+        ids(&r),
+        vec![FindingId::ApplicationLimited],
+        "{:#?}",
+        r.findings
+    );
+    let f = &r.findings[0];
+    assert!(f.summary.contains("200 Mbits/sec"), "{}", f.summary);
+}
+
+#[test]
+fn a_small_receive_buffer_is_receive_window_limited() {
+    let r = transfer(Some(32 * 1024), None);
+    assert!(
+        ids(&r).contains(&FindingId::ReceiveWindowLimited),
+        "{:#?}\n{:#?}",
+        r.findings,
+        r.intervals.iter().map(|i| &i.streams).collect::<Vec<_>>()
+    );
+    assert!(!ids(&r).contains(&FindingId::ApplicationLimited));
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::ReceiveWindowLimited)
+        .unwrap();
+    assert_eq!(
+        f.side,
+        netdoctor_core::Side::Server,
+        "the receiver is the server"
+    );
+}
+
+#[test]
+fn a_flat_out_transfer_is_not_application_limited() {
+    let r = transfer(None, None);
+    assert!(
+        !ids(&r).contains(&FindingId::ApplicationLimited),
+        "{:#?}",
+        r.findings
+    );
+}
+
+#[test]
+fn a_target_above_what_the_window_allows_is_not_application_limited() {
+    // 50 Gbit/s cannot be reached through a 32 KiB window on loopback: the target is missed.
+    let r = transfer(Some(32 * 1024), Some(50_000_000_000));
+    assert!(
+        !ids(&r).contains(&FindingId::ApplicationLimited),
+        "{:#?}",
+        r.findings
+    );
+}
