@@ -20,6 +20,10 @@ fn sigkill_of_demo_then_lab_stop_leaves_nothing() {
         eprintln!("skipped: needs root (network namespaces)");
         return;
     }
+    // The syn-flood case below runs hping3 and iptables.
+    if !netdoctor_lab::tools::have(&[("hping3", "hping3"), ("iptables", "iptables")]) {
+        return;
+    }
     let mut child = Command::new(env!("CARGO_BIN_EXE_netdoctor"))
         .args(["demo", "--server", "builtin", "-d", "10s", "-c", "4"])
         .env("NO_COLOR", "1")
