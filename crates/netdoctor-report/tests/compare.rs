@@ -279,3 +279,18 @@ fn both_views_in_chinese_are_whole_and_say_what_changed() {
     // The JSON does not change with the language: the sentence stays English there.
     assert!(c.summary.starts_with("B is healthy where A had a problem"));
 }
+
+/// Counter deltas on the page have digit groups, as in the terminal view.
+#[test]
+fn the_html_counter_deltas_are_grouped() {
+    let c = compare("lab-off-1", "lab-on-1");
+    let mut out = Vec::new();
+    netdoctor_report::compare::html::render(&c, &mut out).unwrap();
+    let page = String::from_utf8(out).unwrap();
+    // Ip.InDelivers: 34 → 13,785 in A, 13,887 → 143,170 in B.
+    assert!(
+        page.contains("<code>Ip.InDelivers</code></td><td>+13,751</td><td>+129,283</td>"),
+        "{}",
+        html_common::between(&page, r#"id="counters""#, "</section>")
+    );
+}

@@ -196,9 +196,7 @@ fn the_comparison_page_opens_cleanly_in_headless_chromium() {
 #[test]
 fn reports_open_cleanly_in_headless_chromium() {
     let Some(bin) = chromium() else {
-        eprintln!(
-            "skipped: needs chromium (apt-get install chromium, or set NETDOCTOR_CHROMIUM)"
-        );
+        eprintln!("skipped: needs chromium (apt-get install chromium, or set NETDOCTOR_CHROMIUM)");
         return;
     };
 

@@ -292,9 +292,12 @@ pub enum LabAction {
     /// Start a lab: the reference case (nginx, tcp_nodelay on at :8080, off at :8081), or with
     /// --case one of the classic slow-request causes; prints the command that diagnoses it.
     Start(crate::labcmd::LabStartArgs),
-    /// Show whether the lab runs, its case, and whether its servers answer.
+    /// Show whether the lab runs, its case, and whether its servers answer. Exit status 0
+    /// when it runs (without --name: when one of the labs runs), 1 when it does not.
     Status,
     /// End the lab's processes and remove its namespaces (safe to run when nothing runs).
+    /// Without --name it removes EVERY lab netdoctor left on this machine, also other users'
+    /// and running tests' labs, and names them before it does.
     Stop,
     /// Runs a lab case's servers until stopped (started by `lab start --case`).
     #[command(hide = true)]

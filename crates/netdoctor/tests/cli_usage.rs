@@ -107,3 +107,38 @@ fn json_and_format_json_are_the_same() {
     assert!(text.starts_with("netdoctor analyze "), "{text}");
     assert!(text.contains("[CRITICAL] nagle_delayed_ack"), "{text}");
 }
+
+/// Every duration flag takes the same units: `host --log-window 5m` as `diagnose -d 5s`.
+#[test]
+fn durations_take_units_everywhere() {
+    let o = netdoctor(&["host", "--log-window", "5m", "--json"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert_eq!(json(&o)["schema"], "netdoctor.host/v1");
+    assert_usage_error(&["host", "--log-window", "5x"], "unknown unit 'x'");
+    assert_usage_error(&["host", "--watch", "10ms"], "0.1 s to 1 h");
+}
+
+/// `--help` says what a newcomer needs: `load` takes https, `lab stop` without a name removes
+/// every lab, `lab status` has an exit status.
+#[test]
+fn help_tells_the_truth() {
+    let help = |args: &[&str]| String::from_utf8_lossy(&netdoctor(args).stdout).into_owned();
+    let load = help(&["load", "--help"]);
+    assert!(
+        load.contains("https://") && !load.contains("http only"),
+        "{load}"
+    );
+    let stop = help(&["lab", "stop", "--help"]);
+    assert!(stop.contains("removes EVERY lab"), "{stop}");
+    let status = help(&["lab", "status", "--help"]);
+    assert!(status.contains("1 when it does not"), "{status}");
+}
+
+/// `lab status` of a lab that does not run exits 1 (scripts can test it).
+#[test]
+fn lab_status_of_a_missing_lab_exits_1() {
+    let name = format!("ndfresh{}", std::process::id());
+    let o = netdoctor(&["lab", "status", "--name", &name, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["running"], false);
+}

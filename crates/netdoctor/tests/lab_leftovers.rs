@@ -76,6 +76,13 @@ fn sigkill_of_demo_then_lab_stop_leaves_nothing() {
     );
     let stop = netdoctor(&["lab", "stop"]);
     assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+    // It names what it is about to remove first.
+    assert!(
+        stderr(&stop).contains("removing every lab netdoctor left")
+            && stderr(&stop).contains("nd-demo"),
+        "{}",
+        stderr(&stop)
+    );
     let said = String::from_utf8_lossy(&stop.stdout);
     assert!(
         said.contains("nd-demo"),

@@ -30,15 +30,24 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("wrk", "load peer in the host lab test"),
     ("tcpdump", "captures streamed into analyze"),
     ("tshark", "cross-checks of written pcaps"),
-    ("iptables", "drops inside lab namespaces (syn-flood case, eBPF drop test)"),
+    (
+        "iptables",
+        "drops inside lab namespaces (syn-flood case, eBPF drop test)",
+    ),
     ("hping3", "the syn-flood lab case"),
     ("openssl", "test certificates for the TLS tests"),
     ("clang", "netdoctor-bpf's build.rs: the eBPF programs"),
     ("llvm", "netdoctor-bpf's build.rs: the eBPF programs"),
     ("libbpf-dev", "netdoctor-bpf's build.rs: bpf_helpers.h"),
-    ("bpftool", "netdoctor-bpf's build.rs: vmlinux.h from BTF; the eBPF tests"),
+    (
+        "bpftool",
+        "netdoctor-bpf's build.rs: vmlinux.h from BTF; the eBPF tests",
+    ),
     ("chromium", "the HTML report test (headless render)"),
-    ("prometheus", "the watch exporter test (prometheus, promtool)"),
+    (
+        "prometheus",
+        "the watch exporter test (prometheus, promtool)",
+    ),
     ("redis-server", "the passive Redis test"),
     ("redis-tools", "redis-benchmark: the passive Redis test"),
     ("iperf3", "throughput peer"),
@@ -316,7 +325,11 @@ mod tests {
     /// never is. Skips where there is no dpkg-query.
     #[test]
     fn dpkg_query_finds_dpkg_and_not_a_made_up_package() {
-        if Command::new("dpkg-query").arg("--version").output().is_err() {
+        if Command::new("dpkg-query")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
             eprintln!("skipped: needs dpkg-query (a Debian system)");
             return;
         }
