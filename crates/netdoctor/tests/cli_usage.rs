@@ -142,3 +142,21 @@ fn lab_status_of_a_missing_lab_exits_1() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(json(&o)["running"], false);
 }
+
+/// `--version` says the version, the commit and whether the eBPF observers are built in.
+#[test]
+fn version_names_the_commit_and_the_ebpf_build() {
+    let o = netdoctor(&["--version"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        v.starts_with(&format!("netdoctor {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
+    let ebpf = if netdoctor_bpf::BUILT {
+        "eBPF observers built in)"
+    } else {
+        "eBPF observers not built: "
+    };
+    assert!(v.contains(ebpf), "{v}");
+}
