@@ -47,6 +47,12 @@ pub enum Command {
     Watch(crate::watchcmd::WatchArgs),
     /// The host's network health: listener queues, sockets, conntrack, counters, sysctls; --watch for rates.
     Host(crate::hostcmd::HostArgs),
+    /// Print shell completions: `source <(netdoctor completions bash)`, or save them where your
+    /// shell loads completions from (bash, zsh, fish, elvish, powershell).
+    Completions(crate::manpages::CompletionsArgs),
+    /// Write the man pages into a directory: netdoctor.1 and one per command
+    /// (netdoctor-diagnose.1, …), from the same definition as --help.
+    Man(crate::manpages::ManArgs),
 }
 
 impl Cli {
@@ -63,6 +69,12 @@ impl Cli {
             Command::Trace(a) => &a.output,
             Command::Watch(a) => &a.output,
             Command::Host(a) => &a.output,
+            // They print no report: the defaults (terminal) stand.
+            Command::Completions(_) | Command::Man(_) => {
+                static NONE: std::sync::LazyLock<OutputArgs> =
+                    std::sync::LazyLock::new(OutputArgs::default);
+                &NONE
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod dnscmd;
 pub mod hostcmd;
 pub mod labcmd;
 pub mod loadcmd;
+pub mod manpages;
 pub mod output;
 pub mod routeout;
 pub mod stop;
@@ -40,6 +41,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Trace(args) => tracecmd::command(&args, out),
         Command::Watch(args) => watchcmd::command(&args, out),
         Command::Host(args) => hostcmd::command(&args, out),
+        Command::Completions(args) => manpages::completions(&args, out),
+        Command::Man(args) => manpages::man(&args, out),
     }
 }
 
