@@ -255,7 +255,7 @@ fn promtool_accepts_the_exposition() {
         .arg("--version")
         .output()
     else {
-        eprintln!("SKIPPED: promtool not installed (apt-get install -y prometheus)");
+        eprintln!("skipped: needs promtool (apt-get install prometheus)");
         return;
     };
     assert!(out.status.success());

@@ -159,6 +159,18 @@ pub fn conn_addrs(
     )
 }
 
+/// Whether this build has the eBPF programs (`build.rs` found clang, libbpf-dev and bpftool).
+/// Tests assert an `ok` eBPF check only when it is true; `--version` says it.
+pub const BUILT: bool = cfg!(netdoctor_bpf);
+
+/// Why this build has no eBPF programs (the build script's reason), or `None` when it has them.
+pub fn not_built_reason() -> Option<&'static str> {
+    #[cfg(netdoctor_bpf)]
+    return None;
+    #[cfg(not(netdoctor_bpf))]
+    return Some(env!("NETDOCTOR_BPF_SKIP"));
+}
+
 #[cfg(netdoctor_bpf)]
 mod live;
 #[cfg(netdoctor_bpf)]

@@ -35,6 +35,13 @@ fn iptables_drop_is_reported_as_netfilter_drop() {
         );
         return;
     }
+    if let Some(why) = netdoctor_bpf::not_built_reason() {
+        eprintln!("skipped: eBPF observers not built: {why}");
+        return;
+    }
+    if !netdoctor_lab::tools::have(&[("iptables", "iptables"), ("bpftool", "bpftool")]) {
+        return;
+    }
     let loaded_before = our_programs_loaded();
     let lab = HostLab::create(&format!("nd-host-{}-bpf", std::process::id()), false).unwrap();
     let srv = lab.server_netns().to_string();

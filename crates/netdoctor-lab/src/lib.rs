@@ -31,7 +31,8 @@
 //! list and stop every lab left under `/run/netdoctor`), `signals`, `state` (the state file), `error`; `netns`, `nginx`
 //! and `builtin` as before; `cases` (`lab start --case`: the classic causes as scenarios, run by
 //! a detached case process whose PID, extra namespaces and `/etc/netns` dirs the state file
-//! records, so `stop` ends and removes them).
+//! records, so `stop` ends and removes them); `tools` (is an external tool installed; the
+//! one-line skip of tests whose tool is missing).
 
 pub mod builtin;
 pub mod cases;
@@ -51,6 +52,7 @@ mod state;
 mod status;
 mod teardown;
 pub mod tls_nginx;
+pub mod tools;
 
 use std::fs;
 use std::net::Ipv4Addr;

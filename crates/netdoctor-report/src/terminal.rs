@@ -301,6 +301,15 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A counter delta with its sign and digit groups: `2261` → `"+2,261"`, `-5` → `"−5"`, `0` → `"0"`.
+pub fn signed_thousands(d: i64) -> String {
+    match d.signum() {
+        0 => "0".into(),
+        1 => format!("+{}", thousands(d.unsigned_abs())),
+        _ => format!("−{}", thousands(d.unsigned_abs())),
+    }
+}
+
 /// Greedy word wrap; keeps words longer than the width whole ([`i18n::wrap`]: breaks between
 /// CJK characters too).
 fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -309,6 +318,14 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn signed_thousands_groups_and_signs() {
+        assert_eq!(signed_thousands(129_283), "+129,283");
+        assert_eq!(signed_thousands(-1_500), "−1,500");
+        assert_eq!(signed_thousands(0), "0");
+        assert_eq!(signed_thousands(i64::MIN), "−9,223,372,036,854,775,808");
+    }
+
     use super::*;
 
     #[test]

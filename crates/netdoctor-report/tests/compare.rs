@@ -411,3 +411,18 @@ fn at_the_same_rate_a_median_against_the_tail_is_mixed_and_says_both() {
         "{text}"
     );
 }
+
+/// Counter deltas on the page have digit groups, as in the terminal view.
+#[test]
+fn the_html_counter_deltas_are_grouped() {
+    let c = compare("lab-off-1", "lab-on-1");
+    let mut out = Vec::new();
+    netdoctor_report::compare::html::render(&c, &mut out).unwrap();
+    let page = String::from_utf8(out).unwrap();
+    // Ip.InDelivers: 34 → 13,785 in A, 13,887 → 143,170 in B.
+    assert!(
+        page.contains("<code>Ip.InDelivers</code></td><td>+13,751</td><td>+129,283</td>"),
+        "{}",
+        html_common::between(&page, r#"id="counters""#, "</section>")
+    );
+}

@@ -147,7 +147,7 @@ fn check_page(bin: &Path, page: &Path, height: u32) -> String {
 #[test]
 fn the_comparison_page_opens_cleanly_in_headless_chromium() {
     let Some(bin) = chromium() else {
-        println!("SKIPPED: no chromium in PATH (apt-get install -y chromium)");
+        eprintln!("skipped: needs chromium (apt-get install chromium)");
         return;
     };
     let read = |name: &str| {
@@ -196,9 +196,7 @@ fn the_comparison_page_opens_cleanly_in_headless_chromium() {
 #[test]
 fn reports_open_cleanly_in_headless_chromium() {
     let Some(bin) = chromium() else {
-        println!(
-            "SKIPPED: no chromium in PATH (apt-get install -y chromium, or set NETDOCTOR_CHROMIUM)"
-        );
+        eprintln!("skipped: needs chromium (apt-get install chromium, or set NETDOCTOR_CHROMIUM)");
         return;
     };
 

@@ -235,3 +235,68 @@ fn a_root_cause_lists_its_consequences_and_they_point_back() {
         .expect("consequence");
     assert!(root < back, "the root cause comes first");
 }
+
+/// The HTML one-request line means what the terminal's means: first byte counted from the
+/// start (curl's time_starttransfer, not the server's wait after the request), and it shows the
+/// TLS handshake.
+#[test]
+fn the_one_request_line_matches_the_terminal_and_shows_tls() {
+    let mut report = report_from_capture("healthy-eth.pcap");
+    report.measurements.probe = Some(netdoctor_report::ProbeSection {
+        syn: None,
+        connect: None,
+        http: Some(netdoctor_probe::HttpTiming {
+            connect_ms: 0.21,
+            tls_ms: Some(3.17),
+            ttfb_ms: 0.07,
+            first_byte_ms: 4.04,
+            total_ms: 4.2,
+            status: 200,
+            header_bytes: 238,
+            body_bytes: 615,
+        }),
+    });
+    let page = render(&report);
+    let line = between(&page, r#"id="baseline""#, "</p>");
+    assert!(line.contains("first byte 4.04 ms"), "{line}");
+    assert!(line.contains("TLS 3.17 ms"), "{line}");
+    assert!(!line.contains("0.07"), "{line}");
+    let mut term = Vec::new();
+    netdoctor_report::terminal::render(&report, &mut term).unwrap();
+    let term = String::from_utf8(term).unwrap();
+    assert!(
+        term.contains("first byte 4.04 ms") && term.contains("TLS 3.17 ms"),
+        "{term}"
+    );
+}
+
+/// A listening socket sends nothing: its TCP_NODELAY is shown without the red "Nagle on" mark
+/// that a connection with TCP_NODELAY off gets.
+#[test]
+fn listening_sockets_are_not_marked_as_nagle_on() {
+    use netdoctor_core::sockets::{ServerSocket, SocketState};
+    let sock = |state, local: &str| ServerSocket {
+        pid: 11040,
+        process: "nginx".into(),
+        fd: 6,
+        state,
+        local: local.into(),
+        tcp_nodelay: false,
+        tcp_cork: false,
+        sndbuf: 87040,
+        rcvbuf: 131072,
+    };
+    let mut report = report_from_capture("healthy-eth.pcap");
+    report.measurements.server_sockets = Some(vec![
+        sock(SocketState::Listen, "0.0.0.0:8081"),
+        sock(SocketState::Established, "10.213.0.1:8081"),
+    ]);
+    let page = render(&report);
+    let listener = between(&page, "<code>0.0.0.0:8081</code>", "</tr>");
+    assert!(
+        !listener.contains(r#"class="off""#) && listener.contains("a listener sends nothing"),
+        "{listener}"
+    );
+    let conn = between(&page, "<code>10.213.0.1:8081</code>", "</tr>");
+    assert!(conn.contains(r#"class="off">off (Nagle on)"#), "{conn}");
+}

@@ -52,13 +52,19 @@ pub enum Command {
     Mcp(McpArgs),
     /// TCP/UDP throughput, iperf3-compatible client and server (-P, -R, --bidir, -t, -b).
     Throughput(crate::throughputcmd::ThroughputArgs),
+    /// Print shell completions: `source <(netdoctor completions bash)`, or save them where your
+    /// shell loads completions from (bash, zsh, fish, elvish, powershell).
+    Completions(crate::manpages::CompletionsArgs),
+    /// Write the man pages into a directory: netdoctor.1 and one per command
+    /// (netdoctor-diagnose.1, …), from the same definition as --help.
+    Man(crate::manpages::ManArgs),
 }
 
 /// `netdoctor mcp`: no options; the client speaks JSON-RPC on stdin/stdout.
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {}
 
-/// The output options of a command that has none of its own (`mcp`).
+/// The output options of a command that has none of its own (`mcp`, `completions`, `man`).
 static NO_OUTPUT: OutputArgs = OutputArgs {
     format: None,
     json: false,
@@ -81,6 +87,8 @@ impl Cli {
             Command::Host(a) => &a.output,
             Command::Mcp(_) => &NO_OUTPUT,
             Command::Throughput(a) => &a.output,
+            // They print no report: the defaults (terminal) stand.
+            Command::Completions(_) | Command::Man(_) => &NO_OUTPUT,
         }
     }
 }
@@ -343,9 +351,12 @@ pub enum LabAction {
     /// Start a lab: the reference case (nginx, tcp_nodelay on at :8080, off at :8081), or with
     /// --case one of the classic slow-request causes; prints the command that diagnoses it.
     Start(crate::labcmd::LabStartArgs),
-    /// Show whether the lab runs, its case, and whether its servers answer.
+    /// Show whether the lab runs, its case, and whether its servers answer. Exit status 0
+    /// when it runs (without --name: when one of the labs runs), 1 when it does not.
     Status,
     /// End the lab's processes and remove its namespaces (safe to run when nothing runs).
+    /// Without --name it removes EVERY lab netdoctor left on this machine, also other users'
+    /// and running tests' labs, and names them before it does.
     Stop,
     /// Runs a lab case's servers until stopped (started by `lab start --case`).
     #[command(hide = true)]

@@ -184,5 +184,10 @@ fn render(
             lang.t("demo-unexpected-2")
         )?;
     }
+    // Built without the eBPF observers (no clang/libbpf-dev/bpftool at build time): say what
+    // installing them adds, once, at the end.
+    if !netdoctor_bpf::BUILT {
+        writeln!(out, "\n{}", lang.t("demo-no-ebpf"))?;
+    }
     Ok(())
 }

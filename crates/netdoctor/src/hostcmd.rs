@@ -29,30 +29,29 @@ pub struct HostArgs {
     /// Read this network namespace (a name from `ip netns list`) instead of the caller's.
     #[arg(long, value_name = "NAME")]
     pub netns: Option<String>,
-    /// Print rates every SECS seconds (packets, bytes, retransmits, drops by reason), like
-    /// `sar -n DEV 1` plus `nstat`.
-    #[arg(long, value_name = "SECS", value_parser = parse_interval)]
+    /// Print rates every INTERVAL (packets, bytes, retransmits, drops by reason), like
+    /// `sar -n DEV 1` plus `nstat`: `1` (seconds), `500ms`, `5s`, `1m`; 0.1 s to 1 h.
+    #[arg(long, value_name = "INTERVAL", value_parser = parse_interval)]
     pub watch: Option<Duration>,
     /// With --watch: stop after N intervals (default: until Ctrl-C).
     #[arg(long, value_name = "N", requires = "watch", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// Kernel log lines from the last SECS seconds are shown.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    pub log_window: u64,
+    /// Kernel log lines from the last DURATION are shown: `600` (seconds), `5m`, `1h`.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::target::parse_duration)]
+    pub log_window: Duration,
     /// `--json` / `--format json` (with --watch: one JSON object per line and interval).
     #[command(flatten)]
     pub output: crate::cli::OutputArgs,
 }
 
+/// `--watch`: a duration as every other flag takes it ([`crate::target::parse_duration`]),
+/// from 0.1 s to 1 h.
 fn parse_interval(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .trim_end_matches('s')
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !(0.1..=3600.0).contains(&secs) {
-        return Err(format!("{s}: use 0.1 to 3600 seconds"));
+    let d = crate::target::parse_duration(s)?;
+    if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&d) {
+        return Err(format!("{s}: use 0.1 s to 1 h"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// A collector that could not run, and why.
@@ -188,7 +187,7 @@ pub fn command(args: &HostArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     if let Some(every) = args.watch {
         return watch(args, every, out);
     }
-    let window = Duration::from_secs(args.log_window);
+    let window = args.log_window;
     let mut snap = in_ns(args.netns.as_deref(), || collect_here(window))?;
     snap.netns = args.netns.clone();
     if args.output.format().map_err(anyhow::Error::msg)? == netdoctor_report::Format::Json {
@@ -554,6 +553,9 @@ mod tests {
         assert_eq!(parse_interval("0.5s").unwrap(), Duration::from_millis(500));
         assert!(parse_interval("0").is_err());
         assert!(parse_interval("x").is_err());
+        assert_eq!(parse_interval("1m").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_interval("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_interval("50ms").is_err());
     }
 
     #[test]

@@ -133,9 +133,23 @@ pub fn command(args: &LabArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                     writeln!(out, "{st}")?;
                 }
             }
-            Ok(0)
+            Ok(if all.iter().any(|s| s.running) {
+                0
+            } else {
+                NOT_RUNNING
+            })
         }
         LabAction::Stop if args.name.is_none() => {
+            // Every lab on the machine, also other users' and running tests': say which first.
+            let labs = netdoctor_lab::list_labs()?;
+            if !labs.is_empty() {
+                let names: Vec<&str> = labs.iter().map(|l| l.name.as_str()).collect();
+                eprintln!(
+                    "removing every lab netdoctor left on this machine ({}): {}",
+                    names.len(),
+                    names.join(", ")
+                );
+            }
             let stopped = netdoctor_lab::stop_all()?;
             if as_json {
                 json::write_pretty(&stopped, out)?;
@@ -165,7 +179,7 @@ pub fn command(args: &LabArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             } else {
                 writeln!(out, "{status}")?;
             }
-            Ok(0)
+            Ok(if status.running { 0 } else { NOT_RUNNING })
         }
         LabAction::Stop => {
             let removed = netdoctor_lab::stop(&cfg)?;
@@ -183,6 +197,9 @@ pub fn command(args: &LabArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         }
     }
 }
+
+/// `lab status`'s exit code when the lab (without `--name`: every lab) is not running.
+const NOT_RUNNING: i32 = 1;
 
 /// What a started case is, how to diagnose it and what to expect.
 fn write_case(info: &CaseInfo, out: &mut dyn Write) -> std::io::Result<()> {

@@ -12,6 +12,7 @@ pub mod hostcmd;
 pub mod labcmd;
 pub mod loadcmd;
 pub mod mcp;
+pub mod manpages;
 pub mod output;
 pub mod routeout;
 pub mod stop;
@@ -47,14 +48,36 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             mcp::serve(&mut stdin.lock(), out)
         }
         Command::Throughput(args) => throughputcmd::command(&args, out),
+        Command::Completions(args) => manpages::completions(&args, out),
+        Command::Man(args) => manpages::man(&args, out),
     }
+}
+
+/// What `--version` prints after the name: the version, the git commit it was built from
+/// (`-modified` when the work tree had changes, `unknown` outside git) and whether the eBPF
+/// observers are built in (else why not), e.g. `0.1.0 (commit 4f90b95c1a2b, eBPF observers
+/// built in)`.
+pub fn version_line() -> String {
+    let ebpf = match netdoctor_bpf::not_built_reason() {
+        None => "eBPF observers built in".to_string(),
+        Some(why) => format!("eBPF observers not built: {why}"),
+    };
+    format!(
+        "{} (commit {}, {ebpf})",
+        env!("CARGO_PKG_VERSION"),
+        env!("NETDOCTOR_GIT_COMMIT")
+    )
 }
 
 /// Parses the process arguments, runs, prints an error once with its causes, and returns the
 /// process exit code. A closed stdout (`netdoctor … | head`) ends the run quietly.
 pub fn main_with_args() -> i32 {
-    use clap::{CommandFactory, Parser};
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    // The version line is made at run time (the eBPF state is a constant of netdoctor-bpf);
+    // clap wants it 'static, and it is made once per process.
+    let version: &'static str = Box::leak(version_line().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Err(msg) = cli.output().format() {
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, msg)

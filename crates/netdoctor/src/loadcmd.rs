@@ -38,7 +38,8 @@ connect, read, write, timeout, status); 2 on usage errors or when no connection 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = LOAD_AFTER_HELP)]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/ (http only; `host:port` means http://host:port/).
+    /// Target URL: http:// or https:// (e.g. http://127.0.0.1:8080/; `host:port` means
+    /// http://host:port/). For https, -k/--insecure accepts any certificate.
     pub url: String,
     /// Connections to keep open (as wrk: total, split across the threads).
     #[arg(short = 'c', long, default_value_t = 10, value_parser = positive)]

@@ -75,7 +75,7 @@ fn stdin_gives_the_same_findings_as_the_file() {
 #[test]
 fn tcpdump_writing_to_a_pipe() {
     if Command::new("tcpdump").arg("--version").output().is_err() {
-        eprintln!("skipped: tcpdump is not installed");
+        eprintln!("skipped: needs tcpdump (apt-get install tcpdump)");
         return;
     }
     let path = captures_dir().join("nagle-sll2.pcap");

@@ -107,3 +107,56 @@ fn json_and_format_json_are_the_same() {
     assert!(text.starts_with("netdoctor analyze "), "{text}");
     assert!(text.contains("[CRITICAL] nagle_delayed_ack"), "{text}");
 }
+
+/// Every duration flag takes the same units: `host --log-window 5m` as `diagnose -d 5s`.
+#[test]
+fn durations_take_units_everywhere() {
+    let o = netdoctor(&["host", "--log-window", "5m", "--json"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert_eq!(json(&o)["schema"], "netdoctor.host/v1");
+    assert_usage_error(&["host", "--log-window", "5x"], "unknown unit 'x'");
+    assert_usage_error(&["host", "--watch", "10ms"], "0.1 s to 1 h");
+}
+
+/// `--help` says what a newcomer needs: `load` takes https, `lab stop` without a name removes
+/// every lab, `lab status` has an exit status.
+#[test]
+fn help_tells_the_truth() {
+    let help = |args: &[&str]| String::from_utf8_lossy(&netdoctor(args).stdout).into_owned();
+    let load = help(&["load", "--help"]);
+    assert!(
+        load.contains("https://") && !load.contains("http only"),
+        "{load}"
+    );
+    let stop = help(&["lab", "stop", "--help"]);
+    assert!(stop.contains("removes EVERY lab"), "{stop}");
+    let status = help(&["lab", "status", "--help"]);
+    assert!(status.contains("1 when it does not"), "{status}");
+}
+
+/// `lab status` of a lab that does not run exits 1 (scripts can test it).
+#[test]
+fn lab_status_of_a_missing_lab_exits_1() {
+    let name = format!("ndfresh{}", std::process::id());
+    let o = netdoctor(&["lab", "status", "--name", &name, "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(json(&o)["running"], false);
+}
+
+/// `--version` says the version, the commit and whether the eBPF observers are built in.
+#[test]
+fn version_names_the_commit_and_the_ebpf_build() {
+    let o = netdoctor(&["--version"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        v.starts_with(&format!("netdoctor {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
+    let ebpf = if netdoctor_bpf::BUILT {
+        "eBPF observers built in)"
+    } else {
+        "eBPF observers not built: "
+    };
+    assert!(v.contains(ebpf), "{v}");
+}

@@ -102,26 +102,31 @@ fn backlog_case_names_the_overflow_as_root_of_syn_retransmit() {
         "{host}"
     );
     eprintln!("findings {ids:?}; host check: {reason}");
-    // eBPF counted in the same namespace (this machine has BTF and root).
+    // eBPF counted in the same namespace, when this build has it (root and BTF are given).
     let bpf = v["checks"]
         .as_array()
         .unwrap()
         .iter()
         .find(|c| c["name"] == "bpf")
         .expect("bpf check");
-    assert_eq!(bpf["status"], "ok", "{bpf}");
-    let kernel = &v["measurements"]["kernel"];
-    assert!(
-        kernel["netns"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("(pid {server_pid})")),
-        "{kernel}"
-    );
-    assert!(
-        kernel["state_changes"].as_array().unwrap().len() > 1,
-        "{kernel}"
-    );
+    if let Some(why) = netdoctor_bpf::not_built_reason() {
+        assert_eq!(bpf["status"], "skipped", "{bpf}");
+        eprintln!("eBPF part skipped: eBPF observers not built: {why}");
+    } else {
+        assert_eq!(bpf["status"], "ok", "{bpf}");
+        let kernel = &v["measurements"]["kernel"];
+        assert!(
+            kernel["netns"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("(pid {server_pid})")),
+            "{kernel}"
+        );
+        assert!(
+            kernel["state_changes"].as_array().unwrap().len() > 1,
+            "{kernel}"
+        );
+    }
     let evidence = findings[root]["evidence"].to_string();
     assert!(
         evidence.contains(&format!("sock_diag listener :{PORT}")),

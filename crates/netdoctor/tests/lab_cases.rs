@@ -271,8 +271,7 @@ fn syn_flood_is_a_syn_flood_and_the_flood_ends_with_the_lab() {
     if skip() {
         return;
     }
-    if !Path::new("/usr/sbin/hping3").exists() {
-        eprintln!("skipped: hping3 not installed (apt-get install hping3)");
+    if !netdoctor_lab::tools::have(&[("hping3", "hping3"), ("iptables", "iptables")]) {
         return;
     }
     case_round_trip("syn-flood", "sf");

@@ -20,6 +20,10 @@ fn sigkill_of_demo_then_lab_stop_leaves_nothing() {
         eprintln!("skipped: needs root (network namespaces)");
         return;
     }
+    // The syn-flood case below runs hping3 and iptables.
+    if !netdoctor_lab::tools::have(&[("hping3", "hping3"), ("iptables", "iptables")]) {
+        return;
+    }
     let mut child = Command::new(env!("CARGO_BIN_EXE_netdoctor"))
         .args(["demo", "--server", "builtin", "-d", "10s", "-c", "4"])
         .env("NO_COLOR", "1")
@@ -72,6 +76,13 @@ fn sigkill_of_demo_then_lab_stop_leaves_nothing() {
     );
     let stop = netdoctor(&["lab", "stop"]);
     assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+    // It names what it is about to remove first.
+    assert!(
+        stderr(&stop).contains("removing every lab netdoctor left")
+            && stderr(&stop).contains("nd-demo"),
+        "{}",
+        stderr(&stop)
+    );
     let said = String::from_utf8_lossy(&stop.stdout);
     assert!(
         said.contains("nd-demo"),

@@ -352,7 +352,7 @@ fn passive_redis_under_redis_benchmark_is_healthy() {
     }
     if !redis_installed() {
         eprintln!(
-            "skipped: needs redis-server and redis-benchmark: apt-get install redis-server redis-tools"
+            "skipped: needs redis-server and redis-benchmark (apt-get install redis-server redis-tools)"
         );
         return;
     }

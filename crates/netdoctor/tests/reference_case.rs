@@ -213,6 +213,8 @@ fn lab_diagnose_pcap_then_analyze_agree() {
     let stop = netdoctor(&["lab", "stop", "--name", &name]);
     assert!(stop.status.success(), "{}", stderr(&stop));
     no_namespaces_named(&name);
+    // Not running any more: exit status 1, as `lab status --help` says.
     let status = netdoctor(&["lab", "status", "--name", &name, "--json"]);
-    assert!(status.status.success());
+    assert_eq!(status.status.code(), Some(1), "{}", stderr(&status));
+    assert_eq!(json(&status)["running"], false);
 }

@@ -27,9 +27,12 @@ fn skip_reason() -> Option<String> {
             .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
             || Path::new("/usr/sbin").join(tool).is_file();
         if !found {
-            return Some(format!(
-                "{tool} not installed (apt-get install -y nginx-light prometheus)"
-            ));
+            let pkg = if tool == "nginx" {
+                "nginx-light"
+            } else {
+                "prometheus"
+            };
+            return Some(format!("needs {tool} (apt-get install {pkg})"));
         }
     }
     None

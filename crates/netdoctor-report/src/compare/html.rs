@@ -194,7 +194,7 @@ fn measurements(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
             if m.unit == "ms" {
                 format!("{}{}", if d < 0.0 { "−" } else { "+" }, fmt_ms(d.abs()))
             } else {
-                format!("{d:+.0}")
+                crate::terminal::signed_thousands(d.round() as i64)
             }
         });
         write!(
@@ -607,7 +607,7 @@ fn counters(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
         r#"<table class="num"><thead><tr><th>{}</th><th>A</th><th>B</th></tr></thead><tbody>"#,
         lang.t("html-th-counter")
     )?;
-    let v = |x: Option<i64>| x.map_or("0".to_string(), |x| format!("{x:+}"));
+    let v = |x: Option<i64>| crate::terminal::signed_thousands(x.unwrap_or(0));
     for k in &c.counters {
         write!(
             h,

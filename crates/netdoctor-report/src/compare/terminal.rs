@@ -318,7 +318,7 @@ pub fn render_body_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Re
     if !shown.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", lang.t("cmp-counters").bold())?;
-        let v = |x: Option<i64>| x.map_or("0".to_string(), |x| format!("{x:+}"));
+        let v = |x: Option<i64>| crate::terminal::signed_thousands(x.unwrap_or(0));
         for k in shown {
             writeln!(
                 out,

@@ -114,12 +114,18 @@ fn baseline(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
         ));
     }
     if let Some(t) = &p.http {
+        // First byte counted from the start, as the terminal report and curl's
+        // time_starttransfer count it (not the server's wait after the request, `ttfb_ms`).
+        let tls = t.tls_ms.map_or(String::new(), |ms| {
+            l.ui("html-baseline-tls", &[("tls", e(&svg::fmt_ms(ms)))])
+        });
         parts.push(l.ui(
             "html-baseline-http",
             &[
                 ("total", e(&svg::fmt_ms(t.total_ms))),
                 ("connect", e(&svg::fmt_ms(t.connect_ms))),
-                ("first", e(&svg::fmt_ms(t.ttfb_ms))),
+                ("tls", a(tls)),
+                ("first", e(&svg::fmt_ms(t.first_byte_ms))),
                 ("status", a(t.status.to_string())),
             ],
         ));
@@ -296,6 +302,14 @@ pub(super) fn tables(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
                 l.t("html-th-local")
             )?;
             for s in socks {
+                // A listening socket sends nothing: its TCP_NODELAY is shown, neutrally.
+                let listening = s.state == netdoctor_core::sockets::SocketState::Listen;
+                let (class, nodelay) = match (listening, s.tcp_nodelay) {
+                    (true, true) => ("listen", l.t("html-nodelay-listen-on")),
+                    (true, false) => ("listen", l.t("html-nodelay-listen-off")),
+                    (false, true) => ("on", l.t("html-nodelay-on")),
+                    (false, false) => ("off", l.t("html-nodelay-off")),
+                };
                 write!(
                     h,
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -304,12 +318,8 @@ pub(super) fn tables(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
                     s.fd,
                     esc(&word(&s.state)),
                     esc(&s.local),
-                    if s.tcp_nodelay { "on" } else { "off" },
-                    if s.tcp_nodelay {
-                        l.t("html-nodelay-on")
-                    } else {
-                        l.t("html-nodelay-off")
-                    },
+                    class,
+                    nodelay,
                     if s.tcp_cork { "on" } else { "off" },
                     s.sndbuf,
                     s.rcvbuf
