@@ -19,6 +19,9 @@ pub(super) struct Hub {
     pub latency: Hist,
     pub server_time: Hist,
     pub exchanges: u64,
+    /// Of [`Hub::exchanges`], those cut by the end of the capture while their response was
+    /// arriving (first-byte time known, latency not).
+    pub incomplete: u64,
     /// Of [`Hub::exchanges`], those whose request starts with an HTTP/1.x method (the others
     /// were found from direction turns alone).
     pub http1_exchanges: u64,
@@ -35,6 +38,7 @@ impl Hub {
             latency: Hist::new(),
             server_time: Hist::new(),
             exchanges: 0,
+            incomplete: 0,
             http1_exchanges: 0,
             breakdown: BreakdownAgg::new(),
             detectors: Vec::new(),
@@ -80,6 +84,12 @@ impl Hub {
             c.check_ambiguous(payload);
         }
         let finished = c.on_http_data(pkt, payload);
+        if !pkt.from_server
+            && c.phase == Phase::Request
+            && let Some(x) = c.cur.as_mut()
+        {
+            x.req_end = end;
+        }
 
         // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
         // message began.
@@ -151,10 +161,12 @@ impl Hub {
             x.add_stall(ZERO_WINDOW, reader_is_server, z.start.ts_ns, z.end.ts_ns);
         }
         let ends = c.ends();
+        let near_zero = (c.dirs[i].zero_min > 0).then_some(c.dirs[i].zero_min);
         self.emit(&Event::ZeroWindow {
             ends,
             reader_is_server,
             period: z,
+            near_zero,
         });
     }
 
@@ -169,8 +181,13 @@ impl Hub {
             ResetKind::Refused
         } else if no_payload && c.synack_seen {
             ResetKind::Setup
+        } else if c.dirs[if rst.from_server { c.server } else { 1 - c.server }].fin {
+            // Its sender had closed its side with a FIN: its socket is gone, and the peer's
+            // late segment (a keep-alive probe, data after the close) got the reset.
+            ResetKind::AfterClose
         } else {
             match (c.phase, rst.from_server) {
+                (Phase::Response, true) if idle_response(c, rst) => ResetKind::Idle,
                 (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
                 (Phase::Response, false) => ResetKind::ClientAbort,
                 (Phase::Idle, _) => ResetKind::Idle,
@@ -179,6 +196,7 @@ impl Hub {
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
             ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
+            ResetKind::AfterClose => c.first_close,
             _ => c.cur.map(|x| {
                 if x.first_resp.is_some() {
                     x.last_resp
@@ -196,20 +214,27 @@ impl Hub {
         });
     }
 
-    pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {
+    /// An exchange is complete (the next request started, or the connection closed), or,
+    /// with `cut`, the capture ended while its response was arriving: its first-byte time
+    /// counts, its latency (the end of the response is unknown) does not.
+    pub(super) fn finish_exchange_as(&mut self, c: &mut Conn, x: Exchange, cut: bool) {
         let Some(first_resp) = x.first_resp else {
             return;
         };
         let rtt = c.rtt_ns;
         c.exchanges += 1;
         self.exchanges += 1;
+        self.incomplete += u64::from(cut);
         self.http1_exchanges += u64::from(x.http);
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
-        self.latency.record_ns(latency);
-        let server_time = (first_resp.ts_ns - x.last_req.ts_ns - rtt.unwrap_or(0)).max(0);
+        let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
+        let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
         self.server_time.record_ns(server_time);
-        self.breakdown
-            .record(latency, rtt.unwrap_or(0), server_time, &x.parts);
+        if !cut {
+            self.latency.record_ns(latency);
+            self.breakdown
+                .record(latency, rtt.unwrap_or(0), server_time, &x.parts);
+        }
         let done = ExchangeDone {
             ends: c.ends(),
             first_req: x.first_req,
@@ -220,8 +245,15 @@ impl Hub {
             server_time_ns: server_time,
             rtt_ns: rtt,
             parts: x.parts,
+            status: (x.status > 0).then_some(x.status),
+            req_ack: x.req_ack,
+            cut,
         };
         self.emit(&Event::ExchangeDone(&done));
+    }
+
+    pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {
+        self.finish_exchange_as(c, x, false);
     }
 
     /// A connection's state is dropped (closed, reused, evicted, or the capture ended): loss
@@ -252,3 +284,16 @@ impl Hub {
         self.emit(&Event::ConnDone(&done));
     }
 }
+
+/// A response exchange that went quiet: every byte the server sent was acknowledged and
+/// nothing new came for [`IDLE_RESET_NS`] before the reset. Its response was over (the exchange
+/// completes when the next request starts, which never came); the reset ends an idle
+/// connection, not a request.
+fn idle_response(c: &Conn, rst: Pkt) -> bool {
+    let d = &c.dirs[c.server];
+    c.cur.is_some_and(|x| rst.ts_ns - x.last_resp.ts_ns >= IDLE_RESET_NS)
+        && d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
+}
+
+/// Silence after a fully acknowledged response that makes a later reset an idle one.
+pub(super) const IDLE_RESET_NS: i64 = 5_000_000_000;

@@ -6,9 +6,16 @@
 //! server's. When the load generator hit a limit of its own (file descriptors, local ports),
 //! its failures are not a measurement of the server: the finding is `info` on side host and
 //! says so, and the verdict is held back by the caller (`VerdictInputs::client_limited`).
+//!
+//! Without a load (`analyze` of a capture made elsewhere) the status codes come from the
+//! captured HTTP/1.x responses ([`ExchangeDone::status`]), counted by the same rule; a run
+//! with both trusts the load generator's counts (it saw every response, the capture may
+//! not have).
 
-use super::{Context, Detector, Interests};
-use crate::event::Event;
+use std::collections::BTreeMap;
+
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label};
+use crate::event::{Event, ExchangeDone};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{LoadOutcome, Observation};
 
@@ -16,23 +23,62 @@ use crate::observation::{LoadOutcome, Observation};
 #[derive(Default)]
 pub struct HttpErrors {
     load: Option<LoadOutcome>,
+    /// Captured HTTP/1.x responses by status code.
+    captured: BTreeMap<u16, u64>,
+    /// Captured exchanges answered with 4xx/5xx, the first few.
+    examples: Vec<ExchangeDone>,
 }
 
 impl Detector for HttpErrors {
     fn interests(&self) -> Interests {
-        Interests::OBSERVED
+        Interests::OBSERVED.and(Interests::EXCHANGE_DONE)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
-        if let Event::Observed(Observation::Load(l)) = ev {
-            self.load = Some(l.clone());
+        match ev {
+            Event::Observed(Observation::Load(l)) => self.load = Some(l.clone()),
+            Event::ExchangeDone(x) => {
+                if let Some(code) = x.status {
+                    *self.captured.entry(code).or_default() += 1;
+                    if code >= 400 && self.examples.len() < MAX_EXAMPLES {
+                        self.examples.push(**x);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
-    fn finish(&mut self, _cx: &Context, out: &mut Vec<Finding>) {
-        if let Some(l) = &self.load
-            && let Some(f) = finding(l)
-        {
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        if let Some(l) = &self.load {
+            out.extend(finding(l));
+            return;
+        }
+        let l = LoadOutcome {
+            responses: self.captured.values().sum(),
+            status: self.captured.clone(),
+            ..LoadOutcome::default()
+        };
+        if let Some(mut f) = finding(&l) {
+            for e in &mut f.evidence {
+                if let Evidence::Probe { probe, note } = e {
+                    *probe = "capture".into();
+                    *note = note.replace("requests", "captured HTTP responses");
+                }
+            }
+            f.summary = f.summary.replacen(" requests failed", " captured HTTP requests failed", 1);
+            f.evidence.extend(self.examples.iter().map(|x| {
+                let mut pkts = vec![x.first_req, x.first_resp];
+                pkts.dedup_by_key(|p| p.frame);
+                Evidence::Packets {
+                    connection: conn_label(x.ends.client, x.ends.server),
+                    packets: pkts.into_iter().map(|p| p.to_ref(cx.t0_ns)).collect(),
+                    note: format!(
+                        "the request, answered HTTP {}",
+                        x.status.unwrap_or_default()
+                    ),
+                }
+            }));
             out.push(f);
         }
     }
@@ -203,6 +249,7 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::detect::testkit;
+    use crate::event::ExchangeDone;
 
     fn outcome(status: &[(u16, u64)]) -> LoadOutcome {
         LoadOutcome {
@@ -252,6 +299,41 @@ mod tests {
         let f = run(l);
         assert_eq!(f[0].side, Side::Server);
         assert!(f[0].summary.starts_with("10 of 100"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn captured_error_statuses_count_without_a_load() {
+        use crate::decode::TcpFlags as F;
+        use testkit::*;
+        let mut x = ExchangeDone::new(
+            ends(),
+            pkt(4, 0, false, F::PSH, 157),
+            pkt(6, 3, true, F::PSH, 155),
+        );
+        x.status = Some(500);
+        let ok = ExchangeDone {
+            status: Some(200),
+            ..x
+        };
+        let f = testkit::run::<HttpErrors>(&[Event::ExchangeDone(&x)], &cx(1));
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].severity, f[0].side), (Severity::Critical, Side::Server));
+        assert!(
+            f[0].summary.starts_with("1 of 1 captured HTTP requests failed"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].summary.contains("HTTP 500 Internal Server Error"));
+        assert!(matches!(&f[0].evidence[0], Evidence::Probe { probe, .. } if probe == "capture"));
+        assert!(matches!(&f[0].evidence[1], Evidence::Packets { packets, .. } if packets.len() == 2));
+        // A load's own counts win over the capture's (it saw every response).
+        let obs = Observation::Load(outcome(&[(200, 10)]));
+        let ev = [Event::ExchangeDone(&x), Event::Observed(&obs)];
+        assert!(testkit::run::<HttpErrors>(&ev, &cx(1)).is_empty());
+        let ev: Vec<Event<'_>> = std::iter::repeat_n(Event::ExchangeDone(&ok), 99)
+            .chain([Event::ExchangeDone(&x)])
+            .collect();
+        assert_eq!(testkit::run::<HttpErrors>(&ev, &cx(100))[0].severity, Severity::Warning);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod loss;
 pub mod nagle_delayed_ack;
 pub mod server_not_listening;
 pub mod short_connections;
+pub mod slow_handshake;
 pub mod slow_server_processing;
 pub mod syn_retransmit;
 pub mod zero_window;
@@ -68,6 +69,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<slow_server_processing::SlowServerProcessing>::default(),
     || Box::<loss::Loss>::default(),
     || Box::<syn_retransmit::SynRetransmit>::default(),
+    || Box::<slow_handshake::SlowHandshake>::default(),
     || Box::<zero_window::ZeroWindow>::default(),
     || Box::<connection_reset::ConnectionReset>::default(),
     || Box::<short_connections::ShortConnections>::default(),
