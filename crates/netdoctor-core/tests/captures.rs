@@ -360,7 +360,9 @@ fn resets_refused_and_mid_response() {
         (Side::Server, Severity::Critical)
     );
     assert!(
-        refused.summary.contains(": 2 connection attempts were answered with a reset"),
+        refused
+            .summary
+            .contains(": 2 connection attempts were answered with a reset"),
         "{}",
         refused.summary
     );

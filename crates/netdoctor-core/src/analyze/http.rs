@@ -57,9 +57,7 @@ pub(super) fn http_status(payload: &[u8]) -> Option<u16> {
     if rest.get(1) != Some(&b' ') || !code.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let n = code
-        .iter()
-        .fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
+    let n = code.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
     (100..600).contains(&n).then_some(n)
 }
 

@@ -181,7 +181,13 @@ impl Hub {
             ResetKind::Refused
         } else if no_payload && c.synack_seen {
             ResetKind::Setup
-        } else if c.dirs[if rst.from_server { c.server } else { 1 - c.server }].fin {
+        } else if c.dirs[if rst.from_server {
+            c.server
+        } else {
+            1 - c.server
+        }]
+        .fin
+        {
             // Its sender had closed its side with a FIN: its socket is gone, and the peer's
             // late segment (a keep-alive probe, data after the close) got the reset.
             ResetKind::AfterClose
@@ -291,7 +297,8 @@ impl Hub {
 /// connection, not a request.
 fn idle_response(c: &Conn, rst: Pkt) -> bool {
     let d = &c.dirs[c.server];
-    c.cur.is_some_and(|x| rst.ts_ns - x.last_resp.ts_ns >= IDLE_RESET_NS)
+    c.cur
+        .is_some_and(|x| rst.ts_ns - x.last_resp.ts_ns >= IDLE_RESET_NS)
         && d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
 }
 

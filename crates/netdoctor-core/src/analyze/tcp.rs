@@ -133,7 +133,11 @@ impl Analyzer {
             if let Some(z) = d.zero.on_window(pkt, shown) {
                 self.hub.on_zero_period(c, i, z);
             } else if d.zero.active() {
-                d.zero_min = if was_open { bytes } else { d.zero_min.min(bytes) };
+                d.zero_min = if was_open {
+                    bytes
+                } else {
+                    d.zero_min.min(bytes)
+                };
             }
             if c.dirs[i].zero.active() {
                 c.dirs[j].disturbed = true;

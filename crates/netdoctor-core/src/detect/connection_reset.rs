@@ -347,9 +347,9 @@ impl ConnectionReset {
                         packets,
                         note: match kind {
                             ResetKind::Refused => "SYN answered by a reset".to_string(),
-                            ResetKind::AfterClose => format!(
-                                "the {who} closed the connection (FIN), then reset it"
-                            ),
+                            ResetKind::AfterClose => {
+                                format!("the {who} closed the connection (FIN), then reset it")
+                            }
                             ResetKind::DuringExchange => {
                                 format!("the {who} reset the connection during an exchange")
                             }
@@ -459,7 +459,8 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
             s.replace_range(..1, &lower);
         }
         lead.summary.push_str(&format!("; also, {s}"));
-        lead.explanation.push_str(&format!(" Also: {}", f.explanation));
+        lead.explanation
+            .push_str(&format!(" Also: {}", f.explanation));
         if !lead.fix.contains(&f.fix) {
             lead.fix.push_str(&format!(" {}", f.fix));
         }
@@ -563,7 +564,8 @@ mod tests {
             (Side::Server, Severity::Critical)
         );
         assert!(
-            v[0].summary.starts_with("The server reset 2 connections in the middle"),
+            v[0].summary
+                .starts_with("The server reset 2 connections in the middle"),
             "{}",
             v[0].summary
         );

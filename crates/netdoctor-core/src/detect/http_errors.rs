@@ -66,7 +66,9 @@ impl Detector for HttpErrors {
                     *note = note.replace("requests", "captured HTTP responses");
                 }
             }
-            f.summary = f.summary.replacen(" requests failed", " captured HTTP requests failed", 1);
+            f.summary = f
+                .summary
+                .replacen(" requests failed", " captured HTTP requests failed", 1);
             f.evidence.extend(self.examples.iter().map(|x| {
                 let mut pkts = vec![x.first_req, x.first_resp];
                 pkts.dedup_by_key(|p| p.frame);
@@ -317,15 +319,21 @@ mod tests {
         };
         let f = testkit::run::<HttpErrors>(&[Event::ExchangeDone(&x)], &cx(1));
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].severity, f[0].side), (Severity::Critical, Side::Server));
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Critical, Side::Server)
+        );
         assert!(
-            f[0].summary.starts_with("1 of 1 captured HTTP requests failed"),
+            f[0].summary
+                .starts_with("1 of 1 captured HTTP requests failed"),
             "{}",
             f[0].summary
         );
         assert!(f[0].summary.contains("HTTP 500 Internal Server Error"));
         assert!(matches!(&f[0].evidence[0], Evidence::Probe { probe, .. } if probe == "capture"));
-        assert!(matches!(&f[0].evidence[1], Evidence::Packets { packets, .. } if packets.len() == 2));
+        assert!(
+            matches!(&f[0].evidence[1], Evidence::Packets { packets, .. } if packets.len() == 2)
+        );
         // A load's own counts win over the capture's (it saw every response).
         let obs = Observation::Load(outcome(&[(200, 10)]));
         let ev = [Event::ExchangeDone(&x), Event::Observed(&obs)];
@@ -333,7 +341,10 @@ mod tests {
         let ev: Vec<Event<'_>> = std::iter::repeat_n(Event::ExchangeDone(&ok), 99)
             .chain([Event::ExchangeDone(&x)])
             .collect();
-        assert_eq!(testkit::run::<HttpErrors>(&ev, &cx(100))[0].severity, Severity::Warning);
+        assert_eq!(
+            testkit::run::<HttpErrors>(&ev, &cx(100))[0].severity,
+            Severity::Warning
+        );
     }
 
     #[test]

@@ -212,7 +212,10 @@ mod tests {
         };
         let v = run::<ServerNotListening>(&[refused(1), refused(2)], &cx(0));
         assert_eq!(v.len(), 1);
-        assert_eq!((v[0].severity, v[0].side), (Severity::Critical, Side::Server));
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Critical, Side::Server)
+        );
         assert!(
             v[0].summary
                 .starts_with("Nothing listens on 10.0.0.2:80: 2 connection attempts were"),
@@ -222,10 +225,7 @@ mod tests {
         assert_eq!(v[0].evidence.len(), 2);
         // The probe saw it too: one finding, the packets as its evidence.
         let obs = refused_obs("10.0.0.2:80", 3, 3);
-        let v = run::<ServerNotListening>(
-            &[refused(1), Event::Observed(&obs)],
-            &cx(0),
-        );
+        let v = run::<ServerNotListening>(&[refused(1), Event::Observed(&obs)], &cx(0));
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].evidence.len(), 2);
         // A few refusals among many connections (a port scan): a warning.

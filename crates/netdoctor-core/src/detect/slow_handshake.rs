@@ -127,7 +127,9 @@ impl SlowHandshake {
             return;
         }
         self.n += 1;
-        self.handshakes.get_or_insert_with(Hist::new).record_ns(total);
+        self.handshakes
+            .get_or_insert_with(Hist::new)
+            .record_ns(total);
         if ms(total) >= SLOW_MS {
             self.slow_n += 1;
             self.fast_data_n += u64::from(ex.fast_data());
@@ -174,7 +176,10 @@ impl SlowHandshake {
                 ms(e.synack_leg_ns()),
                 ms(e.total_ns() - e.synack_leg_ns()),
                 match e.data_rtt_ns {
-                    Some(d) => format!("; a request on it was acknowledged {:.1} ms after it left", ms(d)),
+                    Some(d) => format!(
+                        "; a request on it was acknowledged {:.1} ms after it left",
+                        ms(d)
+                    ),
                     None => String::new(),
                 }
             ),
@@ -271,7 +276,11 @@ impl SlowHandshake {
              no SYN or SYN/ACK repeated in the capture. A kernel answers a SYN in microseconds, \
              so the time went to a {} that was lost and repeated where the capture could not \
              see it (before the capture point; Linux repeats after 1 s), or to {}.",
-            if server_leg { "SYN or SYN/ACK" } else { "SYN/ACK or ACK" },
+            if server_leg {
+                "SYN or SYN/ACK"
+            } else {
+                "SYN/ACK or ACK"
+            },
             if server_leg {
                 "a server whose SYN queue or accept queue held the connection (a SYN flood, \
                  SYN cookies, a listener that accepts too slowly)"
@@ -340,7 +349,10 @@ mod tests {
         let v = run_conns(&[c], &[x]);
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].id, FindingId::HighBaseRtt);
-        assert_eq!((v[0].side, v[0].severity), (Side::Network, Severity::Warning));
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Network, Severity::Warning)
+        );
         assert!(
             v[0].summary.contains("handshake took 895"),
             "{}",
@@ -363,14 +375,24 @@ mod tests {
         });
         let v = run_conns(&[c], &[x]);
         assert_eq!(v[0].id, FindingId::SynRetransmit);
-        assert_eq!((v[0].side, v[0].severity), (Side::Server, Severity::Critical));
-        assert!(v[0].summary.contains("the SYN/ACK came late"), "{}", v[0].summary);
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
+        assert!(
+            v[0].summary.contains("the SYN/ACK came late"),
+            "{}",
+            v[0].summary
+        );
         // One slow handshake among fast ones is an outlier too.
         let mut cs: Vec<ConnDone> = (0..9).map(|k| conn(40001 + k, 30, 31)).collect();
         cs.push(conn(40100, 30, 500));
         let v = run_conns(&cs, &[]);
         assert_eq!(v[0].id, FindingId::SynRetransmit);
-        assert_eq!((v[0].side, v[0].severity), (Side::Client, Severity::Warning));
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Client, Severity::Warning)
+        );
     }
 
     #[test]

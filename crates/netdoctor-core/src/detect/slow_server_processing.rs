@@ -189,23 +189,23 @@ impl SlowServerProcessing {
                 // One-segment requests/responses: first and last are the same packet.
                 pkts.dedup_by_key(|p| p.frame);
                 Evidence::Packets {
-                connection: conn_label(x.ends.client, x.ends.server),
-                packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
-                note: if x.cut {
-                    format!(
-                        "request complete, first response byte {:.1} ms later (server time net \
+                    connection: conn_label(x.ends.client, x.ends.server),
+                    packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
+                    note: if x.cut {
+                        format!(
+                            "request complete, first response byte {:.1} ms later (server time net \
                          of RTT); the capture ends while the response arrives",
-                        ms(x.server_time_ns)
-                    )
-                } else {
-                    format!(
-                        "request complete, first response byte {:.1} ms later (server time net \
+                            ms(x.server_time_ns)
+                        )
+                    } else {
+                        format!(
+                            "request complete, first response byte {:.1} ms later (server time net \
                          of RTT), exchange took {:.1} ms",
-                        ms(x.server_time_ns),
-                        ms(x.last_resp.ts_ns - x.first_req.ts_ns)
-                    )
-                },
-            }
+                            ms(x.server_time_ns),
+                            ms(x.last_resp.ts_ns - x.first_req.ts_ns)
+                        )
+                    },
+                }
             })
             .collect();
         out.push(f);
@@ -279,7 +279,8 @@ mod tests {
             (Severity::Critical, Side::Server)
         );
         assert!(
-            v[0].summary.contains("983.0 ms to start answering (1 request; the capture ends"),
+            v[0].summary
+                .contains("983.0 ms to start answering (1 request; the capture ends"),
             "{}",
             v[0].summary
         );

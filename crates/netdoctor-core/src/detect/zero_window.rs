@@ -242,18 +242,19 @@ impl ZeroWindow {
             // Periods that hit no completed exchange (a turn still waiting when the capture
             // ended, a protocol without answers): the time they held each connection.
             let held = total / s.conns.len().max(1) as f64;
-            f.impact.added_latency_ms = Some(
-                s.per_exchange
-                    .as_ref()
-                    .map_or(held, |h| h.quantile_ms(0.5)),
-            );
+            f.impact.added_latency_ms =
+                Some(s.per_exchange.as_ref().map_or(held, |h| h.quantile_ms(0.5)));
             f.impact.affected_fraction = fraction.filter(|_| s.affected_exchanges > 0);
             if s.affected_exchanges == 0 {
                 f.summary.push_str(&format!(
                     ", holding {} connection{} {held:.1} ms{}",
                     s.conns.len(),
                     if s.conns.len() == 1 { "" } else { "s" },
-                    if s.conns.len() > 1 { " each on average" } else { "" }
+                    if s.conns.len() > 1 {
+                        " each on average"
+                    } else {
+                        ""
+                    }
                 ));
             }
             f.explanation = match reading {
@@ -595,7 +596,10 @@ mod tests {
             })
             .collect();
         let v = run::<ZeroWindow>(&ev, &cx(1));
-        assert_eq!((v[0].side, v[0].severity), (Side::Server, Severity::Critical));
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
         assert!(
             v[0].summary
                 .contains("near-zero (down to 80 bytes, less than one MSS of 1460)"),

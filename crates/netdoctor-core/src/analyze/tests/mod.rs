@@ -401,11 +401,16 @@ fn resets_say_who_and_when() {
         (refused.side, refused.severity),
         (Side::Server, Severity::Critical)
     );
-    assert!(refused.summary.contains("1 connection attempt was"), "{}", refused.summary);
+    assert!(
+        refused.summary.contains("1 connection attempt was"),
+        "{}",
+        refused.summary
+    );
     let mid = resets[0];
     assert_eq!((mid.side, mid.severity), (Side::Server, Severity::Critical));
     assert!(
-        mid.summary.starts_with("The server reset 3 connections in the middle"),
+        mid.summary
+            .starts_with("The server reset 3 connections in the middle"),
         "{}",
         mid.summary
     );
