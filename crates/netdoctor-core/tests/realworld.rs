@@ -22,7 +22,10 @@ fn corpus() -> PathBuf {
 fn analyze(name: &str) -> Option<Analysis> {
     let path = corpus().join(name);
     if !path.exists() {
-        eprintln!("skipped: needs {} (the shared realworld-pcaps corpus)", path.display());
+        eprintln!(
+            "skipped: needs {} (the shared realworld-pcaps corpus)",
+            path.display()
+        );
         return None;
     }
     let mut a = Analyzer::new(AnalyzerConfig::default());
@@ -57,7 +60,8 @@ fn a_slow_first_byte_in_a_cut_capture_is_the_servers_time() {
     let st = f.impact.added_latency_ms.unwrap();
     assert!((980.0..1000.0).contains(&st), "{st}");
     assert!(
-        f.summary.contains("(1 request; the capture ends before the response does)"),
+        f.summary
+            .contains("(1 request; the capture ends before the response does)"),
         "{}",
         f.summary
     );

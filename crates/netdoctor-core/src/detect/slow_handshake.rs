@@ -34,13 +34,15 @@ pub const OUTLIER_FACTOR: f64 = 3.0;
 /// The data path is "fast" when the server acknowledged a request within this share of the
 /// SYN → SYN/ACK time.
 const FAST_DATA_SHARE: f64 = 0.33;
+/// A request ACK faster than this comes from something near the capture point, not the server.
+const MIN_DATA_RTT_NS: i64 = 1_000_000;
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
     client: SocketAddr,
     server: SocketAddr,
     st: SynState,
-    /// Request → the server's ACK of it on this connection, ns.
+    /// The first request → the server's ACK of it on this connection, ns.
     data_rtt_ns: Option<i64>,
 }
 
@@ -70,7 +72,7 @@ impl Example {
 /// The slow-handshake detector (`high_base_rtt` / `syn_retransmit` for setups).
 #[derive(Default)]
 pub struct SlowHandshake {
-    /// Request → server ACK, the shortest per connection still open.
+    /// The first request → server ACK, per connection still open.
     data_rtt: HashMap<(SocketAddr, SocketAddr), i64>,
     handshakes: Option<Hist>,
     n: u64,
@@ -89,13 +91,16 @@ impl Detector for SlowHandshake {
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::ExchangeDone(x) => {
+                // The connection's first request, closest in time to its handshake; an ACK
+                // under a millisecond is not the far end's (a middlebox, a proxy on the
+                // capture host), so it says nothing about the path.
                 if let Some(a) = x.req_ack {
                     let d = a.ts_ns - x.last_req.ts_ns;
-                    let e = self
-                        .data_rtt
-                        .entry((x.ends.client, x.ends.server))
-                        .or_insert(d);
-                    *e = (*e).min(d);
+                    if d >= MIN_DATA_RTT_NS {
+                        self.data_rtt
+                            .entry((x.ends.client, x.ends.server))
+                            .or_insert(d);
+                    }
                 }
             }
             Event::ConnDone(c) => self.on_conn(c),
@@ -239,6 +244,18 @@ impl SlowHandshake {
 
     fn setup_finding(&self, setup: &[&Example], median: f64, cx: &Context) -> Finding {
         let worst = setup.iter().map(|e| e.total_ns()).max().unwrap_or(0);
+        // What the slow setups cost beyond a round trip of the path (the data path's on the
+        // connection when it was measured, else the median handshake).
+        let added = setup
+            .iter()
+            .map(|e| {
+                let base = match e.data_rtt_ns {
+                    Some(d) if e.fast_data() => ms(d),
+                    _ => median,
+                };
+                (ms(e.total_ns()) - base).max(0.0)
+            })
+            .fold(0.0, f64::max);
         // The slow leg: SYN → SYN/ACK (the server, or the way to it) or SYN/ACK → ACK.
         let server_leg = setup
             .iter()
@@ -268,7 +285,7 @@ impl SlowHandshake {
             ),
         );
         f.confidence = 0.7;
-        f.impact.added_latency_ms = Some(ms(worst) - median.min(ms(worst)));
+        f.impact.added_latency_ms = Some(added);
         f.impact.affected_fraction = Some((n as f64 / self.n as f64).min(1.0));
         f.explanation = format!(
             "These handshakes took far longer than the path's round trip (the median handshake, \
@@ -393,6 +410,24 @@ mod tests {
             (v[0].side, v[0].severity),
             (Side::Client, Severity::Warning)
         );
+    }
+
+    #[test]
+    fn an_ack_from_next_to_the_capture_point_says_nothing_about_the_path() {
+        // ndpi-exe_download: the request "acknowledged" 0.26 ms after it left (a middlebox),
+        // the response 298 ms later: the path is slow, not the setup.
+        let c = conn(40000, 319, 320);
+        let mut x = ExchangeDone::new(
+            c.ends,
+            pkt(4, 320, false, F::PSH, 153),
+            pkt(6, 618, true, F::ACK, 1460),
+        );
+        x.req_ack = Some(Pkt {
+            ts_ns: T0 + 320 * MS + 260_000,
+            ..pkt(5, 0, true, F::ACK, 0)
+        });
+        let v = run_conns(&[c], &[x]);
+        assert_eq!(v[0].id, FindingId::HighBaseRtt);
     }
 
     #[test]
