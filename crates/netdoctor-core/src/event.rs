@@ -171,8 +171,9 @@ impl Interests {
     pub const EXCHANGE_DONE: Interests = Interests(1 << 4);
     pub const CONN_DONE: Interests = Interests(1 << 5);
     pub const OBSERVED: Interests = Interests(1 << 6);
-    pub const ALL: Interests = Interests(0x7f);
-    pub(crate) const KINDS: usize = 7;
+    pub const EXCHANGE_CUT: Interests = Interests(1 << 7);
+    pub const ALL: Interests = Interests(0xff);
+    pub(crate) const KINDS: usize = 8;
 
     /// Both sets.
     pub const fn and(self, other: Interests) -> Interests {
@@ -220,6 +221,10 @@ pub enum Event<'a> {
         req: Option<Pkt>,
     },
     ExchangeDone(&'a ExchangeDone),
+    /// An exchange cut by the end of the capture after its first response byte (`cut` set):
+    /// its first-byte time and status are known, its latency and later stalls are not. Apart
+    /// from [`Event::ExchangeDone`] so that shares of completed exchanges stay what they were.
+    ExchangeCut(&'a ExchangeDone),
     ConnDone(&'a ConnDone),
     /// Something seen outside the packets.
     Observed(&'a Observation),
@@ -237,6 +242,7 @@ impl Event<'_> {
             Event::ExchangeDone(_) => 4,
             Event::ConnDone(_) => 5,
             Event::Observed(_) => 6,
+            Event::ExchangeCut(_) => 7,
         }
     }
 }

@@ -255,7 +255,11 @@ impl Hub {
             req_ack: x.req_ack,
             cut,
         };
-        self.emit(&Event::ExchangeDone(&done));
+        if cut {
+            self.emit(&Event::ExchangeCut(&done));
+        } else {
+            self.emit(&Event::ExchangeDone(&done));
+        }
     }
 
     pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {

@@ -380,7 +380,8 @@ impl Analyzer {
         let g = &mut self.hub;
         let cx = Context {
             t0_ns: t0,
-            exchanges: g.exchanges,
+            exchanges: g.exchanges - g.incomplete,
+            incomplete: g.incomplete,
             connections: self.stats.connections,
             data_segments: self.stats.data_segments,
             latency_p50_ms: g.latency.quantile_ms(0.5),

@@ -31,13 +31,15 @@ pub struct HttpErrors {
 
 impl Detector for HttpErrors {
     fn interests(&self) -> Interests {
-        Interests::OBSERVED.and(Interests::EXCHANGE_DONE)
+        Interests::OBSERVED
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::EXCHANGE_CUT)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::Observed(Observation::Load(l)) => self.load = Some(l.clone()),
-            Event::ExchangeDone(x) => {
+            Event::ExchangeDone(x) | Event::ExchangeCut(x) => {
                 if let Some(code) = x.status {
                     *self.captured.entry(code).or_default() += 1;
                     if code >= 400 && self.examples.len() < MAX_EXAMPLES {

@@ -85,12 +85,14 @@ pub struct SlowHandshake {
 
 impl Detector for SlowHandshake {
     fn interests(&self) -> Interests {
-        Interests::CONN_DONE.and(Interests::EXCHANGE_DONE)
+        Interests::CONN_DONE
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::EXCHANGE_CUT)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
-            Event::ExchangeDone(x) => {
+            Event::ExchangeDone(x) | Event::ExchangeCut(x) => {
                 // The connection's first request, closest in time to its handshake; an ACK
                 // under a millisecond is not the far end's (a middlebox, a proxy on the
                 // capture host), so it says nothing about the path.

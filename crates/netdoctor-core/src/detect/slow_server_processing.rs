@@ -48,12 +48,14 @@ pub struct SlowServerProcessing {
 
 impl Detector for SlowServerProcessing {
     fn interests(&self) -> Interests {
-        Interests::EXCHANGE_DONE.and(Interests::OBSERVED)
+        Interests::EXCHANGE_DONE
+            .and(Interests::EXCHANGE_CUT)
+            .and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
-            Event::ExchangeDone(x) => self.on_exchange(x),
+            Event::ExchangeDone(x) | Event::ExchangeCut(x) => self.on_exchange(x),
             Event::Observed(Observation::Cpu {
                 machine_busy,
                 own_busy,
@@ -68,7 +70,7 @@ impl Detector for SlowServerProcessing {
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
         self.report(
-            cx.exchanges,
+            cx.exchanges + cx.incomplete,
             cx.latency_p50_ms,
             cx.server_time_p50_ms,
             cx.t0_ns,
@@ -266,12 +268,13 @@ mod tests {
     fn one_very_slow_first_byte_is_enough() {
         let mut xs = exchanges(1, 983);
         xs[0].cut = true;
-        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
+        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeCut).collect();
         // A cut exchange has no latency (p50 0).
         let cx = Context {
             latency_p50_ms: 0.0,
             server_time_p50_ms: 983.0,
-            ..cx(1)
+            incomplete: 1,
+            ..cx(0)
         };
         let v = run::<SlowServerProcessing>(&ev, &cx);
         assert_eq!(
