@@ -128,6 +128,9 @@ impl Detector for ServerNotListening {
         );
         f.confidence = 0.95;
         f.impact.affected_fraction = Some(frac);
+        f.fix = "Start the server or point the client at the port it listens on (`ss -ltnp` on \
+                 the server host); check the firewall for rules that reject with a reset."
+            .to_string();
         f.evidence = rest.into_iter().map(evidence).collect();
         out.push(f);
     }

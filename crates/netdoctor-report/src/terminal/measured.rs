@@ -196,6 +196,13 @@ pub(super) fn render_measurements(
             };
             row(out, "", &line)?;
         }
+        if c.exchanges.incomplete > 0 {
+            let line = lang.ui(
+                "term-exchanges-cut",
+                &[("n", a(thousands(c.exchanges.incomplete)))],
+            );
+            row(out, "", &line)?;
+        }
         if let Some(b) = &c.exchanges.breakdown_p50_ms {
             row(out, "", &breakdown_line_in(b, lang))?;
         }
