@@ -314,6 +314,8 @@ impl AgentMetrics {
             "netdoctor_evidence_dropped",
             "Evidence entries deleted to stay within the directory's limits, by reason (count, size, age)",
             m.evidence_dropped.clone(),
+        );
+        r.register(
             "netdoctor_slo_status",
             "Latest window's result of each --slo objective: 0 pass, 1 fail, 3 inconclusive (too few requests to judge)",
             m.slo_status.clone(),

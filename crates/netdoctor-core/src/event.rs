@@ -61,13 +61,17 @@ pub enum ResetKind {
     ClientAbort,
     /// Between exchanges.
     Idle,
+    /// After its sender had closed its side (FIN): the peer's later segment (a keep-alive
+    /// probe, data after the close) found no socket. The end of a closed connection.
+    AfterClose,
     /// After the handshake, before any byte in either direction: a refusal or an abort at
     /// setup (accept-queue overflow with `tcp_abort_on_overflow`, a server that accepts and
     /// closes with `SO_LINGER` 0, a middlebox), not an idle timeout.
     Setup,
 }
 
-/// A completed HTTP/1.x exchange.
+/// A completed request/response exchange (HTTP/1.x or found from turns), or one cut by the
+/// end of the capture after its first response byte (`cut`).
 #[derive(Clone, Copy, Debug)]
 pub struct ExchangeDone {
     pub ends: Ends,
@@ -82,6 +86,13 @@ pub struct ExchangeDone {
     /// The connection's handshake RTT, when captured.
     pub rtt_ns: Option<i64>,
     pub(crate) parts: ExchangeParts,
+    /// The HTTP/1.x status code of the response, when it is one.
+    pub status: Option<u16>,
+    /// The server's first pure ACK of the whole request, when captured.
+    pub req_ack: Option<Pkt>,
+    /// The capture ended while the response was arriving: `last_resp` is the last byte
+    /// captured, `latency_ns` a lower bound (not counted in latency figures).
+    pub cut: bool,
 }
 
 impl ExchangeDone {
@@ -97,6 +108,9 @@ impl ExchangeDone {
             server_time_ns: (resp.ts_ns - req.ts_ns).max(0),
             rtt_ns: None,
             parts: ExchangeParts::default(),
+            status: None,
+            req_ack: None,
+            cut: false,
         }
     }
 
@@ -157,8 +171,9 @@ impl Interests {
     pub const EXCHANGE_DONE: Interests = Interests(1 << 4);
     pub const CONN_DONE: Interests = Interests(1 << 5);
     pub const OBSERVED: Interests = Interests(1 << 6);
-    pub const ALL: Interests = Interests(0x7f);
-    pub(crate) const KINDS: usize = 7;
+    pub const EXCHANGE_CUT: Interests = Interests(1 << 7);
+    pub const ALL: Interests = Interests(0xff);
+    pub(crate) const KINDS: usize = 8;
 
     /// Both sets.
     pub const fn and(self, other: Interests) -> Interests {
@@ -185,12 +200,16 @@ pub enum Event<'a> {
         ends: Ends,
         episode: Episode,
     },
-    /// An endpoint reopened its receive window after advertising zero.
+    /// An endpoint reopened its receive window after advertising zero (or a window below one
+    /// MSS, `near_zero`), or the connection or capture ended first.
     ZeroWindow {
         ends: Ends,
         /// The endpoint that advertised the zero window is the server.
         reader_is_server: bool,
         period: ZeroPeriod,
+        /// The window never reached zero but stayed below one MSS (the sender could not send
+        /// a full segment): the smallest window advertised, bytes.
+        near_zero: Option<u32>,
     },
     /// A reset, with the exchange packet before it when there was one.
     Reset {
@@ -202,6 +221,10 @@ pub enum Event<'a> {
         req: Option<Pkt>,
     },
     ExchangeDone(&'a ExchangeDone),
+    /// An exchange cut by the end of the capture after its first response byte (`cut` set):
+    /// its first-byte time and status are known, its latency and later stalls are not. Apart
+    /// from [`Event::ExchangeDone`] so that shares of completed exchanges stay what they were.
+    ExchangeCut(&'a ExchangeDone),
     ConnDone(&'a ConnDone),
     /// Something seen outside the packets.
     Observed(&'a Observation),
@@ -219,6 +242,7 @@ impl Event<'_> {
             Event::ExchangeDone(_) => 4,
             Event::ConnDone(_) => 5,
             Event::Observed(_) => 6,
+            Event::ExchangeCut(_) => 7,
         }
     }
 }

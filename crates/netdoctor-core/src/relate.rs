@@ -61,6 +61,23 @@ fn own_connect_timeouts(_: &Finding, c: &Finding) -> bool {
 /// timeouts (see `detect::http_errors`).
 pub const CONNECT_TIMEOUT_MARK: &str = "netdoctor's own timeout cut";
 
+/// Both findings show the same connection in their packet evidence (a window that never
+/// reopened, and the sender's timeouts on that connection).
+fn same_connection(r: &Finding, c: &Finding) -> bool {
+    use crate::finding::Evidence;
+    let conns = |f: &Finding| -> Vec<String> {
+        f.evidence
+            .iter()
+            .filter_map(|e| match e {
+                Evidence::Packets { connection, .. } => Some(connection.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let rc = conns(r);
+    conns(c).iter().any(|x| rc.contains(x))
+}
+
 const fn rule(
     root: FindingId,
     consequence: FindingId,
@@ -97,6 +114,9 @@ pub const RULES: &[Rule] = &[
     rule(ListenQueueOverflow, SlowServerProcessing, server_or_host),
     // No local port left: connect() fails on the client's host.
     rule(EphemeralPortExhaustion, HttpErrors, on_host),
+    // A receiver whose window stayed shut (or below one segment) makes the sender's last
+    // segments wait and be resent by its timer: the window, not the network, held them.
+    rule(ZeroWindow, RetransmissionTimeout, same_connection),
     // Interface drops are lost segments.
     rule(InterfaceErrors, PacketLossRetransmission, not_client),
     rule(InterfaceErrors, RetransmissionTimeout, not_client),

@@ -34,8 +34,16 @@ pub(super) struct Dir {
     pub fin: bool,
     pub nagle: NagleDir,
     pub loss: LossDir,
-    /// Zero-window periods of this endpoint as a receiver.
+    /// Zero-window periods of this endpoint as a receiver, and the smallest window of the
+    /// period in progress, bytes. A receiver that never advertises a true zero (some embedded
+    /// stacks shrink their window to a few bytes instead) is near zero below one MSS and a
+    /// quarter of its largest window, once both SYNs (hence the scale and the MSS) are known.
     pub zero: ZeroDir,
+    pub zero_min: u32,
+    /// The largest window this endpoint advertised (bytes), and whether it ever advertised
+    /// a true zero (then only true zeros count: it is a stack that closes its window).
+    pub max_window: u32,
+    pub saw_zero: bool,
     /// Since this direction's last new data: a retransmission, or the peer closed its
     /// window. A late ACK then is not a delayed-ACK stall.
     pub disturbed: bool,

@@ -1,8 +1,10 @@
 //! Exchange splitting by direction turns: a request starts with the client's first new data
 //! after the server's response (or on an idle connection), the response with the server's
 //! first new data after it; the exchange completes when the next request starts or the
-//! connection closes. Exchanges still in progress at the end of the capture are not counted
-//! (their response may be incomplete).
+//! connection closes. An exchange cut by the end of the capture still has its request time and
+//! its first-byte time: it is counted as incomplete (no latency, its server time and stalls
+//! do count). A request the server acknowledged only much later than the handshake RTT says
+//! the path was slow for it: that time is not the server's ([`path_rtt_ns`]).
 //!
 //! This works for any request/response protocol (TLS records, RESP, memcached, MySQL, a
 //! custom RPC): the payload is only looked at to say how the exchange was found. A request
@@ -39,6 +41,41 @@ pub(super) struct Exchange {
     /// The last (needed, not spurious) retransmission of response data: the response was
     /// delivered then, not when its original left.
     pub delivered_ns: i64,
+    /// Sequence number after the request's last byte, and the server's first ACK of it (the
+    /// request had arrived by then: see [`path_rtt_ns`]).
+    pub req_end: u32,
+    pub req_ack: Option<Pkt>,
+    /// The HTTP/1.x status code of the response (0: not HTTP, or not seen).
+    pub status: u16,
+}
+
+/// The status code of an HTTP/1.x status line at the start of `payload`
+/// (`HTTP/1.1 500 Internal Server Error`), if it is one.
+pub(super) fn http_status(payload: &[u8]) -> Option<u16> {
+    let rest = payload.strip_prefix(b"HTTP/1.")?;
+    let code = rest.get(2..5)?;
+    if rest.get(1) != Some(&b' ') || !code.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = code.iter().fold(0u16, |n, d| n * 10 + u16::from(d - b'0'));
+    (100..600).contains(&n).then_some(n)
+}
+
+/// A delayed ACK (Linux 40 ms up to 200 ms, Windows 200 ms) waits at most this long: a
+/// server's ACK of a request that comes later than the handshake RTT plus this says the path
+/// (or the capture point's view of it) was slower for the request than for the handshake.
+const ACK_DELAY_MAX_NS: i64 = 200_000_000;
+
+/// The round trip to subtract from an exchange's first-byte time: the handshake RTT, or the
+/// time the server took to acknowledge the request when that is longer than the handshake
+/// RTT plus any delayed ACK (the request was still on its way; the server cannot have started
+/// before it arrived).
+pub(super) fn path_rtt_ns(rtt: Option<i64>, last_req: &Pkt, req_ack: Option<Pkt>) -> i64 {
+    let rtt = rtt.unwrap_or(0);
+    match req_ack {
+        Some(a) if a.ts_ns - last_req.ts_ns > rtt + ACK_DELAY_MAX_NS => a.ts_ns - last_req.ts_ns,
+        _ => rtt,
+    }
 }
 
 impl Exchange {
@@ -61,6 +98,9 @@ impl Conn {
                     if let Some(x) = self.cur.as_mut() {
                         x.first_resp = Some(pkt);
                         x.last_resp = pkt;
+                        if x.http {
+                            x.status = http_status(payload).unwrap_or(0);
+                        }
                     }
                     self.phase = Phase::Response;
                 }
@@ -89,6 +129,9 @@ impl Conn {
                         http: payload.len() < 4 || looks_like_request(payload),
                         parts: ExchangeParts::default(),
                         delivered_ns: i64::MIN,
+                        req_end: 0,
+                        req_ack: None,
+                        status: 0,
                     });
                     self.phase = Phase::Request;
                 }

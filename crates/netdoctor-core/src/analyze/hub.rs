@@ -21,6 +21,9 @@ pub(super) struct Hub {
     pub latency: Hist,
     pub server_time: Hist,
     pub exchanges: u64,
+    /// Of [`Hub::exchanges`], those cut by the end of the capture while their response was
+    /// arriving (first-byte time known, latency not).
+    pub incomplete: u64,
     /// Of [`Hub::exchanges`], those whose request starts with an HTTP/1.x method (the others
     /// were found from direction turns alone).
     pub http1_exchanges: u64,
@@ -37,6 +40,7 @@ impl Hub {
             latency: Hist::new(),
             server_time: Hist::new(),
             exchanges: 0,
+            incomplete: 0,
             http1_exchanges: 0,
             breakdown: BreakdownAgg::new(),
             detectors: Vec::new(),
@@ -82,6 +86,12 @@ impl Hub {
             c.check_ambiguous(payload);
         }
         let finished = c.on_http_data(pkt, payload);
+        if !pkt.from_server
+            && c.phase == Phase::Request
+            && let Some(x) = c.cur.as_mut()
+        {
+            x.req_end = end;
+        }
 
         // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
         // message began.
@@ -153,10 +163,12 @@ impl Hub {
             x.add_stall(ZERO_WINDOW, reader_is_server, z.start.ts_ns, z.end.ts_ns);
         }
         let ends = c.ends();
+        let near_zero = (c.dirs[i].zero_min > 0).then_some(c.dirs[i].zero_min);
         self.emit(&Event::ZeroWindow {
             ends,
             reader_is_server,
             period: z,
+            near_zero,
         });
     }
 
@@ -171,8 +183,19 @@ impl Hub {
             ResetKind::Refused
         } else if no_payload && c.synack_seen {
             ResetKind::Setup
+        } else if c.dirs[if rst.from_server {
+            c.server
+        } else {
+            1 - c.server
+        }]
+        .fin
+        {
+            // Its sender had closed its side with a FIN: its socket is gone, and the peer's
+            // late segment (a keep-alive probe, data after the close) got the reset.
+            ResetKind::AfterClose
         } else {
             match (c.phase, rst.from_server) {
+                (Phase::Response, true) if idle_response(c, rst) => ResetKind::Idle,
                 (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
                 (Phase::Response, false) => ResetKind::ClientAbort,
                 (Phase::Idle, _) => ResetKind::Idle,
@@ -181,6 +204,7 @@ impl Hub {
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
             ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
+            ResetKind::AfterClose => c.first_close,
             _ => c.cur.map(|x| {
                 if x.first_resp.is_some() {
                     x.last_resp
@@ -198,7 +222,10 @@ impl Hub {
         });
     }
 
-    pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {
+    /// An exchange is complete (the next request started, or the connection closed), or,
+    /// with `cut`, the capture ended while its response was arriving: its first-byte time
+    /// counts, its latency (the end of the response is unknown) does not.
+    pub(super) fn finish_exchange_as(&mut self, c: &mut Conn, x: Exchange, cut: bool) {
         let Some(first_resp) = x.first_resp else {
             return;
         };
@@ -206,28 +233,32 @@ impl Hub {
         let first = c.exchanges == 0;
         c.exchanges += 1;
         self.exchanges += 1;
+        self.incomplete += u64::from(cut);
         self.http1_exchanges += u64::from(x.http);
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
-        self.latency.record_ns(latency);
-        let server_time = (first_resp.ts_ns - x.last_req.ts_ns - rtt.unwrap_or(0)).max(0);
+        let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
+        let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
         self.server_time.record_ns(server_time);
-        // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
-        // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
-        let mut parts = x.parts;
-        let mut waited = latency;
-        let mut network = rtt.unwrap_or(0);
-        if first
-            && (c.syn.syns > 1 || c.syn.synacks > 1)
-            && let Some(syn) = c.syn.first_syn
-        {
-            let setup = (x.first_req.ts_ns - syn.ts_ns).max(0);
-            let hs = rtt.unwrap_or(0).min(setup);
-            parts.stalls[SYN_RETRANSMIT] += setup - hs;
-            parts.sides[SYN_RETRANSMIT] |= crate::event::side_bit(c.syn.synacks > 1);
-            waited += setup;
-            network += hs;
+        if !cut {
+            self.latency.record_ns(latency);
+            // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
+            // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
+            let mut parts = x.parts;
+            let mut waited = latency;
+            let mut network = rtt.unwrap_or(0);
+            if first
+                && (c.syn.syns > 1 || c.syn.synacks > 1)
+                && let Some(syn) = c.syn.first_syn
+            {
+                let setup = (x.first_req.ts_ns - syn.ts_ns).max(0);
+                let hs = rtt.unwrap_or(0).min(setup);
+                parts.stalls[SYN_RETRANSMIT] += setup - hs;
+                parts.sides[SYN_RETRANSMIT] |= crate::event::side_bit(c.syn.synacks > 1);
+                waited += setup;
+                network += hs;
+            }
+            self.breakdown.record(waited, network, server_time, &parts);
         }
-        self.breakdown.record(waited, network, server_time, &parts);
         let done = ExchangeDone {
             ends: c.ends(),
             first_req: x.first_req,
@@ -238,8 +269,19 @@ impl Hub {
             server_time_ns: server_time,
             rtt_ns: rtt,
             parts: x.parts,
+            status: (x.status > 0).then_some(x.status),
+            req_ack: x.req_ack,
+            cut,
         };
-        self.emit(&Event::ExchangeDone(&done));
+        if cut {
+            self.emit(&Event::ExchangeCut(&done));
+        } else {
+            self.emit(&Event::ExchangeDone(&done));
+        }
+    }
+
+    pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {
+        self.finish_exchange_as(c, x, false);
     }
 
     /// A connection's state is dropped (closed, reused, evicted, or the capture ended): loss
@@ -270,3 +312,17 @@ impl Hub {
         self.emit(&Event::ConnDone(&done));
     }
 }
+
+/// A response exchange that went quiet: every byte the server sent was acknowledged and
+/// nothing new came for [`IDLE_RESET_NS`] before the reset. Its response was over (the exchange
+/// completes when the next request starts, which never came); the reset ends an idle
+/// connection, not a request.
+fn idle_response(c: &Conn, rst: Pkt) -> bool {
+    let d = &c.dirs[c.server];
+    c.cur
+        .is_some_and(|x| rst.ts_ns - x.last_resp.ts_ns >= IDLE_RESET_NS)
+        && d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
+}
+
+/// Silence after a fully acknowledged response that makes a later reset an idle one.
+pub(super) const IDLE_RESET_NS: i64 = 5_000_000_000;

@@ -146,6 +146,10 @@ impl ExchangeMethod {
 pub struct ExchangeStats {
     /// Completed request/response exchanges (HTTP/1.x, or found from direction turns).
     pub count: u64,
+    /// Of `count`, exchanges cut by the end of the capture while their response was arriving:
+    /// their server time counts, their latency (the response's end is unknown) does not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub incomplete: u64,
     /// How they were found (absent without exchanges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<ExchangeMethod>,
@@ -362,8 +366,9 @@ impl Analyzer {
         self.window_start_ns
     }
 
-    /// Ends the analysis. Exchanges still in progress (cut off by the end of the capture)
-    /// are not counted: their response may be incomplete.
+    /// Ends the analysis. An exchange whose response was still arriving when the capture
+    /// ended counts as incomplete ([`ExchangeStats::incomplete`]): its first-byte time is
+    /// known, its latency is not. A request still unanswered is not an exchange.
     pub fn finish(mut self) -> Analysis {
         // In the order the connections started, not the hash table's (randomly seeded)
         // order: detectors keep the first few examples, and the report must not change from
@@ -373,6 +378,11 @@ impl Analyzer {
         for mut c in open {
             self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.hub.flush_stalls(&mut c);
+            if c.phase == http::Phase::Response
+                && let Some(x) = c.cur.take()
+            {
+                self.hub.finish_exchange_as(&mut c, x, true);
+            }
             self.hub.flush_counts(&c);
         }
         self.conclude()
@@ -387,7 +397,8 @@ impl Analyzer {
         let g = &mut self.hub;
         let cx = Context {
             t0_ns: t0,
-            exchanges: g.exchanges,
+            exchanges: g.exchanges - g.incomplete,
+            incomplete: g.incomplete,
             connections: self.stats.connections,
             data_segments: self.stats.data_segments,
             latency_p50_ms: g.latency.quantile_ms(0.5),
@@ -406,6 +417,7 @@ impl Analyzer {
             stats: self.stats.clone(),
             exchanges: ExchangeStats {
                 count: g.exchanges,
+                incomplete: g.incomplete,
                 method: match (g.http1_exchanges, g.exchanges - g.http1_exchanges) {
                     (0, 0) => None,
                     (_, 0) => Some(ExchangeMethod::Http1),

@@ -114,9 +114,30 @@ impl Analyzer {
                 (Some(s), Some(_)) if !f.syn() => u32::from(s.min(14)),
                 _ => 0,
             };
-            c.dirs[i].window = u32::from(seg.window) << scale;
-            if let Some(z) = c.dirs[i].zero.on_window(pkt, seg.window) {
+            let bytes = u32::from(seg.window) << scale;
+            c.dirs[i].window = bytes;
+            // Below one MSS the peer cannot send a full segment: near zero (only when the
+            // scale is known; a raw field of a connection picked up mid-stream means little).
+            let known = c.dirs[j].syn_seen && c.dirs[i].syn_seen;
+            let d = &mut c.dirs[i];
+            if !f.syn() && !f.rst() {
+                d.max_window = d.max_window.max(bytes);
+                d.saw_zero |= seg.window == 0;
+            }
+            let near = known
+                && !d.saw_zero
+                && !f.syn()
+                && bytes < u32::from(d.mss.unwrap_or(536)).min(d.max_window / 4);
+            let shown = if near { 0 } else { seg.window };
+            let was_open = !d.zero.active();
+            if let Some(z) = d.zero.on_window(pkt, shown) {
                 self.hub.on_zero_period(c, i, z);
+            } else if d.zero.active() {
+                d.zero_min = if was_open {
+                    bytes
+                } else {
+                    d.zero_min.min(bytes)
+                };
             }
             if c.dirs[i].zero.active() {
                 c.dirs[j].disturbed = true;
@@ -143,6 +164,16 @@ impl Analyzer {
             }
             if pure {
                 peer.nagle.on_peer_ack(seg.ack, pkt, edge);
+            }
+            // The server's first pure ACK of the whole request: the request had arrived.
+            if pure
+                && from_server
+                && c.phase == Phase::Request
+                && let Some(x) = c.cur.as_mut()
+                && x.req_ack.is_none()
+                && !seq_gt(x.req_end, seg.ack)
+            {
+                x.req_ack = Some(pkt);
             }
             self.stats.duplicate_acks += u64::from(news.dup);
             self.stats.spurious_retransmissions += u64::from(news.dsack);

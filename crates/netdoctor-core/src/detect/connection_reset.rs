@@ -2,17 +2,22 @@
 //!
 //! Each RST is classified by who sent it and when:
 //! - **refused**: the server answered a SYN with a reset (nothing listens, or a firewall
-//!   rejects): instead of a handshake;
+//!   rejects): instead of a handshake. That is `server_not_listening`'s finding, not this one;
 //! - **during an exchange**: a request was sent and its response had not started or was still
 //!   coming (the server reset it, or the client gave up before the response started);
 //! - **client abort**: the client reset while a response was arriving (a client that closes
 //!   with unread data, e.g. a load generator stopping or a browser cancelling): info;
-//! - **idle**: between exchanges (keep-alive connection dropped);
+//! - **idle**: between exchanges (keep-alive connection dropped), or after a response that was
+//!   fully acknowledged and followed by seconds of silence;
+//! - **after close**: its sender had already closed its side with a FIN (the peer's keep-alive
+//!   probe or late data found no socket): the end of a closed connection, info;
 //! - **at setup**: after the handshake, before any byte either way: a refusal or an abort at
 //!   setup (an accept queue that overflowed with `tcp_abort_on_overflow` on, a server that
 //!   accepts and closes with `SO_LINGER` 0, a middlebox), never an idle timeout.
 //!
-//! Severity follows the share of requests that failed; client aborts are never above info.
+//! Severity follows the share of requests that failed; client aborts and resets after a close
+//! are never above info. One finding sums up every kind seen (the most severe leads, the
+//! others follow as "also ..."), so a capture never shows two `connection_reset` lines.
 //! A client reset of a request that had waited as long as the load generator's own timeout
 //! ([`Observation::RunConfig`]`::timeout_ms`) is netdoctor giving up, not the server resetting:
 //! it is reported apart, at info, on the client's side.
@@ -49,7 +54,7 @@ const OWN_TIMEOUT_SLACK: f64 = 0.95;
 /// The `connection_reset` detector.
 #[derive(Default)]
 pub struct ConnectionReset {
-    kinds: [KindAgg; 5],
+    kinds: [KindAgg; 6],
     /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
     timeout_ms: Option<u64>,
     /// A listening socket of the server process seen during the run
@@ -110,6 +115,7 @@ fn idx(k: ResetKind) -> usize {
         ResetKind::ClientAbort => 2,
         ResetKind::Idle => 3,
         ResetKind::Setup => 4,
+        ResetKind::AfterClose => 5,
     }
 }
 
@@ -138,6 +144,12 @@ impl ConnectionReset {
     }
 
     fn report(&self, exchanges: u64, connections: u64, t0_ns: i64, out: &mut Vec<Finding>) {
+        let mut parts = Vec::new();
+        self.report_kinds(exchanges, connections, t0_ns, &mut parts);
+        out.extend(merge(parts));
+    }
+
+    fn report_kinds(&self, exchanges: u64, connections: u64, t0_ns: i64, out: &mut Vec<Finding>) {
         let mut own_timeout_total = 0;
         let mut own_timeout_examples: Vec<&Example> = Vec::new();
         for kind in [
@@ -146,7 +158,13 @@ impl ConnectionReset {
             ResetKind::ClientAbort,
             ResetKind::Idle,
             ResetKind::Setup,
+            ResetKind::AfterClose,
         ] {
+            // Refused SYNs are `server_not_listening`'s, unless the run saw the listener
+            // (then they are resets of a port that is open: the arm below).
+            if kind == ResetKind::Refused && self.listener.is_none() {
+                continue;
+            }
             let k = &self.kinds[idx(kind)];
             // Client resets of requests that waited out the load generator's own timeout.
             let own = self.own_timeouts(k);
@@ -197,6 +215,7 @@ impl ConnectionReset {
                             .to_string(),
                     )
                 }
+                // `server_not_listening`'s (not listed above); kept for a complete match.
                 ResetKind::Refused => {
                     let frac = (n as f64 / connections.max(1) as f64).min(1.0);
                     (
@@ -306,6 +325,30 @@ impl ConnectionReset {
                         fix,
                     )
                 }
+                ResetKind::AfterClose => {
+                    let peer = if by_server { "client" } else { "server" };
+                    (
+                        (n as f64 / connections.max(1) as f64).min(1.0),
+                        Severity::Info,
+                        format!(
+                            "The {who} reset {n} connections it had already closed (FIN sent), \
+                             when the {peer} sent more on them"
+                        ),
+                        format!(
+                            "The {who} had closed these connections with a FIN, and the {peer} \
+                             did not close its side; when the {peer} later sent something (a \
+                             TCP keep-alive probe, or data after the close) the {who}'s socket \
+                             was gone and its kernel answered with a reset. That is the normal \
+                             end of a connection one side kept open after the other closed it, \
+                             not a request that failed."
+                        ),
+                        format!(
+                            "Nothing to fix in the resets. If the {peer} should not keep closed \
+                             connections open, make it close its side when it reads the \
+                             {who}'s FIN (end of stream)."
+                        ),
+                    )
+                }
                 ResetKind::Idle => (
                     (n as f64 / connections.max(1) as f64).min(1.0),
                     if n >= 5 {
@@ -350,6 +393,9 @@ impl ConnectionReset {
                         packets,
                         note: match kind {
                             ResetKind::Refused => "SYN answered by a reset".to_string(),
+                            ResetKind::AfterClose => {
+                                format!("the {who} closed the connection (FIN), then reset it")
+                            }
                             ResetKind::DuringExchange => {
                                 format!("the {who} reset the connection during an exchange")
                             }
@@ -445,6 +491,30 @@ impl ConnectionReset {
     }
 }
 
+/// One finding out of the findings for each kind: the most severe leads (its side, story and
+/// fix), the others are added as "also ..." with their evidence.
+fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
+    // Stable: among equals, the order of the kinds.
+    parts.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let mut it = parts.into_iter();
+    let mut lead = it.next()?;
+    for f in it {
+        let mut s = f.summary;
+        if let Some(first) = s.get(..1) {
+            let lower = first.to_lowercase();
+            s.replace_range(..1, &lower);
+        }
+        lead.summary.push_str(&format!("; also, {s}"));
+        lead.explanation
+            .push_str(&format!(" Also: {}", f.explanation));
+        if !lead.fix.contains(&f.fix) {
+            lead.fix.push_str(&format!(" {}", f.fix));
+        }
+        lead.evidence.extend(f.evidence);
+    }
+    Some(lead)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,19 +570,20 @@ mod tests {
         ev.push(waited(5, 300));
         ev.push(Event::Observed(&cfg));
         let v = run::<ConnectionReset>(&ev, &cx(100));
-        assert_eq!(v.len(), 2, "{v:?}");
-        let own = v.iter().find(|f| f.summary.contains("netdoctor")).unwrap();
-        assert_eq!((own.side, own.severity), (Side::Client, Severity::Info));
+        assert_eq!(v.len(), 1, "one finding for every kind: {v:?}");
+        // The client's one reset of a 300 ms request leads (a warning); netdoctor's own
+        // timeouts follow, at info.
+        assert_eq!(v[0].severity, Severity::Warning, "{}", v[0].summary);
         assert!(
-            own.summary.contains("reset 4 connections"),
+            v[0].summary.starts_with("The client reset 1 connections"),
             "{}",
-            own.summary
+            v[0].summary
         );
-        let other = v.iter().find(|f| !f.summary.contains("netdoctor")).unwrap();
         assert!(
-            other.summary.contains("reset 1 connections"),
+            v[0].summary
+                .contains("; also, netdoctor's load generator reset 4 connections itself"),
             "{}",
-            other.summary
+            v[0].summary
         );
         // Without the run's config nothing is discounted.
         ev.pop();
@@ -533,18 +604,38 @@ mod tests {
             reset(ResetKind::ClientAbort, false, 3),
         ];
         let v = run::<ConnectionReset>(&ev, &cx(10));
-        assert_eq!(v.len(), 2);
+        assert_eq!(v.len(), 1, "merged: {v:?}");
         assert_eq!(
             (v[0].side, v[0].severity),
             (Side::Server, Severity::Critical)
         );
         assert!(
-            v[0].summary.contains("reset 2 connections"),
+            v[0].summary
+                .starts_with("The server reset 2 connections in the middle"),
             "{}",
             v[0].summary
         );
-        assert_eq!((v[1].side, v[1].severity), (Side::Client, Severity::Info));
-        assert_eq!(v[0].evidence.len(), 2);
+        assert!(
+            v[0].summary
+                .contains("; also, the client reset 1 connections while a response was arriving"),
+            "{}",
+            v[0].summary
+        );
+        assert_eq!(v[0].evidence.len(), 3);
+    }
+
+    #[test]
+    fn a_reset_after_the_close_is_info_not_a_failed_request() {
+        let v = run::<ConnectionReset>(&[reset(ResetKind::AfterClose, true, 1)], &cx(1));
+        assert_eq!((v[0].side, v[0].severity), (Side::Server, Severity::Info));
+        assert!(
+            v[0].summary.contains("it had already closed (FIN sent)"),
+            "{}",
+            v[0].summary
+        );
+        assert!(!v[0].summary.contains("middle"), "{}", v[0].summary);
+        // Refusals are server_not_listening's.
+        assert!(run::<ConnectionReset>(&[reset(ResetKind::Refused, true, 1)], &cx(1)).is_empty());
     }
 
     #[test]

@@ -12,9 +12,15 @@
 //! timeout) are not the server's errors: when they are most of the failures, the finding is
 //! side client, a warning, and says the timeout was netdoctor's; `relate` ties it to the
 //! `syn_retransmit` that made the connects slow.
+//! Without a load (`analyze` of a capture made elsewhere) the status codes come from the
+//! captured HTTP/1.x responses ([`ExchangeDone::status`]), counted by the same rule; a run
+//! with both trusts the load generator's counts (it saw every response, the capture may
+//! not have).
 
-use super::{Context, Detector, Interests};
-use crate::event::Event;
+use std::collections::BTreeMap;
+
+use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label};
+use crate::event::{Event, ExchangeDone};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{LoadOutcome, Observation};
 
@@ -23,11 +29,17 @@ use crate::observation::{LoadOutcome, Observation};
 pub struct HttpErrors {
     load: Option<LoadOutcome>,
     timeout_ms: Option<u64>,
+    /// Captured HTTP/1.x responses by status code.
+    captured: BTreeMap<u16, u64>,
+    /// Captured exchanges answered with 4xx/5xx, the first few.
+    examples: Vec<ExchangeDone>,
 }
 
 impl Detector for HttpErrors {
     fn interests(&self) -> Interests {
         Interests::OBSERVED
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::EXCHANGE_CUT)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -36,20 +48,58 @@ impl Detector for HttpErrors {
             Event::Observed(Observation::RunConfig { timeout_ms, .. }) => {
                 self.timeout_ms = Some(*timeout_ms);
             }
+            Event::ExchangeDone(x) | Event::ExchangeCut(x) => {
+                if let Some(code) = x.status {
+                    *self.captured.entry(code).or_default() += 1;
+                    if code >= 400 && self.examples.len() < MAX_EXAMPLES {
+                        self.examples.push(**x);
+                    }
+                }
+            }
             _ => {}
         }
     }
 
-    fn finish(&mut self, _cx: &Context, out: &mut Vec<Finding>) {
-        if let Some(l) = &self.load
-            && let Some(mut f) = finding(l)
-        {
-            if let Some(t) = self.timeout_ms
-                && f.summary.contains(crate::relate::CONNECT_TIMEOUT_MARK)
-            {
-                f.summary
-                    .push_str(&format!(" (-t {:.1} s)", t as f64 / 1000.0));
+    fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        if let Some(l) = &self.load {
+            if let Some(mut f) = finding(l) {
+                if let Some(t) = self.timeout_ms
+                    && f.summary.contains(crate::relate::CONNECT_TIMEOUT_MARK)
+                {
+                    f.summary
+                        .push_str(&format!(" (-t {:.1} s)", t as f64 / 1000.0));
+                }
+                out.push(f);
             }
+            return;
+        }
+        let l = LoadOutcome {
+            responses: self.captured.values().sum(),
+            status: self.captured.clone(),
+            ..LoadOutcome::default()
+        };
+        if let Some(mut f) = finding(&l) {
+            for e in &mut f.evidence {
+                if let Evidence::Probe { probe, note } = e {
+                    *probe = "capture".into();
+                    *note = note.replace("requests", "captured HTTP responses");
+                }
+            }
+            f.summary = f
+                .summary
+                .replacen(" requests failed", " captured HTTP requests failed", 1);
+            f.evidence.extend(self.examples.iter().map(|x| {
+                let mut pkts = vec![x.first_req, x.first_resp];
+                pkts.dedup_by_key(|p| p.frame);
+                Evidence::Packets {
+                    connection: conn_label(x.ends.client, x.ends.server),
+                    packets: pkts.into_iter().map(|p| p.to_ref(cx.t0_ns)).collect(),
+                    note: format!(
+                        "the request, answered HTTP {}",
+                        x.status.unwrap_or_default()
+                    ),
+                }
+            }));
             out.push(f);
         }
     }
@@ -258,6 +308,7 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::detect::testkit;
+    use crate::event::ExchangeDone;
 
     fn outcome(status: &[(u16, u64)]) -> LoadOutcome {
         LoadOutcome {
@@ -330,6 +381,50 @@ mod tests {
         assert_eq!(
             (f[0].severity, f[0].side),
             (Severity::Critical, Side::Server)
+        );
+    }
+
+    #[test]
+    fn captured_error_statuses_count_without_a_load() {
+        use crate::decode::TcpFlags as F;
+        use testkit::*;
+        let mut x = ExchangeDone::new(
+            ends(),
+            pkt(4, 0, false, F::PSH, 157),
+            pkt(6, 3, true, F::PSH, 155),
+        );
+        x.status = Some(500);
+        let ok = ExchangeDone {
+            status: Some(200),
+            ..x
+        };
+        let f = testkit::run::<HttpErrors>(&[Event::ExchangeDone(&x)], &cx(1));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Critical, Side::Server)
+        );
+        assert!(
+            f[0].summary
+                .starts_with("1 of 1 captured HTTP requests failed"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].summary.contains("HTTP 500 Internal Server Error"));
+        assert!(matches!(&f[0].evidence[0], Evidence::Probe { probe, .. } if probe == "capture"));
+        assert!(
+            matches!(&f[0].evidence[1], Evidence::Packets { packets, .. } if packets.len() == 2)
+        );
+        // A load's own counts win over the capture's (it saw every response).
+        let obs = Observation::Load(outcome(&[(200, 10)]));
+        let ev = [Event::ExchangeDone(&x), Event::Observed(&obs)];
+        assert!(testkit::run::<HttpErrors>(&ev, &cx(1)).is_empty());
+        let ev: Vec<Event<'_>> = std::iter::repeat_n(Event::ExchangeDone(&ok), 99)
+            .chain([Event::ExchangeDone(&x)])
+            .collect();
+        assert_eq!(
+            testkit::run::<HttpErrors>(&ev, &cx(100))[0].severity,
+            Severity::Warning
         );
     }
 

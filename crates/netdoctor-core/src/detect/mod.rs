@@ -17,6 +17,7 @@ pub mod loss;
 pub mod nagle_delayed_ack;
 pub mod server_not_listening;
 pub mod short_connections;
+pub mod slow_handshake;
 pub mod slow_server_processing;
 pub mod syn_retransmit;
 pub mod zero_window;
@@ -34,8 +35,11 @@ pub const MAX_EXAMPLES: usize = 3;
 pub struct Context {
     /// Timestamp of the capture's first packet (evidence times are relative to it).
     pub t0_ns: i64,
-    /// Completed HTTP/1.x exchanges in the window.
+    /// Completed exchanges in the window (HTTP/1.x or turns).
     pub exchanges: u64,
+    /// Exchanges cut by the end of the capture after their first response byte (not in
+    /// `exchanges`; see [`Event::ExchangeCut`]).
+    pub incomplete: u64,
     /// Connections analyzed (since the start).
     pub connections: u64,
     /// New data segments carrying payload (since the start).
@@ -68,6 +72,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<slow_server_processing::SlowServerProcessing>::default(),
     || Box::<loss::Loss>::default(),
     || Box::<syn_retransmit::SynRetransmit>::default(),
+    || Box::<slow_handshake::SlowHandshake>::default(),
     || Box::<zero_window::ZeroWindow>::default(),
     || Box::<connection_reset::ConnectionReset>::default(),
     || Box::<short_connections::ShortConnections>::default(),
@@ -157,6 +162,7 @@ pub(crate) mod testkit {
         Context {
             t0_ns: T0,
             exchanges,
+            incomplete: 0,
             connections: 1,
             data_segments: exchanges * 2,
             latency_p50_ms: 1.0,

@@ -9,6 +9,9 @@
 //! the median request latency: on a LAN a handshake is a fraction of a millisecond (info);
 //! across a continent, or with TLS on top, it dominates.
 //!
+//! A connection still open at the end of the capture with no more than that many exchanges
+//! is left out: a short capture of a browser's parallel connections shows that too.
+//!
 //! Who is to change is decided from the packets: the sender of each connection's first FIN
 //! (or RST) closed it. A server that closes after each response is side server (its
 //! keep-alive settings); a client that closes is side client. When the run's config
@@ -105,6 +108,11 @@ impl ShortConnections {
             return;
         };
         if exchanges == 0 {
+            return;
+        }
+        // Still open when the capture ended after a request or two: it may carry more (a
+        // browser's parallel connections in a short capture); no evidence either way.
+        if first_close.is_none() && f64::from(exchanges) <= MAX_EXCHANGES_PER_CONN {
             return;
         }
         self.conns += 1;

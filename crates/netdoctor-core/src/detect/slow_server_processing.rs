@@ -9,6 +9,12 @@
 //! well under 10 ms. Critical from [`CRITICAL_MS`] on (or when the worst exchange waited a
 //! second or more), warning below.
 //!
+//! A capture with fewer exchanges (one request caught by a short capture, possibly cut before
+//! its response ended) still shows a slow server when its median server time is
+//! [`CRITICAL_MS`] or more: no healthy server takes that long, and the time is already net
+//! of the path (the handshake RTT, or the server's late ACK of the request when the path was
+//! slower than that). Exchanges cut by the end of the capture count by their first byte.
+//!
 //! When the machine's CPU was saturated during the run ([`Observation::Cpu`],
 //! `machine_busy` ≥ [`CPU_SATURATED`]), the server's time measures waiting for a CPU as much
 //! as its own work (a load generator with many connections on the same few cores): the
@@ -42,12 +48,14 @@ pub struct SlowServerProcessing {
 
 impl Detector for SlowServerProcessing {
     fn interests(&self) -> Interests {
-        Interests::EXCHANGE_DONE.and(Interests::OBSERVED)
+        Interests::EXCHANGE_DONE
+            .and(Interests::EXCHANGE_CUT)
+            .and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
-            Event::ExchangeDone(x) => self.on_exchange(x),
+            Event::ExchangeDone(x) | Event::ExchangeCut(x) => self.on_exchange(x),
             Event::Observed(Observation::Cpu {
                 machine_busy,
                 own_busy,
@@ -62,7 +70,7 @@ impl Detector for SlowServerProcessing {
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
         self.report(
-            cx.exchanges,
+            cx.exchanges + cx.incomplete,
             cx.latency_p50_ms,
             cx.server_time_p50_ms,
             cx.t0_ns,
@@ -84,9 +92,13 @@ impl SlowServerProcessing {
     }
 
     fn report(&self, exchanges: u64, lat: f64, st: f64, t0_ns: i64, out: &mut Vec<Finding>) {
-        if exchanges < MIN_EXCHANGES {
+        if exchanges == 0 || (exchanges < MIN_EXCHANGES && st < CRITICAL_MS) {
             return;
         }
+        // Only exchanges cut by the end of the capture: their latency is unknown, at least
+        // their first-byte time.
+        let cut_only = lat <= 0.0;
+        let lat = lat.max(st);
         if st < MIN_SERVER_MS || lat <= 0.0 || st < MIN_SHARE * lat {
             return;
         }
@@ -112,11 +124,21 @@ impl SlowServerProcessing {
             } else {
                 Side::Server
             },
-            format!(
-                "The server takes {st:.1} ms to start answering{}: {:.0}% of the {lat:.1} ms median latency",
-                worst_note(st, worst),
-                share * 100.0
-            ),
+            if cut_only {
+                format!(
+                    "The server takes {st:.1} ms to start answering{} ({exchanges} request{}; the \
+                     capture ends before the response does)",
+                    worst_note(st, worst),
+                    if exchanges == 1 { "" } else { "s" }
+                )
+            } else {
+                format!(
+                    "The server takes {st:.1} ms to start answering{}: {:.0}% of the {lat:.1} ms \
+                     median latency",
+                    worst_note(st, worst),
+                    share * 100.0
+                )
+            },
         );
         f.confidence = confidence;
         f.impact.added_latency_ms = Some(st);
@@ -169,14 +191,23 @@ impl SlowServerProcessing {
                 // One-segment requests/responses: first and last are the same packet.
                 pkts.dedup_by_key(|p| p.frame);
                 Evidence::Packets {
-                connection: conn_label(x.ends.client, x.ends.server),
-                packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
-                note: format!(
-                    "request complete, first response byte {:.1} ms later (server time net of RTT), exchange took {:.1} ms",
-                    ms(x.server_time_ns),
-                    ms(x.last_resp.ts_ns - x.first_req.ts_ns)
-                ),
-            }
+                    connection: conn_label(x.ends.client, x.ends.server),
+                    packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
+                    note: if x.cut {
+                        format!(
+                            "request complete, first response byte {:.1} ms later (server time net \
+                         of RTT); the capture ends while the response arrives",
+                            ms(x.server_time_ns)
+                        )
+                    } else {
+                        format!(
+                            "request complete, first response byte {:.1} ms later (server time net \
+                         of RTT), exchange took {:.1} ms",
+                            ms(x.server_time_ns),
+                            ms(x.last_resp.ts_ns - x.first_req.ts_ns)
+                        )
+                    },
+                }
             })
             .collect();
         out.push(f);
@@ -231,6 +262,37 @@ mod tests {
             run::<SlowServerProcessing>(&ev, &cx)[0].severity,
             Severity::Critical
         );
+    }
+
+    #[test]
+    fn one_very_slow_first_byte_is_enough() {
+        let mut xs = exchanges(1, 983);
+        xs[0].cut = true;
+        let ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeCut).collect();
+        // A cut exchange has no latency (p50 0).
+        let cx = Context {
+            latency_p50_ms: 0.0,
+            server_time_p50_ms: 983.0,
+            incomplete: 1,
+            ..cx(0)
+        };
+        let v = run::<SlowServerProcessing>(&ev, &cx);
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Critical, Side::Server)
+        );
+        assert!(
+            v[0].summary
+                .contains("983.0 ms to start answering (1 request; the capture ends"),
+            "{}",
+            v[0].summary
+        );
+        // 50 ms on one request is not enough to say.
+        let cx = Context {
+            server_time_p50_ms: 50.0,
+            ..cx
+        };
+        assert!(run::<SlowServerProcessing>(&ev, &cx).is_empty());
     }
 
     #[test]

@@ -55,6 +55,11 @@ struct SideAgg {
     reopen_bytes_sum: u64,
     mss: Option<u16>,
     examples: Vec<Example>,
+    /// Periods whose window stayed above zero but below one MSS, and their smallest window.
+    near: u64,
+    near_min: Option<u32>,
+    /// Connections the periods were on (the first 64).
+    conns: Vec<(SocketAddr, SocketAddr)>,
     /// Waits for a full (not zero) window to open.
     full: u64,
     full_wait: Option<Hist>,
@@ -81,7 +86,18 @@ impl Detector for ZeroWindow {
                 ends,
                 reader_is_server,
                 period,
-            } => self.on_period(ends.client, ends.server, *reader_is_server, *period),
+                near_zero,
+            } => {
+                self.on_period(ends.client, ends.server, *reader_is_server, *period);
+                let s = &mut self.sides[usize::from(*reader_is_server)];
+                if let Some(w) = near_zero {
+                    s.near += 1;
+                    s.near_min = Some(s.near_min.map_or(*w, |m| m.min(*w)));
+                }
+                if !s.conns.contains(&(ends.client, ends.server)) && s.conns.len() < 64 {
+                    s.conns.push((ends.client, ends.server));
+                }
+            }
             Event::Stall { ends, stall } if stall.kind == StallKind::WindowLimited => {
                 let s = &mut self.sides[usize::from(!stall.held.from_server)];
                 s.full += 1;
@@ -185,13 +201,31 @@ impl ZeroWindow {
                     s.periods
                 )
             };
+            // "zero", or below one MSS when it never quite reached zero.
+            let zero = match (s.near, s.near_min) {
+                (n, Some(min)) if n == s.periods => format!(
+                    "near-zero (down to {min} bytes, less than one MSS{})",
+                    s.mss.map(|m| format!(" of {m}")).unwrap_or_default()
+                ),
+                (_, Some(min)) => format!("zero or near-zero (down to {min} bytes)"),
+                _ => "zero".to_string(),
+            };
             let summary = match reading {
                 Reading::Stopped => format!(
-                    "The {who} stopped reading: it advertised a zero receive window {times}"
+                    "The {who} stopped reading: it advertised a {zero} receive window {times}"
                 ),
                 Reading::Slow => format!(
-                    "The {who} reads slowly: its receive window fell to zero {times}, reopening \
-                     each time"
+                    "The {who} reads slowly: its receive window fell to {zero} {times}, \
+                     reopening each time{}",
+                    if s.never_reopened > 0 {
+                        format!(
+                            " but the last ({} never reopened before the connection or the \
+                             capture ended)",
+                            s.never_reopened
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
                 Reading::Tiny => format!(
                     "The {who} reads slowly, a little at a time: its receive window fell to zero \
@@ -205,9 +239,24 @@ impl ZeroWindow {
             };
             let mut f = Finding::new(FindingId::ZeroWindow, severity, side, summary);
             f.confidence = 0.95;
+            // Periods that hit no completed exchange (a turn still waiting when the capture
+            // ended, a protocol without answers): the time they held each connection.
+            let held = total / s.conns.len().max(1) as f64;
             f.impact.added_latency_ms =
-                Some(s.per_exchange.as_ref().map_or(med, |h| h.quantile_ms(0.5)));
-            f.impact.affected_fraction = fraction;
+                Some(s.per_exchange.as_ref().map_or(held, |h| h.quantile_ms(0.5)));
+            f.impact.affected_fraction = fraction.filter(|_| s.affected_exchanges > 0);
+            if s.affected_exchanges == 0 {
+                f.summary.push_str(&format!(
+                    ", holding {} connection{} {held:.1} ms{}",
+                    s.conns.len(),
+                    if s.conns.len() == 1 { "" } else { "s" },
+                    if s.conns.len() > 1 {
+                        " each on average"
+                    } else {
+                        ""
+                    }
+                ));
+            }
             f.explanation = match reading {
                 Reading::Stopped => format!(
                     "TCP's receive window is the free space in the receiver's socket buffer. The \
@@ -437,6 +486,7 @@ mod tests {
                 ends: ends(),
                 reader_is_server: false,
                 period: z,
+                near_zero: None,
             },
             Event::ExchangeDone(&x),
         ];
@@ -497,6 +547,7 @@ mod tests {
         Event::ZeroWindow {
             ends: ends(),
             reader_is_server: false,
+            near_zero: None,
             period: ZeroPeriod::new(
                 pkt(k * 2, start_ms, false, F::ACK, 0),
                 Pkt {
@@ -524,6 +575,44 @@ mod tests {
             v[0].summary
         );
         assert!(v[0].summary.contains("stopped reading"), "{}", v[0].summary);
+    }
+
+    #[test]
+    fn a_near_zero_window_that_held_a_turn_says_how_long() {
+        // No exchange completed: the impact is the time the connection was held.
+        let ev: Vec<Event<'_>> = (0..4u64)
+            .map(|k| {
+                let Event::ZeroWindow { period: mut z, .. } = period(k, k as i64 * 2000, 1_200_000)
+                else {
+                    unreachable!()
+                };
+                z.mss = Some(1460);
+                Event::ZeroWindow {
+                    ends: ends(),
+                    reader_is_server: true,
+                    period: z,
+                    near_zero: Some(80 + k as u32 * 100),
+                }
+            })
+            .collect();
+        let v = run::<ZeroWindow>(&ev, &cx(1));
+        assert_eq!(
+            (v[0].side, v[0].severity),
+            (Side::Server, Severity::Critical)
+        );
+        assert!(
+            v[0].summary
+                .contains("near-zero (down to 80 bytes, less than one MSS of 1460)"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].summary.ends_with("holding 1 connection 4800.0 ms"),
+            "{}",
+            v[0].summary
+        );
+        assert_eq!(v[0].impact.added_latency_ms, Some(4800.0));
+        assert_eq!(v[0].impact.affected_fraction, None);
     }
 
     #[test]
@@ -560,6 +649,7 @@ mod tests {
                     ends: ends(),
                     reader_is_server: true,
                     period: z,
+                    near_zero: None,
                 }
             })
             .collect();

@@ -196,6 +196,13 @@ pub(super) fn render_measurements(
             };
             row(out, "", &line)?;
         }
+        if c.exchanges.incomplete > 0 {
+            let line = lang.ui(
+                "term-exchanges-cut",
+                &[("n", a(thousands(c.exchanges.incomplete)))],
+            );
+            row(out, "", &line)?;
+        }
         for line in super::tail::tail_lines_in(&c.exchanges, lang) {
             row(out, "", &line)?;
         }

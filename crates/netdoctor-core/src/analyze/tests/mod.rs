@@ -140,8 +140,9 @@ fn mid_stream_orientation_from_status_line() {
     }
     let an = s.a.finish();
     assert_eq!(an.stats.connections_with_handshake, 0);
-    // 6 requests; the last one is still in progress at the end of the capture.
-    assert_eq!(an.exchanges.count, 5);
+    // 6 requests; the last one is still in progress at the end of the capture: counted as
+    // incomplete (its first byte came).
+    assert_eq!((an.exchanges.count, an.exchanges.incomplete), (6, 1));
     let f = &an.findings[0];
     assert_eq!((f.id, f.side), (FindingId::NagleDelayedAck, Side::Server));
     let Evidence::Packets { connection, .. } = &f.evidence[0] else {
@@ -389,24 +390,36 @@ fn resets_say_who_and_when() {
         .iter()
         .filter(|f| f.id == FindingId::ConnectionReset)
         .collect();
-    assert_eq!(resets.len(), 3, "{resets:#?}");
-    let refused = resets
+    // One finding for every kind; the refusal is server_not_listening's.
+    assert_eq!(resets.len(), 1, "{resets:#?}");
+    let refused = an
+        .findings
         .iter()
-        .find(|f| f.summary.contains("refused"))
+        .find(|f| f.id == FindingId::ServerNotListening)
         .unwrap();
-    assert_eq!(refused.side, Side::Server);
-    let mid = resets
-        .iter()
-        .find(|f| f.summary.contains("middle"))
-        .unwrap();
+    assert_eq!(
+        (refused.side, refused.severity),
+        (Side::Server, Severity::Critical)
+    );
+    assert!(
+        refused.summary.contains("1 connection attempt was"),
+        "{}",
+        refused.summary
+    );
+    let mid = resets[0];
     assert_eq!((mid.side, mid.severity), (Side::Server, Severity::Critical));
     assert!(
-        mid.summary.contains("reset 3 connections"),
+        mid.summary
+            .starts_with("The server reset 3 connections in the middle"),
         "{}",
         mid.summary
     );
-    let abort = resets.iter().find(|f| f.side == Side::Client).unwrap();
-    assert_eq!(abort.severity, Severity::Info);
+    assert!(
+        mid.summary
+            .contains("; also, the client reset 1 connections while a response was arriving"),
+        "{}",
+        mid.summary
+    );
 }
 
 #[test]
@@ -534,4 +547,70 @@ fn garbage_is_counted_and_warned() {
             .any(|w| w.contains("capture dropped 3 packets"))
     );
     assert!(an.findings.is_empty());
+}
+
+/// The connection_reset finding of one scripted connection.
+fn reset_finding(s: Script) -> crate::finding::Finding {
+    let an = s.a.finish();
+    let v: Vec<_> = an
+        .findings
+        .into_iter()
+        .filter(|f| f.id == FindingId::ConnectionReset)
+        .collect();
+    assert_eq!(v.len(), 1, "{v:#?}");
+    v.into_iter().next().unwrap()
+}
+
+#[test]
+fn a_reset_after_a_close_or_a_quiet_response_is_not_mid_exchange() {
+    const S: i64 = 1_000_000_000;
+    // The server answers, closes 15 s later (FIN); 45 s later the client's keep-alive probe
+    // gets a reset.
+    let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+    s.handshake();
+    s.send(MS, true, F::PSH | F::ACK, REQ);
+    s.send(MS, false, F::PSH | F::ACK, HDR);
+    s.send(MS, true, F::ACK, b"");
+    s.send(15 * S, false, F::FIN | F::ACK, b"");
+    s.send(MS, true, F::ACK, b"");
+    s.send(45 * S, true, F::ACK, b"");
+    s.send(MS, false, F::RST, b"");
+    let f = reset_finding(s);
+    assert_eq!((f.severity, f.side), (Severity::Info, Side::Server));
+    assert!(
+        f.summary.contains("already closed (FIN sent)"),
+        "{}",
+        f.summary
+    );
+
+    // Look-alike: the client half-closed after its request and the server reset while its
+    // response was arriving: that request failed.
+    let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+    s.handshake();
+    s.send(MS, true, F::PSH | F::ACK, REQ);
+    s.send(MS, true, F::FIN | F::ACK, b"");
+    s.send(MS, false, F::PSH | F::ACK, HDR);
+    s.send(MS, false, F::RST, b"");
+    let f = reset_finding(s);
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Server));
+    assert!(f.summary.contains("in the middle"), "{}", f.summary);
+
+    // A response fully acknowledged, 30 s of silence, then the server's reset: an idle
+    // connection dropped, not a request.
+    let quiet = |gap: i64| {
+        let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
+        s.handshake();
+        s.send(MS, true, F::PSH | F::ACK, REQ);
+        s.send(MS, false, F::PSH | F::ACK, HDR);
+        s.send(MS, true, F::ACK, b"");
+        s.send(gap, false, F::RST, b"");
+        reset_finding(s)
+    };
+    let f = quiet(30 * S);
+    assert_eq!((f.severity, f.side), (Severity::Info, Side::Server));
+    assert!(f.summary.contains("idle connections"), "{}", f.summary);
+    // Look-alike: 2 s after the last response byte, the response may still be coming.
+    let f = quiet(2 * S);
+    assert_eq!(f.severity, Severity::Critical, "{}", f.summary);
+    assert!(f.summary.contains("in the middle"), "{}", f.summary);
 }

@@ -1,0 +1,173 @@
+//! Findings on third-party captures from `../shared/realworld-pcaps/` (see its NOTICE.md):
+//! cut captures, non-HTTP peers, refused and closed connections. Each test skips when the
+//! folder (or its file) is missing; the files are never copied into the repository.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::for_each_packet;
+use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
+use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
+
+fn corpus() -> PathBuf {
+    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
+        })
+}
+
+/// The analysis of corpus file `name`, or `None` (with a line saying so) when it is missing.
+fn analyze(name: &str) -> Option<Analysis> {
+    let path = corpus().join(name);
+    if !path.exists() {
+        eprintln!(
+            "skipped: needs {} (the shared realworld-pcaps corpus)",
+            path.display()
+        );
+        return None;
+    }
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet(path.to_str().unwrap(), |p| a.push(p));
+    Some(a.finish())
+}
+
+fn one(an: &Analysis, id: FindingId) -> &Finding {
+    let v: Vec<&Finding> = an.findings.iter().filter(|f| f.id == id).collect();
+    assert_eq!(v.len(), 1, "{id}: {:#?}", an.findings);
+    v[0]
+}
+
+fn none(an: &Analysis, id: FindingId) {
+    assert!(
+        an.findings.iter().all(|f| f.id != id),
+        "{id}: {:#?}",
+        an.findings
+    );
+}
+
+#[test]
+fn a_slow_first_byte_in_a_cut_capture_is_the_servers_time() {
+    // ppa-latency4: SYN, SYN/ACK, ACK, GET, the server's ACK 48 ms later, the first response
+    // byte 983 ms after that ACK; the capture ends there.
+    let Some(an) = analyze("ppa-latency4.pcapng") else {
+        return;
+    };
+    assert_eq!((an.exchanges.count, an.exchanges.incomplete), (1, 1));
+    let f = one(&an, FindingId::SlowServerProcessing);
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Server));
+    let st = f.impact.added_latency_ms.unwrap();
+    assert!((980.0..1000.0).contains(&st), "{st}");
+    assert!(
+        f.summary
+            .contains("(1 request; the capture ends before the response does)"),
+        "{}",
+        f.summary
+    );
+    none(&an, FindingId::HighBaseRtt);
+}
+
+#[test]
+fn a_slow_path_is_not_a_slow_server() {
+    // ppa-latency2: the SYN/ACK 879 ms after the SYN, the request acknowledged 1155 ms after
+    // it left, the first byte 16 ms after that: the wire, not the server.
+    let Some(an) = analyze("ppa-latency2.pcapng") else {
+        return;
+    };
+    let f = one(&an, FindingId::HighBaseRtt);
+    assert_eq!((f.severity, f.side), (Severity::Warning, Side::Network));
+    assert!(f.summary.contains("handshake took 89"), "{}", f.summary);
+    none(&an, FindingId::SlowServerProcessing);
+    none(&an, FindingId::SynRetransmit);
+    // ppa-latency3: the client waited 1.3 s before its request; the server and the path
+    // were quick. ppa-latency1: all quick.
+    for quick in ["ppa-latency3.pcapng", "ppa-latency1.pcapng"] {
+        let Some(an) = analyze(quick) else {
+            return;
+        };
+        assert!(
+            an.findings.iter().all(|f| f.severity == Severity::Info),
+            "{quick}: {:#?}",
+            an.findings
+        );
+    }
+}
+
+#[test]
+fn one_captured_http_500_is_an_http_error() {
+    let Some(an) = analyze("arkime-http-500-head.pcap") else {
+        return;
+    };
+    let f = one(&an, FindingId::HttpErrors);
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Server));
+    assert!(
+        f.summary
+            .starts_with("1 of 1 captured HTTP requests failed (100.0%): HTTP 500 Internal"),
+        "{}",
+        f.summary
+    );
+}
+
+#[test]
+fn a_printer_whose_window_stays_near_zero_is_a_window_problem() {
+    // A raw print job to port 9100: the printer's window falls to 80..1092 bytes (never 0)
+    // and reopens about 1.2 s later, 4 times; the last time it never does (the job's last
+    // segment is resent twice over 11 s).
+    let Some(an) = analyze("ppa-inconsistent_printer.pcapng") else {
+        return;
+    };
+    let f = one(&an, FindingId::ZeroWindow);
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Server));
+    assert!(
+        f.summary
+            .contains("near-zero (down to 80 bytes, less than one MSS of 1460)"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("holding 1 connection"), "{}", f.summary);
+    // The time it held the connection, not "+0.0 ms on 0 %".
+    let held = f.impact.added_latency_ms.unwrap();
+    assert!(held > 15_000.0, "{held}");
+    assert_eq!(f.impact.affected_fraction, None);
+}
+
+#[test]
+fn a_refused_syn_is_not_listening_and_resets_are_one_finding() {
+    let Some(an) = analyze("ppa-tcp_refuseconnection.pcapng") else {
+        return;
+    };
+    let f = one(&an, FindingId::ServerNotListening);
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Server));
+    assert!(
+        f.summary
+            .starts_with("Nothing listens on 192.168.100.1:80: 1 connection attempt was"),
+        "{}",
+        f.summary
+    );
+    none(&an, FindingId::ConnectionReset);
+    // A refusal and resets of other kinds: one connection_reset finding.
+    let Some(an) = analyze("zeek-rst-inject-rae.pcap") else {
+        return;
+    };
+    one(&an, FindingId::ConnectionReset);
+    one(&an, FindingId::ServerNotListening);
+}
+
+#[test]
+fn a_reset_after_the_servers_fin_is_not_a_failed_request() {
+    // ppa-http_espn_fail: the server sends FIN 15 s after its last response; 45 s later the
+    // client's keep-alive probe gets a reset.
+    let Some(an) = analyze("ppa-http_espn_fail.pcapng") else {
+        return;
+    };
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!((f.severity, f.side), (Severity::Info, Side::Server));
+    assert!(
+        f.summary
+            .starts_with("The server reset 1 connections it had already closed (FIN sent)"),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains("middle"), "{}", f.summary);
+}

@@ -1,0 +1,126 @@
+//! `netdoctor analyze` over every capture of the shared third-party corpus
+//! (`../shared/realworld-pcaps/`, see its NOTICE.md; skipped when it is missing): no capture
+//! makes it panic, hang or exit with anything but 0–3, and every `healthy` verdict is one of
+//! [`SIGNED_HEALTHY`], each with the reason it is right.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The captures whose `healthy` verdict has been checked by hand, and why it is right.
+const SIGNED_HEALTHY: &[(&str, &str)] = &[
+    (
+        "ppa-http_espn.pcapng",
+        "a browser loading espn.com: about 60 HTTP responses over 25 connections, handshake RTT \
+         10 ms, server time p50 1 ms, no retransmission, no reset",
+    ),
+    (
+        "ppa-tickedoffdeveloper.pcapng",
+        "FTP on a LAN: every control reply within 2 ms, the data connection done in 4 ms; the \
+         book's story is an application mistake, not the network",
+    ),
+    (
+        "zeek-1000-requests-one-dropped-response.pcap.gz",
+        "1000 keep-alive GETs answered promptly; the one missing response was dropped by the \
+         capture (tshark: ACKed segment that wasn't captured), not by the network",
+    ),
+    (
+        "zeek-bro.org.pcap",
+        "a browser loading bro.org: 30 responses, no loss, no reset, prompt server",
+    ),
+    (
+        "zeek-ssh-dups.pcap",
+        "an SSH session whose frames the capture holds twice (a port mirror): the repeats are \
+         capture artefacts, the session itself is prompt and clean",
+    ),
+];
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn corpus() -> PathBuf {
+    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
+        })
+}
+
+#[test]
+fn every_corpus_capture_ends_in_a_verdict_or_a_clear_error() {
+    let dir = corpus();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "skipped: needs {} (the shared realworld-pcaps corpus)",
+            dir.display()
+        );
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n != "NOTICE.md"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: empty", dir.display());
+    let mut healthy = Vec::new();
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_netdoctor"))
+            .args(["analyze", "--json"])
+            .arg(path)
+            .env("NETDOCTOR_QUIET", "1")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run netdoctor");
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if start.elapsed() > TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{name}: no answer within {TIMEOUT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().expect("output");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = status.code().unwrap_or(-1);
+        assert!(
+            (0..=3).contains(&code),
+            "{name}: exit {status:?}, stderr:\n{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        if code == 2 {
+            // A clear one-line error naming what was wrong.
+            let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+            assert_eq!(lines.len(), 1, "{name}: {stderr}");
+            continue;
+        }
+        let v = common::json(&out);
+        common::assert_schema(&v);
+        if v["verdict"] == "healthy" {
+            healthy.push(name);
+        }
+    }
+    let signed: Vec<&str> = SIGNED_HEALTHY.iter().map(|s| s.0).collect();
+    for name in &healthy {
+        assert!(
+            signed.contains(&name.as_str()),
+            "{name} is healthy but nobody signed that: look at it and add it to SIGNED_HEALTHY \
+             with the reason, or fix what it misses"
+        );
+    }
+    for name in signed {
+        if files.iter().any(|f| f.ends_with(name)) {
+            assert!(
+                healthy.iter().any(|h| h == name),
+                "{name} was signed healthy and is not any more: {healthy:?}"
+            );
+        }
+    }
+}
