@@ -259,6 +259,10 @@ pub struct AnalyzeArgs {
     /// finding's packets; no script, nothing fetched) to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Write each flagged segment's analysis flags (frame number, tab, comma-separated names
+    /// like tshark's tcp.analysis.*) to this file: for bench/tshark-agreement.sh.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub dump_flags: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

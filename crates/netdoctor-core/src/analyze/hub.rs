@@ -8,7 +8,8 @@ use super::http::Exchange;
 use crate::breakdown::{BreakdownAgg, DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
 use crate::detect::{self, Detector};
 use crate::event::{
-    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetKind, Stall, StallKind, ZeroPeriod,
+    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetContext, ResetKind, Stall,
+    StallKind, ZeroPeriod,
 };
 use crate::stats::Hist;
 
@@ -159,7 +160,7 @@ impl Hub {
     }
 
     /// A reset `rst` arrived on the connection (before its state is dropped).
-    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt) {
+    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt, context: ResetContext) {
         // No byte of payload either way (a SYN counts one, a FIN one more).
         let no_payload = c.first_req.is_none()
             && c.dirs
@@ -193,6 +194,7 @@ impl Hub {
             before,
             rst,
             req: c.cur.map(|x| x.first_req),
+            context,
         });
     }
 

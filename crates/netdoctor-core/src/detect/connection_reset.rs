@@ -67,6 +67,7 @@ impl Detector for ConnectionReset {
                 before,
                 rst,
                 req,
+                ..
             } => {
                 self.on_reset(ends.client, ends.server, *kind, *before, *rst, *req);
                 if let Some(r) = req
@@ -418,6 +419,7 @@ mod tests {
             before: Some(pkt(k * 2, k as i64, !from_server, F::PSH, 100)),
             rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
             req: None,
+            context: Default::default(),
         }
     }
 
@@ -450,6 +452,7 @@ mod tests {
             before: None,
             rst: pkt(k * 2 + 1, k as i64 * 10_000 + ms, false, F::RST, 0),
             req: Some(pkt(k * 2, k as i64 * 10_000, false, F::PSH, 78)),
+            context: Default::default(),
         };
         let cfg = Observation::RunConfig {
             keepalive: true,
