@@ -42,6 +42,7 @@ fn report_of(path: &Path) -> Report {
         follow_timeout: None,
         follow_idle: None,
         html: None,
+        dump_flags: None,
         output: OutputArgs::of(Format::Terminal),
     };
     analyze(&args, &Progress::new()).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))

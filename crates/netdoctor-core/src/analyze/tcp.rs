@@ -183,6 +183,8 @@ impl Analyzer {
                 peer.nagle.on_gap();
             }
             if news.capture_gaps > 0 {
+                // It covers a range the capture skipped (a hole it never filled).
+                fl.set(SegFlags::ACK_LOST_SEGMENT);
                 peer.nagle.on_gap();
             }
             if pure {

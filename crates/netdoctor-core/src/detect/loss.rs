@@ -213,8 +213,10 @@ impl Loss {
         let added = k.stall.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let fraction =
             (exchanges > 0).then(|| (k.affected_exchanges as f64 / exchanges as f64).min(1.0));
-        let rate = if data_segments > 0 {
-            k.retx as f64 / data_segments as f64
+        // Over the data segments sent (originals and retransmissions): a share that cannot pass
+        // 100 %, also when one segment was resent many times.
+        let rate = if data_segments + k.retx > 0 {
+            k.retx as f64 / (data_segments + k.retx) as f64
         } else {
             0.0
         };

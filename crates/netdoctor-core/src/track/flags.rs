@@ -35,7 +35,8 @@ impl SegFlags {
     /// The sequence starts past the sender's highest captured byte: the capture (or the
     /// network, before the capture point) lost the segment before it.
     pub const LOST_SEGMENT: u32 = 1 << 10;
-    /// It acknowledges data the capture never saw.
+    /// It acknowledges data the capture never saw (past the highest byte captured, once per
+    /// gap, or over a range the capture skipped).
     pub const ACK_LOST_SEGMENT: u32 = 1 << 11;
     /// A keep-alive probe (0 or 1 byte at the sender's next sequence − 1).
     pub const KEEP_ALIVE: u32 = 1 << 12;
