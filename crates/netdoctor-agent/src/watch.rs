@@ -558,6 +558,16 @@ pub fn window_stats(
     s.resets = d(now.resets, prev.resets);
     s.connections_evicted = d(now.connections_evicted, prev.connections_evicted);
     s.pipelined_connections = d(now.pipelined_connections, prev.pipelined_connections);
+    s.fast_retransmissions = d(now.fast_retransmissions, prev.fast_retransmissions);
+    s.rto_retransmissions = d(now.rto_retransmissions, prev.rto_retransmissions);
+    s.tail_loss_probes = d(now.tail_loss_probes, prev.tail_loss_probes);
+    s.keep_alives = d(now.keep_alives, prev.keep_alives);
+    let (q, p) = (&now.quality, &prev.quality);
+    s.quality.duplicate_frames = d(q.duplicate_frames, p.duplicate_frames);
+    s.quality.missing_segments = d(q.missing_segments, p.missing_segments);
+    s.quality.missing_bytes = d(q.missing_bytes, p.missing_bytes);
+    s.quality.captured_bytes = d(q.captured_bytes, p.captured_bytes);
+    s.quality.sequence_gaps = d(q.sequence_gaps, p.sequence_gaps);
     if s.packets == 0 {
         s.first_ts_ns = None;
         s.last_ts_ns = None;

@@ -70,6 +70,25 @@ pub enum ResetKind {
     Setup,
 }
 
+/// What preceded a reset on its connection, from the trackers: tells a reset after the
+/// close, or after a long silence, from one in the middle of an exchange.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ResetContext {
+    /// The connection's first FIN, when one was sent (by either side) before the reset.
+    pub after_fin: Option<Pkt>,
+    /// Time since the connection's previous packet other than a keep-alive probe (0 when the
+    /// reset is its first).
+    /// [`crate::track::flags::IDLE_RESET_NS`] or more is a reset after an idle period.
+    pub idle_ns: i64,
+}
+
+impl ResetContext {
+    /// The reset came after a FIN, or after [`crate::track::flags::IDLE_RESET_NS`] of silence.
+    pub fn after_close_or_idle(&self) -> bool {
+        self.after_fin.is_some() || self.idle_ns >= crate::track::flags::IDLE_RESET_NS
+    }
+}
+
 /// A completed request/response exchange (HTTP/1.x or found from turns), or one cut by the
 /// end of the capture after its first response byte (`cut`).
 #[derive(Clone, Copy, Debug)]
@@ -219,6 +238,8 @@ pub enum Event<'a> {
         rst: Pkt,
         /// The first packet of the request in progress, if any (how long it had waited).
         req: Option<Pkt>,
+        /// After a FIN, after an idle period ([`ResetContext`]).
+        context: ResetContext,
     },
     ExchangeDone(&'a ExchangeDone),
     /// An exchange cut by the end of the capture after its first response byte (`cut` set):

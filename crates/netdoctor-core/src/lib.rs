@@ -25,7 +25,9 @@ mod stats;
 pub mod track;
 pub mod verdict;
 
-pub use analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, ExchangeStats};
+pub use analyze::{
+    Analysis, Analyzer, AnalyzerConfig, CaptureQuality, CaptureStats, ExchangeStats,
+};
 pub use breakdown::{Breakdown, STALL_CAUSES, Stalls};
 pub use decode::{DecodeError, SackBlocks, TcpFlags, TcpSegment, decode};
 pub use detect::{Context, Detector};

@@ -427,7 +427,9 @@ fn capture_drops_are_warned_and_qualify_findings() {
     let an = a.finish();
     assert!(an.stats.capture_gaps >= 1, "{:?}", an.stats);
     assert!(
-        an.warnings.iter().any(|w| w.contains("capture missed")),
+        an.warnings
+            .iter()
+            .any(|w| w.starts_with("capture quality:") && w.contains("never captured")),
         "{:?}",
         an.warnings
     );

@@ -70,6 +70,9 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         server_port: args.server_port,
         ..Default::default()
     });
+    if args.dump_flags.is_some() {
+        analyzer = analyzer.record_flags();
+    }
     let mut last_tick = Instant::now();
     let summary = file.for_each_packet(&mut |p| {
         analyzer.push(p);
@@ -80,6 +83,9 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         ControlFlow::Continue(())
     })?;
     progress.end_ticks();
+    if let Some(path) = &args.dump_flags {
+        dump_flags(path, &analyzer.take_flags())?;
+    }
     let analysis = analyzer.finish();
 
     let mut report = Report::new(
@@ -130,4 +136,21 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     report.decide(&inputs);
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Writes `frame<TAB>flag,flag` lines (`--dump-flags`).
+fn dump_flags(
+    path: &std::path::Path,
+    flags: &[(u64, netdoctor_core::analyze::SegFlags)],
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("--dump-flags: cannot create {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    for (frame, fl) in flags {
+        writeln!(w, "{frame}\t{fl}")?;
+    }
+    w.flush()
+        .with_context(|| format!("--dump-flags: cannot write {}", path.display()))?;
+    Ok(())
 }

@@ -302,6 +302,10 @@ pub struct AnalyzeArgs {
     /// code is then the SLO's: 0 pass, 1 fail, 3 inconclusive.
     #[arg(long, value_name = "OBJECTIVES", value_parser = parse_slo)]
     pub slo: Option<netdoctor_report::Slo>,
+    /// Write each flagged segment's analysis flags (frame number, tab, comma-separated names
+    /// like tshark's tcp.analysis.*) to this file: for bench/tshark-agreement.sh.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub dump_flags: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -47,6 +47,7 @@ fn report_of(path: &Path) -> Report {
         follow_idle: None,
         html: None,
         slo: None,
+        dump_flags: None,
         output: OutputArgs::of(Format::Terminal),
     };
     analyze(&args, &Progress::new()).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))

@@ -11,6 +11,7 @@ use super::http::{Exchange, Phase};
 use super::orient::{Reason, orient};
 use crate::decode::TcpSegment;
 use crate::event::{Ends, Pkt};
+use crate::track::dup::DupFilter;
 use crate::track::loss::LossDir;
 use crate::track::nagle::NagleDir;
 use crate::track::syn::SynState;
@@ -47,6 +48,14 @@ pub(super) struct Dir {
     /// Since this direction's last new data: a retransmission, or the peer closed its
     /// window. A late ACK then is not a delayed-ACK stall.
     pub disturbed: bool,
+    /// The last few segments, to drop copies of them ([`crate::track::dup`]).
+    pub dups: DupFilter,
+    /// Highest sequence number + 1 of this direction's segments actually captured (`nxt`
+    /// also moves up to ACKs of data the capture never saw).
+    pub seen_nxt: Option<u32>,
+    /// An ACK of data the capture never saw was flagged since this direction's last
+    /// captured data (flagged once per gap, as tshark does).
+    pub unseen_flagged: bool,
 }
 
 pub(super) struct Conn {
@@ -71,6 +80,9 @@ pub(super) struct Conn {
     pub last: Option<Pkt>,
     /// The first FIN or RST (who closed first).
     pub first_close: Option<Pkt>,
+    /// Time of the last packet that was not a keep-alive probe (how long a reset followed
+    /// silence).
+    pub last_active_ns: Option<i64>,
     /// The frame that opened the state (orders the connections still open at the end).
     pub first_frame: u64,
 }
@@ -105,6 +117,7 @@ impl Conn {
             ambiguous: false,
             last: None,
             first_close: None,
+            last_active_ns: None,
             first_frame: seg.frame,
         }
     }

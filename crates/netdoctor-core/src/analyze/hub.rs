@@ -10,7 +10,8 @@ use crate::breakdown::{
 };
 use crate::detect::{self, Detector};
 use crate::event::{
-    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetKind, Stall, StallKind, ZeroPeriod,
+    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetContext, ResetKind, Stall,
+    StallKind, ZeroPeriod,
 };
 use crate::stats::Hist;
 
@@ -173,7 +174,7 @@ impl Hub {
     }
 
     /// A reset `rst` arrived on the connection (before its state is dropped).
-    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt) {
+    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt, context: ResetContext) {
         // No byte of payload either way (a SYN counts one, a FIN one more).
         let no_payload = c.first_req.is_none()
             && c.dirs
@@ -219,6 +220,7 @@ impl Hub {
             before,
             rst,
             req: c.cur.map(|x| x.first_req),
+            context,
         });
     }
 

@@ -46,6 +46,7 @@ use crate::finding::{Finding, rank};
 use crate::observation::Observation;
 use crate::packet::RawPacket;
 use crate::stats::Percentiles;
+pub use crate::track::flags::SegFlags;
 use conn::Conn;
 use flow::ConnKey;
 use hub::Hub;
@@ -114,6 +115,54 @@ pub struct CaptureStats {
     /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pipelined_connections: u64,
+    /// Retransmissions by what made the sender resend (see [`crate::track::loss::RetxClass`]):
+    /// after duplicate ACKs or SACK (with RACK's and unexplained quick ones), after the
+    /// retransmission timer, tail-loss probes. Their sum is `retransmitted_segments`.
+    #[serde(default)]
+    pub fast_retransmissions: u64,
+    #[serde(default)]
+    pub rto_retransmissions: u64,
+    #[serde(default)]
+    pub tail_loss_probes: u64,
+    /// Keep-alive probes (not counted as data or retransmissions).
+    #[serde(default)]
+    pub keep_alives: u64,
+    /// What the capture itself got wrong: copies dropped, segments it missed.
+    #[serde(default)]
+    pub quality: CaptureQuality,
+}
+
+/// How complete and clean the capture is, apart from what the network did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct CaptureQuality {
+    /// Frames that were copies of a frame seen just before (port mirrors, merged
+    /// captures): dropped before the analysis. See [`crate::track::dup`].
+    pub duplicate_frames: u64,
+    /// Segments the receiver acknowledged that the capture never saw (as
+    /// [`CaptureStats::capture_gaps`]), and their bytes.
+    pub missing_segments: u64,
+    pub missing_bytes: u64,
+    /// Payload bytes of new data the capture saw (for the missing share).
+    pub captured_bytes: u64,
+    /// Segments whose sender's previous segment was not captured (tshark: "previous
+    /// segment not captured"): lost before the capture point or by the capture.
+    pub sequence_gaps: u64,
+}
+
+impl CaptureQuality {
+    /// Missing bytes over all bytes sent (captured + missing), 0 without data.
+    pub fn missing_share(&self) -> f64 {
+        let all = self.captured_bytes + self.missing_bytes;
+        if all == 0 {
+            0.0
+        } else {
+            self.missing_bytes as f64 / all as f64
+        }
+    }
+    /// Nothing dropped and nothing missing.
+    pub fn is_clean(&self) -> bool {
+        self.duplicate_frames == 0 && self.missing_segments == 0
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -226,6 +275,8 @@ pub struct Analyzer {
     next_sweep_ns: i64,
     /// Start of the current window (first packet's time until the first window is taken).
     window_start_ns: Option<i64>,
+    /// Per-segment analysis flags, when asked for ([`Analyzer::record_flags`]).
+    flags: Option<Vec<(u64, SegFlags)>>,
 }
 
 impl Analyzer {
@@ -240,7 +291,21 @@ impl Analyzer {
             idle_ns: None,
             next_sweep_ns: i64::MIN,
             window_start_ns: None,
+            flags: None,
         }
+    }
+
+    /// Keeps every segment's analysis flags (frame number, [`SegFlags`]; segments without a
+    /// flag are left out) for [`Analyzer::take_flags`]: for the tshark agreement harness and
+    /// for debugging a capture. Costs memory per flagged segment; off by default.
+    pub fn record_flags(mut self) -> Self {
+        self.flags = Some(Vec::new());
+        self
+    }
+
+    /// The flags recorded so far (see [`Analyzer::record_flags`]), in frame order.
+    pub fn take_flags(&mut self) -> Vec<(u64, SegFlags)> {
+        self.flags.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Drops connections that saw no packet for `timeout` (checked as packets arrive, at most

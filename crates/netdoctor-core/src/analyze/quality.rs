@@ -3,8 +3,31 @@
 //! missing packets, transport findings (computed from the packets) are trusted less and say
 //! why.
 
-use super::{CaptureStats, MAX_CONNECTIONS};
+use super::{CaptureQuality, CaptureStats, MAX_CONNECTIONS};
 use crate::finding::{Finding, Layer};
+
+/// The one line on an unclean capture: copies dropped, segments (bytes, share) it missed.
+pub(super) fn quality_line(q: &CaptureQuality) -> String {
+    let mut parts = Vec::new();
+    if q.duplicate_frames > 0 {
+        parts.push(format!(
+            "{} duplicate frames dropped (the capture holds copies of packets: a port mirror \
+             or merged captures)",
+            q.duplicate_frames
+        ));
+    }
+    if q.missing_segments > 0 {
+        parts.push(format!(
+            "{} segments ({} bytes, {:.2} % of the data) that the receiver acknowledged were \
+             never captured (dropped by the capture, not by the network): no timing is read \
+             across them, loss and stall findings may be incomplete",
+            q.missing_segments,
+            q.missing_bytes,
+            q.missing_share() * 100.0
+        ));
+    }
+    format!("capture quality: {}", parts.join("; "))
+}
 
 /// The warnings for `s`; lowers the confidence of transport findings when packets are missing.
 pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Finding]) -> Vec<String> {
@@ -24,12 +47,9 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
             s.capture_drops
         ));
     }
-    if s.capture_gaps > 0 {
-        warnings.push(format!(
-            "the capture missed {} segments that the receiver acknowledged (dropped by the \
-             capture, not by the network): loss and stall findings may be incomplete",
-            s.capture_gaps
-        ));
+    let q = &s.quality;
+    if !q.is_clean() {
+        warnings.push(quality_line(q));
     }
     if s.capture_drops > 0 || s.capture_gaps > 0 {
         // Transport findings are computed from the packets; missing packets can hide or

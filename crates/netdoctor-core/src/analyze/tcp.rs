@@ -10,11 +10,23 @@ use super::http::Phase;
 use super::orient::{Reason, Shared, reorient};
 use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS};
 use crate::decode::TcpSegment;
-use crate::event::Pkt;
-use crate::track::loss::Old;
+use crate::event::{Pkt, ResetContext};
+use crate::track::flags::{IDLE_RESET_NS, SegFlags};
+use crate::track::loss::{Old, RetxClass};
 
 impl Analyzer {
     pub(super) fn on_segment(&mut self, seg: &TcpSegment<'_>) {
+        let fl = self.track_segment(seg);
+        if fl.0 != 0
+            && let Some(v) = self.flags.as_mut()
+        {
+            v.push((seg.frame, fl));
+        }
+    }
+
+    /// The per-segment path; returns what it concluded about the segment.
+    fn track_segment(&mut self, seg: &TcpSegment<'_>) -> SegFlags {
+        let mut fl = SegFlags::default();
         let (key, i) = conn_key(seg.src, seg.dst);
         let j = 1 - i;
         let f = seg.flags;
@@ -39,11 +51,11 @@ impl Analyzer {
                 // Only a SYN, a SYN/ACK or data opens state: trailing ACKs/FINs of a closed
                 // connection must not resurrect it.
                 if !(f.syn() || seg.payload_len > 0) || f.rst() {
-                    return;
+                    return fl;
                 }
                 if n_conns >= MAX_CONNECTIONS {
                     self.stats.connections_untracked += 1;
-                    return;
+                    return fl;
                 }
                 self.stats.connections += 1;
                 if f.syn() {
@@ -52,6 +64,12 @@ impl Analyzer {
                 v.insert(open_conn(&self.cfg, &mut self.shared, key, i, seg))
             }
         };
+        // A copy of a frame just seen (port mirror, merged captures): not a segment.
+        if c.dirs[i].dups.is_copy(seg) {
+            self.stats.quality.duplicate_frames += 1;
+            fl.set(SegFlags::DUPLICATE_FRAME);
+            return fl;
+        }
         let from_server = c.server == i;
         let pkt = Pkt {
             frame: seg.frame,
@@ -68,6 +86,7 @@ impl Analyzer {
             let repeat = d.started && d.isn == seg.seq && (opening || c.synack_seen);
             if repeat {
                 self.stats.syn_retransmits += 1;
+                fl.set(SegFlags::RETRANSMISSION);
             }
             d.started = true;
             d.isn = seg.seq;
@@ -108,6 +127,10 @@ impl Analyzer {
             .then(|| c.dirs[j].acked.map(|a| a.wrapping_add(c.dirs[i].window)))
             .flatten();
 
+        if seg.window == 0 && !(f.syn() || f.fin() || f.rst()) {
+            fl.set(SegFlags::ZERO_WINDOW);
+        }
+        let prev_window = c.dirs[i].window;
         // Window (scaled only when both sides offered window scaling, never on SYNs).
         {
             let scale = match (c.dirs[i].wscale, c.dirs[j].wscale) {
@@ -148,19 +171,42 @@ impl Analyzer {
         // up mid-stream may carry ACKs of data sent before the capture began).
         if f.ack() && c.dirs[j].started {
             let pure = seg.payload_len == 0 && !f.syn() && !f.fin() && !f.rst();
-            let mss = u32::from(c.dirs[i].mss.unwrap_or(1460)).saturating_sub(40);
+            // A duplicate ACK repeats its sender's window and sequence too (a window update
+            // is not one; RFC 5681).
+            let same = pure
+                && seg.window != 0
+                && c.dirs[i].window == prev_window
+                && (!c.dirs[i].started || seg.seq == c.dirs[i].nxt);
+            // The segment size of a sender with timestamps (the usual case: MSS − 12).
+            let mss = u32::from(c.dirs[i].mss.unwrap_or(1460)).saturating_sub(12);
             let peer = &mut c.dirs[j];
+            let beyond = seq_gt(seg.ack, peer.nxt);
             let news = peer.loss.on_peer_ack(
                 seg.ts_ns,
                 seg.ack,
                 peer.acked,
                 peer.nxt,
                 seg.sack.as_slice(),
-                pure,
+                same,
                 mss,
             );
             if peer.acked.is_none_or(|a| seq_gt(seg.ack, a)) {
                 peer.acked = Some(seg.ack);
+            }
+            if beyond {
+                // It acknowledges data the capture never saw: that data was sent, so the
+                // sender's sequence moves up, and no timing is inferred across the gap.
+                if !peer.unseen_flagged {
+                    fl.set(SegFlags::ACK_LOST_SEGMENT);
+                    peer.unseen_flagged = true;
+                }
+                peer.nxt = seg.ack;
+                peer.nagle.on_gap();
+            }
+            if news.capture_gaps > 0 {
+                // It covers a range the capture skipped (a hole it never filled).
+                fl.set(SegFlags::ACK_LOST_SEGMENT);
+                peer.nagle.on_gap();
             }
             if pure {
                 peer.nagle.on_peer_ack(seg.ack, pkt, edge);
@@ -175,16 +221,54 @@ impl Analyzer {
             {
                 x.req_ack = Some(pkt);
             }
+            if news.dup {
+                fl.set(SegFlags::DUPLICATE_ACK);
+            }
             self.stats.duplicate_acks += u64::from(news.dup);
             self.stats.spurious_retransmissions += u64::from(news.dsack);
             self.stats.capture_gaps += u64::from(news.capture_gaps);
+            self.stats.quality.missing_segments += u64::from(news.capture_gaps);
+            self.stats.quality.missing_bytes += news.gap_bytes;
             if let Some(ep) = news.closed {
                 self.hub.on_episode(c, ep);
             }
         }
 
+        // The sender's previous segment was not captured (lost before the capture point, or
+        // by the capture): no timing across it.
+        let jumped = !f.syn() && !f.rst() && c.dirs[i].started && seq_gt(seg.seq, c.dirs[i].nxt);
+        if !f.syn() && !f.rst() && c.dirs[i].seen_nxt.is_some_and(|s| seq_gt(seg.seq, s)) {
+            fl.set(SegFlags::LOST_SEGMENT);
+        }
+        if jumped {
+            self.stats.quality.sequence_gaps += 1;
+            c.dirs[i].nagle.on_gap();
+        }
+        // A keep-alive probe: 0 or 1 byte just below the next sequence number.
+        let keep_alive = seg.payload_len <= 1
+            && !(f.syn() || f.fin() || f.rst())
+            && c.dirs[i].started
+            && seg.seq == c.dirs[i].nxt.wrapping_sub(1);
+        let prev_active = c.last_active_ns;
+        if keep_alive {
+            fl.set(SegFlags::KEEP_ALIVE);
+            self.stats.keep_alives += 1;
+        } else {
+            c.last_active_ns = Some(seg.ts_ns);
+        }
+
         // Data.
-        if seg.payload_len > 0 {
+        if seg.payload_len > 0 && !keep_alive {
+            // It reaches the right edge of the window the peer advertised.
+            let end = seg.seq.wrapping_add(seg.payload_len);
+            if c.dirs[i].syn_seen
+                && c.dirs[j].syn_seen
+                && c.dirs[i]
+                    .acked
+                    .is_some_and(|a| a.wrapping_add(c.dirs[j].window) == end)
+            {
+                fl.set(SegFlags::WINDOW_FULL);
+            }
             let d = &mut c.dirs[i];
             if !d.started {
                 d.started = true;
@@ -192,10 +276,13 @@ impl Analyzer {
                 d.nxt = seg.seq;
             }
             let end = seg.seq.wrapping_add(seg.payload_len);
+
+            d.unseen_flagged = false;
             if seq_gt(end, d.nxt) {
                 d.loss.on_new_data(pkt, seg.seq, d.nxt, d.acked, seg.ip_id);
                 d.nxt = end;
                 self.stats.data_segments += 1;
+                self.stats.quality.captured_bytes += u64::from(seg.payload_len);
                 // Re-orient a guessed connection (picked up mid-stream).
                 if c.reason < Reason::Payload {
                     reorient_guess(c, &self.shared, &key, i, seg.payload);
@@ -208,11 +295,34 @@ impl Analyzer {
                     .loss
                     .on_old_data(pkt, seg.seq, end, d.nxt, d.acked, c.rtt_ns, seg.ip_id)
                 {
-                    Old::OutOfOrder => self.stats.out_of_order_segments += 1,
-                    Old::Retransmission { spurious } => {
+                    Old::OutOfOrder => {
+                        self.stats.out_of_order_segments += 1;
+                        fl.set(SegFlags::OUT_OF_ORDER);
+                    }
+                    Old::Retransmission { spurious, class } => {
                         self.stats.retransmitted_segments += 1;
                         self.stats.spurious_retransmissions += u64::from(spurious);
                         d.disturbed = true;
+                        fl.set(SegFlags::RETRANSMISSION);
+                        if spurious {
+                            fl.set(SegFlags::SPURIOUS_RETRANSMISSION);
+                        }
+                        match class {
+                            RetxClass::Fast | RetxClass::Quick => {
+                                self.stats.fast_retransmissions += 1;
+                                if class == RetxClass::Fast {
+                                    fl.set(SegFlags::FAST_RETRANSMISSION);
+                                }
+                            }
+                            RetxClass::Timeout => {
+                                self.stats.rto_retransmissions += 1;
+                                fl.set(SegFlags::RTO_RETRANSMISSION);
+                            }
+                            RetxClass::Probe => {
+                                self.stats.tail_loss_probes += 1;
+                                fl.set(SegFlags::TAIL_LOSS_PROBE);
+                            }
+                        }
                     }
                 }
             }
@@ -225,6 +335,22 @@ impl Analyzer {
                 d.nxt = end;
             } else if seq_gt(end, d.nxt) {
                 d.nxt = end;
+            } else if f.fin() && !f.rst() {
+                // A FIN again.
+                fl.set(SegFlags::RETRANSMISSION);
+            }
+        } else if jumped && seg.payload_len == 0 {
+            // An empty segment past the highest byte captured: the data before it was sent.
+            let d = &mut c.dirs[i];
+            d.loss.open_hole(d.nxt, seg.seq, seg.ip_id);
+            d.nxt = seg.seq;
+        }
+
+        if !f.rst() && c.dirs[i].started {
+            let e = seg.seq.wrapping_add(seg.seq_len());
+            let d = &mut c.dirs[i];
+            if d.seen_nxt.is_none_or(|s| seq_gt(e, s)) {
+                d.seen_nxt = Some(e);
             }
         }
 
@@ -237,13 +363,25 @@ impl Analyzer {
         }
         if f.rst() {
             self.stats.resets += 1;
-            self.hub.on_reset(c, pkt);
+            let after_fin = c
+                .first_close
+                .filter(|p| p.flags.fin() && p.frame != pkt.frame);
+            let idle_ns = prev_active.map_or(0, |t| (seg.ts_ns - t).max(0));
+            if after_fin.is_some() {
+                fl.set(SegFlags::RESET_AFTER_FIN);
+            }
+            if idle_ns >= IDLE_RESET_NS {
+                fl.set(SegFlags::RESET_AFTER_IDLE);
+            }
+            self.hub
+                .on_reset(c, pkt, ResetContext { after_fin, idle_ns });
         }
         if (f.rst() || (c.dirs[0].fin && c.dirs[1].fin))
             && let Some(c) = self.conns.remove(&key)
         {
             self.close(c);
         }
+        fl
     }
 }
 

@@ -119,6 +119,11 @@ pub struct TcpSegment<'a> {
     /// IPv4 identification field (`None` for IPv6). Linux numbers the packets of a
     /// connection consecutively, so it tells a late original from a retransmission.
     pub ip_id: Option<u16>,
+    /// The TCP checksum field as captured (covers header, options and payload: two copies of
+    /// one frame have the same, a retransmission usually not; see [`crate::track::dup`]).
+    pub checksum: u16,
+    /// The sender's TCP timestamp (TSval), when the segment carries the option.
+    pub tsval: Option<u32>,
 }
 
 impl TcpSegment<'_> {
@@ -412,6 +417,8 @@ fn tcp_segment<'a>(
         wscale: opts.wscale,
         sack: opts.sack,
         ip_id,
+        checksum: u16::from_be_bytes([h[16], h[17]]),
+        tsval: opts.tsval,
     }))
 }
 
@@ -421,6 +428,7 @@ struct Options {
     mss: Option<u16>,
     wscale: Option<u8>,
     sack: SackBlocks,
+    tsval: Option<u32>,
 }
 
 /// TCP options: MSS, window scale and SACK blocks. Options are advisory for the analysis:
@@ -431,6 +439,7 @@ fn parse_options(mut o: &[u8]) -> Options {
     let mut seg = Options::default();
     // What Linux puts on every segment after the handshake: NOP, NOP, timestamp.
     if o.len() == 12 && o[..4] == [1, 1, 8, 10] {
+        seg.tsval = Some(u32::from_be_bytes([o[4], o[5], o[6], o[7]]));
         return seg;
     }
     const EOL: u8 = 0;
@@ -457,6 +466,7 @@ fn parse_options(mut o: &[u8]) -> Options {
                 match kind {
                     MSS => seg.mss = Some(u16::from_be_bytes([o[2], o[3]])),
                     WSCALE => seg.wscale = Some(o[2]),
+                    TIMESTAMP => seg.tsval = Some(u32::from_be_bytes([o[2], o[3], o[4], o[5]])),
                     _ => {}
                 }
                 want

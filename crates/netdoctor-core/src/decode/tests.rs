@@ -94,9 +94,11 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
     let mut mss = None;
     let mut wscale = None;
     let mut sack = SackBlocks::default();
+    let mut tsval = None;
     for opt in tcp.options_iterator() {
         match opt {
             Ok(TcpOptionElement::MaximumSegmentSize(m)) => mss = Some(m),
+            Ok(TcpOptionElement::Timestamp(v, _)) => tsval = Some(v),
             Ok(TcpOptionElement::WindowScale(w)) => wscale = Some(w),
             Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
                 sack.push(first);
@@ -125,6 +127,8 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
         wscale,
         sack,
         ip_id,
+        checksum: tcp.checksum(),
+        tsval,
     }))
 }
 

@@ -76,6 +76,7 @@ impl Detector for ConnectionReset {
                 before,
                 rst,
                 req,
+                ..
             } => {
                 self.on_reset(ends.client, ends.server, *kind, *before, *rst, *req);
                 if let Some(r) = req
@@ -528,6 +529,7 @@ mod tests {
             before: Some(pkt(k * 2, k as i64, !from_server, F::PSH, 100)),
             rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
             req: None,
+            context: Default::default(),
         }
     }
 
@@ -560,6 +562,7 @@ mod tests {
             before: None,
             rst: pkt(k * 2 + 1, k as i64 * 10_000 + ms, false, F::RST, 0),
             req: Some(pkt(k * 2, k as i64 * 10_000, false, F::PSH, 78)),
+            context: Default::default(),
         };
         let cfg = Observation::RunConfig {
             keepalive: true,

@@ -70,6 +70,10 @@ struct KindAgg {
     local: u64,
     /// The longest stall of an episode (also without exchanges to charge it to).
     worst_episode_ns: i64,
+    /// Episodes never acknowledged (the capture or the connection ended first), and the most
+    /// retransmissions of one episode.
+    unacked: u64,
+    max_retx: u32,
     examples: Vec<Example>,
 }
 
@@ -157,6 +161,8 @@ impl Loss {
         k.by_server += u64::from(ep.first.from_server);
         k.setup += u64::from(ep.setup);
         k.worst_episode_ns = k.worst_episode_ns.max(ep.stall_ns());
+        k.unacked += u64::from(ep.unacked);
+        k.max_retx = k.max_retx.max(ep.retx);
         k.local += u64::from(
             client.ip().is_loopback() || server.ip().is_loopback() || client.ip() == server.ip(),
         );
@@ -207,8 +213,10 @@ impl Loss {
         let added = k.stall.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let fraction =
             (exchanges > 0).then(|| (k.affected_exchanges as f64 / exchanges as f64).min(1.0));
-        let rate = if data_segments > 0 {
-            k.retx as f64 / data_segments as f64
+        // Over the data segments sent (originals and retransmissions): a share that cannot pass
+        // 100 %, also when one segment was resent many times.
+        let rate = if data_segments + k.retx > 0 {
+            k.retx as f64 / (data_segments + k.retx) as f64
         } else {
             0.0
         };
@@ -242,7 +250,8 @@ impl Loss {
         let severity = if k.stall.is_some() {
             episode_severity(typical, worst, total)
         } else {
-            typical
+            let w = ms(k.worst_episode_ns);
+            episode_severity(typical, w, w)
         };
         // Timeouts that resent the first request of connections the server had not
         // acknowledged anything of: a listener whose queue was full drops the handshake's
@@ -284,10 +293,25 @@ impl Loss {
                 &self.listen,
             )
         } else if timeout {
+            // Without exchanges to charge them to (a cut capture, a request never answered),
+            // the stalls' own length is the cost.
+            let cost = if k.stall.is_some() {
+                format!("+{added:.1} ms{worst_part}{share}")
+            } else {
+                format!("stalled up to {}", human_ms(ms(k.worst_episode_ns)))
+            };
+            let unacked = if k.unacked > 0 {
+                format!(
+                    "; {} never acknowledged before the capture ended (resent up to {} times)",
+                    k.unacked, k.max_retx
+                )
+            } else {
+                String::new()
+            };
             (
                 FindingId::RetransmissionTimeout,
                 format!(
-                    "Retransmission timeouts: {} stalls of ~{rto:.0} ms (RTO) waiting for lost segments, +{added:.1} ms{worst_part}{share}",
+                    "Retransmission timeouts: {} stalls waiting for lost segments (first RTO ~{rto:.0} ms), {cost}{unacked}",
                     k.episodes
                 ),
                 format!(
@@ -378,6 +402,15 @@ impl Loss {
             f.evidence.extend(counter_evidence(&self.listen));
         }
         f
+    }
+}
+
+/// `9176.0` → "9.2 s", `206.3` → "206 ms".
+fn human_ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.1} s", v / 1000.0)
+    } else {
+        format!("{v:.0} ms")
     }
 }
 

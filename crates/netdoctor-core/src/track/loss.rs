@@ -9,6 +9,9 @@ use crate::event::Pkt;
 pub const RTO_MIN_NS: i64 = 150_000_000;
 /// A fill that comes less than RTT / this after the receiver's complaint is out of order.
 pub const REACT_RTT_DIV: i64 = 8;
+/// A retransmission this soon after the receiver's last loss signal (duplicate ACK, SACK)
+/// reacts to it (or the handshake RTT, when longer; never the minimum RTO or more).
+pub const FAST_REACT_NS: i64 = 20_000_000;
 /// Holes (ranges not captured yet) remembered per direction; more are forgotten.
 const MAX_HOLES: usize = 3;
 
@@ -51,6 +54,9 @@ pub struct Episode {
     /// acknowledged nothing (set by the analyzer): at setup, a full listen queue drops it
     /// as readily as the path.
     pub setup: bool,
+    /// The capture (or the connection) ended before the receiver acknowledged the
+    /// retransmitted data: the stall lasted at least until the last retransmission.
+    pub unacked: bool,
 }
 
 impl Episode {
@@ -70,6 +76,7 @@ impl Episode {
             spurious,
             acked_at_start: None,
             setup: false,
+            unacked: false,
         }
     }
 
@@ -93,7 +100,23 @@ impl Episode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Old {
     OutOfOrder,
-    Retransmission { spurious: bool },
+    Retransmission { spurious: bool, class: RetxClass },
+}
+
+/// What made the sender resend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetxClass {
+    /// The receiver signalled the loss (≥ 2 duplicate ACKs, or SACK blocks above the
+    /// cumulative ACK) less than [`FAST_REACT_NS`] (or an RTT) before: fast retransmit /
+    /// SACK recovery.
+    Fast,
+    /// No signal, and the sender had been silent ≥ [`RTO_MIN_NS`]: its retransmission timer.
+    Timeout,
+    /// No signal, the sender's highest segment, before the RTO: a tail-loss probe.
+    Probe,
+    /// No captured signal, before any timer and not the highest segment (RACK's reordering
+    /// timer, or signals the capture missed): counted with the fast ones.
+    Quick,
 }
 
 /// What an ACK of this direction's data told us.
@@ -103,6 +126,8 @@ pub(crate) struct AckNews {
     pub dsack: bool,
     /// Segments' worth of ranges the receiver had that the capture never saw.
     pub capture_gaps: u32,
+    /// Their bytes.
+    pub gap_bytes: u64,
     pub closed: Option<Episode>,
 }
 
@@ -118,6 +143,12 @@ pub(crate) struct LossDir {
     /// The last retransmission already known to be spurious when sent (its D-SACK is not
     /// counted again).
     spurious_range: Option<(u32, u32)>,
+    /// Duplicate ACKs since the cumulative ACK last advanced.
+    dupacks: u32,
+    /// A SACK block above the cumulative ACK came since it last advanced.
+    sacked: bool,
+    /// When the receiver last signalled a loss (duplicate ACK, SACK) since the last advance.
+    signal_ts: Option<i64>,
 }
 
 impl LossDir {
@@ -131,15 +162,7 @@ impl LossDir {
         acked: Option<u32>,
         ip_id: Option<u16>,
     ) {
-        if seq_gt(seq, nxt) && self.n_holes < MAX_HOLES as u8 {
-            self.holes[usize::from(self.n_holes)] = Hole {
-                start: nxt,
-                end: seq,
-                ip_id,
-                signalled: None,
-            };
-            self.n_holes += 1;
-        }
+        self.open_hole(nxt, seq, ip_id);
         if acked.is_none_or(|a| seq_ge(a, nxt)) {
             self.flight_ts = pkt.ts_ns;
         }
@@ -193,7 +216,21 @@ impl LossDir {
             self.spurious_range = Some((seq, end));
         }
         let silence = self.last_tx.map_or(0, |p| pkt.ts_ns - p.ts_ns);
-        let timeout = silence >= RTO_MIN_NS;
+        let react = FAST_REACT_NS.max(rtt_ns.unwrap_or(0)).min(RTO_MIN_NS);
+        let signalled = (self.dupacks >= 2 || self.sacked)
+            && self
+                .signal_ts
+                .is_some_and(|t| (0..react).contains(&(pkt.ts_ns - t)));
+        let class = if signalled {
+            RetxClass::Fast
+        } else if silence >= RTO_MIN_NS {
+            RetxClass::Timeout
+        } else if end == nxt {
+            RetxClass::Probe
+        } else {
+            RetxClass::Quick
+        };
+        let timeout = class == RetxClass::Timeout;
         match self.episode.as_mut() {
             Some(e) => {
                 e.retx += 1;
@@ -217,11 +254,26 @@ impl LossDir {
                     spurious: u32::from(spurious),
                     acked_at_start: acked,
                     setup: false,
+                    unacked: false,
                 });
             }
         }
         self.last_tx = Some(pkt);
-        Old::Retransmission { spurious }
+        Old::Retransmission { spurious, class }
+    }
+
+    /// The sender's sequence jumped from `nxt` to `seq` (a segment before it was not
+    /// captured): remember the range, to tell later whether the network or the capture lost it.
+    pub(crate) fn open_hole(&mut self, nxt: u32, seq: u32, ip_id: Option<u16>) {
+        if seq_gt(seq, nxt) && self.n_holes < MAX_HOLES as u8 {
+            self.holes[usize::from(self.n_holes)] = Hole {
+                start: nxt,
+                end: seq,
+                ip_id,
+                signalled: None,
+            };
+            self.n_holes += 1;
+        }
     }
 
     fn remove_hole(&mut self, k: usize) {
@@ -270,7 +322,9 @@ impl LossDir {
                 .any(|&(l, r)| seq_gt(r, h.start) && seq_gt(h.end, l));
             if seq_gt(ack, h.start) || sacked_inside {
                 // The receiver has bytes the capture never saw.
-                news.capture_gaps += (h.end.wrapping_sub(h.start)).div_ceil(mss.max(1)).max(1);
+                let bytes = h.end.wrapping_sub(h.start);
+                news.capture_gaps += bytes.div_ceil(mss.max(1)).max(1);
+                news.gap_bytes += u64::from(bytes);
                 self.remove_hole(k);
                 continue;
             }
@@ -280,13 +334,24 @@ impl LossDir {
             k += 1;
         }
         if seq_gt(ack, nxt) {
-            // ACK for data never captured at all.
-            news.capture_gaps += 1;
+            // ACK for data never captured at all (the caller moves `nxt` up to it).
+            let bytes = ack.wrapping_sub(nxt);
+            news.capture_gaps += bytes.div_ceil(mss.max(1)).max(1);
+            news.gap_bytes += u64::from(bytes);
         }
         if advanced {
             self.progress_ts = ts_ns;
+            self.dupacks = 0;
+            self.sacked = false;
+            self.signal_ts = None;
         } else if pure && seq_gt(nxt, ack) {
             news.dup = true;
+            self.dupacks += 1;
+            self.signal_ts = Some(ts_ns);
+        }
+        if !news.dsack && sack.iter().any(|&(l, _)| seq_gt(l, ack)) {
+            self.sacked = true;
+            self.signal_ts = Some(ts_ns);
         }
         if let Some(e) = self.episode
             && seq_ge(ack, e.recover)
@@ -299,6 +364,6 @@ impl LossDir {
 
     /// The connection ended or the capture did: an episode still open ends here.
     pub(crate) fn take_open(&mut self) -> Option<Episode> {
-        self.episode.take()
+        self.episode.take().map(|e| Episode { unacked: true, ..e })
     }
 }

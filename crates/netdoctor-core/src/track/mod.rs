@@ -3,6 +3,8 @@
 //! conclude (a stall, a loss episode, a zero-window period, a handshake) becomes an
 //! [`Event`](crate::event::Event) for the detectors.
 
+pub(crate) mod dup;
+pub mod flags;
 pub mod loss;
 pub mod nagle;
 pub mod syn;

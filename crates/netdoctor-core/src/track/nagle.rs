@@ -16,6 +16,9 @@ use crate::event::Pkt;
 /// ACKs later than this are delayed ACKs rather than prompt ones (Linux minimum: 40 ms;
 /// some timer slack is allowed below it).
 pub const MIN_ACK_DELAY_NS: i64 = 30_000_000;
+/// No delayed ACK lasts longer (RFC 1122 §4.2.3.2: 500 ms; Linux: 200 ms): a later ACK
+/// answers something else (data the capture never saw, a lost segment).
+pub const MAX_ACK_DELAY_NS: i64 = 500_000_000;
 /// The held segment must leave within this (plus 2 RTT) after the ACK.
 pub const HOLD_BASE_NS: i64 = 1_000_000;
 
@@ -105,7 +108,7 @@ impl NagleDir {
                 kind,
             };
             let rtt = rtt_ns.unwrap_or(0).max(0);
-            let late = s.delay_ns() >= MIN_ACK_DELAY_NS
+            let late = (MIN_ACK_DELAY_NS..=MAX_ACK_DELAY_NS).contains(&s.delay_ns())
                 && (rtt_ns.is_none() || s.delay_ns() >= rtt.saturating_mul(10));
             let prompt =
                 (0..=HOLD_BASE_NS.saturating_add(rtt.saturating_mul(2))).contains(&s.hold_ns());
@@ -129,6 +132,14 @@ impl NagleDir {
             self.ack = Some(pkt);
             self.edge = edge;
         }
+    }
+
+    /// The capture missed segments of this direction (or the peer acknowledged data it
+    /// never saw): the ACK timing around them cannot be read, so forget the data waiting.
+    pub(crate) fn on_gap(&mut self) {
+        self.prev = None;
+        self.ack = None;
+        self.edge = None;
     }
 
     /// The peer sent data: a new message, so the next segment is not a held-back piece.

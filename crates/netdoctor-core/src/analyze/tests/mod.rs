@@ -475,7 +475,7 @@ fn data_acked_but_never_captured_is_a_capture_gap() {
     assert!(
         an.warnings
             .iter()
-            .any(|w| w.contains("capture missed 6 segments")),
+            .any(|w| w.contains("6 segments (") && w.contains("never captured")),
         "{:?}",
         an.warnings
     );

@@ -1,0 +1,215 @@
+//! The capture-quality layer on captures that have each problem (issue 19): duplicate frames,
+//! capture gaps, fast retransmission on a long path, a timeout never acknowledged, a reset
+//! after the close. The hand-made ones are written by `testdata/captures/make-quality.py`.
+
+mod common;
+
+use common::for_each_packet;
+use netdoctor_core::analyze::SegFlags;
+use netdoctor_core::finding::{FindingId, Severity, Side};
+use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, RawPacket};
+
+fn analyze(name: &str) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet(name, |p| a.push(p));
+    a.finish()
+}
+
+/// Every frame pushed twice, as `mergecap -w dup.pcap ok.pcap ok.pcap` or a port mirror that
+/// copies each packet writes it.
+fn analyze_doubled(name: &str) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet(name, |p| {
+        a.push(p);
+        a.push(&RawPacket { ..*p });
+    });
+    a.finish()
+}
+
+fn flags(name: &str) -> Vec<(u64, SegFlags)> {
+    let mut a = Analyzer::new(AnalyzerConfig::default()).record_flags();
+    for_each_packet(name, |p| a.push(p));
+    a.take_flags()
+}
+
+fn ids(an: &Analysis) -> Vec<(FindingId, Severity)> {
+    an.findings.iter().map(|f| (f.id, f.severity)).collect()
+}
+
+#[test]
+fn duplicated_frames_change_nothing_but_the_quality_count() {
+    for name in [
+        "healthy-eth.pcap",
+        "lab-healthy.pcap",
+        "loss.pcap",
+        "rto.pcap",
+    ] {
+        let ok = analyze(name);
+        let dup = analyze_doubled(name);
+        assert_eq!(ids(&dup), ids(&ok), "{name}: {:#?}", dup.findings);
+        assert_eq!(dup.exchanges.count, ok.exchanges.count, "{name}");
+        let (s, o) = (&dup.stats, &ok.stats);
+        // Every copy but those of a connection's last packets (its state is gone after both
+        // FINs or the RST, and the copy is ignored like the original).
+        assert!(
+            s.quality.duplicate_frames <= o.tcp_segments
+                && s.quality.duplicate_frames + 2 * o.connections >= o.tcp_segments,
+            "{name}: {s:?}"
+        );
+        assert_eq!(s.retransmitted_segments, o.retransmitted_segments, "{name}");
+        assert_eq!(s.syn_retransmits, o.syn_retransmits, "{name}");
+        assert_eq!(s.duplicate_acks, o.duplicate_acks, "{name}");
+        assert!(s.retransmitted_segments <= s.data_segments, "{name}: {s:?}");
+        // Same numbers in the stories (no 100 % or 200 % retransmissions).
+        for (a, b) in dup.findings.iter().zip(&ok.findings) {
+            assert_eq!(a.summary, b.summary, "{name}");
+        }
+        assert!(
+            dup.warnings
+                .iter()
+                .any(|w| w.starts_with("capture quality:") && w.contains("duplicate frames")),
+            "{name}: {:?}",
+            dup.warnings
+        );
+        assert!(
+            ok.stats.quality.is_clean(),
+            "{name}: {:?}",
+            ok.stats.quality
+        );
+    }
+}
+
+#[test]
+fn a_resend_right_after_three_duplicate_acks_is_fast_retransmit_not_a_timeout() {
+    // Captured at the server, RTT 166 ms: the server had been silent for an RTT, the
+    // retransmission left 51 µs after the third duplicate ACK.
+    let an = analyze("fast-retx-longrtt.pcap");
+    assert!(
+        an.findings
+            .iter()
+            .all(|f| f.id != FindingId::RetransmissionTimeout),
+        "{:#?}",
+        an.findings
+    );
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::PacketLossRetransmission)
+        .expect("packet_loss_retransmission");
+    assert_eq!(f.side, Side::Network);
+    // One request, stalled one RTT by the loss: critical on 100 % of requests.
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(
+        f.summary
+            .contains("1 segments of the server's data retransmitted"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.explanation.contains("duplicate ACKs"),
+        "{}",
+        f.explanation
+    );
+    let s = &an.stats;
+    assert_eq!(
+        (s.fast_retransmissions, s.rto_retransmissions),
+        (1, 0),
+        "{s:?}"
+    );
+    // Frame 20, as tshark: "fast retransmission"; frames 15–19, 21–24 duplicate ACKs.
+    let fl = flags("fast-retx-longrtt.pcap");
+    let at = |n: u64| {
+        fl.iter()
+            .find(|(f, _)| *f == n)
+            .map(|x| x.1)
+            .unwrap_or_default()
+    };
+    assert!(at(20).has(SegFlags::FAST_RETRANSMISSION), "{fl:?}");
+    assert!(!at(20).has(SegFlags::RTO_RETRANSMISSION));
+    for n in (15..=19).chain(21..=24) {
+        assert!(at(n).has(SegFlags::DUPLICATE_ACK), "frame {n}: {fl:?}");
+    }
+}
+
+#[test]
+fn acks_of_data_the_capture_never_saw_are_not_delayed_acks() {
+    // Each response's 7th segment is missing from the capture; the ACK that covers it comes
+    // 565 ms after the 6th and releases the 8th.
+    let an = analyze("gap-delack.pcap");
+    assert!(
+        an.findings.iter().all(|f| !matches!(
+            f.id,
+            FindingId::DelayedAckStall | FindingId::NagleDelayedAck
+        )),
+        "{:#?}",
+        an.findings
+    );
+    let q = &an.stats.quality;
+    assert_eq!(q.missing_segments, 3, "{q:?}");
+    assert_eq!(q.missing_bytes, 3 * 1448, "{q:?}");
+    assert!(
+        (0.12..0.13).contains(&q.missing_share()),
+        "3 of 24 segments: {}",
+        q.missing_share()
+    );
+    let w = an
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("capture quality:"))
+        .expect("a capture-quality line");
+    assert!(
+        w.contains("3 segments (4344 bytes, 12.47 % of the data)"),
+        "{w}"
+    );
+    let fl = flags("gap-delack.pcap");
+    let acked_unseen = fl
+        .iter()
+        .filter(|(_, f)| f.has(SegFlags::ACK_LOST_SEGMENT))
+        .count();
+    let prev_missing = fl
+        .iter()
+        .filter(|(_, f)| f.has(SegFlags::LOST_SEGMENT))
+        .count();
+    assert_eq!((acked_unseen, prev_missing), (3, 3), "{fl:?}");
+}
+
+#[test]
+fn one_segment_resent_five_times_and_never_acked_is_a_long_stall() {
+    let an = analyze("rto-unacked.pcap");
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::RetransmissionTimeout)
+        .unwrap_or_else(|| panic!("{:#?}", an.findings));
+    // Resent at +0.296, 0.888, 2.072, 4.44, 9.176 s after the request: a 9.2 s stall.
+    assert!(f.summary.contains("stalled up to 9.2 s"), "{}", f.summary);
+    assert!(
+        f.summary
+            .contains("1 never acknowledged before the capture ended (resent up to 5 times)"),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains("+0.0 ms"), "{}", f.summary);
+    assert_eq!(f.severity, Severity::Critical, "{}", f.summary);
+    assert_eq!(an.stats.rto_retransmissions, 5, "{:?}", an.stats);
+}
+
+#[test]
+fn a_reset_after_the_close_is_flagged_as_such() {
+    // The server's FIN 15 s after the last response, the client's keep-alive probe 45 s later,
+    // the server's reset.
+    let fl = flags("rst-after-fin.pcap");
+    let at = |n: u64| {
+        fl.iter()
+            .find(|(f, _)| *f == n)
+            .map(|x| x.1)
+            .unwrap_or_default()
+    };
+    assert!(at(15).has(SegFlags::KEEP_ALIVE), "{fl:?}");
+    assert!(!at(15).has(SegFlags::RETRANSMISSION), "{fl:?}");
+    assert!(at(16).has(SegFlags::RESET_AFTER_FIN), "{fl:?}");
+    assert!(at(16).has(SegFlags::RESET_AFTER_IDLE), "{fl:?}");
+    let an = analyze("rst-after-fin.pcap");
+    assert_eq!(an.stats.keep_alives, 1);
+    assert_eq!(an.stats.retransmitted_segments, 0);
+}
