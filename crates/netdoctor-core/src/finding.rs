@@ -33,12 +33,15 @@ pub enum FindingId {
     DnsSlow,
     ReverseDnsTimeout,
     DnsNameNotFound,
+    NoRoute,
+    NeighbourUnreachable,
+    TlsVerifyFailed,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 23] = {
+    pub const ALL: [FindingId; 26] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -64,6 +67,9 @@ impl FindingId {
             DnsSlow,
             ReverseDnsTimeout,
             DnsNameNotFound,
+            NoRoute,
+            NeighbourUnreachable,
+            TlsVerifyFailed,
         ]
     };
 
@@ -81,11 +87,13 @@ impl FindingId {
             ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
                 Layer::Host
             }
-            InterfaceErrors => Layer::Link,
-            SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors => {
-                Layer::Application
-            }
-            HighBaseRtt | RouteProblem => Layer::Network,
+            InterfaceErrors | NeighbourUnreachable => Layer::Link,
+            SlowServerProcessing
+            | ShortConnections
+            | ServerNotListening
+            | HttpErrors
+            | TlsVerifyFailed => Layer::Application,
+            HighBaseRtt | RouteProblem | NoRoute => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
             | DnsNameNotFound => Layer::Dns,
         }
@@ -118,6 +126,9 @@ impl FindingId {
             DnsSlow => "dns_slow",
             ReverseDnsTimeout => "reverse_dns_timeout",
             DnsNameNotFound => "dns_name_not_found",
+            NoRoute => "no_route",
+            NeighbourUnreachable => "neighbour_unreachable",
+            TlsVerifyFailed => "tls_verify_failed",
         }
     }
 }
