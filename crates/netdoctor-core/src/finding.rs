@@ -88,10 +88,7 @@ impl FindingId {
                 Layer::Host
             }
             InterfaceErrors | NeighbourUnreachable => Layer::Link,
-            SlowServerProcessing
-            | ShortConnections
-            | ServerNotListening
-            | HttpErrors
+            SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
             | TlsVerifyFailed => Layer::Application,
             HighBaseRtt | RouteProblem | NoRoute => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
