@@ -35,12 +35,15 @@ pub enum FindingId {
     DnsNameNotFound,
     ReceiveWindowLimited,
     ApplicationLimited,
+    NoRoute,
+    NeighbourUnreachable,
+    TlsVerifyFailed,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 25] = {
+    pub const ALL: [FindingId; 28] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -68,6 +71,9 @@ impl FindingId {
             DnsNameNotFound,
             ReceiveWindowLimited,
             ApplicationLimited,
+            NoRoute,
+            NeighbourUnreachable,
+            TlsVerifyFailed,
         ]
     };
 
@@ -86,10 +92,10 @@ impl FindingId {
             ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
                 Layer::Host
             }
-            InterfaceErrors => Layer::Link,
+            InterfaceErrors | NeighbourUnreachable => Layer::Link,
             SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
-            | ApplicationLimited => Layer::Application,
-            HighBaseRtt | RouteProblem => Layer::Network,
+            | ApplicationLimited | TlsVerifyFailed => Layer::Application,
+            HighBaseRtt | RouteProblem | NoRoute => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
             | DnsNameNotFound => Layer::Dns,
         }
@@ -124,6 +130,9 @@ impl FindingId {
             DnsNameNotFound => "dns_name_not_found",
             ReceiveWindowLimited => "receive_window_limited",
             ApplicationLimited => "application_limited",
+            NoRoute => "no_route",
+            NeighbourUnreachable => "neighbour_unreachable",
+            TlsVerifyFailed => "tls_verify_failed",
         }
     }
 }

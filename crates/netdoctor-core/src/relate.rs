@@ -33,6 +33,12 @@ fn server_or_host(_: &Finding, c: &Finding) -> bool {
     matches!(c.side, Side::Server | Side::Host)
 }
 
+/// Any finding: a failure before the first request (no route, no neighbour, a certificate the
+/// client refuses) explains every error that follows it.
+fn always(_: &Finding, _: &Finding) -> bool {
+    true
+}
+
 /// Failures on the load generator's own host (connect() errors), not answers of the server.
 fn on_host(_: &Finding, c: &Finding) -> bool {
     c.side == Side::Host
@@ -95,6 +101,21 @@ use FindingId::*;
 /// Which finding explains which, most upstream root first: when two roots could explain the
 /// same consequence, the first rule wins.
 pub const RULES: &[Rule] = &[
+    // A preflight failure (the client's or the path's) comes before any request: every error
+    // after it is its consequence, whatever side that error names.
+    rule(NoRoute, HttpErrors, always),
+    rule(NoRoute, DnsServerUnreachable, always),
+    rule(NoRoute, ServerNotListening, always),
+    rule(NoRoute, ConnectionReset, always),
+    rule(NoRoute, SynRetransmit, always),
+    rule(NeighbourUnreachable, HttpErrors, always),
+    rule(NeighbourUnreachable, ServerNotListening, always),
+    rule(NeighbourUnreachable, ConnectionReset, always),
+    rule(NeighbourUnreachable, SynRetransmit, always),
+    rule(NeighbourUnreachable, RetransmissionTimeout, always),
+    rule(TlsVerifyFailed, HttpErrors, always),
+    rule(TlsVerifyFailed, ConnectionReset, always),
+    rule(TlsVerifyFailed, SlowServerProcessing, always),
     // A flood fills the SYN and accept queues; real clients' SYNs go unanswered.
     rule(SynFlood, ListenQueueOverflow, not_client),
     rule(SynFlood, SynRetransmit, not_client),
@@ -370,6 +391,41 @@ mod tests {
         ];
         relate(&mut v);
         assert!(v.iter().all(|x| x.caused_by.is_none()));
+    }
+
+    #[test]
+    fn a_preflight_failure_explains_every_error_after_it() {
+        // A certificate the client refuses: the server-side errors and resets are its doing.
+        let mut v = vec![
+            f(HttpErrors, Severity::Critical, Side::Server),
+            f(SlowServerProcessing, Severity::Warning, Side::Server),
+            f(ConnectionReset, Severity::Warning, Side::Client),
+            f(TlsVerifyFailed, Severity::Critical, Side::Client),
+        ];
+        relate(&mut v);
+        assert_eq!(v[0].id, TlsVerifyFailed);
+        assert_eq!(
+            v[0].consequences,
+            [HttpErrors, SlowServerProcessing, ConnectionReset]
+        );
+        assert!(v[1..].iter().all(|x| x.caused_by == Some(TlsVerifyFailed)));
+        // No route: the nameserver behind it is unreachable for the same reason.
+        let mut v = vec![
+            f(DnsServerUnreachable, Severity::Critical, Side::Client),
+            f(NoRoute, Severity::Critical, Side::Client),
+            f(DnsSlow, Severity::Warning, Side::Network),
+        ];
+        relate(&mut v);
+        assert_eq!(ids(&v), [NoRoute, DnsServerUnreachable, DnsSlow]);
+        assert_eq!(v[2].caused_by, None);
+        // An unanswered neighbour explains the SYN repeats and the failed requests.
+        let mut v = vec![
+            f(SynRetransmit, Severity::Critical, Side::Server),
+            f(HttpErrors, Severity::Critical, Side::Server),
+            f(NeighbourUnreachable, Severity::Critical, Side::Network),
+        ];
+        relate(&mut v);
+        assert_eq!(ids(&v), [NeighbourUnreachable, SynRetransmit, HttpErrors]);
     }
 
     #[test]

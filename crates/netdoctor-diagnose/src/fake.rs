@@ -15,6 +15,7 @@ use netdoctor_probe::{
     HttpProbeConfig, HttpTiming, ProbeError, SynMethod, SynProbe, SynProbeConfig,
 };
 use netdoctor_route::dns::{DnsOptions, DnsReport};
+use netdoctor_route::neighbour::Neighbour;
 use netdoctor_route::route_table::NextHop;
 use netdoctor_route::trace::{TraceOptions, TraceResult};
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +60,10 @@ pub struct FakeHost {
     pub dns: Option<DnsReport>,
     /// How the target is reached (`Ok(Local)` by default).
     pub next_hop: Result<Option<NextHop>, String>,
+    /// The neighbour entry every address has (`None`: no entry).
+    pub neighbour: Option<Neighbour>,
+    /// When set, every HTTP probe fails with this error (a connect errno, a certificate).
+    pub http_error: Option<fn(SocketAddr) -> ProbeError>,
     /// What a trace finds (`None`: it fails to run).
     pub trace: Option<TraceResult>,
     /// The options of every trace asked for, in order.
@@ -115,6 +120,8 @@ impl FakeHost {
             resolve_error: None,
             dns: None,
             next_hop: Ok(Some(NextHop::Local)),
+            neighbour: None,
+            http_error: None,
             trace: None,
             traces_asked: Mutex::new(Vec::new()),
             kernel: Err("eBPF does not run on this recorded host".to_string()),
@@ -167,6 +174,9 @@ impl Host for FakeHost {
         _cfg: &HttpProbeConfig,
     ) -> Result<HttpTiming, ProbeError> {
         self.sent.fetch_add(1, Ordering::Relaxed);
+        if let Some(fail) = self.http_error {
+            return Err(fail(addr));
+        }
         self.http.clone().ok_or(ProbeError::Refused { addr })
     }
     fn open_capture(&self, _cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError> {
@@ -251,6 +261,9 @@ impl Host for FakeHost {
     }
     fn next_hop(&self, _ip: IpAddr) -> Result<Option<NextHop>, String> {
         self.next_hop.clone()
+    }
+    fn neighbour(&self, _ip: IpAddr) -> Result<Option<Neighbour>, String> {
+        Ok(self.neighbour.clone())
     }
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String> {
         self.traces_asked

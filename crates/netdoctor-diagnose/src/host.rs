@@ -19,6 +19,7 @@ use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbe, SynProbeConfig};
 use netdoctor_route::dns::{DnsOptions, DnsReport};
+use netdoctor_route::neighbour::Neighbour;
 use netdoctor_route::route_table::NextHop;
 use netdoctor_route::trace::{TraceOptions, TraceResult};
 use std::net::{IpAddr, SocketAddr};
@@ -68,6 +69,9 @@ pub trait Host: Sync {
     fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String>;
     /// How the run's network namespace reaches `ip`; `Ok(None)` when it cannot say (IPv6).
     fn next_hop(&self, ip: IpAddr) -> Result<Option<NextHop>, String>;
+    /// The neighbour (ARP) entry of `ip` in the run's network namespace: whether a next hop
+    /// answered; `Ok(None)` when there is no entry (or for IPv6: not read).
+    fn neighbour(&self, ip: IpAddr) -> Result<Option<Neighbour>, String>;
     /// A traceroute with these options.
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String>;
     /// Starts the host collectors around the load, sampling the listener of `addr` in the
@@ -260,6 +264,10 @@ impl Host for SystemHost {
     fn next_hop(&self, ip: IpAddr) -> Result<Option<NextHop>, String> {
         netdoctor_route::route_table::lookup(ip)
             .map_err(|e| format!("read /proc/thread-self/net/route: {e}"))
+    }
+    fn neighbour(&self, ip: IpAddr) -> Result<Option<Neighbour>, String> {
+        netdoctor_route::neighbour::lookup(ip)
+            .map_err(|e| format!("read /proc/thread-self/net/arp: {e}"))
     }
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String> {
         netdoctor_route::trace::run(opts, &mut |_, _| {}).map_err(|e| e.to_string())

@@ -1,9 +1,10 @@
 //! netdoctor-diagnose: the layered method as a library, apart from the CLI.
 //!
 //! ```text
-//! DiagnosePlan ─► probes ─► observers start ─► load (observers tick) ─► observers finish
-//!                                                                        │
-//!                         Report ◄── verdict ◄── detectors ◄── observations, packets
+//! DiagnosePlan ─► resolve ─► preflight ─► probes ─► observers start ─► load (observers tick)
+//!                    │ a client or path failure stops here                          │
+//!                    ▼                                                observers finish
+//!                  Report ◄── verdict ◄── detectors ◄── observations, packets ◄─────┘
 //! ```
 //!
 //! - [`plan`]: what a run will do, with the defaults the CLI and `demo` share.
@@ -12,6 +13,8 @@
 //!   shape; adding one is a file and a line.
 //! - [`route`]: the DNS checks of a target given by name (a name that does not resolve is a
 //!   diagnosis); the trace of a routed target is the observer `observers::TraceObserver`.
+//! - [`preflight`]: route, neighbour, connect, TLS verification and one request before any
+//!   load; a failure that is the client's or the path's ends the run with its finding.
 //! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
@@ -21,6 +24,7 @@ pub mod host;
 pub mod observer;
 pub mod observers;
 pub mod plan;
+pub mod preflight;
 pub mod route;
 mod run;
 mod verdict;

@@ -9,9 +9,11 @@
 //!
 //! Names under `.invalid` (RFC 6761) stay an error, and nothing is asked for them.
 //!
-//! The diagnosis asks each nameserver [`DNS_TRIES`] times with a [`DNS_TIMEOUT`] deadline
-//! (in parallel, so a dead server costs `tries × timeout`, not more), skips the reverse (PTR)
-//! lookups (the request path does not make them), and asks no nameserver at all when the
+//! The diagnosis asks each nameserver as the system resolver will: the tries and the deadline
+//! of each come from resolv.conf (`options attempts:N timeout:N`, glibc's 2 × 5 s when absent),
+//! capped at [`DNS_CAP`] per server and transport (the report notes the cap when it bites). The
+//! servers are asked in parallel, so a dead one costs its tries × deadline once. It skips the
+//! reverse (PTR) lookups (the request path does not make them), and asks no nameserver at all when the
 //! system answers the name without DNS (`localhost`, an `/etc/hosts` entry read first).
 //! The route half (the trace) is an observer: [`crate::observers::TraceObserver`].
 
@@ -26,10 +28,8 @@ use netdoctor_route::findings::{Thresholds, dns_findings};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-/// Tries per nameserver and transport in a diagnosis.
-pub const DNS_TRIES: u32 = 2;
-/// Deadline of one direct DNS try in a diagnosis.
-pub const DNS_TIMEOUT: Duration = Duration::from_secs(1);
+/// The most tries × deadline a diagnosis spends on one nameserver (glibc's default 2 × 5 s).
+pub const DNS_CAP: Duration = Duration::from_secs(10);
 
 /// What the DNS checks add to a report whose target resolved.
 pub(crate) struct DnsPart {
@@ -64,8 +64,7 @@ pub(crate) enum Resolved {
 /// The options of the DNS checks of a diagnosis for `name`.
 pub fn dns_options(name: &str) -> DnsOptions {
     let mut o = DnsOptions::new(name);
-    o.tries = DNS_TRIES;
-    o.timeout = DNS_TIMEOUT;
+    o.follow_resolv_conf = Some(DNS_CAP);
     o.reverse = false;
     o.skip_when_files_answer = true;
     o
@@ -231,6 +230,7 @@ fn unresolved(
     report.findings = findings;
     let why = format!("{} did not resolve", t.host);
     for stage in [
+        CheckName::Preflight,
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Trace,

@@ -1,4 +1,5 @@
-//! The method, in order: plan → probes → start observers → load → finish observers →
+//! The method, in order: plan → resolution → preflight (`crate::preflight`: a client or path
+//! failure ends the run there) → probes → start observers → load → finish observers →
 //! detectors → verdict. Every stage that cannot run becomes a skipped or failed check and the
 //! run goes on; an interrupt stops the load early and the run still reports what it saw.
 //!
@@ -11,6 +12,7 @@ use crate::host::Host;
 use crate::observer::{Observer, Outcome, RunCtx};
 use crate::observers;
 use crate::plan::DiagnosePlan;
+use crate::preflight::Preflight;
 use netdoctor_core::observation::{LoadOutcome, Observation};
 use netdoctor_load::{HttpTarget, LoadConfig, LoadResult};
 use netdoctor_observe::host_findings::ConnectOutcome;
@@ -76,18 +78,24 @@ pub fn run(
     let outcome = if plan.passive {
         passive(&ctx, &mut report, progress, interrupt)
     } else {
-        active(&ctx, &mut report, progress, interrupt)
+        match crate::preflight::run(plan, host, addr, &mut report, progress, started) {
+            // A client or path failure: the report is complete, the load never runs.
+            Preflight::Stopped => return Ok(report),
+            Preflight::Passed(first) => active(&ctx, &mut report, progress, interrupt, first),
+        }
     };
     Ok(finish(plan, report, outcome, interrupt, started))
 }
 
 /// Probes, then the load while the observers watch (HTTP(S) targets; a `tcp://` target gets
 /// the probes only).
+/// `first`: the preflight's request when it succeeded (the first one-request probe).
 fn active(
     ctx: &RunCtx<'_>,
     report: &mut Report,
     progress: &dyn Progress,
     interrupt: &AtomicBool,
+    first: Option<HttpTiming>,
 ) -> Outcome {
     let (plan, addr) = (ctx.plan, ctx.addr);
     let t = &plan.target;
@@ -97,7 +105,7 @@ fn active(
         if t.is_http() { " and one request" } else { "" }
     ));
     let mut early = Outcome::default();
-    if let Some(refused) = probe(plan, ctx.host, addr, report) {
+    if let Some(refused) = probe(plan, ctx.host, addr, report, first) {
         early.observations.push(refused);
         let why = format!("nothing listens on {addr}");
         for stage in [CheckName::Load, CheckName::Capture, CheckName::Counters] {
@@ -161,7 +169,12 @@ fn passive(
 ) -> Outcome {
     let plan = ctx.plan;
     report.passive = true;
-    for stage in [CheckName::SynProbe, CheckName::HttpProbe, CheckName::Load] {
+    for stage in [
+        CheckName::Preflight,
+        CheckName::SynProbe,
+        CheckName::HttpProbe,
+        CheckName::Load,
+    ] {
         report.checks.push(Check::skipped(stage, PASSIVE_NOTE));
     }
     let mut running = start_observers(ctx, report);
@@ -235,6 +248,7 @@ fn probe(
     host: &dyn Host,
     addr: SocketAddr,
     report: &mut Report,
+    first: Option<HttpTiming>,
 ) -> Option<Observation> {
     let syn = host.syn_probe(
         addr,
@@ -280,9 +294,10 @@ fn probe(
         host: plan.target.host_header.clone(),
         path: plan.target.path.clone(),
         timeout: plan.load.timeout,
+        connect_timeout: None,
         tls: plan.target.tls.clone(),
     };
-    let http = http_median(host, addr, &cfg);
+    let http = http_median(host, addr, &cfg, first);
     let refused =
         matches!(http, Err(ProbeError::Refused { .. })) || (syn.answered == 0 && syn.refused > 0);
     let http = match http {
@@ -324,14 +339,17 @@ fn probe_request_differs(plan: &DiagnosePlan) -> Option<String> {
 }
 
 /// The request with the median total of [`HTTP_PROBES`], so one scheduling hiccup on a shared
-/// host does not become the "one request" figure. The first error ends the probing.
+/// host does not become the "one request" figure. The first error ends the probing. `first`:
+/// a request already timed (the preflight's), counted as one of them.
 fn http_median(
     host: &dyn Host,
     addr: SocketAddr,
     cfg: &HttpProbeConfig,
+    first: Option<HttpTiming>,
 ) -> Result<HttpTiming, ProbeError> {
     let mut timings = Vec::with_capacity(HTTP_PROBES);
-    for _ in 0..HTTP_PROBES {
+    timings.extend(first);
+    while timings.len() < HTTP_PROBES {
         timings.push(host.http_probe(addr, cfg)?);
     }
     timings.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));

@@ -121,6 +121,7 @@ fn dns(resolv: &str, udp: Vec<Try>, gai: Result<f64, &str>) -> DnsReport {
             hosts_matches: vec![],
         },
         timeout_ms: 1000.0,
+        tries: 2,
         getaddrinfo: Some(match gai {
             Ok(ms) => SystemLookup {
                 elapsed_ms: Some(ms),

@@ -99,6 +99,10 @@ impl Default for RouteLabConfig {
 pub const CASES: &[(&str, &str)] = &[
     ("slow-dns", "the nameserver answers after 300 ms"),
     (
+        "slow-dns-2s",
+        "the nameserver answers after 2 s; resolv.conf has glibc's defaults (timeout 5 s)",
+    ),
+    (
         "dead-dns",
         "resolv.conf names a nameserver that never answers",
     ),
@@ -130,6 +134,13 @@ impl RouteLabConfig {
                     delay: Duration::from_millis(300),
                     ..Default::default()
                 })
+            }
+            "slow-dns-2s" => {
+                c.resolver = lab(Behavior {
+                    delay: Duration::from_secs(2),
+                    ..Default::default()
+                });
+                c.resolv_options = String::new();
             }
             "dead-dns" => c.resolver = Resolver::Dead,
             "no-dns" => c.resolver = Resolver::Empty,

@@ -207,6 +207,47 @@ pub enum HandshakeError {
     Io(io::Error),
 }
 
+/// Why a certificate did not verify, in the terms of who has to act: the client (it does not
+/// trust the issuer, or asked for a name the certificate lacks) or the server (a certificate
+/// out of its validity period or revoked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CertificateProblem {
+    /// An issuer the client does not trust: self-signed, a private CA, a missing intermediate.
+    Untrusted,
+    /// The certificate does not name the host the client asked for.
+    WrongName,
+    /// Expired or not valid yet.
+    Expired,
+    /// Revoked.
+    Revoked,
+    /// Any other verification failure (bad encoding, signature, critical extension).
+    Other,
+}
+
+impl HandshakeError {
+    /// The certificate problem, when the handshake failed at certificate verification.
+    pub fn certificate_problem(&self) -> Option<CertificateProblem> {
+        use CertificateError as C;
+        let HandshakeError::Tls(rustls::Error::InvalidCertificate(c)) = self else {
+            return None;
+        };
+        Some(match c {
+            C::UnknownIssuer => CertificateProblem::Untrusted,
+            C::Other(o) if o.to_string().contains("CaUsedAsEndEntity") => {
+                CertificateProblem::Untrusted
+            }
+            C::NotValidForName | C::NotValidForNameContext { .. } => CertificateProblem::WrongName,
+            C::Expired
+            | C::ExpiredContext { .. }
+            | C::NotValidYet
+            | C::NotValidYetContext { .. } => CertificateProblem::Expired,
+            C::Revoked => CertificateProblem::Revoked,
+            _ => CertificateProblem::Other,
+        })
+    }
+}
+
 /// A rustls error in words, with the next step where there is one.
 fn describe_tls(e: &rustls::Error) -> String {
     use rustls::Error as E;

@@ -29,6 +29,7 @@ fn main() {
         host: host.clone(),
         path: "/".into(),
         timeout: Duration::from_secs(5),
+        connect_timeout: None,
         tls: None,
     };
     match http_timing(addrs[0], &http) {

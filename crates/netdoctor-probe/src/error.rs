@@ -47,6 +47,8 @@ pub enum ProbeError {
         addr: SocketAddr,
         /// Why, with the next step (e.g. `--insecure`, `use http://`).
         msg: String,
+        /// The certificate problem when verification refused the server's certificate.
+        certificate: Option<netdoctor_load::tls::CertificateProblem>,
     },
     /// The server's answer is not valid HTTP/1.x (or the connection closed too early).
     #[error("http {addr}: {msg}")]

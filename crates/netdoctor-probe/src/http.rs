@@ -27,6 +27,10 @@ pub struct HttpProbeConfig {
     pub path: String,
     /// Limit for the whole exchange, connect to last byte (default 5 s).
     pub timeout: Duration,
+    /// Limit for connect() alone (`None`: `timeout`): the preflight gives up on a SYN
+    /// unanswered for about a second and looks at the neighbour table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout: Option<Duration>,
     /// HTTPS: TLS towards this server name (`TlsOptions::for_url`); `None` = plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsOptions>,
@@ -38,6 +42,7 @@ impl Default for HttpProbeConfig {
             host: String::new(),
             path: "/".into(),
             timeout: Duration::from_secs(5),
+            connect_timeout: None,
             tls: None,
         }
     }
@@ -94,7 +99,10 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
     let timeout = cfg.timeout.max(MIN_WAIT);
     let start = Instant::now();
     let deadline = start + timeout;
-    let stream = TcpStream::connect_timeout(&addr, timeout)
+    let connect_limit = cfg
+        .connect_timeout
+        .map_or(timeout, |c| c.clamp(MIN_WAIT, timeout));
+    let stream = TcpStream::connect_timeout(&addr, connect_limit)
         .map_err(|e| ProbeError::from_io("connect", addr, e))?;
     let connect = start.elapsed();
     let _ = stream.set_nodelay(true);
@@ -190,7 +198,11 @@ impl Conn {
     /// The TLS handshake, within the deadline.
     fn handshake(&mut self, opts: &TlsOptions) -> Result<(), ProbeError> {
         let addr = self.addr;
-        let tls_err = |msg: String| ProbeError::Tls { addr, msg };
+        let tls_err = |msg: String| ProbeError::Tls {
+            addr,
+            msg,
+            certificate: None,
+        };
         let client = TlsClient::new(opts, false).map_err(|e| tls_err(e.to_string()))?;
         let mut session = client.session().map_err(|e| tls_err(e.to_string()))?;
         let left = self.left("tls handshake with")?;
@@ -206,7 +218,11 @@ impl Conn {
                 op: "tls handshake with",
                 addr,
             }),
-            Err(e) => Err(tls_err(e.to_string())),
+            Err(e) => Err(ProbeError::Tls {
+                addr,
+                msg: e.to_string(),
+                certificate: e.certificate_problem(),
+            }),
         }
     }
 

@@ -6,9 +6,13 @@
 //!   CAP_NET_RAW.
 //! - [`http_timing`]: one HTTP/1.1 request broken into connect, time to first byte and total.
 //!
+//! - [`ProbeError::failure`]: what a failed probe says about the cause and side ([`Failure`]),
+//!   for the diagnosis's preflight.
+//!
 //! All results are plain serializable data; errors ([`ProbeError`]) name the operation and the
 //! address or host.
 
+mod classify;
 mod error;
 mod http;
 mod model;
@@ -19,9 +23,11 @@ mod sys;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 
+pub use classify::Failure;
 pub use error::ProbeError;
 pub use http::{HttpProbeConfig, HttpTiming, http_timing};
 pub use model::{SynMethod, SynProbe, SynProbeConfig};
+pub use netdoctor_load::tls::CertificateProblem;
 pub use syn::{connect_rtt, syn_rtt};
 
 /// Resolves `host:port` with the system resolver (getaddrinfo). IP literals (also `[::1]`) are

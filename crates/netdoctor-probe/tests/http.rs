@@ -40,6 +40,7 @@ fn cfg(host: &str, path: &str) -> HttpProbeConfig {
         host: host.into(),
         path: path.into(),
         timeout: Duration::from_secs(5),
+        connect_timeout: None,
         tls: None,
     }
 }

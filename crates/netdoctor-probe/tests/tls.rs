@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use netdoctor_lab::tls_nginx::{TlsNginx, TlsNginxConfig, TlsNginxError};
 use netdoctor_load::TlsOptions;
-use netdoctor_probe::{HttpProbeConfig, ProbeError, http_timing};
+use netdoctor_probe::{CertificateProblem, Failure, HttpProbeConfig, ProbeError, http_timing};
 
 fn nginx() -> Option<TlsNginx> {
     match TlsNginx::start(&TlsNginxConfig::default()) {
@@ -26,6 +26,7 @@ fn cfg(name: &str, insecure: bool) -> HttpProbeConfig {
         host: String::new(),
         path: "/".into(),
         timeout: Duration::from_secs(5),
+        connect_timeout: None,
         tls: Some(TlsOptions {
             server_name: name.into(),
             insecure,
@@ -65,6 +66,10 @@ fn https_probe_bad_certificate_and_plain_http() {
     let e = http_timing(n.https, &cfg("127.0.0.1", false)).unwrap_err();
     assert!(matches!(e, ProbeError::Tls { .. }), "{e:?}");
     assert_eq!(
+        e.failure(),
+        Failure::Certificate(CertificateProblem::Untrusted)
+    );
+    assert_eq!(
         e.to_string(),
         format!(
             "tls handshake with {}: invalid peer certificate: UnknownIssuer (use --insecure to \
@@ -75,7 +80,9 @@ fn https_probe_bad_certificate_and_plain_http() {
     // The certificate is for localhost and 127.0.0.1, not for this name.
     let e = http_timing(n.https, &cfg("example.invalid", false)).unwrap_err();
     assert!(e.to_string().contains("invalid peer certificate"), "{e}");
+    assert!(matches!(e.failure(), Failure::Certificate(_)), "{e:?}");
     let e = http_timing(n.http, &cfg("127.0.0.1", true)).unwrap_err();
+    assert_eq!(e.failure(), Failure::Other, "{e:?}");
     assert_eq!(
         e.to_string(),
         format!(

@@ -221,11 +221,14 @@ pub enum CheckName {
     Trace,
     /// eBPF during the load: kernel drop reasons, retransmits, TCP state changes.
     Bpf,
+    /// Before any load: route, neighbour, connect, TLS verification and one request; a
+    /// failure that is the client's or the path's ends the run here.
+    Preflight,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 15] = [
+    pub const ALL: [CheckName; 16] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -241,6 +244,7 @@ impl CheckName {
         CheckName::Dns,
         CheckName::Trace,
         CheckName::Bpf,
+        CheckName::Preflight,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -261,6 +265,7 @@ impl CheckName {
             CheckName::Dns => "dns",
             CheckName::Trace => "trace",
             CheckName::Bpf => "bpf",
+            CheckName::Preflight => "preflight",
         }
     }
 }

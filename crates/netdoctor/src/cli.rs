@@ -217,7 +217,8 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "OBJECTIVES", value_parser = parse_slo)]
     pub slo: Option<netdoctor_report::Slo>,
     /// For https:// targets: accept any certificate (self-signed, expired, another name), like
-    /// curl's -k. The handshake's signatures are still checked.
+    /// curl's -k. The handshake's signatures are still checked. Without it, a certificate that
+    /// does not verify ends the run at the preflight (tls_verify_failed).
     #[arg(short = 'k', long)]
     pub insecure: bool,
     /// Write the captured packets to this file (pcap, readable by tshark/Wireshark/tcpdump).
@@ -331,7 +332,13 @@ Targets: http:// and https:// get the SYN RTT, one timed request and the load; t
 (Redis, a database, a custom RPC) gets the SYN RTT and connect() probes only, since the load is \
 HTTP(S)-only. With --passive nothing is sent to any target: the run watches the port's traffic \
 for -d (e.g. `netdoctor diagnose --passive tcp://10.0.0.5:6379 -d 30s`) and needs at least 20 \
-completed request/response exchanges to call it healthy.";
+completed request/response exchanges to call it healthy.
+
+Preflight, before any load (like curl -v): the route, connect (1.2 s, then the next hop's ARP \
+entry), TLS verification and one request. A failure that is the client's or the path's ends the \
+run there with exit 1 and one finding: no_route (side client), neighbour_unreachable (the address \
+or its gateway does not answer ARP; side network), tls_verify_failed (an untrusted or self-signed \
+certificate: use -k; side client). The load never runs against such a target.";
 
 const ANALYZE_AFTER_HELP: &str = "\
 Input: a pcap or pcapng file, gzip'd or not (detected by its first bytes, not its name), a FIFO, \

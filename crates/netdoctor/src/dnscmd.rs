@@ -16,12 +16,14 @@ use std::time::{Duration, Instant};
 pub struct DnsArgs {
     /// The name to resolve, e.g. api.example.com.
     pub name: String,
-    /// Tries per nameserver and transport (loss is counted over these).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
-    pub tries: u32,
-    /// Deadline of one direct try.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub timeout: Duration,
+    /// Tries per nameserver and transport (loss is counted over these) [default: resolv.conf's
+    /// `options attempts:`, glibc's 2 when absent; with --timeout: 3].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub tries: Option<u32>,
+    /// Deadline of one direct try [default: resolv.conf's `options timeout:`, glibc's 5 s when
+    /// absent, tries × deadline capped at 10 s; with --tries: 2s].
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
     /// Ask for AAAA instead of A.
     #[arg(short = '6', long)]
     pub ipv6: bool,
@@ -41,17 +43,29 @@ pub struct DnsArgs {
 pub fn command(args: &DnsArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let started = Instant::now();
     let mut opts = DnsOptions::new(&args.name);
-    opts.tries = args.tries;
-    opts.timeout = args.timeout;
+    match (args.tries, args.timeout) {
+        // As the system resolver will ask (within the diagnosis's cap).
+        (None, None) => opts.follow_resolv_conf = Some(netdoctor_diagnose::route::DNS_CAP),
+        (tries, timeout) => {
+            opts.tries = tries.unwrap_or(3);
+            opts.timeout = timeout.unwrap_or(Duration::from_secs(2));
+        }
+    }
     opts.ipv6 = args.ipv6;
     opts.tcp = !args.no_tcp;
     opts.reverse = !args.no_reverse;
     opts.resolv_conf = args.resolv_conf.clone();
     if std::env::var_os("NETDOCTOR_QUIET").is_none() {
-        eprintln!(
-            "netdoctor dns {}: asking each nameserver {} time(s)…",
-            args.name, args.tries
-        );
+        match args.tries {
+            Some(n) => eprintln!(
+                "netdoctor dns {}: asking each nameserver {n} time(s)…",
+                args.name
+            ),
+            None => eprintln!(
+                "netdoctor dns {}: asking each nameserver as resolv.conf says (attempts, timeout)…",
+                args.name
+            ),
+        }
     }
     let report = dns::run(&opts).with_context(|| format!("dns {}", args.name))?;
     let mut findings = dns_findings(&report, &Thresholds::default());

@@ -292,6 +292,54 @@ fn dns_cases_are_told_apart() {
     }
 }
 
+/// The preflight cases: the printed command stops at the preflight with the case's finding on
+/// its side, and the load never runs.
+#[test]
+fn preflight_cases_stop_before_the_load() {
+    if skip() {
+        return;
+    }
+    for (case, tag, id, side) in [
+        ("no-arp", "na", "neighbour_unreachable", "network"),
+        ("no-route", "nr", "no_route", "client"),
+    ] {
+        let r = case_round_trip(case, tag);
+        assert_eq!(ids(&r), [id], "{case}: {r}");
+        assert_eq!(r["findings"][0]["side"], side, "{case}");
+        assert_eq!(r["findings"][0]["severity"], "critical", "{case}");
+        assert_eq!(r["verdict"], "problem", "{case}");
+        assert!(r["measurements"]["load"].is_null(), "{case}: the load ran");
+    }
+}
+
+/// A nameserver that answers every query after 2 s, with glibc's timeouts (5 s): getaddrinfo
+/// succeeds, so it is `dns_slow` with its time, never `dns_server_unreachable`, and the run
+/// goes on to the load.
+#[test]
+fn a_nameserver_that_answers_after_2_s_is_slow_not_unreachable() {
+    if skip() {
+        return;
+    }
+    let r = case_round_trip("slow-dns-2s", "s2");
+    let found = ids(&r);
+    assert!(
+        !found.iter().any(|i| i == "dns_server_unreachable"),
+        "{found:?}"
+    );
+    let slow = finding(&r, "dns_slow");
+    assert_eq!(slow["severity"], "warning", "{slow}");
+    let median = r["measurements"]["dns"]["servers"][0]["udp"]["median_ms"]
+        .as_f64()
+        .unwrap();
+    assert!((2000.0..2400.0).contains(&median), "{median}");
+    let said = slow["impact"]["added_latency_ms"].as_f64().unwrap();
+    assert!((median - said).abs() < 1.0, "{said} vs {median}");
+    // The tries followed resolv.conf: glibc's 5 s deadline, 2 attempts.
+    assert_eq!(r["measurements"]["dns"]["timeout_ms"], 5000.0, "{r}");
+    assert_eq!(r["measurements"]["dns"]["tries"], 2, "{r}");
+    assert!(!r["measurements"]["load"].is_null());
+}
+
 #[test]
 fn far_server_and_lossy_hop_are_found_on_the_route() {
     if skip() {

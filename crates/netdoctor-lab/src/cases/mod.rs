@@ -7,6 +7,9 @@
 //! | `backlog` | listen backlog 2, acceptor taking one connection per 100 ms | `diagnose` from the client | `listen_queue_overflow` |
 //! | `port-exhaustion` | 50 local ports in the client, the client closes first | `diagnose --no-keepalive` from the client | `ephemeral_port_exhaustion` |
 //! | `syn-flood` | `hping3 -S` from a third namespace, 500 SYN/s for 120 s | `diagnose` from the client | `syn_flood` |
+//! | `no-arp` | client and server on one /24; the target is an address of it nobody holds | `diagnose` from the client | `neighbour_unreachable` (preflight) |
+//! | `no-route` | the client routes only its /24; the target is outside it | `diagnose` from the client | `no_route` (preflight) |
+//! | `slow-dns-2s` | the route lab's nameserver answers after 2 s; resolv.conf with glibc's defaults | `diagnose http://srv.lab.test:8080/` from the client | `dns_slow` (not `dns_server_unreachable`) |
 //! | `slow-dns`, `dead-dns`, `no-dns` | the route lab's nameserver slow, silent, absent | `diagnose http://srv.lab.test:8080/` from the client (its DNS checks) | `dns_slow`, `dns_server_unreachable`, `dns_no_nameserver` |
 //! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
@@ -39,7 +42,10 @@ pub enum Case {
     Backlog,
     PortExhaustion,
     SynFlood,
+    NoArp,
+    NoRoute,
     SlowDns,
+    SlowDns2s,
     DeadDns,
     NoDns,
     PtrTimeout,
@@ -49,12 +55,15 @@ pub enum Case {
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 11] = [
+pub const ALL: [Case; 14] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
     Case::SynFlood,
+    Case::NoArp,
+    Case::NoRoute,
     Case::SlowDns,
+    Case::SlowDns2s,
     Case::DeadDns,
     Case::NoDns,
     Case::PtrTimeout,
@@ -71,6 +80,10 @@ pub const ROUTE_CASE_PORT: u16 = 8080;
 pub const BACKLOG: i32 = 2;
 /// The `backlog` case's acceptor takes one connection per this many milliseconds.
 pub const ACCEPT_EVERY_MS: u64 = 100;
+/// The `no-arp` case's target: on the host cases' /24, held by nobody.
+pub const NO_ARP_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 214, 0, 99);
+/// The `no-route` case's target: outside every route of the client.
+pub const NO_ROUTE_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 215, 0, 1);
 /// `ip_local_port_range` of the `port-exhaustion` case's client.
 pub const PORT_RANGE: (u16, u16) = (40000, 40049);
 /// SYNs per second of the `syn-flood` case.
@@ -86,7 +99,10 @@ impl Case {
             Case::Backlog => "backlog",
             Case::PortExhaustion => "port-exhaustion",
             Case::SynFlood => "syn-flood",
+            Case::NoArp => "no-arp",
+            Case::NoRoute => "no-route",
             Case::SlowDns => "slow-dns",
+            Case::SlowDns2s => "slow-dns-2s",
             Case::DeadDns => "dead-dns",
             Case::NoDns => "no-dns",
             Case::PtrTimeout => "ptr-timeout",
@@ -112,7 +128,12 @@ impl Case {
                 "50 local ports and one connection per request: connect() runs out of ports"
             }
             Case::SynFlood => "a SYN flood from a third namespace (500/s, stops after 120 s)",
+            Case::NoArp => "the target is an address on the client's link that nobody answers",
+            Case::NoRoute => "the target is outside every route of the client",
             Case::SlowDns => "the nameserver answers after 300 ms",
+            Case::SlowDns2s => {
+                "the nameserver answers after 2 s (below glibc's 5 s timeout): slow, not dead"
+            }
             Case::DeadDns => "resolv.conf names a nameserver that never answers",
             Case::NoDns => "resolv.conf lists no nameserver",
             Case::PtrTimeout => "the nameserver never answers reverse (PTR) questions",
@@ -137,6 +158,7 @@ impl Case {
         matches!(
             self,
             Case::SlowDns
+                | Case::SlowDns2s
                 | Case::DeadDns
                 | Case::NoDns
                 | Case::PtrTimeout
@@ -312,6 +334,45 @@ impl Case {
                 format!(
                     "run it from the client: diagnose reads the half-open sockets and SYN cookies in the namespace of the process serving the target (the server's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
                 ),
+            ),
+            Case::NoArp | Case::NoRoute => {
+                let (target, expect, note) = if self == Case::NoArp {
+                    (
+                        format!("http://{NO_ARP_IP}:{HOST_CASE_PORT}/"),
+                        "neighbour_unreachable",
+                        format!(
+                            "{NO_ARP_IP} is on the client's /24 but nobody holds it: ARP goes unanswered, the preflight stops the run in about a second (side network) and no load runs; {host_url} is the healthy server beside it"
+                        ),
+                    )
+                } else {
+                    (
+                        format!("http://{NO_ROUTE_IP}:{HOST_CASE_PORT}/"),
+                        "no_route",
+                        format!(
+                            "the client's namespace routes only 10.214.0.0/24: connect() fails with ENETUNREACH before any packet leaves (side client) and no load runs; {host_url} is the healthy server beside it"
+                        ),
+                    )
+                };
+                (
+                    vec![
+                        format!("server namespace {srv}: HTTP server {host_url}"),
+                        format!("client namespace {cli} (10.214.0.2/24), joined by a veth pair, no default route"),
+                    ],
+                    None,
+                    argv(&["netdoctor", "diagnose", "--netns", &cli, &target]),
+                    vec![expect],
+                    note,
+                )
+            }
+            Case::SlowDns2s => (
+                route_built(
+                    "the lab nameserver, which answers after 2 s; no options line (glibc: timeout 5 s, attempts 2)",
+                    "no impairment",
+                ),
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["dns_slow"],
+                format!("{resolv_note}; getaddrinfo succeeds after 2 s, and the direct tries wait as glibc does (5 s), so the server is slow, not unreachable"),
             ),
             Case::SlowDns => (
                 route_built("the lab nameserver, which answers after 300 ms", "no impairment"),

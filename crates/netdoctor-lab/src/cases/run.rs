@@ -131,6 +131,12 @@ fn build(
             )?;
             Ok((Running::Host(lab, server), None))
         }
+        Case::NoArp | Case::NoRoute => {
+            // A healthy server beside the unreachable target; the target itself needs nothing.
+            let lab = HostLab::create(&cfg.name, false)?;
+            let server = serve(&lab, ServeOptions::default())?;
+            Ok((Running::Host(lab, server), None))
+        }
         Case::PortExhaustion => {
             let lab = HostLab::create(&cfg.name, false)?;
             lab.sysctl(

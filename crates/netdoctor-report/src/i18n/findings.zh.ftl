@@ -231,3 +231,29 @@ receive_window_limited-fix = 在接收方调大 net.ipv4.tcp_rmem 的最大值�
 application_limited-summary = 传输受应用限制：发送方写得比网络和接收方能承受的慢
 application_limited-explanation = 发送方按目标速率（或自身的写入节奏）发送，在途数据远低于拥塞窗口和接收窗口：网络和接收方都还有余量，瓶颈在写数据的程序本身。
 application_limited-fix = 提高应用的写入速率（去掉限速、加大每次写入、使用更多并行流），或确认这个速率就是预期的；网络和内核参数不需要修改。
+## no_route
+
+no_route-summary = 没有通往目标的路由：连接在发出任何数据包之前就失败了
+no_route-explanation = 运行所在网络命名空间的路由表里没有能到达这个地址的路由（或者是一条拒绝路由），内核直接以“网络不可达”拒绝连接。请求根本没有离开客户端，服务端不可能看到它，所以不是服务端的问题。
+no_route-fix = 为目标网段添加路由或默认网关（`ip route add 目标网段 via 网关`），或者检查 URL 中的地址是否写对；然后用 `ip route get 地址` 复查。
+
+## neighbour_unreachable
+
+neighbour_unreachable-summary = 下一跳不应答 ARP/NDP：数据包发不出本地链路
+neighbour_unreachable-explanation = 目标地址（或通往它的网关）在直连网段上，但没有任何设备回应 ARP（IPv4）或邻居发现（IPv6）请求，邻居表项停留在 INCOMPLETE 或 FAILED 状态。没有链路层地址，内核无法发出 SYN：那个地址上没有主机，或者主机关机、网线断开、VLAN 配错。服务端从未收到请求。
+neighbour_unreachable-fix = 检查这个地址上是否真的有主机在线、地址是否写对（`ip neigh show` 查看表项状态，`arping` 试探），以及链路和 VLAN 配置；如果走网关，检查网关本身是否在线。
+
+## tls_verify_failed
+
+tls_verify_failed-summary = TLS 证书验证失败：{ $side ->
+    [server] 服务端的证书已过期或尚未生效
+   *[client] 客户端不信任服务端的证书
+}
+tls_verify_failed-explanation = TLS 握手在验证证书时被客户端中止，一个 HTTP 请求也没有发出。{ $side ->
+    [server] 证书的有效期不包含现在的时间，需要服务端更换证书。
+   *[client] 证书由客户端不认识的签发者签发（例如自签名证书或内部 CA），或者证书上的名字与 URL 不符。这是客户端的信任设置问题，不是服务端出错。
+}
+tls_verify_failed-fix = { $side ->
+    [server] 在服务端续签或更换证书，然后重新诊断。
+   *[client] 如果这是预期中的自签名证书或内部 CA，加上 `-k`（--insecure）跳过验证，或者把签发它的 CA 加入系统信任库；如果名字不符，使用证书上的名字访问。
+}

@@ -44,6 +44,11 @@ pub struct DnsOptions {
     /// or an `/etc/hosts` entry consulted before DNS): what `diagnose` does, since the
     /// nameservers then play no part in reaching the target.
     pub skip_when_files_answer: bool,
+    /// Take the tries and the deadline of each try from resolv.conf (`options attempts:`,
+    /// `timeout:`; glibc's 2 and 5 s when absent), as the system resolver will, with this cap
+    /// on tries × deadline per server so a run stays bounded (the report notes the cap when it
+    /// bites). `None`: `tries` and `timeout` as given.
+    pub follow_resolv_conf: Option<Duration>,
 }
 
 impl DnsOptions {
@@ -61,6 +66,7 @@ impl DnsOptions {
             system: true,
             system_cap: Duration::from_secs(12),
             skip_when_files_answer: false,
+            follow_resolv_conf: None,
         }
     }
 }
@@ -221,6 +227,8 @@ pub struct DnsReport {
     pub resolver: ResolverPath,
     /// Deadline of one direct try, ms.
     pub timeout_ms: f64,
+    /// Tries per nameserver and transport.
+    pub tries: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub getaddrinfo: Option<SystemLookup>,
     pub servers: Vec<ServerTiming>,
@@ -230,6 +238,38 @@ pub struct DnsReport {
     pub answered_without_dns: bool,
     /// Parts that were skipped and why.
     pub notes: Vec<String>,
+}
+
+impl DnsReport {
+    /// Whether getaddrinfo found the name through DNS (not from files, not `localhost`).
+    pub fn getaddrinfo_answered_by_dns(&self) -> bool {
+        !self.answered_without_dns
+            && self.resolver.uses_dns()
+            && self
+                .getaddrinfo
+                .as_ref()
+                .is_some_and(|g| g.error.is_none() && !g.timed_out && !g.results.is_empty())
+    }
+
+    /// Whether `s` must have answered getaddrinfo although the direct tries got nothing:
+    /// getaddrinfo found the name through DNS and `s` is the only nameserver, or (no `rotate`)
+    /// the one glibc was asking when the lookup ended, after as many timeouts as servers
+    /// before it. Such a server is slow or lossy, never unreachable.
+    pub fn answered_getaddrinfo(&self, s: &ServerTiming) -> bool {
+        if !self.getaddrinfo_answered_by_dns() {
+            return false;
+        }
+        let rc = &self.resolver.resolv_conf;
+        let gai_ms = self
+            .getaddrinfo
+            .as_ref()
+            .and_then(|g| g.elapsed_ms)
+            .unwrap_or(f64::MAX);
+        // Without `rotate`, glibc moves on to the next server after each timeout: the one
+        // asked when the answer came is the one that gave it.
+        let waited = (gai_ms / (f64::from(rc.timeout_s.max(1)) * 1000.0)) as usize;
+        self.servers.len() == 1 || (!rc.rotate && waited % self.servers.len().max(1) == s.position)
+    }
 }
 
 /// Errors that stop the run (everything else becomes data in the report).
@@ -314,6 +354,7 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         RecordType::A
     };
     let mut notes = Vec::new();
+    let opts = &effective(opts, rc, &mut notes);
     let files_answer = is_localhost(&opts.name) || resolver.answered_by_files();
     let ask_servers = !(opts.skip_when_files_answer && files_answer);
     if !ask_servers {
@@ -377,6 +418,7 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         query_name,
         record_type: rt.to_string(),
         timeout_ms: opts.timeout.as_secs_f64() * 1000.0,
+        tries: opts.tries.max(1),
         resolver,
         getaddrinfo,
         servers,
@@ -384,6 +426,31 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         answered_without_dns: files_answer,
         notes,
     })
+}
+
+/// `opts` with the tries and deadline resolv.conf gives (see
+/// [`DnsOptions::follow_resolv_conf`]), noting the cap when it applies.
+fn effective(opts: &DnsOptions, rc: &ResolvConf, notes: &mut Vec<String>) -> DnsOptions {
+    let mut o = opts.clone();
+    let Some(cap) = opts.follow_resolv_conf else {
+        return o;
+    };
+    let asked = Duration::from_secs(u64::from(rc.timeout_s));
+    let timeout = asked.min(cap).max(Duration::from_millis(100));
+    let fit = (cap.as_millis() / timeout.as_millis().max(1)) as u32;
+    let tries = rc.attempts.min(fit).max(1);
+    if timeout < asked || tries < rc.attempts {
+        notes.push(format!(
+            "direct tries capped at {tries} × {:.0} s per server (resolv.conf asks {} × {} s) \
+             so the run stays bounded",
+            timeout.as_secs_f64(),
+            rc.attempts,
+            rc.timeout_s
+        ));
+    }
+    o.tries = tries;
+    o.timeout = timeout;
+    o
 }
 
 /// At most this many addresses get PTR lookups.
@@ -528,6 +595,28 @@ mod tests {
         let p = resolver_path(&opts("api.internal")).unwrap();
         assert!(!p.answered_by_files());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tries_and_deadline_follow_resolv_conf_within_the_cap() {
+        let rc = |text: &str| config::parse_resolv_conf(std::path::Path::new("/x"), text);
+        let mut o = DnsOptions::new("api");
+        o.follow_resolv_conf = Some(Duration::from_secs(10));
+        let mut notes = Vec::new();
+        // glibc's defaults: 2 tries of 5 s.
+        let e = effective(&o, &rc(""), &mut notes);
+        assert_eq!((e.tries, e.timeout), (2, Duration::from_secs(5)));
+        let e = effective(&o, &rc("options timeout:1 attempts:3\n"), &mut notes);
+        assert_eq!((e.tries, e.timeout), (3, Duration::from_secs(1)));
+        assert!(notes.is_empty(), "{notes:?}");
+        // 5 × 30 s would hold the run 150 s per server: capped, and said.
+        let e = effective(&o, &rc("options timeout:30 attempts:5\n"), &mut notes);
+        assert_eq!((e.tries, e.timeout), (1, Duration::from_secs(10)));
+        assert!(notes[0].contains("capped at 1 × 10 s"), "{notes:?}");
+        // Without the option the caller's figures stand.
+        o.follow_resolv_conf = None;
+        let e = effective(&o, &rc("options timeout:30\n"), &mut notes);
+        assert_eq!((e.tries, e.timeout), (3, Duration::from_secs(2)));
     }
 
     #[test]

@@ -98,12 +98,22 @@ fn io_outcome(op: &str, e: &std::io::Error) -> Outcome {
     let what = match e.kind() {
         ErrorKind::ConnectionRefused => "refused (nothing listens on port 53)".to_string(),
         ErrorKind::UnexpectedEof => "connection closed without an answer".to_string(),
-        _ => e.to_string(),
+        _ => match e.raw_os_error() {
+            Some(libc::ENETUNREACH) => NO_ROUTE.to_string(),
+            Some(libc::EHOSTUNREACH) => HOST_UNREACHABLE.to_string(),
+            _ => e.to_string(),
+        },
     };
     Outcome::Error {
         error: format!("{op}: {what}"),
     }
 }
+
+/// How a try that failed for want of a route says so (ENETUNREACH).
+pub const NO_ROUTE: &str = "no route to the server (network unreachable)";
+/// How a try whose next hop never answered ARP, or that a router refused, says so
+/// (EHOSTUNREACH).
+pub const HOST_UNREACHABLE: &str = "host unreachable (no ARP reply, or a router said so)";
 
 /// Asks `server` for `name`/`rtype` once over `transport`, waiting at most `timeout`.
 pub fn ask(

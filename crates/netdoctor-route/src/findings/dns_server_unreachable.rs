@@ -1,9 +1,15 @@
 //! `dns_server_unreachable`: a configured nameserver never answered (every try timed out or
 //! was refused). When it is asked first (no `rotate`), every lookup waits one timeout before the
 //! next server is tried.
+//!
+//! A server that must have answered getaddrinfo ([`DnsReport::answered_getaddrinfo`]) is never
+//! called unreachable: `dns_slow` tells its time. Why a server did not answer comes from the
+//! tries: timeouts, refused (nothing on port 53), no route (ENETUNREACH: this namespace has no
+//! route to it, side client) or host unreachable (no ARP reply, or a router said so).
 
 use super::probe;
-use crate::dns::{DnsReport, TransportTiming};
+use crate::dns::query::{HOST_UNREACHABLE, NO_ROUTE};
+use crate::dns::{DnsReport, ServerTiming, TransportTiming};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 
 fn describe(t: &TransportTiming) -> String {
@@ -17,29 +23,64 @@ fn describe(t: &TransportTiming) -> String {
     s
 }
 
+/// Why a server gave no answer, from its tries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Why {
+    Timeouts,
+    Refused,
+    NoRoute,
+    HostUnreachable,
+    Other,
+}
+
+fn why(s: &ServerTiming) -> Why {
+    if s.udp.timeouts() > 0 {
+        return Why::Timeouts;
+    }
+    match s
+        .udp
+        .first_error()
+        .or(s.tcp.as_ref().and_then(|t| t.first_error()))
+    {
+        Some(e) if e.contains(NO_ROUTE) => Why::NoRoute,
+        Some(e) if e.contains(HOST_UNREACHABLE) => Why::HostUnreachable,
+        Some(e) if e.contains("refused") => Why::Refused,
+        Some(_) => Why::Other,
+        None => Why::Timeouts,
+    }
+}
+
 pub fn dns_server_unreachable(r: &DnsReport) -> Vec<Finding> {
     let rc = &r.resolver.resolv_conf;
-    let all_dead = r.servers.iter().all(|s| !s.reachable());
+    let dead = |s: &&ServerTiming| !s.reachable() && !r.answered_getaddrinfo(s);
+    // getaddrinfo found the name through DNS: some server answered it.
+    let all_dead = r.servers.iter().all(|s| dead(&s)) && !r.getaddrinfo_answered_by_dns();
     r.servers
         .iter()
-        .filter(|s| !s.reachable())
+        .filter(dead)
         .map(|s| {
-            let timeouts = s.udp.timeouts() > 0;
+            let why = why(s);
             let first = s.position == 0 && !rc.rotate;
             let severity = if all_dead {
                 Severity::Critical
             } else {
                 Severity::Warning
             };
+            let (side, what) = match why {
+                Why::Timeouts => (Side::Network, "timeouts".to_string()),
+                Why::Refused => (Side::Network, "refused".to_string()),
+                Why::NoRoute => (Side::Client, "no route to it".to_string()),
+                Why::HostUnreachable => (Side::Network, "host unreachable".to_string()),
+                Why::Other => (
+                    Side::Network,
+                    s.udp.first_error().unwrap_or("no answer").to_string(),
+                ),
+            };
             let mut f = Finding::new(
                 FindingId::DnsServerUnreachable,
                 severity,
-                Side::Network,
-                format!(
-                    "nameserver {} does not answer ({})",
-                    s.server,
-                    if timeouts { "timeouts" } else { "refused" }
-                ),
+                side,
+                format!("nameserver {} does not answer ({what})", s.server),
             );
             let cost = if all_dead {
                 format!(
@@ -63,16 +104,38 @@ pub fn dns_server_unreachable(r: &DnsReport) -> Vec<Finding> {
                 "Lookups that reach it wait for the timeout before trying the next server."
                     .to_string()
             };
-            let why = if timeouts {
-                "Queries got no answer at all: the server is down, or a firewall drops DNS on the \
-                 way."
-            } else {
-                "The host answered but refused the query port (nothing listens on port 53)."
+            let why = match why {
+                Why::Timeouts => {
+                    "Queries got no answer at all: the server is down, or a firewall drops DNS \
+                     on the way."
+                }
+                Why::Refused => {
+                    "The host answered but refused the query port (nothing listens on port 53)."
+                }
+                Why::NoRoute => {
+                    "No query left this host: its routing table has no route to the server's \
+                     address (ENETUNREACH; or a router on the way said the network is \
+                     unreachable)."
+                }
+                Why::HostUnreachable => {
+                    "The queries could not be delivered: the server's address (or the gateway \
+                     toward it) did not answer ARP, or a router said the host is unreachable \
+                     (EHOSTUNREACH)."
+                }
+                Why::Other => "Every query failed at once.",
             };
             f.explanation = format!("{why} {cost}");
             f.fix = format!(
-                "Remove or replace `nameserver {}` in {} (or bring that server back); check \
+                "{}Remove or replace `nameserver {}` in {} (or bring that server back); check \
                  with `dig @{} {}`.",
+                if side == Side::Client {
+                    format!(
+                        "Add a route to {} (`ip route get {}` shows none), or ",
+                        s.server, s.server
+                    )
+                } else {
+                    String::new()
+                },
                 s.server,
                 rc.path.display(),
                 s.server,
@@ -103,6 +166,7 @@ pub fn dns_server_unreachable(r: &DnsReport) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dns::query::{Outcome, Try};
     use crate::findings::fixtures::*;
 
     #[test]
@@ -133,6 +197,52 @@ mod tests {
         let f = dns_server_unreachable(&r);
         assert_eq!(f[0].severity, Severity::Critical);
         assert!(f[0].summary.contains("refused"));
+    }
+
+    #[test]
+    fn no_route_is_named_and_is_the_clients() {
+        let no_route = Try {
+            elapsed_ms: Some(0.05),
+            outcome: Outcome::Error {
+                error: format!("udp socket to 10.0.0.2:53: {NO_ROUTE}"),
+            },
+        };
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![server("10.0.0.2", 0, vec![no_route.clone(), no_route])],
+            None,
+        );
+        let f = dns_server_unreachable(&r);
+        assert!(f[0].summary.contains("no route"), "{}", f[0].summary);
+        assert!(!f[0].summary.contains("refused"), "{}", f[0].summary);
+        assert_eq!(f[0].side, Side::Client);
+        assert!(f[0].explanation.contains("ENETUNREACH"));
+    }
+
+    #[test]
+    fn a_server_that_answered_getaddrinfo_is_never_unreachable() {
+        // The only nameserver; getaddrinfo found the name in 2 s; the direct tries gave up
+        // at 1 s each.
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![server("10.0.0.2", 0, vec![lost(), lost()])],
+            Some(gai(Some(2003.0), &["10.0.0.5"], None)),
+        );
+        assert!(dns_server_unreachable(&r).is_empty());
+        // Two servers, the first silent: glibc waited its 5 s and the second answered, so the
+        // first is unreachable, but not critical (the name resolved).
+        let r = report(
+            "nameserver 10.0.0.2\nnameserver 10.0.0.3\n",
+            vec![
+                server("10.0.0.2", 0, vec![lost(), lost()]),
+                server("10.0.0.3", 1, vec![lost(), lost()]),
+            ],
+            Some(gai(Some(5004.0), &["10.0.0.5"], None)),
+        );
+        let f = dns_server_unreachable(&r);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0].summary.contains("10.0.0.2"));
     }
 
     #[test]

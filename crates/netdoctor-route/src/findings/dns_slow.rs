@@ -81,6 +81,58 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         ));
         out.push(f);
     }
+    // Silent to the direct tries, yet it answered getaddrinfo: slower than our deadline.
+    let gai_ms = r.getaddrinfo.as_ref().and_then(|g| g.elapsed_ms);
+    for s in r
+        .servers
+        .iter()
+        .filter(|s| !s.reachable() && r.answered_getaddrinfo(s))
+    {
+        // The timeouts glibc waited on the servers before this one are theirs, not its.
+        let before = f64::from(rc.timeout_s) * 1000.0 * s.position as f64;
+        let ms = (gai_ms.unwrap_or(r.timeout_ms) - before).max(0.0);
+        let mut f = Finding::new(
+            FindingId::DnsSlow,
+            Severity::Warning,
+            Side::Network,
+            format!(
+                "nameserver {} is slow: it answered getaddrinfo after {}; no direct try was \
+                 answered within {}",
+                s.server,
+                fmt_ms(ms),
+                fmt_ms(r.timeout_ms)
+            ),
+        );
+        f.impact.added_latency_ms = Some(ms);
+        f.impact.affected_fraction = Some(1.0);
+        f.explanation = format!(
+            "The system resolver got its answer from this server (it is the one {} asks first), \
+             so the server works, but slower than the {} each direct try waited. Every lookup \
+             through it waits that long.",
+            rc.path.display(),
+            fmt_ms(r.timeout_ms)
+        );
+        f.fix = "Use a nearer or healthier resolver (a local caching resolver such as \
+                 systemd-resolved, dnsmasq or nscd cuts repeated lookups to microseconds); \
+                 cache names in the application."
+            .to_string();
+        f.evidence.push(probe(
+            "getaddrinfo",
+            format!("{} in {}", r.name, fmt_ms(ms)),
+        ));
+        f.evidence.push(probe(
+            "dns",
+            format!(
+                "{} udp for {}: {} of {} tries answered within {}",
+                s.server,
+                r.query_name,
+                s.udp.answered,
+                s.udp.sent,
+                fmt_ms(r.timeout_ms)
+            ),
+        ));
+        out.push(f);
+    }
     if out.is_empty()
         && let Some(g) = &r.getaddrinfo
         && g.error.is_none()
@@ -171,6 +223,24 @@ mod tests {
         let f = dns_slow(&r, &Thresholds::default());
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].side, Side::Host);
+    }
+
+    #[test]
+    fn a_server_that_answered_getaddrinfo_but_not_our_tries_is_slow_with_its_time() {
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![server("10.0.0.2", 0, vec![lost(), lost()])],
+            Some(gai(Some(2004.0), &["10.0.0.5"], None)),
+        );
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].summary.contains("answered getaddrinfo after 2004 ms"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].impact.added_latency_ms, Some(2004.0));
+        assert_eq!(f[0].severity, Severity::Warning);
     }
 
     #[test]

@@ -146,6 +146,7 @@ pub(crate) mod fixtures {
                 hosts_matches: vec![],
             },
             timeout_ms: 2000.0,
+            tries: 3,
             getaddrinfo: g,
             servers,
             reverse: vec![],
