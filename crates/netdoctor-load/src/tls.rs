@@ -336,6 +336,11 @@ impl TlsSession {
                 Err(e) => return Err(HandshakeError::Io(e)),
             }
             if !self.conn.is_handshaking() {
+                // The last socket read was the handshake's: an edge may have come since, and
+                // the server may already have spoken (an HTTP/2 server sends its SETTINGS at
+                // once, and they can arrive with its Finished). The first read after the
+                // handshake must look at the socket, not stop at the plaintext rustls holds.
+                self.drained = false;
                 return Ok(true);
             }
             let mut tap = Tap {
