@@ -31,8 +31,15 @@ the connect). With --rate, an open loop (as wrk2): requests are due at a constan
 the connections, and latency is measured from each request's intended send time, so a server \
 stall shows in the tail (coordinated-omission correction).
 
+HTTP/2: https:// offers h2 and http/1.1 by ALPN and takes the server's choice; --http2 on an \
+http:// URL is h2c with prior knowledge. Each connection keeps --streams requests in flight (as \
+h2load -m). grpc:// and grpcs:// targets make unary gRPC calls (default \
+grpc.health.v1.Health/Check; --body-file is the serialized request message); a grpc-status other \
+than 0 is a status error.
+
 Exit status: 0 when the run took place, also when requests failed (errors are reported by kind: \
-connect, read, write, timeout, status); 2 on usage errors or when no connection could be made.";
+connect, read, write, timeout, status, and for HTTP/2 stream: resets and GOAWAYs with an error \
+code); 2 on usage errors or when no connection could be made.";
 
 /// `netdoctor load URL`: HTTP/1.1 or HTTP/2 load (and gRPC), wrk- and h2load-compatible flags.
 #[derive(Debug, Clone, Args)]
