@@ -31,13 +31,17 @@ impl TargetSpec {
         match self.scheme {
             Scheme::Http => TargetProtocol::Http,
             Scheme::Https => TargetProtocol::Https,
-            Scheme::Tcp => TargetProtocol::Tcp,
+            // diagnose has no gRPC load yet: a gRPC target is probed and watched as TCP.
+            Scheme::Tcp | Scheme::Grpc | Scheme::Grpcs => TargetProtocol::Tcp,
         }
     }
 
     /// Whether the load engine and the HTTP probe can speak to it (`http://`, `https://`).
     pub fn is_http(&self) -> bool {
-        self.scheme != netdoctor_load::target::Scheme::Tcp
+        matches!(
+            self.scheme,
+            netdoctor_load::target::Scheme::Http | netdoctor_load::target::Scheme::Https
+        )
     }
 }
 

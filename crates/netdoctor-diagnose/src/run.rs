@@ -511,6 +511,8 @@ mod tests {
             latency_histogram: None,
             latency_curve: None,
             timeline: None,
+            protocol: None,
+            h2: None,
         }
     }
 

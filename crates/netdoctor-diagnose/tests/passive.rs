@@ -57,6 +57,8 @@ fn no_load() -> LoadResult {
         latency_histogram: None,
         latency_curve: None,
         timeline: None,
+        protocol: None,
+        h2: None,
     }
 }
 

@@ -58,6 +58,8 @@ fn load(p50: f64) -> LoadResult {
         latency_histogram: None,
         latency_curve: None,
         timeline: None,
+        protocol: None,
+        h2: None,
     }
 }
 

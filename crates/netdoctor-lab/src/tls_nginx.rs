@@ -27,6 +27,12 @@ pub struct TlsNginxConfig {
     pub ssl_buffer_size: Option<usize>,
     /// Size of the page served at `/` (default: nginx's 615-byte welcome page).
     pub page_bytes: Option<usize>,
+    /// `listen ... http2` in both servers (nginx 1.22's form): h2 by ALPN on the TLS port
+    /// (HTTP/1.1 still offered), h2c with prior knowledge only on the plain one.
+    pub http2: bool,
+    /// `keepalive_requests` (default here: 100000; nginx's own is 1000). Past it, nginx ends
+    /// an HTTP/2 connection with GOAWAY.
+    pub keepalive_requests: Option<u32>,
 }
 
 impl Default for TlsNginxConfig {
@@ -35,6 +41,8 @@ impl Default for TlsNginxConfig {
             tcp_nodelay: true,
             ssl_buffer_size: None,
             page_bytes: None,
+            http2: false,
+            keepalive_requests: None,
         }
     }
 }
@@ -220,6 +228,8 @@ fn render(dir: &Path, https_port: u16, http_port: u16, cfg: &TlsNginxConfig) -> 
         .map(|n| format!("ssl_buffer_size {n};"))
         .unwrap_or_default();
     let nodelay = if cfg.tcp_nodelay { "on" } else { "off" };
+    let http2 = if cfg.http2 { " http2" } else { "" };
+    let keepalive_requests = cfg.keepalive_requests.unwrap_or(100_000);
     format!(
         "# netdoctor TLS test server (removed on drop)
 daemon off;
@@ -233,7 +243,7 @@ http {{
     sendfile on;
     tcp_nopush off;
     tcp_nodelay {nodelay};
-    keepalive_requests 100000;
+    keepalive_requests {keepalive_requests};
     types {{ text/html html; }}
     default_type text/html;
     client_body_temp_path {d}/body;
@@ -242,7 +252,7 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
     server {{
-        listen 127.0.0.1:{https_port} ssl;
+        listen 127.0.0.1:{https_port} ssl{http2};
         ssl_certificate {d}/cert.pem;
         ssl_certificate_key {d}/key.pem;
         {buffer}
@@ -250,7 +260,7 @@ http {{
         index index.html;
     }}
     server {{
-        listen 127.0.0.1:{http_port};
+        listen 127.0.0.1:{http_port}{http2};
         root {d}/html;
         index index.html;
     }}

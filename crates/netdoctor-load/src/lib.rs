@@ -45,6 +45,7 @@
 
 mod connect;
 mod distribution;
+pub mod h2;
 pub mod http;
 pub mod target;
 mod timeline;
@@ -145,7 +146,30 @@ pub struct LoadConfig {
     pub rate: Option<f64>,
     /// HTTPS: speak TLS to the target ([`TlsOptions::for_url`]); `None` (default) = plain HTTP.
     pub tls: Option<TlsOptions>,
+    /// HTTP/1.1 or HTTP/2 (default [`Protocol::Auto`]: by ALPN over TLS, HTTP/1.1 in clear).
+    pub protocol: Protocol,
+    /// HTTP/2: concurrent streams per connection (h2load's `-m`; default 1).
+    pub streams: usize,
+    /// gRPC: requests are gRPC calls (POST, `content-type: application/grpc`, the body framed
+    /// as one gRPC message) and the `grpc-status` trailer decides success. Implies HTTP/2.
+    pub grpc: bool,
 }
+
+/// Which HTTP the load speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Over TLS, ALPN offers `h2` and `http/1.1` and the server's choice decides; in clear,
+    /// HTTP/1.1.
+    #[default]
+    Auto,
+    /// HTTP/1.1 only (ALPN offers only `http/1.1`).
+    Http1,
+    /// HTTP/2: over TLS ALPN offers only `h2`; in clear, h2c with prior knowledge.
+    Http2,
+}
+
+/// The default gRPC method: the standard health check, which most servers implement.
+pub const GRPC_HEALTH_CHECK: &str = "/grpc.health.v1.Health/Check";
 
 impl LoadConfig {
     /// The defaults: 100 connections, min(2, cores) threads, 10 s, 2 s timeout, keep-alive, GET.
@@ -163,6 +187,9 @@ impl LoadConfig {
             body: None,
             rate: None,
             tls: None,
+            protocol: Protocol::Auto,
+            streams: 1,
+            grpc: false,
         }
     }
 
@@ -174,7 +201,21 @@ impl LoadConfig {
         })?;
         let mut cfg = LoadConfig::new(HttpTarget::resolve(&url)?);
         cfg.tls = TlsOptions::for_url(&url, insecure);
+        cfg.apply_scheme(url.scheme);
         Ok(cfg)
+    }
+
+    /// A `grpc://` or `grpcs://` URL: gRPC over HTTP/2, POST, and the health check when the
+    /// URL has no method path.
+    pub fn apply_scheme(&mut self, scheme: target::Scheme) {
+        if scheme.is_grpc() {
+            self.grpc = true;
+            self.protocol = Protocol::Http2;
+            self.method = "POST".into();
+            if self.target.path == "/" {
+                self.target.path = GRPC_HEALTH_CHECK.into();
+            }
+        }
     }
 }
 
@@ -210,8 +251,13 @@ pub struct ErrorCounts {
     /// unanswered), absent when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub connect_timeout: u64,
-    /// responses with a status other than 2xx/3xx.
+    /// responses with a status other than 2xx/3xx (and, for gRPC, a `grpc-status` other than
+    /// 0 or none).
     pub status: u64,
+    /// HTTP/2: streams reset by the server (RST_STREAM other than REFUSED_STREAM, which is
+    /// retried) and GOAWAYs with an error code (absent when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stream: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -220,7 +266,7 @@ fn is_zero(n: &u64) -> bool {
 
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
-        self.connect + self.read + self.write + self.timeout + self.status
+        self.connect + self.read + self.write + self.timeout + self.status + self.stream
     }
 
     fn add(&mut self, o: &ErrorCounts) {
@@ -231,6 +277,7 @@ impl ErrorCounts {
         self.timeout += o.timeout;
         self.connect_timeout += o.connect_timeout;
         self.status += o.status;
+        self.stream += o.stream;
     }
 }
 
@@ -273,6 +320,33 @@ pub struct LoadResult {
     /// 600 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<TimelinePoint>>,
+    /// The protocol spoken: `http/1.1`, `h2` (HTTP/2 over TLS) or `h2c` (cleartext HTTP/2);
+    /// absent in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// HTTP/2: streams per connection, resets and GOAWAYs by code, gRPC statuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Result>,
+}
+
+/// What an HTTP/2 run saw beyond the HTTP/1.1 figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct H2Result {
+    /// Concurrent streams per connection asked for (`-m`).
+    pub streams: usize,
+    /// The largest SETTINGS_MAX_CONCURRENT_STREAMS the server announced (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_streams: Option<u32>,
+    /// RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL` ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rst_stream: BTreeMap<String, u64>,
+    /// GOAWAY frames received, by error code name (`NO_ERROR` is a graceful close, e.g.
+    /// nginx's `keepalive_requests`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub goaway: BTreeMap<String, u64>,
+    /// gRPC: responses by `grpc-status` name (`OK`, `UNIMPLEMENTED` ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_status: BTreeMap<String, u64>,
 }
 
 /// A run could not take place.
@@ -318,6 +392,11 @@ pub fn run(
         return Err(LoadError::InvalidRate(r));
     }
     let threads = cfg.threads.clamp(1, cfg.connections);
+    let (tls, protocol) = choose_protocol(cfg)?;
+    let h2 = match protocol {
+        "http/1.1" => None,
+        _ => Some(h2_spec(cfg, protocol)?),
+    };
     let request = http::build_request(
         &cfg.method,
         &cfg.target.host,
@@ -330,15 +409,6 @@ pub fn run(
         addr: cfg.target.addr,
         reason,
     })?;
-    let tls = match &cfg.tls {
-        Some(opts) => Some(
-            tls::TlsClient::new(opts, true).map_err(|source| LoadError::Tls {
-                host: opts.server_name.clone(),
-                source,
-            })?,
-        ),
-        None => None,
-    };
     let spec = worker::Spec {
         addr: cfg.target.addr,
         tls,
@@ -348,6 +418,7 @@ pub fn run(
         timeout: cfg.timeout,
         rate: cfg.rate,
         connections: cfg.connections,
+        h2,
     };
 
     let mut workers = Vec::with_capacity(threads);
@@ -442,7 +513,100 @@ pub fn run(
     let end = outcome.iter().map(|o| o.ended).max().unwrap_or(start);
     let mut res = merge(cfg.connections, threads, end - start, outcome);
     res.rate = cfg.rate;
+    res.protocol = Some(protocol.to_string());
+    if let Some(h) = res.h2.as_mut() {
+        h.streams = cfg.streams;
+    }
     Ok(res)
+}
+
+/// Which protocol the run speaks, and its TLS client (ALPN set to match): in clear, HTTP/1.1
+/// or h2c by [`LoadConfig::protocol`]; over TLS, with [`Protocol::Auto`], one handshake that
+/// offers `h2` and `http/1.1` decides.
+fn choose_protocol(cfg: &LoadConfig) -> Result<(Option<tls::TlsClient>, &'static str), LoadError> {
+    let protocol = if cfg.grpc {
+        Protocol::Http2
+    } else {
+        cfg.protocol
+    };
+    let Some(opts) = &cfg.tls else {
+        return Ok((
+            None,
+            if protocol == Protocol::Http2 {
+                "h2c"
+            } else {
+                "http/1.1"
+            },
+        ));
+    };
+    let err = |source| LoadError::Tls {
+        host: opts.server_name.clone(),
+        source,
+    };
+    let client = |alpn: &[&[u8]]| tls::TlsClient::with_alpn(opts, true, alpn).map_err(err);
+    match protocol {
+        Protocol::Http1 => Ok((Some(client(&[b"http/1.1"])?), "http/1.1")),
+        Protocol::Http2 => Ok((Some(client(&[b"h2"])?), "h2")),
+        Protocol::Auto => {
+            let probe = client(&[b"h2", b"http/1.1"])?;
+            match probe.negotiate(cfg.target.addr, cfg.timeout.min(Duration::from_secs(5))) {
+                Ok(Some(p)) if p == b"h2" => Ok((Some(client(&[b"h2"])?), "h2")),
+                // The server picked HTTP/1.1, or could not be asked: the run's own
+                // connections then report the reason as connect errors.
+                _ => Ok((Some(client(&[b"http/1.1"])?), "http/1.1")),
+            }
+        }
+    }
+}
+
+/// The HTTP/2 request of a run, encoded once.
+fn h2_spec(cfg: &LoadConfig, protocol: &str) -> Result<worker::h2::H2Spec, LoadError> {
+    if !cfg.keepalive {
+        return Err(LoadError::InvalidRequest {
+            addr: cfg.target.addr,
+            reason: "one connection per request (no keep-alive) is HTTP/1.1 only".into(),
+        });
+    }
+    if cfg.streams == 0 {
+        return Err(LoadError::InvalidRequest {
+            addr: cfg.target.addr,
+            reason: "HTTP/2 needs at least one stream per connection".into(),
+        });
+    }
+    let mut headers = cfg.headers.clone();
+    let body = if cfg.grpc {
+        for (n, v) in [("content-type", "application/grpc"), ("te", "trailers")] {
+            if !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n)) {
+                headers.push((n.into(), v.into()));
+            }
+        }
+        Some(h2::grpc_message(cfg.body.as_deref().unwrap_or_default()))
+    } else {
+        cfg.body.clone()
+    };
+    let method = if cfg.grpc {
+        "POST"
+    } else {
+        cfg.method.as_str()
+    };
+    let blocks = h2::RequestBlocks::new(&h2::H2Request {
+        method,
+        scheme: if protocol == "h2" { "https" } else { "http" },
+        authority: &cfg.target.host,
+        path: &cfg.target.path,
+        headers: &headers,
+        body: body.as_deref(),
+    })
+    .map_err(|reason| LoadError::InvalidRequest {
+        addr: cfg.target.addr,
+        reason,
+    })?;
+    Ok(worker::h2::H2Spec {
+        blocks,
+        body,
+        streams: cfg.streams,
+        grpc: cfg.grpc,
+    })
 }
 
 fn merge(
@@ -459,7 +623,27 @@ fn merge(
     let mut status = BTreeMap::new();
     let mut first: Option<(Instant, String)> = None;
     let mut timelines = Vec::with_capacity(parts.len());
+    let mut h2: Option<H2Result> = None;
     for p in parts {
+        if let Some(c) = &p.h2 {
+            let r = h2.get_or_insert_with(H2Result::default);
+            let add = |m: &mut BTreeMap<String, u64>,
+                       from: &BTreeMap<u32, u64>,
+                       name: fn(u32) -> String| {
+                for (k, v) in from {
+                    *m.entry(name(*k)).or_insert(0) += v;
+                }
+            };
+            add(&mut r.rst_stream, &c.rst_stream, h2::error_name);
+            add(&mut r.goaway, &c.goaway, h2::error_name);
+            add(&mut r.grpc_status, &c.grpc_status, |g| {
+                worker::h2::grpc_name(g).to_string()
+            });
+            if c.server_max_streams > 0 {
+                r.server_max_streams =
+                    Some(r.server_max_streams.unwrap_or(0).max(c.server_max_streams));
+            }
+        }
         timelines.push(p.timeline);
         // Same bounds on both sides: `add` cannot fail; ignore rather than panic.
         let _ = hist.add(&p.hist);
@@ -497,6 +681,8 @@ fn merge(
         latency_histogram: Some(distribution::buckets(&hist)).filter(|b| !b.is_empty()),
         latency_curve: Some(distribution::curve(&hist)).filter(|c| !c.is_empty()),
         timeline: Some(timeline::merge(timelines, elapsed)).filter(|t| !t.is_empty()),
+        protocol: None,
+        h2,
     }
 }
 

@@ -30,6 +30,10 @@ pub enum Scheme {
     /// `tcp://host:port`: any TCP request/response protocol (no default port). Accepted by
     /// [`parse_target`] only: the load engine speaks HTTP(S).
     Tcp,
+    /// `grpc://`: gRPC over cleartext HTTP/2 with prior knowledge (default port 80).
+    Grpc,
+    /// `grpcs://`: gRPC over HTTP/2 in TLS (default port 443).
+    Grpcs,
 }
 
 impl Scheme {
@@ -39,7 +43,19 @@ impl Scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",
             Scheme::Tcp => "tcp",
+            Scheme::Grpc => "grpc",
+            Scheme::Grpcs => "grpcs",
         }
+    }
+
+    /// Over TLS (`https`, `grpcs`).
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Grpcs)
+    }
+
+    /// gRPC (`grpc`, `grpcs`): always HTTP/2.
+    pub fn is_grpc(self) -> bool {
+        matches!(self, Scheme::Grpc | Scheme::Grpcs)
     }
 }
 
@@ -106,6 +122,8 @@ fn parse(input: &str, tcp: bool) -> Result<HttpUrl, TargetError> {
     let scheme = match url.scheme() {
         "http" => Scheme::Http,
         "https" => Scheme::Https,
+        "grpc" => Scheme::Grpc,
+        "grpcs" => Scheme::Grpcs,
         "tcp" if tcp => Scheme::Tcp,
         "tcp" => {
             return Err(bad(
@@ -116,12 +134,12 @@ fn parse(input: &str, tcp: bool) -> Result<HttpUrl, TargetError> {
         }
         other if tcp => {
             return Err(bad(format!(
-                "scheme '{other}' is not supported (use http://, https:// or tcp://)"
+                "scheme '{other}' is not supported (use http://, https://, grpc://, grpcs:// or tcp://)"
             )));
         }
         other => {
             return Err(bad(format!(
-                "scheme '{other}' is not supported (use http:// or https://)"
+                "scheme '{other}' is not supported (use http://, https://, grpc:// or grpcs://)"
             )));
         }
     };
@@ -138,8 +156,8 @@ fn parse(input: &str, tcp: bool) -> Result<HttpUrl, TargetError> {
         return Err(bad("no host".into()));
     }
     let port = url.port_or_known_default().unwrap_or(match scheme {
-        Scheme::Https => 443,
-        Scheme::Http | Scheme::Tcp => 80,
+        Scheme::Https | Scheme::Grpcs => 443,
+        Scheme::Http | Scheme::Tcp | Scheme::Grpc => 80,
     });
     let mut path = url.path().to_string();
     if path.is_empty() {
@@ -311,13 +329,29 @@ mod tests {
     }
 
     #[test]
+    fn grpc_urls() {
+        let u = parse_url("grpc://127.0.0.1:50051").unwrap();
+        assert_eq!(
+            (u.scheme, u.port, u.path.as_str()),
+            (Scheme::Grpc, 50051, "/")
+        );
+        assert!(u.scheme.is_grpc() && !u.scheme.is_tls());
+        let u = parse_url("grpcs://svc.example/pkg.Svc/Method").unwrap();
+        assert_eq!(
+            (u.scheme, u.port, u.path.as_str()),
+            (Scheme::Grpcs, 443, "/pkg.Svc/Method")
+        );
+        assert!(u.scheme.is_grpc() && u.scheme.is_tls());
+    }
+
+    #[test]
     fn bad_urls_say_what_is_wrong() {
         let e = parse_url("").unwrap_err();
         assert_eq!(e.to_string(), "invalid URL '': empty");
         let e = parse_url("ftp://x/").unwrap_err().to_string();
         assert_eq!(
             e,
-            "invalid URL 'ftp://x/': scheme 'ftp' is not supported (use http:// or https://)"
+            "invalid URL 'ftp://x/': scheme 'ftp' is not supported (use http://, https://, grpc:// or grpcs://)"
         );
         for bad in ["http://", "http://[::1/", "not a url", "http://h:99999/"] {
             let e = parse_url(bad).unwrap_err().to_string();

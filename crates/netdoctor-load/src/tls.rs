@@ -28,7 +28,7 @@ use rustls::{
     SignatureScheme,
 };
 
-use crate::target::{HttpUrl, Scheme};
+use crate::target::HttpUrl;
 
 /// How to speak TLS to a target (from an `https://` URL).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,7 +43,7 @@ pub struct TlsOptions {
 impl TlsOptions {
     /// TLS options for an `https://` URL; `None` for `http://`.
     pub fn for_url(url: &HttpUrl, insecure: bool) -> Option<TlsOptions> {
-        (url.scheme == Scheme::Https).then(|| TlsOptions {
+        url.scheme.is_tls().then(|| TlsOptions {
             server_name: url.host.clone(),
             insecure,
         })
@@ -88,6 +88,44 @@ impl TlsClient {
             Arc::new(c)
         };
         Ok(TlsClient { config, name })
+    }
+
+    /// Prepares sessions that offer `alpn` (in order of preference, e.g. `h2`, `http/1.1`).
+    pub fn with_alpn(
+        opts: &TlsOptions,
+        resume: bool,
+        alpn: &[&[u8]],
+    ) -> Result<TlsClient, TlsSetupError> {
+        let mut t = TlsClient::new(opts, resume)?;
+        let mut c = (*t.config).clone();
+        c.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        t.config = Arc::new(c);
+        Ok(t)
+    }
+
+    /// One blocking handshake with `addr` to learn which protocol the server picks by ALPN
+    /// (`None`: it picked none, which means HTTP/1.1).
+    pub fn negotiate(
+        &self,
+        addr: std::net::SocketAddr,
+        timeout: std::time::Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let _ = sock.set_read_timeout(Some(timeout));
+        let _ = sock.set_write_timeout(Some(timeout));
+        let mut s = self
+            .session()
+            .map_err(|e| format!("tls handshake with {addr}: {e}"))?;
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            match s.handshake(&mut sock) {
+                Ok(true) => return Ok(s.alpn().map(<[u8]>::to_vec)),
+                Ok(false) if std::time::Instant::now() < end => {}
+                Ok(false) => return Err(format!("tls handshake with {addr}: timed out")),
+                Err(e) => return Err(format!("tls handshake with {addr}: {e}")),
+            }
+        }
     }
 
     /// A new client session (its ClientHello is ready to be written).
@@ -339,6 +377,11 @@ impl TlsSession {
                 Err(e) => return Err(HandshakeError::Io(e)),
             }
             if !self.conn.is_handshaking() {
+                // The last socket read was the handshake's: an edge may have come since, and
+                // the server may already have spoken (an HTTP/2 server sends its SETTINGS at
+                // once, and they can arrive with its Finished). The first read after the
+                // handshake must look at the socket, not stop at the plaintext rustls holds.
+                self.drained = false;
                 return Ok(true);
             }
             let mut tap = Tap {

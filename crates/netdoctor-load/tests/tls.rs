@@ -162,7 +162,7 @@ fn https_setup_errors() {
     let e = LoadConfig::from_url("ftp://127.0.0.1/", true).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "invalid url ftp://127.0.0.1/: scheme 'ftp' is not supported (use http:// or https://)"
+        "invalid url ftp://127.0.0.1/: scheme 'ftp' is not supported (use http://, https://, grpc:// or grpcs://)"
     );
     // Nothing listens: a connect error, as for plain HTTP (the handshake never starts).
     let r = load("https://127.0.0.1:1/", true, 1, 100);
@@ -182,6 +182,7 @@ fn nagle_stall_over_tls_shows_in_load_latency() {
         tcp_nodelay: nodelay,
         ssl_buffer_size: Some(4096),
         page_bytes: Some(8192),
+        ..TlsNginxConfig::default()
     };
     let Some(off) = nginx(&multi(false)) else {
         return;

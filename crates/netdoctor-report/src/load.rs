@@ -159,6 +159,16 @@ pub fn write_load_text(report: &LoadReport, out: &mut dyn Write) -> io::Result<(
         report.method,
         report.address
     )?;
+    if let Some(p) = &r.protocol
+        && p != "http/1.1"
+    {
+        let streams = r.h2.as_ref().map_or(1, |h| h.streams);
+        writeln!(
+            out,
+            "  protocol {p}, {streams} concurrent stream{} per connection",
+            if streams == 1 { "" } else { "s" }
+        )?;
+    }
     if let Some(rate) = r.rate {
         writeln!(
             out,
@@ -191,8 +201,17 @@ pub fn write_load_text(report: &LoadReport, out: &mut dyn Write) -> io::Result<(
     if e.total() > 0 {
         writeln!(
             out,
-            "  Errors: connect {}, read {}, write {}, timeout {}, status {}",
-            e.connect, e.read, e.write, e.timeout, e.status
+            "  Errors: connect {}, read {}, write {}, timeout {}, status {}{}",
+            e.connect,
+            e.read,
+            e.write,
+            e.timeout,
+            e.status,
+            if e.stream > 0 {
+                format!(", stream {}", e.stream)
+            } else {
+                String::new()
+            }
         )?;
         if let Some(first) = &r.first_error {
             writeln!(out, "  First error: {first}")?;
@@ -201,6 +220,23 @@ pub fn write_load_text(report: &LoadReport, out: &mut dyn Write) -> io::Result<(
     if r.status.len() > 1 || r.status.keys().any(|c| !(200..400).contains(c)) {
         let codes: Vec<String> = r.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
         writeln!(out, "  Status codes: {}", codes.join(", "))?;
+    }
+    if let Some(h) = &r.h2 {
+        let list = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(c, n)| format!("{c}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !h.rst_stream.is_empty() {
+            writeln!(out, "  RST_STREAM received: {}", list(&h.rst_stream))?;
+        }
+        if !h.goaway.is_empty() {
+            writeln!(out, "  GOAWAY received: {}", list(&h.goaway))?;
+        }
+        if !h.grpc_status.is_empty() {
+            writeln!(out, "  gRPC status: {}", list(&h.grpc_status))?;
+        }
     }
     writeln!(out, "Requests/sec: {:>10.2}", r.requests_per_s)?;
     writeln!(out, "Transfer/sec: {:>10}", fmt_bytes(r.transfer_per_s))?;

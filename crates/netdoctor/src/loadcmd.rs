@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use netdoctor_load::{HttpTarget, LoadConfig};
+use netdoctor_load::{HttpTarget, LoadConfig, Protocol};
 use netdoctor_report::{Format, LoadReport};
 
 use crate::cli::{OutputArgs, RequestArgs};
@@ -31,15 +31,24 @@ the connect). With --rate, an open loop (as wrk2): requests are due at a constan
 the connections, and latency is measured from each request's intended send time, so a server \
 stall shows in the tail (coordinated-omission correction).
 
-Exit status: 0 when the run took place, also when requests failed (errors are reported by kind: \
-connect, read, write, timeout, status); 2 on usage errors or when no connection could be made.";
+HTTP/2: https:// offers h2 and http/1.1 by ALPN and takes the server's choice; --http2 on an \
+http:// URL is h2c with prior knowledge. Each connection keeps --streams requests in flight (as \
+h2load -m). grpc:// and grpcs:// targets make unary gRPC calls (default \
+grpc.health.v1.Health/Check; --body-file is the serialized request message); a grpc-status other \
+than 0 is a status error.
 
-/// `netdoctor load URL`: HTTP/1.1 load, wrk-compatible flags.
+Exit status: 0 when the run took place, also when requests failed (errors are reported by kind: \
+connect, read, write, timeout, status, and for HTTP/2 stream: resets and GOAWAYs with an error \
+code); 2 on usage errors or when no connection could be made.";
+
+/// `netdoctor load URL`: HTTP/1.1 or HTTP/2 load (and gRPC), wrk- and h2load-compatible flags.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = LOAD_AFTER_HELP)]
 pub struct LoadArgs {
     /// Target URL: http:// or https:// (e.g. http://127.0.0.1:8080/; `host:port` means
-    /// http://host:port/). For https, -k/--insecure accepts any certificate.
+    /// http://host:port/; for https, -k/--insecure accepts any certificate), or
+    /// grpc://HOST:PORT[/pkg.Service/Method] or grpcs:// for gRPC (default method
+    /// grpc.health.v1.Health/Check; --body-file is the serialized request message).
     pub url: String,
     /// Connections to keep open (as wrk: total, split across the threads).
     #[arg(short = 'c', long, default_value_t = 10, value_parser = positive)]
@@ -67,6 +76,18 @@ pub struct LoadArgs {
     /// corrected for coordinated omission.
     #[arg(short = 'R', long, value_parser = positive_rate)]
     pub rate: Option<f64>,
+    /// Speak HTTP/2: h2c with prior knowledge on an http:// URL, ALPN `h2` only on https://.
+    /// Without it, https:// offers h2 and http/1.1 and takes the server's choice; grpc:// and
+    /// grpcs:// are always HTTP/2.
+    #[arg(long, conflicts_with = "http1")]
+    pub http2: bool,
+    /// Speak HTTP/1.1 only (ALPN offers only http/1.1 on https://).
+    #[arg(long = "http1.1", id = "http1")]
+    pub http1: bool,
+    /// HTTP/2: concurrent streams (requests in flight) per connection, as h2load's
+    /// -m/--max-concurrent-streams (here -m is the method, as for the other commands).
+    #[arg(long, alias = "max-concurrent-streams", default_value_t = 1, value_parser = positive)]
+    pub streams: usize,
     /// Accepted for wrk compatibility: the latency percentile table is always printed.
     #[arg(long)]
     pub latency: bool,
@@ -108,7 +129,21 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     cfg.keepalive = !args.no_keepalive;
     cfg.tls = netdoctor_load::TlsOptions::for_url(&url, args.insecure);
     cfg.rate = args.rate;
+    cfg.streams = args.streams;
+    cfg.protocol = if args.http2 {
+        Protocol::Http2
+    } else if args.http1 {
+        Protocol::Http1
+    } else {
+        Protocol::Auto
+    };
     apply_request(&args.request, &mut cfg)?;
+    if url.scheme.is_grpc() {
+        if args.http1 {
+            bail!("{}: gRPC runs over HTTP/2 only (drop --http1.1)", args.url);
+        }
+        cfg.apply_scheme(url.scheme);
+    }
     // Fail fast, with the OS's reason, when nothing can be reached (rather than after the whole
     // duration of connect errors).
     TcpStream::connect_timeout(&addr, args.timeout.min(Duration::from_secs(5)))

@@ -18,6 +18,7 @@ fn diagnose_tls(tag: &str, tcp_nodelay: bool) -> Option<(i32, serde_json::Value)
         tcp_nodelay,
         ssl_buffer_size: Some(4096),
         page_bytes: Some(8192),
+        ..TlsNginxConfig::default()
     };
     // nginx inherits the namespace of the thread that starts it.
     let nginx = match lab

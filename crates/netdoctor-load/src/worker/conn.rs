@@ -58,6 +58,8 @@ pub(super) enum Kind {
     Write,
     Timeout,
     Status,
+    /// HTTP/2: a stream reset by the server, or a GOAWAY with an error code.
+    Stream,
 }
 
 pub(super) struct Loop<'a> {
@@ -90,6 +92,7 @@ impl Loop<'_> {
             Kind::Write => e.write += 1,
             Kind::Timeout => e.timeout += 1,
             Kind::Status => e.status += 1,
+            Kind::Stream => e.stream += 1,
         }
         self.out.timeline.error(Instant::now());
         if self.out.first_error.is_none() {

@@ -24,6 +24,7 @@
 //! transport enum (plain TCP or a TLS session) and the handshake step of HTTPS connections.
 
 mod conn;
+pub(crate) mod h2;
 mod schedule;
 mod timer;
 mod tls;
@@ -70,6 +71,8 @@ pub(crate) struct Spec {
     pub rate: Option<f64>,
     /// All connections of the run (for the rate schedule).
     pub connections: usize,
+    /// HTTP/2 (h2 or h2c): the `h2` loop runs instead of the HTTP/1.1 one.
+    pub h2: Option<h2::H2Spec>,
 }
 
 /// Live counters read by the progress loop; on its own cache lines (no false sharing).
@@ -115,6 +118,8 @@ pub(crate) struct Outcome {
     pub ended: Instant,
     /// Requests, errors and latency per second.
     pub timeline: crate::timeline::Recorder,
+    /// HTTP/2 counts (resets, GOAWAYs, gRPC statuses); `None` for HTTP/1.1.
+    pub h2: Option<h2::H2Counts>,
 }
 
 pub(crate) fn new_histogram() -> Histogram<u64> {
@@ -152,6 +157,9 @@ impl Worker {
     }
 
     pub fn run(self, spec: &Spec, start: Instant, deadline: Instant, done: &AtomicBool) -> Outcome {
+        if let Some(h) = &spec.h2 {
+            return h2::run(self, spec, h, start, deadline, done);
+        }
         let Worker {
             mut poll,
             counters,
@@ -188,6 +196,7 @@ impl Worker {
                 first_error: None,
                 ended: start,
                 timeline: crate::timeline::Recorder::new(start, deadline - start),
+                h2: None,
             },
             retry_at: None,
             due: BinaryHeap::new(),

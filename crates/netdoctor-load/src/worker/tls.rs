@@ -19,6 +19,18 @@ pub(super) struct TlsStream {
     session: TlsSession,
 }
 
+impl TlsStream {
+    /// Advances the handshake (see [`TlsSession::handshake`]).
+    pub(super) fn handshake(&mut self) -> Result<bool, crate::tls::HandshakeError> {
+        self.session.handshake(&mut self.tcp)
+    }
+
+    /// The protocol the server chose by ALPN.
+    pub(super) fn alpn(&self) -> Option<&[u8]> {
+        self.session.alpn()
+    }
+}
+
 impl Stream {
     /// A connected (or connecting) socket, with TLS when the run has it.
     pub(super) fn new(tcp: TcpStream, tls: Option<&TlsClient>) -> Result<Stream, String> {
