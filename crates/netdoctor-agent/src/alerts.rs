@@ -95,6 +95,21 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         DnsNameNotFound => {
             "The resolver works but the name has no address (NXDOMAIN/NODATA). Check the host name's spelling, the search domains and ndots, or add the record."
         }
+        ReceiveWindowLimited => {
+            "A bulk transfer is held by the receiver's window: bytes in flight sit at the advertised window while cwnd has room. Raise the receiver's tcp_rmem maximum (or its SO_RCVBUF) to at least the bandwidth-delay product."
+        }
+        ApplicationLimited => {
+            "A transfer is limited by the sending application: it writes slower than the network and the receiver allow. Check the writer's rate limit, write sizes and threads; nothing in the network needs fixing."
+        }
+        NoRoute => {
+            "The client has no route to the target: connections fail before a packet leaves. Add the route or default gateway (ip route), or check the address in the URL."
+        }
+        NeighbourUnreachable => {
+            "The next hop does not answer ARP/NDP: packets cannot leave the local link. Check that the host or gateway is up and has that address (ip neigh show, arping), and the VLAN/link."
+        }
+        TlsVerifyFailed => {
+            "The client refuses the server's TLS certificate (unknown issuer, wrong name, or expired). Renew or fix the certificate on the server, or trust its CA on the client (-k only for a test)."
+        }
     }
 }
 
@@ -110,7 +125,10 @@ pub fn alert_severity(id: FindingId) -> &'static str {
         | EphemeralPortExhaustion
         | DnsNoNameserver
         | DnsServerUnreachable
-        | DnsNameNotFound => "critical",
+        | DnsNameNotFound
+        | NoRoute
+        | NeighbourUnreachable
+        | TlsVerifyFailed => "critical",
         _ => "warning",
     }
 }

@@ -59,6 +59,8 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("ethtool", "interface offload tests"),
     ("dnsutils", "dig: DNS peer"),
     ("traceroute", "trace peer"),
+    ("man-db", "man: the man pages render"),
+    ("curl", "the metrics endpoint's TLS and basic-auth test"),
 ];
 
 const POLICY_RC_D: &str = "/usr/sbin/policy-rc.d";
