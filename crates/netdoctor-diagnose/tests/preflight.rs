@@ -46,6 +46,8 @@ fn host() -> FakeHost {
         latency_histogram: None,
         latency_curve: None,
         timeline: None,
+        protocol: None,
+        h2: None,
     };
     let mut h = FakeHost::answering(addr, load);
     h.next_hop = Ok(Some(NextHop::Direct {

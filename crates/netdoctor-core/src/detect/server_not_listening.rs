@@ -225,6 +225,7 @@ mod tests {
             before: Some(pkt(k * 2, k as i64, false, F::SYN, 0)),
             rst: pkt(k * 2 + 1, k as i64 + 1, true, F::RST | F::ACK, 0),
             req: None,
+            context: Default::default(),
         };
         let v = run::<ServerNotListening>(&[refused(1), refused(2)], &cx(0));
         assert_eq!(v.len(), 1);
