@@ -37,6 +37,9 @@ pub struct VerdictInputs {
     /// Latency that no finding explains, with the figures (e.g. "p50 44 ms under load vs
     /// 0.1 ms for one request").
     pub unexplained_latency: Option<String>,
+    /// The capture itself missed a large part of the data (a share of the bytes the receivers
+    /// acknowledged were never captured): what was not seen cannot be called healthy.
+    pub capture_incomplete: Option<String>,
     /// A probe-only run (`netdoctor dns`, `netdoctor trace`): no load and no capture are
     /// expected, so the capture and exchange checks do not apply; the probes having been
     /// answered is the evidence instead.
@@ -79,6 +82,10 @@ pub enum Reason {
     ProbesUnanswered {
         detail: String,
     },
+    /// The capture missed too much of the traffic to rule problems out.
+    CaptureIncomplete {
+        detail: String,
+    },
 }
 
 impl Reason {
@@ -105,6 +112,9 @@ impl Reason {
             }
             Reason::ProbesUnanswered { detail } => {
                 format!("nothing to judge by: {detail}")
+            }
+            Reason::CaptureIncomplete { detail } => {
+                format!("the capture is incomplete: {detail}")
             }
         }
     }
@@ -165,6 +175,11 @@ pub fn decide(findings: &mut [Finding], inputs: &VerdictInputs) -> Outcome {
                 });
             }
         }
+    }
+    if let Some(detail) = &inputs.capture_incomplete {
+        reasons.push(Reason::CaptureIncomplete {
+            detail: detail.clone(),
+        });
     }
     if let Some(detail) = &inputs.unexplained_latency {
         reasons.push(Reason::UnexplainedLatency {

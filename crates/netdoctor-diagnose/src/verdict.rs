@@ -51,6 +51,7 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
         capture_present,
         interrupted: report.interrupted,
         unexplained_latency: unexplained_latency(report),
+        capture_incomplete: analysis.verdict_inputs().capture_incomplete,
         // Failures of a load generator that hit its own limits are the client's: they hold
         // the verdict back as `client_limited`, not as failed requests of the server.
         requests_failed: load

@@ -394,7 +394,8 @@ fn measured(r: &Report) -> Option<Measured> {
     Some(Measured {
         source: "capture",
         latency: e.latency_ms,
-        requests: e.count,
+        // Exchanges cut by the capture's end have no latency: the percentiles leave them out.
+        requests: e.count.saturating_sub(e.incomplete),
         errors: None,
         stalled,
         rps: (c.stats.duration_s > 0.0).then(|| e.count as f64 / c.stats.duration_s),

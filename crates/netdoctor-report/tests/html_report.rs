@@ -20,7 +20,7 @@ fn every_committed_capture_renders_with_its_findings_and_ladders() {
         ("loss.pcap", Some(FindingId::PacketLossRetransmission)),
         ("syn-retransmit.pcap", Some(FindingId::SynRetransmit)),
         ("slow-eth.pcap", Some(FindingId::SlowServerProcessing)),
-        ("reset.pcap", Some(FindingId::ConnectionReset)),
+        ("reset.pcap", Some(FindingId::ServerNotListening)),
         ("healthy-eth.pcap", None),
     ] {
         let report = report_from_capture(name);

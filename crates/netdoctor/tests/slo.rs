@@ -59,7 +59,7 @@ fn a_broken_objective_exits_1_and_says_by_how_much() {
 
 #[test]
 fn too_few_requests_for_a_percentile_exits_3() {
-    // 210 exchanges: a p99.9 needs 1000.
+    // 210 complete exchanges (10 more cut by the capture's end): a p99.9 needs 1000.
     let o = analyze("nagle-eth.pcap", "p999<1s", &["--json"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let v = json(&o);

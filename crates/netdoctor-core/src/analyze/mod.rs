@@ -247,13 +247,26 @@ impl Analysis {
     /// completed exchanges, and that a capture was analyzed. Callers add what they know
     /// (failed requests, an interrupted run, ...).
     pub fn verdict_inputs(&self) -> crate::verdict::VerdictInputs {
+        let q = &self.stats.quality;
+        let share = q.missing_share();
         crate::verdict::VerdictInputs {
             exchanges: self.exchanges.count,
             capture_present: true,
+            capture_incomplete: (share > MAX_MISSING_SHARE_FOR_HEALTHY).then(|| {
+                format!(
+                    "{:.1} % of the data ({} bytes) was acknowledged by its receiver but never captured",
+                    share * 100.0,
+                    q.missing_bytes
+                )
+            }),
             ..Default::default()
         }
     }
 }
+
+/// Above this share of data missing from the capture, a run without findings is inconclusive,
+/// not healthy: the stalls and losses may sit in what was not captured.
+pub const MAX_MISSING_SHARE_FOR_HEALTHY: f64 = 0.05;
 
 /// How far (2^55 ns ≈ 1.1 years) a packet's time may lie from the first packet's.
 const TS_BOUND_NS: i64 = 1 << 55;

@@ -646,8 +646,10 @@ mod tests {
         let ev: Vec<Event<'_>> = (1..=3)
             .map(|k| reset(ResetKind::Refused, true, k))
             .collect();
-        let v = run::<ConnectionReset>(&ev, &cx(10));
-        assert!(v[0].fix.starts_with("Start the server"), "{}", v[0].fix);
+        // Without a listener seen, refusals are server_not_listening's alone.
+        assert!(run::<ConnectionReset>(&ev, &cx(10)).is_empty());
+        let nl = run::<crate::detect::server_not_listening::ServerNotListening>(&ev, &cx(10));
+        assert_eq!(nl.len(), 1);
         let socks = Observation::ServerSockets(vec![crate::observation::ServerSocket {
             pid: 7,
             process: "nginx".into(),
@@ -668,6 +670,10 @@ mod tests {
             v[0].summary
         );
         assert!(!v[0].fix.contains("Start the server"), "{}", v[0].fix);
+        // And server_not_listening, which the listener contradicts, stays silent.
+        assert!(
+            run::<crate::detect::server_not_listening::ServerNotListening>(&ev, &cx(10)).is_empty()
+        );
     }
 
     #[test]
