@@ -44,6 +44,9 @@
 //! The request-duration histogram counts each exchange in its bucket (the core's HDR histogram
 //! at the fixed bounds, see [`crate::histogram`]). Native histograms would need the protobuf
 //! exposition, which prometheus-client does not write yet.
+//!
+//! Length: one registry and one recording path per window; the hand-written window summary is
+//! the seam to split off next (into its own module beside `histogram`) when this file grows.
 
 use crate::histogram::LatencyHistogram;
 use netdoctor_core::Finding;

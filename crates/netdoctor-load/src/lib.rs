@@ -42,6 +42,9 @@
 //!
 //! With `keepalive = false` the client closes each connection after its response, so TIME_WAIT
 //! sockets pile up on the client side (on loopback Linux reuses them: `tcp_tw_reuse = 2`).
+//!
+//! Length: this file holds the public contract (config, result and error types shared by the
+//! HTTP/1 and HTTP/2 loops); the result types are the seam to move into `result.rs` next.
 
 mod connect;
 mod distribution;

@@ -4,6 +4,9 @@
 //! transfer. Both ends describe the same data direction: `sum_sent`/`sum_received` is the
 //! test's direction (client to server, or server to client with `-R`); with `--bidir`,
 //! `*_bidir_reverse` is server to client.
+//!
+//! Length: the iperf3-shaped JSON types and the text lines are the two halves; the text
+//! rendering is the seam to move into its own module next.
 
 use crate::proto::{Results, StreamResult};
 use serde::{Deserialize, Serialize};

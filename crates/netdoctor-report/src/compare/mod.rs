@@ -31,6 +31,9 @@
 //! (`netdoctor.compare/v1`, schema `schema/compare-v1.json`) holds everything the terminal
 //! and HTML views show. Sinks: `TerminalSink` ([`terminal`]) and `JsonSink`; the page is
 //! [`html::render`].
+//!
+//! Length: the per-finding comparison and the performance judgement (`judge`) live apart
+//! already; the counter deltas are the next seam to move out.
 
 pub mod html;
 pub mod judge;
