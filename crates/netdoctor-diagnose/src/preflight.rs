@@ -380,19 +380,9 @@ fn stop(report: &mut Report, f: Finding, started: Instant) -> Preflight {
     Preflight::Stopped
 }
 
-/// `op: cause: cause`, each cause once.
+/// `op: cause: cause`, each cause once (the orchestration's formatter).
 fn error_chain(e: &ProbeError) -> String {
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        let c = s.to_string();
-        if !msg.contains(&c) {
-            msg.push_str(": ");
-            msg.push_str(&c);
-        }
-        src = s.source();
-    }
-    msg
+    crate::run::error_chain(e)
 }
 
 #[cfg(test)]

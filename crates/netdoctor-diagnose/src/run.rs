@@ -470,7 +470,7 @@ pub(crate) fn load_outcome(l: &LoadResult) -> LoadOutcome {
 }
 
 /// `op: cause: cause`, each cause once.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut msg = e.to_string();
     let mut src = e.source();
     while let Some(s) = src {
