@@ -11,10 +11,13 @@
 //! 3. fails when the run left a network namespace behind (`nd*`/`netdoctor*` names that were not
 //!    there before it started).
 //!
-//! `cargo xtask setup` does step 1 only; `cargo xtask packages` prints the list. [`PACKAGES`] is
+//! `cargo xtask setup` does step 1 only (and installs cargo-deb, see [`deb`]); `cargo xtask deb`
+//! builds the Debian package; `cargo xtask packages` prints the list. [`PACKAGES`] is
 //! the one list of what the tests need: `.ci/run` calls `cargo xtask test` and has none.
 //! Hand-written on std only (plus signal-hook): a few process calls do not need a framework, and
 //! the xtask must build fast on a fresh machine.
+
+mod deb;
 
 use std::collections::BTreeSet;
 use std::process::{Command, ExitCode, Stdio};
@@ -84,6 +87,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("deb") => match deb::deb(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some("packages") => {
             for (p, why) in PACKAGES {
                 println!("{p:<16} {why}");
@@ -94,6 +104,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "usage: cargo xtask test [CARGO-TEST-ARGS]   install what the tests need, run them\n       \
                  cargo xtask setup                     only install (as root)\n       \
+                 cargo xtask deb [--no-build]          build the Debian package\n       \
                  cargo xtask packages                  the Debian packages the tests need"
             );
             ExitCode::from(2)
@@ -150,8 +161,19 @@ fn test(extra: &[String], interrupted: &AtomicBool) -> ExitCode {
     }
 }
 
-/// Installs the missing packages when root; otherwise says what will be skipped.
+/// Installs the missing Debian packages (when root) and cargo-deb.
 fn setup(interrupted: &AtomicBool) -> Result<(), String> {
+    let packages = install_packages(interrupted);
+    if interrupted.load(Ordering::SeqCst) {
+        return packages;
+    }
+    // cargo-deb is for the package test; its absence makes only that test skip.
+    let tools = deb::ensure_cargo_deb();
+    packages.and(tools)
+}
+
+/// Installs the missing packages when root; otherwise says what will be skipped.
+fn install_packages(interrupted: &AtomicBool) -> Result<(), String> {
     let root = is_root();
     if !root {
         eprintln!(
