@@ -18,6 +18,8 @@ pub mod labels;
 pub mod listeners;
 pub mod metrics;
 pub mod otlp;
+pub mod pods;
+pub mod podwatch;
 pub mod procstat;
 pub mod ring;
 pub mod server;

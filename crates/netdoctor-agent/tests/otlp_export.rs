@@ -283,7 +283,7 @@ fn metrics_and_findings_reach_the_collector() {
         attr("finding.id"),
         Some(AnyV::StringValue("nagle_delayed_ack".into()))
     );
-    assert_eq!(attr("port"), Some(AnyV::IntValue(8081)));
+    assert_eq!(attr("server.port"), Some(AnyV::IntValue(8081)));
 }
 
 #[test]
