@@ -14,12 +14,17 @@
 pub mod alerts;
 pub mod histogram;
 pub mod host;
+pub mod labels;
 pub mod listeners;
 pub mod metrics;
 pub mod otlp;
+pub mod pods;
+pub mod podwatch;
 pub mod procstat;
 pub mod ring;
 pub mod server;
+pub mod summary;
+pub mod text004;
 pub mod watch;
 pub mod webconfig;
 

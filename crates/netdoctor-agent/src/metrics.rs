@@ -13,7 +13,7 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `netdoctor_finding_active` | gauge: 1 when the latest window of the port has the finding, 0 after it went away | id, side, port |
+//! | `netdoctor_finding_active` | gauge: 1 when the latest window of the port has the finding, 0 after it went away | id, side, port (+ namespace, pod) |
 //! | `netdoctor_finding_severity` | gauge: the finding's severity in the latest window as a value (1 info, 2 warning, 3 critical; 0 once gone), so a finding whose severity changes stays one series | id, side, port |
 //! | `netdoctor_finding_added_latency_seconds` | gauge: the finding's added latency in the latest window (0 once gone) | id, side, port |
 //! | `netdoctor_finding_affected_ratio` | gauge: fraction of requests or connections affected | id, side, port |
@@ -34,25 +34,31 @@
 //! | `netdoctor_window_end_timestamp_seconds` | gauge: when the latest window of the port ended | port |
 //! | `netdoctor_evidence_bytes` | gauge: size of the evidence directory (`--dir`) | — |
 //! | `netdoctor_evidence_dropped_total` | counter: evidence entries deleted to stay within the limits | reason (`count`, `size`, `age`) |
+//! | `netdoctor_pod_listener_info` | info (gauge 1): a watched pod listener (`watch --pods`) | port, namespace, pod, pod_uid, netns, source |
 //! | `process_cpu_seconds_total`, `process_resident_memory_bytes` | the agent itself | — |
 //!
-//! Cardinality: finding series are at most ids × sides × watched ports (23 × 4 × ports, and
-//! in practice a handful), per-port series one per watched port, `stat` is bounded by
-//! [`KERNEL_COUNTERS`], `verdict` by three values. No label carries an address, a path or a
-//! free text.
+//! Labels and their cardinality: [`crate::labels`] (in pod mode every per-port series also
+//! carries the pod's `namespace` and `pod`, and `netdoctor_pod_listener_info{port, namespace,
+//! pod, pod_uid, netns, source}` = 1 names each watched pod listener).
 //!
 //! The request-duration histogram counts each exchange in its bucket (the core's HDR histogram
 //! at the fixed bounds, see [`crate::histogram`]). Native histograms would need the protobuf
-//! exposition, which prometheus-client does not write yet.
+//! exposition, which prometheus-client does not write (see the crate's README).
 //!
-//! Length: one registry and one recording path per window; the hand-written window summary is
-//! the seam to split off next (into its own module beside `histogram`) when this file grows.
+//! Split along its seams: the label sets in [`crate::labels`], the hand-written window summary
+//! in [`crate::summary`], the 0.0.4 text conversion in [`crate::text004`]; this file keeps one
+//! registry and one recording path per window.
 
 use crate::histogram::LatencyHistogram;
+pub use crate::labels::{
+    FindingLabels, PodLabels, PodListenerLabels, PortLabels, ReasonLabels, SloLabels, StatLabels,
+    VerdictLabels, finding_labels, finding_labels_in, severity_value,
+};
+use crate::summary::WindowSummary;
+pub use crate::text004::openmetrics_to_004;
 use netdoctor_core::Finding;
 use netdoctor_observe::counters::CounterDelta;
 use netdoctor_report::Report;
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -82,41 +88,6 @@ pub const KERNEL_COUNTERS: [&str; 15] = [
     "TcpExt.TCPZeroWindowDrop",
 ];
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
-pub struct FindingLabels {
-    pub id: String,
-    pub side: String,
-    pub port: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PortLabels {
-    pub port: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct VerdictLabels {
-    pub port: String,
-    pub verdict: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReasonLabels {
-    pub reason: String,
-}
-
-/// One `--slo` objective of one port (`objective` as written, e.g. `p99<50ms`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SloLabels {
-    pub port: String,
-    pub objective: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StatLabels {
-    pub stat: String,
-}
-
 type FGauge = Gauge<f64, AtomicU64>;
 
 /// All metrics of one agent. Cheap to update (atomics); [`encode`](Self::encode) renders them.
@@ -131,7 +102,7 @@ pub struct AgentMetrics {
     requests: Family<PortLabels, Counter>,
     latency_hist: Family<PortLabels, LatencyHistogram>,
     /// The latest window's exact quantiles, count and sum per port (a summary; see encode).
-    window_summary: Mutex<BTreeMap<u16, (netdoctor_core::Percentiles, u64)>>,
+    window_summary: WindowSummary,
     packets: Family<PortLabels, Counter>,
     drops: Family<PortLabels, Counter>,
     connections: Family<PortLabels, Counter>,
@@ -152,8 +123,9 @@ pub struct AgentMetrics {
     slo_margin: Family<SloLabels, FGauge>,
     cpu: Counter<f64, AtomicU64>,
     rss: Gauge,
-    /// Finding series ever set, per port, so a finding that went away drops to 0.
-    seen: Mutex<BTreeMap<u16, BTreeSet<FindingLabels>>>,
+    pod_listener: Family<PodListenerLabels, Gauge>,
+    /// Finding series ever set, per (pod, port), so a finding that went away drops to 0.
+    seen: Mutex<BTreeMap<(PodLabels, u16), BTreeSet<FindingLabels>>>,
 }
 
 impl Default for AgentMetrics {
@@ -175,7 +147,7 @@ impl AgentMetrics {
             windows: Family::default(),
             requests: Family::default(),
             latency_hist: Family::default(),
-            window_summary: Mutex::new(BTreeMap::new()),
+            window_summary: WindowSummary::default(),
             packets: Family::default(),
             drops: Family::default(),
             connections: Family::default(),
@@ -196,6 +168,7 @@ impl AgentMetrics {
             slo_margin: Family::default(),
             cpu: Counter::default(),
             rss: Gauge::default(),
+            pod_listener: Family::default(),
             seen: Mutex::new(BTreeMap::new()),
         };
         r.register(
@@ -338,16 +311,27 @@ impl AgentMetrics {
             "Resident memory of the agent",
             m.rss.clone(),
         );
+        r.register(
+            "netdoctor_pod_listener",
+            "A watched listener of a pod (pod mode): its pod UID, network namespace inode and where the pod's name came from",
+            m.pod_listener.clone(),
+        );
         AgentMetrics { registry: r, ..m }
     }
 
     /// Records the `--slo` objectives judged on one window of one port. An objective that
     /// could not be judged keeps status 3 and loses its margin (no stale value).
     pub fn record_slo(&self, port: u16, slo: &netdoctor_report::SloReport) {
+        self.record_slo_in(&PodLabels::default(), port, slo);
+    }
+
+    /// [`record_slo`](Self::record_slo) for a port of a pod.
+    pub fn record_slo_in(&self, pod: &PodLabels, port: u16, slo: &netdoctor_report::SloReport) {
         for o in &slo.objectives {
             let l = SloLabels {
                 port: port.to_string(),
                 objective: o.objective.clone(),
+                pod: pod.clone(),
             };
             self.slo_status
                 .get_or_create(&l)
@@ -366,15 +350,24 @@ impl AgentMetrics {
     /// Records one window of one port: its findings, exchanges and capture statistics.
     /// `end_unix_s` is the window's end (Unix seconds).
     pub fn record_window(&self, port: u16, report: &Report, end_unix_s: f64) {
+        self.record_window_in(&PodLabels::default(), port, report, end_unix_s);
+    }
+
+    /// [`record_window`](Self::record_window) for a port of a pod.
+    pub fn record_window_in(&self, pod: &PodLabels, port: u16, report: &Report, end_unix_s: f64) {
         let p = port.to_string();
-        let pl = PortLabels { port: p.clone() };
+        let pl = PortLabels {
+            port: p.clone(),
+            pod: pod.clone(),
+        };
         self.windows
             .get_or_create(&VerdictLabels {
                 port: p.clone(),
                 verdict: verdict_str(report),
+                pod: pod.clone(),
             })
             .inc();
-        self.record_findings(port, &report.findings);
+        self.record_findings_in(pod, port, &report.findings);
         if let Some(cap) = &report.measurements.capture {
             let s = &cap.stats;
             self.packets.get_or_create(&pl).inc_by(s.packets);
@@ -399,13 +392,10 @@ impl AgentMetrics {
                 // A report read back from JSON has only the percentiles.
                 hist.add_window(x.count, &x.latency_ms);
             }
-            self.window_summary
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(port, (x.latency_ms, x.count));
+            self.window_summary.set(pod, port, x.latency_ms, x.count);
         }
         if let Some(c) = &report.measurements.counters {
-            self.record_counters(&c.changed);
+            self.record_counters_in(pod, &c.changed);
         }
         self.window_end.get_or_create(&pl).set(end_unix_s);
     }
@@ -419,8 +409,20 @@ impl AgentMetrics {
         listener: Option<&crate::host::ListenerWindow>,
         open_connections: usize,
     ) {
+        self.record_host_in(&PodLabels::default(), port, listener, open_connections);
+    }
+
+    /// [`record_host`](Self::record_host) for a port of a pod.
+    pub fn record_host_in(
+        &self,
+        pod: &PodLabels,
+        port: u16,
+        listener: Option<&crate::host::ListenerWindow>,
+        open_connections: usize,
+    ) {
         let pl = PortLabels {
             port: port.to_string(),
+            pod: pod.clone(),
         };
         self.open_connections
             .get_or_create(&pl)
@@ -471,8 +473,13 @@ impl AgentMetrics {
     /// Sets the finding series of `port` to this window's findings; series of findings that
     /// went away drop to 0.
     pub fn record_findings(&self, port: u16, findings: &[Finding]) {
+        self.record_findings_in(&PodLabels::default(), port, findings);
+    }
+
+    /// [`record_findings`](Self::record_findings) for a port of a pod.
+    pub fn record_findings_in(&self, pod: &PodLabels, port: u16, findings: &[Finding]) {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let known = seen.entry(port).or_default();
+        let known = seen.entry((pod.clone(), port)).or_default();
         for l in known.iter() {
             self.finding_active.get_or_create(l).set(0);
             self.finding_severity.get_or_create(l).set(0);
@@ -480,7 +487,7 @@ impl AgentMetrics {
             self.finding_affected.get_or_create(l).set(0.0);
         }
         for f in findings {
-            let l = finding_labels(port, f);
+            let l = finding_labels_in(pod, port, f);
             self.finding_active.get_or_create(&l).set(1);
             self.finding_severity
                 .get_or_create(&l)
@@ -500,18 +507,29 @@ impl AgentMetrics {
     /// value. A counter that went down (its namespace was recreated) keeps its value: a
     /// Prometheus counter never decreases while the agent runs.
     pub fn record_counters(&self, changed: &[CounterDelta]) {
+        self.record_counters_in(&PodLabels::default(), changed);
+    }
+
+    /// [`record_counters`](Self::record_counters) of a pod's network namespace.
+    pub fn record_counters_in(&self, pod: &PodLabels, changed: &[CounterDelta]) {
         for c in changed {
             if !KERNEL_COUNTERS.contains(&c.name.as_str()) {
                 continue;
             }
             let counter = self.kernel_stat.get_or_create(&StatLabels {
                 stat: c.name.clone(),
+                pod: pod.clone(),
             });
             let now = counter.get();
             if c.after > now {
                 counter.inc_by(c.after - now);
             }
         }
+    }
+
+    /// Names one watched pod listener (`netdoctor_pod_listener_info`).
+    pub fn record_pod_listener(&self, l: &PodListenerLabels) {
+        self.pod_listener.get_or_create(l).set(1);
     }
 
     /// Updates the process metrics from /proc/self (called before each scrape).
@@ -534,55 +552,12 @@ impl AgentMetrics {
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         // prometheus-client has no summary type: the window summary goes in by hand, before
         // the closing `# EOF`.
-        let summary = self.encode_window_summary();
+        let summary = self.window_summary.encode();
         match out.rfind("# EOF") {
             Some(i) => out.insert_str(i, &summary),
             None => out.push_str(&summary),
         }
         out
-    }
-
-    /// `netdoctor_window_request_duration_seconds`: a summary of the latest window of each port
-    /// (exact quantiles 0.5, 0.9, 0.99 and 1 = max, the window's count and sum). A summary and
-    /// not a gauge because `quantile` is a summary's label (promtool rejects it elsewhere).
-    fn encode_window_summary(&self) -> String {
-        use std::fmt::Write as _;
-        let w = self
-            .window_summary
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if w.is_empty() {
-            return String::new();
-        }
-        let name = "netdoctor_window_request_duration_seconds";
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "# HELP {name} Exact request-duration quantiles of the latest window (1 = max), with its count and sum."
-        );
-        let _ = writeln!(s, "# TYPE {name} summary");
-        let _ = writeln!(s, "# UNIT {name} seconds");
-        for (port, (q, count)) in w.iter() {
-            for (quantile, v) in [
-                ("0.5", q.p50),
-                ("0.9", q.p90),
-                ("0.99", q.p99),
-                ("1", q.max),
-            ] {
-                let _ = writeln!(
-                    s,
-                    "{name}{{port=\"{port}\",quantile=\"{quantile}\"}} {}",
-                    v / 1000.0
-                );
-            }
-            let _ = writeln!(
-                s,
-                "{name}_sum{{port=\"{port}\"}} {}",
-                q.mean * *count as f64 / 1000.0
-            );
-            let _ = writeln!(s, "{name}_count{{port=\"{port}\"}} {count}");
-        }
-        s
     }
 
     /// The classic Prometheus text format (version 0.0.4) of every metric, for scrapers that
@@ -659,60 +634,9 @@ impl AgentMetrics {
     }
 }
 
-/// Converts prometheus-client's OpenMetrics text to the 0.0.4 text format (see
-/// [`AgentMetrics::encode_text_004`]).
-pub fn openmetrics_to_004(om: &str) -> String {
-    let counters: BTreeSet<&str> = om
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE "))
-        .filter_map(|l| l.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(om.len());
-    for line in om.lines() {
-        if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
-        }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
-            let rest = line.strip_prefix(p)?;
-            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-            counters
-                .contains(name)
-                .then(|| format!("{p}{name}_total {tail}"))
-        });
-        out.push_str(renamed.as_deref().unwrap_or(line).trim_end());
-        out.push('\n');
-    }
-    out
-}
-
 fn verdict_str(r: &Report) -> String {
     serde_json::to_value(r.verdict)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| "unknown".to_string())
-}
-
-fn json_str<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-/// A severity as the value of `netdoctor_finding_severity` (1 info, 2 warning, 3 critical).
-pub fn severity_value(s: netdoctor_core::Severity) -> i64 {
-    match s {
-        netdoctor_core::Severity::Info => 1,
-        netdoctor_core::Severity::Warning => 2,
-        netdoctor_core::Severity::Critical => 3,
-    }
-}
-
-/// The labels of one finding on one port.
-pub fn finding_labels(port: u16, f: &Finding) -> FindingLabels {
-    FindingLabels {
-        id: f.id.as_str().to_string(),
-        side: json_str(&f.side),
-        port: port.to_string(),
-    }
 }

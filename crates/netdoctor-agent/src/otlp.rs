@@ -11,23 +11,29 @@
 //! or in the cluster network; TLS to a remote collector is the collector's job.
 //!
 //! Metric names (OpenTelemetry style: dotted, unit apart; a collector's Prometheus exporter turns
-//! them into the `/metrics` names):
+//! them into the `/metrics` names). Attributes use the semantic conventions' names where they
+//! name the same thing: `server.port` (the watched listener's port), and in pod mode
+//! `k8s.namespace.name` and `k8s.pod.name`. The metrics themselves keep `netdoctor.` names: the
+//! semantic conventions (checked against open-telemetry/semantic-conventions, system and k8s
+//! metrics) define no TCP round-trip-time metric and no connection-failure metric by cause;
+//! their nearest, `system.network.errors` and `system.network.connection.count`, count per
+//! interface and per state, not per listener and cause.
 //!
 //! | OTLP metric | kind | unit | attributes |
 //! |---|---|---|---|
-//! | `netdoctor.finding.active` | gauge | 1 | finding.id, finding.side, port (severity is in the log record, not an attribute that would split the series) |
+//! | `netdoctor.finding.active` | gauge | 1 | finding.id, finding.side, server.port (severity is in the log record, not an attribute that would split the series) |
 //! | `netdoctor.finding.added_latency` | gauge | s | same |
-//! | `netdoctor.requests` | counter | {request} | port |
-//! | `netdoctor.window.request.duration` | gauge | s | port, quantile (0.5, 0.9, 0.99, 1) |
-//! | `netdoctor.capture.packets`, `netdoctor.capture.drops`, `netdoctor.tcp.retransmitted_segments`, `netdoctor.tcp.resets` | counter | {packet}/{segment} | port |
-//! | `netdoctor.listen.queue.depth`, `netdoctor.listen.queue.limit`, `netdoctor.syn_recv.connections` | gauge | {connection} | port |
+//! | `netdoctor.requests` | counter | {request} | server.port |
+//! | `netdoctor.window.request.duration` | gauge | s | server.port, quantile (0.5, 0.9, 0.99, 1) |
+//! | `netdoctor.capture.packets`, `netdoctor.capture.drops`, `netdoctor.tcp.retransmitted_segments`, `netdoctor.tcp.resets` | counter | {packet}/{segment} | server.port |
+//! | `netdoctor.listen.queue.depth`, `netdoctor.listen.queue.limit`, `netdoctor.syn_recv.connections` | gauge | {connection} | server.port |
 //! | `netdoctor.kernel.stat` | counter | 1 | stat (its increase over each window) |
 //!
 //! Findings become log records: body = the finding's summary, severity WARN (warning), ERROR
-//! (critical) or INFO, attributes `finding.id`, `finding.side`, `finding.severity`, `port`,
+//! (critical) or INFO, attributes `finding.id`, `finding.side`, `finding.severity`, `server.port`,
 //! `finding.added_latency_ms`, `finding.fix`.
 
-use crate::metrics::KERNEL_COUNTERS;
+use crate::metrics::{KERNEL_COUNTERS, PodLabels};
 use crate::watch::WindowResult;
 use bytes::Bytes;
 use opentelemetry::KeyValue;
@@ -80,7 +86,7 @@ pub struct OtlpExporter {
     logger: SdkLogger,
     inst: Instruments,
     /// (port, id, side, severity) of every finding series set so far.
-    seen: BTreeSet<(u16, String, String)>,
+    seen: BTreeSet<(PodLabels, u16, String, String)>,
 }
 
 /// Checks an endpoint (`http://host:port`, optional path prefix) and returns it without a
@@ -198,16 +204,23 @@ impl OtlpExporter {
     /// Records one port's window and exports it (metrics flushed, findings logged). An export
     /// failure is returned, not fatal: the next window tries again.
     pub fn record_window(&mut self, w: &WindowResult) -> Result<(), OtlpError> {
+        self.record_window_in(&PodLabels::default(), w)
+    }
+
+    /// [`record_window`](Self::record_window) for a port of a pod: every data point and log
+    /// record also carries `k8s.namespace.name` and `k8s.pod.name` (when known).
+    pub fn record_window_in(&mut self, pod: &PodLabels, w: &WindowResult) -> Result<(), OtlpError> {
         let r = &w.report;
-        let port = KeyValue::new("port", i64::from(w.port));
-        for (p, id, side) in self.seen.iter().filter(|s| s.0 == w.port) {
-            let attrs = finding_attrs(*p, id, side);
+        let mut base = vec![KeyValue::new("server.port", i64::from(w.port))];
+        base.extend(pod_attrs(pod));
+        for (_, p, id, side) in self.seen.iter().filter(|s| s.0 == *pod && s.1 == w.port) {
+            let attrs = finding_attrs(*p, id, side, pod);
             self.inst.finding_active.record(0, &attrs);
             self.inst.finding_latency.record(0.0, &attrs);
         }
         for f in &r.findings {
             let l = crate::metrics::finding_labels(w.port, f);
-            let attrs = finding_attrs(w.port, &l.id, &l.side);
+            let attrs = finding_attrs(w.port, &l.id, &l.side, pod);
             let severity = serde_json::to_value(f.severity)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
@@ -228,16 +241,22 @@ impl OtlpExporter {
             rec.add_attribute("finding.id", l.id.clone());
             rec.add_attribute("finding.side", l.side.clone());
             rec.add_attribute("finding.severity", severity);
-            rec.add_attribute("port", i64::from(w.port));
+            rec.add_attribute("server.port", i64::from(w.port));
+            if let Some(n) = &pod.namespace {
+                rec.add_attribute("k8s.namespace.name", n.clone());
+            }
+            if let Some(p) = &pod.pod {
+                rec.add_attribute("k8s.pod.name", p.clone());
+            }
             if let Some(ms) = f.impact.added_latency_ms {
                 rec.add_attribute("finding.added_latency_ms", ms);
             }
             rec.add_attribute("finding.fix", f.fix.clone());
             self.logger.emit(rec);
-            self.seen.insert((w.port, l.id, l.side));
+            self.seen.insert((pod.clone(), w.port, l.id, l.side));
         }
         if let Some(c) = &r.measurements.capture {
-            let pa = std::slice::from_ref(&port);
+            let pa = base.as_slice();
             self.inst.requests.add(c.exchanges.count, pa);
             self.inst.packets.add(c.stats.packets, pa);
             self.inst.drops.add(c.stats.capture_drops, pa);
@@ -252,13 +271,14 @@ impl OtlpExporter {
                 ("0.99", q.p99),
                 ("1", q.max),
             ] {
-                self.inst
-                    .window_latency
-                    .record(v / 1000.0, &[port.clone(), KeyValue::new("quantile", name)]);
+                self.inst.window_latency.record(
+                    v / 1000.0,
+                    &[base.as_slice(), &[KeyValue::new("quantile", name)]].concat(),
+                );
             }
         }
         if let Some(l) = &w.listener {
-            let pa = std::slice::from_ref(&port);
+            let pa = base.as_slice();
             self.inst
                 .listen_depth
                 .record(u64::from(l.max_accept_queue), pa);
@@ -271,9 +291,14 @@ impl OtlpExporter {
                     continue;
                 }
                 let d = u64::try_from(x.change()).unwrap_or(0);
-                self.inst
-                    .kernel
-                    .add(d, &[KeyValue::new("stat", x.name.clone())]);
+                self.inst.kernel.add(
+                    d,
+                    &[
+                        &[KeyValue::new("stat", x.name.clone())],
+                        pod_attrs(pod).as_slice(),
+                    ]
+                    .concat(),
+                );
             }
         }
         self.meters
@@ -290,12 +315,27 @@ impl OtlpExporter {
     }
 }
 
-fn finding_attrs(port: u16, id: &str, side: &str) -> [KeyValue; 3] {
-    [
+fn finding_attrs(port: u16, id: &str, side: &str, pod: &PodLabels) -> Vec<KeyValue> {
+    let mut v = vec![
         KeyValue::new("finding.id", id.to_string()),
         KeyValue::new("finding.side", side.to_string()),
-        KeyValue::new("port", i64::from(port)),
-    ]
+        KeyValue::new("server.port", i64::from(port)),
+    ];
+    v.extend(pod_attrs(pod));
+    v
+}
+
+/// The pod as OpenTelemetry's Kubernetes attributes (`k8s.namespace.name`, `k8s.pod.name`);
+/// a pod known only by its network namespace gets `k8s.pod.name` = `netns-<inode>`.
+fn pod_attrs(pod: &PodLabels) -> Vec<KeyValue> {
+    let mut v = Vec::new();
+    if let Some(n) = &pod.namespace {
+        v.push(KeyValue::new("k8s.namespace.name", n.clone()));
+    }
+    if let Some(p) = &pod.pod {
+        v.push(KeyValue::new("k8s.pod.name", p.clone()));
+    }
+    v
 }
 
 fn hostname() -> String {

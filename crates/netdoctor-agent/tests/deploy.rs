@@ -124,7 +124,7 @@ fn quantity(q: &serde_yaml::Value) -> f64 {
 }
 
 #[test]
-fn daemonset_is_a_host_network_agent_with_only_the_needed_capabilities() {
+fn daemonset_is_a_pod_watching_agent_with_only_the_needed_capabilities() {
     let ds = yaml("daemonset.yaml");
     assert_eq!(ds["apiVersion"].as_str(), Some("apps/v1"));
     assert_eq!(ds["kind"].as_str(), Some("DaemonSet"));
@@ -136,6 +136,9 @@ fn daemonset_is_a_host_network_agent_with_only_the_needed_capabilities() {
     );
     let spec = &pod["spec"];
     assert_eq!(spec["hostNetwork"].as_bool(), Some(true));
+    // --pods reads the host's /proc to find the pods' network namespaces.
+    assert_eq!(spec["hostPID"].as_bool(), Some(true));
+    assert_eq!(spec["automountServiceAccountToken"].as_bool(), Some(false));
     let containers = spec["containers"].as_sequence().expect("containers");
     assert_eq!(containers.len(), 1);
     let c = &containers[0];
@@ -148,6 +151,15 @@ fn daemonset_is_a_host_network_agent_with_only_the_needed_capabilities() {
         .collect();
     assert_eq!(args.first(), Some(&"watch"));
     assert!(args.contains(&"--listen=0.0.0.0:9465"), "{args:?}");
+    assert!(args.contains(&"--pods"), "{args:?}");
+    // Every host path but the evidence directory is read-only.
+    for m in c["volumeMounts"].as_sequence().expect("volumeMounts") {
+        let path = m["mountPath"].as_str().unwrap_or("");
+        assert!(
+            path == "/var/lib/netdoctor" || m["readOnly"].as_bool() == Some(true),
+            "{path} must be read-only"
+        );
+    }
     assert_eq!(c["ports"][0]["containerPort"].as_u64(), Some(9465));
     let sc = &c["securityContext"];
     assert_eq!(sc["privileged"].as_bool(), Some(false));
@@ -168,7 +180,7 @@ fn daemonset_is_a_host_network_agent_with_only_the_needed_capabilities() {
     add.sort();
     assert_eq!(
         add,
-        vec!["NET_ADMIN", "NET_RAW"],
+        vec!["NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_PTRACE"],
         "no capability beyond these"
     );
     // Limits match the budget: ≤ 50 MB RSS measured, so a 64 Mi ceiling; the request is the

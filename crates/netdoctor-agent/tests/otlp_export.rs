@@ -283,7 +283,64 @@ fn metrics_and_findings_reach_the_collector() {
         attr("finding.id"),
         Some(AnyV::StringValue("nagle_delayed_ack".into()))
     );
-    assert_eq!(attr("port"), Some(AnyV::IntValue(8081)));
+    assert_eq!(attr("server.port"), Some(AnyV::IntValue(8081)));
+}
+
+#[test]
+fn a_pod_window_carries_the_kubernetes_attributes() {
+    let col = Collector::start();
+    let mut exp = OtlpExporter::start(&format!("http://{}", col.addr)).unwrap();
+    let pod = netdoctor_agent::metrics::PodLabels {
+        namespace: Some("shop".into()),
+        pod: Some("web-1".into()),
+    };
+    exp.record_window_in(&pod, &window()).expect("export");
+    exp.shutdown().expect("shutdown");
+    let mut requests_attrs = None;
+    for p in col.posts("/v1/metrics") {
+        let req = ExportMetricsServiceRequest::decode(p.body.as_slice()).expect("protobuf");
+        for metric in req
+            .resource_metrics
+            .iter()
+            .flat_map(|rm| &rm.scope_metrics)
+            .flat_map(|sm| &sm.metrics)
+            .filter(|m| m.name == "netdoctor.requests")
+        {
+            if let Some(Data::Sum(s)) = &metric.data {
+                requests_attrs = s.data_points.first().map(|d| {
+                    d.attributes
+                        .iter()
+                        .map(|a| {
+                            (
+                                a.key.clone(),
+                                a.value.as_ref().and_then(|v| v.value.clone()),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                });
+            }
+        }
+    }
+    let attrs = requests_attrs.expect("netdoctor.requests exported");
+    let get = |k: &str| {
+        attrs
+            .iter()
+            .find(|(key, _)| key == k)
+            .and_then(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        get("k8s.namespace.name"),
+        Some(AnyV::StringValue("shop".into()))
+    );
+    assert_eq!(get("k8s.pod.name"), Some(AnyV::StringValue("web-1".into())));
+    assert_eq!(get("server.port"), Some(AnyV::IntValue(8081)));
+    let l = col.posts("/v1/logs");
+    let req = ExportLogsServiceRequest::decode(l[0].body.as_slice()).expect("protobuf");
+    let rec = &req.resource_logs[0].scope_logs[0].log_records[0];
+    assert!(
+        rec.attributes.iter().any(|a| a.key == "k8s.pod.name"),
+        "the finding's log record names the pod"
+    );
 }
 
 #[test]

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, Args)]
 pub struct WatchArgs {
-    /// TCP ports to watch, e.g. `-p 80,443` (default: every port something listens on at start).
+    /// TCP ports to watch, e.g. `-p 80,443` (default: every port something listens on at start;
+    /// with --pods: only these ports of each pod).
     #[arg(
         short = 'p',
         long = "ports",
@@ -83,6 +84,36 @@ pub struct WatchArgs {
     /// alert rules; in each window's JSON line as `slo`.
     #[arg(long, value_name = "OBJECTIVES", value_parser = crate::cli::parse_slo)]
     pub slo: Option<netdoctor_report::Slo>,
+    /// Watch the pods of this node instead of the agent's own network namespace: the
+    /// listeners in every other network namespace (from /proc/*/ns/net), each watched from
+    /// inside its namespace, series labelled by `namespace` and `pod` (from the kubelet's
+    /// files; `pod="netns-<inode>"` when unknown). Needs CAP_SYS_ADMIN (setns) and
+    /// CAP_SYS_PTRACE, and the host's /proc (hostPID).
+    #[arg(long)]
+    pub pods: bool,
+    /// At most this many pods (network namespaces) are watched; the rest are named in the log.
+    #[arg(long, default_value_t = netdoctor_agent::pods::DEFAULT_MAX_PODS, value_name = "N", requires = "pods")]
+    pub pods_max: usize,
+    /// Proc directory that --pods reads (the host's).
+    #[arg(long, default_value = "/proc", value_name = "DIR", requires = "pods")]
+    pub proc_root: PathBuf,
+    /// The kubelet's pod directories (for a pod's name from its etc-hosts).
+    #[arg(
+        long,
+        default_value = "/var/lib/kubelet/pods",
+        value_name = "DIR",
+        requires = "pods"
+    )]
+    pub kubelet_pods_dir: PathBuf,
+    /// The kubelet's pod log directories, named NAMESPACE_NAME_UID (for a pod's namespace and
+    /// name).
+    #[arg(
+        long,
+        default_value = "/var/log/pods",
+        value_name = "DIR",
+        requires = "pods"
+    )]
+    pub pod_logs_dir: PathBuf,
     #[command(flatten)]
     pub output: crate::cli::OutputArgs,
 }
@@ -99,7 +130,44 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     let json = args.output.format().map_err(anyhow::Error::msg)? == netdoctor_report::Format::Json;
     let own_port: Vec<u16> = args.listen.map(|a| a.port()).into_iter().collect();
-    let ports = if args.ports.is_empty() {
+    let roots = netdoctor_agent::pods::Roots {
+        proc: args.proc_root.clone(),
+        kubelet_pods: args.kubelet_pods_dir.clone(),
+        pod_logs: args.pod_logs_dir.clone(),
+    };
+    let pods = if args.pods {
+        let d = netdoctor_agent::pods::discover(
+            &roots,
+            &netdoctor_agent::pods::Options {
+                max_pods: args.pods_max.max(1),
+                ports: args.ports.clone(),
+                include_non_pods: true,
+            },
+        )
+        .with_context(|| format!("list network namespaces in {}", roots.proc.display()))?;
+        anyhow::ensure!(
+            !d.pods.is_empty(),
+            "--pods: no listener in any other network namespace under {} ({} processes could not be read: needs CAP_SYS_PTRACE and hostPID)",
+            roots.proc.display(),
+            d.unreadable
+        );
+        if !d.over_cap.is_empty() {
+            eprintln!(
+                "netdoctor: --pods-max {}: not watching {}",
+                args.pods_max,
+                d.over_cap.join(", ")
+            );
+        }
+        Some(d.pods)
+    } else {
+        None
+    };
+    let ports = if let Some(p) = &pods {
+        let mut all: Vec<u16> = p.iter().flat_map(|p| p.ports.clone()).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    } else if args.ports.is_empty() {
         netdoctor_agent::listeners::local_listen_ports(&own_port)
             .context("find local listeners (give -p PORT to choose ports)")?
     } else {
@@ -143,6 +211,75 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let quiet = std::env::var_os("NETDOCTOR_QUIET").is_some();
     let mut write_err = None;
     let listen = server.as_ref().map(MetricsServer::local_addr);
+    if let Some(pods) = &pods {
+        for p in pods {
+            for port in &p.ports {
+                metrics.record_pod_listener(&netdoctor_agent::metrics::PodListenerLabels {
+                    port: port.to_string(),
+                    pod: p.labels.clone(),
+                    pod_uid: p.uid.clone().unwrap_or_default(),
+                    netns: p.netns.to_string(),
+                    source: p.source.as_str().to_string(),
+                });
+            }
+            if !quiet {
+                eprintln!(
+                    "netdoctor: watching pod {}",
+                    netdoctor_agent::pods::describe(p)
+                );
+            }
+        }
+        if !quiet && let Some(a) = listen {
+            eprintln!("netdoctor: metrics on http://{a}/metrics");
+        }
+        // The pods' watch threads hand their windows to this thread, which owns the outputs.
+        let (tx, rx) =
+            std::sync::mpsc::channel::<(netdoctor_agent::pods::PodNetns, WindowResult)>();
+        let runs = std::thread::scope(|s| {
+            let watcher = s.spawn(|| {
+                let tx = tx;
+                netdoctor_agent::podwatch::watch_pods(&cfg, &roots, pods, &stop, &|p, w| {
+                    let _ = tx.send((p.clone(), w.clone()));
+                })
+            });
+            for (p, w) in rx {
+                record(
+                    &metrics,
+                    args,
+                    &p.labels,
+                    &w,
+                    otlp.as_mut(),
+                    if json { Some(&mut *out) } else { None },
+                    &mut write_err,
+                    quiet,
+                    &p.name(),
+                );
+            }
+            watcher.join()
+        })
+        .map_err(|_| anyhow::anyhow!("--pods: the watch thread panicked"))?;
+        if let Some(o) = otlp {
+            o.shutdown().context("flush OTLP export")?;
+        }
+        drop(server);
+        let mut failed = 0;
+        let count = runs.len();
+        for r in runs {
+            match r.result {
+                Ok(n) if !quiet => eprintln!("netdoctor: pod {}: stopped after {n} windows", r.pod),
+                Ok(_) => {}
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("netdoctor: pod {}: {:#}", r.pod, anyhow::Error::new(e));
+                }
+            }
+        }
+        if let Some(e) = write_err {
+            return Err(e.into());
+        }
+        anyhow::ensure!(failed < count, "--pods: every pod's watch failed");
+        return Ok(0);
+    }
     let mut on_start = || {
         if !quiet {
             let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
@@ -157,42 +294,19 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             eprintln!("{msg}");
         }
     };
+    let no_pod = netdoctor_agent::metrics::PodLabels::default();
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
-        metrics.record_window(w.port, &w.report, w.end_unix_ms as f64 / 1000.0);
-        metrics.record_host(w.port, w.listener.as_ref(), w.open_connections);
-        if let Some(e) = &w.evidence {
-            metrics.record_evidence(e);
-        }
-        let slo = args.slo.as_ref().map(|s| s.evaluate(&w.report));
-        if let Some(s) = &slo {
-            metrics.record_slo(w.port, s);
-        }
-        if let Some(o) = otlp.as_mut()
-            && let Err(e) = o.record_window(w)
-        {
-            eprintln!("netdoctor: {e} (next window tries again)");
-        }
-        if !quiet {
-            let mut line = window_line(w);
-            if let Some(s) = &slo {
-                line.push_str(&format!("; SLO {}", s.result.as_str()));
-            }
-            eprintln!("netdoctor: {line}");
-        }
-        if json && write_err.is_none() {
-            let line = match slo {
-                Some(s) => {
-                    let mut r = w.report.clone();
-                    r.slo = Some(s);
-                    serde_json::to_string(&r)
-                }
-                None => serde_json::to_string(&w.report),
-            }
-            .unwrap_or_default();
-            if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
-                write_err = Some(e);
-            }
-        }
+        record(
+            &metrics,
+            args,
+            &no_pod,
+            w,
+            otlp.as_mut(),
+            if json { Some(&mut *out) } else { None },
+            &mut write_err,
+            quiet,
+            "",
+        );
     })?;
     if let Some(o) = otlp.take() {
         o.shutdown().context("flush OTLP export")?;
@@ -205,6 +319,64 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         return Err(e.into());
     }
     Ok(0)
+}
+
+/// One window of one port (of a pod, in pod mode): metrics, OTLP, the log line and the JSON
+/// line.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    metrics: &AgentMetrics,
+    args: &WatchArgs,
+    pod: &netdoctor_agent::metrics::PodLabels,
+    w: &WindowResult,
+    otlp: Option<&mut OtlpExporter>,
+    out: Option<&mut dyn Write>,
+    write_err: &mut Option<std::io::Error>,
+    quiet: bool,
+    pod_name: &str,
+) {
+    let end = w.end_unix_ms as f64 / 1000.0;
+    metrics.record_window_in(pod, w.port, &w.report, end);
+    metrics.record_host_in(pod, w.port, w.listener.as_ref(), w.open_connections);
+    if let Some(e) = &w.evidence {
+        metrics.record_evidence(e);
+    }
+    let slo = args.slo.as_ref().map(|s| s.evaluate(&w.report));
+    if let Some(s) = &slo {
+        metrics.record_slo_in(pod, w.port, s);
+    }
+    if let Some(o) = otlp
+        && let Err(e) = o.record_window_in(pod, w)
+    {
+        eprintln!("netdoctor: {e} (next window tries again)");
+    }
+    if !quiet {
+        let mut line = window_line(w);
+        if let Some(s) = &slo {
+            line.push_str(&format!("; SLO {}", s.result.as_str()));
+        }
+        if pod_name.is_empty() {
+            eprintln!("netdoctor: {line}");
+        } else {
+            eprintln!("netdoctor: pod {pod_name} {line}");
+        }
+    }
+    if let Some(out) = out
+        && write_err.is_none()
+    {
+        let line = match slo {
+            Some(s) => {
+                let mut r = w.report.clone();
+                r.slo = Some(s);
+                serde_json::to_string(&r)
+            }
+            None => serde_json::to_string(&w.report),
+        }
+        .unwrap_or_default();
+        if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+            *write_err = Some(e);
+        }
+    }
 }
 
 /// `window 3 port 80: problem — nagle_delayed_ack (server, +40.1 ms); kept w…-p80`

@@ -76,3 +76,20 @@ fn without_cap_net_raw_the_missing_capability_is_named() {
         .unwrap();
     assert_clean_error(&o, "watch needs CAP_NET_RAW to capture tcp port 80");
 }
+
+#[test]
+fn pods_without_a_proc_root_or_without_pods_are_named() {
+    let o = netdoctor(&[
+        "watch",
+        "--pods",
+        "--proc-root",
+        "/nonexistent-netdoctor-proc",
+        "--windows",
+        "1",
+    ]);
+    assert_clean_error(&o, "/nonexistent-netdoctor-proc");
+    let empty = tempfile::tempdir().unwrap();
+    let root = empty.path().to_str().unwrap();
+    let o = netdoctor(&["watch", "--pods", "--proc-root", root, "--windows", "1"]);
+    assert_clean_error(&o, "no listener in any other network namespace");
+}

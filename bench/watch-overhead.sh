@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# bench/watch-overhead.sh [RATE_S] [IDLE_S] [AB_ROUNDS] [AB_S] [AB_RATE]
+#
+# What `netdoctor watch` costs, measured the way other agents publish it (issue 24):
+#   1. CPU (% of one core) and RSS of the watch process at 1k, 5k and 10k req/s (RATE_S seconds
+#      each, default 60) and idle (IDLE_S, default 60);
+#   2. the latency the agent adds, coordinated-omission corrected: `netdoctor load --rate AB_RATE`
+#      (default 5000) for AB_S seconds (default 20) without and with the agent, AB_ROUNDS times
+#      (default 4), alternating A-B then B-A so a drift of the machine cancels; p50 and p99 of
+#      each run and their mean deltas.
+# The 1-minute load average is printed beside every figure: the machine may be shared.
+# RATES="1000 5000 10000" (default) sets the cost phase's rates; SKIP_COST=1 runs only the A/B.
+# A rate the load generator does not reach (see req/s) makes that row's latency a backlog, not a
+# service time: compare A/B rows only where both reached AB_RATE.
+#
+# Everything runs in a network namespace it creates (ndwo<PID>): nginx (worker_processes 1,
+# access_log off, a 615-byte page) on 127.0.0.1:80 there, `netdoctor watch -p 80 --window 30s`
+# there, `netdoctor load -c 50 -t 1` there. The namespace, nginx and the agent are removed or
+# stopped by PID on exit, also on failure or Ctrl-C. Needs root.
+#
+# NETDOCTOR=/path/to/netdoctor skips the build (`cargo build --release -p netdoctor`).
+set -euo pipefail
+RATE_S="${1:-60}"
+IDLE_S="${2:-60}"
+AB_ROUNDS="${3:-4}"
+AB_S="${4:-20}"
+AB_RATE="${5:-5000}"
+NS="ndwo$$"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+if [[ -z "${NETDOCTOR:-}" ]]; then
+    (cd "$here" && cargo build --release -q -p netdoctor)
+    NETDOCTOR="${CARGO_TARGET_DIR:-$here/target}/release/netdoctor"
+fi
+command -v nginx >/dev/null || { echo "missing: nginx (apt-get install -y nginx-light)" >&2; exit 2; }
+PY=/usr/bin/python3
+work="$(mktemp -d /tmp/netdoctor-watch-overhead.XXXXXX)"
+watch_pid=""
+nginx_pid=""
+
+stop_pid() {
+    local p="$1"
+    [[ -n "$p" ]] || return 0
+    kill "$p" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.05; done
+    kill -9 "$p" 2>/dev/null || true
+}
+cleanup() {
+    stop_pid "$watch_pid"
+    [[ -f "$work/nginx.pid" ]] && stop_pid "$(cat "$work/nginx.pid")"
+    ip netns del "$NS" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$NS"
+ip -n "$NS" link set lo up
+chmod 755 "$work"
+mkdir -p "$work/html" "$work/logs" "$work/tmp"
+head -c 589 /dev/zero | tr '\0' x | sed 's/^/<html><body>/; s/$/<\/body><\/html>/' >"$work/html/index.html"
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    default_type text/html;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 127.0.0.1:80; tcp_nodelay on; root $work/html; }
+}
+CONF
+ip netns exec "$NS" nginx -c "$work/nginx.conf" -p "$work"
+
+loadavg() { cut -d' ' -f1 /proc/loadavg; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+hz=$(getconf CLK_TCK)
+
+start_watch() {
+    # `ip netns exec` execs, so $! is the agent's own PID.
+    NETDOCTOR_QUIET=1 ip netns exec "$NS" "$NETDOCTOR" watch -p 80 --window 30s \
+        --listen 127.0.0.1:18196 >/dev/null 2>"$work/watch.err" &
+    watch_pid=$!
+    for _ in $(seq 1 100); do
+        ip netns exec "$NS" "$PY" -c 'import socket; socket.create_connection(("127.0.0.1", 18196), 0.2)' \
+            2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "watch did not start: $(cat "$work/watch.err")" >&2
+    exit 1
+}
+stop_watch() { stop_pid "$watch_pid"; watch_pid=""; }
+# load RATE SECONDS OUT.json
+load() {
+    ip netns exec "$NS" "$NETDOCTOR" load --rate "$1" -c 50 -t 1 -d "${2}s" --json \
+        http://127.0.0.1:80/ >"$3" 2>/dev/null || true
+}
+field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+if [[ -z "${SKIP_COST:-}" ]]; then
+echo "== cost: CPU of one core and RSS of the watch process (load average beside each) =="
+printf '%-8s %10s %12s %10s %8s\n' phase req/s "cpu_%core" rss_MiB loadavg
+start_watch
+sleep 2
+t0=$(ticks "$watch_pid"); s0=$(date +%s.%N)
+sleep "$IDLE_S"
+t1=$(ticks "$watch_pid"); s1=$(date +%s.%N)
+printf '%-8s %10s %12.2f %10.1f %8s\n' idle 0 \
+    "$(echo "($t1 - $t0) / $hz / ($s1 - $s0) * 100" | bc -l)" \
+    "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" "$(loadavg)"
+for rate in ${RATES:-1000 5000 10000}; do
+    t0=$(ticks "$watch_pid"); s0=$(date +%s.%N)
+    load "$rate" "$RATE_S" "$work/cost-$rate.json"
+    t1=$(ticks "$watch_pid"); s1=$(date +%s.%N)
+    printf '%-8s %10.0f %12.2f %10.1f %8s\n' "load" \
+        "$(field "$work/cost-$rate.json" "d['requests_per_s']")" \
+        "$(echo "($t1 - $t0) / $hz / ($s1 - $s0) * 100" | bc -l)" \
+        "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" "$(loadavg)"
+done
+stop_watch
+fi
+
+echo "== added latency at $AB_RATE req/s, CO-corrected (netdoctor load --rate), $AB_ROUNDS rounds of ${AB_S}s =="
+printf '%-6s %-8s %10s %10s %10s %8s\n' round agent req/s p50_ms p99_ms loadavg
+: >"$work/ab.tsv"
+run_ab() { # round with_agent
+    if [[ "$2" == 1 ]]; then start_watch; sleep 1; fi
+    load "$AB_RATE" "$AB_S" "$work/ab-$1-$2.json"
+    local la; la=$(loadavg)
+    if [[ "$2" == 1 ]]; then stop_watch; fi
+    local rps p50 p99
+    rps=$(field "$work/ab-$1-$2.json" "d['requests_per_s']")
+    p50=$(field "$work/ab-$1-$2.json" "d['latency_ms']['p50']")
+    p99=$(field "$work/ab-$1-$2.json" "d['latency_ms']['p99']")
+    printf '%-6s %-8s %10.0f %10.3f %10.3f %8s\n' "$1" "$([[ $2 == 1 ]] && echo on || echo off)" \
+        "$rps" "$p50" "$p99" "$la"
+    printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$p50" "$p99" >>"$work/ab.tsv"
+}
+# A discarded warm-up run: the first run after nginx starts is slower (seen: p50 0.7 vs 0.15 ms).
+load "$AB_RATE" 5 "$work/warmup.json"
+for r in $(seq 1 "$AB_ROUNDS"); do
+    if (( r % 2 )); then run_ab "$r" 0; run_ab "$r" 1; else run_ab "$r" 1; run_ab "$r" 0; fi
+done
+"$PY" - "$work/ab.tsv" <<'PY'
+import sys, statistics as st
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+on = [(float(a), float(b)) for _, w, a, b in rows if w == "1"]
+off = [(float(a), float(b)) for _, w, a, b in rows if w == "0"]
+for i, name in ((0, "p50"), (1, "p99")):
+    a = [x[i] for x in off]; b = [x[i] for x in on]
+    d = st.mean(b) - st.mean(a)
+    spread = max(st.pstdev(a), st.pstdev(b))
+    print(f"{name}: without {st.mean(a):.3f} ms, with {st.mean(b):.3f} ms, delta {d:+.3f} ms "
+          f"(run-to-run spread ±{spread:.3f} ms); medians {st.median(a):.3f} / "
+          f"{st.median(b):.3f} ms, delta {st.median(b) - st.median(a):+.3f} ms")
+PY
