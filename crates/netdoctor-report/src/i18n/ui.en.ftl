@@ -74,6 +74,7 @@ term-handshake-rtt = ; handshake RTT { $rtt }
 term-exchange-line = exchange latency p50 { $p50 } · p99 { $p99 }; server time p50 { $server }{ $rtt }
 term-exchanges-turns = exchanges found from direction turns (payload not HTTP/1.x)
 term-exchanges-mixed = exchanges found from HTTP/1.x requests and direction turns (mixed)
+term-exchanges-h2 = exchanges are HTTP/2 streams (cleartext h2c, read frame by frame)
 term-exchanges-cut = { $n } of them cut by the end of the capture: their first byte counts, their latency is unknown
 term-pcap-written = packets written to { $path }
 term-warning = warning:

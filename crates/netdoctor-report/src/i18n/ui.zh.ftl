@@ -68,6 +68,7 @@ term-handshake-rtt = ；握手 RTT { $rtt }
 term-exchange-line = 交换延迟 p50 { $p50 } · p99 { $p99 }；服务端耗时 p50 { $server }{ $rtt }
 term-exchanges-turns = 交换按方向切换划分（载荷不是 HTTP/1.x）
 term-exchanges-mixed = 交换按 HTTP/1.x 请求和方向切换划分（混合）
+term-exchanges-h2 = 交换为 HTTP/2 流（明文 h2c，逐帧读取）
 term-exchanges-cut = 其中 { $n } 个被抓包结束截断：计入首字节时间，延迟未知
 term-pcap-written = 分组已写入 { $path }
 term-warning = 警告：
