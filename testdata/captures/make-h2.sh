@@ -2,7 +2,8 @@
 # Makes the HTTP/2 captures (see README.md in this folder), in two network namespaces joined
 # by a veth pair (client 10.248.0.1, server 10.248.0.2), named after this script's PID.
 # Needs root, nginx (Debian nginx-light 1.22: `listen PORT http2;` on a plain port is h2c
-# only), h2load (nghttp2-client), tcpdump, /usr/bin/python3 with python3-h2, iproute2.
+# only), h2load (nghttp2-client), tcpdump, /usr/bin/python3 with python3-h2, iproute2,
+# iptables and ethtool (both used only inside the namespaces made here).
 # Every process started here is stopped by its PID on exit (trap); the namespaces and the
 # temp dir are removed.
 # Usage: ./make-h2.sh
@@ -117,5 +118,80 @@ PY
 ip netns exec "$sns" /usr/bin/python3 "$work/nagle.py" 18481 & pids+=($!)
 wait_port 18481
 capture h2c-nagle.pcap 18481 h2load -n 40 -c 1 -m 1 http://10.248.0.2:18481/ >"$work/h2load.log"
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- a python3-h2 server that refuses every third stream (RST_STREAM REFUSED_STREAM) ---
+cat >"$work/refuse.py" <<'PY'
+import socket, sys, threading
+import h2.config, h2.connection, h2.events, h2.errors
+port = int(sys.argv[1])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("10.248.0.2", port)); ls.listen(16)
+def serve(c):
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection(); c.sendall(conn.data_to_send())
+    while True:
+        try:
+            data = c.recv(65536)
+        except OSError:
+            break
+        if not data:
+            break
+        for ev in conn.receive_data(data):
+            if isinstance(ev, h2.events.RequestReceived):
+                if (ev.stream_id // 2) % 3 == 2:
+                    conn.reset_stream(ev.stream_id, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
+                else:
+                    conn.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "100")])
+                    conn.send_data(ev.stream_id, b"z" * 100, end_stream=True)
+        out = conn.data_to_send()
+        if out:
+            c.sendall(out)
+    c.close()
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+ip netns exec "$sns" /usr/bin/python3 "$work/refuse.py" 18482 & pids+=($!)
+wait_port 18482
+capture h2c-refused.pcap 18482 h2load -n 60 -c 2 -m 1 http://10.248.0.2:18482/ >"$work/h2load.log" || true
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- nginx with http2_max_concurrent_streams 4, 4 KiB pages sent at 50 KB/s each: h2load -m 16
+# wants more streams than the limit, nghttp2 queues them and opens each as a stream ends ---
+kill "$(cat "$work/nginx.pid")"; sleep 0.3
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    default_type text/html;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 10.248.0.2:18480 http2; root $work/html; }
+    server { listen 10.248.0.2:18483 http2; root $work/html; http2_max_concurrent_streams 4;
+             location / { limit_rate 50k; } }
+    server { listen 10.248.0.2:18484 http2; root $work/html; }
+}
+CONF
+/usr/bin/python3 -c 'import sys; sys.stdout.write("w" * 4095 + "\n")' >"$work/html/4k.html"
+/usr/bin/python3 -c 'import sys; sys.stdout.write("w" * 6143 + "\n")' >"$work/html/6k.html"
+ip netns exec "$sns" nginx -c "$work/nginx.conf" -p "$work"
+wait_port 18483
+capture h2c-stream-limit.pcap 18483 h2load -n 40 -c 1 -m 16 http://10.248.0.2:18483/4k.html \
+    >"$work/h2load.log"
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- loss under multiplexing: 5 % of the server's segments dropped on arrival in the client
+# namespace (after the capture point, as on a lossy path), MTU-sized segments (no TSO/GSO on
+# the server's veth), 6 KiB pages, 10 streams per connection ---
+ip netns exec "$sns" ethtool -K "h2s$$" tso off gso off >/dev/null
+ip netns exec "$cns" iptables -A INPUT -p tcp --sport 18484 -m statistic --mode random \
+    --probability 0.05 -j DROP
+capture h2c-hol.pcap 18484 h2load -n 24 -c 1 -m 10 http://10.248.0.2:18484/6k.html \
+    >"$work/h2load.log"
 grep -E "requests:|status codes:" "$work/h2load.log"
 ls -l "$out"/h2c-*.pcap

@@ -157,6 +157,14 @@ impl Conn {
         }
     }
 
+    /// Times the HTTP/2 framing was lost (0 for the turns source).
+    pub(super) fn h2_framing_lost(&self) -> u32 {
+        match &self.source {
+            Source::Turns => 0,
+            Source::H2(h) => h.framing_lost(),
+        }
+    }
+
     pub(super) fn ends(&self) -> Ends {
         Ends {
             client: self.ep[1 - self.server],

@@ -194,6 +194,9 @@ impl Hub {
                 x.delivered_ns = x.delivered_ns.max(ep.last.ts_ns);
             }
         }
+        if let Source::H2(h) = &mut c.source {
+            h.on_loss(ep.first, ep.last, ep.stall_ns());
+        }
         let ends = c.ends();
         self.emit(&Event::LossEpisode { ends, episode: ep });
     }
@@ -359,6 +362,13 @@ impl Hub {
             first_close: c.first_close,
         };
         self.emit(&Event::ConnDone(&done));
+        if let Source::H2(h) = &c.source {
+            self.emit(&Event::H2 {
+                ends: c.ends(),
+                rtt_ns: c.rtt_ns,
+                done: h.facts(),
+            });
+        }
     }
 }
 

@@ -27,7 +27,7 @@
 
 mod conn;
 mod flow;
-mod h2;
+pub mod h2;
 mod http;
 mod hub;
 mod orient;
@@ -117,6 +117,10 @@ pub struct CaptureStats {
     /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pipelined_connections: u64,
+    /// Times the HTTP/2 framing of a cleartext connection was lost (a frame header past the
+    /// snap length or in a capture gap) and picked up again at a later segment.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub h2_framing_lost: u64,
     /// Retransmissions by what made the sender resend (see [`crate::track::loss::RetxClass`]):
     /// after duplicate ACKs or SACK (with RACK's and unexplained quick ones), after the
     /// retransmission timer, tail-loss probes. Their sum is `retransmitted_segments`.
@@ -419,6 +423,7 @@ impl Analyzer {
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
         self.stats.pipelined_connections += u64::from(c.ambiguous);
+        self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
         for x in c.take_answered() {
             self.hub.finish_exchange(&mut c, x);
         }
@@ -458,6 +463,7 @@ impl Analyzer {
         open.sort_unstable_by_key(|c| c.first_frame);
         for mut c in open {
             self.stats.pipelined_connections += u64::from(c.ambiguous);
+            self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
             self.hub.flush_stalls(&mut c);
             for x in c.take_answered() {
                 self.hub.finish_exchange_as(&mut c, x, true);
