@@ -88,7 +88,7 @@ impl Detector for H2FlowControl {
             };
             let window = p.window.unwrap_or(65_535);
             let which = if p.conn_level * 2 > p.waits {
-                "connection"
+                "connection (and stream)"
             } else {
                 "stream"
             };
@@ -99,7 +99,7 @@ impl Detector for H2FlowControl {
                 format!(
                     "HTTP/2 DATA from the {sender} waited for the {receiver}'s WINDOW_UPDATE \
                      {} times: +{median:.1} ms per affected stream ({affected} streams); the \
-                     {receiver}'s {which} window is {window} bytes",
+                     {receiver}'s flow-control window is {window} bytes",
                     p.waits
                 ),
             );
