@@ -110,6 +110,18 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         TlsVerifyFailed => {
             "The client refuses the server's TLS certificate (unknown issuer, wrong name, or expired). Renew or fix the certificate on the server, or trust its CA on the client (-k only for a test)."
         }
+        H2FlowControlStall => {
+            "HTTP/2 DATA waits for WINDOW_UPDATE: the receiver's flow-control window is below the bandwidth-delay product. Raise its SETTINGS_INITIAL_WINDOW_SIZE and connection window (gRPC: BDP-based windows)."
+        }
+        H2StreamLimit => {
+            "HTTP/2 requests queue behind the server's SETTINGS_MAX_CONCURRENT_STREAMS. Raise the limit (nginx http2_max_concurrent_streams) or let the client open more connections."
+        }
+        H2HeadOfLine => {
+            "One TCP loss stalls every HTTP/2 stream of the connection (head-of-line blocking). Remove the loss on the path; otherwise spread requests over more connections or use HTTP/3."
+        }
+        H2StreamResets => {
+            "HTTP/2 streams end with RST_STREAM or GOAWAY error codes. Look at the sender and the code: REFUSED_STREAM (over the stream limit), ENHANCE_YOUR_CALM (abuse limits), INTERNAL_ERROR (server log)."
+        }
     }
 }
 

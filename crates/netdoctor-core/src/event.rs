@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 
+pub use crate::analyze::h2::{FlowWait, H2Done, H2Settings, HolEpisode};
 use crate::breakdown::{CAUSES, ExchangeParts, cause_index};
 use crate::decode::TcpFlags;
 use crate::finding::{FindingId, PacketRef};
@@ -180,7 +181,7 @@ pub struct ConnDone {
 /// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the
 /// analyzer hands each event only to the detectors that asked for its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interests(u8);
+pub struct Interests(u16);
 
 impl Interests {
     pub const STALL: Interests = Interests(1 << 0);
@@ -191,8 +192,9 @@ impl Interests {
     pub const CONN_DONE: Interests = Interests(1 << 5);
     pub const OBSERVED: Interests = Interests(1 << 6);
     pub const EXCHANGE_CUT: Interests = Interests(1 << 7);
-    pub const ALL: Interests = Interests(0xff);
-    pub(crate) const KINDS: usize = 8;
+    pub const H2: Interests = Interests(1 << 8);
+    pub const ALL: Interests = Interests(0x1ff);
+    pub(crate) const KINDS: usize = 9;
 
     /// Both sets.
     pub const fn and(self, other: Interests) -> Interests {
@@ -247,6 +249,13 @@ pub enum Event<'a> {
     /// from [`Event::ExchangeDone`] so that shares of completed exchanges stay what they were.
     ExchangeCut(&'a ExchangeDone),
     ConnDone(&'a ConnDone),
+    /// An HTTP/2 connection (cleartext, read frame by frame) ended: what its frames showed.
+    H2 {
+        ends: Ends,
+        /// The connection's handshake RTT, when captured.
+        rtt_ns: Option<i64>,
+        done: &'a H2Done,
+    },
     /// Something seen outside the packets.
     Observed(&'a Observation),
 }
@@ -264,6 +273,7 @@ impl Event<'_> {
             Event::ConnDone(_) => 5,
             Event::Observed(_) => 6,
             Event::ExchangeCut(_) => 7,
+            Event::H2 { .. } => 8,
         }
     }
 }

@@ -38,12 +38,16 @@ pub enum FindingId {
     NoRoute,
     NeighbourUnreachable,
     TlsVerifyFailed,
+    H2FlowControlStall,
+    H2StreamLimit,
+    H2HeadOfLine,
+    H2StreamResets,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 28] = {
+    pub const ALL: [FindingId; 32] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -74,6 +78,10 @@ impl FindingId {
             NoRoute,
             NeighbourUnreachable,
             TlsVerifyFailed,
+            H2FlowControlStall,
+            H2StreamLimit,
+            H2HeadOfLine,
+            H2StreamResets,
         ]
     };
 
@@ -88,13 +96,15 @@ impl FindingId {
             | SynRetransmit
             | ZeroWindow
             | ConnectionReset
-            | ReceiveWindowLimited => Layer::Transport,
+            | ReceiveWindowLimited
+            | H2HeadOfLine => Layer::Transport,
             ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
                 Layer::Host
             }
             InterfaceErrors | NeighbourUnreachable => Layer::Link,
             SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
-            | ApplicationLimited | TlsVerifyFailed => Layer::Application,
+            | ApplicationLimited | TlsVerifyFailed | H2FlowControlStall | H2StreamLimit
+            | H2StreamResets => Layer::Application,
             HighBaseRtt | RouteProblem | NoRoute => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
             | DnsNameNotFound => Layer::Dns,
@@ -133,6 +143,10 @@ impl FindingId {
             NoRoute => "no_route",
             NeighbourUnreachable => "neighbour_unreachable",
             TlsVerifyFailed => "tls_verify_failed",
+            H2FlowControlStall => "h2_flow_control_stall",
+            H2StreamLimit => "h2_stream_limit",
+            H2HeadOfLine => "h2_head_of_line",
+            H2StreamResets => "h2_stream_resets",
         }
     }
 }

@@ -39,6 +39,7 @@ pub mod cases;
 mod config;
 mod error;
 pub mod forwarder;
+pub mod h2case;
 pub mod hostcases;
 mod leftovers;
 mod lifecycle;

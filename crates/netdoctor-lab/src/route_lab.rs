@@ -118,6 +118,10 @@ pub const CASES: &[(&str, &str)] = &[
         "no router: a bridge between client and server adds 40 ms of RTT",
     ),
     (
+        "h2-window",
+        "far-l2's bridge (+40 ms RTT) with an HTTP/2 server keeping 64 KB windows",
+    ),
+    (
         "icmp-ratelimit",
         "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
     ),
@@ -152,7 +156,7 @@ impl RouteLabConfig {
             }
             "far-server" => c.one_way_delay = Duration::from_micros(18_500),
             "lossy-hop" => c.loss = 0.2,
-            "far-l2" => {
+            "far-l2" | "h2-window" => {
                 c.routers = false;
                 c.one_way_delay = Duration::from_millis(20);
             }

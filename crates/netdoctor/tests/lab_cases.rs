@@ -444,3 +444,25 @@ fn a_case_started_without_root_says_it_needs_root_and_makes_nothing() {
     assert!(!netdoctor_lab::netns_exists(&format!("{lab}-cli")));
     assert!(!Path::new(&format!("/run/netdoctor/lab-{lab}")).exists());
 }
+
+#[test]
+fn h2_window_is_a_flow_control_stall_on_the_servers_side() {
+    if skip() {
+        return;
+    }
+    if !netdoctor_lab::tools::have(&[("h2load", "nghttp2-client")]) {
+        return;
+    }
+    let report = case_round_trip("h2-window", "h2w");
+    let f = finding(&report, "h2_flow_control_stall");
+    // The client's uploads wait for the server's 64 KB windows: the server is to change.
+    assert_eq!(f["side"], "server", "{f}");
+    let summary = f["summary"].as_str().unwrap();
+    assert!(summary.contains("window is 65535 bytes"), "{summary}");
+    // Each wait is about the bridge's 40 ms round trip.
+    let added = f["impact"]["added_latency_ms"].as_f64().unwrap();
+    assert!((35.0..=200.0).contains(&added), "{f}");
+    // h2 exchanges (with turns for a connection already open when the capture began).
+    let method = &report["measurements"]["capture"]["exchanges"]["method"];
+    assert!(method == "h2" || method == "mixed", "{report}");
+}

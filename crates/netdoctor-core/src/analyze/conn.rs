@@ -1,12 +1,13 @@
 //! Connection state: per direction the sequence space, the window and the trackers
-//! ([`crate::track`]); per connection the orientation, the handshake and the HTTP/1 exchange
-//! in progress. Only sequence numbers and a few `Copy` packet summaries are kept; payload
+//! ([`crate::track`]); per connection the orientation, the handshake and the exchange source
+//! with the exchanges in progress ([`Source`]). Only sequence numbers and a few `Copy` packet summaries are kept; payload
 //! bytes never are.
 
 use std::net::SocketAddr;
 
 use super::AnalyzerConfig;
 use super::flow::ConnKey;
+use super::h2::H2Conn;
 use super::http::{Exchange, Phase};
 use super::orient::{Reason, orient};
 use crate::decode::TcpSegment;
@@ -58,6 +59,14 @@ pub(super) struct Dir {
     pub unseen_flagged: bool,
 }
 
+/// Where a connection's exchanges come from: direction turns (HTTP/1 recognised, TLS
+/// records, any request/response protocol: `super::http`), or HTTP/2 frames (`super::h2`),
+/// chosen at the client's first data.
+pub(super) enum Source {
+    Turns,
+    H2(Box<H2Conn>),
+}
+
 pub(super) struct Conn {
     pub ep: [SocketAddr; 2],
     /// Index of the server endpoint and why.
@@ -69,6 +78,7 @@ pub(super) struct Conn {
     pub rtt_ns: Option<i64>,
     pub phase: Phase,
     pub cur: Option<Exchange>,
+    pub source: Source,
     pub syn: SynState,
     /// Completed exchanges on this connection and the first request's first packet.
     pub exchanges: u32,
@@ -111,6 +121,7 @@ impl Conn {
             rtt_ns: None,
             phase: Phase::Idle,
             cur: None,
+            source: Source::Turns,
             syn: SynState::default(),
             exchanges: 0,
             first_req: None,
@@ -119,6 +130,38 @@ impl Conn {
             first_close: None,
             last_active_ns: None,
             first_frame: seg.frame,
+        }
+    }
+
+    /// The exchanges in progress, to charge a stall to: the one of the turns source, or every
+    /// open HTTP/2 stream (a stall of the connection holds them all).
+    pub(super) fn in_progress(&mut self) -> Box<dyn Iterator<Item = &mut Exchange> + '_> {
+        match &mut self.source {
+            Source::Turns => Box::new(self.cur.iter_mut()),
+            Source::H2(h) => Box::new(h.in_progress()),
+        }
+    }
+
+    /// The connection ends: the exchanges whose response began (the turns source's current
+    /// one once its response arrives, the HTTP/2 streams answered), taken out.
+    pub(super) fn take_answered(&mut self) -> Vec<Exchange> {
+        match &mut self.source {
+            Source::Turns => {
+                if self.phase == Phase::Response {
+                    self.cur.take().into_iter().collect()
+                } else {
+                    Vec::new()
+                }
+            }
+            Source::H2(h) => h.take_answered(),
+        }
+    }
+
+    /// Times the HTTP/2 framing was lost (0 for the turns source).
+    pub(super) fn h2_framing_lost(&self) -> u32 {
+        match &self.source {
+            Source::Turns => 0,
+            Source::H2(h) => h.framing_lost(),
         }
     }
 

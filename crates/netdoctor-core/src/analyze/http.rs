@@ -9,17 +9,15 @@
 //! This works for any request/response protocol (TLS records, RESP, memcached, MySQL, a
 //! custom RPC): the payload is only looked at to say how the exchange was found. A request
 //! that starts with an HTTP/1.x method is an `http1` exchange; any other is a `turns`
-//! exchange. Pipelined or multiplexed traffic (a second HTTP/1 request line before the
-//! response, the HTTP/2 preface) makes turns ambiguous: the connection is marked and the
-//! report says that per-request figures are approximate there.
+//! exchange. Pipelined traffic (a second HTTP/1 request line before the response) makes
+//! turns ambiguous: the connection is marked and the report says that per-request figures
+//! are approximate there. A connection that opens with the HTTP/2 preface is not read here
+//! but by the HTTP/2 source (`super::h2`), chosen per connection by [`super::conn::Source`].
 
 use super::conn::Conn;
 use super::orient::looks_like_request;
 use crate::breakdown::ExchangeParts;
 use crate::event::{Pkt, side_bit};
-
-/// The start of the HTTP/2 connection preface (RFC 9113 §3.4).
-const H2_PREFACE: &[u8] = b"PRI * HTTP/2";
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -28,14 +26,25 @@ pub(super) enum Phase {
     Response,
 }
 
+/// How an exchange was found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Found {
+    /// From direction turns alone.
+    Turns,
+    /// From turns, and the captured request start is an HTTP/1.x method.
+    Http1,
+    /// An HTTP/2 stream (`super::h2`).
+    H2,
+}
+
 #[derive(Clone, Copy)]
 pub(super) struct Exchange {
     pub first_req: Pkt,
     pub last_req: Pkt,
     pub first_resp: Option<Pkt>,
     pub last_resp: Pkt,
-    /// How the exchange was found: the captured request start is an HTTP/1.x method.
-    pub http: bool,
+    /// How the exchange was found.
+    pub found: Found,
     /// Stall time per cause and the sides hit.
     pub parts: ExchangeParts,
     /// The last (needed, not spurious) retransmission of response data: the response was
@@ -45,7 +54,7 @@ pub(super) struct Exchange {
     /// request had arrived by then: see [`path_rtt_ns`]).
     pub req_end: u32,
     pub req_ack: Option<Pkt>,
-    /// The HTTP/1.x status code of the response (0: not HTTP, or not seen).
+    /// The HTTP status code of the response (0: not HTTP, or not seen).
     pub status: u16,
 }
 
@@ -98,7 +107,7 @@ impl Conn {
                     if let Some(x) = self.cur.as_mut() {
                         x.first_resp = Some(pkt);
                         x.last_resp = pkt;
-                        if x.http {
+                        if x.found == Found::Http1 {
                             x.status = http_status(payload).unwrap_or(0);
                         }
                     }
@@ -126,7 +135,11 @@ impl Conn {
                         last_req: pkt,
                         first_resp: None,
                         last_resp: pkt,
-                        http: payload.len() < 4 || looks_like_request(payload),
+                        found: if payload.len() < 4 || looks_like_request(payload) {
+                            Found::Http1
+                        } else {
+                            Found::Turns
+                        },
                         parts: ExchangeParts::default(),
                         delivered_ns: i64::MIN,
                         req_end: 0,
@@ -143,14 +156,14 @@ impl Conn {
 
 impl Conn {
     /// Client data `payload` about to go through [`Conn::on_http_data`]: marks the connection
-    /// when it shows pipelining (a second HTTP/1 request line before any response) or
-    /// multiplexing (the HTTP/2 preface as the first request). Kept apart from the exchange
-    /// state machine (and out of line) so the per-packet path stays as it was.
+    /// when it shows pipelining (a second HTTP/1 request line before any response). Kept
+    /// apart from the exchange state machine (and out of line) so the per-packet path stays
+    /// as it was. (A connection that opens with the HTTP/2 preface is read by `super::h2`.)
     #[inline(never)]
     pub(super) fn check_ambiguous(&mut self, payload: &[u8]) {
         self.ambiguous = match (self.phase, self.cur) {
-            (Phase::Request, Some(x)) => x.http && looks_like_request(payload),
-            _ => self.first_req.is_none() && payload.starts_with(H2_PREFACE),
+            (Phase::Request, Some(x)) => x.found == Found::Http1 && looks_like_request(payload),
+            _ => false,
         };
     }
 }

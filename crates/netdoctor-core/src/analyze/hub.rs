@@ -15,7 +15,10 @@ use crate::event::{
 };
 use crate::stats::Hist;
 
-use super::http::Phase;
+use super::conn::Source;
+use super::h2::H2Conn;
+use super::h2::frame::PREFACE as H2_PREFACE;
+use super::http::{Found, Phase};
 
 pub(super) struct Hub {
     pub handshake_rtt: Hist,
@@ -28,6 +31,8 @@ pub(super) struct Hub {
     /// Of [`Hub::exchanges`], those whose request starts with an HTTP/1.x method (the others
     /// were found from direction turns alone).
     pub http1_exchanges: u64,
+    /// Of [`Hub::exchanges`], HTTP/2 streams.
+    pub h2_exchanges: u64,
     pub breakdown: BreakdownAgg,
     pub detectors: Vec<Box<dyn Detector>>,
     /// Per event kind, the indices of the detectors that want it.
@@ -43,6 +48,7 @@ impl Hub {
             exchanges: 0,
             incomplete: 0,
             http1_exchanges: 0,
+            h2_exchanges: 0,
             breakdown: BreakdownAgg::new(),
             detectors: Vec::new(),
             by_kind: Default::default(),
@@ -81,21 +87,63 @@ impl Hub {
         end: u32,
         payload: &[u8],
     ) {
-        let j = 1 - i;
-        if !pkt.from_server && !c.ambiguous && (c.phase == Phase::Request || c.first_req.is_none())
-        {
-            c.check_ambiguous(payload);
-        }
-        let finished = c.on_http_data(pkt, payload);
+        let mut finished = Vec::new();
         if !pkt.from_server
-            && c.phase == Phase::Request
-            && let Some(x) = c.cur.as_mut()
+            && c.first_req.is_none()
+            && matches!(c.source, Source::Turns)
+            && payload.starts_with(H2_PREFACE)
         {
-            x.req_end = end;
+            c.source = Source::H2(H2Conn::new());
+        }
+        // A stall of HTTP/2 data held the streams open before it (this data may end them);
+        // one of turns is charged once the exchange this data belongs to is known.
+        let h2 = matches!(c.source, Source::H2(_));
+        if h2 {
+            self.nagle_step(c, i, pkt, end);
+        }
+        match &mut c.source {
+            Source::Turns => {
+                if !pkt.from_server
+                    && !c.ambiguous
+                    && (c.phase == Phase::Request || c.first_req.is_none())
+                {
+                    c.check_ambiguous(payload);
+                }
+                finished.extend(c.on_http_data(pkt, payload));
+                if !pkt.from_server
+                    && c.phase == Phase::Request
+                    && let Some(x) = c.cur.as_mut()
+                {
+                    x.req_end = end;
+                }
+            }
+            Source::H2(h) => {
+                h.on_data(
+                    pkt,
+                    end.wrapping_sub(pkt.len),
+                    payload,
+                    pkt.len,
+                    &mut finished,
+                );
+                c.phase = h.phase();
+                if !pkt.from_server {
+                    c.first_req.get_or_insert(pkt);
+                }
+            }
         }
 
-        // Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
-        // message began.
+        if !h2 {
+            self.nagle_step(c, i, pkt, end);
+        }
+        for x in finished {
+            self.finish_exchange(c, x);
+        }
+    }
+
+    /// Nagle / delayed ACK: this side's tracker sees the data, the peer's learns a new
+    /// message began.
+    fn nagle_step(&mut self, c: &mut Conn, i: usize, pkt: Pkt, end: u32) {
+        let j = 1 - i;
         let rtt = c.rtt_ns;
         let mss = c.dirs[j].mss; // the MSS this side may send is the one the peer announced
         let disturbed = std::mem::take(&mut c.dirs[i].disturbed);
@@ -106,13 +154,10 @@ impl Hub {
         {
             self.on_stall(c, st);
         }
-        if let Some(x) = finished {
-            self.finish_exchange(c, x);
-        }
     }
 
     fn on_stall(&mut self, c: &mut Conn, st: Stall) {
-        if let Some(x) = c.cur.as_mut() {
+        for x in c.in_progress() {
             let held_server = st.held.from_server;
             let (cause, server_side) = match st.kind {
                 StallKind::Nagle => (NAGLE, held_server),
@@ -134,9 +179,10 @@ impl Hub {
             && c.exchanges == 0
             && d.syn_seen
             && ep.acked_at_start.is_none_or(|a| a == d.isn.wrapping_add(1));
-        if let Some(x) = c.cur.as_mut()
-            && ep.stall_ns() > 0
-        {
+        for x in c.in_progress() {
+            if ep.stall_ns() <= 0 {
+                break;
+            }
             let cause = if ep.timeout { TIMEOUT } else { LOSS };
             x.add_stall(
                 cause,
@@ -147,6 +193,9 @@ impl Hub {
             if ep.last.from_server && x.first_resp.is_some() {
                 x.delivered_ns = x.delivered_ns.max(ep.last.ts_ns);
             }
+        }
+        if let Source::H2(h) = &mut c.source {
+            h.on_loss(ep.first, ep.last, ep.stall_ns());
         }
         let ends = c.ends();
         self.emit(&Event::LossEpisode { ends, episode: ep });
@@ -160,7 +209,7 @@ impl Hub {
             z.reopen_bytes = Some(c.dirs[i].window);
         }
         z.mss = c.dirs[i].mss;
-        if let Some(x) = c.cur.as_mut() {
+        for x in c.in_progress() {
             x.add_stall(ZERO_WINDOW, reader_is_server, z.start.ts_ns, z.end.ts_ns);
         }
         let ends = c.ends();
@@ -236,7 +285,8 @@ impl Hub {
         c.exchanges += 1;
         self.exchanges += 1;
         self.incomplete += u64::from(cut);
-        self.http1_exchanges += u64::from(x.http);
+        self.http1_exchanges += u64::from(x.found == Found::Http1);
+        self.h2_exchanges += u64::from(x.found == Found::H2);
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
@@ -312,6 +362,13 @@ impl Hub {
             first_close: c.first_close,
         };
         self.emit(&Event::ConnDone(&done));
+        if let Source::H2(h) = &c.source {
+            self.emit(&Event::H2 {
+                ends: c.ends(),
+                rtt_ns: c.rtt_ns,
+                done: h.facts(),
+            });
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The analyzer: decodes packets, rebuilds TCP connections, splits request/response
-//! exchanges (HTTP/1.x, or direction turns for any other protocol: see `http`) and feeds the
+//! exchanges (HTTP/1.x, or direction turns for any other protocol: see `http`; HTTP/2 streams
+//! of cleartext connections: see `h2`) and feeds the
 //! detectors. Streaming: [`Analyzer::push`] one packet at a time (and
 //! [`Analyzer::observe`] what observers saw), then [`Analyzer::finish`]; or
 //! [`Analyzer::take_window`] now and then to get the findings so far and go on.
@@ -26,6 +27,7 @@
 
 mod conn;
 mod flow;
+pub mod h2;
 mod http;
 mod hub;
 mod orient;
@@ -115,6 +117,10 @@ pub struct CaptureStats {
     /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pipelined_connections: u64,
+    /// Times the HTTP/2 framing of a cleartext connection was lost (a frame header past the
+    /// snap length or in a capture gap) and picked up again at a later segment.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub h2_framing_lost: u64,
     /// Retransmissions by what made the sender resend (see [`crate::track::loss::RetxClass`]):
     /// after duplicate ACKs or SACK (with RACK's and unexplained quick ones), after the
     /// retransmission timer, tail-loss probes. Their sum is `retransmitted_segments`.
@@ -179,6 +185,8 @@ pub enum ExchangeMethod {
     Turns,
     /// Some of each.
     Mixed,
+    /// HTTP/2 streams of cleartext connections (h2c), read frame by frame.
+    H2,
 }
 
 impl ExchangeMethod {
@@ -187,6 +195,7 @@ impl ExchangeMethod {
             ExchangeMethod::Http1 => "http1",
             ExchangeMethod::Turns => "turns",
             ExchangeMethod::Mixed => "mixed",
+            ExchangeMethod::H2 => "h2",
         }
     }
 }
@@ -414,9 +423,8 @@ impl Analyzer {
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
         self.stats.pipelined_connections += u64::from(c.ambiguous);
-        if c.phase == http::Phase::Response
-            && let Some(x) = c.cur.take()
-        {
+        self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
+        for x in c.take_answered() {
             self.hub.finish_exchange(&mut c, x);
         }
         self.hub.flush_counts(&c);
@@ -455,10 +463,9 @@ impl Analyzer {
         open.sort_unstable_by_key(|c| c.first_frame);
         for mut c in open {
             self.stats.pipelined_connections += u64::from(c.ambiguous);
+            self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
             self.hub.flush_stalls(&mut c);
-            if c.phase == http::Phase::Response
-                && let Some(x) = c.cur.take()
-            {
+            for x in c.take_answered() {
                 self.hub.finish_exchange_as(&mut c, x, true);
             }
             self.hub.flush_counts(&c);
@@ -496,10 +503,15 @@ impl Analyzer {
             exchanges: ExchangeStats {
                 count: g.exchanges,
                 incomplete: g.incomplete,
-                method: match (g.http1_exchanges, g.exchanges - g.http1_exchanges) {
-                    (0, 0) => None,
-                    (_, 0) => Some(ExchangeMethod::Http1),
-                    (0, _) => Some(ExchangeMethod::Turns),
+                method: match (
+                    g.http1_exchanges,
+                    g.h2_exchanges,
+                    g.exchanges - g.http1_exchanges - g.h2_exchanges,
+                ) {
+                    (0, 0, 0) => None,
+                    (_, 0, 0) => Some(ExchangeMethod::Http1),
+                    (0, _, 0) => Some(ExchangeMethod::H2),
+                    (0, 0, _) => Some(ExchangeMethod::Turns),
                     _ => Some(ExchangeMethod::Mixed),
                 },
                 latency_ms: g.latency.percentiles(),

@@ -76,6 +76,14 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
             s.pipelined_connections
         ));
     }
+    if s.h2_framing_lost > 0 {
+        warnings.push(format!(
+            "HTTP/2 framing was lost {} times (frame headers past the snap length or in a \
+             capture gap): the streams whose frames went missing are not counted as \
+             exchanges; capture with a larger snap length (--snaplen 65535) to see them all",
+            s.h2_framing_lost
+        ));
+    }
     if s.packets > 0 && s.tcp_segments == 0 {
         warnings.push("the capture contains no TCP segments".to_string());
     }

@@ -12,6 +12,10 @@
 
 pub mod connection_reset;
 pub mod delayed_ack_stall;
+pub mod h2_flow_control;
+pub mod h2_head_of_line;
+pub mod h2_stream_limit;
+pub mod h2_stream_resets;
 pub mod http_errors;
 pub mod loss;
 pub mod nagle_delayed_ack;
@@ -78,6 +82,10 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<short_connections::ShortConnections>::default(),
     || Box::<server_not_listening::ServerNotListening>::default(),
     || Box::<http_errors::HttpErrors>::default(),
+    || Box::<h2_flow_control::H2FlowControl>::default(),
+    || Box::<h2_stream_limit::H2StreamLimit>::default(),
+    || Box::<h2_head_of_line::H2HeadOfLine>::default(),
+    || Box::<h2_stream_resets::H2StreamResets>::default(),
 ];
 
 /// A fresh set of every registered detector.

@@ -15,6 +15,7 @@
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
 //! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
 //! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe and handshakes) | `high_base_rtt` |
+//! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -52,10 +53,11 @@ pub enum Case {
     FarServer,
     LossyHop,
     FarL2,
+    H2Window,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 14] = [
+pub const ALL: [Case; 15] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -70,6 +72,7 @@ pub const ALL: [Case; 14] = [
     Case::FarServer,
     Case::LossyHop,
     Case::FarL2,
+    Case::H2Window,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -109,6 +112,7 @@ impl Case {
             Case::FarServer => "far-server",
             Case::LossyHop => "lossy-hop",
             Case::FarL2 => "far-l2",
+            Case::H2Window => "h2-window",
         }
     }
 
@@ -142,6 +146,9 @@ impl Case {
             Case::FarL2 => {
                 "no router: a user-space bridge between client and server adds 40 ms of RTT"
             }
+            Case::H2Window => {
+                "HTTP/2 uploads over +40 ms RTT to a server keeping 64 KB windows: DATA waits for WINDOW_UPDATE"
+            }
         }
     }
 
@@ -165,6 +172,7 @@ impl Case {
                 | Case::FarServer
                 | Case::LossyHop
                 | Case::FarL2
+                | Case::H2Window
         )
     }
 
@@ -434,6 +442,37 @@ impl Case {
                 ]),
                 vec!["route_problem"],
                 "the loss starts at hop 2 and persists to the destination".to_string(),
+            ),
+            Case::H2Window => (
+                vec![
+                    format!(
+                        "no router: {cli} {} ══ {lab}-dly (user-space bridge, +40 ms RTT) ══ {srv} {route_srv}, one subnet",
+                        route_lab::L2_CLIENT_IP
+                    ),
+                    format!(
+                        "HTTP/2 (h2c) server http://{route_srv}:{}/ in {srv}: python3-h2 with the default 65 535-byte stream and connection windows, WINDOW_UPDATE as it reads",
+                        crate::h2case::H2_WINDOW_PORT
+                    ),
+                    format!(
+                        "client in {cli}: h2load -c 1 -m 1 -n {} -d (a {} KiB body per request) in a loop, a new connection per run, for {} s",
+                        crate::h2case::RUN_REQUESTS,
+                        crate::h2case::UPLOAD_BYTES / 1024,
+                        crate::h2case::LOAD_SECS
+                    ),
+                ],
+                Some(cli.clone()),
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--passive",
+                    "-d",
+                    "5s",
+                    "--snaplen",
+                    "65535",
+                    &format!("http://{route_srv}:{}/", crate::h2case::H2_WINDOW_PORT),
+                ]),
+                vec!["h2_flow_control_stall"],
+                "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
             ),
             Case::FarL2 => (
                 l2_built,

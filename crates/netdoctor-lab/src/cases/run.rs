@@ -27,6 +27,7 @@ use crate::{LIFECYCLE, LabConfig, LabError, in_netns};
 enum Running {
     Host(HostLab, BuiltinServers),
     Route(RouteLab, BuiltinServers),
+    RouteOnly(RouteLab),
 }
 
 /// Builds the case, writes `ready` (one line) to `ready`, and serves until a signal ends the
@@ -91,11 +92,14 @@ pub fn run_case(
     let _keep = running;
     loop {
         std::thread::sleep(Duration::from_secs(1));
-        // Reap the flood when it ends by itself (bounded by its count).
+        // Reap the flood or the load when it ends by itself (bounded by its count or time).
         if let Some(child) = flood.as_mut()
             && let Ok(Some(status)) = child.try_wait()
         {
-            eprintln!("netdoctor lab {}: the SYN flood ended ({status})", cfg.name);
+            eprintln!(
+                "netdoctor lab {}: the case's traffic ended ({status})",
+                cfg.name
+            );
             flood = None;
         }
     }
@@ -103,6 +107,15 @@ pub fn run_case(
 
 fn io(op: String) -> impl FnOnce(std::io::Error) -> LabError {
     move |source| LabError::Io { op, source }
+}
+
+/// The route lab of a route case, started.
+fn start_route_lab(cfg: &LabConfig, case: Case) -> Result<RouteLab, LabError> {
+    let route_cfg = RouteLabConfig::case(case.name()).ok_or_else(|| LabError::InvalidName {
+        name: case.name().to_string(),
+        reason: "not a route lab case".to_string(),
+    })?;
+    RouteLab::start_named(&cfg.name, &route_cfg)
 }
 
 fn build(
@@ -181,13 +194,28 @@ fn build(
             }
             Ok((Running::Host(lab, server), Some(child)))
         }
+        Case::H2Window => {
+            crate::h2case::check_tools()?;
+            let lab = start_route_lab(cfg, case)?;
+            // Its files go to the state's temp dir, which teardown removes whole.
+            create_dir(&paths.temp_dir)?;
+            let (server, client) = crate::h2case::start(
+                lab.server_netns(),
+                lab.client_netns(),
+                &route_lab::SERVER_IP.to_string(),
+                &paths.temp_dir,
+            )?;
+            // Recorded before anything else can fail, so `stop` ends them by PID.
+            for (child, what) in [(&server, "h2 server (python3-h2)"), (&client, "h2load")] {
+                if let Some(o) = Owner::of(child.id()) {
+                    state.procs.push((o, what.to_string()));
+                }
+            }
+            write_file(&paths.state, &state.render())?;
+            Ok((Running::RouteOnly(lab), Some(client)))
+        }
         _ => {
-            let route_cfg =
-                RouteLabConfig::case(case.name()).ok_or_else(|| LabError::InvalidName {
-                    name: case.name().to_string(),
-                    reason: "not a route lab case".to_string(),
-                })?;
-            let lab = RouteLab::start_named(&cfg.name, &route_cfg)?;
+            let lab = start_route_lab(cfg, case)?;
             let addr = SocketAddr::V4(SocketAddrV4::new(route_lab::SERVER_IP, ROUTE_CASE_PORT));
             let srv = lab.server_netns().to_string();
             let server = in_netns(&srv, || BuiltinServers::start(&[(addr, true)]))?

@@ -257,3 +257,27 @@ tls_verify_failed-fix = { $side ->
     [server] 在服务端续签或更换证书，然后重新诊断。
    *[client] 如果这是预期中的自签名证书或内部 CA，加上 `-k`（--insecure）跳过验证，或者把签发它的 CA 加入系统信任库；如果名字不符，使用证书上的名字访问。
 }
+
+## h2_flow_control_stall
+
+h2_flow_control_stall-summary = HTTP/2 的 DATA 帧在等待{ common-who }的 WINDOW_UPDATE：{ common-impact }
+h2_flow_control_stall-explanation = HTTP/2 流量控制只允许发送方在途的 DATA 不超过接收方给出的窗口（流窗口来自 SETTINGS_INITIAL_WINDOW_SIZE，默认 65535 字节；连接窗口在接收方调大之前也是 65535 字节）。发送方在消息发完之前就用完了窗口，只能等{ common-who }发回 WINDOW_UPDATE 才继续发送，所以每个窗口都多花一个往返时间。窗口小于路径的带宽时延积时，吞吐量约等于窗口除以往返时间。
+h2_flow_control_stall-fix = 把{ common-who }的 HTTP/2 窗口调大到不小于带宽时延积：更大的 SETTINGS_INITIAL_WINDOW_SIZE，并尽早在流 0 上发送 WINDOW_UPDATE 扩大连接窗口（gRPC：启用基于 BDP 的动态窗口，或设置 InitialWindowSize/InitialConnWindowSize；nginx 接收请求体时：http2_body_preread_size），并在读取数据时就发送 WINDOW_UPDATE，而不是等窗口用完。
+
+## h2_stream_limit
+
+h2_stream_limit-summary = HTTP/2 请求在排队等待服务端的并发流上限：{ common-impact }
+h2_stream_limit-explanation = 服务端限制了每个连接同时进行的流数量（SETTINGS_MAX_CONCURRENT_STREAMS）。达到上限后，客户端只能把后续请求留在本地排队，每结束一个流才开始一个新的：抓包中可以看到连接处于上限时，新流紧接着另一个流结束而开始。请求在客户端排队的时间不在网络上，但会计入客户端看到的延迟。
+h2_stream_limit-fix = 如果服务端能同时处理更多请求，就调大 SETTINGS_MAX_CONCURRENT_STREAMS（nginx：http2_max_concurrent_streams，默认 128；gRPC：MaxConcurrentStreams）；或者让客户端使用连接池打开更多连接，而不是在一个连接上排队。
+
+## h2_head_of_line
+
+h2_head_of_line-summary = 队头阻塞：一次 TCP 丢包同时卡住了多个 HTTP/2 流（{ common-impact }）
+h2_head_of_line-explanation = HTTP/2 在一个 TCP 连接上复用多个请求，而 TCP 只按顺序把数据交给应用。一个丢失的报文段会卡住所有数据排在它后面的流，直到重传到达，而不只是它所属的那个流：一次丢包会拖慢 N 个请求。
+h2_head_of_line-fix = 先消除丢包（见 packet_loss_retransmission：路径、队列或限速器）。如果丢包无法避免，把请求分散到更多连接上，或者使用 HTTP/3（QUIC），它的各个流是独立交付的。
+
+## h2_stream_resets
+
+h2_stream_resets-summary = HTTP/2 流被重置（RST_STREAM/GOAWAY），主要由{ common-who }发出：{ common-impact }
+h2_stream_resets-explanation = HTTP/2 端点用 RST_STREAM 结束单个流，用 GOAWAY 结束整个连接，两者都带错误码。REFUSED_STREAM 表示服务端没有处理这个请求（超过流上限或正在关闭，可以安全重试）；ENHANCE_YOUR_CALM 表示它认为客户端在滥用（过多的重置、PING 或 SETTINGS）；INTERNAL_ERROR 和 PROTOCOL_ERROR 表示某一方实现出错；客户端发出的 CANCEL 表示它不再需要这个请求；GOAWAY NO_ERROR 是正常关闭（连接轮换、重新加载）。
+h2_stream_resets-fix = 查看发出带错误码帧的一方：REFUSED_STREAM 时让客户端的并发流不超过服务端的 SETTINGS_MAX_CONCURRENT_STREAMS 并重试被拒绝的请求；ENHANCE_YOUR_CALM 时找出客户端在大量发送什么（取消、PING、SETTINGS）；INTERNAL_ERROR 时查看服务端当时的日志；负载期间出现 GOAWAY 时调大服务端每个连接的请求数上限（nginx keepalive_requests），或让客户端提前重连。

@@ -165,7 +165,7 @@ pub(super) fn render_measurements(
                 (
                     "http",
                     a(match c.exchanges.method {
-                        None | Some(ExchangeMethod::Http1) => "yes",
+                        None | Some(ExchangeMethod::Http1 | ExchangeMethod::H2) => "yes",
                         _ => "no",
                     }),
                 ),
@@ -192,6 +192,7 @@ pub(super) fn render_measurements(
         if let Some(m) = c.exchanges.method.filter(|m| *m != ExchangeMethod::Http1) {
             let line = match m {
                 ExchangeMethod::Turns => lang.t("term-exchanges-turns"),
+                ExchangeMethod::H2 => lang.t("term-exchanges-h2"),
                 _ => lang.t("term-exchanges-mixed"),
             };
             row(out, "", &line)?;

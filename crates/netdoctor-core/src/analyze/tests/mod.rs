@@ -1,5 +1,6 @@
 //! The analyzer on scripted conversations (see [`script`]).
 
+mod h2;
 mod script;
 mod turns;
 mod windows;

@@ -95,7 +95,7 @@ fn configured_server_ports_orient_a_lone_connection() {
 }
 
 #[test]
-fn pipelining_and_http2_are_flagged_approximate() {
+fn pipelining_is_flagged_approximate() {
     // HTTP/1 pipelining: a second request before the response.
     let mut s = Script::new("10.0.0.1:40000", "10.0.0.2:80");
     s.handshake();
@@ -113,27 +113,6 @@ fn pipelining_and_http2_are_flagged_approximate() {
         "{:?}",
         an.warnings
     );
-
-    // HTTP/2: the connection preface.
-    let mut s = Script::new("10.0.0.1:40001", "10.0.0.2:80");
-    s.handshake();
-    s.send(
-        MS,
-        true,
-        F::PSH | F::ACK,
-        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-    );
-    s.send(
-        100_000,
-        false,
-        F::PSH | F::ACK,
-        &[0, 0, 6, 4, 0, 0, 0, 0, 0],
-    );
-    s.send(MS, true, F::PSH | F::ACK, &[0, 0, 0, 4, 1, 0, 0, 0, 0]);
-    s.close();
-    let an = s.a.finish();
-    assert_eq!(an.stats.pipelined_connections, 1);
-    assert_eq!(an.exchanges.method, Some(ExchangeMethod::Turns));
 
     // Plain keep-alive HTTP/1 is not flagged.
     let mut s = Script::new("10.0.0.1:40002", "10.0.0.2:80");

@@ -1,0 +1,146 @@
+//! Exchanges from HTTP/2 frames on real cleartext (h2c) captures made in two namespaces by
+//! `testdata/captures/make-h2.sh`: nginx 1.22 (`listen … http2;`) under
+//! `h2load -n 200 -c 4 -m 10` with every other request a 404, and a python3-h2 server with
+//! Nagle on that writes its headers and body apart, under `h2load -n 40 -c 1 -m 1`.
+
+mod common;
+
+use common::for_each_packet;
+use netdoctor_core::analyze::ExchangeMethod;
+use netdoctor_core::finding::{FindingId, Severity, Side};
+use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
+
+fn analyze(name: &str) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet(name, |p| a.push(p));
+    a.finish()
+}
+
+#[test]
+fn nginx_h2c_gives_one_exchange_per_request_with_its_status() {
+    let an = analyze("h2c-nginx.pcap");
+    assert_eq!(an.stats.decode_errors, 0);
+    assert_eq!(an.stats.connections_with_handshake, 4, "{:?}", an.stats);
+    // h2load sent 200 requests: 200 exchanges, none approximate.
+    assert_eq!(an.exchanges.count, 200, "{:?}", an.exchanges);
+    assert_eq!(an.exchanges.incomplete, 0);
+    assert_eq!(an.exchanges.method, Some(ExchangeMethod::H2));
+    assert_eq!(an.stats.pipelined_connections, 0);
+    assert!(an.exchanges.latency_ms.p50 < 20.0, "{:?}", an.exchanges);
+    // Half were 404 (HPACK-decoded `:status`): http_errors from the capture alone.
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::HttpErrors)
+        .unwrap_or_else(|| panic!("{:#?}", an.findings));
+    assert!(
+        f.summary.contains("50.0%") || f.summary.contains("100 of 200"),
+        "{}",
+        f.summary
+    );
+    assert!(format!("{:?}", f.evidence).contains("HTTP 404"));
+    assert!(an.warnings.is_empty(), "{:?}", an.warnings);
+}
+
+#[test]
+fn nagle_on_h2_server_is_server_nagle_per_stream() {
+    let an = analyze("h2c-nagle.pcap");
+    assert_eq!(an.exchanges.count, 40, "{:?}", an.exchanges);
+    assert_eq!(an.exchanges.method, Some(ExchangeMethod::H2));
+    let f = &an.findings[0];
+    assert_eq!(f.id, FindingId::NagleDelayedAck, "{:#?}", an.findings);
+    assert_eq!(f.side, Side::Server);
+    let frac = f.impact.affected_fraction.unwrap();
+    assert!(frac >= 0.9, "affected fraction {frac}");
+    assert!(
+        (35.0..=60.0).contains(&an.exchanges.latency_ms.p50),
+        "{:?}",
+        an.exchanges
+    );
+}
+
+#[test]
+fn nginx_h2c_at_the_live_snap_length_says_which_streams_it_lost() {
+    // Live captures keep 256 bytes per packet by default (Ethernet here: 14 + IP + TCP
+    // headers, the rest payload): a frame body past the cut is only unknown, but the client's
+    // first segment carries 10 HEADERS frames in 262 bytes, and those past the cut are lost
+    // until a segment starts with a frame header again; the report says so.
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet("h2c-nginx.pcap", |p| {
+        let cut = netdoctor_core::RawPacket {
+            data: &p.data[..p.data.len().min(256)],
+            ..*p
+        };
+        a.push(&cut);
+    });
+    let an = a.finish();
+    assert!(
+        (150..200).contains(&an.exchanges.count),
+        "{:?}",
+        an.exchanges
+    );
+    assert_eq!(an.exchanges.method, Some(ExchangeMethod::H2));
+    assert!(an.stats.h2_framing_lost > 0);
+    assert!(
+        an.warnings.iter().any(|w| w.contains("--snaplen 65535")),
+        "{:?}",
+        an.warnings
+    );
+}
+
+fn find(an: &Analysis, id: FindingId) -> Option<&netdoctor_core::Finding> {
+    an.findings.iter().find(|f| f.id == id)
+}
+
+#[test]
+fn refused_streams_are_shared_by_code_and_sender() {
+    // python3-h2 answers RST_STREAM REFUSED_STREAM on every third of 60 streams.
+    let an = analyze("h2c-refused.pcap");
+    assert_eq!(an.exchanges.count, 40, "{:?}", an.exchanges);
+    let f = find(&an, FindingId::H2StreamResets).unwrap_or_else(|| panic!("{:#?}", an.findings));
+    assert_eq!(f.side, Side::Server);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(
+        f.summary
+            .contains("20 RST_STREAM: server REFUSED_STREAM 20 (100%)"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("33.3% of 60 streams"), "{}", f.summary);
+    // The client's GOAWAY NO_ERROR at its close is not a reset worth naming.
+    assert!(!f.summary.contains("GOAWAY"), "{}", f.summary);
+    // A healthy h2c capture has no reset finding at all.
+    let healthy = analyze("h2c-nginx.pcap");
+    assert!(find(&healthy, FindingId::H2StreamResets).is_none());
+}
+
+#[test]
+fn a_stream_limit_of_4_under_16_wanted_streams_is_named() {
+    // nginx http2_max_concurrent_streams 4, h2load -m 16: the 8 streams over the limit sent
+    // before the server's SETTINGS arrived are refused, then the client fills 4 at a time.
+    let an = analyze("h2c-stream-limit.pcap");
+    let f = find(&an, FindingId::H2StreamLimit).unwrap_or_else(|| panic!("{:#?}", an.findings));
+    assert!(f.summary.contains("stream limit of 4"), "{}", f.summary);
+    assert_eq!(f.side, Side::Server);
+    let r = find(&an, FindingId::H2StreamResets).expect("the refused streams");
+    assert!(r.summary.contains("REFUSED_STREAM"), "{}", r.summary);
+    // nginx's default limit (128) is never reached by h2load -m 10.
+    let healthy = analyze("h2c-nginx.pcap");
+    assert!(find(&healthy, FindingId::H2StreamLimit).is_none());
+}
+
+#[test]
+fn a_loss_repaired_in_microseconds_is_not_head_of_line_blocking() {
+    // 5 % of the server's segments dropped after the capture point on a LAN: the loss is
+    // there (retransmissions, several streams in progress), but each repair took well under
+    // a millisecond, which no request notices.
+    let an = analyze("h2c-hol.pcap");
+    assert_eq!(an.exchanges.count, 24, "{:?}", an.exchanges);
+    assert!(an.stats.retransmitted_segments > 0, "{:?}", an.stats);
+    assert!(find(&an, FindingId::PacketLossRetransmission).is_some());
+    assert!(
+        find(&an, FindingId::H2HeadOfLine).is_none(),
+        "{:#?}",
+        an.findings
+    );
+}

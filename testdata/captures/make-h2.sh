@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Makes the HTTP/2 captures (see README.md in this folder), in two network namespaces joined
+# by a veth pair (client 10.248.0.1, server 10.248.0.2), named after this script's PID.
+# Needs root, nginx (Debian nginx-light 1.22: `listen PORT http2;` on a plain port is h2c
+# only), h2load (nghttp2-client), tcpdump, /usr/bin/python3 with python3-h2, iproute2,
+# iptables and ethtool (both used only inside the namespaces made here).
+# Every process started here is stopped by its PID on exit (trap); the namespaces and the
+# temp dir are removed.
+# Usage: ./make-h2.sh
+set -euo pipefail
+out="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d /tmp/nd-h2-captures.XXXXXX)"
+cns="ndh2c$$"; sns="ndh2s$$"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    if [[ -f "$work/nginx.pid" ]]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
+    sleep 0.2
+    ip netns del "$cns" 2>/dev/null || true
+    ip netns del "$sns" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+ip netns add "$cns"; ip netns add "$sns"
+ip link add "h2c$$" type veth peer name "h2s$$"
+ip link set "h2c$$" netns "$cns"; ip link set "h2s$$" netns "$sns"
+ip -n "$cns" addr add 10.248.0.1/24 dev "h2c$$"; ip -n "$sns" addr add 10.248.0.2/24 dev "h2s$$"
+for ns in "$cns" "$sns"; do ip -n "$ns" link set lo up; done
+ip -n "$cns" link set "h2c$$" up; ip -n "$sns" link set "h2s$$" up
+# Wait for the link (a packet socket bound before the carrier is up captured nothing here).
+for _ in $(seq 1 100); do [[ "$(ip netns exec "$sns" cat /sys/class/net/h2s$$/operstate)" == up ]] && break; sleep 0.05; done
+sleep 0.5
+
+wait_listening() {
+    for _ in $(seq 1 200); do grep -q "listening on" "$1" 2>/dev/null && break; sleep 0.05; done
+    grep -q "listening on" "$1"
+}
+wait_port() {
+    for _ in $(seq 1 200); do
+        ip netns exec "$sns" bash -c "exec 3<>/dev/tcp/10.248.0.2/$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# capture FILE PORT CMD...: tcpdump in the server namespace, full payload (HTTP/2 frames are
+# read from it), while CMD runs in the client namespace. Immediate mode: otherwise the packets of
+# a short run wait in a ring block that SIGINT never hands over. Filtered afterwards.
+capture() {
+    local file="$1" port="$2"; shift 2
+    ip netns exec "$sns" tcpdump -U --immediate-mode -B 65536 -i "h2s$$" -s 0 -c 4000 -w "$work/raw.pcap" \
+        2>"$work/tcpdump.log" &
+    local tp=$!; pids+=("$tp")
+    wait_listening "$work/tcpdump.log"
+    ip netns exec "$cns" "$@"
+    sleep 0.3
+    kill -INT "$tp" 2>/dev/null || true
+    wait "$tp" 2>/dev/null || true
+    tcpdump -r "$work/raw.pcap" -w "$out/$file" "tcp port $port" 2>/dev/null
+}
+
+# --- nginx, h2c only (prior knowledge), a 300-byte page ---
+chmod 755 "$work"
+mkdir -p "$work/html" "$work/logs" "$work/tmp"
+/usr/bin/python3 -c 'import sys; sys.stdout.write("x" * 299 + "\n")' >"$work/html/index.html"
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    default_type text/html;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 10.248.0.2:18480 http2; root $work/html; }
+}
+CONF
+ip netns exec "$sns" nginx -c "$work/nginx.conf" -p "$work"
+wait_port 18480
+# 200 requests over 4 connections, 10 streams each; every other one a 404.
+capture h2c-nginx.pcap 18480 h2load -n 200 -c 4 -m 10 \
+    http://10.248.0.2:18480/index.html http://10.248.0.2:18480/missing >"$work/h2load.log"
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- a Nagle-on h2 server (python3-h2): headers and body in two writes, no TCP_NODELAY ---
+cat >"$work/nagle.py" <<'PY'
+import socket, sys, threading
+import h2.config, h2.connection, h2.events
+port = int(sys.argv[1])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("10.248.0.2", port)); ls.listen(16)
+def serve(c):
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection(); c.sendall(conn.data_to_send())
+    while True:
+        try:
+            data = c.recv(65536)
+        except OSError:
+            break
+        if not data:
+            break
+        for ev in conn.receive_data(data):
+            if isinstance(ev, h2.events.RequestReceived):
+                conn.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "600")])
+                c.sendall(conn.data_to_send())          # first write: HEADERS
+                conn.send_data(ev.stream_id, b"y" * 600, end_stream=True)
+                c.sendall(conn.data_to_send())          # second write: DATA, held by Nagle
+        out = conn.data_to_send()
+        if out:
+            c.sendall(out)
+    c.close()
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+ip netns exec "$sns" /usr/bin/python3 "$work/nagle.py" 18481 & pids+=($!)
+wait_port 18481
+capture h2c-nagle.pcap 18481 h2load -n 40 -c 1 -m 1 http://10.248.0.2:18481/ >"$work/h2load.log"
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- a python3-h2 server that refuses every third stream (RST_STREAM REFUSED_STREAM) ---
+cat >"$work/refuse.py" <<'PY'
+import socket, sys, threading
+import h2.config, h2.connection, h2.events, h2.errors
+port = int(sys.argv[1])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("10.248.0.2", port)); ls.listen(16)
+def serve(c):
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection(); c.sendall(conn.data_to_send())
+    while True:
+        try:
+            data = c.recv(65536)
+        except OSError:
+            break
+        if not data:
+            break
+        for ev in conn.receive_data(data):
+            if isinstance(ev, h2.events.RequestReceived):
+                if (ev.stream_id // 2) % 3 == 2:
+                    conn.reset_stream(ev.stream_id, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
+                else:
+                    conn.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "100")])
+                    conn.send_data(ev.stream_id, b"z" * 100, end_stream=True)
+        out = conn.data_to_send()
+        if out:
+            c.sendall(out)
+    c.close()
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+ip netns exec "$sns" /usr/bin/python3 "$work/refuse.py" 18482 & pids+=($!)
+wait_port 18482
+capture h2c-refused.pcap 18482 h2load -n 60 -c 2 -m 1 http://10.248.0.2:18482/ >"$work/h2load.log" || true
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- nginx with http2_max_concurrent_streams 4, 4 KiB pages sent at 50 KB/s each: h2load -m 16
+# wants more streams than the limit, nghttp2 queues them and opens each as a stream ends ---
+kill "$(cat "$work/nginx.pid")"; sleep 0.3
+cat >"$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    default_type text/html;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 10.248.0.2:18480 http2; root $work/html; }
+    server { listen 10.248.0.2:18483 http2; root $work/html; http2_max_concurrent_streams 4;
+             location / { limit_rate 50k; } }
+    server { listen 10.248.0.2:18484 http2; root $work/html; }
+}
+CONF
+/usr/bin/python3 -c 'import sys; sys.stdout.write("w" * 4095 + "\n")' >"$work/html/4k.html"
+/usr/bin/python3 -c 'import sys; sys.stdout.write("w" * 6143 + "\n")' >"$work/html/6k.html"
+ip netns exec "$sns" nginx -c "$work/nginx.conf" -p "$work"
+wait_port 18483
+capture h2c-stream-limit.pcap 18483 h2load -n 40 -c 1 -m 16 http://10.248.0.2:18483/4k.html \
+    >"$work/h2load.log"
+grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- loss under multiplexing: 5 % of the server's segments dropped on arrival in the client
+# namespace (after the capture point, as on a lossy path), MTU-sized segments (no TSO/GSO on
+# the server's veth), 6 KiB pages, 10 streams per connection ---
+ip netns exec "$sns" ethtool -K "h2s$$" tso off gso off >/dev/null
+ip netns exec "$cns" iptables -A INPUT -p tcp --sport 18484 -m statistic --mode random \
+    --probability 0.05 -j DROP
+capture h2c-hol.pcap 18484 h2load -n 24 -c 1 -m 10 http://10.248.0.2:18484/6k.html \
+    >"$work/h2load.log"
+grep -E "requests:|status codes:" "$work/h2load.log"
+ls -l "$out"/h2c-*.pcap
