@@ -246,20 +246,31 @@ impl H2Loop<'_> {
         let c = &mut self.conns[i];
         let mut status = 0u16;
         let mut grpc = None;
-        c.scratch.clear();
-        c.scratch.extend_from_slice(block);
-        c.fields.clear();
-        c.hpack
-            .decode(&mut c.scratch, &mut c.fields)
-            .map_err(|e| format!("HPACK: {e:?} (COMPRESSION_ERROR)"))?;
-        for (n, v, _) in &c.fields {
-            if n == b":status" {
-                status = std::str::from_utf8(v)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(0);
-            } else if n == b"grpc-status" {
-                grpc = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+        // Without a dynamic table (the server confirmed our HEADER_TABLE_SIZE of 0), only the
+        // status is read, without decoding the block (see `f::response_status`).
+        let fast = if self.h2.grpc || c.hpack.max_dynamic_size() != 0 {
+            None
+        } else {
+            f::response_status(block)
+        };
+        if let Some(s) = fast {
+            status = s;
+        } else {
+            c.scratch.clear();
+            c.scratch.extend_from_slice(block);
+            c.fields.clear();
+            c.hpack
+                .decode(&mut c.scratch, &mut c.fields)
+                .map_err(|e| format!("HPACK: {e:?} (COMPRESSION_ERROR)"))?;
+            for (n, v, _) in &c.fields {
+                if n == b":status" {
+                    status = std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                } else if n == b"grpc-status" {
+                    grpc = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+                }
             }
         }
         if let Some(slot) = c
