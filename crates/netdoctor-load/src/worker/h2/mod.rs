@@ -17,7 +17,10 @@
 //! out of the thread's read buffer; DATA payloads are skipped, never copied (only their length
 //! counts, for the connection's flow-control window, which is 2^30 − 1 as h2load's default and
 //! topped up by WINDOW_UPDATE at half). A stream completes at END_STREAM; its status comes from
-//! `:status` and, for gRPC, the `grpc-status` trailer (absent = an error).
+//! `:status` and, for gRPC, the `grpc-status` trailer (absent = an error). The opening SETTINGS
+//! turn the responses' HPACK dynamic table off (HEADER_TABLE_SIZE 0); once the server's size
+//! update confirms it, `:status` is read straight from the block (`h2::response_status`) and the
+//! full decoder runs only for gRPC and blocks that need it.
 //!
 //! Errors: a RST_STREAM counts its stream as a `stream` error, by code (REFUSED_STREAM is
 //! retried instead: the server did not process it); a GOAWAY is counted by code (an error
