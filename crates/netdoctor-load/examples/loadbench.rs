@@ -1,7 +1,9 @@
 //! Minimal CLI over the load engine (no clap, builds in seconds) for quick experiments; the
 //! benchmark proper (`bench/load-vs-peers`) runs `netdoctor load`:
-//! `loadbench http[s]://127.0.0.1:18090/ -c 100 -t 2 -d 5s [--no-keepalive] [--timeout 2s] [-k]`
-//! (`-k`/`--insecure`: accept any TLS certificate).
+//! `loadbench http[s]://127.0.0.1:18090/ -c 100 -t 2 -d 5s [--no-keepalive] [--timeout 2s] [-k]
+//! [--http2] [--streams N]` (`-k`/`--insecure`: accept any TLS certificate; `--http2`: h2c with
+//! prior knowledge on http://, h2 only by ALPN on https://; `--streams`: HTTP/2 streams per
+//! connection).
 //! Prints requests/s, latency percentiles and errors; the last line (`RESULT ...`) is for scripts.
 
 use std::process::ExitCode;
@@ -22,11 +24,12 @@ fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 fn main() -> ExitCode {
-    let usage = "usage: loadbench URL [-c CONNECTIONS] [-t THREADS] [-d DURATION] [--timeout DURATION] [--no-keepalive] [-k|--insecure]";
+    let usage = "usage: loadbench URL [-c CONNECTIONS] [-t THREADS] [-d DURATION] [--timeout DURATION] [--no-keepalive] [-k|--insecure] [--http2] [--streams N]";
     let mut args = std::env::args().skip(1);
     let mut url = None;
     let (mut c, mut t, mut d, mut timeout, mut keepalive) = (None, None, None, None, true);
     let mut insecure = false;
+    let (mut http2, mut streams) = (false, None);
     while let Some(a) = args.next() {
         let mut value = || args.next();
         let ok = match a.as_str() {
@@ -50,6 +53,14 @@ fn main() -> ExitCode {
                 keepalive = false;
                 true
             }
+            "--http2" => {
+                http2 = true;
+                true
+            }
+            "--streams" => value()
+                .and_then(|v| v.parse().ok())
+                .map(|v| streams = Some(v))
+                .is_some(),
             "-k" | "--insecure" => {
                 insecure = true;
                 true
@@ -81,6 +92,10 @@ fn main() -> ExitCode {
     cfg.duration = d.unwrap_or(cfg.duration);
     cfg.timeout = timeout.unwrap_or(cfg.timeout);
     cfg.keepalive = keepalive;
+    if http2 {
+        cfg.protocol = netdoctor_load::Protocol::Http2;
+    }
+    cfg.streams = streams.unwrap_or(cfg.streams);
     let stop = AtomicBool::new(false);
     let res = match run(&cfg, &stop, &mut |_| {}) {
         Ok(r) => r,

@@ -90,11 +90,13 @@ pub fn put_header(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u3
     out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
 }
 
-/// The client's opening: preface, SETTINGS (no push, our windows) and the connection's
-/// WINDOW_UPDATE up to [`CLIENT_WINDOW`].
+/// The client's opening: preface, SETTINGS (no push, our windows, no HPACK dynamic table for
+/// the responses: see [`response_status`]) and the connection's WINDOW_UPDATE up to
+/// [`CLIENT_WINDOW`].
 pub fn put_opening(out: &mut Vec<u8>, max_streams: u32) {
     out.extend_from_slice(PREFACE);
-    let settings: [(u16, u32); 3] = [
+    let settings: [(u16, u32); 4] = [
+        (SETTINGS_HEADER_TABLE_SIZE, 0),
         (SETTINGS_ENABLE_PUSH, 0),
         (SETTINGS_MAX_CONCURRENT_STREAMS, max_streams),
         (SETTINGS_INITIAL_WINDOW_SIZE, CLIENT_WINDOW),
@@ -137,6 +139,100 @@ pub fn put_request(out: &mut Vec<u8>, stream: u32, block: &[u8], body: Option<&[
         put_header(out, b.len(), DATA, FLAG_END_STREAM, stream);
         out.extend_from_slice(b);
     }
+}
+
+/// The `:status` of a response header block, read without HPACK-decoding the block (`Some(0)`:
+/// the block has none, e.g. trailers), or `None` when the block needs the full decoder: it
+/// updates the dynamic table's size, refers to a dynamic entry, its status value (or a name
+/// before it) is Huffman-coded, or it is malformed.
+///
+/// Valid only while the decoder's dynamic table is capped at 0 bytes (the client announces
+/// SETTINGS_HEADER_TABLE_SIZE = 0 and the server has confirmed it with a size update, which
+/// goes through the full decoder): literals "with incremental indexing" then store nothing, so
+/// skipping them keeps the decoder's state. Decoding every field (Huffman, two allocations a
+/// field) was a fifth of the client's CPU against nginx, which sends 7–8 fields a response;
+/// the load needs only `:status`. Pseudo-header fields come first (RFC 9113 §8.3), so once
+/// the status is found the rest is skipped by length.
+pub fn response_status(block: &[u8]) -> Option<u16> {
+    let mut p = 0;
+    let mut status = 0u16;
+    while let Some(&b) = block.get(p) {
+        if b & 0x80 != 0 {
+            // Indexed field (RFC 7541 §6.1): static :status entries 8–14.
+            let (idx, n) = hpack_int(&block[p..], 7)?;
+            p += n;
+            let code = match idx {
+                8 => 200,
+                9 => 204,
+                10 => 206,
+                11 => 304,
+                12 => 400,
+                13 => 404,
+                14 => 500,
+                1..=61 => 0,
+                _ => return None,
+            };
+            if status == 0 {
+                status = code;
+            }
+            continue;
+        }
+        let prefix = match b {
+            0x40.. => 6,
+            0x20.. => return None, // dynamic table size update
+            _ => 4,
+        };
+        let (idx, n) = hpack_int(&block[p..], prefix)?;
+        p += n;
+        let status_name = match idx {
+            0 => {
+                let (name, huffman, n) = hpack_string(&block[p..])?;
+                p += n;
+                if huffman && status == 0 {
+                    return None;
+                }
+                !huffman && name == b":status"
+            }
+            8..=14 => true,
+            1..=61 => false,
+            _ => return None,
+        };
+        let (value, huffman, n) = hpack_string(&block[p..])?;
+        p += n;
+        if status_name && status == 0 {
+            if huffman || value.len() != 3 || !value.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            status = value.iter().fold(0, |a, d| a * 10 + u16::from(d - b'0'));
+        }
+    }
+    Some(status)
+}
+
+/// An HPACK integer with a `prefix`-bit prefix (RFC 7541 §5.1): its value and length.
+fn hpack_int(b: &[u8], prefix: u32) -> Option<(usize, usize)> {
+    let max = (1usize << prefix) - 1;
+    let v = usize::from(*b.first()?) & max;
+    if v < max {
+        return Some((v, 1));
+    }
+    let mut v = v;
+    for (i, &byte) in b.iter().enumerate().skip(1).take(4) {
+        v += usize::from(byte & 0x7f) << (7 * (i - 1));
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// An HPACK string literal (RFC 7541 §5.2): its bytes (still Huffman-coded when the flag says
+/// so), the flag, and the literal's length.
+fn hpack_string(b: &[u8]) -> Option<(&[u8], bool, usize)> {
+    let huffman = *b.first()? & 0x80 != 0;
+    let (len, n) = hpack_int(b, 7)?;
+    let s = b.get(n..n.checked_add(len)?)?;
+    Some((s, huffman, n + len))
 }
 
 /// The name of an HTTP/2 error code (RFC 9113 §7), or `0xNN` for an unknown one.
@@ -342,10 +438,100 @@ mod tests {
         put_opening(&mut out, 100);
         assert!(out.starts_with(PREFACE));
         let h = FrameHeader::parse(&out[PREFACE.len()..]).unwrap();
-        assert_eq!((h.kind, h.len, h.stream), (SETTINGS, 18, 0));
-        let w = FrameHeader::parse(&out[PREFACE.len() + 9 + 18..]).unwrap();
+        assert_eq!((h.kind, h.len, h.stream), (SETTINGS, 24, 0));
+        // The first setting turns the responses' HPACK dynamic table off.
+        let first = &out[PREFACE.len() + 9..PREFACE.len() + 9 + 6];
+        assert_eq!(first, &[0, 1, 0, 0, 0, 0]);
+        let w = FrameHeader::parse(&out[PREFACE.len() + 9 + 24..]).unwrap();
         assert_eq!((w.kind, w.len), (WINDOW_UPDATE, 4));
-        assert_eq!(out.len(), PREFACE.len() + 9 + 18 + 9 + 4);
+        assert_eq!(out.len(), PREFACE.len() + 9 + 24 + 9 + 4);
+    }
+
+    /// Encodes `fields` with an encoder whose dynamic table is capped at 0 (as the server's is
+    /// after our SETTINGS), Huffman-coded or not.
+    fn encode(fields: &[(&str, &str)], huffman: bool, indexing: bool) -> Vec<u8> {
+        let mut enc = httlib_hpack::Encoder::with_dynamic_size(0);
+        let mut flags = if indexing {
+            httlib_hpack::Encoder::WITH_INDEXING
+        } else {
+            0
+        };
+        if huffman {
+            flags |= httlib_hpack::Encoder::HUFFMAN_VALUE | httlib_hpack::Encoder::HUFFMAN_NAME;
+        }
+        let mut out = Vec::new();
+        for (n, v) in fields {
+            let f = if *n == ":status" && *v == "200" {
+                httlib_hpack::Encoder::BEST_FORMAT
+            } else {
+                flags
+            };
+            enc.encode((n.as_bytes().to_vec(), v.as_bytes().to_vec(), f), &mut out)
+                .unwrap();
+        }
+        out
+    }
+
+    /// What the full decoder says the status is (with its table capped at 0).
+    fn decoded_status(block: &[u8]) -> u16 {
+        let mut dec = httlib_hpack::Decoder::with_dynamic_size(0);
+        let mut fields = Vec::new();
+        dec.decode(&mut block.to_vec(), &mut fields).unwrap();
+        fields
+            .iter()
+            .find(|(n, _, _)| n == b":status")
+            .map_or(0, |(_, v, _)| {
+                std::str::from_utf8(v).unwrap().parse().unwrap()
+            })
+    }
+
+    #[test]
+    fn response_status_agrees_with_the_decoder() {
+        let nginx_like = [
+            ("server", "nginx/1.22.1"),
+            ("date", "Wed, 25 Nov 2026 18:00:00 GMT"),
+            ("content-type", "text/html"),
+            ("content-length", "615"),
+            ("x-custom", "yes"),
+        ];
+        for status in ["200", "404", "503", "418"] {
+            for (huffman, indexing) in [(false, false), (false, true), (true, false), (true, true)]
+            {
+                let mut fields = vec![(":status", status)];
+                fields.extend_from_slice(&nginx_like);
+                let block = encode(&fields, huffman, indexing);
+                let fast = response_status(&block);
+                if huffman && status != "200" {
+                    // A Huffman-coded status value is left to the decoder.
+                    assert_eq!(fast, None, "{status} {huffman} {indexing}");
+                } else {
+                    assert_eq!(fast, Some(decoded_status(&block)), "{status}");
+                    assert_eq!(fast, Some(status.parse().unwrap()));
+                }
+            }
+        }
+        // Trailers: no status.
+        let trailers = encode(&[("grpc-status", "0")], false, true);
+        assert_eq!(response_status(&trailers), Some(0));
+    }
+
+    #[test]
+    fn response_status_leaves_table_use_and_bad_blocks_to_the_decoder() {
+        // Dynamic table size update (to 0), then :status 200.
+        assert_eq!(response_status(&[0x20, 0x88]), None);
+        // A reference to a dynamic entry (index 62).
+        assert_eq!(response_status(&[0x88, 0x80 | 62]), None);
+        // Truncated: a literal whose value length runs past the block.
+        assert_eq!(response_status(&[0x08, 0x03, b'2', b'0']), None);
+        // A literal with a static :status name and a plain value.
+        assert_eq!(response_status(&[0x08, 0x03, b'2', b'0', b'4']), Some(204));
+        // Index 127 (a multi-byte integer) is in the dynamic table.
+        assert_eq!(response_status(&[0xff, 0x00]), None);
+        // A 200-byte value (multi-byte length) is skipped, then the indexed :status 200.
+        let mut block = vec![0x01, 0x7f, 200 - 127];
+        block.extend_from_slice(&[b'a'; 200]);
+        block.push(0x88);
+        assert_eq!(response_status(&block), Some(200));
     }
 
     #[test]

@@ -63,64 +63,84 @@ pub(super) enum Kind {
 }
 
 pub(super) struct Loop<'a> {
-    pub(super) spec: &'a Spec,
-    pub(super) start: Instant,
-    pub(super) deadline: Instant,
+    pub(super) b: Base<'a>,
     pub(super) conns: Vec<Conn>,
-    pub(super) buf: Vec<u8>,
-    pub(super) out: Outcome,
-    /// Earliest time a closed connection should reconnect.
-    pub(super) retry_at: Option<Instant>,
     /// Constant rate: idle connections by the intended send time of their next request.
     pub(super) due: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Connections whose next request waits for the end of the current batch of events.
     pub(super) queued: Vec<usize>,
-    /// The run is over: in-flight responses are read to the end (uncounted), nothing new is
-    /// sent, and connections close once idle — so they close with a FIN, not a reset.
-    pub(super) draining: bool,
 }
 
-impl Loop<'_> {
-    pub(super) fn note_error(&mut self, kind: Kind, msg: impl FnOnce() -> String) {
-        if self.draining {
-            return;
+impl<'a> Loop<'a> {
+    pub(super) fn new(b: Base<'a>, connections: usize, first: usize) -> Self {
+        let (start, head) = (b.start, b.spec.head);
+        Loop {
+            b,
+            conns: (0..connections)
+                .map(|k| Conn {
+                    stream: None,
+                    state: State::Closed,
+                    pending: false,
+                    written: 0,
+                    start,
+                    sent: start,
+                    index: (first + k) as u64,
+                    seq: 0,
+                    readable: false,
+                    parser: ResponseParser::new(head),
+                })
+                .collect(),
+            due: BinaryHeap::new(),
+            queued: Vec::with_capacity(connections),
         }
-        let e = &mut self.out.errors;
-        match kind {
-            Kind::Connect => e.connect += 1,
-            Kind::Read => e.read += 1,
-            Kind::Write => e.write += 1,
-            Kind::Timeout => e.timeout += 1,
-            Kind::Status => e.status += 1,
-            Kind::Stream => e.stream += 1,
-        }
-        self.out.timeline.error(Instant::now());
-        if self.out.first_error.is_none() {
-            self.out.first_error = Some((Instant::now(), msg()));
+    }
+}
+
+impl<'a> Protocol<'a> for Loop<'a> {
+    fn base(&mut self) -> &mut Base<'a> {
+        &mut self.b
+    }
+
+    fn open_all(&mut self, poll: &Poll, now: Instant) {
+        for i in 0..self.conns.len() {
+            self.reopen(poll, i, now);
         }
     }
 
-    /// Handles one batch of readiness events, then writes the queued next requests.
-    pub(super) fn dispatch(&mut self, poll: &Poll, events: &Events) {
-        for ev in events.iter() {
-            let t = ev.token();
-            if t != WAKER && t != TIMER {
-                self.handle(poll, t.0, ev);
-            }
-        }
+    fn scan(&mut self, poll: &Poll, now: Instant) {
+        Loop::scan(self, poll, now);
+    }
+
+    fn run_due(&mut self, poll: &Poll, now: Instant) -> bool {
+        Loop::run_due(self, poll, now)
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        self.due.peek().map(|Reverse((t, _))| *t)
+    }
+
+    fn handle(&mut self, poll: &Poll, i: usize, ev: &mio::event::Event) {
+        Loop::handle(self, poll, i, ev);
+    }
+
+    fn end_batch(&mut self, poll: &Poll) {
         self.run_queued(poll);
     }
 
-    /// Makes the counts so far visible to the progress reporter.
-    pub(super) fn publish(&self, counters: &Counters) {
-        counters
-            .requests
-            .store(self.out.requests, Ordering::Relaxed);
-        counters
-            .errors
-            .store(self.out.errors.total(), Ordering::Relaxed);
+    fn start_drain(&mut self) {
+        for i in 0..self.conns.len() {
+            if !self.conns[i].in_flight() {
+                self.close(i);
+            }
+        }
     }
 
+    fn in_flight(&self) -> bool {
+        self.conns.iter().any(Conn::in_flight)
+    }
+}
+
+impl Loop<'_> {
     /// Closes slot `i`'s connection for good (the run is over).
     pub(super) fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
@@ -133,13 +153,13 @@ impl Loop<'_> {
     /// reopened at once (its next request follows when it is connected); without keep-alive
     /// the next request opens its own.
     pub(super) fn reopen(&mut self, poll: &Poll, i: usize, now: Instant) {
-        if self.draining {
+        if self.b.draining {
             return self.close(i);
         }
         let c = &mut self.conns[i];
         c.stream = None;
         c.pending = false;
-        if self.spec.keepalive {
+        if self.b.spec.keepalive {
             self.connect(poll, i, now);
         } else {
             self.begin(poll, i, now);
@@ -148,7 +168,6 @@ impl Loop<'_> {
 
     /// Opens a new connection for slot `i` (the old one, if any, is closed).
     pub(super) fn connect(&mut self, poll: &Poll, i: usize, now: Instant) {
-        let addr = self.spec.addr;
         let c = &mut self.conns[i];
         c.stream = None;
         c.state = State::Closed;
@@ -156,29 +175,14 @@ impl Loop<'_> {
         c.readable = false;
         c.sent = now;
         c.parser.reset();
-        self.out.connects += 1;
-        let res = TcpStream::connect(addr).and_then(|mut s| {
-            s.set_nodelay(true)?;
-            poll.registry()
-                .register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE)?;
-            Ok(s)
-        });
-        match res.map(|s| Stream::new(s, self.spec.tls.as_ref())) {
-            Ok(Ok(s)) => {
+        match self.b.open(poll, i, now) {
+            Some(s) => {
                 c.stream = Some(s);
                 c.state = State::Connecting;
             }
-            Ok(Err(e)) => self.setup_failed(i, now, || format!("tls session for {addr}: {e}")),
-            Err(e) => self.connect_failed(i, now, &e),
+            // A request waiting for this connection failed with it.
+            None => c.pending = false,
         }
-    }
-
-    pub(super) fn connect_failed(&mut self, i: usize, now: Instant, e: &io::Error) {
-        let addr = self.spec.addr;
-        if !self.draining && e.kind() == io::ErrorKind::AddrNotAvailable {
-            self.out.errors.connect_addr_not_avail += 1;
-        }
-        self.setup_failed(i, now, || format!("connect {addr}: {}", describe(e)));
     }
 
     /// Connecting (or the TLS handshake) failed: a connect error, retried after a pause.
@@ -188,9 +192,7 @@ impl Loop<'_> {
         c.state = State::Closed;
         // A request waiting for this connection failed with it.
         c.pending = false;
-        let at = now + CONNECT_RETRY;
-        self.retry_at = Some(self.retry_at.map_or(at, |t| t.min(at)));
-        self.note_error(Kind::Connect, msg);
+        self.b.setup_failed(now, msg);
     }
 
     /// Slot `i` is connected (and past its TLS handshake): write its pending request, or issue
@@ -218,15 +220,15 @@ impl Loop<'_> {
                     c.stream = None;
                 }
             }
-            State::Connecting => {
-                let err = match c.stream.as_ref().map(|s| s.tcp().take_error()) {
-                    Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
-                    _ if ev.is_error() => Some(io::Error::other("connection failed")),
-                    _ => None,
-                };
-                if let Some(e) = err {
-                    self.connect_failed(i, Instant::now(), &e);
-                } else if ev.is_writable() {
+            State::Connecting => match connect_outcome(c.stream.as_ref(), ev) {
+                Err(e) => {
+                    c.stream = None;
+                    c.state = State::Closed;
+                    c.pending = false;
+                    self.b.connect_failed(Instant::now(), &e);
+                }
+                Ok(false) => {}
+                Ok(true) => {
                     c.readable = ev.is_readable();
                     if c.stream.as_ref().is_some_and(Stream::is_tls) {
                         c.state = State::Handshaking;
@@ -235,7 +237,7 @@ impl Loop<'_> {
                         self.connected(poll, i);
                     }
                 }
-            }
+            },
             State::Handshaking => self.handshake(poll, i),
             State::Writing => {
                 if ev.is_readable() {
@@ -260,7 +262,7 @@ impl Loop<'_> {
     }
 
     pub(super) fn write(&mut self, poll: &Poll, i: usize) {
-        let spec = self.spec;
+        let spec = self.b.spec;
         let req = &spec.request;
         let c = &mut self.conns[i];
         let Some(stream) = c.stream.as_mut() else {
@@ -269,8 +271,9 @@ impl Loop<'_> {
         loop {
             match stream.write(&req[c.written..]) {
                 Ok(0) => {
-                    let addr = self.spec.addr;
-                    self.note_error(Kind::Write, || format!("write {addr}: wrote 0 bytes"));
+                    let addr = self.b.spec.addr;
+                    self.b
+                        .note_error(Kind::Write, || format!("write {addr}: wrote 0 bytes"));
                     return self.reopen(poll, i, Instant::now());
                 }
                 Ok(n) => {
@@ -287,8 +290,9 @@ impl Loop<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let addr = self.spec.addr;
-                    self.note_error(Kind::Write, || format!("write {addr}: {}", describe(&e)));
+                    let addr = self.b.spec.addr;
+                    self.b
+                        .note_error(Kind::Write, || format!("write {addr}: {}", describe(&e)));
                     return self.reopen(poll, i, Instant::now());
                 }
             }
@@ -303,7 +307,7 @@ impl Loop<'_> {
             let Some(stream) = c.stream.as_mut() else {
                 return;
             };
-            let (n, more) = match stream.read(&mut self.buf) {
+            let (n, more) = match stream.read(&mut self.b.buf) {
                 Ok((0, _)) => {
                     let now = Instant::now();
                     if c.parser.eof_completes() {
@@ -312,8 +316,8 @@ impl Loop<'_> {
                             return;
                         }
                     } else {
-                        let addr = self.spec.addr;
-                        self.note_error(Kind::Read, || {
+                        let addr = self.b.spec.addr;
+                        self.b.note_error(Kind::Read, || {
                             format!(
                                 "read {addr}: connection closed before the response was complete"
                             )
@@ -325,13 +329,14 @@ impl Loop<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let addr = self.spec.addr;
-                    self.note_error(Kind::Read, || format!("read {addr}: {}", describe(&e)));
+                    let addr = self.b.spec.addr;
+                    self.b
+                        .note_error(Kind::Read, || format!("read {addr}: {}", describe(&e)));
                     return self.reopen(poll, i, Instant::now());
                 }
             };
-            self.out.bytes_read += n as u64;
-            match c.parser.feed(&self.buf[..n]) {
+            self.b.out.bytes_read += n as u64;
+            match c.parser.feed(&self.b.buf[..n]) {
                 Ok(Feed::NeedMore) => {}
                 Ok(Feed::Complete { consumed }) => {
                     let now = Instant::now();
@@ -342,8 +347,8 @@ impl Loop<'_> {
                     }
                     if consumed < n {
                         // One request in flight, so bytes after its response are not ours.
-                        let addr = self.spec.addr;
-                        self.note_error(Kind::Read, || {
+                        let addr = self.b.spec.addr;
+                        self.b.note_error(Kind::Read, || {
                             format!(
                                 "read {addr}: {} unexpected bytes after a response",
                                 n - consumed
@@ -353,7 +358,7 @@ impl Loop<'_> {
                     }
                     let c = &mut self.conns[i];
                     c.pending = false;
-                    if c.parser.close || !self.spec.keepalive {
+                    if c.parser.close || !self.b.spec.keepalive {
                         return self.reopen(poll, i, now);
                     }
                     if !closed {
@@ -371,8 +376,9 @@ impl Loop<'_> {
                     continue;
                 }
                 Err(e) => {
-                    let addr = self.spec.addr;
-                    self.note_error(Kind::Read, || format!("read {addr}: {e}"));
+                    let addr = self.b.spec.addr;
+                    self.b
+                        .note_error(Kind::Read, || format!("read {addr}: {e}"));
                     return self.reopen(poll, i, Instant::now());
                 }
             }
@@ -386,35 +392,22 @@ impl Loop<'_> {
     /// Records the response that just completed on slot `i`; false (not counted) when the run's
     /// duration has already passed.
     pub(super) fn complete(&mut self, i: usize, now: Instant) -> bool {
-        if now >= self.deadline {
+        if now >= self.b.deadline {
             // Finished after the end of the run: in flight at the end, not counted.
             return false;
         }
         let c = &self.conns[i];
-        let us = now.saturating_duration_since(c.start).as_micros();
-        let code = c.parser.status;
-        let us = u64::try_from(us).unwrap_or(u64::MAX).max(1);
-        self.out.requests += 1;
-        self.out.hist.saturating_record(us);
-        self.out.timeline.request(now, us);
-        if let Some(slot) = self.out.status.get_mut(usize::from(code)) {
-            *slot += 1;
-        }
-        if !(200..400).contains(&code) {
-            let addr = self.spec.addr;
-            self.note_error(Kind::Status, || {
-                format!("request to {addr}: HTTP status {code}")
-            });
-        }
+        let (since, code) = (c.start, c.parser.status);
+        self.b.record(since, now, code);
         true
     }
 
     /// Times out stuck requests and reconnects connections waiting for a retry.
     pub(super) fn scan(&mut self, poll: &Poll, now: Instant) {
-        let timeout = self.spec.timeout;
-        let retry_due = self.retry_at.is_some_and(|t| now >= t);
+        let timeout = self.b.spec.timeout;
+        let retry_due = self.b.retry_at.is_some_and(|t| now >= t);
         if retry_due {
-            self.retry_at = None;
+            self.b.retry_at = None;
         }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
@@ -422,16 +415,16 @@ impl Loop<'_> {
                 State::Closed if retry_due => self.reopen(poll, i, now),
                 State::Closed | State::Idle | State::Queued => {}
                 _ if now.saturating_duration_since(c.sent) >= timeout => {
-                    let addr = self.spec.addr;
+                    let addr = self.b.spec.addr;
                     let what = match c.state {
                         State::Connecting => "connect",
                         State::Handshaking => "TLS handshake",
                         _ => "response",
                     };
-                    if c.state == State::Connecting && !self.draining {
-                        self.out.errors.connect_timeout += 1;
+                    if c.state == State::Connecting && !self.b.draining {
+                        self.b.out.errors.connect_timeout += 1;
                     }
-                    self.note_error(Kind::Timeout, || {
+                    self.b.note_error(Kind::Timeout, || {
                         format!("timeout {addr}: no {what} after {timeout:?}")
                     });
                     self.reopen(poll, i, now);

@@ -18,11 +18,14 @@
 //! requests up to 1 ms late and add it to every corrected latency. The two libc calls are
 //! wrapped in the `timer` module (no crate in the tree wraps timerfd).
 //!
-//! Files: this one runs the loop (`Worker::run`); `conn` is one connection's life (connect,
-//! write, read, complete, timeouts, errors); `schedule` decides when a connection's next request
+//! Files: this one starts a thread's loop (`Worker::run`); `base` is what the HTTP/1.1 and
+//! HTTP/2 loops share (the event loop driver, opening connections, error notes); `conn` is one
+//! HTTP/1.1 connection's life (connect, write, read, complete, timeouts, errors); `h2` is the
+//! HTTP/2 loop; `schedule` decides when a connection's next request
 //! goes out (closed loop or the constant-rate schedule); `timer` is the timerfd; `tls` is the
 //! transport enum (plain TCP or a TLS session) and the handshake step of HTTPS connections.
 
+mod base;
 mod conn;
 pub(crate) mod h2;
 mod schedule;
@@ -45,7 +48,8 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use crate::ErrorCounts;
 use crate::http::ResponseParser;
 use crate::tls::TlsClient;
-use conn::{Conn, DRAIN_GRACE, Kind, Loop, State};
+use base::{Base, Protocol, connect_outcome, drive};
+use conn::{DRAIN_GRACE, Kind, Loop, State};
 use netdoctor_sys::os_error::describe;
 use timer::Timer;
 use tls::Stream;
@@ -157,129 +161,25 @@ impl Worker {
     }
 
     pub fn run(self, spec: &Spec, start: Instant, deadline: Instant, done: &AtomicBool) -> Outcome {
-        if let Some(h) = &spec.h2 {
-            return h2::run(self, spec, h, start, deadline, done);
-        }
         let Worker {
-            mut poll,
+            poll,
             counters,
             connections,
             first,
             ..
         } = self;
-        let mut lp = Loop {
-            spec,
-            start,
-            deadline,
-            conns: (0..connections)
-                .map(|k| Conn {
-                    stream: None,
-                    state: State::Closed,
-                    pending: false,
-                    written: 0,
-                    start,
-                    sent: start,
-                    index: (first + k) as u64,
-                    seq: 0,
-                    readable: false,
-                    parser: ResponseParser::new(spec.head),
-                })
-                .collect(),
-            buf: vec![0; READ_BUF],
-            out: Outcome {
-                hist: new_histogram(),
-                requests: 0,
-                bytes_read: 0,
-                errors: ErrorCounts::default(),
-                connects: 0,
-                status: vec![0; STATUS_CODES],
-                first_error: None,
-                ended: start,
-                timeline: crate::timeline::Recorder::new(start, deadline - start),
-                h2: None,
-            },
-            retry_at: None,
-            due: BinaryHeap::new(),
-            queued: Vec::with_capacity(connections),
-            draining: false,
-        };
-        // Constant rate: a timer for the due requests (without it, the ms poll timeout).
-        let mut timer = match spec.rate {
-            Some(_) => Timer::new()
-                .and_then(|t| {
-                    poll.registry().register(
-                        &mut mio::unix::SourceFd(&t.fd.as_raw_fd()),
-                        TIMER,
-                        Interest::READABLE,
-                    )?;
-                    Ok(t)
-                })
-                .ok(),
-            None => None,
-        };
-        for i in 0..connections {
-            lp.reopen(&poll, i, start);
-        }
-        let mut events = Events::with_capacity(connections.clamp(16, 1024) + 1);
-        let scan_every =
-            (spec.timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
-        let mut next_scan = start + scan_every;
-        loop {
-            let mut now = Instant::now();
-            if now >= deadline || done.load(Ordering::Relaxed) {
-                break;
+        let base = Base::new(spec, start, deadline);
+        match &spec.h2 {
+            Some(h) => {
+                let mut lp = h2::H2Loop::new(base, h, connections, first);
+                drive(&mut lp, poll, &counters, connections, done);
+                lp.into_outcome()
             }
-            if now >= next_scan || lp.retry_at.is_some_and(|t| now >= t) {
-                lp.scan(&poll, now);
-                next_scan = now + scan_every;
-            }
-            if lp.run_due(&poll, now) {
-                now = Instant::now();
-            }
-            let mut wake = deadline.min(next_scan);
-            if let Some(t) = lp.retry_at {
-                wake = wake.min(t);
-            }
-            if let Some(&Reverse((t, _))) = lp.due.peek()
-                && !timer.as_mut().is_some_and(|tm| tm.arm(t, now))
-            {
-                wake = wake.min(t);
-            }
-            if let Err(e) = poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                lp.note_error(Kind::Read, || format!("epoll_wait: {}", describe(&e)));
-                break;
-            }
-            lp.dispatch(&poll, &events);
-            lp.publish(&counters);
-        }
-        lp.out.ended = Instant::now();
-        // In-flight requests are not counted, but their responses are read before the
-        // connections close: closing a socket with unread data makes the kernel send a reset,
-        // which a capture of the run would show as the client aborting.
-        lp.draining = true;
-        for i in 0..lp.conns.len() {
-            if !lp.conns[i].in_flight() {
-                lp.close(i);
+            None => {
+                let mut lp = Loop::new(base, connections, first);
+                drive(&mut lp, poll, &counters, connections, done);
+                lp.b.out
             }
         }
-        let grace_end = Instant::now() + spec.timeout.min(DRAIN_GRACE);
-        while lp.conns.iter().any(Conn::in_flight) {
-            let now = Instant::now();
-            if now >= grace_end {
-                break;
-            }
-            match poll.poll(&mut events, Some(grace_end - now)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-            lp.dispatch(&poll, &events);
-        }
-        // The rest close when `lp` drops.
-        lp.publish(&counters);
-        lp.out
     }
 }

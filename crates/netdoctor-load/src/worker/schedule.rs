@@ -7,18 +7,18 @@ impl Loop<'_> {
     /// The intended send time of connection `i`'s next request at a constant rate.
     pub(super) fn next_due(&self, i: usize, rate: f64) -> Instant {
         let c = &self.conns[i];
-        let n = c.index + c.seq * self.spec.connections as u64;
-        self.start + Duration::from_secs_f64(n as f64 / rate)
+        let n = c.index + c.seq * self.b.spec.connections as u64;
+        self.b.start + Duration::from_secs_f64(n as f64 / rate)
     }
 
     /// Slot `i` is ready for its next request: issue it now (closed loop, or when it is due),
     /// or park the slot until it is due.
     pub(super) fn begin(&mut self, poll: &Poll, i: usize, now: Instant) {
-        if self.draining {
+        if self.b.draining {
             return self.close(i);
         }
         let mut start = now;
-        if let Some(rate) = self.spec.rate {
+        if let Some(rate) = self.b.spec.rate {
             let due = self.next_due(i, rate);
             if due > now {
                 self.conns[i].state = State::Idle;

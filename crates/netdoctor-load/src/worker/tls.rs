@@ -95,7 +95,7 @@ impl Loop<'_> {
             Ok(false) => {}
             Ok(true) => self.connected(poll, i),
             Err(e) => {
-                let addr = self.spec.addr;
+                let addr = self.b.spec.addr;
                 self.setup_failed(i, Instant::now(), || {
                     format!("tls handshake with {addr}: {e}")
                 });
@@ -112,8 +112,9 @@ impl Loop<'_> {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => {
-                let addr = self.spec.addr;
-                self.note_error(Kind::Write, || format!("write {addr}: {}", describe(&e)));
+                let addr = self.b.spec.addr;
+                self.b
+                    .note_error(Kind::Write, || format!("write {addr}: {}", describe(&e)));
                 self.reopen(poll, i, Instant::now());
             }
         }
