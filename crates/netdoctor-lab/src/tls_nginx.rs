@@ -8,6 +8,10 @@
 //! `localhost` and `127.0.0.1`: a client that checks it against the system roots fails with
 //! `UnknownIssuer`, as it would for any self-signed server certificate.
 //!
+//! The address, the ports and the parent dir of its files are settable too, for the lab's
+//! `self-signed` case (nginx on the server namespace's address, its files under the lab's state
+//! dir, its certificate naming that address so the issuer is the only problem).
+//!
 //! `tcp_nodelay`, `ssl_buffer_size` and the page size are settable, for the Nagle case over TLS:
 //! a response that leaves in several TLS records (e.g. `ssl_buffer_size 4k` with an 8 KiB page)
 //! stalls behind the client's delayed ACK when `tcp_nodelay off`; one record does not.
@@ -33,6 +37,12 @@ pub struct TlsNginxConfig {
     /// `keepalive_requests` (default here: 100000; nginx's own is 1000). Past it, nginx ends
     /// an HTTP/2 connection with GOAWAY.
     pub keepalive_requests: Option<u32>,
+    /// The address both servers listen on (default 127.0.0.1); the certificate names it.
+    pub ip: Option<std::net::IpAddr>,
+    /// Fixed (https, http) ports instead of free ones.
+    pub ports: Option<(u16, u16)>,
+    /// The dir its files go under (default: the system temp dir).
+    pub parent_dir: Option<PathBuf>,
 }
 
 impl Default for TlsNginxConfig {
@@ -43,6 +53,9 @@ impl Default for TlsNginxConfig {
             page_bytes: None,
             http2: false,
             keepalive_requests: None,
+            ip: None,
+            ports: None,
+            parent_dir: None,
         }
     }
 }
@@ -74,8 +87,10 @@ fn installed(tool: &str) -> bool {
         .any(|d| Path::new(d).join(tool).exists())
 }
 
-fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+fn free_port(ip: std::net::IpAddr) -> io::Result<u16> {
+    Ok(TcpListener::bind(SocketAddr::new(ip, 0))?
+        .local_addr()?
+        .port())
 }
 
 impl TlsNginx {
@@ -89,7 +104,9 @@ impl TlsNginx {
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             TlsNginxError::Failed(format!("tls nginx: {what}: {e}"))
         };
-        let dir = std::env::temp_dir().join(format!(
+        let ip = cfg.ip.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+        let parent = cfg.parent_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = parent.join(format!(
             "netdoctor-tls-nginx-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -98,8 +115,8 @@ impl TlsNginx {
         std::fs::create_dir_all(dir.join("html")).map_err(|e| fail("create temp dir", &e))?;
         // From here on, drop removes the dir (and stops nginx once it runs).
         let mut server = TlsNginx {
-            https: SocketAddr::from(([127, 0, 0, 1], 0)),
-            http: SocketAddr::from(([127, 0, 0, 1], 0)),
+            https: SocketAddr::new(ip, 0),
+            http: SocketAddr::new(ip, 0),
             page_bytes: 0,
             child: None,
             dir,
@@ -109,7 +126,13 @@ impl TlsNginx {
             .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
             .arg("ec_paramgen_curve:prime256v1")
             .args(["-nodes", "-days", "2", "-subj", "/CN=netdoctor tls test"])
-            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .arg("-addext")
+            .arg(match ip {
+                std::net::IpAddr::V4(v4) if v4.is_loopback() => {
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1".to_string()
+                }
+                _ => format!("subjectAltName=DNS:localhost,IP:127.0.0.1,IP:{ip}"),
+            })
             .args(["-addext", "basicConstraints=critical,CA:FALSE"])
             .arg("-keyout")
             .arg(d.join("key.pem"))
@@ -137,16 +160,19 @@ impl TlsNginx {
         // A port picked free may be taken before nginx binds it: try a few times.
         let mut last = String::new();
         for _ in 0..5 {
-            let (ps, ph) = (
-                free_port().map_err(|e| fail("pick a port", &e))?,
-                free_port().map_err(|e| fail("pick a port", &e))?,
-            );
+            let (ps, ph) = match cfg.ports {
+                Some(p) => p,
+                None => (
+                    free_port(ip).map_err(|e| fail("pick a port", &e))?,
+                    free_port(ip).map_err(|e| fail("pick a port", &e))?,
+                ),
+            };
             if ps == ph {
                 continue;
             }
             server.https.set_port(ps);
             server.http.set_port(ph);
-            let conf = render(&d, ps, ph, cfg);
+            let conf = render(&d, ip, ps, ph, cfg);
             std::fs::write(d.join("nginx.conf"), conf).map_err(|e| fail("write config", &e))?;
             let _ = std::fs::remove_file(d.join("nginx.pid"));
             let child = Command::new("nginx")
@@ -206,6 +232,11 @@ impl TlsNginx {
         }
     }
 
+    /// The PID of nginx (one process), to record for a lab's teardown.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The `https://` URL of the TLS server's page.
     pub fn https_url(&self) -> String {
         format!("https://{}/", self.https)
@@ -221,8 +252,16 @@ impl Drop for TlsNginx {
 
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn render(dir: &Path, https_port: u16, http_port: u16, cfg: &TlsNginxConfig) -> String {
+fn render(
+    dir: &Path,
+    ip: std::net::IpAddr,
+    https_port: u16,
+    http_port: u16,
+    cfg: &TlsNginxConfig,
+) -> String {
     let d = dir.display();
+    let ip = SocketAddr::new(ip, 0).to_string();
+    let ip = ip.trim_end_matches(":0");
     let buffer = cfg
         .ssl_buffer_size
         .map(|n| format!("ssl_buffer_size {n};"))
@@ -252,7 +291,7 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
     server {{
-        listen 127.0.0.1:{https_port} ssl{http2};
+        listen {ip}:{https_port} ssl{http2};
         ssl_certificate {d}/cert.pem;
         ssl_certificate_key {d}/key.pem;
         {buffer}
@@ -260,7 +299,7 @@ http {{
         index index.html;
     }}
     server {{
-        listen 127.0.0.1:{http_port}{http2};
+        listen {ip}:{http_port}{http2};
         root {d}/html;
         index index.html;
     }}

@@ -426,3 +426,54 @@ fn the_html_counter_deltas_are_grouped() {
         html_common::between(&page, r#"id="counters""#, "</section>")
     );
 }
+
+/// `--slo` on a comparison: the page shows both runs' objectives side by side, A (Nagle, p50
+/// ≈ 44 ms) failing `p99<20ms`, B passing it; the same in Chinese, whole; without `--slo`, no
+/// block.
+#[test]
+fn the_html_page_shows_both_runs_slo_side_by_side() {
+    use netdoctor_report::Lang;
+    use netdoctor_report::slo::Slo;
+    let slo: Slo = "p99<20ms,errors<1%".parse().unwrap();
+    let (mut a, mut b) = (run("lab-off-1"), run("lab-on-1"));
+    a.report.slo = Some(slo.evaluate(&a.report));
+    b.report.slo = Some(slo.evaluate(&b.report));
+    let c = Comparison::new(a, b);
+    let mut out = Vec::new();
+    netdoctor_report::compare::html::render(&c, &mut out).unwrap();
+    let page = String::from_utf8(out).unwrap();
+    html_common::assert_structure(&page);
+    let block = &page[page.find(r#"<section id="slo">"#).expect("an SLO block")..];
+    let block = &block[..block.find("</section>").unwrap()];
+    assert!(
+        block.contains(r#"<th>A <span class="badge slo-fail">fail</span> <code>p99&lt;20ms,errors&lt;1%</code></th>"#),
+        "{block}"
+    );
+    assert!(
+        block.contains(r#"<th>B <span class="badge slo-pass">pass</span>"#),
+        "{block}"
+    );
+    let p99_row = block
+        .split("<tr>")
+        .find(|r| r.contains("<code>p99&lt;20ms</code>"))
+        .expect("a p99 row");
+    assert_eq!(
+        p99_row.matches(r#"<td class="slo">"#).count(),
+        2,
+        "{p99_row}"
+    );
+    assert!(p99_row.contains("over; load"), "A is over: {p99_row}");
+    assert!(p99_row.contains("to spare; load"), "B is under: {p99_row}");
+    // The runs' section comes first, then the objectives.
+    assert!(page.find(r#"id="runs""#).unwrap() < page.find(r#"id="slo""#).unwrap());
+
+    let mut out = Vec::new();
+    netdoctor_report::compare::html::render_in(&c, Lang::Zh, &mut out).unwrap();
+    let zh = String::from_utf8(out).unwrap();
+    assert!(zh.contains("服务等级目标"), "the Chinese heading");
+    assert!(!zh.contains('⟦') && !zh.contains("{$"));
+
+    let mut out = Vec::new();
+    netdoctor_report::compare::html::render(&compare("lab-off-1", "lab-on-1"), &mut out).unwrap();
+    assert!(!String::from_utf8(out).unwrap().contains(r#"id="slo""#));
+}

@@ -16,6 +16,7 @@
 //! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
 //! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe and handshakes) | `high_base_rtt` |
 //! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
+//! | `self-signed` | nginx with a self-signed certificate (for its own address) on :8443 | `diagnose https://10.214.0.1:8443/` from the client, without `-k` | `tls_verify_failed` (preflight, side client); with `-k` it loads and is healthy |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -54,10 +55,11 @@ pub enum Case {
     LossyHop,
     FarL2,
     H2Window,
+    SelfSigned,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 15] = [
+pub const ALL: [Case; 16] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -73,6 +75,7 @@ pub const ALL: [Case; 15] = [
     Case::LossyHop,
     Case::FarL2,
     Case::H2Window,
+    Case::SelfSigned,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -89,6 +92,8 @@ pub const NO_ARP_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 214, 0, 99
 pub const NO_ROUTE_IP: std::net::Ipv4Addr = std::net::Ipv4Addr::new(10, 215, 0, 1);
 /// `ip_local_port_range` of the `port-exhaustion` case's client.
 pub const PORT_RANGE: (u16, u16) = (40000, 40049);
+/// HTTPS port of the `self-signed` case's nginx (its plain HTTP port is [`HOST_CASE_PORT`]).
+pub const SELF_SIGNED_PORT: u16 = 8443;
 /// SYNs per second of the `syn-flood` case.
 pub const FLOOD_RATE: u32 = 500;
 /// How long the `syn-flood` case floods: it ends by itself then.
@@ -113,6 +118,7 @@ impl Case {
             Case::LossyHop => "lossy-hop",
             Case::FarL2 => "far-l2",
             Case::H2Window => "h2-window",
+            Case::SelfSigned => "self-signed",
         }
     }
 
@@ -148,6 +154,9 @@ impl Case {
             }
             Case::H2Window => {
                 "HTTP/2 uploads over +40 ms RTT to a server keeping 64 KB windows: DATA waits for WINDOW_UPDATE"
+            }
+            Case::SelfSigned => {
+                "nginx over HTTPS with a self-signed certificate: diagnose stops at the TLS check without -k"
             }
         }
     }
@@ -474,6 +483,23 @@ impl Case {
                 vec!["h2_flow_control_stall"],
                 "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
             ),
+            Case::SelfSigned => {
+                let url = format!("https://{HOST_SERVER_IP}:{SELF_SIGNED_PORT}/");
+                (
+                    vec![
+                        format!(
+                            "server namespace {srv}: nginx, {url} with a self-signed certificate for {HOST_SERVER_IP} (and plain {host_url})"
+                        ),
+                        format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
+                    ],
+                    None,
+                    argv(&["netdoctor", "diagnose", "--netns", &cli, &url]),
+                    vec!["tls_verify_failed"],
+                    format!(
+                        "the certificate's issuer is not trusted (it signed itself): the preflight stops the run in about a second, side client, and no load runs; `netdoctor diagnose --netns {cli} -k -c 4 {url}` accepts it, loads the server and finds it healthy (nginx here is one process: 100 connections of TLS saturate a small machine's CPU, which diagnose reports as such)"
+                    ),
+                )
+            }
             Case::FarL2 => (
                 l2_built,
                 Some(cli.clone()),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::{
     ACCEPT_EVERY_MS, BACKLOG, Case, FLOOD_RATE, FLOOD_SECS, HOST_CASE_PORT, PORT_RANGE,
-    ROUTE_CASE_PORT,
+    ROUTE_CASE_PORT, SELF_SIGNED_PORT,
 };
 use crate::builtin::{BuiltinServers, ServeOptions};
 use crate::hostcases::{self, HostLab};
@@ -19,6 +19,7 @@ use crate::nginx::StatePaths;
 use crate::route_lab::{self, RouteLab, RouteLabConfig};
 use crate::state::{Owner, State, create_dir, write_file};
 use crate::teardown::teardown;
+use crate::tls_nginx::{TlsNginx, TlsNginxConfig};
 use crate::{LIFECYCLE, LabConfig, LabError, in_netns};
 
 /// What a running case holds; dropping it would stop its threads, but the process never drops
@@ -28,6 +29,7 @@ enum Running {
     Host(HostLab, BuiltinServers),
     Route(RouteLab, BuiltinServers),
     RouteOnly(RouteLab),
+    Tls(HostLab, TlsNginx),
 }
 
 /// Builds the case, writes `ready` (one line) to `ready`, and serves until a signal ends the
@@ -143,6 +145,30 @@ fn build(
                 },
             )?;
             Ok((Running::Host(lab, server), None))
+        }
+        Case::SelfSigned => {
+            let lab = HostLab::create(&cfg.name, false)?;
+            let srv = lab.server_netns().to_string();
+            let tls = TlsNginxConfig {
+                ip: Some(hostcases::HOST_SERVER_IP.into()),
+                ports: Some((SELF_SIGNED_PORT, HOST_CASE_PORT)),
+                // Under the state dir's temp dir, which `lab stop` removes.
+                parent_dir: Some(paths.temp_dir.clone()),
+                ..TlsNginxConfig::default()
+            };
+            create_dir(&paths.temp_dir)?;
+            let nginx = lab
+                .in_ns(&srv, || TlsNginx::start(&tls))?
+                .map_err(|e| LabError::Io {
+                    op: format!("start nginx over HTTPS in {srv}"),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+            // Recorded at once, so `stop` ends it by PID even if this process is killed.
+            if let Some(o) = nginx.pid().and_then(Owner::of) {
+                state.procs.push((o, "nginx (self-signed)".to_string()));
+                write_file(&paths.state, &state.render())?;
+            }
+            Ok((Running::Tls(lab, nginx), None))
         }
         Case::NoArp | Case::NoRoute => {
             // A healthy server beside the unreachable target; the target itself needs nothing.

@@ -3,7 +3,8 @@
 //! with the overall verdict as the banner, both runs' verdicts, the measurements side by side
 //! with B − A, the latency test, the two latency histograms overlaid (share of each run's
 //! requests per bucket, so runs of different sizes compare) and the two percentile curves on one
-//! axis, per-finding verdicts, and the kernel counters of both runs. The charts are drawn with
+//! axis, per-finding verdicts, and the kernel counters of both runs; with `--slo`, both runs'
+//! objectives side by side after the runs (`html::slo`). The charts are drawn with
 //! the report page's own SVG primitives (`html::svg`), for the reasons given there. The words
 //! come from the UI catalogue in the chosen [`Lang`] ([`render_in`]; [`render`] is English);
 //! arguments taken from the reports are escaped before they enter a message.
@@ -64,7 +65,7 @@ fn page(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
             "<meta name=\"generator\" content=\"netdoctor {}\">",
-            "<title>{}</title><style>{}{}</style></head><body>\n"
+            "<title>{}</title><style>{}{}{}</style></head><body>\n"
         ),
         lang.tag(),
         env!("CARGO_PKG_VERSION"),
@@ -77,7 +78,8 @@ fn page(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
             ]
         ),
         crate::html::CSS,
-        CSS
+        CSS,
+        crate::html::slo::CSS
     )?;
     write!(
         h,
@@ -90,6 +92,14 @@ fn page(c: &Comparison, lang: Lang, h: &mut String) -> fmt::Result {
     )?;
     h.push_str("<main>");
     runs(c, lang, h)?;
+    crate::html::slo::section(
+        &[
+            ("A", c.a.report.slo.as_ref()),
+            ("B", c.b.report.slo.as_ref()),
+        ],
+        lang,
+        h,
+    )?;
     measurements(c, lang, h)?;
     latency(c, lang, h)?;
     findings(c, lang, h)?;

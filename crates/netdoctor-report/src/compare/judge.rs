@@ -17,6 +17,17 @@
 //! Both runs measured at the same constant rate (`--rate`, or the comparison's automatic
 //! rate) have the same offered load: the median is no longer confounded, and a conflict with
 //! the tail is `mixed`.
+//!
+//! **When the p99 moved.** A ratio alone fires on noise: at 500 req/s on loopback a p99 of
+//! 0.5 ms in one run and 0.9 ms in the next is ×1.8 and means nothing. So the p99 counts only
+//! when it moved by [`TAIL_RATIO`] *and* by at least [`tail_min_change_ms`]: the largest of
+//! [`TAIL_MIN_MS`] (1 ms: every stall the tail is about — a 40 ms delayed ACK, a 200 ms RTO, a
+//! 1 s SYN retransmit — is far above it), the smaller p50 of the two runs (a change smaller
+//! than a typical request is the spread of requests, not a new stall; the smaller, because the
+//! typical request of a run whose stall hits most requests *is* the stall: Nagle over TLS, p50
+//! 44 ms and p99 54 ms before the fix, p99 20 ms after), and [`TAIL_NOISE_K`] × the noise of the
+//! p99 between rounds (the standard deviation of the per-second p99 of each run's time line,
+//! the larger of the two, over slots with at least [`MIN_TAIL_REQUESTS`] requests).
 
 use super::stats::LatencyDirection;
 use crate::model::Report;
@@ -30,6 +41,12 @@ pub const RPS_RATIO: f64 = 1.25;
 pub const STALLED_POINTS: f64 = 0.05;
 /// Requests each run needs for its p99 to count.
 pub const MIN_TAIL_REQUESTS: u64 = 100;
+/// The p99 must move by at least this many milliseconds to count.
+pub const TAIL_MIN_MS: f64 = 1.0;
+/// … and by this many times the p99's noise between rounds (per-second slots).
+pub const TAIL_NOISE_K: f64 = 2.0;
+/// Per-second slots each run needs for its p99 noise to be measured.
+const MIN_NOISE_SLOTS: usize = 3;
 
 /// Which way something moved from A to B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +93,36 @@ pub struct Performance {
     /// The share of requests a stall cause held, from each run's capture.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stalled: Option<(f64, f64)>,
+    /// How far the p99 had to move to count ([`tail_min_change_ms`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_min_change_ms: Option<f64>,
+}
+
+/// The standard deviation of the per-second p99 over the slots of a run's time line with at
+/// least [`MIN_TAIL_REQUESTS`] requests; `None` with fewer than three such slots.
+pub fn p99_noise_ms(l: &netdoctor_load::LoadResult) -> Option<f64> {
+    slots_p99_noise(l.timeline.as_deref()?)
+}
+
+fn slots_p99_noise(slots: &[netdoctor_load::TimelinePoint]) -> Option<f64> {
+    let v: Vec<f64> = slots
+        .iter()
+        .filter(|s| s.requests >= MIN_TAIL_REQUESTS)
+        .filter_map(|s| s.p99_ms)
+        .collect();
+    if v.len() < MIN_NOISE_SLOTS {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    Some((v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt())
+}
+
+/// How far the p99 must move to count (module docs): the largest of [`TAIL_MIN_MS`], the
+/// smaller p50 of the two runs, and [`TAIL_NOISE_K`] × the larger noise between rounds.
+pub fn tail_min_change_ms(p50: (f64, f64), noise: (Option<f64>, Option<f64>)) -> f64 {
+    let noise = noise.0.into_iter().chain(noise.1).fold(0.0, f64::max);
+    TAIL_MIN_MS.max(p50.0.min(p50.1)).max(TAIL_NOISE_K * noise)
 }
 
 fn ratio_dir(a: f64, b: f64, k: f64, min_abs: f64, lower_is_better: bool) -> Direction {
@@ -128,8 +175,14 @@ pub fn judge(a: &Report, b: &Report, median: Option<LatencyDirection>) -> Perfor
     let enough = la
         .zip(lb)
         .is_some_and(|(x, y)| x.requests >= MIN_TAIL_REQUESTS && y.requests >= MIN_TAIL_REQUESTS);
-    let p99_dir = match p99 {
-        Some((x, y)) if enough => ratio_dir(x, y, TAIL_RATIO, 0.1, true),
+    let min_change = la.zip(lb).map(|(x, y)| {
+        tail_min_change_ms(
+            (x.latency_ms.p50, y.latency_ms.p50),
+            (p99_noise_ms(x), p99_noise_ms(y)),
+        )
+    });
+    let p99_dir = match (p99, min_change) {
+        (Some((x, y)), Some(m)) if enough => ratio_dir(x, y, TAIL_RATIO, m, true),
         _ => Direction::Same,
     };
     let st = stalled(a).zip(stalled(b));
@@ -172,6 +225,7 @@ pub fn judge(a: &Report, b: &Report, median: Option<LatencyDirection>) -> Perfor
         p99_ms: p99,
         requests_per_s: rps,
         stalled: st,
+        p99_min_change_ms: min_change,
     }
 }
 
@@ -194,5 +248,65 @@ mod tests {
             "too small to count"
         );
         assert_eq!(ratio_dir(2300.0, 7000.0, RPS_RATIO, 0.0, false), Better);
+    }
+
+    /// The p99 rule with its minimum change: a real stall counts, noise does not.
+    #[test]
+    fn the_p99_must_move_more_than_a_millisecond_the_p50_and_the_noise() {
+        let p99 = |a: f64, b: f64, p50: (f64, f64), noise: (Option<f64>, Option<f64>)| {
+            ratio_dir(a, b, TAIL_RATIO, tail_min_change_ms(p50, noise), true)
+        };
+        // Issue 21's TLS case: p99 48 → 4.8 ms with the median up 1.2 → 4.1 ms.
+        assert_eq!(p99(48.0, 4.8, (1.24, 4.06), (Some(0.8), Some(0.5))), Better);
+        assert_eq!(p99(4.8, 48.0, (4.06, 1.24), (Some(0.5), Some(0.8))), Worse);
+        // 500 req/s on loopback: ×1.8, but 0.4 ms is noise.
+        assert_eq!(p99(0.5, 0.9, (0.19, 0.21), (None, None)), Same);
+        assert_eq!(tail_min_change_ms((0.19, 0.21), (None, None)), TAIL_MIN_MS);
+        // ×2 and 3 ms, but less than a typical request (p50 4 ms).
+        assert_eq!(p99(3.0, 6.0, (4.0, 4.0), (None, None)), Same);
+        // The stall is A's typical request (Nagle over TLS, closed loop, measured): the
+        // smaller p50 counts, not the stalled one.
+        assert_eq!(p99(54.1, 20.3, (44.0, 3.0), (Some(6.4), Some(8.6))), Better);
+        assert_eq!(
+            tail_min_change_ms((44.0, 3.0), (Some(6.4), Some(8.6))),
+            17.2
+        );
+        // ×2 and 10 ms, above the p50: noise decides.
+        assert_eq!(p99(10.0, 20.0, (1.0, 1.0), (Some(6.0), Some(1.0))), Same);
+        assert_eq!(p99(10.0, 20.0, (1.0, 1.0), (Some(2.0), Some(1.0))), Worse);
+        assert_eq!(
+            tail_min_change_ms((1.0, 1.0), (Some(2.0), Some(6.0))),
+            12.0,
+            "the larger noise of the two runs"
+        );
+    }
+
+    #[test]
+    fn p99_noise_is_the_spread_of_the_per_second_p99() {
+        use netdoctor_load::TimelinePoint;
+        let slot = |requests: u64, p99: f64| TimelinePoint {
+            t_s: 0.0,
+            len_s: 1.0,
+            requests,
+            errors: 0,
+            requests_per_s: requests as f64,
+            p50_ms: Some(0.2),
+            p99_ms: Some(p99),
+        };
+        assert_eq!(slots_p99_noise(&[]), None, "no time line");
+        let two = [slot(500, 1.0), slot(500, 3.0), slot(20, 90.0)];
+        assert_eq!(
+            slots_p99_noise(&two),
+            None,
+            "two slots with enough requests"
+        );
+        let three = [
+            slot(500, 1.0),
+            slot(500, 3.0),
+            slot(500, 2.0),
+            slot(20, 90.0),
+        ];
+        let n = slots_p99_noise(&three).unwrap();
+        assert!((n - 1.0).abs() < 1e-9, "{n}");
     }
 }

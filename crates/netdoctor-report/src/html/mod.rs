@@ -33,6 +33,7 @@ mod charts;
 mod findings;
 mod ladder;
 mod measurements;
+pub mod slo;
 pub(crate) mod svg;
 
 use crate::i18n::Lang;

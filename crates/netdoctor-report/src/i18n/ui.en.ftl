@@ -106,6 +106,8 @@ slo-inconclusive = inconclusive
 slo-spare = { $value } ({ $margin } to spare; { $source })
 slo-over = { $value } ({ $margin } over; { $source })
 slo-points = { $v } points
+html-slo = Service-level objectives (--slo)
+html-slo-th-objective = objective
 term-verdict = Verdict:
 term-verdict-problem = { $n } { $n ->
     [one] finding
