@@ -6,6 +6,7 @@ server PORT MODE [BODY]   listen on 0.0.0.0:PORT, print "ready" after listen(), 
     smallsnd    like keepalive, with SO_SNDBUF 4096: the kernel holds ~1 segment in flight
     reset       sends the headers and half the body, then closes with SO_LINGER 0 (RST)
     noaccept    listen(0) and never accept: the accept queue fills, SYNs get dropped
+    closeidle   like keepalive, but closes (FIN) a connection idle for 0.3 s after a response
 client MODE HOST PORT N [...]
     keepalive   N sequential requests on one connection, reading each response fully
     perconn     N requests, each on its own connection (connect, request, response, close)
@@ -14,6 +15,9 @@ client MODE HOST PORT N [...]
     hold        N sequential connects, each held open (silent) for 1.5 s, then closed
     reset       N requests, each on its own connection, to a server that resets mid-response
     refused     N connects to a port where nothing listens (RST instead of a handshake)
+    afterfin    N connections: a request, its response, then it waits for the server's FIN
+                without closing, and 0.2 s later sends another request (the server's kernel
+                answers with a reset)
 Every client loop is bounded in count and time.
 """
 import socket
@@ -32,6 +36,8 @@ def response(body_len):
 
 def serve_conn(c, mode, body_len):
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if mode == "closeidle":
+        c.settimeout(0.3)
     if mode == "smallsnd":
         c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
     resp = response(body_len)
@@ -51,7 +57,7 @@ def serve_conn(c, mode, body_len):
                     c.close()
                     return
                 c.sendall(resp)
-    except OSError:
+    except OSError:  # also the idle timeout of closeidle
         pass
     c.close()
 
@@ -149,6 +155,20 @@ def client(mode, host, port, n):
             try:
                 while s.recv(65536):
                     pass
+            except OSError:
+                pass  # connection reset by peer: expected
+            s.close()
+    elif mode == "afterfin":
+        for _ in range(n):
+            s = socket.create_connection((host, port), timeout=3)
+            s.sendall(REQ)
+            read_response(s)
+            while s.recv(65536):  # until the server's FIN (bounded by the 3 s timeout)
+                pass
+            time.sleep(0.2)
+            try:
+                s.sendall(REQ)  # to a closed socket: the server's kernel resets
+                s.recv(65536)
             except OSError:
                 pass  # connection reset by peer: expected
             s.close()

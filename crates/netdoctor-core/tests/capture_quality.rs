@@ -213,3 +213,39 @@ fn a_reset_after_the_close_is_flagged_as_such() {
     assert_eq!(an.stats.keep_alives, 1);
     assert_eq!(an.stats.retransmitted_segments, 0);
 }
+
+#[test]
+fn a_reset_after_the_servers_fin_on_real_traffic_is_the_end_of_a_closed_connection() {
+    // Made by make-quality-lab.sh between two namespaces: the server closes each of 3
+    // connections (FIN) 0.3 s after its response; the client, 0.2 s after the FIN, sends
+    // another request on it, and the server's kernel answers with a reset (frames 13, 26, 39).
+    let fl = flags("rst-after-fin-lab.pcap");
+    let resets: Vec<u64> = fl
+        .iter()
+        .filter(|(_, f)| f.has(SegFlags::RESET_AFTER_FIN))
+        .map(|x| x.0)
+        .collect();
+    assert_eq!(resets, vec![13, 26, 39], "{fl:?}");
+    // 0.2 s after the FIN: not an idle period.
+    assert!(fl.iter().all(|(_, f)| !f.has(SegFlags::RESET_AFTER_IDLE)));
+    let an = analyze("rst-after-fin-lab.pcap");
+    assert!(
+        an.findings.iter().all(|f| f.severity < Severity::Warning),
+        "{:#?}",
+        an.findings
+    );
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::ConnectionReset)
+        .unwrap_or_else(|| panic!("{:#?}", an.findings));
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.side, Side::Server);
+    assert!(
+        f.summary
+            .contains("The server reset 3 connections it had already closed (FIN sent)"),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains("middle"), "{}", f.summary);
+}

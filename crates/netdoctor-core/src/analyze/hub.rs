@@ -14,6 +14,7 @@ use crate::event::{
     StallKind, ZeroPeriod,
 };
 use crate::stats::Hist;
+use crate::track::flags::IDLE_RESET_NS;
 
 use super::conn::Source;
 use super::h2::H2Conn;
@@ -233,23 +234,8 @@ impl Hub {
             ResetKind::Refused
         } else if no_payload && c.synack_seen {
             ResetKind::Setup
-        } else if c.dirs[if rst.from_server {
-            c.server
         } else {
-            1 - c.server
-        }]
-        .fin
-        {
-            // Its sender had closed its side with a FIN: its socket is gone, and the peer's
-            // late segment (a keep-alive probe, data after the close) got the reset.
-            ResetKind::AfterClose
-        } else {
-            match (c.phase, rst.from_server) {
-                (Phase::Response, true) if idle_response(c, rst) => ResetKind::Idle,
-                (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
-                (Phase::Response, false) => ResetKind::ClientAbort,
-                (Phase::Idle, _) => ResetKind::Idle,
-            }
+            reset_kind(c, rst, &context)
         };
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
@@ -372,16 +358,30 @@ impl Hub {
     }
 }
 
-/// A response exchange that went quiet: every byte the server sent was acknowledged and
-/// nothing new came for [`IDLE_RESET_NS`] before the reset. Its response was over (the exchange
-/// completes when the next request starts, which never came); the reset ends an idle
-/// connection, not a request.
-fn idle_response(c: &Conn, rst: Pkt) -> bool {
-    let d = &c.dirs[c.server];
-    c.cur
-        .is_some_and(|x| rst.ts_ns - x.last_resp.ts_ns >= IDLE_RESET_NS)
-        && d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
+/// Why a reset after the handshake came, from what the trackers saw before it
+/// ([`ResetContext`]) and the exchange in progress:
+/// - after its own sender's FIN (its socket is gone: the peer's late keep-alive probe or data
+///   got the reset): the end of a closed connection ([`ResetKind::AfterClose`]);
+/// - after [`IDLE_RESET_NS`] of silence with no request waiting and every response byte
+///   acknowledged, or between exchanges: an idle connection ended ([`ResetKind::Idle`]);
+/// - otherwise, by the exchange's phase: during a request or its response, or the client
+///   giving up on a response.
+fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
+    let delivered = {
+        let d = &c.dirs[c.server];
+        d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
+    };
+    if cx
+        .after_fin
+        .is_some_and(|fin| fin.from_server == rst.from_server)
+    {
+        return ResetKind::AfterClose;
+    }
+    let idle = cx.idle_ns >= IDLE_RESET_NS;
+    match (c.phase, rst.from_server) {
+        (Phase::Idle, _) => ResetKind::Idle,
+        (Phase::Response, _) if idle && delivered => ResetKind::Idle,
+        (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
+        (Phase::Response, false) => ResetKind::ClientAbort,
+    }
 }
-
-/// Silence after a fully acknowledged response that makes a later reset an idle one.
-pub(super) const IDLE_RESET_NS: i64 = 5_000_000_000;

@@ -32,7 +32,15 @@ impl Analyzer {
         let f = seg.flags;
         let opening = f.syn() && !f.ack();
 
-        if opening && let Some(old) = self.conns.get(&key) {
+        // Whether the duplicate filter has seen this segment already.
+        let mut checked = false;
+        if opening && let Some(old) = self.conns.get_mut(&key) {
+            // A copy of the SYN (a mirror, merged captures) is no new attempt.
+            if old.dirs[i].dups.is_copy(seg) {
+                self.stats.quality.duplicate_frames += 1;
+                fl.set(SegFlags::DUPLICATE_FRAME);
+                return fl;
+            }
             // The same SYN again (same ISN from the same side) is a retransmission; otherwise
             // a new connection reuses the 4-tuple.
             let d = &old.dirs[i];
@@ -40,6 +48,8 @@ impl Analyzer {
                 && d.started
                 && d.isn == seg.seq
                 && d.nxt == seg.seq.wrapping_add(1);
+            // A new connection's filter has yet to see its SYN.
+            checked = repeat;
             if !repeat && let Some(old) = self.conns.remove(&key) {
                 self.close(old);
             }
@@ -51,10 +61,12 @@ impl Analyzer {
                 // Only a SYN, a SYN/ACK or data opens state: trailing ACKs/FINs of a closed
                 // connection must not resurrect it.
                 if !(f.syn() || seg.payload_len > 0) || f.rst() {
+                    fl.set(SegFlags::UNTRACKED);
                     return fl;
                 }
                 if n_conns >= MAX_CONNECTIONS {
                     self.stats.connections_untracked += 1;
+                    fl.set(SegFlags::UNTRACKED);
                     return fl;
                 }
                 self.stats.connections += 1;
@@ -65,7 +77,7 @@ impl Analyzer {
             }
         };
         // A copy of a frame just seen (port mirror, merged captures): not a segment.
-        if c.dirs[i].dups.is_copy(seg) {
+        if !checked && c.dirs[i].dups.is_copy(seg) {
             self.stats.quality.duplicate_frames += 1;
             fl.set(SegFlags::DUPLICATE_FRAME);
             return fl;
@@ -181,6 +193,7 @@ impl Analyzer {
             let mss = u32::from(c.dirs[i].mss.unwrap_or(1460)).saturating_sub(12);
             let peer = &mut c.dirs[j];
             let beyond = seq_gt(seg.ack, peer.nxt);
+            let repeat = same && peer.acked == Some(seg.ack);
             let news = peer.loss.on_peer_ack(
                 seg.ts_ns,
                 seg.ack,
@@ -223,6 +236,8 @@ impl Analyzer {
             }
             if news.dup {
                 fl.set(SegFlags::DUPLICATE_ACK);
+            } else if repeat {
+                fl.set(SegFlags::REPEAT_ACK);
             }
             self.stats.duplicate_acks += u64::from(news.dup);
             self.stats.spurious_retransmissions += u64::from(news.dsack);
@@ -279,8 +294,15 @@ impl Analyzer {
 
             d.unseen_flagged = false;
             if seq_gt(end, d.nxt) {
+                // Partly sent before (re-segmented after a loss): Wireshark's retransmission
+                // (it starts below the highest sequence sent; not the byte before it, where a
+                // zero-window probe sits). Its new bytes are new data to the trackers.
+                if seq_gt(d.nxt, seg.seq) && seg.seq != d.nxt.wrapping_sub(1) {
+                    fl.set(SegFlags::RETRANSMISSION);
+                }
                 d.loss.on_new_data(pkt, seg.seq, d.nxt, d.acked, seg.ip_id);
-                d.nxt = end;
+                // A FIN with the data takes one more sequence number.
+                d.nxt = end.wrapping_add(u32::from(f.fin()));
                 self.stats.data_segments += 1;
                 self.stats.quality.captured_bytes += u64::from(seg.payload_len);
                 // Re-orient a guessed connection (picked up mid-stream).
@@ -299,7 +321,11 @@ impl Analyzer {
                         self.stats.out_of_order_segments += 1;
                         fl.set(SegFlags::OUT_OF_ORDER);
                     }
-                    Old::Retransmission { spurious, class } => {
+                    Old::Retransmission {
+                        spurious,
+                        class,
+                        at_dupack,
+                    } => {
                         self.stats.retransmitted_segments += 1;
                         self.stats.spurious_retransmissions += u64::from(spurious);
                         d.disturbed = true;
@@ -307,12 +333,14 @@ impl Analyzer {
                         if spurious {
                             fl.set(SegFlags::SPURIOUS_RETRANSMISSION);
                         }
+                        if at_dupack {
+                            fl.set(SegFlags::FAST_RETRANSMISSION);
+                        } else if class == RetxClass::Fast {
+                            fl.set(SegFlags::FAST_RECOVERY);
+                        }
                         match class {
                             RetxClass::Fast | RetxClass::Quick => {
                                 self.stats.fast_retransmissions += 1;
-                                if class == RetxClass::Fast {
-                                    fl.set(SegFlags::FAST_RETRANSMISSION);
-                                }
                             }
                             RetxClass::Timeout => {
                                 self.stats.rto_retransmissions += 1;

@@ -6,8 +6,8 @@
 //! A copy has the same IPv4 id, sequence, ACK, flags, window, payload length, TCP timestamp
 //! and TCP checksum (which covers the payload) as a segment of the same direction seen
 //! shortly before. A real retransmission differs: Linux numbers a connection's IPv4 packets
-//! consecutively (and refreshes TSval, every ms), and no retransmission comes within
-//! microseconds of the original. Without a non-zero IPv4 id (IPv6, or stacks that send 0),
+//! consecutively (and refreshes TSval, every ms), so the same non-zero id within
+//! [`DUP_WINDOW_NS`] is the same packet. Without a non-zero IPv4 id (IPv6, or stacks that send 0),
 //! a duplicate ACK or a quick retransmission can repeat every byte, so such segments count as
 //! copies only within [`DUP_WINDOW_WEAK_NS`] (copies from a mirror or `mergecap` come within
 //! microseconds). Hand-written: a ring of four signatures per direction, compared in
@@ -15,8 +15,11 @@
 
 use crate::decode::TcpSegment;
 
-/// A copy comes within this of the original.
-pub const DUP_WINDOW_NS: i64 = 5_000_000;
+/// A copy with a non-zero IPv4 id comes within this of the original. Copies from several
+/// capture points can trail by tens of ms (`arkime-wireshark-retrans`: 1, 5.6 and 40–50 ms);
+/// a real resend gets a new IPv4 id (Linux numbers a socket's packets, Windows its path's,
+/// BSDs and Apple draw at random) and, with timestamps, a new TSval, and no RTO comes this soon.
+pub const DUP_WINDOW_NS: i64 = 100_000_000;
 /// … or within this, without a non-zero IPv4 id.
 pub const DUP_WINDOW_WEAK_NS: i64 = 200_000;
 const RING: usize = 4;

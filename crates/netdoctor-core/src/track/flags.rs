@@ -1,7 +1,7 @@
 //! Per-segment analysis flags: what Wireshark's `tcp.analysis.*` fields say about a frame,
 //! as the trackers concluded it. Only recorded on request ([`crate::analyze::Analyzer::record_flags`]),
 //! for the agreement harness (`bench/tshark-agreement.sh`) and for debugging a capture; the
-//! detectors use the trackers' own state. A hand-written bit set: twelve constants do not
+//! detectors use the trackers' own state. A hand-written bit set: eighteen constants do not
 //! need the `bitflags` crate.
 
 use std::fmt;
@@ -16,7 +16,8 @@ impl SegFlags {
     pub const DUPLICATE_FRAME: u32 = 1 << 0;
     /// Data (or SYN/FIN) that repeats sequence space already sent (any class below).
     pub const RETRANSMISSION: u32 = 1 << 1;
-    /// Resent after the receiver signalled the loss (duplicate ACKs, SACK).
+    /// Resent by Wireshark's rule for a fast retransmission: ≥ 2 duplicate ACKs, the segment
+    /// at their ACK number, < 20 ms after the receiver's last ACK, not already acknowledged.
     pub const FAST_RETRANSMISSION: u32 = 1 << 2;
     /// Resent after the sender's retransmission timer (silence ≥ the minimum RTO, no signal).
     pub const RTO_RETRANSMISSION: u32 = 1 << 3;
@@ -44,9 +45,21 @@ impl SegFlags {
     pub const RESET_AFTER_FIN: u32 = 1 << 13;
     /// A reset after the connection had been idle ≥ [`IDLE_RESET_NS`].
     pub const RESET_AFTER_IDLE: u32 = 1 << 14;
+    /// Resent after the receiver signalled the loss, outside Wireshark's narrower rule
+    /// ([`Self::FAST_RETRANSMISSION`]): SACK recovery of segments other than the one the
+    /// duplicate ACKs point at, or a resend later than 20 ms but within an RTT of the signal.
+    pub const FAST_RECOVERY: u32 = 1 << 15;
+    /// A pure ACK repeating the previous ACK, window and sequence of its sender with nothing
+    /// outstanding (after a repeated SYN/ACK or FIN, a D-SACK report): not a duplicate ACK
+    /// (RFC 5681 §2 requires outstanding data); Wireshark calls it one.
+    pub const REPEAT_ACK: u32 = 1 << 16;
+    /// A segment outside any tracked connection (after both FINs or a reset, a pure ACK
+    /// before its connection's sequence space is known, past the connection limit): not
+    /// analysed.
+    pub const UNTRACKED: u32 = 1 << 17;
 
     /// Names as printed by `--dump-flags` (Wireshark's where it has one).
-    pub const NAMES: [(u32, &'static str); 15] = [
+    pub const NAMES: [(u32, &'static str); 18] = [
         (Self::DUPLICATE_FRAME, "duplicate_frame"),
         (Self::RETRANSMISSION, "retransmission"),
         (Self::FAST_RETRANSMISSION, "fast_retransmission"),
@@ -62,6 +75,9 @@ impl SegFlags {
         (Self::KEEP_ALIVE, "keep_alive"),
         (Self::RESET_AFTER_FIN, "reset_after_fin"),
         (Self::RESET_AFTER_IDLE, "reset_after_idle"),
+        (Self::FAST_RECOVERY, "fast_recovery"),
+        (Self::REPEAT_ACK, "repeat_ack"),
+        (Self::UNTRACKED, "untracked"),
     ];
 
     #[inline]

@@ -12,8 +12,11 @@ pub const REACT_RTT_DIV: i64 = 8;
 /// A retransmission this soon after the receiver's last loss signal (duplicate ACK, SACK)
 /// reacts to it (or the handshake RTT, when longer; never the minimum RTO or more).
 pub const FAST_REACT_NS: i64 = 20_000_000;
+/// Wireshark's window for a fast retransmission: the segment the duplicate ACKs point at,
+/// sent less than this after the receiver's last ACK (`tcp.analysis.fast_retransmission`).
+pub const WIRESHARK_FAST_NS: i64 = 20_000_000;
 /// Holes (ranges not captured yet) remembered per direction; more are forgotten.
-const MAX_HOLES: usize = 3;
+const MAX_HOLES: usize = 8;
 
 fn seq_gt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
@@ -100,7 +103,15 @@ impl Episode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Old {
     OutOfOrder,
-    Retransmission { spurious: bool, class: RetxClass },
+    Retransmission {
+        spurious: bool,
+        class: RetxClass,
+        /// Wireshark's narrower rule for a fast retransmission holds: ≥ 2 duplicate ACKs,
+        /// this segment starts at their ACK number, it comes < [`WIRESHARK_FAST_NS`] after
+        /// the receiver's last ACK, and it was not already acknowledged. SACK recovery of
+        /// other segments and resends later within an RTT are [`RetxClass::Fast`] without it.
+        at_dupack: bool,
+    },
 }
 
 /// What made the sender resend.
@@ -149,6 +160,8 @@ pub(crate) struct LossDir {
     sacked: bool,
     /// When the receiver last signalled a loss (duplicate ACK, SACK) since the last advance.
     signal_ts: Option<i64>,
+    /// The receiver's last ACK number and when it came (any ACK).
+    last_ack: Option<(u32, i64)>,
 }
 
 impl LossDir {
@@ -230,6 +243,11 @@ impl LossDir {
         } else {
             RetxClass::Quick
         };
+        let at_dupack = !spurious
+            && self.dupacks >= 2
+            && self
+                .last_ack
+                .is_some_and(|(a, t)| a == seq && pkt.ts_ns - t < WIRESHARK_FAST_NS);
         let timeout = class == RetxClass::Timeout;
         match self.episode.as_mut() {
             Some(e) => {
@@ -259,7 +277,11 @@ impl LossDir {
             }
         }
         self.last_tx = Some(pkt);
-        Old::Retransmission { spurious, class }
+        Old::Retransmission {
+            spurious,
+            class,
+            at_dupack,
+        }
     }
 
     /// The sender's sequence jumped from `nxt` to `seq` (a segment before it was not
@@ -296,6 +318,7 @@ impl LossDir {
         mss: u32,
     ) -> AckNews {
         let mut news = AckNews::default();
+        self.last_ack = Some((ack, ts_ns));
         let advanced = prev.is_none_or(|p| seq_gt(ack, p));
         // D-SACK (RFC 2883): the first block lies below the cumulative ACK or inside the second.
         if let Some(&(l, r)) = sack.first() {
@@ -315,18 +338,46 @@ impl LossDir {
         // Holes: signalled, or acknowledged without ever being captured.
         let mut k = 0;
         while k < usize::from(self.n_holes) {
-            let h = self.holes[k];
+            let mut h = self.holes[k];
             let sacked_above = sack.iter().any(|&(l, _)| seq_ge(l, h.end));
-            let sacked_inside = sack
-                .iter()
-                .any(|&(l, r)| seq_gt(r, h.start) && seq_gt(h.end, l));
-            if seq_gt(ack, h.start) || sacked_inside {
-                // The receiver has bytes the capture never saw.
-                let bytes = h.end.wrapping_sub(h.start);
-                news.capture_gaps += bytes.div_ceil(mss.max(1)).max(1);
-                news.gap_bytes += u64::from(bytes);
-                self.remove_hole(k);
-                continue;
+            // The receiver holds bytes of the hole the capture never saw: below the
+            // cumulative ACK, or inside a SACK block. Each part counts once, when first
+            // acknowledged; the rest stays a hole (a later ACK of it is flagged again).
+            let mut got = 0u32;
+            if seq_gt(ack, h.start) {
+                let end = if seq_gt(ack, h.end) { h.end } else { ack };
+                got += end.wrapping_sub(h.start);
+                h.start = end;
+            }
+            let mut tail = None;
+            if seq_gt(h.end, h.start)
+                && let Some(&(l, r)) = sack
+                    .iter()
+                    .find(|&&(l, r)| seq_gt(r, h.start) && seq_gt(h.end, l))
+            {
+                let lo = if seq_gt(l, h.start) { l } else { h.start };
+                let hi = if seq_gt(h.end, r) { r } else { h.end };
+                got += hi.wrapping_sub(lo);
+                if seq_gt(h.end, hi) {
+                    tail = Some(Hole { start: hi, ..h });
+                }
+                h.end = lo;
+            }
+            if got > 0 {
+                news.capture_gaps += got.div_ceil(mss.max(1)).max(1);
+                news.gap_bytes += u64::from(got);
+                if let Some(t) = tail
+                    && self.n_holes < MAX_HOLES as u8
+                {
+                    self.holes[usize::from(self.n_holes)] = t;
+                    self.n_holes += 1;
+                }
+                if seq_gt(h.end, h.start) {
+                    self.holes[k] = h;
+                } else {
+                    self.remove_hole(k);
+                    continue;
+                }
             }
             if (ack == h.start || sacked_above) && h.signalled.is_none() {
                 self.holes[k].signalled = Some(ts_ns);
