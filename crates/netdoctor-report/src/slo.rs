@@ -559,11 +559,12 @@ impl ObjectiveResult {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{ReportCommand, Target};
 
-    fn report(p99: f64, p999: f64, requests: u64, errors: u64) -> Report {
+    /// A diagnose report whose load measured these (p50 1 ms), for tests of SLO views.
+    pub(crate) fn report(p99: f64, p999: f64, requests: u64, errors: u64) -> Report {
         let mut r = Report::new(
             ReportCommand::Diagnose,
             Target {

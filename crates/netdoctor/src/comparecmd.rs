@@ -15,7 +15,10 @@
 //! idle): the comparison judges latency and throughput together. `--rate` measures both runs
 //! at one constant rate, reported as `offered_rate`. Not chosen automatically: below the
 //! `off` server's capacity each keep-alive connection idles between requests and the Nagle
-//! stall disappears (measured on the lab: p50 0.19 ms at 500 req/s).
+//! stall disappears (measured on the lab: p50 0.19 ms at 500 req/s): the client delays its
+//! ACK only when it sends within ~40 ms of its last receive, so the stall survives only when
+//! `connections / rate` is between the stall (~44 ms) and the stall + 40 ms (e.g. `-c 12
+//! --rate 200`; docs/design-notes.md).
 
 use crate::cli::DiagnoseArgs;
 use crate::diagnose::{diagnose, plan};

@@ -62,3 +62,45 @@ pub fn lab_unavailable() -> Option<&'static str> {
         None
     }
 }
+
+/// A comparison (`--compare --json`) against its schema, and both embedded reports against
+/// theirs.
+pub fn assert_compare_schema(v: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(netdoctor_report::COMPARE_SCHEMA_JSON).unwrap();
+    let val = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = val
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "comparison breaks the schema: {errors:#?}"
+    );
+    assert_schema(&v["a"]["report"]);
+    assert_schema(&v["b"]["report"]);
+}
+
+/// A comparison's measurement `name` in A and B.
+pub fn compare_metric(c: &serde_json::Value, name: &str) -> (f64, f64) {
+    let m = c["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    (m["a"].as_f64().unwrap(), m["b"].as_f64().unwrap())
+}
+
+/// A comparison's summary says latency is lower and names p50 and p99, and never "higher"
+/// without the reason (the offered load moved the median).
+pub fn assert_says_lower(summary: &str) {
+    assert!(
+        summary.contains("latency significantly lower (p50 ") && summary.contains(", p99 "),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("higher") || summary.contains("the median rose because"),
+        "{summary}"
+    );
+}

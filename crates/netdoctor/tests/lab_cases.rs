@@ -34,14 +34,19 @@ fn start(case: &str, name: &str) -> (Value, Stop) {
     (json(&out), guard)
 }
 
-/// Runs the command the case printed, through the real binary, with `--json`.
-fn run_suggested(info: &Value) -> (i32, Value) {
-    let argv: Vec<&str> = info["diagnose"]
+/// The command the case printed, as arguments (`netdoctor` first).
+fn suggested(info: &Value) -> Vec<&str> {
+    info["diagnose"]
         .as_array()
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap())
-        .collect();
+        .collect()
+}
+
+/// Runs the command the case printed, through the real binary, with `--json`.
+fn run_suggested(info: &Value) -> (i32, Value) {
+    let argv = suggested(info);
     assert_eq!(argv[0], "netdoctor");
     let mut cmd = match info["netns_exec"].as_str() {
         Some(ns) => {
@@ -216,12 +221,7 @@ fn backlog_is_a_listen_queue_overflow() {
         // (~500 requests, the same 47) they are the p99 band too.
         let mut at_rate = Value::Null;
         let report = case_round_trip_with("backlog", "bl", |info| {
-            let argv: Vec<&str> = info["diagnose"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_str().unwrap())
-                .collect();
+            let argv = suggested(info);
             let mut args = argv[1..argv.len() - 1].to_vec();
             args.extend(["--rate", "500", "--json", argv[argv.len() - 1]]);
             at_rate = json(&netdoctor(&args));
@@ -386,12 +386,7 @@ fn self_signed_stops_at_the_preflight_without_k_and_is_healthy_with_it() {
             .find(|p| p["label"].as_str().is_some_and(|l| l.contains("nginx")))
             .and_then(|p| p["pid"].as_u64());
         assert!(nginx_pid.is_some_and(pid_alive), "{st}");
-        let argv: Vec<&str> = info["diagnose"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
+        let argv = suggested(info);
         let url = *argv.last().unwrap();
         assert!(url.starts_with("https://"), "{argv:?}");
         let mut with_k = argv[1..argv.len() - 1].to_vec();

@@ -85,26 +85,7 @@ mod tests {
     use crate::slo::Slo;
 
     fn judged(spec: &str, p99: f64) -> SloReport {
-        use crate::model::{Report, ReportCommand, Target};
-        let mut r = Report::new(
-            ReportCommand::Diagnose,
-            Target {
-                input: "http://127.0.0.1:8080/".into(),
-                address: None,
-                protocol: None,
-            },
-        );
-        let load: netdoctor_load::LoadResult = serde_json::from_value(serde_json::json!({
-            "connections": 10, "threads": 1, "duration_s": 10.0,
-            "requests": 5000, "requests_per_s": 500.0,
-            "bytes_read": 0, "transfer_per_s": 0.0,
-            "latency_ms": {"mean": 2.0, "p50": 1.0, "p75": 1.5, "p90": 3.0, "p99": p99,
-                           "p999": p99, "max": p99 * 2.0, "stdev": 1.0},
-            "status": {}, "connects": 10,
-            "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "status": 0}
-        }))
-        .expect("load section");
-        r.measurements.load = Some(load);
+        let r = crate::slo::tests::report(p99, p99, 5000, 0);
         spec.parse::<Slo>().unwrap().evaluate(&r)
     }
 
