@@ -38,12 +38,16 @@ pub enum FindingId {
     NoRoute,
     NeighbourUnreachable,
     TlsVerifyFailed,
+    SendBufferLimited,
+    CongestionLimited,
+    ShaperLimited,
+    MssMtuProblem,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 28] = {
+    pub const ALL: [FindingId; 32] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -74,6 +78,10 @@ impl FindingId {
             NoRoute,
             NeighbourUnreachable,
             TlsVerifyFailed,
+            SendBufferLimited,
+            CongestionLimited,
+            ShaperLimited,
+            MssMtuProblem,
         ]
     };
 
@@ -88,14 +96,16 @@ impl FindingId {
             | SynRetransmit
             | ZeroWindow
             | ConnectionReset
-            | ReceiveWindowLimited => Layer::Transport,
+            | ReceiveWindowLimited
+            | SendBufferLimited => Layer::Transport,
             ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
                 Layer::Host
             }
             InterfaceErrors | NeighbourUnreachable => Layer::Link,
             SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
             | ApplicationLimited | TlsVerifyFailed => Layer::Application,
-            HighBaseRtt | RouteProblem | NoRoute => Layer::Network,
+            HighBaseRtt | RouteProblem | NoRoute | CongestionLimited | ShaperLimited
+            | MssMtuProblem => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
             | DnsNameNotFound => Layer::Dns,
         }
@@ -133,6 +143,10 @@ impl FindingId {
             NoRoute => "no_route",
             NeighbourUnreachable => "neighbour_unreachable",
             TlsVerifyFailed => "tls_verify_failed",
+            SendBufferLimited => "send_buffer_limited",
+            CongestionLimited => "congestion_limited",
+            ShaperLimited => "shaper_limited",
+            MssMtuProblem => "mss_mtu_problem",
         }
     }
 }
