@@ -12,7 +12,7 @@
 //! | `mss_mtu_problem` | the sender sent ≥ 10 segments, < 5 % were acknowledged, the RTO backed off, the peer's window is open | a zero window (window 0), a dead peer (the control connection on the same path works, or there would be no report) |
 //! | `application_limited` | a target bitrate was set and reached (±10 %), in flight under half of both windows | a target the window cannot reach (missed) |
 //! | `receive_window_limited` | in ≥ 60 % of samples ≥ 80 % of the peer's window in flight and cwnd above it | a shaper or loss (cwnd ≤ window) |
-//! | `shaper_limited` | flat rate (interval CV ≤ 10 %), RTT ≥ 2 ms and ≥ 2× over its minimum (a standing queue), cwnd-bound | random loss (no queue, rate varies), the writer (not cwnd-bound) |
+//! | `shaper_limited` | flat rate (interval CV ≤ 10 %), RTT ≥ 2 ms and ≥ 2× over its minimum (a standing queue), in flight ≥ half of cwnd in ≥ 60 % of samples | random loss (no queue, rate varies), the writer (not cwnd-bound) |
 //! | `congestion_limited` | ≥ 0.5 % of the bytes retransmitted and cwnd the bound (in flight ≥ 80 % of cwnd, or cwnd under half the window) | a shaper's drops (queue and flat rate, caught above) |
 //! | `send_buffer_limited` | no target reached; the writing thread asleep ≥ 30 % of each interval (median; `/proc/thread-self/schedstat`: neither running nor runnable, which an unthrottled writer is only in `write()` waiting for buffer space), little unsent (< half of in flight) in most samples, in flight < 80 % of both windows in ≥ 60 %, the connection idle ≥ 10 % of the test (`tcpi_busy_time`) | a CPU-bound writer (idle connection too, but never asleep), a flat-out sender with a big buffer (unsent bytes pile up behind cwnd), a rate-limited writer (target reached) |
 //!

@@ -29,9 +29,10 @@ fn rtts(x: &Facts) -> (u64, u64) {
     (srtt, min)
 }
 
-/// The share of samples whose data in flight filled cwnd (≥ 80 %).
+/// How many samples had at least half of cwnd in flight (bbr keeps 80–100 % in flight behind
+/// a shaper, and reno's cwnd saws; a writer or a window that holds the sender back keeps less).
 fn cwnd_bound(x: &Facts) -> usize {
-    x.count(|s| cwnd(s) > 0 && inflight(s) * 10 >= cwnd(s) * 8)
+    x.count(|s| cwnd(s) > 0 && inflight(s) * 2 >= cwnd(s))
 }
 
 fn retrans_share(x: &Facts) -> f64 {
@@ -69,7 +70,7 @@ pub(super) fn shaper_limited(x: &Facts) -> Option<Finding> {
     );
     f.confidence = (bound as f64 / n as f64).min(1.0 - cv);
     f.explanation = format!(
-        "Over {n} intervals the rate varied by only {:.1} % (coefficient of variation) while the smoothed RTT stayed {:.1} ms above the minimum RTT: data waits in a queue in front of a fixed rate. In {bound} of {n} samples the data in flight filled the congestion window, and the receiver's window had room, so neither end set this rate. {}",
+        "Over {n} intervals the rate varied by only {:.1} % (coefficient of variation) while the smoothed RTT stayed {:.1} ms above the minimum RTT: data waits in a queue in front of a fixed rate. In {bound} of {n} samples the data in flight filled at least half of the congestion window, and the receiver's window had room, so neither end set this rate. {}",
         cv * 100.0,
         queue as f64 / 1000.0,
         if retr > 0 {
