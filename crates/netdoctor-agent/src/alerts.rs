@@ -122,6 +122,18 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         H2StreamResets => {
             "HTTP/2 streams end with RST_STREAM or GOAWAY error codes. Look at the sender and the code: REFUSED_STREAM (over the stream limit), ENHANCE_YOUR_CALM (abuse limits), INTERNAL_ERROR (server log)."
         }
+        SendBufferLimited => {
+            "A bulk transfer is held by the sender's socket buffer: in flight stays under cwnd and the peer's window while the buffer is full. Raise the sender's tcp_wmem maximum (or its SO_SNDBUF) to twice the bandwidth-delay product."
+        }
+        CongestionLimited => {
+            "A bulk transfer is limited by loss: retransmits shrink the congestion window while the receiver's window has room. Find where packets drop (netdoctor trace, interface and firewall counters) and fix it; bbr tolerates random loss better than reno/cubic."
+        }
+        ShaperLimited => {
+            "A bulk transfer runs at a flat rate set by a shaper or policer: RTT rises well above its minimum (a queue) and cwnd, not the window, bounds it. Find the rate limit on the path (tc -s qdisc, cloud or carrier limits) and raise it, or accept the rate."
+        }
+        MssMtuProblem => {
+            "Full-size segments are lost on the path (an MTU black hole) or the MSS is small. Allow ICMP fragmentation-needed / packet-too-big, clamp the MSS to the path MTU on the router, or enable tcp_mtu_probing on the sender."
+        }
     }
 }
 

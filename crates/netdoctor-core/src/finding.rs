@@ -42,12 +42,16 @@ pub enum FindingId {
     H2StreamLimit,
     H2HeadOfLine,
     H2StreamResets,
+    SendBufferLimited,
+    CongestionLimited,
+    ShaperLimited,
+    MssMtuProblem,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 32] = {
+    pub const ALL: [FindingId; 36] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -82,6 +86,10 @@ impl FindingId {
             H2StreamLimit,
             H2HeadOfLine,
             H2StreamResets,
+            SendBufferLimited,
+            CongestionLimited,
+            ShaperLimited,
+            MssMtuProblem,
         ]
     };
 
@@ -97,7 +105,8 @@ impl FindingId {
             | ZeroWindow
             | ConnectionReset
             | ReceiveWindowLimited
-            | H2HeadOfLine => Layer::Transport,
+            | H2HeadOfLine
+            | SendBufferLimited => Layer::Transport,
             ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
                 Layer::Host
             }
@@ -105,7 +114,8 @@ impl FindingId {
             SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
             | ApplicationLimited | TlsVerifyFailed | H2FlowControlStall | H2StreamLimit
             | H2StreamResets => Layer::Application,
-            HighBaseRtt | RouteProblem | NoRoute => Layer::Network,
+            HighBaseRtt | RouteProblem | NoRoute | CongestionLimited | ShaperLimited
+            | MssMtuProblem => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
             | DnsNameNotFound => Layer::Dns,
         }
@@ -147,6 +157,10 @@ impl FindingId {
             H2StreamLimit => "h2_stream_limit",
             H2HeadOfLine => "h2_head_of_line",
             H2StreamResets => "h2_stream_resets",
+            SendBufferLimited => "send_buffer_limited",
+            CongestionLimited => "congestion_limited",
+            ShaperLimited => "shaper_limited",
+            MssMtuProblem => "mss_mtu_problem",
         }
     }
 }

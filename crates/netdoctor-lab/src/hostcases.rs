@@ -37,6 +37,22 @@ pub const HOST_ATTACKER_IP: Ipv4Addr = Ipv4Addr::new(10, 214, 1, 2);
 
 use crate::netns::run;
 
+/// A lab prefix: 1–40 characters from `[A-Za-z0-9_-]` (namespace names append `-srv` …).
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), LabError> {
+    if prefix.is_empty()
+        || prefix.len() > 40
+        || !prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(LabError::InvalidName {
+            name: prefix.to_string(),
+            reason: "use 1-40 characters from [A-Za-z0-9_-]".to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// The namespaces of one host case; everything is removed on drop.
 pub struct HostLab {
     server: String,
@@ -60,17 +76,7 @@ impl HostLab {
     /// Creates `<prefix>-srv` and `<prefix>-cli` (and `<prefix>-atk` with `attacker`), joined by
     /// veth pairs. `prefix` must be unique (e.g. include the PID) and at most 40 characters.
     pub fn create(prefix: &str, attacker: bool) -> Result<HostLab, LabError> {
-        if prefix.is_empty()
-            || prefix.len() > 40
-            || !prefix
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(LabError::InvalidName {
-                name: prefix.to_string(),
-                reason: "use 1-40 characters from [A-Za-z0-9_-]".to_string(),
-            });
-        }
+        check_prefix(prefix)?;
         let lab = HostLab {
             server: format!("{prefix}-srv"),
             client: format!("{prefix}-cli"),

@@ -32,9 +32,11 @@
 //! and `builtin` as before; `cases` (`lab start --case`: the classic causes as scenarios, run by
 //! a detached case process whose PID, extra namespaces and `/etc/netns` dirs the state file
 //! records, so `stop` ends and removes them); `tools` (is an external tool installed; the
-//! one-line skip of tests whose tool is missing).
+//! one-line skip of tests whose tool is missing); `bulk_lab` (client — router — throughput
+//! server, one transfer limit per case).
 
 pub mod builtin;
+pub mod bulk_lab;
 pub mod cases;
 mod config;
 mod error;

@@ -4,7 +4,8 @@
 //!   control protocol, [`stream`] the data streams, [`session`] one test's streams while they
 //!   run), so the client runs against a stock `iperf3 -s` and `iperf3 -c` runs against the
 //!   server. Parallel streams, reverse, bidirectional, a duration and a target bitrate.
-//! - [`report`]: what a test measured, in the shape of iperf3's `--json`, and its text lines.
+//! - [`report`]: what a test measured, in the shape of iperf3's `--json`; [`text`] its text
+//!   lines and iperf3's units.
 //! - [`limits`]: what limited a TCP transfer, from the sender's `TCP_INFO` per interval
 //!   (`receive_window_limited`, `application_limited`).
 //! - [`pktrate`]: packets per second with small UDP datagrams (`sendmmsg`/`recvmmsg`), and
@@ -21,6 +22,7 @@ pub mod report;
 pub mod server;
 pub mod session;
 pub mod stream;
+pub mod text;
 
 pub use client::{ClientConfig, run_client};
 pub use report::Report;

@@ -438,7 +438,7 @@ impl SendReport {
             self.seconds,
             self.threads,
             self.pps,
-            crate::report::fmt_bits(self.bits_per_second),
+            crate::text::fmt_bits(self.bits_per_second),
             self.send_errors,
             self.cpu_seconds
         )]

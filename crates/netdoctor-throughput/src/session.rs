@@ -21,6 +21,7 @@ pub struct Session {
     last_bytes: Vec<u64>,
     last_packets: Vec<u64>,
     last_retrans: Vec<u32>,
+    last_sched: Vec<(u64, u64)>,
     cpu0: (Duration, Duration),
     /// The senders' last `TCP_INFO`, by stream id.
     pub tcp_final: Vec<(u32, TcpSnapshot)>,
@@ -48,6 +49,7 @@ impl Session {
             last_bytes: vec![0; n],
             last_packets: vec![0; n],
             last_retrans: vec![0; n],
+            last_sched: vec![(0, 0); n],
             cpu0,
             tcp_final: Vec::new(),
             congestion: None,
@@ -83,6 +85,16 @@ impl Session {
                 self.last_retrans[i] = t.total_retrans;
                 i64::from(d)
             });
+            let sched = (
+                s.counters.run_ns.load(Ordering::Relaxed),
+                s.counters.runq_ns.load(Ordering::Relaxed),
+            );
+            let (l_run, l_wait) = self.last_sched[i];
+            // The first sample has no baseline (the thread's counters start at its birth).
+            let awake = (l_run > 0).then(|| {
+                (sched.0.saturating_sub(l_run) + sched.1.saturating_sub(l_wait)) as f64 / 1e9
+            });
+            self.last_sched[i] = sched;
             let udp = s.tcp.is_none();
             streams.push(IntervalStream {
                 id: s.plan.id,
@@ -102,6 +114,13 @@ impl Session {
                     .as_ref()
                     .map(|t| u64::from(t.unacked) * u64::from(t.snd_mss)),
                 snd_wnd: tcp.as_ref().map(|t| u64::from(t.snd_wnd)),
+                notsent: tcp.as_ref().map(|t| u64::from(t.notsent_bytes)),
+                sndbuf: tcp.as_ref().map(|t| u64::from(t.sndbuf)),
+                min_rtt_us: tcp.as_ref().map(|t| t.min_rtt_us),
+                writer_asleep: tcp
+                    .as_ref()
+                    .and(awake)
+                    .map(|a| (1.0 - a / seconds).clamp(0.0, 1.0)),
                 sender: s.plan.sender,
             });
         }
@@ -255,6 +274,7 @@ impl Session {
                 })
                 .collect(),
             findings: Vec::new(),
+            sysctls: crate::limits::read_sysctls(),
             skipped: Vec::new(),
         };
         r.findings = crate::limits::findings(&r);

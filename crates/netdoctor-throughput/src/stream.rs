@@ -64,6 +64,12 @@ pub struct Counters {
     pub jitter_bits: AtomicU64,
     /// Datagrams received (UDP receiver), for the packet-rate view.
     pub datagrams: AtomicU64,
+    /// TCP sender: the writer thread's nanoseconds on a CPU and waiting for one (from
+    /// `/proc/thread-self/schedstat`, updated every 100 ms). The rest of the wall time it slept:
+    /// an unthrottled writer sleeps only in `write()` waiting for send-buffer space, the
+    /// send-buffer finding's evidence.
+    pub run_ns: AtomicU64,
+    pub runq_ns: AtomicU64,
 }
 
 impl Counters {
@@ -149,6 +155,24 @@ fn hold(start: Instant, sent: u64, rate: u64) -> bool {
     true
 }
 
+/// How often the writer records its scheduler times.
+const SCHED_EVERY: Duration = Duration::from_millis(100);
+
+/// The calling thread's time on a CPU and waiting on a run queue (ns), from
+/// `/proc/thread-self/schedstat` ("run wait slices"); `None` without schedstats.
+pub fn thread_schedstat() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut it = s.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((it.next()??, it.next()??))
+}
+
+fn store_schedstat(c: &Counters) {
+    if let Some((run, wait)) = thread_schedstat() {
+        c.run_ns.store(run, Ordering::Relaxed);
+        c.runq_ns.store(wait, Ordering::Relaxed);
+    }
+}
+
 fn is_timeout(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -161,9 +185,15 @@ fn tcp_send(mut s: TcpStream, plan: StreamPlan, c: &Counters, stop: &AtomicBool)
     let buf = payload(plan.blksize);
     let start = Instant::now();
     let mut off = 0usize;
+    let mut last_sched = start;
+    store_schedstat(c);
     while !stop.load(Ordering::Relaxed) {
         if hold(start, c.bytes.load(Ordering::Relaxed), plan.rate) {
             continue;
+        }
+        if last_sched.elapsed() >= SCHED_EVERY {
+            last_sched = Instant::now();
+            store_schedstat(c);
         }
         match s.write(&buf[off..]) {
             Ok(0) => break,

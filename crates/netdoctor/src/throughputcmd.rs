@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use netdoctor_report::Format;
-use netdoctor_throughput::report::{parse_rate, parse_size};
+use netdoctor_throughput::text::{parse_rate, parse_size};
 use netdoctor_throughput::{ClientConfig, Server, ServerConfig, run_client};
 
 use crate::cli::OutputArgs;

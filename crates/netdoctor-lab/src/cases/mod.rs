@@ -17,6 +17,12 @@
 //! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe and handshakes) | `high_base_rtt` |
 //! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
 //! | `self-signed` | nginx with a self-signed certificate (for its own address) on :8443 | `diagnose https://10.214.0.1:8443/` from the client, without `-k` | `tls_verify_failed` (preflight, side client); with `-k` it loads and is healthy |
+//! | `small-wmem` | client — router — `throughput --server` ([`crate::bulk_lab`]); `tcp_wmem` max 16 KB in the client | `throughput 10.216.1.2` from the client | `send_buffer_limited` |
+//! | `small-rmem` | the same; `tcp_rmem` max 32 KB in the server | `throughput` from the client | `receive_window_limited` |
+//! | `path-loss` | the same; the router drops 2 % of the client's packets, the client uses reno | `throughput` from the client | `congestion_limited` |
+//! | `shaper` | the same; htb 100 Mbit/s on the router's link to the server | `throughput` from the client | `shaper_limited` |
+//! | `mtu-blackhole` | the same; a 1280-byte MTU hop whose ICMP fragmentation-needed is dropped | `throughput` from the client | `mss_mtu_problem` |
+//! | `slow-writer` | the same, unimpaired; the client writes at 50 Mbit/s | `throughput -b 50M` from the client | `application_limited` |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -33,6 +39,7 @@ pub mod spawn;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bulk_lab::{self, Limit};
 use crate::hostcases::{HOST_SERVER_IP, HOST_SERVER_IP_ATK};
 use crate::route_lab::{self, RouteLab};
 use crate::{LabConfig, PORT_NODELAY_OFF, SERVER_IP};
@@ -56,10 +63,16 @@ pub enum Case {
     FarL2,
     H2Window,
     SelfSigned,
+    SmallWmem,
+    SmallRmem,
+    PathLoss,
+    Shaper,
+    MtuBlackhole,
+    SlowWriter,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 16] = [
+pub const ALL: [Case; 22] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -76,6 +89,12 @@ pub const ALL: [Case; 16] = [
     Case::FarL2,
     Case::H2Window,
     Case::SelfSigned,
+    Case::SmallWmem,
+    Case::SmallRmem,
+    Case::PathLoss,
+    Case::Shaper,
+    Case::MtuBlackhole,
+    Case::SlowWriter,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -119,6 +138,12 @@ impl Case {
             Case::FarL2 => "far-l2",
             Case::H2Window => "h2-window",
             Case::SelfSigned => "self-signed",
+            Case::SmallWmem => "small-wmem",
+            Case::SmallRmem => "small-rmem",
+            Case::PathLoss => "path-loss",
+            Case::Shaper => "shaper",
+            Case::MtuBlackhole => "mtu-blackhole",
+            Case::SlowWriter => "slow-writer",
         }
     }
 
@@ -158,6 +183,14 @@ impl Case {
             Case::SelfSigned => {
                 "nginx over HTTPS with a self-signed certificate: diagnose stops at the TLS check without -k"
             }
+            Case::SmallWmem => "a bulk transfer from a client whose tcp_wmem allows 16 KB",
+            Case::SmallRmem => "a bulk transfer to a server whose tcp_rmem allows 32 KB",
+            Case::PathLoss => "a bulk transfer (reno) through a router dropping 2% of packets",
+            Case::Shaper => "a bulk transfer through an htb shaper at 100 Mbit/s",
+            Case::MtuBlackhole => {
+                "a bulk transfer through a 1280-byte MTU hop that drops its ICMP fragmentation-needed"
+            }
+            Case::SlowWriter => "a bulk transfer whose writer sends at 50 Mbit/s",
         }
     }
 
@@ -194,9 +227,24 @@ impl Case {
                 .collect()
         } else if self == Case::SynFlood {
             vec![format!("{lab}-atk")]
+        } else if self.bulk_limit().is_some() {
+            vec![format!("{lab}-rtr")]
         } else {
             Vec::new()
         }
+    }
+
+    /// The bulk-transfer limit of a throughput case.
+    pub fn bulk_limit(self) -> Option<Limit> {
+        Some(match self {
+            Case::SmallWmem => Limit::SmallWmem,
+            Case::SmallRmem => Limit::SmallRmem,
+            Case::PathLoss => Limit::PathLoss,
+            Case::Shaper => Limit::Shaper,
+            Case::MtuBlackhole => Limit::MtuBlackhole,
+            Case::SlowWriter => Limit::SlowWriter,
+            _ => return None,
+        })
     }
 
     /// The `/etc/netns/<ns>` dirs a lab of this case writes.
@@ -500,6 +548,12 @@ impl Case {
                     ),
                 )
             }
+            Case::SmallWmem
+            | Case::SmallRmem
+            | Case::PathLoss
+            | Case::Shaper
+            | Case::MtuBlackhole
+            | Case::SlowWriter => bulk_info(self, &cli, &srv, lab),
             Case::FarL2 => (
                 l2_built,
                 Some(cli.clone()),
@@ -532,6 +586,83 @@ impl Case {
             pid: None,
         }
     }
+}
+
+/// `built`, the namespace to run in, the command, the expected ids and the note of a bulk case.
+fn bulk_info(
+    case: Case,
+    cli: &str,
+    srv: &str,
+    lab: &str,
+) -> (
+    Vec<String>,
+    Option<String>,
+    Vec<String>,
+    Vec<&'static str>,
+    String,
+) {
+    let server = bulk_lab::SERVER_IP.to_string();
+    let mut built = vec![format!(
+        "{cli} {} → {lab}-rtr (forwards) → {srv} {server}: `netdoctor throughput --server` on port {}",
+        bulk_lab::CLIENT_IP,
+        bulk_lab::PORT
+    )];
+    let mut command: Vec<String> = ["netdoctor", "throughput", &server, "-t", "5"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (what, expect, note) = match case {
+        Case::SmallWmem => (
+            format!("{cli}: net.ipv4.tcp_wmem = 4096 16384 16384"),
+            "send_buffer_limited",
+            "the client sends; its socket buffer holds at most 16 KB, so the data in flight stays under the congestion and receive windows",
+        ),
+        Case::SmallRmem => (
+            format!("{srv}: net.ipv4.tcp_rmem = 4096 32768 32768 (set before the server started)"),
+            "receive_window_limited",
+            "the server receives; its small buffer caps the window it advertises, so the data in flight sits at that window",
+        ),
+        Case::PathLoss => (
+            format!(
+                "{lab}-rtr: iptables -m statistic drops {} % of the client's packets; {cli}: TSO/GSO off, tcp_congestion_control = reno",
+                bulk_lab::LOSS * 100.0
+            ),
+            "congestion_limited",
+            "random loss without a queue: retransmits, the congestion window collapses, the RTT stays near its minimum",
+        ),
+        Case::Shaper => (
+            format!(
+                "{lab}-rtr: htb {} Mbit/s with a 100-packet pfifo on its link to the server",
+                bulk_lab::SHAPER_MBIT
+            ),
+            "shaper_limited",
+            "a flat rate and a standing queue: the RTT rises far above its minimum; not a receive window or the writer",
+        ),
+        Case::MtuBlackhole => (
+            format!(
+                "{lab}-rtr: MTU {} towards the server, its ICMP fragmentation-needed dropped (both ends keep MTU 1500)",
+                bulk_lab::SMALL_MTU
+            ),
+            "mss_mtu_problem",
+            "the handshake and the control messages pass, full-size data segments vanish: the transfer stalls in retransmission timeouts",
+        ),
+        _ => {
+            command.extend(["-b".to_string(), bulk_lab::WRITER_RATE.to_string()]);
+            (
+                "nothing impaired: the client writes at 50 Mbit/s (-b 50M)".to_string(),
+                "application_limited",
+                "the writer sets the rate; the path and the receiver have room",
+            )
+        }
+    };
+    built.push(what);
+    (
+        built,
+        Some(cli.to_string()),
+        command,
+        vec![expect],
+        note.to_string(),
+    )
 }
 
 impl std::fmt::Display for Case {

@@ -13,6 +13,7 @@ use super::{
     ROUTE_CASE_PORT, SELF_SIGNED_PORT,
 };
 use crate::builtin::{BuiltinServers, ServeOptions};
+use crate::bulk_lab::BulkLab;
 use crate::hostcases::{self, HostLab};
 use crate::lifecycle::presence;
 use crate::nginx::StatePaths;
@@ -30,6 +31,7 @@ enum Running {
     Route(RouteLab, BuiltinServers),
     RouteOnly(RouteLab),
     Tls(HostLab, TlsNginx),
+    Bulk(BulkLab),
 }
 
 /// Builds the case, writes `ready` (one line) to `ready`, and serves until a signal ends the
@@ -239,6 +241,18 @@ fn build(
             }
             write_file(&paths.state, &state.render())?;
             Ok((Running::RouteOnly(lab), Some(client)))
+        }
+        c if c.bulk_limit().is_some() => {
+            let limit = c.bulk_limit().expect("checked by the guard");
+            let mut lab = BulkLab::create(&cfg.name, limit)?;
+            // The case process is the netdoctor binary: its own `throughput --server`.
+            let exe = std::env::current_exe().map_err(io("find the netdoctor binary".into()))?;
+            let pid = lab.start_server(&exe)?;
+            if let Some(o) = Owner::of(pid) {
+                state.procs.push((o, "throughput server".to_string()));
+                write_file(&paths.state, &state.render())?;
+            }
+            Ok((Running::Bulk(lab), None))
         }
         _ => {
             let lab = start_route_lab(cfg, case)?;

@@ -281,3 +281,28 @@ h2_head_of_line-fix = 先消除丢包（见 packet_loss_retransmission：路径�
 h2_stream_resets-summary = HTTP/2 流被重置（RST_STREAM/GOAWAY），主要由{ common-who }发出：{ common-impact }
 h2_stream_resets-explanation = HTTP/2 端点用 RST_STREAM 结束单个流，用 GOAWAY 结束整个连接，两者都带错误码。REFUSED_STREAM 表示服务端没有处理这个请求（超过流上限或正在关闭，可以安全重试）；ENHANCE_YOUR_CALM 表示它认为客户端在滥用（过多的重置、PING 或 SETTINGS）；INTERNAL_ERROR 和 PROTOCOL_ERROR 表示某一方实现出错；客户端发出的 CANCEL 表示它不再需要这个请求；GOAWAY NO_ERROR 是正常关闭（连接轮换、重新加载）。
 h2_stream_resets-fix = 查看发出带错误码帧的一方：REFUSED_STREAM 时让客户端的并发流不超过服务端的 SETTINGS_MAX_CONCURRENT_STREAMS 并重试被拒绝的请求；ENHANCE_YOUR_CALM 时找出客户端在大量发送什么（取消、PING、SETTINGS）；INTERNAL_ERROR 时查看服务端当时的日志；负载期间出现 GOAWAY 时调大服务端每个连接的请求数上限（nginx keepalive_requests），或让客户端提前重连。
+
+## send_buffer_limited
+
+send_buffer_limited-summary = 传输受发送缓冲区限制：发送方的套接字缓冲区（tcp_wmem 或 SO_SNDBUF）装不下足够的在途数据
+send_buffer_limited-explanation = 拥塞窗口和接收方的窗口都还有余量，但发送方的在途数据只能达到发送缓冲区允许的量：程序写满了缓冲区后只能等确认释放空间，链路在等待中空闲。吞吐量约等于缓冲区大小除以往返时间。
+send_buffer_limited-fix = 在发送方调大 net.ipv4.tcp_wmem 的最大值（或程序设置的 SO_SNDBUF），使其至少是带宽时延积的两倍；然后用 `netdoctor throughput` 复测。
+
+## congestion_limited
+
+congestion_limited-summary = 传输受拥塞或丢包限制：重传之后拥塞窗口一再缩小
+congestion_limited-explanation = 路径上有丢包：发送方重传了一部分数据，每次丢包后拥塞窗口都会减小，在途数据被拥塞窗口卡住，而接收方的窗口和发送缓冲区都还有余量。往返时间没有明显增加，所以这不是限速器的排队，而是随机丢包或拥塞。
+congestion_limited-fix = 找出丢包的位置（`netdoctor trace`、沿路各接口的错误和丢弃计数、防火墙规则），修复它；在无法避免丢包的路径上，使用对丢包不敏感的拥塞控制（bbr）。
+
+## shaper_limited
+
+shaper_limited-summary = 传输受限速器（整形或监管）限制：速率平直，数据在某个队列里排队或被丢弃
+shaper_limited-explanation = 每个时间段的吞吐量几乎相同，往返时间比最小往返时间高出很多（数据在限速器的队列里排队），拥塞窗口而不是接收窗口卡住了在途数据；重传来自限速器队列满时的丢弃。这是路径上某处的整形器或监管器（tc htb/tbf、运营商或云平台的带宽上限）设定的速率。
+shaper_limited-fix = 找到设置这个速率的地方（沿路的 `tc -s qdisc`、云平台的实例或链路带宽上限、运营商合同）并提高它，或者接受这个速率；调整 TCP 参数无法超过限速器的速率。
+
+## mss_mtu_problem
+
+mss_mtu_problem-summary = MSS/MTU 问题：大包在路径上丢失（路径 MTU 黑洞）或 MSS 过小
+mss_mtu_problem-explanation = 连接的握手和小的控制报文都能通过同一条路径，但满尺寸的数据段一直得不到确认，发送方反复超时重传并退避：路径上某一跳的 MTU 比两端的小，而告知发送方的 ICMP“需要分片”消息被拦截了。或者协商出的 MSS 远小于链路能承载的大小，每个包的开销变大。
+mss_mtu_problem-fix = 允许 ICMP“需要分片”（类型 3 代码 4）和 ICMPv6“包过大”通过防火墙；或者在路由器上把 MSS 钳制到路径 MTU（iptables TCPMSS --clamp-mss-to-pmtu），或在发送方启用 net.ipv4.tcp_mtu_probing=1；MSS 过小时检查两端的接口 MTU 和 MSS 钳制规则。
+

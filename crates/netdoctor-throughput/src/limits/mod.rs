@@ -1,0 +1,214 @@
+//! What limited a TCP transfer, judged on the sending side from its `TCP_INFO` sampled every
+//! interval (bytes in flight against the peer's advertised window and the congestion window,
+//! queued bytes against the send buffer, the RTT against its minimum, retransmits and
+//! backoff), this side's sysctls, and the bytes the receiver counted. DESIGN.md's bulk-transfer
+//! facts: `rwnd_limited`/`sndbuf_limited` times depend on pacing, so those counters are
+//! evidence, not the rule.
+//!
+//! One limit per transfer, tried in this order (each excludes the ones after it):
+//!
+//! | id | rule | look-alike kept apart |
+//! |---|---|---|
+//! | `mss_mtu_problem` | the sender sent ≥ 10 segments, < 5 % were acknowledged, the RTO backed off, the peer's window is open | a zero window (window 0), a dead peer (the control connection on the same path works, or there would be no report) |
+//! | `application_limited` | a target bitrate was set and reached (±10 %), in flight under half of both windows | a target the window cannot reach (missed) |
+//! | `receive_window_limited` | in ≥ 60 % of samples ≥ 80 % of the peer's window in flight and cwnd above it | a shaper or loss (cwnd ≤ window) |
+//! | `shaper_limited` | flat rate (interval CV ≤ 10 %), RTT ≥ 2 ms and ≥ 2× over its minimum (a standing queue), in flight ≥ half of cwnd in ≥ 60 % of samples | random loss (no queue, rate varies), the writer (not cwnd-bound) |
+//! | `congestion_limited` | ≥ 0.5 % of the bytes retransmitted and cwnd the bound (in flight ≥ 80 % of cwnd, or cwnd under half the window) | a shaper's drops (queue and flat rate, caught above) |
+//! | `send_buffer_limited` | no target reached; the writing thread asleep ≥ 30 % of each interval (median; `/proc/thread-self/schedstat`: neither running nor runnable, which an unthrottled writer is only in `write()` waiting for buffer space), little unsent (< half of in flight) in most samples, in flight < 80 % of both windows in ≥ 60 %, the connection idle ≥ 10 % of the test (`tcpi_busy_time`) | a CPU-bound writer (idle connection too, but never asleep), a flat-out sender with a big buffer (unsent bytes pile up behind cwnd), a rate-limited writer (target reached) |
+//!
+//! [`window`] has the endpoint limits (receive window, send buffer, the writer), [`path`] the
+//! path's (shaper, loss, MTU).
+
+mod path;
+mod window;
+
+use crate::report::{IntervalStream, Report, Sum, TcpSnapshot};
+use crate::text::{fmt_bits, fmt_bytes};
+use netdoctor_core::{Evidence, Finding, Side};
+use std::collections::BTreeMap;
+
+/// The sysctls read into [`Report::sysctls`].
+const SYSCTLS: [&str; 6] = [
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_mtu_probing",
+    "net.core.wmem_max",
+    "net.core.rmem_max",
+];
+
+/// This network namespace's TCP sysctls (those that are readable).
+pub fn read_sysctls() -> BTreeMap<String, String> {
+    SYSCTLS
+        .iter()
+        .filter_map(|k| {
+            let path = format!("/proc/sys/{}", k.replace('.', "/"));
+            let v = std::fs::read_to_string(path).ok()?;
+            Some((
+                k.to_string(),
+                v.split_whitespace().collect::<Vec<_>>().join(" "),
+            ))
+        })
+        .collect()
+}
+
+/// What the detectors share: the sending streams' samples and the test's sums.
+pub(crate) struct Facts<'a> {
+    pub r: &'a Report,
+    /// Sender samples after the first interval (slow start) that moved data.
+    pub ss: Vec<&'a IntervalStream>,
+    pub sent: &'a Sum,
+    pub received: &'a Sum,
+    pub sender: Side,
+    pub receiver: Side,
+    /// The first sending stream's `TCP_INFO` at the end.
+    pub info: Option<&'a TcpSnapshot>,
+}
+
+impl Facts<'_> {
+    pub fn n(&self) -> usize {
+        self.ss.len()
+    }
+
+    /// The median of a sample field over [`Facts::ss`].
+    pub fn med(&self, f: impl Fn(&IntervalStream) -> u64) -> u64 {
+        let mut v: Vec<u64> = self.ss.iter().map(|s| f(s)).collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    }
+
+    /// How many samples satisfy `p`.
+    pub fn count(&self, p: impl Fn(&IntervalStream) -> bool) -> usize {
+        self.ss.iter().filter(|s| p(s)).count()
+    }
+
+    /// The medians of in flight, the peer's window and cwnd, as one evidence line.
+    pub fn window_note(&self) -> String {
+        format!(
+            "median over {} samples: {} in flight, peer window {}, cwnd {}, unsent {}, send buffer {}",
+            self.n(),
+            fmt_bytes(self.med(inflight) as f64),
+            fmt_bytes(self.med(wnd) as f64),
+            fmt_bytes(self.med(cwnd) as f64),
+            fmt_bytes(self.med(|s| s.notsent.unwrap_or(0)) as f64),
+            fmt_bytes(self.med(|s| s.sndbuf.unwrap_or(0)) as f64),
+        )
+    }
+
+    /// The end-of-test `TCP_INFO` counters as one evidence line.
+    pub fn counters(&self) -> Option<String> {
+        self.info.map(|t| {
+            format!(
+                "tcp_info at the end: busy {} ms, rwnd_limited {} ms, sndbuf_limited {} ms, min_rtt {} µs, srtt {} µs, cwnd {} × {} B, ssthresh {}, retransmitted {} of {} sent, {} acknowledged, backoff {}, delivery rate {}",
+                t.busy_time_us / 1000,
+                t.rwnd_limited_us / 1000,
+                t.sndbuf_limited_us / 1000,
+                t.min_rtt_us,
+                t.rtt_us,
+                t.snd_cwnd,
+                t.snd_mss,
+                t.snd_ssthresh,
+                fmt_bytes(t.bytes_retrans as f64),
+                fmt_bytes(t.bytes_sent as f64),
+                fmt_bytes(t.bytes_acked as f64),
+                t.backoff,
+                fmt_bits(t.delivery_rate as f64 * 8.0)
+            )
+        })
+    }
+
+    /// Named sysctls as one evidence line (those that were read).
+    pub fn sysctl_note(&self, keys: &[&str]) -> Option<String> {
+        let v: Vec<String> = keys
+            .iter()
+            .filter_map(|k| Some(format!("{k} = {}", self.r.sysctls.get(*k)?)))
+            .collect();
+        (!v.is_empty()).then(|| format!("the sender's sysctls: {}", v.join(", ")))
+    }
+
+    /// Adds the window medians, the counters and the given sysctls as evidence.
+    pub fn evidence(&self, f: &mut Finding, sysctls: &[&str]) {
+        let notes = std::iter::once(Some(self.window_note()))
+            .chain([self.counters(), self.sysctl_note(sysctls)])
+            .flatten();
+        for note in notes {
+            f.evidence.push(Evidence::Probe {
+                probe: "tcp_info".into(),
+                note,
+            });
+        }
+    }
+}
+
+pub(crate) fn inflight(s: &IntervalStream) -> u64 {
+    s.inflight.unwrap_or(0)
+}
+pub(crate) fn wnd(s: &IntervalStream) -> u64 {
+    s.snd_wnd.unwrap_or(0)
+}
+pub(crate) fn cwnd(s: &IntervalStream) -> u64 {
+    s.snd_cwnd.unwrap_or(0)
+}
+
+/// The findings of a finished test, for the side that sent (the report's own senders).
+pub fn findings(r: &Report) -> Vec<Finding> {
+    if r.setup.protocol != "tcp" {
+        return Vec::new();
+    }
+    let all: Vec<&IntervalStream> = r
+        .intervals
+        .iter()
+        .skip(1)
+        .flat_map(|iv| iv.streams.iter())
+        .filter(|s| s.sender && s.inflight.is_some() && s.snd_wnd.is_some())
+        .collect();
+    // The direction this side sent in: the test's direction unless -R (the client receives) or
+    // the bidir reverse (the server sends).
+    let local_client = r.role == "client";
+    let (sent, received) = if local_client != r.setup.reverse {
+        (&r.end.sum_sent, &r.end.sum_received)
+    } else {
+        (
+            r.end
+                .sum_sent_bidir_reverse
+                .as_ref()
+                .unwrap_or(&r.end.sum_sent),
+            r.end
+                .sum_received_bidir_reverse
+                .as_ref()
+                .unwrap_or(&r.end.sum_received),
+        )
+    };
+    let (sender, receiver) = if local_client {
+        (Side::Client, Side::Server)
+    } else {
+        (Side::Server, Side::Client)
+    };
+    let facts = Facts {
+        r,
+        ss: all.into_iter().filter(|s| s.bytes > 0).collect(),
+        sent,
+        received,
+        sender,
+        receiver,
+        info: r.sender_tcp_info.first().map(|t| &t.info),
+    };
+    if let Some(f) = path::mtu_black_hole(&facts) {
+        return vec![f];
+    }
+    if facts.n() < 2 {
+        return Vec::new();
+    }
+    let detectors: [fn(&Facts) -> Option<Finding>; 5] = [
+        window::application_limited,
+        window::receive_window_limited,
+        path::shaper_limited,
+        path::congestion_limited,
+        window::send_buffer_limited,
+    ];
+    detectors
+        .iter()
+        .find_map(|d| d(&facts))
+        .into_iter()
+        .collect()
+}

@@ -1,0 +1,132 @@
+//! The endpoints' limits: the writer (`application_limited`), the receiver's buffer
+//! (`receive_window_limited`) and the sender's buffer (`send_buffer_limited`).
+
+use super::{Facts, cwnd, inflight, wnd};
+use crate::text::{fmt_bits, fmt_bytes};
+use netdoctor_core::{Finding, FindingId, Severity};
+
+/// The sender wrote at its target and the path had room.
+pub(super) fn application_limited(x: &Facts) -> Option<Finding> {
+    let r = x.r;
+    let n = x.n();
+    let target = r.setup.target_bitrate * u64::from(r.setup.num_streams);
+    let ratio = x.sent.bits_per_second / target.max(1) as f64;
+    if target == 0 || !(0.9..=1.1).contains(&ratio) {
+        return None;
+    }
+    let roomy = x.count(|s| inflight(s) * 2 < wnd(s).min(cwnd(s)).max(1));
+    if roomy * 2 <= n {
+        return None;
+    }
+    let (m_inf, m_wnd, m_cwnd) = (x.med(inflight), x.med(wnd), x.med(cwnd));
+    let mut f = Finding::new(
+        FindingId::ApplicationLimited,
+        Severity::Info,
+        x.sender,
+        format!(
+            "the sender wrote at its target {} and the path had room: {} in flight of a {} window",
+            fmt_bits(target as f64),
+            fmt_bytes(m_inf as f64),
+            fmt_bytes(m_wnd.min(m_cwnd) as f64)
+        ),
+    );
+    f.confidence = roomy as f64 / n as f64;
+    f.explanation = format!(
+        "The transfer ran at {} against a target of {}; in {roomy} of {n} samples the data in flight stayed under half of both the peer's window and the congestion window, so neither the network nor the receiver held it back: the writer did.",
+        fmt_bits(x.sent.bits_per_second),
+        fmt_bits(target as f64)
+    );
+    f.fix = "Let the application write faster (remove the rate limit, larger writes, more parallel streams), or accept this rate as intended; no network or kernel setting needs to change.".into();
+    x.evidence(&mut f, &[]);
+    Some(f)
+}
+
+/// In flight sits at the peer's window while cwnd has room.
+pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
+    let n = x.n();
+    let at_window = x.count(|s| {
+        let (inf, w) = (inflight(s), wnd(s));
+        w > 0 && inf * 10 >= w * 8 && w < cwnd(s)
+    });
+    if at_window * 10 < n * 6 {
+        return None;
+    }
+    let (m_inf, m_wnd, m_cwnd) = (x.med(inflight), x.med(wnd), x.med(cwnd));
+    let rtt = x.info.map(|t| t.min_rtt_us).unwrap_or(0);
+    let mut f = Finding::new(
+        FindingId::ReceiveWindowLimited,
+        Severity::Warning,
+        x.receiver,
+        format!(
+            "limited by the receiver's window: {} in flight against a {} window while cwnd allowed {}",
+            fmt_bytes(m_inf as f64),
+            fmt_bytes(m_wnd as f64),
+            fmt_bytes(m_cwnd as f64)
+        ),
+    );
+    f.confidence = at_window as f64 / n as f64;
+    f.explanation = format!(
+        "In {at_window} of {n} samples the sender had at least 80 % of the receiver's advertised window in flight, and its congestion window was larger than that window: it waited for the receiver, not for the network. At a minimum RTT of {rtt} µs, a {} window carries at most {} per stream.",
+        fmt_bytes(m_wnd as f64),
+        fmt_bits(if rtt > 0 {
+            m_wnd as f64 * 8.0 / (f64::from(rtt) / 1e6)
+        } else {
+            0.0
+        })
+    );
+    f.fix = "On the receiver, raise the maximum of net.ipv4.tcp_rmem (or the SO_RCVBUF the program sets) to at least the bandwidth-delay product; accepted sockets inherit the listener's buffers, so set it before the server starts.".into();
+    x.evidence(&mut f, &[]);
+    Some(f)
+}
+
+/// The unthrottled writer sleeps (waiting in `write()` for buffer space), almost nothing
+/// waits unsent, both windows have room, and the connection sits idle part of the test: the
+/// small buffer drains before the blocked writer refills it. (No target reached: checked
+/// before.)
+pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
+    let n = x.n();
+    let t = x.info?;
+    let mut w: Vec<f64> = x.ss.iter().filter_map(|s| s.writer_asleep).collect();
+    w.sort_by(f64::total_cmp);
+    let asleep = w.get(w.len() / 2).copied().unwrap_or(0.0);
+    // Data waiting behind the windows: the buffer is not what holds the sender back.
+    let backlogged = x.count(|s| inflight(s) > 0 && s.notsent.unwrap_or(0) * 2 >= inflight(s));
+    let room = x.count(|s| inflight(s) * 10 < cwnd(s).min(wnd(s)) * 8);
+    let secs = x.sent.seconds.max(1e-3);
+    let busy = (t.busy_time_us as f64 / 1e6 / secs).min(1.0);
+    if asleep < 0.3 || backlogged * 2 >= n || room * 10 < n * 6 || busy >= 0.9 {
+        return None;
+    }
+    let n_full = room;
+    let buf = x.med(|s| s.sndbuf.unwrap_or(0));
+    let max_inf = x.ss.iter().map(|s| inflight(s)).max().unwrap_or(0);
+    let (m_wnd, m_cwnd) = (x.med(wnd), x.med(cwnd));
+    let wmem = x.r.sysctls.get("net.ipv4.tcp_wmem");
+    let mut f = Finding::new(
+        FindingId::SendBufferLimited,
+        Severity::Warning,
+        x.sender,
+        format!(
+            "limited by the sender's buffer: a {} send buffer let at most {} in flight while cwnd ({}) and the peer's window ({}) allowed more, and the connection sat idle {:.0} % of the test",
+            fmt_bytes(buf as f64),
+            fmt_bytes(max_inf as f64),
+            fmt_bytes(m_cwnd as f64),
+            fmt_bytes(m_wnd as f64),
+            (1.0 - busy) * 100.0
+        ),
+    );
+    f.confidence = (n_full as f64 / n as f64).max(1.0 - busy).min(1.0);
+    f.explanation = format!(
+        "The writer had no rate limit and slept {:.0} % of the time (median over {n} intervals; neither on a CPU nor waiting for one, per /proc/thread-self/schedstat), which an unthrottled writer does only in write() waiting for buffer space, yet the connection had nothing in flight for {:.0} % of the test (tcp_info busy time {} ms of {:.1} s). In {n_full} of {n} samples the data in flight stayed under 80 % of both the congestion window and the receiver's window, and almost nothing waited unsent: the send buffer (SO_SNDBUF {}) drains faster than the blocked writer refills it; neither the network nor the receiver held the sender back.{} (The kernel lets one write of up to 64 KB past SO_SNDBUF, so in flight can exceed it.)",
+        asleep * 100.0,
+        (1.0 - busy) * 100.0,
+        t.busy_time_us / 1000,
+        secs,
+        fmt_bytes(buf as f64),
+        wmem.map(|w| format!(" The sender's net.ipv4.tcp_wmem is {w}."))
+            .unwrap_or_default()
+    );
+    f.fix = "On the sender, raise the maximum of net.ipv4.tcp_wmem (or the SO_SNDBUF the program sets) to at least twice the bandwidth-delay product, then run the test again.".into();
+    x.evidence(&mut f, &["net.ipv4.tcp_wmem", "net.core.wmem_max"]);
+    Some(f)
+}
