@@ -34,24 +34,13 @@ impl Analyzer {
 
         // Whether the duplicate filter has seen this segment already.
         let mut checked = false;
-        if opening && let Some(old) = self.conns.get_mut(&key) {
-            // A copy of the SYN (a mirror, merged captures) is no new attempt.
-            if old.dirs[i].dups.is_copy(seg) {
-                self.stats.quality.duplicate_frames += 1;
-                fl.set(SegFlags::DUPLICATE_FRAME);
-                return fl;
-            }
-            // The same SYN again (same ISN from the same side) is a retransmission; otherwise
-            // a new connection reuses the 4-tuple.
-            let d = &old.dirs[i];
-            let repeat = old.syn.first_syn.is_some()
-                && d.started
-                && d.isn == seg.seq
-                && d.nxt == seg.seq.wrapping_add(1);
-            // A new connection's filter has yet to see its SYN.
-            checked = repeat;
-            if !repeat && let Some(old) = self.conns.remove(&key) {
-                self.close(old);
+        if opening && self.conns.contains_key(&key) {
+            match self.syn_on_open_conn(key, i, seg) {
+                None => {
+                    fl.set(SegFlags::DUPLICATE_FRAME);
+                    return fl;
+                }
+                Some(c) => checked = c,
             }
         }
         let n_conns = self.conns.len();
@@ -410,6 +399,31 @@ impl Analyzer {
             self.close(c);
         }
         fl
+    }
+}
+
+impl Analyzer {
+    /// A SYN on a 4-tuple with state: `None` for a copy of a frame (a mirror, merged
+    /// captures); else whether the connection stays (the same SYN again, a retransmission:
+    /// `Some(true)`, the filter has seen it) or was closed for a new one reusing the 4-tuple
+    /// (`Some(false)`). Kept out of line: the per-packet path stays small.
+    #[cold]
+    #[inline(never)]
+    fn syn_on_open_conn(&mut self, key: ConnKey, i: usize, seg: &TcpSegment<'_>) -> Option<bool> {
+        let old = self.conns.get_mut(&key)?;
+        if old.dirs[i].dups.is_copy(seg) {
+            self.stats.quality.duplicate_frames += 1;
+            return None;
+        }
+        let d = &old.dirs[i];
+        let repeat = old.syn.first_syn.is_some()
+            && d.started
+            && d.isn == seg.seq
+            && d.nxt == seg.seq.wrapping_add(1);
+        if !repeat && let Some(old) = self.conns.remove(&key) {
+            self.close(old);
+        }
+        Some(repeat)
     }
 }
 

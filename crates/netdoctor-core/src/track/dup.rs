@@ -47,7 +47,7 @@ pub(crate) struct DupFilter {
 
 impl DupFilter {
     /// Whether `seg` copies a segment seen within the window; if not, it is remembered.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_copy(&mut self, seg: &TcpSegment<'_>) -> bool {
         let sig = Sig {
             seq: seg.seq,

@@ -16,7 +16,7 @@ pub const FAST_REACT_NS: i64 = 20_000_000;
 /// sent less than this after the receiver's last ACK (`tcp.analysis.fast_retransmission`).
 pub const WIRESHARK_FAST_NS: i64 = 20_000_000;
 /// Holes (ranges not captured yet) remembered per direction; more are forgotten.
-const MAX_HOLES: usize = 8;
+const MAX_HOLES: usize = 4;
 
 fn seq_gt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
