@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod procstat;
 pub mod ring;
+pub mod rings;
 pub mod server;
 pub mod watch;
 pub mod webconfig;
