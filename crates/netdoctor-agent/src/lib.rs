@@ -22,6 +22,7 @@ pub mod pods;
 pub mod podwatch;
 pub mod procstat;
 pub mod ring;
+pub mod rings;
 pub mod server;
 pub mod summary;
 pub mod text004;

@@ -38,7 +38,8 @@ use crate::ring::EvidenceRing;
 use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats};
 use netdoctor_core::{Evidence, LinkType, Verdict};
 use netdoctor_observe::counters::{self, CounterDelta};
-use netdoctor_observe::live::{LiveCapture, LiveConfig};
+use netdoctor_observe::fanout::LiveRings;
+use netdoctor_observe::live::LiveConfig;
 use netdoctor_observe::pcapwrite::PcapWriter;
 use netdoctor_observe::{ObserveError, SourceSummary};
 use netdoctor_report::{CaptureSection, Check, CountersSection, Report, Target};
@@ -74,8 +75,11 @@ pub struct WatchConfig {
     pub pcap_limit_bytes: u64,
     /// Stop after this many windows (tests, one-shot runs); `None` runs until stopped.
     pub max_windows: Option<u64>,
-    /// Capture ring of each port, in bytes (mapped whole: it counts in the RSS).
+    /// Capture ring of each port, in bytes (mapped whole: it counts in the RSS); each ring of a
+    /// fanned-out port has this size.
     pub ring_bytes: usize,
+    /// How many capture rings a port gets ([`crate::rings`]).
+    pub rings: crate::rings::RingPolicy,
     /// Connections without a packet for this long leave the analyzer.
     pub idle_timeout: Duration,
     /// How often the watched listeners are sampled (accept queue, SYN_RECV).
@@ -105,6 +109,7 @@ impl WatchConfig {
             pcap_limit_bytes: 64 << 20,
             max_windows: None,
             ring_bytes: ring_share(DEFAULT_RING_TOTAL_BYTES, ports_len),
+            rings: crate::rings::RingPolicy::default(),
             idle_timeout: Duration::from_secs(120),
             listener_sample_every: Duration::from_secs(1),
         }
@@ -213,16 +218,18 @@ pub fn watch(
             interface: cfg.interface.clone(),
         };
         let cap =
-            LiveCapture::open_with_ring(&lc, cfg.ring_bytes).map_err(|source| match source {
-                ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
-                source => WatchError::Capture { port, source },
-            })?;
-        captures.push((port, cap));
+            LiveRings::open(&lc, cfg.ring_bytes, cfg.rings.initial()).map_err(
+                |source| match source {
+                    ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
+                    source => WatchError::Capture { port, source },
+                },
+            )?;
+        captures.push((port, lc, cap));
     }
     let shutdown = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<PortWindow>();
     let mut handles = Vec::new();
-    for (port, cap) in captures {
+    for (port, live, cap) in captures {
         let window_stop = Arc::new(AtomicBool::new(false));
         let ctx = PortCtx {
             port,
@@ -230,6 +237,9 @@ pub fn watch(
             ring: ring.clone(),
             pcap_limit: cfg.pcap_limit_bytes,
             idle_timeout: cfg.idle_timeout,
+            live,
+            ring_bytes: cfg.ring_bytes,
+            rings: cfg.rings,
             window_stop: Arc::clone(&window_stop),
             shutdown: Arc::clone(&shutdown),
             tx: tx.clone(),
@@ -515,6 +525,9 @@ struct PortCtx {
     ring: Option<EvidenceRing>,
     pcap_limit: u64,
     idle_timeout: Duration,
+    live: LiveConfig,
+    ring_bytes: usize,
+    rings: crate::rings::RingPolicy,
     window_stop: Arc<AtomicBool>,
     shutdown: Arc<AtomicBool>,
     tx: mpsc::Sender<PortWindow>,
@@ -586,7 +599,7 @@ pub fn window_stats(
 /// docs). At a window's end the capture thread takes the window from the analyzer (the
 /// detectors' reports over the window's aggregates and a sweep of idle connections: no
 /// per-connection work beyond the sweep), closes the window's pcap and returns to the ring.
-fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
+fn port_thread(mut cap: LiveRings, ctx: PortCtx) {
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: Some(ctx.port),
         ..AnalyzerConfig::default()
@@ -618,6 +631,7 @@ fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
         let mut written = 0u64;
         let mut truncated = false;
         let mut first_ts: Option<i64> = None;
+        let started = Instant::now();
         let summary = cap.run_flow(&ctx.window_stop, &mut |p| {
             first_ts.get_or_insert(p.ts_ns);
             analyzer.push(p);
@@ -634,9 +648,31 @@ fn port_thread(mut cap: LiveCapture, ctx: PortCtx) {
             ControlFlow::Continue(())
         });
         ctx.window_stop.store(false, Ordering::SeqCst);
-        if let Ok(s) = &summary {
-            analyzer.note_capture_drops(s.drops.saturating_sub(drops_so_far));
+        let mut summary = summary;
+        if let Ok(s) = &mut summary {
+            let drops = s.drops.saturating_sub(drops_so_far);
+            analyzer.note_capture_drops(drops);
             drops_so_far = s.drops;
+            let more = ctx
+                .rings
+                .next(cap.rings(), s.packets, drops, started.elapsed());
+            if more != cap.rings() {
+                match LiveRings::open(&ctx.live, ctx.ring_bytes, more) {
+                    Ok(c) => {
+                        s.warnings.push(format!(
+                            "{} packets/s, {drops} dropped: the capture moves to {more} rings \
+                             (PACKET_FANOUT) from the next window",
+                            (s.packets as f64 / started.elapsed().as_secs_f64().max(1e-3)) as u64
+                        ));
+                        cap = c;
+                        // The new sockets count their drops from zero.
+                        drops_so_far = 0;
+                    }
+                    Err(e) => s
+                        .warnings
+                        .push(format!("could not open {more} capture rings: {e}")),
+                }
+            }
         }
         let mut analysis = analyzer.take_window(now_unix_ns());
         let cumulative = std::mem::take(&mut analysis.stats);

@@ -179,7 +179,11 @@ impl Host for FakeHost {
         }
         self.http.clone().ok_or(ProbeError::Refused { addr })
     }
-    fn open_capture(&self, _cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError> {
+    fn open_capture(
+        &self,
+        _cfg: &LiveConfig,
+        _rings: usize,
+    ) -> Result<Box<dyn Capture>, ObserveError> {
         match &self.capture {
             FakeCapture::File(p, link) => Ok(Box::new(FileCapture(CaptureFile::open(p)?, *link))),
             FakeCapture::Denied => Err(ObserveError::NeedsCapNetRaw),

@@ -12,10 +12,11 @@ use netdoctor_core::RawPacket;
 use netdoctor_core::packet::LinkType;
 use netdoctor_core::sockets::ServerSocket;
 use netdoctor_load::{LoadConfig, LoadError, LoadResult, Progress as LoadProgress};
+use netdoctor_observe::fanout::LiveRings;
 use netdoctor_observe::host_findings::{
     KernelDrop, KernelEvents, KernelRetransmit, KernelStateChange,
 };
-use netdoctor_observe::live::{LiveCapture, LiveConfig};
+use netdoctor_observe::live::{DEFAULT_RING_BYTES, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
 use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbe, SynProbeConfig};
 use netdoctor_route::dns::{DnsOptions, DnsReport};
@@ -45,7 +46,13 @@ pub trait Host: Sync {
     fn connect_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe;
     fn http_probe(&self, addr: SocketAddr, cfg: &HttpProbeConfig)
     -> Result<HttpTiming, ProbeError>;
-    fn open_capture(&self, cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError>;
+    /// A capture on `rings` rings (more than one: a PACKET_FANOUT group, see
+    /// [`netdoctor_observe::fanout`]).
+    fn open_capture(
+        &self,
+        cfg: &LiveConfig,
+        rings: usize,
+    ) -> Result<Box<dyn Capture>, ObserveError>;
     /// Kernel counters of the network namespace the run is in.
     fn counters(&self) -> Result<CounterSnapshot, ObserveError>;
     /// Sockets (with options) of the processes on this host that serve `addr`.
@@ -143,16 +150,19 @@ impl KernelEventsRun for SystemKernelEvents {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemHost;
 
-impl Capture for LiveCapture {
+impl Capture for LiveRings {
     fn link_type(&self) -> LinkType {
-        LiveCapture::link_type(self)
+        LiveRings::link_type(self)
     }
     fn run(
         &mut self,
         stop: &AtomicBool,
         f: &mut dyn FnMut(&RawPacket<'_>),
     ) -> Result<SourceSummary, ObserveError> {
-        LiveCapture::run(self, stop, f)
+        self.run_flow(stop, &mut |p| {
+            f(p);
+            std::ops::ControlFlow::Continue(())
+        })
     }
 }
 
@@ -173,8 +183,12 @@ impl Host for SystemHost {
     ) -> Result<HttpTiming, ProbeError> {
         netdoctor_probe::http_timing(addr, cfg)
     }
-    fn open_capture(&self, cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError> {
-        Ok(Box::new(LiveCapture::open(cfg)?))
+    fn open_capture(
+        &self,
+        cfg: &LiveConfig,
+        rings: usize,
+    ) -> Result<Box<dyn Capture>, ObserveError> {
+        Ok(Box::new(LiveRings::open(cfg, DEFAULT_RING_BYTES, rings)?))
     }
     fn counters(&self) -> Result<CounterSnapshot, ObserveError> {
         netdoctor_observe::counters::snapshot()

@@ -19,6 +19,7 @@ pub mod conntrack;
 mod counter_meaning;
 pub mod counters;
 mod error;
+pub mod fanout;
 pub mod host_error;
 pub mod host_findings;
 pub mod host_run;

@@ -192,6 +192,17 @@ impl LiveCapture {
         })
     }
 
+    /// Joins the PACKET_FANOUT group `group` of this network namespace, hashing by flow
+    /// (`PACKET_FANOUT_HASH`, symmetric: both directions of a connection go to one socket):
+    /// the group's sockets then share the packets instead of each getting all of them. See
+    /// [`crate::fanout`].
+    /// `group` `None` creates a group with an id the kernel picks (unique in the namespace,
+    /// so another process's group is never joined by chance) and returns that id.
+    pub fn join_fanout(&self, group: Option<u16>) -> Result<u16, ObserveError> {
+        sys::join_fanout(&self.fd, group)
+            .map_err(|e| sys_error(format!("join a PACKET_FANOUT group for {}", self.what), &e))
+    }
+
     /// The link type of the packets it yields: always [`LinkType::Raw`] (cooked socket).
     pub fn link_type(&self) -> LinkType {
         LinkType::Raw
@@ -500,6 +511,24 @@ mod sys {
 
     pub fn set_tpacket_v3(fd: &OwnedFd) -> io::Result<()> {
         setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V3)
+    }
+
+    /// `PACKET_FANOUT` with `PACKET_FANOUT_HASH` (0) and the defragment flag: joins group
+    /// `id`, or with `None` creates one with a kernel-chosen unique id
+    /// (`PACKET_FANOUT_FLAG_UNIQUEID`, Linux 4.19+); returns the group's id.
+    pub fn join_fanout(fd: &OwnedFd, id: Option<u16>) -> io::Result<u16> {
+        const PACKET_FANOUT: libc::c_int = 18;
+        const PACKET_FANOUT_HASH: libc::c_int = 0;
+        const PACKET_FANOUT_FLAG_UNIQUEID: libc::c_int = 0x2000;
+        const PACKET_FANOUT_FLAG_DEFRAG: libc::c_int = 0x8000;
+        let mut kind = PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_DEFRAG;
+        if id.is_none() {
+            kind |= PACKET_FANOUT_FLAG_UNIQUEID;
+        }
+        let arg = libc::c_int::from(id.unwrap_or(0)) | (kind << 16);
+        netdoctor_sys::sockopt::set_int(fd, SOL_PACKET, PACKET_FANOUT, arg)?;
+        let got = netdoctor_sys::sockopt::get_int(fd, SOL_PACKET, PACKET_FANOUT)?;
+        Ok((got & 0xffff) as u16)
     }
 
     pub fn set_rx_ring(fd: &OwnedFd, req: &TpacketReq3) -> io::Result<()> {

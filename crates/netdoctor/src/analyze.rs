@@ -3,11 +3,14 @@
 //! FILE may be a pcap or pcapng file, gzip'd or not, a FIFO, `/dev/stdin` or `-`
 //! (`tcpdump -w - | netdoctor analyze -`). With `--follow` a file still being written is read as
 //! it grows until Ctrl-C or SIGTERM (a second one ends the process), `--follow-timeout` or
-//! `--follow-idle`; then the report is printed as for a finished file.
+//! `--follow-idle`; then the report is printed as for a finished file. With `-j N` (default: the
+//! available cores) the packets are read here and analyzed by N workers
+//! ([`ShardedAnalyzer`]); the report is the same as with `-j 1`.
 
 use crate::cli::AnalyzeArgs;
 use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
+use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
 use netdoctor_observe::pcapfile::{CaptureFile, Follow};
@@ -32,6 +35,12 @@ pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     write_report(&report, format, lang, out)?;
     Ok(slo_code.unwrap_or(report.exit_code()))
+}
+
+/// One analyzer on this thread, or `-j N` workers fed by this thread.
+enum Engine {
+    One(Box<Analyzer>),
+    Sharded(Box<ShardedAnalyzer>),
 }
 
 /// Reads the whole capture through the analyzer. Input that cannot be read as a capture is an
@@ -66,16 +75,28 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
             ""
         }
     ));
-    let mut analyzer = Analyzer::new(AnalyzerConfig {
+    let cfg = AnalyzerConfig {
         server_port: args.server_port,
         ..Default::default()
-    });
-    if args.dump_flags.is_some() {
-        analyzer = analyzer.record_flags();
-    }
+    };
+    // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
+    let jobs = match args.jobs {
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
+        Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg, jobs)))
+    } else if args.dump_flags.is_some() {
+        Engine::One(Box::new(Analyzer::new(cfg).record_flags()))
+    } else {
+        Engine::One(Box::new(Analyzer::new(cfg)))
+    };
     let mut last_tick = Instant::now();
     let summary = file.for_each_packet(&mut |p| {
-        analyzer.push(p);
+        match &mut analyzer {
+            Engine::One(a) => a.push(p),
+            Engine::Sharded(a) => a.push(p),
+        }
         if p.frame % 65_536 == 0 && last_tick.elapsed().as_millis() >= 250 {
             progress.count("read", p.frame);
             last_tick = Instant::now();
@@ -83,10 +104,15 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         ControlFlow::Continue(())
     })?;
     progress.end_ticks();
-    if let Some(path) = &args.dump_flags {
-        dump_flags(path, &analyzer.take_flags())?;
-    }
-    let analysis = analyzer.finish();
+    let analysis = match analyzer {
+        Engine::One(mut a) => {
+            if let Some(path) = &args.dump_flags {
+                dump_flags(path, &a.take_flags())?;
+            }
+            a.finish()
+        }
+        Engine::Sharded(a) => a.finish(),
+    };
 
     let mut report = Report::new(
         ReportCommand::Analyze,

@@ -303,6 +303,11 @@ pub struct AnalyzeArgs {
     /// code is then the SLO's: 0 pass, 1 fail, 3 inconclusive.
     #[arg(long, value_name = "OBJECTIVES", value_parser = parse_slo)]
     pub slo: Option<netdoctor_report::Slo>,
+    /// Worker threads: connections are split among them by a hash of both ends (one reader,
+    /// one merger; the report is the same for every N). Default: the available cores; 1 reads
+    /// and analyzes on one thread.
+    #[arg(long, short = 'j', value_name = "N", value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
     /// Write each flagged segment's analysis flags (frame number, tab, comma-separated names
     /// like tshark's tcp.analysis.*) to this file: for bench/tshark-agreement.sh.
     #[arg(long, value_name = "FILE", hide = true)]
@@ -316,6 +321,19 @@ pub fn parse_slo(s: &str) -> Result<netdoctor_report::Slo, String> {
     s.parse()
         .map_err(|e: netdoctor_report::SloError| e.to_string())
 }
+
+/// `-j`: a number of worker threads from 1 to [`MAX_JOBS`].
+pub fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a number of worker threads from 1 to {MAX_JOBS}"
+        )),
+    }
+}
+
+/// Most worker threads `analyze -j` starts.
+pub const MAX_JOBS: usize = 256;
 
 /// `--rate`: a positive, finite number of requests per second.
 fn positive_rate(s: &str) -> Result<f64, String> {

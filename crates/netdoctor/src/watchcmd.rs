@@ -63,6 +63,11 @@ pub struct WatchArgs {
     /// are counted and reported per window (`netdoctor_capture_drops_total`).
     #[arg(long, default_value_t = 16, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub ring_mb: u64,
+    /// Capture rings per port: `auto` starts on one ring and moves to one per core (PACKET_FANOUT,
+    /// flow hash) after a window with kernel drops or 150k packets/s; a number fixes it (each
+    /// ring is --ring-mb's share, drops are counted per ring).
+    #[arg(long, default_value = "auto", value_name = "auto|N", value_parser = netdoctor_agent::rings::RingPolicy::parse)]
+    pub capture_rings: netdoctor_agent::rings::RingPolicy,
     /// Capture on this interface only (default: all).
     #[arg(long, value_name = "IFACE")]
     pub interface: Option<String>,
@@ -189,6 +194,7 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     cfg.pcap_limit_bytes = args.pcap_limit_mib.saturating_mul(1 << 20);
     cfg.max_windows = args.windows;
     cfg.ring_bytes = netdoctor_agent::watch::ring_share((args.ring_mb as usize) << 20, ports.len());
+    cfg.rings = args.capture_rings;
 
     let metrics = Arc::new(AgentMetrics::new());
     let web = match &args.web_config {

@@ -43,6 +43,7 @@ fn report_of(path: &Path) -> Report {
         follow_idle: None,
         html: None,
         slo: None,
+        jobs: None,
         dump_flags: None,
         output: OutputArgs::of(Format::Terminal),
     };

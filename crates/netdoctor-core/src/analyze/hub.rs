@@ -1,82 +1,71 @@
-//! Where the trackers' conclusions go: capture-wide latency aggregates, the per-request
-//! breakdown, and the detectors ([`crate::detect::REGISTRY`]), which get every conclusion as
-//! an [`Event`]. Kept apart from the connection table so both can be borrowed at once (one
-//! hash lookup per packet).
+//! Where the trackers' conclusions go: per connection, what they mean for the exchange in
+//! progress, then on as [`Event`]s and aggregate figures to [`super::agg`] (directly, or through
+//! a shard worker's log). Kept apart from the connection table so both can be borrowed at once
+//! (one hash lookup per packet).
 
+use super::agg::{Agg, Entry, Out};
 use super::conn::Conn;
 use super::http::Exchange;
-use crate::breakdown::{
-    BreakdownAgg, DELAYED_ACK, LOSS, NAGLE, SYN_RETRANSMIT, TIMEOUT, ZERO_WINDOW,
-};
-use crate::detect::{self, Detector};
+use crate::breakdown::{DELAYED_ACK, LOSS, NAGLE, SYN_RETRANSMIT, TIMEOUT, ZERO_WINDOW};
 use crate::event::{
-    ConnDone, Episode, Event, ExchangeDone, Interests, Pkt, ResetContext, ResetKind, Stall,
-    StallKind, ZeroPeriod,
+    ConnDone, Episode, Event, ExchangeDone, Pkt, ResetContext, ResetKind, Stall, StallKind,
+    ZeroPeriod,
 };
-use crate::stats::Hist;
 use crate::track::flags::IDLE_RESET_NS;
 
 use super::conn::Source;
 use super::h2::H2Conn;
 use super::h2::frame::PREFACE as H2_PREFACE;
-use super::http::{Found, Phase};
+use super::http::Phase;
 
 pub(super) struct Hub {
-    pub handshake_rtt: Hist,
-    pub latency: Hist,
-    pub server_time: Hist,
-    pub exchanges: u64,
-    /// Of [`Hub::exchanges`], those cut by the end of the capture while their response was
-    /// arriving (first-byte time known, latency not).
-    pub incomplete: u64,
-    /// Of [`Hub::exchanges`], those whose request starts with an HTTP/1.x method (the others
-    /// were found from direction turns alone).
-    pub http1_exchanges: u64,
-    /// Of [`Hub::exchanges`], HTTP/2 streams.
-    pub h2_exchanges: u64,
-    pub breakdown: BreakdownAgg,
-    pub detectors: Vec<Box<dyn Detector>>,
-    /// Per event kind, the indices of the detectors that want it.
-    by_kind: [Vec<u8>; Interests::KINDS],
+    /// Where the conclusions go: the aggregates and detectors, or a shard worker's log.
+    pub out: Out,
 }
 
 impl Hub {
     pub(super) fn new() -> Self {
-        let mut hub = Hub {
-            handshake_rtt: Hist::new(),
-            latency: Hist::new(),
-            server_time: Hist::new(),
-            exchanges: 0,
-            incomplete: 0,
-            http1_exchanges: 0,
-            h2_exchanges: 0,
-            breakdown: BreakdownAgg::new(),
-            detectors: Vec::new(),
-            by_kind: Default::default(),
-        };
-        for d in detect::all() {
-            hub.add(d);
+        Hub {
+            out: Out::Direct(Box::new(Agg::new())),
         }
-        hub
     }
 
-    fn add(&mut self, d: Box<dyn Detector>) {
-        let k = u8::try_from(self.detectors.len()).expect("fewer than 256 detectors");
-        let wants = d.interests();
-        for (kind, list) in self.by_kind.iter_mut().enumerate() {
-            if wants.wants(kind) {
-                list.push(k);
-            }
+    /// A shard worker's hub: conclusions are logged with their frame ([`Hub::tag`]).
+    pub(super) fn logging() -> Self {
+        Hub {
+            out: Out::Log {
+                tag: 0,
+                entries: Vec::new(),
+            },
         }
-        self.detectors.push(d);
+    }
+
+    /// The frame whose conclusions follow (a logging hub).
+    #[inline]
+    pub(super) fn tag(&mut self, frame: u64) {
+        if let Out::Log { tag, .. } = &mut self.out {
+            *tag = frame;
+        }
+    }
+
+    /// The aggregates, unless this hub logs.
+    pub(super) fn agg(&mut self) -> Option<&mut Agg> {
+        match &mut self.out {
+            Out::Direct(a) => Some(a),
+            Out::Log { .. } => None,
+        }
     }
 
     /// Hands `ev` to every detector that wants its kind, in registry order.
     #[inline]
     pub(super) fn emit(&mut self, ev: &Event<'_>) {
-        for &k in &self.by_kind[ev.kind()] {
-            self.detectors[usize::from(k)].on_event(ev);
-        }
+        self.out.emit(ev);
+    }
+
+    /// A handshake RTT.
+    #[inline]
+    pub(super) fn record_rtt(&mut self, ns: i64) {
+        self.out.put(Entry::Rtt(ns));
     }
 
     /// New (not retransmitted) payload from endpoint `i` (`pkt` oriented).
@@ -269,16 +258,10 @@ impl Hub {
         let rtt = c.rtt_ns;
         let first = c.exchanges == 0;
         c.exchanges += 1;
-        self.exchanges += 1;
-        self.incomplete += u64::from(cut);
-        self.http1_exchanges += u64::from(x.found == Found::Http1);
-        self.h2_exchanges += u64::from(x.found == Found::H2);
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
-        self.server_time.record_ns(server_time);
-        if !cut {
-            self.latency.record_ns(latency);
+        let breakdown = (!cut).then(|| {
             // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
             // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
             let mut parts = x.parts;
@@ -295,8 +278,15 @@ impl Hub {
                 waited += setup;
                 network += hs;
             }
-            self.breakdown.record(waited, network, server_time, &parts);
-        }
+            (waited, network, parts)
+        });
+        self.out.put(Entry::Exchange {
+            found: x.found,
+            cut,
+            server_time,
+            latency,
+            breakdown,
+        });
         let done = ExchangeDone {
             ends: c.ends(),
             first_req: x.first_req,

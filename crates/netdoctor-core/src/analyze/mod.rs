@@ -25,6 +25,7 @@
 //! warnings, and transport findings computed over an incomplete capture say so. Each
 //! exchange gets a latency breakdown ([`crate::breakdown`]).
 
+mod agg;
 mod conn;
 mod flow;
 pub mod h2;
@@ -32,6 +33,7 @@ mod http;
 mod hub;
 mod orient;
 mod quality;
+pub mod shard;
 mod tcp;
 #[cfg(test)]
 mod tests;
@@ -343,20 +345,8 @@ impl Analyzer {
 
     /// Feeds one captured packet. Never panics; undecodable packets are counted.
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
-        self.stats.packets += 1;
-        self.stats.bytes += u64::from(pkt.orig_len);
-        // Timestamps from files can be anything. Keeping every one within TS_BOUND_NS of the
-        // first bounds every difference the detectors take (and multiply) far from overflow.
-        let t0 = *self.stats.first_ts_ns.get_or_insert(pkt.ts_ns);
-        let ts = pkt.ts_ns.clamp(
-            t0.saturating_sub(TS_BOUND_NS),
-            t0.saturating_add(TS_BOUND_NS),
-        );
-        if ts != pkt.ts_ns {
-            self.clamped_ts += 1;
-        }
+        let ts = stamp(&mut self.stats, &mut self.clamped_ts, pkt);
         let pkt = &RawPacket { ts_ns: ts, ..*pkt };
-        self.stats.last_ts_ns = Some(ts);
         self.window_start_ns.get_or_insert(ts);
         if self.idle_ns.is_some() && ts >= self.next_sweep_ns {
             self.evict_idle(ts);
@@ -384,7 +374,10 @@ impl Analyzer {
 
     /// Completed exchanges so far (of the current window), for progress lines.
     pub fn exchanges(&self) -> u64 {
-        self.hub.exchanges
+        match &self.hub.out {
+            agg::Out::Direct(a) => a.exchanges,
+            agg::Out::Log { .. } => 0,
+        }
     }
 
     /// Connections open now (tracked state).
@@ -456,12 +449,19 @@ impl Analyzer {
     /// ended counts as incomplete ([`ExchangeStats::incomplete`]): its first-byte time is
     /// known, its latency is not. A request still unanswered is not an exchange.
     pub fn finish(mut self) -> Analysis {
+        self.flush_open();
+        self.conclude()
+    }
+
+    /// Ends every connection still open (see [`Analyzer::finish`]).
+    fn flush_open(&mut self) {
         // In the order the connections started, not the hash table's (randomly seeded)
         // order: detectors keep the first few examples, and the report must not change from
         // one run to the next.
         let mut open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
         open.sort_unstable_by_key(|c| c.first_frame);
         for mut c in open {
+            self.hub.tag(c.first_frame);
             self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
             self.hub.flush_stalls(&mut c);
@@ -470,70 +470,94 @@ impl Analyzer {
             }
             self.hub.flush_counts(&c);
         }
-        self.conclude()
     }
 
     /// Runs the detectors' reports over what the hub holds now.
     fn conclude(&mut self) -> Analysis {
-        let t0 = self.stats.first_ts_ns.unwrap_or(0);
-        if let (Some(a), Some(b)) = (self.stats.first_ts_ns, self.stats.last_ts_ns) {
-            self.stats.duration_s = (b - a).max(0) as f64 / 1e9;
-        }
-        let g = &mut self.hub;
-        let cx = Context {
-            t0_ns: t0,
-            exchanges: g.exchanges - g.incomplete,
+        let agg = self.hub.agg().expect("a logging hub is never concluded");
+        conclude(&mut self.stats, self.clamped_ts, agg)
+    }
+}
+
+/// Counts a packet in `stats` and returns its timestamp, clamped: timestamps from files can be
+/// anything, and keeping every one within [`TS_BOUND_NS`] of the first bounds every difference
+/// the detectors take (and multiply) far from overflow.
+#[inline]
+fn stamp(stats: &mut CaptureStats, clamped_ts: &mut u64, pkt: &RawPacket<'_>) -> i64 {
+    stats.packets += 1;
+    stats.bytes += u64::from(pkt.orig_len);
+    let t0 = *stats.first_ts_ns.get_or_insert(pkt.ts_ns);
+    let ts = pkt.ts_ns.clamp(
+        t0.saturating_sub(TS_BOUND_NS),
+        t0.saturating_add(TS_BOUND_NS),
+    );
+    if ts != pkt.ts_ns {
+        *clamped_ts += 1;
+    }
+    stats.last_ts_ns = Some(ts);
+    ts
+}
+
+/// The detectors' reports and the exchange figures over `g`, with the capture's `stats`.
+fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Analysis {
+    let t0 = stats.first_ts_ns.unwrap_or(0);
+    if let (Some(a), Some(b)) = (stats.first_ts_ns, stats.last_ts_ns) {
+        stats.duration_s = (b - a).max(0) as f64 / 1e9;
+    }
+    let cx = Context {
+        t0_ns: t0,
+        exchanges: g.exchanges - g.incomplete,
+        incomplete: g.incomplete,
+        connections: stats.connections,
+        data_segments: stats.data_segments,
+        latency_p50_ms: g.latency.quantile_ms(0.5),
+        server_time_p50_ms: g.server_time.quantile_ms(0.5),
+    };
+    let mut findings: Vec<Finding> = Vec::new();
+    for d in &mut g.detectors {
+        d.finish(&cx, &mut findings);
+    }
+    let warnings = quality::warnings(stats, clamped_ts, &mut findings);
+    rank(&mut findings);
+    let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
+    let bands = g.breakdown.finish();
+    Analysis {
+        stats: stats.clone(),
+        exchanges: ExchangeStats {
+            count: g.exchanges,
             incomplete: g.incomplete,
-            connections: self.stats.connections,
-            data_segments: self.stats.data_segments,
-            latency_p50_ms: g.latency.quantile_ms(0.5),
-            server_time_p50_ms: g.server_time.quantile_ms(0.5),
-        };
-        let mut findings: Vec<Finding> = Vec::new();
-        for d in &mut g.detectors {
-            d.finish(&cx, &mut findings);
-        }
-        let warnings = quality::warnings(&self.stats, self.clamped_ts, &mut findings);
-        rank(&mut findings);
-        let g = &self.hub;
-        let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
-        let bands = g.breakdown.finish();
-        Analysis {
-            stats: self.stats.clone(),
-            exchanges: ExchangeStats {
-                count: g.exchanges,
-                incomplete: g.incomplete,
-                method: match (
-                    g.http1_exchanges,
-                    g.h2_exchanges,
-                    g.exchanges - g.http1_exchanges - g.h2_exchanges,
-                ) {
-                    (0, 0, 0) => None,
-                    (_, 0, 0) => Some(ExchangeMethod::Http1),
-                    (0, _, 0) => Some(ExchangeMethod::H2),
-                    (0, 0, _) => Some(ExchangeMethod::Turns),
-                    _ => Some(ExchangeMethod::Mixed),
-                },
-                latency_ms: g.latency.percentiles(),
-                server_time_ms: g.server_time.percentiles(),
-                rtt_ms,
-                latency_cumulative: g.latency.cumulative_at_bounds(),
-                breakdown_p50_ms: bands.map(|b| b.p50),
-                breakdown_p90_ms: bands.map(|b| b.p90),
-                breakdown_p99_ms: bands.map(|b| b.p99),
-                breakdown_p999_ms: bands.map(|b| b.p999),
-                breakdown_max_ms: bands.map(|b| b.max),
-                breakdown_mean_ms: bands.map(|b| b.mean),
+            method: match (
+                g.http1_exchanges,
+                g.h2_exchanges,
+                g.exchanges - g.http1_exchanges - g.h2_exchanges,
+            ) {
+                (0, 0, 0) => None,
+                (_, 0, 0) => Some(ExchangeMethod::Http1),
+                (0, _, 0) => Some(ExchangeMethod::H2),
+                (0, 0, _) => Some(ExchangeMethod::Turns),
+                _ => Some(ExchangeMethod::Mixed),
             },
-            findings,
-            warnings,
-        }
+            latency_ms: g.latency.percentiles(),
+            server_time_ms: g.server_time.percentiles(),
+            rtt_ms,
+            latency_cumulative: g.latency.cumulative_at_bounds(),
+            breakdown_p50_ms: bands.map(|b| b.p50),
+            breakdown_p90_ms: bands.map(|b| b.p90),
+            breakdown_p99_ms: bands.map(|b| b.p99),
+            breakdown_p999_ms: bands.map(|b| b.p999),
+            breakdown_max_ms: bands.map(|b| b.max),
+            breakdown_mean_ms: bands.map(|b| b.mean),
+        },
+        findings,
+        warnings,
     }
 }
 
 impl Hub {
     /// Starts a new window: fresh aggregates and detectors.
     fn reset_window(&mut self) {
-        *self = Hub::new();
+        if let agg::Out::Direct(a) = &mut self.out {
+            **a = agg::Agg::new();
+        }
     }
 }

@@ -21,27 +21,57 @@ const MAX_SHARED: usize = 65_536;
 /// How many connections each endpoint was seen in. Updated once per connection, never per
 /// packet. A `BTreeMap`: a second hash-map instantiation in the crate moved the code
 /// generation units so that the per-packet path lost its inlining (measured with callgrind).
+/// In a shard worker the counts are the capture's, kept by [`super::shard::shared`] across the
+/// workers (`global`).
 #[derive(Default)]
-pub(super) struct Shared(BTreeMap<Endpoint, u32>);
+pub(super) struct Shared {
+    map: BTreeMap<Endpoint, u32>,
+    global: Option<super::shard::shared::Handle>,
+}
 
 impl Shared {
-    pub(super) fn note(&mut self, e: Endpoint) {
-        if let Some(n) = self.0.get_mut(&e) {
-            *n = n.saturating_add(1);
-        } else if self.0.len() < MAX_SHARED {
-            self.0.insert(e, 1);
+    /// A shard worker's view of the capture-wide counts.
+    pub(super) fn global(h: super::shard::shared::Handle) -> Self {
+        Shared {
+            map: BTreeMap::new(),
+            global: Some(h),
         }
     }
 
-    fn uses(&self, e: &Endpoint) -> u32 {
-        self.0.get(e).copied().unwrap_or(0)
+    /// The shard worker's handle, if this is one.
+    pub(super) fn handle(&self) -> Option<&super::shard::shared::Handle> {
+        self.global.as_ref()
+    }
+
+    pub(super) fn note(&mut self, e: Endpoint) {
+        if let Some(g) = &self.global {
+            g.note(e);
+        } else {
+            note(&mut self.map, e);
+        }
     }
 
     /// The index (0: `key.lo`, 1: `key.hi`) of the end more connections share, if one does.
     pub(super) fn server(&self, key: &ConnKey) -> Option<usize> {
-        let (lo, hi) = (self.uses(&key.lo), self.uses(&key.hi));
+        let (lo, hi) = match &self.global {
+            Some(g) => g.uses(&key.lo, &key.hi),
+            None => (uses(&self.map, &key.lo), uses(&self.map, &key.hi)),
+        };
         (lo != hi && lo.max(hi) >= 2).then_some(usize::from(hi > lo))
     }
+}
+
+/// One more connection of `e` (past [`MAX_SHARED`] endpoints, new ones are not counted).
+pub(super) fn note(map: &mut BTreeMap<Endpoint, u32>, e: Endpoint) {
+    if let Some(n) = map.get_mut(&e) {
+        *n = n.saturating_add(1);
+    } else if map.len() < MAX_SHARED {
+        map.insert(e, 1);
+    }
+}
+
+pub(super) fn uses(map: &BTreeMap<Endpoint, u32>, e: &Endpoint) -> u32 {
+    map.get(e).copied().unwrap_or(0)
 }
 
 /// How the server side was decided; a stronger reason may override a weaker one.

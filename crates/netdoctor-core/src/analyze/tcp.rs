@@ -117,7 +117,7 @@ impl Analyzer {
                 };
                 if rtt >= 0 {
                     c.rtt_ns = Some(rtt);
-                    self.hub.handshake_rtt.record_ns(rtt);
+                    self.hub.record_rtt(rtt);
                 }
             }
         }

@@ -51,7 +51,7 @@ impl Observer for CaptureObserver {
         };
         let mut cap = ctx
             .host
-            .open_capture(&cfg)
+            .open_capture(&cfg, rings_for(ctx.plan))
             .map_err(|e| Check::skipped(CheckName::Capture, e.to_string()))?;
         let writer = match &plan.pcap {
             Some(path) => match PcapWriter::create(path, cap.link_type(), plan.snaplen) {
@@ -118,6 +118,28 @@ impl Observer for CaptureObserver {
                 "the capture thread panicked",
             )),
         }
+    }
+}
+
+/// Closed-loop loads from this many connections, or constant rates from this many requests/s,
+/// can outrun one capture ring (several packets per request; measured with
+/// bench/watch-rings.sh): the capture then fans out over one ring per core.
+const FANOUT_CONNECTIONS: usize = 64;
+const FANOUT_RATE: f64 = 20_000.0;
+
+/// Rings for the run: one per core when the load can outrun one ring, else one (a passive
+/// window, a small load: one ring's memory).
+fn rings_for(plan: &crate::plan::DiagnosePlan) -> usize {
+    let load = &plan.load;
+    let heavy = !plan.passive
+        && match load.rate {
+            Some(r) => r >= FANOUT_RATE,
+            None => load.connections >= FANOUT_CONNECTIONS,
+        };
+    if heavy {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
     }
 }
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# netdoctor analyze -j 1 vs -j N (N = cores), with tcptrace and tshark in the same run:
+# packets/s, GB/s (capture file bytes / wall time), peak RSS, and whether the JSON reports of
+# -j 1 and -j N are byte-identical (elapsed_s aside). Rounds alternate the tools; the median
+# of ROUNDS runs is shown (tshark: one run). The load average is printed before and after (the machine may be
+# shared: read the ratios with it).
+#
+# Needs what bench/analyze-vs-tshark.sh needs (its cached captures are used; made by it when
+# missing), /usr/bin/time and jq.
+#
+# Usage: bench/analyze-jobs.sh [N]      (default N: nproc)
+# Env: ROUNDS (default 3), NETDOCTOR (a built binary; else built with cargo), CACHE.
+set -euo pipefail
+export NETDOCTOR_QUIET=1
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${CACHE:-/tmp/netdoctor-bench-cache}"
+ROUNDS="${ROUNDS:-3}"
+N="${1:-$(nproc)}"
+work="$(mktemp -d /tmp/netdoctor-jobs.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+for tool in tshark tcptrace capinfos mergecap jq /usr/bin/time; do
+    command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 2; }
+done
+big="$CACHE/healthy-big.pcap"
+[[ -f "$big" ]] || CACHE="$CACHE" "$root/bench/analyze-vs-tshark.sh" captures
+if [[ -z "${NETDOCTOR:-}" ]]; then
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-bench}"
+    (cd "$root" && cargo build --release -q -p netdoctor)
+    NETDOCTOR="$CARGO_TARGET_DIR/release/netdoctor"
+fi
+
+# timed CMD...: "elapsed_s max_rss_kib" of one run (output discarded).
+timed() {
+    /usr/bin/time -f '%e %M' -o "$work/time.out" "$@" >/dev/null 2>&1 || true
+    tail -1 "$work/time.out"
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo "netdoctor: $NETDOCTOR ($("$NETDOCTOR" --version | head -1))"
+echo "cores: $(nproc); -j $N; rounds: $ROUNDS"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# A capture under MIN_PACKETS (made on a busy machine) is appended to itself up to it.
+MIN_PACKETS="${MIN_PACKETS:-1000000}"
+nbig="$(capinfos -M -c "$big" | awk -F': *' '/Number of packets/ {print $2}')"
+if ((nbig < MIN_PACKETS)); then
+    copies=$(((MIN_PACKETS + nbig - 1) / nbig))
+    args=()
+    for _ in $(seq 1 "$copies"); do args+=("$big"); done
+    mergecap -a -F pcap -w "$work/big-x$copies.pcap" "${args[@]}"
+    big="$work/big-x$copies.pcap"
+fi
+
+for f in "$big" "$CACHE/nagle.pcap"; do
+    [[ -f "$f" ]] || continue
+    n="$(capinfos -M -c "$f" | awk -F': *' '/Number of packets/ {print $2}')"
+    bytes="$(stat -c %s "$f")"
+    printf '\n%s: %s packets, %s MB\n' "$(basename "$f")" "$n" "$((bytes / 1000000))"
+
+    # identical reports
+    "$NETDOCTOR" analyze -j 1 --json "$f" | jq -S 'del(.elapsed_s)' >"$work/j1.json" || true
+    "$NETDOCTOR" analyze -j "$N" --json "$f" | jq -S 'del(.elapsed_s)' >"$work/jn.json" || true
+    if cmp -s "$work/j1.json" "$work/jn.json"; then same=identical; else same=DIFFERENT; fi
+    echo "  JSON of -j 1 and -j $N: $same"
+
+    tools=(j1 jn tcptrace tshark)
+    declare -A secs=() rss=()
+    for round in $(seq 1 "$ROUNDS"); do
+        for t in "${tools[@]}"; do
+            # tshark is ~50x slower: one run of it (round 1) is enough for its ratio.
+            [[ "$t" == tshark && "$round" -gt 1 ]] && continue
+            case "$t" in
+            j1) r="$(timed "$NETDOCTOR" analyze -j 1 --json "$f")" ;;
+            jn) r="$(timed "$NETDOCTOR" analyze -j "$N" --json "$f")" ;;
+            tcptrace) r="$(timed tcptrace -l "$f")" ;;
+            tshark) r="$(timed tshark -r "$f" -q -z conv,tcp)" ;;
+            esac
+            read -r s m <<<"$r"
+            secs[$t]+="$s "
+            rss[$t]+="$m "
+        done
+    done
+    printf '  %-30s %8s %12s %8s %9s %10s\n' tool seconds packets/s GB/s "RSS MiB" "vs -j 1"
+    declare -A med=()
+    for t in "${tools[@]}"; do
+        med[$t]="$(tr ' ' '\n' <<<"${secs[$t]}" | grep . | median)"
+    done
+    for t in "${tools[@]}"; do
+        case "$t" in
+        j1) name="netdoctor analyze -j 1" ;;
+        jn) name="netdoctor analyze -j $N" ;;
+        tcptrace) name="tcptrace -l" ;;
+        tshark) name="tshark -q -z conv,tcp" ;;
+        esac
+        s="${med[$t]}"
+        m="$(tr ' ' '\n' <<<"${rss[$t]}" | grep . | sort -n | tail -1)"
+        awk -v name="$name" -v n="$n" -v b="$bytes" -v s="$s" -v m="$m" -v base="${med[j1]}" 'BEGIN {
+            if (s < 0.01) s = 0.01
+            printf "  %-30s %8.2f %12.0f %8.2f %9.1f %9.2fx\n", name, s, n / s, b / s / 1e9, m / 1024, base / s
+        }'
+    done
+    echo "  (all runs, seconds: -j 1: ${secs[j1]}; -j $N: ${secs[jn]})"
+    unset secs rss med
+done
+echo
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,218 @@
+//! The aggregation side of the analyzer: capture-wide latency histograms, exchange counters,
+//! the per-request breakdown and the detectors ([`crate::detect::REGISTRY`]). The per-connection
+//! side ([`super::hub::Hub`]) hands it every conclusion as an [`Entry`]: applied at once in a
+//! single-threaded analyzer ([`Out::Direct`]), or recorded with the frame that raised it
+//! ([`Out::Log`]) by a worker of the sharded analyzer ([`super::shard`]), whose merger replays
+//! the workers' logs in frame order into one `Agg`. The histograms keep float sums and the
+//! detectors keep their first examples, so the replay order is what makes the sharded result
+//! byte-identical to the single-threaded one.
+
+use super::h2::H2Done;
+use super::http::Found;
+use crate::breakdown::{BreakdownAgg, ExchangeParts};
+use crate::detect::{self, Detector};
+use crate::event::{ConnDone, Event, ExchangeDone, Interests};
+use crate::stats::Hist;
+
+pub(super) struct Agg {
+    pub handshake_rtt: Hist,
+    pub latency: Hist,
+    pub server_time: Hist,
+    pub exchanges: u64,
+    /// Of [`Agg::exchanges`], those cut by the end of the capture while their response was
+    /// arriving (first-byte time known, latency not).
+    pub incomplete: u64,
+    /// Of [`Agg::exchanges`], those whose request starts with an HTTP/1.x method (the others
+    /// were found from direction turns alone).
+    pub http1_exchanges: u64,
+    /// Of [`Agg::exchanges`], HTTP/2 streams.
+    pub h2_exchanges: u64,
+    pub breakdown: BreakdownAgg,
+    pub detectors: Vec<Box<dyn Detector>>,
+    /// Per event kind, the indices of the detectors that want it.
+    by_kind: [Vec<u8>; Interests::KINDS],
+}
+
+/// One conclusion of the per-connection side.
+#[derive(Clone)]
+pub(super) enum Entry {
+    /// A handshake RTT, ns.
+    Rtt(i64),
+    /// A finished exchange's figures; `breakdown` (waited, network, stall parts) when its
+    /// latency is known.
+    Exchange {
+        found: Found,
+        cut: bool,
+        server_time: i64,
+        latency: i64,
+        breakdown: Option<(i64, i64, ExchangeParts)>,
+    },
+    /// An event without borrowed parts (stall, loss episode, zero window, reset).
+    Event(Event<'static>),
+    Done(ExchangeDone),
+    Cut(ExchangeDone),
+    ConnDone(ConnDone),
+    /// An HTTP/2 connection's summary (boxed: it holds lists).
+    H2 {
+        ends: crate::event::Ends,
+        rtt_ns: Option<i64>,
+        done: Box<H2Done>,
+    },
+}
+
+impl Entry {
+    /// The owned form of `ev` (observations are never logged: they go to the merger's `Agg`).
+    pub(super) fn of(ev: &Event<'_>) -> Option<Entry> {
+        Some(match *ev {
+            Event::Stall { ends, stall } => Entry::Event(Event::Stall { ends, stall }),
+            Event::LossEpisode { ends, episode } => {
+                Entry::Event(Event::LossEpisode { ends, episode })
+            }
+            Event::ZeroWindow {
+                ends,
+                reader_is_server,
+                period,
+                near_zero,
+            } => Entry::Event(Event::ZeroWindow {
+                ends,
+                reader_is_server,
+                period,
+                near_zero,
+            }),
+            Event::Reset {
+                ends,
+                kind,
+                before,
+                rst,
+                req,
+                context,
+            } => Entry::Event(Event::Reset {
+                ends,
+                kind,
+                before,
+                rst,
+                req,
+                context,
+            }),
+            Event::ExchangeDone(d) => Entry::Done(*d),
+            Event::ExchangeCut(d) => Entry::Cut(*d),
+            Event::ConnDone(d) => Entry::ConnDone(*d),
+            Event::H2 { ends, rtt_ns, done } => Entry::H2 {
+                ends,
+                rtt_ns,
+                done: Box::new(done.clone()),
+            },
+            Event::Observed(_) => return None,
+        })
+    }
+}
+
+impl Agg {
+    pub(super) fn new() -> Self {
+        let mut agg = Agg {
+            handshake_rtt: Hist::new(),
+            latency: Hist::new(),
+            server_time: Hist::new(),
+            exchanges: 0,
+            incomplete: 0,
+            http1_exchanges: 0,
+            h2_exchanges: 0,
+            breakdown: BreakdownAgg::new(),
+            detectors: Vec::new(),
+            by_kind: Default::default(),
+        };
+        for d in detect::all() {
+            agg.add(d);
+        }
+        agg
+    }
+
+    fn add(&mut self, d: Box<dyn Detector>) {
+        let k = u8::try_from(self.detectors.len()).expect("fewer than 256 detectors");
+        let wants = d.interests();
+        for (kind, list) in self.by_kind.iter_mut().enumerate() {
+            if wants.wants(kind) {
+                list.push(k);
+            }
+        }
+        self.detectors.push(d);
+    }
+
+    /// Hands `ev` to every detector that wants its kind, in registry order.
+    #[inline]
+    pub(super) fn emit(&mut self, ev: &Event<'_>) {
+        for &k in &self.by_kind[ev.kind()] {
+            self.detectors[usize::from(k)].on_event(ev);
+        }
+    }
+
+    /// Applies one conclusion.
+    #[inline]
+    pub(super) fn apply(&mut self, e: &Entry) {
+        match e {
+            Entry::Rtt(ns) => self.handshake_rtt.record_ns(*ns),
+            Entry::Exchange {
+                found,
+                cut,
+                server_time,
+                latency,
+                breakdown,
+            } => {
+                self.exchanges += 1;
+                self.incomplete += u64::from(*cut);
+                self.http1_exchanges += u64::from(*found == Found::Http1);
+                self.h2_exchanges += u64::from(*found == Found::H2);
+                self.server_time.record_ns(*server_time);
+                if !cut {
+                    self.latency.record_ns(*latency);
+                }
+                if let Some((waited, network, parts)) = breakdown {
+                    self.breakdown
+                        .record(*waited, *network, *server_time, parts);
+                }
+            }
+            Entry::Event(ev) => self.emit(ev),
+            Entry::Done(d) => self.emit(&Event::ExchangeDone(d)),
+            Entry::Cut(d) => self.emit(&Event::ExchangeCut(d)),
+            Entry::ConnDone(d) => self.emit(&Event::ConnDone(d)),
+            Entry::H2 { ends, rtt_ns, done } => self.emit(&Event::H2 {
+                ends: *ends,
+                rtt_ns: *rtt_ns,
+                done,
+            }),
+        }
+    }
+}
+
+/// Where the per-connection side's conclusions go.
+pub(super) enum Out {
+    Direct(Box<Agg>),
+    /// A shard worker's: each entry with the frame that raised it (at the end of the capture,
+    /// the first frame of the connection being flushed).
+    Log {
+        tag: u64,
+        entries: Vec<(u64, Entry)>,
+    },
+}
+
+impl Out {
+    #[inline]
+    pub(super) fn put(&mut self, e: Entry) {
+        match self {
+            Out::Direct(agg) => agg.apply(&e),
+            Out::Log { tag, entries } => entries.push((*tag, e)),
+        }
+    }
+
+    #[inline]
+    pub(super) fn emit(&mut self, ev: &Event<'_>) {
+        match self {
+            Out::Direct(agg) => agg.emit(ev),
+            Out::Log { tag, entries } => {
+                if let Some(e) = Entry::of(ev) {
+                    entries.push((*tag, e));
+                }
+            }
+        }
+    }
+}

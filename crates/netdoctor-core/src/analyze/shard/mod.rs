@@ -1,0 +1,376 @@
+//! The sharded analyzer (`analyze -j N`): one reader, N workers, one merger, with the same
+//! result as a single [`Analyzer`] over the same packets.
+//!
+//! - The reader (the caller's thread, [`ShardedAnalyzer::push`]) counts and decodes each
+//!   packet and sends its TCP segment to the worker its connection hashes to: the hash of the
+//!   connection key (both ends, lower first) is symmetric, so both directions of a
+//!   connection go to one worker. Segments go in rounds of [`ROUND`] packets, every worker
+//!   getting its part of each round (maybe empty), so workers advance together.
+//! - A worker is an [`Analyzer`] whose hub logs its conclusions with their frame instead of
+//!   applying them ([`super::agg::Out::Log`]): connection state is per connection, so the
+//!   worker computes what the single analyzer would for its connections. The one exception,
+//!   endpoint sharing for orienting connections picked up mid-stream, is kept across workers
+//!   in [`shared`].
+//! - The merger replays each round's logs in frame order into one [`Agg`] (histograms with float
+//!   sums, detectors keeping their first examples: the order matters), and at the end the
+//!   connections still open, ordered by their first frame as [`Analyzer::finish`] orders them.
+//!   The counters are summed ([`add_counts`]).
+//!
+//! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
+//! every round) is what lets the merger order the logs and the shared counts stay exact, and
+//! std's bounded channels are enough for it.
+
+pub(super) mod shared;
+
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use super::agg::{Agg, Entry};
+use super::flow::conn_key;
+use super::hub::Hub;
+use super::orient::Shared;
+use super::{Analysis, Analyzer, AnalyzerConfig, CaptureQuality, CaptureStats, conclude, stamp};
+use crate::decode::{TcpSegment, decode};
+use crate::packet::RawPacket;
+
+/// Packets per round (over all workers).
+const ROUND: usize = 4096;
+
+/// Rounds in flight per worker (bounds the memory between the reader and a worker).
+const DEPTH: usize = 2;
+
+/// Captured payload bytes a worker gets: all of them. HTTP/1 and turns read at most the first
+/// 12 bytes of a segment, but the HTTP/2 exchange source (`analyze/h2`) reads frame headers and
+/// HPACK blocks anywhere in the stream, and a worker cannot know in advance which connection
+/// speaks HTTP/2. (With a 64-byte prefix, `-j 2` lost HTTP/2 framing that `-j 1` kept.)
+pub(crate) const PAYLOAD_KEPT: usize = usize::MAX;
+
+/// One round's segments for one worker; payload prefixes in `payload`.
+struct Batch {
+    segs: Vec<(TcpSegment<'static>, u32, u32)>,
+    payload: Vec<u8>,
+    /// The last frame of the round: the worker has processed every packet up to it after it.
+    cut: u64,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            segs: Vec::new(),
+            payload: Vec::new(),
+            cut: 0,
+        }
+    }
+}
+
+/// A worker's log of one round, or its last one (the connections open at the end) with its
+/// counters.
+enum Msg {
+    Round(Vec<(u64, Entry)>),
+    End(Vec<(u64, Entry)>, Box<CaptureStats>),
+}
+
+/// [`Analyzer`]'s offline path over `workers` threads. See the module docs.
+pub struct ShardedAnalyzer {
+    stats: CaptureStats,
+    clamped_ts: u64,
+    last_frame: u64,
+    in_round: usize,
+    batches: Vec<Batch>,
+    to_workers: Vec<SyncSender<Batch>>,
+    recycle: Receiver<Batch>,
+    workers: Vec<JoinHandle<()>>,
+    merger: JoinHandle<(Agg, CaptureStats)>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl ShardedAnalyzer {
+    /// `workers` ≥ 2 threads (1 is [`Analyzer`] itself).
+    pub fn new(cfg: AnalyzerConfig, workers: usize) -> ShardedAnalyzer {
+        let n = workers.max(1);
+        let global = shared::Global::new(n);
+        let (recycle_tx, recycle) = sync_channel::<Batch>(n * (DEPTH + 2));
+        let mut to_workers = Vec::new();
+        let mut from_workers = Vec::new();
+        let mut handles = Vec::new();
+        for me in 0..n {
+            let (tx, rx) = sync_channel::<Batch>(DEPTH);
+            let (log_tx, log_rx) = sync_channel::<Msg>(DEPTH);
+            let cfg = cfg.clone();
+            let global = Arc::clone(&global);
+            let recycle_tx = recycle_tx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("analyze-{me}"))
+                .spawn(move || worker(me, cfg, global, rx, log_tx, recycle_tx))
+                .expect("spawn an analyzer worker");
+            to_workers.push(tx);
+            from_workers.push(log_rx);
+            handles.push(h);
+        }
+        let merger = std::thread::Builder::new()
+            .name("analyze-merge".into())
+            .spawn(move || merge(from_workers))
+            .expect("spawn the analyzer's merger");
+        ShardedAnalyzer {
+            stats: CaptureStats::default(),
+            clamped_ts: 0,
+            last_frame: 0,
+            in_round: 0,
+            batches: (0..n).map(|_| Batch::new()).collect(),
+            to_workers,
+            recycle,
+            workers: handles,
+            merger,
+            hasher: foldhash::fast::FixedState::with_seed(0x6e64_6f63),
+        }
+    }
+
+    /// Feeds one captured packet (as [`Analyzer::push`]).
+    pub fn push(&mut self, pkt: &RawPacket<'_>) {
+        let ts = stamp(&mut self.stats, &mut self.clamped_ts, pkt);
+        let pkt = &RawPacket { ts_ns: ts, ..*pkt };
+        self.last_frame = pkt.frame;
+        match decode(pkt) {
+            Ok(Some(seg)) => {
+                self.stats.tcp_segments += 1;
+                let key = conn_key(seg.src, seg.dst).0;
+                let h = self.hasher.hash_one(key);
+                let n = self.batches.len() as u128;
+                let w = ((u128::from(h) * n) >> 64) as usize;
+                let b = &mut self.batches[w];
+                let kept = &seg.payload[..seg.payload.len().min(PAYLOAD_KEPT)];
+                let off = b.payload.len() as u32;
+                b.payload.extend_from_slice(kept);
+                b.segs.push((
+                    TcpSegment {
+                        payload: &[],
+                        ..seg
+                    },
+                    off,
+                    kept.len() as u32,
+                ));
+            }
+            Ok(None) => self.stats.other_packets += 1,
+            Err(_) => self.stats.decode_errors += 1,
+        }
+        self.in_round += 1;
+        if self.in_round >= ROUND {
+            self.send_round();
+        }
+    }
+
+    fn send_round(&mut self) {
+        self.in_round = 0;
+        for (w, tx) in self.to_workers.iter().enumerate() {
+            let mut fresh = self.recycle.try_recv().unwrap_or_else(|_| Batch::new());
+            fresh.segs.clear();
+            fresh.payload.clear();
+            let mut b = std::mem::replace(&mut self.batches[w], fresh);
+            b.cut = self.last_frame;
+            // A worker gone (it panicked) is reported when it is joined.
+            let _ = tx.send(b);
+        }
+    }
+
+    /// Ends the analysis (as [`Analyzer::finish`]).
+    pub fn finish(mut self) -> Analysis {
+        if self.in_round > 0 {
+            self.send_round();
+        }
+        self.to_workers.clear();
+        for h in self.workers.drain(..) {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+        let (mut agg, counts) = match self.merger.join() {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        };
+        add_counts(&mut self.stats, &counts);
+        conclude(&mut self.stats, self.clamped_ts, &mut agg)
+    }
+}
+
+/// One worker: an analyzer over its connections, logging.
+fn worker(
+    me: usize,
+    cfg: AnalyzerConfig,
+    global: Arc<shared::Global>,
+    rx: Receiver<Batch>,
+    log: SyncSender<Msg>,
+    recycle: SyncSender<Batch>,
+) {
+    /// Others never wait on a worker that ended, also by a panic.
+    struct Done(Arc<shared::Global>, usize);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            self.0.publish(self.1, u64::MAX, &mut Vec::new());
+        }
+    }
+    let _done = Done(Arc::clone(&global), me);
+    let mut a = Analyzer::new(cfg);
+    a.hub = Hub::logging();
+    a.shared = Shared::global(shared::Handle::new(global, me));
+    let mut entries_cap = 0;
+    for b in rx {
+        for (seg, off, len) in &b.segs {
+            let (off, len) = (*off as usize, *len as usize);
+            let seg = TcpSegment {
+                payload: &b.payload[off..off + len],
+                ..*seg
+            };
+            a.hub.tag(seg.frame);
+            if let Some(h) = a.shared.handle() {
+                h.at(seg.frame);
+            }
+            a.on_segment(&seg);
+        }
+        if let Some(h) = a.shared.handle() {
+            h.publish(b.cut);
+        }
+        let entries = take_log(&mut a.hub, entries_cap);
+        entries_cap = entries_cap.max(entries.len());
+        if log.send(Msg::Round(entries)).is_err() {
+            return;
+        }
+        let _ = recycle.try_send(b);
+    }
+    if let Some(h) = a.shared.handle() {
+        h.publish(u64::MAX);
+    }
+    a.flush_open();
+    let entries = take_log(&mut a.hub, 0);
+    let _ = log.send(Msg::End(entries, Box::new(a.stats.clone())));
+}
+
+fn take_log(hub: &mut Hub, cap: usize) -> Vec<(u64, Entry)> {
+    match &mut hub.out {
+        super::agg::Out::Log { entries, .. } => std::mem::replace(entries, Vec::with_capacity(cap)),
+        super::agg::Out::Direct(_) => Vec::new(),
+    }
+}
+
+/// The merger: each round's logs, in frame order, into one `Agg`; then the ends.
+fn merge(from: Vec<Receiver<Msg>>) -> (Agg, CaptureStats) {
+    let mut agg = Agg::new();
+    let mut counts = CaptureStats::default();
+    let mut logs: Vec<Vec<(u64, Entry)>> = Vec::with_capacity(from.len());
+    loop {
+        logs.clear();
+        let mut ended = 0;
+        for rx in &from {
+            match rx.recv() {
+                Ok(Msg::Round(l)) => logs.push(l),
+                Ok(Msg::End(l, s)) => {
+                    logs.push(l);
+                    add_counts(&mut counts, &s);
+                    ended += 1;
+                }
+                // A worker that panicked: its join reports it.
+                Err(_) => return (agg, counts),
+            }
+        }
+        replay(&mut agg, &logs);
+        if ended == from.len() {
+            return (agg, counts);
+        }
+    }
+}
+
+/// Applies the entries of `logs` (each in tag order; a tag in one log only) in tag order.
+fn replay(agg: &mut Agg, logs: &[Vec<(u64, Entry)>]) {
+    let mut at = vec![0usize; logs.len()];
+    loop {
+        let mut best: Option<(u64, usize)> = None;
+        for (w, l) in logs.iter().enumerate() {
+            if let Some((tag, _)) = l.get(at[w])
+                && best.is_none_or(|(t, _)| *tag < t)
+            {
+                best = Some((*tag, w));
+            }
+        }
+        let Some((tag, w)) = best else { return };
+        // Every entry of this tag is in this log, one after the other.
+        while let Some((t, e)) = logs[w].get(at[w])
+            && *t == tag
+        {
+            agg.apply(e);
+            at[w] += 1;
+        }
+    }
+}
+
+/// Adds the counters of `b` to `a` (the packet and time fields too: a worker's are zero). A
+/// pattern without `..`: a counter added to [`CaptureStats`] must be summed here.
+pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
+    let CaptureStats {
+        packets,
+        bytes,
+        tcp_segments,
+        other_packets,
+        decode_errors,
+        connections,
+        connections_with_handshake,
+        connections_untracked,
+        retransmitted_segments,
+        first_ts_ns: _,
+        last_ts_ns: _,
+        duration_s: _,
+        capture_drops,
+        data_segments,
+        out_of_order_segments,
+        spurious_retransmissions,
+        duplicate_acks,
+        capture_gaps,
+        syn_retransmits,
+        resets,
+        connections_evicted,
+        pipelined_connections,
+        fast_retransmissions,
+        rto_retransmissions,
+        tail_loss_probes,
+        keep_alives,
+        h2_framing_lost,
+        quality:
+            CaptureQuality {
+                duplicate_frames,
+                missing_segments,
+                missing_bytes,
+                captured_bytes,
+                sequence_gaps,
+            },
+    } = b;
+    a.packets += packets;
+    a.h2_framing_lost += h2_framing_lost;
+    a.bytes += bytes;
+    a.tcp_segments += tcp_segments;
+    a.other_packets += other_packets;
+    a.decode_errors += decode_errors;
+    a.connections += connections;
+    a.connections_with_handshake += connections_with_handshake;
+    a.connections_untracked += connections_untracked;
+    a.retransmitted_segments += retransmitted_segments;
+    a.capture_drops += capture_drops;
+    a.data_segments += data_segments;
+    a.out_of_order_segments += out_of_order_segments;
+    a.spurious_retransmissions += spurious_retransmissions;
+    a.duplicate_acks += duplicate_acks;
+    a.capture_gaps += capture_gaps;
+    a.syn_retransmits += syn_retransmits;
+    a.resets += resets;
+    a.connections_evicted += connections_evicted;
+    a.pipelined_connections += pipelined_connections;
+    a.fast_retransmissions += fast_retransmissions;
+    a.rto_retransmissions += rto_retransmissions;
+    a.tail_loss_probes += tail_loss_probes;
+    a.keep_alives += keep_alives;
+    let q = &mut a.quality;
+    q.duplicate_frames += duplicate_frames;
+    q.missing_segments += missing_segments;
+    q.missing_bytes += missing_bytes;
+    q.captured_bytes += captured_bytes;
+    q.sequence_gaps += sequence_gaps;
+}
