@@ -64,7 +64,7 @@ impl Head {
             && match self.kind {
                 DATA | HEADERS | 0x2 | PUSH_PROMISE | CONTINUATION => on_stream,
                 RST_STREAM => on_stream && self.len == 4,
-                SETTINGS => !on_stream && self.len % 6 == 0,
+                SETTINGS => !on_stream && self.len.is_multiple_of(6),
                 PING => !on_stream && self.len == 8,
                 GOAWAY => !on_stream && self.len >= 8,
                 WINDOW_UPDATE => self.len == 4,
