@@ -17,7 +17,10 @@ use netdoctor_observe::host_findings::{
 };
 use netdoctor_observe::live::{LiveCapture, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
-use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbe, SynProbeConfig};
+use netdoctor_probe::{
+    HttpProbeConfig, HttpTiming, KeepAliveConfig, KeepAliveProbe, ProbeError, SynProbe,
+    SynProbeConfig,
+};
 use netdoctor_route::dns::{DnsOptions, DnsReport};
 use netdoctor_route::neighbour::Neighbour;
 use netdoctor_route::route_table::NextHop;
@@ -45,6 +48,12 @@ pub trait Host: Sync {
     fn connect_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe;
     fn http_probe(&self, addr: SocketAddr, cfg: &HttpProbeConfig)
     -> Result<HttpTiming, ProbeError>;
+    /// A short keep-alive probe: does the server keep connections, what setup costs.
+    fn keepalive_probe(
+        &self,
+        addr: SocketAddr,
+        cfg: &KeepAliveConfig,
+    ) -> Result<KeepAliveProbe, ProbeError>;
     fn open_capture(&self, cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError>;
     /// Kernel counters of the network namespace the run is in.
     fn counters(&self) -> Result<CounterSnapshot, ObserveError>;
@@ -172,6 +181,13 @@ impl Host for SystemHost {
         cfg: &HttpProbeConfig,
     ) -> Result<HttpTiming, ProbeError> {
         netdoctor_probe::http_timing(addr, cfg)
+    }
+    fn keepalive_probe(
+        &self,
+        addr: SocketAddr,
+        cfg: &KeepAliveConfig,
+    ) -> Result<KeepAliveProbe, ProbeError> {
+        netdoctor_probe::keepalive_probe(addr, cfg)
     }
     fn open_capture(&self, cfg: &LiveConfig) -> Result<Box<dyn Capture>, ObserveError> {
         Ok(Box::new(LiveCapture::open(cfg)?))

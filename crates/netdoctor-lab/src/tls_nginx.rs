@@ -8,6 +8,7 @@
 //! `localhost` and `127.0.0.1`: a client that checks it against the system roots fails with
 //! `UnknownIssuer`, as it would for any self-signed server certificate.
 //!
+//! `keepalive_timeout 0` makes a server that closes every connection after its response.
 //! `tcp_nodelay`, `ssl_buffer_size` and the page size are settable, for the Nagle case over TLS:
 //! a response that leaves in several TLS records (e.g. `ssl_buffer_size 4k` with an 8 KiB page)
 //! stalls behind the client's delayed ACK when `tcp_nodelay off`; one record does not.
@@ -33,6 +34,9 @@ pub struct TlsNginxConfig {
     /// `keepalive_requests` (default here: 100000; nginx's own is 1000). Past it, nginx ends
     /// an HTTP/2 connection with GOAWAY.
     pub keepalive_requests: Option<u32>,
+    /// `keepalive_timeout` in seconds (default: nginx's 75); `Some(0)` closes every connection
+    /// after its response (`Connection: close`), whatever the client asked.
+    pub keepalive_timeout: Option<u32>,
 }
 
 impl Default for TlsNginxConfig {
@@ -43,6 +47,7 @@ impl Default for TlsNginxConfig {
             page_bytes: None,
             http2: false,
             keepalive_requests: None,
+            keepalive_timeout: None,
         }
     }
 }
@@ -230,6 +235,7 @@ fn render(dir: &Path, https_port: u16, http_port: u16, cfg: &TlsNginxConfig) -> 
     let nodelay = if cfg.tcp_nodelay { "on" } else { "off" };
     let http2 = if cfg.http2 { " http2" } else { "" };
     let keepalive_requests = cfg.keepalive_requests.unwrap_or(100_000);
+    let keepalive_timeout = cfg.keepalive_timeout.unwrap_or(75);
     format!(
         "# netdoctor TLS test server (removed on drop)
 daemon off;
@@ -244,6 +250,7 @@ http {{
     tcp_nopush off;
     tcp_nodelay {nodelay};
     keepalive_requests {keepalive_requests};
+    keepalive_timeout {keepalive_timeout};
     types {{ text/html html; }}
     default_type text/html;
     client_body_temp_path {d}/body;
