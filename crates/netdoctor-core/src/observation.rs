@@ -67,6 +67,39 @@ pub enum Observation {
     },
     /// What the load's requests got: answers by status and failures by kind.
     Load(LoadOutcome),
+    /// A short keep-alive probe after the load: does the server keep connections, and what a
+    /// connection per request costs.
+    KeepAlive(KeepAliveCost),
+}
+
+/// What a short keep-alive probe measured (`netdoctor_probe::keepalive_probe`), run after a
+/// load whose connections carried about one request each although keep-alive was on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeepAliveCost {
+    /// Requests answered (all with `Connection: keep-alive`).
+    pub requests: u32,
+    /// Connections those requests opened.
+    pub connections: u32,
+    /// Connections the server closed after its first answer although keep-alive was asked
+    /// (it answered `Connection: close`, or the connection ended before the next answer).
+    pub server_closed: u32,
+    /// Requests answered on a connection that had already carried one (keep-alive honoured).
+    pub reused: u32,
+    /// Median of a connection's first request, its setup included (connect, TLS), ms.
+    pub first_p50_ms: f64,
+    /// Median of a request alone (written → answered): on kept connections when the server
+    /// kept any, else the first requests without their setup, ms.
+    pub request_p50_ms: f64,
+    /// Requests per second the probe got over its connections.
+    pub requests_per_s: f64,
+    /// How many times the requests/s a kept connection serves (or would serve).
+    pub rps_ratio: f64,
+    /// How many times lower the median is with a kept connection.
+    pub p50_ratio: f64,
+    /// The server kept no connection, so keep-alive could not be timed on it: the ratios count
+    /// only the setup the client sees (connect, TLS, close), not the server's own accept and
+    /// close work inside the request time. A lower bound.
+    pub lower_bound: bool,
 }
 
 /// The requests of a load run, as the load generator saw them.

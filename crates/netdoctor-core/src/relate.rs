@@ -63,6 +63,15 @@ fn own_connect_timeouts(_: &Finding, c: &Finding) -> bool {
     c.side == Side::Client && c.summary.contains(CONNECT_TIMEOUT_MARK)
 }
 
+/// Requests that got no answer at all (no status), which loss on the path explains; an
+/// `http_errors` summary carries these words when that is what failed.
+fn unanswered_on_path(root: &Finding, c: &Finding) -> bool {
+    c.summary.contains(NO_ANSWER_MARK) && (path_loss(root, c) || lost_on_path(root, c))
+}
+
+/// The words of an `http_errors` summary whose failures got no answer at all.
+pub const NO_ANSWER_MARK: &str = "no answer";
+
 /// The words an `http_errors` summary carries when its failures are the load's own connect
 /// timeouts (see `detect::http_errors`).
 pub const CONNECT_TIMEOUT_MARK: &str = "netdoctor's own timeout cut";
@@ -146,6 +155,11 @@ pub const RULES: &[Rule] = &[
     rule(RouteProblem, SynRetransmit, path_loss),
     rule(RouteProblem, RetransmissionTimeout, path_loss),
     rule(RouteProblem, ConnectionReset, path_loss),
+    // Handshakes abandoned on a lossy path (the client gave up, a late SYN/ACK met a reset)
+    // look like refused connects in the packets; the route lab showed 7 of 81 (issue 20).
+    rule(RouteProblem, ServerNotListening, path_loss),
+    // Requests that got no answer through a lossy path (lost, reset or timed out on the way).
+    rule(RouteProblem, HttpErrors, unanswered_on_path),
     // Loss on the path seen in the packets, without a trace to place it.
     rule(PacketLossRetransmission, SynRetransmit, lost_on_path),
     rule(
@@ -154,6 +168,8 @@ pub const RULES: &[Rule] = &[
         lost_on_path,
     ),
     rule(PacketLossRetransmission, ConnectionReset, lost_on_path),
+    rule(PacketLossRetransmission, ServerNotListening, lost_on_path),
+    rule(PacketLossRetransmission, HttpErrors, unanswered_on_path),
     // Connects that took 3 s because SYNs were repeated, cut by the load's own timeout.
     rule(SynRetransmit, HttpErrors, own_connect_timeouts),
 ];

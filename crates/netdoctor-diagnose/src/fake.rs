@@ -12,7 +12,8 @@ use netdoctor_observe::live::LiveConfig;
 use netdoctor_observe::pcapfile::CaptureFile;
 use netdoctor_observe::{CounterSnapshot, ObserveError, PacketSource, SourceSummary};
 use netdoctor_probe::{
-    HttpProbeConfig, HttpTiming, ProbeError, SynMethod, SynProbe, SynProbeConfig,
+    HttpProbeConfig, HttpTiming, KeepAliveConfig, KeepAliveProbe, ProbeError, SynMethod, SynProbe,
+    SynProbeConfig,
 };
 use netdoctor_route::dns::{DnsOptions, DnsReport};
 use netdoctor_route::neighbour::Neighbour;
@@ -70,6 +71,10 @@ pub struct FakeHost {
     pub traces_asked: Mutex<Vec<TraceOptions>>,
     /// What eBPF counted during the load, or why it could not run.
     pub kernel: Result<netdoctor_observe::host_findings::KernelEvents, String>,
+    /// What a keep-alive probe measures (`None`: it fails, the connection refused).
+    pub keepalive: Option<KeepAliveProbe>,
+    /// Keep-alive probes asked for.
+    pub keepalive_asked: std::sync::atomic::AtomicU64,
 }
 
 /// Recorded kernel events, handed back as they are.
@@ -125,6 +130,8 @@ impl FakeHost {
             trace: None,
             traces_asked: Mutex::new(Vec::new()),
             kernel: Err("eBPF does not run on this recorded host".to_string()),
+            keepalive: None,
+            keepalive_asked: std::sync::atomic::AtomicU64::new(0),
         }
     }
 }
@@ -178,6 +185,15 @@ impl Host for FakeHost {
             return Err(fail(addr));
         }
         self.http.clone().ok_or(ProbeError::Refused { addr })
+    }
+    fn keepalive_probe(
+        &self,
+        addr: SocketAddr,
+        _cfg: &KeepAliveConfig,
+    ) -> Result<KeepAliveProbe, ProbeError> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.keepalive_asked.fetch_add(1, Ordering::Relaxed);
+        self.keepalive.clone().ok_or(ProbeError::Refused { addr })
     }
     fn open_capture(
         &self,

@@ -18,7 +18,10 @@ use netdoctor_observe::host_findings::{
 };
 use netdoctor_observe::live::{DEFAULT_RING_BYTES, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
-use netdoctor_probe::{HttpProbeConfig, HttpTiming, ProbeError, SynProbe, SynProbeConfig};
+use netdoctor_probe::{
+    HttpProbeConfig, HttpTiming, KeepAliveConfig, KeepAliveProbe, ProbeError, SynProbe,
+    SynProbeConfig,
+};
 use netdoctor_route::dns::{DnsOptions, DnsReport};
 use netdoctor_route::neighbour::Neighbour;
 use netdoctor_route::route_table::NextHop;
@@ -46,6 +49,12 @@ pub trait Host: Sync {
     fn connect_probe(&self, addr: SocketAddr, cfg: &SynProbeConfig) -> SynProbe;
     fn http_probe(&self, addr: SocketAddr, cfg: &HttpProbeConfig)
     -> Result<HttpTiming, ProbeError>;
+    /// A short keep-alive probe: does the server keep connections, what setup costs.
+    fn keepalive_probe(
+        &self,
+        addr: SocketAddr,
+        cfg: &KeepAliveConfig,
+    ) -> Result<KeepAliveProbe, ProbeError>;
     /// A capture on `rings` rings (more than one: a PACKET_FANOUT group, see
     /// [`netdoctor_observe::fanout`]).
     fn open_capture(
@@ -182,6 +191,13 @@ impl Host for SystemHost {
         cfg: &HttpProbeConfig,
     ) -> Result<HttpTiming, ProbeError> {
         netdoctor_probe::http_timing(addr, cfg)
+    }
+    fn keepalive_probe(
+        &self,
+        addr: SocketAddr,
+        cfg: &KeepAliveConfig,
+    ) -> Result<KeepAliveProbe, ProbeError> {
+        netdoctor_probe::keepalive_probe(addr, cfg)
     }
     fn open_capture(
         &self,

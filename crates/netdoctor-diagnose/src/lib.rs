@@ -15,12 +15,15 @@
 //!   diagnosis); the trace of a routed target is the observer `observers::TraceObserver`.
 //! - [`preflight`]: route, neighbour, connect, TLS verification and one request before any
 //!   load; a failure that is the client's or the path's ends the run with its finding.
+//! - `keepalive`: after a load that asked for keep-alive and got a connection per request, a
+//!   short keep-alive probe measures what that costs (for `short_connections`).
 //! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
 mod base_rtt;
 pub mod fake;
 pub mod host;
+mod keepalive;
 pub mod observer;
 pub mod observers;
 pub mod plan;

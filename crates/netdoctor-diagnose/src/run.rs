@@ -151,7 +151,15 @@ fn active(
     if capturing {
         progress.stage("analyzing captured packets");
     }
-    finish_observers(ctx, report, running)
+    let mut outcome = finish_observers(ctx, report, running);
+    // After the capture: the probe's own connections stay out of the analysis.
+    crate::keepalive::after_load(
+        ctx,
+        report.measurements.load.as_ref(),
+        progress,
+        &mut outcome,
+    );
+    outcome
 }
 
 /// How often a passive window ticks (observers, progress, the interrupt flag).
@@ -410,7 +418,7 @@ fn finish(
     let l = &plan.load;
     if !plan.passive {
         outcome.observations.push(Observation::RunConfig {
-            keepalive: l.keepalive,
+            keepalive: crate::keepalive::requested(plan),
             timeout_ms: u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
             connections: u32::try_from(l.connections).unwrap_or(u32::MAX),
         });

@@ -12,6 +12,7 @@
 //! `self-signed` case (nginx on the server namespace's address, its files under the lab's state
 //! dir, its certificate naming that address so the issuer is the only problem).
 //!
+//! `keepalive_timeout 0` makes a server that closes every connection after its response.
 //! `tcp_nodelay`, `ssl_buffer_size` and the page size are settable, for the Nagle case over TLS:
 //! a response that leaves in several TLS records (e.g. `ssl_buffer_size 4k` with an 8 KiB page)
 //! stalls behind the client's delayed ACK when `tcp_nodelay off`; one record does not.
@@ -43,6 +44,9 @@ pub struct TlsNginxConfig {
     pub ports: Option<(u16, u16)>,
     /// The dir its files go under (default: the system temp dir).
     pub parent_dir: Option<PathBuf>,
+    /// `keepalive_timeout` in seconds (default: nginx's 75); `Some(0)` closes every connection
+    /// after its response (`Connection: close`), whatever the client asked.
+    pub keepalive_timeout: Option<u32>,
 }
 
 impl Default for TlsNginxConfig {
@@ -56,6 +60,7 @@ impl Default for TlsNginxConfig {
             ip: None,
             ports: None,
             parent_dir: None,
+            keepalive_timeout: None,
         }
     }
 }
@@ -269,6 +274,7 @@ fn render(
     let nodelay = if cfg.tcp_nodelay { "on" } else { "off" };
     let http2 = if cfg.http2 { " http2" } else { "" };
     let keepalive_requests = cfg.keepalive_requests.unwrap_or(100_000);
+    let keepalive_timeout = cfg.keepalive_timeout.unwrap_or(75);
     format!(
         "# netdoctor TLS test server (removed on drop)
 daemon off;
@@ -283,6 +289,7 @@ http {{
     tcp_nopush off;
     tcp_nodelay {nodelay};
     keepalive_requests {keepalive_requests};
+    keepalive_timeout {keepalive_timeout};
     types {{ text/html html; }}
     default_type text/html;
     client_body_temp_path {d}/body;

@@ -76,25 +76,7 @@ pub struct HttpTiming {
 /// times the answer.
 pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming, ProbeError> {
     let http_err = |msg: String| ProbeError::Http { addr, msg };
-    let path = if cfg.path.is_empty() {
-        "/"
-    } else {
-        cfg.path.as_str()
-    };
-    let host = if cfg.host.is_empty() {
-        addr.to_string()
-    } else {
-        cfg.host.clone()
-    };
-    let bad = |s: &str| s.bytes().any(|b| b.is_ascii_control() || b == b' ');
-    if bad(path) || bad(&host) {
-        return Err(http_err(format!(
-            "path {path:?} or host {host:?} contains spaces or control characters"
-        )));
-    }
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nUser-Agent: netdoctor/0.1\r\n\r\n"
-    );
+    let request = request(addr, cfg, "close")?;
 
     let timeout = cfg.timeout.max(MIN_WAIT);
     let start = Instant::now();
@@ -169,19 +151,48 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
     })
 }
 
-fn ms(d: Duration) -> f64 {
+/// `GET cfg.path` with the given `Connection:` header value; an error names a path or host
+/// that cannot go into a request line.
+pub(crate) fn request(
+    addr: SocketAddr,
+    cfg: &HttpProbeConfig,
+    connection: &str,
+) -> Result<String, ProbeError> {
+    let path = if cfg.path.is_empty() {
+        "/"
+    } else {
+        cfg.path.as_str()
+    };
+    let host = if cfg.host.is_empty() {
+        addr.to_string()
+    } else {
+        cfg.host.clone()
+    };
+    let bad = |s: &str| s.bytes().any(|b| b.is_ascii_control() || b == b' ');
+    if bad(path) || bad(&host) {
+        return Err(ProbeError::Http {
+            addr,
+            msg: format!("path {path:?} or host {host:?} contains spaces or control characters"),
+        });
+    }
+    Ok(format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: {connection}\r\nUser-Agent: netdoctor/0.1\r\n\r\n"
+    ))
+}
+
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
 /// The connection plus received bytes not yet given to the parser, with a deadline for every
 /// operation.
-struct Conn {
-    stream: TcpStream,
+pub(crate) struct Conn {
+    pub(crate) stream: TcpStream,
     /// HTTPS: the TLS session over `stream`.
-    tls: Option<Box<TlsSession>>,
-    buf: Vec<u8>,
-    addr: SocketAddr,
-    deadline: Instant,
+    pub(crate) tls: Option<Box<TlsSession>>,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) addr: SocketAddr,
+    pub(crate) deadline: Instant,
 }
 
 impl Conn {
@@ -196,7 +207,7 @@ impl Conn {
     }
 
     /// The TLS handshake, within the deadline.
-    fn handshake(&mut self, opts: &TlsOptions) -> Result<(), ProbeError> {
+    pub(crate) fn handshake(&mut self, opts: &TlsOptions) -> Result<(), ProbeError> {
         let addr = self.addr;
         let tls_err = |msg: String| ProbeError::Tls {
             addr,
@@ -226,7 +237,7 @@ impl Conn {
         }
     }
 
-    fn write_all(&mut self, mut data: &[u8]) -> Result<(), ProbeError> {
+    pub(crate) fn write_all(&mut self, mut data: &[u8]) -> Result<(), ProbeError> {
         while !data.is_empty() {
             let left = self.left("write")?;
             let _ = self.stream.set_write_timeout(Some(left));
@@ -262,7 +273,7 @@ impl Conn {
     }
 
     /// Reads once more into `buf`; returns the number of new bytes (0 at end of stream).
-    fn fill(&mut self) -> Result<usize, ProbeError> {
+    pub(crate) fn fill(&mut self) -> Result<usize, ProbeError> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
             let left = self.left("read")?;

@@ -5,6 +5,8 @@
 //!   `hping3 -S`; [`connect_rtt`] times `connect()` instead and is the fallback without
 //!   CAP_NET_RAW.
 //! - [`http_timing`]: one HTTP/1.1 request broken into connect, time to first byte and total.
+//! - [`keepalive_probe`]: a short keep-alive probe: does the server keep connections, and what
+//!   a connection per request costs (setup timed apart from the requests).
 //!
 //! - [`ProbeError::failure`]: what a failed probe says about the cause and side ([`Failure`]),
 //!   for the diagnosis's preflight.
@@ -15,6 +17,7 @@
 mod classify;
 mod error;
 mod http;
+mod keepalive;
 mod model;
 mod packet;
 mod raw;
@@ -26,6 +29,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 pub use classify::Failure;
 pub use error::ProbeError;
 pub use http::{HttpProbeConfig, HttpTiming, http_timing};
+pub use keepalive::{KeepAliveConfig, KeepAliveProbe, keepalive_probe};
 pub use model::{SynMethod, SynProbe, SynProbeConfig};
 pub use netdoctor_load::tls::CertificateProblem;
 pub use syn::{connect_rtt, syn_rtt};

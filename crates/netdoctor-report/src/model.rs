@@ -224,11 +224,14 @@ pub enum CheckName {
     /// Before any load: route, neighbour, connect, TLS verification and one request; a
     /// failure that is the client's or the path's ends the run here.
     Preflight,
+    /// After a load that asked for keep-alive and got a connection per request: a short
+    /// keep-alive probe of what that costs.
+    KeepaliveProbe,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 16] = [
+    pub const ALL: [CheckName; 17] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -245,6 +248,7 @@ impl CheckName {
         CheckName::Trace,
         CheckName::Bpf,
         CheckName::Preflight,
+        CheckName::KeepaliveProbe,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -266,6 +270,7 @@ impl CheckName {
             CheckName::Trace => "trace",
             CheckName::Bpf => "bpf",
             CheckName::Preflight => "preflight",
+            CheckName::KeepaliveProbe => "keepalive_probe",
         }
     }
 }

@@ -261,7 +261,10 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
     let what = match (top, no_answer > 0) {
         (Some(t), true) => format!("{t} and requests without an answer"),
         (Some(t), false) => t,
-        (None, _) => "no answer (connect, read or write errors, timeouts)".to_string(),
+        (None, _) => format!(
+            "{} (connect, read or write errors, timeouts)",
+            crate::relate::NO_ANSWER_MARK
+        ),
     };
     let mut f = Finding::new(
         FindingId::HttpErrors,

@@ -17,13 +17,23 @@
 //! keep-alive settings); a client that closes is side client. When the run's config
 //! ([`Observation::RunConfig`]) says the user asked for one connection per request
 //! (`keepalive: false`), nobody is blamed for that choice: the finding is info and says so.
+//!
+//! Measured, not guessed: when `diagnose` asked for keep-alive and still got a connection per
+//! request, it runs a short keep-alive probe ([`Observation::KeepAlive`]). Then the severity
+//! follows the measured cost (how many more requests/s a kept connection serves, how much
+//! lower the median is: [`COST_WARNING`], [`COST_CRITICAL`]), and the side is whoever closed: a
+//! server that closed the probe's keep-alive connections after one answer is side server; a
+//! server that kept them means the load's connections were ended by the client. A server that
+//! refuses keep-alive the client asked for is at least a warning: the cost the probe can time
+//! then is a lower bound (the client-side setup only; the server's accept and close work shows
+//! under load as CPU).
 
 use std::net::SocketAddr;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
 use crate::event::Event;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
-use crate::observation::Observation;
+use crate::observation::{KeepAliveCost, Observation};
 use crate::stats::Hist;
 
 pub const MIN_CONNECTIONS: u64 = 5;
@@ -36,6 +46,10 @@ enum Closer {
     Unknown,
 }
 pub const MAX_EXCHANGES_PER_CONN: f64 = 2.0;
+/// A measured cost (the larger of the req/s and p50 ratios) from which a connection per
+/// request is a warning, and a critical.
+pub const COST_WARNING: f64 = 1.3;
+pub const COST_CRITICAL: f64 = 3.0;
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -58,6 +72,8 @@ pub struct ShortConnections {
     /// From the run's config: keep-alive was on (`Some(false)`: the user asked for one
     /// connection per request).
     keepalive: Option<bool>,
+    /// The keep-alive probe's measurement, when the run made one.
+    probe: Option<KeepAliveCost>,
     examples: Vec<Example>,
 }
 
@@ -83,6 +99,7 @@ impl Detector for ShortConnections {
             Event::Observed(Observation::RunConfig { keepalive, .. }) => {
                 self.keepalive = Some(*keepalive);
             }
+            Event::Observed(Observation::KeepAlive(c)) => self.probe = Some(c.clone()),
             _ => {}
         }
     }
@@ -137,103 +154,194 @@ impl ShortConnections {
     }
 
     fn report(&self, latency_p50_ms: f64, t0_ns: i64, out: &mut Vec<Finding>) {
-        if self.conns < MIN_CONNECTIONS {
-            return;
-        }
-        let per_conn = self.exchanges as f64 / self.conns as f64;
-        if per_conn > MAX_EXCHANGES_PER_CONN {
+        let seen = self.conns >= MIN_CONNECTIONS;
+        let per_conn = self.exchanges as f64 / self.conns.max(1) as f64;
+        // The packets show keep-alive at work, or neither they nor a probe show anything.
+        if (seen && per_conn > MAX_EXCHANGES_PER_CONN) || (!seen && self.probe.is_none()) {
             return;
         }
         let setup = self.setup.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         // Share of requests that opened their own connection.
-        let fraction = (self.conns as f64 / self.exchanges.max(1) as f64).min(1.0);
+        let fraction = if seen {
+            (self.conns as f64 / self.exchanges.max(1) as f64).min(1.0)
+        } else {
+            1.0
+        };
         let share = if latency_p50_ms > 0.0 {
             setup / (setup + latency_p50_ms)
         } else {
             0.0
         };
         let requested = self.keepalive == Some(false);
-        let severity = if requested {
+        let probe = self.probe.as_ref().filter(|_| !requested);
+        let severity = match probe {
             // The user's own choice: not a problem to fix, whatever it costs.
-            Severity::Info
-        } else if setup >= 50.0 && share >= 0.3 {
-            Severity::Critical
-        } else if setup >= 1.0 && share >= 0.2 {
-            Severity::Warning
-        } else {
-            Severity::Info
+            _ if requested => Severity::Info,
+            // Measured: what a kept connection saves.
+            Some(p) => match p.rps_ratio.max(p.p50_ratio) {
+                c if c >= COST_CRITICAL => Severity::Critical,
+                c if c >= COST_WARNING => Severity::Warning,
+                // Keep-alive asked and refused: the cost timed is only a lower bound.
+                _ if p.lower_bound && p.server_closed > 0 => Severity::Warning,
+                _ => Severity::Info,
+            },
+            None if setup >= 50.0 && share >= 0.3 => Severity::Critical,
+            None if setup >= 1.0 && share >= 0.2 => Severity::Warning,
+            None => Severity::Info,
         };
-        let closer = if self.closed_by_server > self.closed_by_client {
-            Closer::Server
-        } else if self.closed_by_client > 0 {
-            Closer::Client
-        } else {
-            Closer::Unknown
+        let closer = match probe {
+            // The server closed the probe's keep-alive connections after one answer.
+            Some(p) if p.server_closed > 0 && p.reused == 0 => Closer::Server,
+            // The server kept them: the load's connections ended at the client's request.
+            Some(p) if p.reused > 0 => Closer::Client,
+            _ if self.closed_by_server > self.closed_by_client => Closer::Server,
+            _ if self.closed_by_client > 0 => Closer::Client,
+            _ => Closer::Unknown,
         };
         let side = match closer {
             Closer::Server if !requested => Side::Server,
             _ => Side::Client,
         };
-        let who_closed = match closer {
-            Closer::Server => format!(
+        let who_closed = match (probe, closer) {
+            (Some(p), Closer::Server) => format!(
+                "; the server closed {} of the keep-alive probe's {} connections after one answer",
+                p.server_closed, p.connections
+            ),
+            (Some(p), Closer::Client) => format!(
+                "; the server kept the keep-alive probe's connections ({} requests on {})",
+                p.requests, p.connections
+            ),
+            (None, Closer::Server) => format!(
                 "; the server closed {} of them first",
                 self.closed_by_server
             ),
-            Closer::Client => format!(
+            (None, Closer::Client) => format!(
                 "; the client closed {} of them first",
                 self.closed_by_client
             ),
-            Closer::Unknown => String::new(),
+            _ => String::new(),
+        };
+        let measured = probe.map_or(String::new(), |p| {
+            format!(
+                "; measured: a kept connection {} {:.1}x the requests/s and a {:.1}x lower \
+                 median ({:.2} ms for the request against {:.2} ms with setup{})",
+                if p.lower_bound {
+                    "would serve at least"
+                } else {
+                    "serves"
+                },
+                p.rps_ratio,
+                p.p50_ratio,
+                p.request_p50_ms,
+                p.first_p50_ms,
+                if p.lower_bound {
+                    ", the client's side of it"
+                } else {
+                    ""
+                }
+            )
+        });
+        let counted = if seen {
+            format!(
+                "{} connections carried {per_conn:.1} requests each; setup costs {setup:.2} ms \
+                 per request ({:.0}% of the time to answer)",
+                self.conns,
+                share * 100.0
+            )
+        } else {
+            let p = probe.or(self.probe.as_ref());
+            p.map_or(String::new(), |p| {
+                format!(
+                    "the keep-alive probe's {} requests needed {} connections",
+                    p.requests, p.connections
+                )
+            })
         };
         let mut f = Finding::new(
             FindingId::ShortConnections,
             severity,
             side,
             format!(
-                "One connection per request{}: {} connections carried {:.1} requests each; setup \
-                 costs {setup:.2} ms per request ({:.0}% of the time to answer){}",
+                "One connection per request{}: {counted}{}{measured}",
                 if requested {
                     " (as requested: keep-alive was off for this run)"
                 } else {
                     ""
                 },
-                self.conns,
-                per_conn,
-                share * 100.0,
                 if requested { String::new() } else { who_closed }
             ),
         );
-        f.confidence = 0.9;
-        f.impact.added_latency_ms = Some(setup);
+        f.confidence = if probe.is_some() { 0.95 } else { 0.9 };
+        f.impact.added_latency_ms = Some(match probe {
+            Some(p) => (p.first_p50_ms - p.request_p50_ms).max(0.0),
+            None => setup,
+        });
         f.impact.affected_fraction = Some(fraction);
         f.explanation = format!(
             "Each request opened a new TCP connection and closed it after the response. The \
-             handshake costs a round trip before the request can even be sent (median \
-             {setup:.2} ms here from SYN to the first request byte), each new connection starts \
-             with a small congestion window, and every closed connection leaves a TIME_WAIT \
-             socket behind (at high rates: ephemeral port exhaustion). With keep-alive the \
-             handshake is paid once per connection.{}",
-            match (requested, closer) {
-                (true, _) => " This run asked for it (keep-alive off), so this is the cost of \
-                              that choice, not a fault of either side."
+             handshake costs a round trip before the request can even be sent{}, each new \
+             connection starts with a small congestion window, and every closed connection \
+             leaves a TIME_WAIT socket behind (at high rates: ephemeral port exhaustion). With \
+             keep-alive the handshake is paid once per connection.{}{}",
+            if seen {
+                format!(" (median {setup:.2} ms here from SYN to the first request byte)")
+            } else {
+                String::new()
+            },
+            match (requested, closer, probe) {
+                (true, _, _) => " This run asked for it (keep-alive off), so this is the cost \
+                                 of that choice, not a fault of either side."
                     .to_string(),
-                (false, Closer::Server) => format!(
+                (false, Closer::Server, Some(p)) => format!(
+                    " The load asked for keep-alive; so did a short probe afterwards, and the \
+                     server closed {} of its {} connections after the first answer: it closes \
+                     after each response (keep-alive off or limited on the server, or it \
+                     answers with `Connection: close`).",
+                    p.server_closed, p.connections
+                ),
+                (false, Closer::Client, Some(p)) => format!(
+                    " A short keep-alive probe afterwards got {} requests answered on {} \
+                     connections: the server keeps connections when asked, so the load's \
+                     connections were ended by the client (or by what it sent).",
+                    p.requests, p.connections
+                ),
+                (false, Closer::Server, None) => format!(
                     " The server sent the first FIN on {} of {} connections: it closes after \
                      each response (keep-alive off or limited on the server, or it answers with \
                      `Connection: close`).",
                     self.closed_by_server, self.conns
                 ),
-                (false, Closer::Client) => format!(
+                (false, Closer::Client, None) => format!(
                     " The client sent the first FIN on {} of {} connections: it does not reuse \
                      them.",
                     self.closed_by_client, self.conns
                 ),
-                (false, Closer::Unknown) => String::new(),
-            }
+                (false, _, _) => String::new(),
+            },
+            probe.map_or(String::new(), |p| if p.lower_bound {
+                format!(
+                    " The server kept no connection, so keep-alive could not be timed on it; the \
+                     probe split its first requests instead: {:.2} ms with setup, {:.2} ms for \
+                     the request (medians). That is the client's side of the cost only (at least \
+                     {:.1}x the requests/s per connection); the server's accept and close work \
+                     stays inside the request time and shows under load as CPU, so the real \
+                     cost is higher.",
+                    p.first_p50_ms, p.request_p50_ms, p.rps_ratio
+                )
+            } else {
+                format!(
+                    " Measured by that probe: a request on a kept connection took {:.2} ms \
+                     (median), a connection's first request with its setup {:.2} ms; so a \
+                     connection per request serves {:.1}x fewer requests per connection and \
+                     second, and its median is {:.1}x higher.",
+                    p.request_p50_ms, p.first_p50_ms, p.rps_ratio, p.p50_ratio
+                )
+            })
         );
         f.fix = match (requested, closer) {
             (true, _) => "Nothing to fix: one connection per request was requested. Run \
-                          without --no-keepalive to measure with connection reuse."
+                          without --no-keepalive (and without a `Connection: close` header) to \
+                          measure with connection reuse."
                 .to_string(),
             (false, Closer::Server) => "Let the server keep connections open: enable HTTP \
                  keep-alive and raise its limits (nginx `keepalive_timeout`, \
@@ -268,6 +376,28 @@ impl ShortConnections {
                 ),
             })
             .collect();
+        if let Some(p) = probe {
+            f.evidence.push(Evidence::Probe {
+                probe: "keepalive".into(),
+                note: format!(
+                    "{} requests with `Connection: keep-alive` on {} connections ({} reused, {} \
+                     closed by the server after one answer), {:.0} requests/s; first request \
+                     with setup {:.2} ms, request alone {:.2} ms{} (medians)",
+                    p.requests,
+                    p.connections,
+                    p.reused,
+                    p.server_closed,
+                    p.requests_per_s,
+                    p.first_p50_ms,
+                    p.request_p50_ms,
+                    if p.lower_bound {
+                        " (the first requests' own time: no connection was kept)"
+                    } else {
+                        " (on kept connections)"
+                    }
+                ),
+            });
+        }
         out.push(f);
     }
 }
@@ -366,5 +496,97 @@ mod tests {
         assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
         assert!(v[0].summary.contains("as requested"), "{}", v[0].summary);
         assert!(v[0].fix.starts_with("Nothing to fix"), "{}", v[0].fix);
+    }
+
+    fn probe(server_closed: u32, reused: u32, rps: f64, p50: f64) -> Observation {
+        Observation::KeepAlive(KeepAliveCost {
+            requests: 200,
+            connections: 200 - reused,
+            server_closed,
+            reused,
+            first_p50_ms: 0.2 * p50,
+            request_p50_ms: 0.2,
+            requests_per_s: 4000.0,
+            rps_ratio: rps,
+            p50_ratio: p50,
+            lower_bound: reused == 0,
+        })
+    }
+
+    /// Connections the server closed (as nginx does after a `Connection: close` request too),
+    /// at a LAN's setup cost (the guess alone says info), with a probe's measurement.
+    fn with_probe(obs: &Observation) -> Vec<Finding> {
+        let cs = closed_by(10, 1, 0, true);
+        let mut ev: Vec<Event<'_>> = vec![Event::Observed(obs)];
+        ev.extend(cs.iter().map(Event::ConnDone));
+        run::<ShortConnections>(
+            &ev,
+            &Context {
+                latency_p50_ms: 10.0,
+                ..cx(10)
+            },
+        )
+    }
+
+    #[test]
+    fn the_measured_cost_sets_the_severity_and_the_server_that_closed_is_blamed() {
+        let v = with_probe(&probe(200, 0, 2.6, 1.9));
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Warning, Side::Server)
+        );
+        assert!(
+            v[0].summary.contains("at least 2.6x the requests/s"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].explanation.contains("the real cost is higher"),
+            "{}",
+            v[0].explanation
+        );
+        assert!(v[0].fix.contains("keepalive_timeout"), "{}", v[0].fix);
+        let v = with_probe(&probe(200, 0, 3.5, 2.0));
+        assert_eq!(v[0].severity, Severity::Critical);
+        // Refused keep-alive at a small timed cost (a lower bound): still a warning.
+        let v = with_probe(&probe(200, 0, 1.1, 1.05));
+        assert_eq!(v[0].severity, Severity::Warning);
+        // Kept connections at a small measured cost: info.
+        let v = with_probe(&probe(0, 190, 1.1, 1.05));
+        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
+    }
+
+    #[test]
+    fn a_server_that_kept_the_probes_connections_is_not_blamed() {
+        // The packets say the server sent the first FIN, but it keeps connections when asked:
+        // the load's requests asked it to close.
+        let v = with_probe(&probe(0, 190, 2.6, 1.9));
+        assert_eq!(v[0].side, Side::Client, "{}", v[0].summary);
+        assert!(
+            v[0].summary.contains("kept the keep-alive probe"),
+            "{}",
+            v[0].summary
+        );
+        assert!(v[0].fix.contains("do not send"), "{}", v[0].fix);
+        assert!(
+            v[0].summary.contains("1.9x lower median"),
+            "{}",
+            v[0].summary
+        );
+    }
+
+    #[test]
+    fn the_probe_alone_reports_without_a_capture() {
+        let obs = probe(200, 0, 2.0, 1.5);
+        let v = run::<ShortConnections>(&[Event::Observed(&obs)], &cx(0));
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Warning, Side::Server)
+        );
+        assert!(
+            v[0].evidence
+                .iter()
+                .any(|e| matches!(e, Evidence::Probe { .. }))
+        );
     }
 }
