@@ -6,21 +6,23 @@
 //! an unprivileged TCP traceroute as a library. trippy-core (studied for its design: a pure
 //! tracing strategy over a `Network` trait, per-hop state kept apart from the report) needs raw
 //! sockets for TCP and pulls in its own runtime; our needs are one socket per probe, poll(2),
-//! IP_RECVERR — about 300 lines. Every round sends one probe per TTL at once, waits at most
-//! `timeout` for the answers, then sleeps until `interval` has passed since the round began.
+//! IP_RECVERR — about 300 lines. Every round sends one probe per TTL at once; rounds start every
+//! `interval` whatever became of the earlier ones (loss does not stretch a trace), and each
+//! probe waits at most `timeout` for its own answer ([`engine`]).
 //! RTTs use the kernel's receive timestamp where the reply is a queued error or a datagram.
 //! Rounds and TTLs are bounded; only IPv4 is traced for now.
 
 pub mod assess;
+mod engine;
 pub mod probe;
 pub mod stats;
 mod sys;
 
-use probe::{Method, Probe, ReplyKind};
+use probe::Method;
 use serde::Serialize;
-use stats::{Hop, Sample};
+use stats::Hop;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Probe protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,9 +48,10 @@ pub struct TraceOptions {
     pub first_ttl: u8,
     pub max_ttl: u8,
     pub rounds: u32,
-    /// Time from the start of one round to the start of the next.
+    /// Time from the start of one round to the start of the next (rounds overlap when the
+    /// answers take longer).
     pub interval: Duration,
-    /// How long a round waits for answers.
+    /// How long a probe waits for its answer.
     pub timeout: Duration,
     /// Reverse-resolve hop addresses (off with `-n`).
     pub names: bool,
@@ -166,75 +169,14 @@ pub fn run(
         _ => {}
     }
     let ident = (std::process::id() & 0xffff) as u16;
-    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); usize::from(opts.max_ttl) + 1];
-    let mut sent = vec![0u32; usize::from(opts.max_ttl) + 1];
-    let mut probed_rounds: Vec<Vec<u32>> = vec![Vec::new(); usize::from(opts.max_ttl) + 1];
-    let mut dest_ttl: Option<u8> = None;
-    let mut local_errors: Vec<String> = Vec::new();
-
-    for round in 0..opts.rounds {
-        let started = Instant::now();
-        let limit = dest_ttl.unwrap_or(opts.max_ttl);
-        let mut probes: Vec<Probe> = Vec::new();
-        for ttl in opts.first_ttl..=limit {
-            let port = match (opts.protocol, opts.udp_fixed_port) {
-                (Protocol::Udp, false) => opts.port.wrapping_add(u16::from(ttl) - 1),
-                _ => opts.port,
-            };
-            let seq = ((round as u16) << 8) | u16::from(ttl);
-            let p = Probe::send(method, opts.target, port, ttl, ident, seq).map_err(|source| {
-                TraceError::Send {
-                    ttl,
-                    target: opts.target,
-                    source,
-                }
-            })?;
-            sent[usize::from(ttl)] += 1;
-            probed_rounds[usize::from(ttl)].push(round);
-            probes.push(p);
-        }
-        let deadline = started + opts.timeout;
-        while probes.iter().any(|p| !p.done()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            let pending: Vec<usize> = (0..probes.len()).filter(|&i| !probes[i].done()).collect();
-            let mut fds: Vec<libc::pollfd> = pending
-                .iter()
-                .map(|&i| sys::pollfd(probes[i].fd(), probes[i].events()))
-                .collect();
-            sys::poll(&mut fds, left).map_err(TraceError::Poll)?;
-            for (k, fd) in fds.iter().enumerate() {
-                if fd.revents != 0 {
-                    probes[pending[k]].on_event();
-                }
-            }
-        }
-        for p in probes {
-            if let (Some(r), Some(rtt)) = (p.reply, p.rtt()) {
-                let rtt_ms = rtt.as_secs_f64() * 1000.0;
-                samples[usize::from(p.ttl)].push(Sample {
-                    round,
-                    from: r.from,
-                    rtt_ms,
-                    kind: r.kind,
-                });
-                if matches!(r.kind, ReplyKind::Reached | ReplyKind::Unreachable { .. }) {
-                    dest_ttl = Some(dest_ttl.map_or(p.ttl, |d| d.min(p.ttl)));
-                }
-            } else if let Some(e) = &p.error
-                && !local_errors.contains(e)
-            {
-                local_errors.push(e.clone());
-            }
-            p.abort();
-        }
-        progress(round + 1, opts.rounds);
-        if round + 1 < opts.rounds {
-            std::thread::sleep(opts.interval.saturating_sub(started.elapsed()));
-        }
-    }
+    let engine::Probed {
+        samples,
+        sent,
+        probed_rounds,
+        dest_ttl,
+        local_errors,
+        ..
+    } = engine::probe_rounds(opts, method, ident, progress)?;
     for e in local_errors {
         notes.push(format!("a probe failed locally: {e}"));
     }
