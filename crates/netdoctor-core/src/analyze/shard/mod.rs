@@ -41,13 +41,7 @@ const ROUND: usize = 4096;
 /// Rounds in flight per worker (bounds the memory between the reader and a worker).
 const DEPTH: usize = 2;
 
-/// Captured payload bytes a worker gets: all of them. HTTP/1 and turns read at most the first
-/// 12 bytes of a segment, but the HTTP/2 exchange source (`analyze/h2`) reads frame headers and
-/// HPACK blocks anywhere in the stream, and a worker cannot know in advance which connection
-/// speaks HTTP/2. (With a 64-byte prefix, `-j 2` lost HTTP/2 framing that `-j 1` kept.)
-pub(crate) const PAYLOAD_KEPT: usize = usize::MAX;
-
-/// One round's segments for one worker; payload prefixes in `payload`.
+/// One round's segments for one worker; their payloads in `payload`.
 struct Batch {
     segs: Vec<(TcpSegment<'static>, u32, u32)>,
     payload: Vec<u8>,
@@ -140,7 +134,11 @@ impl ShardedAnalyzer {
                 let n = self.batches.len() as u128;
                 let w = ((u128::from(h) * n) >> 64) as usize;
                 let b = &mut self.batches[w];
-                let kept = &seg.payload[..seg.payload.len().min(PAYLOAD_KEPT)];
+                // The whole captured payload: HTTP/1 and turns read at most a segment's first 12
+                // bytes, but the HTTP/2 source (`analyze/h2`) reads frame headers and HPACK
+                // blocks anywhere in the stream, and the reader cannot know which connection
+                // speaks HTTP/2 (with a 64-byte prefix, `-j 2` lost framing `-j 1` kept).
+                let kept = seg.payload;
                 let off = b.payload.len() as u32;
                 b.payload.extend_from_slice(kept);
                 b.segs.push((
