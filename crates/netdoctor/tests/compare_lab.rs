@@ -2,7 +2,8 @@
 //! (`tcp_nodelay on` at :8080, `off` at :8081): the `on` server fixes `nagle_delayed_ack`
 //! (p50 ≈ 44 ms → a few ms), a report saved before switching the lab's nginx to `on` is "fixed"
 //! against the run after, and two runs of the same server are "unchanged". Each test uses its
-//! own lab, removed also on failure; runs are 3 s. Needs root and nginx-light; skips with the
+//! own lab, removed also on failure; runs are 3 s. The fix is also judged at one constant rate
+//! (`--rate`), where the comparison is of the same offered load. Needs root and nginx-light; skips with the
 //! reason otherwise. Bad baselines fail before anything runs (no root needed).
 
 mod common;
@@ -157,6 +158,63 @@ fn compare_says_the_on_server_fixes_nagle() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains(r#"class="verdict c-fixed""#));
     assert!(html.contains(r#"id="fc-nagle_delayed_ack""#));
+    let name = lab.name.clone();
+    drop(lab);
+    no_namespaces_named(&name);
+}
+
+/// Plain HTTP at one constant rate (issue 21: "in the default mode and in `--rate` mode"). The
+/// rate is chosen as in `compare_tls.rs` (see its rate test for the reasoning): 12 connections
+/// at 200 req/s give each connection a request every 60 ms, above the ~44 ms of a stalled
+/// request and below that plus the 40 ms delayed-ACK timeout, so the `off` server's stall exists
+/// at this rate (at a 100 ms gap the client leaves pingpong mode and ACKs at once).
+#[test]
+fn compare_at_one_rate_says_the_on_server_fixes_nagle() {
+    if let Some(why) = lab_unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = TestLab::start("r");
+    let client = lab.client();
+    let o = netdoctor(&[
+        "diagnose",
+        "--netns",
+        &client,
+        "-d",
+        "3s",
+        "--json",
+        "-c",
+        "12",
+        "--rate",
+        "200",
+        &lab.off,
+        "--compare",
+        &lab.on,
+    ]);
+    let c = json(&o);
+    assert_compare_schema(&c);
+    assert_eq!(c["verdict"], "fixed", "{}", c["summary"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(finding_change(&c, "nagle_delayed_ack")["change"], "fixed");
+    assert_eq!(c["offered_rate"]["rate"], 200.0, "{c:#}");
+    assert_eq!(
+        c["performance"]["same_rate"], true,
+        "{:#}",
+        c["performance"]
+    );
+    // The stall exists at this rate, and B is without it.
+    let (a50, b50) = compare_metric(&c, "latency_p50_ms");
+    assert!(a50 >= 30.0, "no stall at this rate: A p50 {a50} ms");
+    assert!(b50 < 15.0, "B p50 {b50} ms");
+    // Same offered load: the throughput did not move, and the median needs no note.
+    assert_eq!(
+        c["performance"]["throughput"], "same",
+        "{:#}",
+        c["performance"]
+    );
+    assert_eq!(c["performance"]["median_confounded"], false);
+    assert_sentences_agree(&c);
     let name = lab.name.clone();
     drop(lab);
     no_namespaces_named(&name);

@@ -1,0 +1,415 @@
+//! What each lab case is made of, the command that diagnoses it and what to expect
+//! ([`Case::info`], the table `lab start --case` prints), apart from the case list and its
+//! names in `cases/mod.rs`: one arm per case, the longest part of the cases' code.
+
+use super::*;
+
+impl Case {
+    /// What a lab of this case called `cfg.name` is made of, how to diagnose it and what to
+    /// expect.
+    pub fn info(self, cfg: &LabConfig) -> CaseInfo {
+        let lab = cfg.name.as_str();
+        let srv = cfg.server_netns();
+        let cli = cfg.client_netns();
+        let mut namespaces = vec![srv.clone(), cli.clone()];
+        namespaces.extend(self.extra_netns(lab));
+        let host_url = format!("http://{HOST_SERVER_IP}:{HOST_CASE_PORT}/");
+        let route_srv = route_lab::SERVER_IP.to_string();
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let route_built = |resolver: &str, hop: &str| {
+            vec![
+                format!(
+                    "route {cli} 10.231.1.2 → {lab}-r1 → {lab}-dly ({hop}) → {lab}-r2 → {srv} {route_srv}"
+                ),
+                format!(
+                    "HTTP server http://{route_srv}:{ROUTE_CASE_PORT}/ in {srv}; lab nameserver {} (zone lab.test: {})",
+                    route_lab::NAMESERVER_IP,
+                    route_lab::SERVER_NAME
+                ),
+                format!("/etc/netns/{cli}/resolv.conf: {resolver}"),
+            ]
+        };
+        let route_url = format!("http://{}:{ROUTE_CASE_PORT}/", route_lab::SERVER_NAME);
+        // The one command for the route cases: diagnose the server by name from the client
+        // (`ip netns exec`, so the client's resolv.conf applies): DNS checks, the trace
+        // through the routers, then the load.
+        let route_diagnose = argv(&["netdoctor", "diagnose", &route_url]);
+        let resolv_note = "`ip netns exec` gives the command the client's resolv.conf";
+        let l2_built = vec![
+            format!(
+                "no router: {cli} {} ══ {lab}-dly (user-space bridge, holds frames 20 ms each way: +40 ms RTT) ══ {srv} {route_srv}, one subnet",
+                route_lab::L2_CLIENT_IP
+            ),
+            format!(
+                "HTTP server http://{route_srv}:{ROUTE_CASE_PORT}/ in {srv} (answers in microseconds); lab nameserver {} (zone lab.test: {})",
+                route_lab::NAMESERVER_IP,
+                route_lab::SERVER_NAME
+            ),
+            format!("/etc/netns/{cli}/resolv.conf: the lab nameserver"),
+        ];
+        let (built, netns_exec, command, expect, note): (
+            Vec<String>,
+            Option<String>,
+            Vec<String>,
+            Vec<&str>,
+            String,
+        ) = match self {
+            Case::Nagle => (
+                vec![
+                    format!("server namespace {srv}: nginx, tcp_nodelay on at http://{SERVER_IP}:8080/, off at http://{SERVER_IP}:{PORT_NODELAY_OFF}/"),
+                    format!("client namespace {cli} (10.213.0.2), joined by a veth pair"),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &cli,
+                    &format!("http://{SERVER_IP}:{PORT_NODELAY_OFF}/"),
+                ]),
+                vec!["nagle_delayed_ack"],
+                format!(
+                    "the server with tcp_nodelay off holds each response's body behind the client's delayed ACK (~40 ms); http://{SERVER_IP}:8080/ (on) is healthy"
+                ),
+            ),
+            Case::Backlog => (
+                vec![
+                    format!(
+                        "server namespace {srv}: HTTP server {host_url} with listen backlog {BACKLOG}, accepting one connection per {ACCEPT_EVERY_MS} ms"
+                    ),
+                    format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &cli,
+                    "-c",
+                    "50",
+                    "-d",
+                    "3s",
+                    &host_url,
+                ]),
+                vec!["listen_queue_overflow"],
+                "run it from the client: diagnose reads the accept queue and its counters in the namespace of the process serving the target (the server's); SYNs dropped for a full queue come back after 1 s, 3 s".to_string(),
+            ),
+            Case::PortExhaustion => (
+                vec![
+                    format!(
+                        "client namespace {cli}: net.ipv4.ip_local_port_range = {} {} ({} ports)",
+                        PORT_RANGE.0,
+                        PORT_RANGE.1,
+                        PORT_RANGE.1 - PORT_RANGE.0 + 1
+                    ),
+                    format!(
+                        "server namespace {srv}: HTTP server {host_url} that lets the client close first (TIME_WAIT stays on the client for 60 s)"
+                    ),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &cli,
+                    "--no-keepalive",
+                    "-c",
+                    "4",
+                    "-d",
+                    "3s",
+                    &host_url,
+                ]),
+                vec!["ephemeral_port_exhaustion"],
+                "one connection per request: each closed connection keeps its local port in TIME_WAIT for 60 s, so connect() runs out of ports".to_string(),
+            ),
+            Case::SynFlood => (
+                vec![
+                    format!(
+                        "server namespace {srv}: HTTP server {host_url} (also {HOST_SERVER_IP_ATK}:{HOST_CASE_PORT}), backlog 128"
+                    ),
+                    format!("client namespace {cli} (10.214.0.2)"),
+                    format!(
+                        "attacker namespace {lab}-atk (10.214.1.2): hping3 -S, {FLOOD_RATE} SYN/s to {HOST_SERVER_IP_ATK}:{HOST_CASE_PORT} for {FLOOD_SECS} s; an iptables rule there drops its RSTs, so the connections stay half-open"
+                    ),
+                ],
+                None,
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--netns",
+                    &cli,
+                    "-c",
+                    "10",
+                    "-d",
+                    "3s",
+                    &host_url,
+                ]),
+                vec!["syn_flood"],
+                format!(
+                    "run it from the client: diagnose reads the half-open sockets and SYN cookies in the namespace of the process serving the target (the server's); the flood stops by itself {FLOOD_SECS} s after the start, `lab stop` ends it sooner"
+                ),
+            ),
+            Case::NoArp | Case::NoRoute => {
+                let (target, expect, note) = if self == Case::NoArp {
+                    (
+                        format!("http://{NO_ARP_IP}:{HOST_CASE_PORT}/"),
+                        "neighbour_unreachable",
+                        format!(
+                            "{NO_ARP_IP} is on the client's /24 but nobody holds it: ARP goes unanswered, the preflight stops the run in about a second (side network) and no load runs; {host_url} is the healthy server beside it"
+                        ),
+                    )
+                } else {
+                    (
+                        format!("http://{NO_ROUTE_IP}:{HOST_CASE_PORT}/"),
+                        "no_route",
+                        format!(
+                            "the client's namespace routes only 10.214.0.0/24: connect() fails with ENETUNREACH before any packet leaves (side client) and no load runs; {host_url} is the healthy server beside it"
+                        ),
+                    )
+                };
+                (
+                    vec![
+                        format!("server namespace {srv}: HTTP server {host_url}"),
+                        format!("client namespace {cli} (10.214.0.2/24), joined by a veth pair, no default route"),
+                    ],
+                    None,
+                    argv(&["netdoctor", "diagnose", "--netns", &cli, &target]),
+                    vec![expect],
+                    note,
+                )
+            }
+            Case::SlowDns2s => (
+                route_built(
+                    "the lab nameserver, which answers after 2 s; no options line (glibc: timeout 5 s, attempts 2)",
+                    "no impairment",
+                ),
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["dns_slow"],
+                format!("{resolv_note}; getaddrinfo succeeds after 2 s, and the direct tries wait as glibc does (5 s), so the server is slow, not unreachable"),
+            ),
+            Case::SlowDns => (
+                route_built("the lab nameserver, which answers after 300 ms", "no impairment"),
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["dns_slow"],
+                format!("{resolv_note}; every new name lookup waits 300 ms before the request starts"),
+            ),
+            Case::DeadDns => (
+                route_built(
+                    &format!("nameserver {} only, which never answers", route_lab::DEAD_NAMESERVER_IP),
+                    "no impairment",
+                ),
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["dns_server_unreachable"],
+                format!("{resolv_note}; the name does not resolve, so the diagnosis is the DNS checks' (the lookup waits for the resolver's timeouts first)"),
+            ),
+            Case::NoDns => (
+                route_built("no nameserver line", "no impairment"),
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["dns_no_nameserver"],
+                format!("{resolv_note}; the name does not resolve, so the diagnosis is the DNS checks'"),
+            ),
+            Case::PtrTimeout => (
+                route_built(
+                    "the lab nameserver, which never answers PTR questions",
+                    "no impairment",
+                ),
+                Some(cli.clone()),
+                argv(&["netdoctor", "dns", route_lab::SERVER_NAME]),
+                vec!["reverse_dns_timeout"],
+                "forward lookups work, so `diagnose` (which makes no reverse lookups) finds nothing; every tool that turns addresses into names stalls".to_string(),
+            ),
+            Case::FarServer => (
+                route_built("the lab nameserver", "holds packets 18.5 ms each way: +37 ms RTT"),
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["high_base_rtt"],
+                "the path's RTT itself (37 ms from hop 2 on, in diagnose's trace through the routers) explains the latency, not the server or TCP".to_string(),
+            ),
+            Case::LossyHop => (
+                route_built("the lab nameserver", "drops 20% of frames each way"),
+                Some(cli.clone()),
+                argv(&[
+                    "netdoctor",
+                    "trace",
+                    &route_srv,
+                    "-p",
+                    &ROUTE_CASE_PORT.to_string(),
+                    "-n",
+                    "--rounds",
+                    "40",
+                    "--interval",
+                    "50ms",
+                    "--timeout",
+                    "300ms",
+                ]),
+                vec!["route_problem"],
+                "the loss starts at hop 2 and persists to the destination".to_string(),
+            ),
+            Case::H2Window => (
+                vec![
+                    format!(
+                        "no router: {cli} {} ══ {lab}-dly (user-space bridge, +40 ms RTT) ══ {srv} {route_srv}, one subnet",
+                        route_lab::L2_CLIENT_IP
+                    ),
+                    format!(
+                        "HTTP/2 (h2c) server http://{route_srv}:{}/ in {srv}: python3-h2 with the default 65 535-byte stream and connection windows, WINDOW_UPDATE as it reads",
+                        crate::h2case::H2_WINDOW_PORT
+                    ),
+                    format!(
+                        "client in {cli}: h2load -c 1 -m 1 -n {} -d (a {} KiB body per request) in a loop, a new connection per run, for {} s",
+                        crate::h2case::RUN_REQUESTS,
+                        crate::h2case::UPLOAD_BYTES / 1024,
+                        crate::h2case::LOAD_SECS
+                    ),
+                ],
+                Some(cli.clone()),
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    "--passive",
+                    "-d",
+                    "5s",
+                    "--snaplen",
+                    "65535",
+                    &format!("http://{route_srv}:{}/", crate::h2case::H2_WINDOW_PORT),
+                ]),
+                vec!["h2_flow_control_stall"],
+                "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
+            ),
+            Case::SelfSigned => {
+                let url = format!("https://{HOST_SERVER_IP}:{SELF_SIGNED_PORT}/");
+                (
+                    vec![
+                        format!(
+                            "server namespace {srv}: nginx, {url} with a self-signed certificate for {HOST_SERVER_IP} (and plain {host_url})"
+                        ),
+                        format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
+                    ],
+                    None,
+                    argv(&["netdoctor", "diagnose", "--netns", &cli, &url]),
+                    vec!["tls_verify_failed"],
+                    format!(
+                        "the certificate's issuer is not trusted (it signed itself): the preflight stops the run in about a second, side client, and no load runs; `netdoctor diagnose --netns {cli} -k -c 4 {url}` accepts it, loads the server and finds it healthy (nginx here is one process: 100 connections of TLS saturate a small machine's CPU, which diagnose reports as such)"
+                    ),
+                )
+            }
+            Case::SmallWmem
+            | Case::SmallRmem
+            | Case::PathLoss
+            | Case::Shaper
+            | Case::MtuBlackhole
+            | Case::SlowWriter => bulk_info(self, &cli, &srv, lab),
+            Case::FarL2 => (
+                l2_built,
+                Some(cli.clone()),
+                route_diagnose.clone(),
+                vec!["high_base_rtt"],
+                "no router in between, so there is no trace: the base RTT comes from the SYN probe and the captured handshakes, and it explains the latency".to_string(),
+            ),
+        };
+        let mut shell = Vec::new();
+        if let Some(ns) = &netns_exec {
+            shell.extend(["ip".to_string(), "netns".into(), "exec".into(), ns.clone()]);
+        }
+        shell.extend(command.iter().cloned());
+        CaseInfo {
+            lab: lab.to_string(),
+            case: self.name().to_string(),
+            summary: self.summary().to_string(),
+            namespaces,
+            built,
+            netns_exec,
+            diagnose: command,
+            command: shell.join(" "),
+            expect: expect.into_iter().map(str::to_string).collect(),
+            note,
+            stop: if lab == "netdoctor" {
+                "netdoctor lab stop".to_string()
+            } else {
+                format!("netdoctor lab stop --name {lab}")
+            },
+            pid: None,
+        }
+    }
+}
+
+/// `built`, the namespace to run in, the command, the expected ids and the note of a bulk case.
+fn bulk_info(
+    case: Case,
+    cli: &str,
+    srv: &str,
+    lab: &str,
+) -> (
+    Vec<String>,
+    Option<String>,
+    Vec<String>,
+    Vec<&'static str>,
+    String,
+) {
+    let server = bulk_lab::SERVER_IP.to_string();
+    let mut built = vec![format!(
+        "{cli} {} → {lab}-rtr (forwards) → {srv} {server}: `netdoctor throughput --server` on port {}",
+        bulk_lab::CLIENT_IP,
+        bulk_lab::PORT
+    )];
+    let mut command: Vec<String> = ["netdoctor", "throughput", &server, "-t", "5"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (what, expect, note) = match case {
+        Case::SmallWmem => (
+            format!("{cli}: net.ipv4.tcp_wmem = 4096 16384 16384"),
+            "send_buffer_limited",
+            "the client sends; its socket buffer holds at most 16 KB, so the data in flight stays under the congestion and receive windows",
+        ),
+        Case::SmallRmem => (
+            format!("{srv}: net.ipv4.tcp_rmem = 4096 32768 32768 (set before the server started)"),
+            "receive_window_limited",
+            "the server receives; its small buffer caps the window it advertises, so the data in flight sits at that window",
+        ),
+        Case::PathLoss => (
+            format!(
+                "{lab}-rtr: iptables -m statistic drops {} % of the client's packets; {cli}: TSO/GSO off, tcp_congestion_control = reno",
+                bulk_lab::LOSS * 100.0
+            ),
+            "congestion_limited",
+            "random loss without a queue: retransmits, the congestion window collapses, the RTT stays near its minimum",
+        ),
+        Case::Shaper => (
+            format!(
+                "{lab}-rtr: htb {} Mbit/s with a 100-packet pfifo on its link to the server",
+                bulk_lab::SHAPER_MBIT
+            ),
+            "shaper_limited",
+            "a flat rate and a standing queue: the RTT rises far above its minimum; not a receive window or the writer",
+        ),
+        Case::MtuBlackhole => (
+            format!(
+                "{lab}-rtr: MTU {} towards the server, its ICMP fragmentation-needed dropped (both ends keep MTU 1500)",
+                bulk_lab::SMALL_MTU
+            ),
+            "mss_mtu_problem",
+            "the handshake and the control messages pass, full-size data segments vanish: the transfer stalls in retransmission timeouts",
+        ),
+        _ => {
+            command.extend(["-b".to_string(), bulk_lab::WRITER_RATE.to_string()]);
+            (
+                "nothing impaired: the client writes at 50 Mbit/s (-b 50M)".to_string(),
+                "application_limited",
+                "the writer sets the rate; the path and the receiver have room",
+            )
+        }
+    };
+    built.push(what);
+    (
+        built,
+        Some(cli.to_string()),
+        command,
+        vec![expect],
+        note.to_string(),
+    )
+}
