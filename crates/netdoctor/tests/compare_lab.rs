@@ -2,8 +2,8 @@
 //! (`tcp_nodelay on` at :8080, `off` at :8081): the `on` server fixes `nagle_delayed_ack`
 //! (p50 ≈ 44 ms → a few ms), a report saved before switching the lab's nginx to `on` is "fixed"
 //! against the run after, and two runs of the same server are "unchanged". Each test uses its
-//! own lab, removed also on failure; runs are 3 s. The fix is also judged at one constant rate
-//! (`--rate`), where the comparison is of the same offered load. Needs root and nginx-light; skips with the
+//! own lab, removed also on failure; runs are 3 s. At one constant rate below capacity the plain
+//! HTTP stall does not start, and the comparison says no fix and no regression. Needs root and nginx-light; skips with the
 //! reason otherwise. Bad baselines fail before anything runs (no root needed).
 
 mod common;
@@ -163,13 +163,17 @@ fn compare_says_the_on_server_fixes_nagle() {
     no_namespaces_named(&name);
 }
 
-/// Plain HTTP at one constant rate (issue 21: "in the default mode and in `--rate` mode"). The
-/// rate is chosen as in `compare_tls.rs` (see its rate test for the reasoning): 12 connections
-/// at 200 req/s give each connection a request every 60 ms, above the ~44 ms of a stalled
-/// request and below that plus the 40 ms delayed-ACK timeout, so the `off` server's stall exists
-/// at this rate (at a 100 ms gap the client leaves pingpong mode and ACKs at once).
+/// Plain HTTP at one constant rate (issue 21's `--rate` mode). Over plain HTTP the `off`
+/// server's stall needs the client to delay its ACK, which Linux does only in pingpong mode:
+/// the client must send its next request within the delayed-ACK timeout (~40 ms) of its last
+/// receive. A closed loop does that; an open loop below capacity does not (a connection gets a
+/// request every `c / rate` seconds, and a response that did not stall is back in 0.3 ms), so
+/// the stall never starts: measured at 12 connections × 200 req/s, 50 × 800, 100 × 1500 and
+/// 100 × 2000, A's p50 was 0.14–0.33 ms. (Over TLS, several records per response stall even so:
+/// `compare_tls.rs`.) So at one rate the comparison must not invent a fix or a regression: A has
+/// no Nagle finding, the throughput is the same, and the verdict is not `fixed` or worse.
 #[test]
-fn compare_at_one_rate_says_the_on_server_fixes_nagle() {
+fn at_one_rate_below_capacity_plain_http_has_no_stall_and_the_comparison_says_so() {
     if let Some(why) = lab_unavailable() {
         eprintln!("skipped: {why}");
         return;
@@ -194,27 +198,36 @@ fn compare_at_one_rate_says_the_on_server_fixes_nagle() {
     ]);
     let c = json(&o);
     assert_compare_schema(&c);
-    assert_eq!(c["verdict"], "fixed", "{}", c["summary"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert_eq!(finding_change(&c, "nagle_delayed_ack")["change"], "fixed");
+    let summary = c["summary"].as_str().unwrap();
     assert_eq!(c["offered_rate"]["rate"], 200.0, "{c:#}");
     assert_eq!(
         c["performance"]["same_rate"], true,
         "{:#}",
         c["performance"]
     );
-    // The stall exists at this rate, and B is without it.
-    let (a50, b50) = compare_metric(&c, "latency_p50_ms");
-    assert!(a50 >= 30.0, "no stall at this rate: A p50 {a50} ms");
-    assert!(b50 < 15.0, "B p50 {b50} ms");
-    // Same offered load: the throughput did not move, and the median needs no note.
+    let (a50, _) = compare_metric(&c, "latency_p50_ms");
+    assert!(
+        a50 < 5.0,
+        "A stalled at this rate after all (p50 {a50} ms): {summary}"
+    );
+    let nagle_in_a = c["a"]["report"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["id"] == "nagle_delayed_ack" && f["severity"] != "info");
+    assert!(!nagle_in_a, "{summary}");
     assert_eq!(
         c["performance"]["throughput"], "same",
         "{:#}",
         c["performance"]
     );
-    assert_eq!(c["performance"]["median_confounded"], false);
-    assert_sentences_agree(&c);
+    assert_ne!(c["performance"]["direction"], "worse", "{summary}");
+    let verdict = c["verdict"].as_str().unwrap();
+    assert!(
+        verdict == "unchanged" || verdict == "improved",
+        "{verdict}: {summary}"
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let name = lab.name.clone();
     drop(lab);
     no_namespaces_named(&name);
