@@ -24,6 +24,7 @@ pub mod procstat;
 pub mod ring;
 pub mod rings;
 pub mod server;
+mod sockopts;
 pub mod summary;
 pub mod text004;
 pub mod watch;

@@ -36,7 +36,7 @@
 use crate::host::{HostWatch, HostWindow, ListenerWindow};
 use crate::ring::EvidenceRing;
 use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats};
-use netdoctor_core::{Evidence, LinkType, Verdict};
+use netdoctor_core::{LinkType, Verdict};
 use netdoctor_observe::counters::{self, CounterDelta};
 use netdoctor_observe::fanout::LiveRings;
 use netdoctor_observe::live::LiveConfig;
@@ -44,7 +44,6 @@ use netdoctor_observe::pcapwrite::PcapWriter;
 use netdoctor_observe::{ObserveError, SourceSummary};
 use netdoctor_report::{CaptureSection, Check, CountersSection, Report, Target};
 use std::io::BufWriter;
-use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -344,7 +343,7 @@ fn run_windows(
             let kmsg_lines = hw.as_ref().map_or(0, |h| h.kmsg_lines.len());
             let (mut report, pcap) = window_report(w, hw, &counter_result, cfg.snaplen, elapsed);
             if report.verdict == Verdict::Problem {
-                sample_socket_options(&mut report);
+                crate::sockopts::sample_socket_options(&mut report);
             }
             let mut stored = None;
             if let Some(r) = ring {
@@ -377,51 +376,6 @@ fn run_windows(
         if last {
             return Ok(index);
         }
-    }
-}
-
-/// Reads the server's socket options (TCP_NODELAY, TCP_CORK, buffers) for a problem window, as
-/// `diagnose` does, and lets them confirm or contradict the findings. Only problem windows pay
-/// for the /proc walk. The server address comes from the findings' packet evidence
-/// (`client → server`), so the listener's address need not be known. Needs CAP_SYS_PTRACE over
-/// the server (root); without it the check is skipped with the reason.
-fn sample_socket_options(report: &mut Report) {
-    let server = report
-        .findings
-        .iter()
-        .flat_map(|f| &f.evidence)
-        .find_map(|e| match e {
-            Evidence::Packets { connection, .. } => connection
-                .split('→')
-                .nth(1)?
-                .trim()
-                .parse::<SocketAddr>()
-                .ok(),
-            _ => None,
-        });
-    let Some(addr) = server else {
-        report.checks.push(Check::skipped(
-            netdoctor_report::CheckName::SocketOptions,
-            "no finding names a connection to read the server's sockets from",
-        ));
-        return;
-    };
-    match netdoctor_observe::sockopt::server_sockets(addr, 16) {
-        Ok(list) if !list.is_empty() => {
-            netdoctor_core::sockets::corroborate(&mut report.findings, &list);
-            report
-                .checks
-                .push(Check::ok(netdoctor_report::CheckName::SocketOptions));
-            report.measurements.server_sockets = Some(list);
-        }
-        Ok(_) => report.checks.push(Check::skipped(
-            netdoctor_report::CheckName::SocketOptions,
-            format!("no process on this host serves {addr} now"),
-        )),
-        Err(e) => report.checks.push(Check::skipped(
-            netdoctor_report::CheckName::SocketOptions,
-            e.to_string(),
-        )),
     }
 }
 
