@@ -59,6 +59,24 @@ impl TestLab {
         format!("{}-cli", self.name)
     }
 
+    /// `diagnose --compare` from the lab's client, 3 s per run, JSON, with `extra` options;
+    /// the output and its comparison, checked against the schema.
+    fn compare(
+        &self,
+        extra: &[&str],
+        a: &str,
+        b: &str,
+    ) -> (std::process::Output, serde_json::Value) {
+        let client = self.client();
+        let mut args = vec!["diagnose", "--netns", &client, "-d", "3s", "--json"];
+        args.extend_from_slice(extra);
+        args.extend([a, "--compare", b]);
+        let o = netdoctor(&args);
+        let c = json(&o);
+        assert_compare_schema(&c);
+        (o, c)
+    }
+
     fn state_dir(&self) -> PathBuf {
         Path::new("/run/netdoctor").join(format!("lab-{}", self.name))
     }
@@ -124,22 +142,7 @@ fn compare_says_the_on_server_fixes_nagle() {
     let lab = TestLab::start("c");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("compare.html");
-    let client = lab.client();
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "3s",
-        "--json",
-        "--html",
-        page.to_str().unwrap(),
-        &lab.off,
-        "--compare",
-        &lab.on,
-    ]);
-    let c = json(&o);
-    assert_compare_schema(&c);
+    let (o, c) = lab.compare(&["--html", page.to_str().unwrap()], &lab.off, &lab.on);
     assert_eq!(c["verdict"], "fixed", "{}", c["summary"]);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert_eq!(finding_change(&c, "nagle_delayed_ack")["change"], "fixed");
@@ -180,24 +183,7 @@ fn at_one_rate_below_capacity_plain_http_has_no_stall_and_the_comparison_says_so
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lab = TestLab::start("r");
-    let client = lab.client();
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "3s",
-        "--json",
-        "-c",
-        "12",
-        "--rate",
-        "200",
-        &lab.off,
-        "--compare",
-        &lab.on,
-    ]);
-    let c = json(&o);
-    assert_compare_schema(&c);
+    let (o, c) = lab.compare(&["-c", "12", "--rate", "200"], &lab.off, &lab.on);
     let summary = c["summary"].as_str().unwrap();
     assert_eq!(c["offered_rate"]["rate"], 200.0, "{c:#}");
     assert_eq!(
@@ -312,22 +298,9 @@ fn two_runs_of_the_same_server_are_unchanged() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lab = TestLab::start("u");
-    let client = lab.client();
     // The off server: its latency is set by the 40 ms delayed-ACK timer, not by how busy this
     // shared machine is, so two runs measure the same distribution.
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "3s",
-        "--json",
-        &lab.off,
-        "--compare",
-        &lab.off,
-    ]);
-    let c = json(&o);
-    assert_compare_schema(&c);
+    let (o, c) = lab.compare(&[], &lab.off, &lab.off);
     assert_eq!(c["verdict"], "unchanged", "{}", c["summary"]);
     assert_eq!(c["latency"]["significant"], false, "{:#}", c["latency"]);
     assert_eq!(c["latency"]["direction"], "same");
