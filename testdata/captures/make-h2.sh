@@ -64,7 +64,10 @@ capture() {
 chmod 755 "$work"
 mkdir -p "$work/html" "$work/logs" "$work/tmp"
 /usr/bin/python3 -c 'import sys; sys.stdout.write("x" * 299 + "\n")' >"$work/html/index.html"
-cat >"$work/nginx.conf" <<CONF
+# nginx.conf with the h2c-only server on 18480 and the server lines given as arguments.
+write_nginx_conf() {
+    {
+        cat <<CONF
 worker_processes 1;
 pid $work/nginx.pid;
 error_log $work/logs/error.log;
@@ -75,8 +78,11 @@ http {
     client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
     uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
     server { listen 10.248.0.2:18480 http2; root $work/html; }
-}
 CONF
+        printf '%s\n' "$@" "}"
+    } >"$work/nginx.conf"
+}
+write_nginx_conf
 ip netns exec "$sns" nginx -c "$work/nginx.conf" -p "$work"
 wait_port 18480
 # 200 requests over 4 connections, 10 streams each; every other one a 404.
@@ -161,22 +167,10 @@ grep -E "requests:|status codes:" "$work/h2load.log"
 # --- nginx with http2_max_concurrent_streams 4, 4 KiB pages sent at 50 KB/s each: h2load -m 16
 # wants more streams than the limit, nghttp2 queues them and opens each as a stream ends ---
 kill "$(cat "$work/nginx.pid")"; sleep 0.3
-cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/logs/error.log;
-events { worker_connections 256; }
-http {
-    access_log off;
-    default_type text/html;
-    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-    server { listen 10.248.0.2:18480 http2; root $work/html; }
-    server { listen 10.248.0.2:18483 http2; root $work/html; http2_max_concurrent_streams 4;
-             location / { limit_rate 50k; } }
-    server { listen 10.248.0.2:18484 http2; root $work/html; }
-}
-CONF
+write_nginx_conf \
+    'server { listen 10.248.0.2:18483 http2; root '"$work"'/html; http2_max_concurrent_streams 4;' \
+    'location / { limit_rate 50k; } }' \
+    'server { listen 10.248.0.2:18484 http2; root '"$work"'/html; }'
 /usr/bin/python3 -c 'import sys; sys.stdout.write("w" * 4095 + "\n")' >"$work/html/4k.html"
 /usr/bin/python3 -c 'import sys; sys.stdout.write("w" * 6143 + "\n")' >"$work/html/6k.html"
 ip netns exec "$sns" nginx -c "$work/nginx.conf" -p "$work"
