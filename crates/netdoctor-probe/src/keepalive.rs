@@ -171,7 +171,6 @@ fn requests(addr: SocketAddr, cfg: &KeepAliveConfig, req: &str, end: Instant) ->
                 break;
             }
         };
-        out.connections += 1;
         let mut answered = 0u32;
         let mut closed = false;
         while Instant::now() < end {
@@ -202,9 +201,11 @@ fn requests(addr: SocketAddr, cfg: &KeepAliveConfig, req: &str, end: Instant) ->
                 }
             }
         }
+        // A connection opened just as the budget ran out carried no request: not counted.
         if answered == 0 {
             break;
         }
+        out.connections += 1;
         if closed && answered == 1 {
             out.server_closed += 1;
         }

@@ -21,12 +21,22 @@ fn have_iperf3() -> bool {
     ok
 }
 
+/// A port for an iperf3 server. Not port 0's pick: a port the kernel hands out and this test
+/// frees again may be handed to the next test before iperf3 binds it. These come from a counter
+/// below the ephemeral range (32768+), each checked free, so no two tests and no outgoing
+/// connection share one.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 1000) as u16 * 10;
+    loop {
+        let port = base + NEXT.fetch_add(1, Ordering::Relaxed) % 10_000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+        {
+            return port;
+        }
+    }
 }
 
 /// Waits until something listens on `port` (from /proc/net/tcp{,6}, without connecting: a
@@ -355,7 +365,13 @@ fn second_client_during_a_test_is_refused() {
 
 #[test]
 fn a_closed_port_is_a_clear_error() {
-    let port = free_port();
+    // A socket bound without listen() holds the port: nothing else takes it while the test runs,
+    // connect() is refused, and the client's own ephemeral port can never be it (a port merely
+    // freed could be, and a connect to itself would succeed: TCP simultaneous open).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let port = held.local_addr().unwrap().as_socket().unwrap().port();
     let e = run_client(&client(port), &mut |_| {}).unwrap_err();
     assert!(
         e.to_string().contains(&format!("connect 127.0.0.1:{port}")),
