@@ -345,11 +345,9 @@ fn a_pod_window_carries_the_kubernetes_attributes() {
 
 #[test]
 fn a_down_collector_is_an_error_not_a_hang_or_panic() {
-    // A port with nothing listening: bind, learn the port, close.
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // A port with nothing listening, held so nothing else takes it meanwhile.
+    let closed = netdoctor_lab::ports::ClosedPort::loopback();
+    let addr = closed.addr();
     let mut exp = OtlpExporter::start(&format!("http://{addr}")).unwrap();
     assert!(exp.record_window(&window()).is_err());
     assert!(OtlpExporter::start("https://collector:4318").is_err());

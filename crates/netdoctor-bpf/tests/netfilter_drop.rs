@@ -4,7 +4,7 @@
 //! stay loaded afterwards. Needs root, clang-built programs and kernel BTF; skips with the
 //! reason otherwise. The namespace (and with it the iptables rule) is removed on drop.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
@@ -54,10 +54,10 @@ fn iptables_drop_is_reported_as_netfilter_drop() {
     assert!(st.success(), "iptables in {srv}");
     // A port nobody listens on in the root namespace: its SYN is dropped there (NO_SOCKET),
     // which the namespace-scoped observer must not count.
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // Held (bound, not listening) so no other socket takes it and our connect cannot be its
+    // own peer; a SYN to it still finds no listener (NO_SOCKET).
+    let held = netdoctor_lab::ports::ClosedPort::loopback();
+    let closed = held.addr();
     let result = lab
         .in_ns(&srv, move || {
             let observer = match BpfObserver::start(Scope::CallingThreadNetns) {

@@ -32,8 +32,9 @@
 //! and `builtin` as before; `cases` (`lab start --case`: the classic causes as scenarios, run by
 //! a detached case process whose PID, extra namespaces and `/etc/netns` dirs the state file
 //! records, so `stop` ends and removes them); `tools` (is an external tool installed; the
-//! one-line skip of tests whose tool is missing); `bulk_lab` (client — router — throughput
-//! server, one transfer limit per case).
+//! one-line skip of tests whose tool is missing); `ports` (ports for tests that never collide:
+//! a held closed port, a port below the ephemeral range for another process to bind);
+//! `bulk_lab` (client — router — throughput server, one transfer limit per case).
 
 pub mod builtin;
 pub mod bulk_lab;
@@ -48,6 +49,7 @@ mod lifecycle;
 pub mod nameserver;
 mod netns;
 mod nginx;
+pub mod ports;
 mod readiness;
 pub mod route_lab;
 mod signals;

@@ -42,10 +42,9 @@ fn connects_to_a_listener_are_all_counted() {
 
 #[test]
 fn refused_connects_are_counted_by_errno() {
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // Held, not merely freed: a freed port may be taken, or be a connect's own local port.
+    let closed = netdoctor_lab::ports::ClosedPort::loopback();
+    let addr = closed.addr();
     let mut cfg = ConnectConfig::new(addr);
     cfg.count = 5;
     cfg.concurrency = 2;

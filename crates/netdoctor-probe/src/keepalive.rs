@@ -318,9 +318,7 @@ mod tests {
 
     #[test]
     fn nothing_listening_is_an_error() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        drop(l);
-        assert!(keepalive_probe(addr, &cfg()).is_err());
+        let closed = netdoctor_lab::ports::ClosedPort::loopback();
+        assert!(keepalive_probe(closed.addr(), &cfg()).is_err());
     }
 }

@@ -119,11 +119,9 @@ mod tests {
 
     #[test]
     fn connect_method_to_closed_port_v6() {
-        let addr = std::net::TcpListener::bind("[::1]:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let p = connect_rtt(addr, &quick(3));
+        // Held, not merely freed: a freed port may be taken, or be a connect's own local port.
+        let closed = netdoctor_lab::ports::ClosedPort::bind(std::net::Ipv6Addr::LOCALHOST).unwrap();
+        let p = connect_rtt(closed.addr(), &quick(3));
         assert_eq!(
             (p.sent, p.answered, p.refused, p.lost),
             (3, 0, 3, 0),

@@ -152,10 +152,9 @@ fn silent_server_times_out() {
 
 #[test]
 fn refused_names_the_address() {
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap(); // now closed
+    // Held, not merely freed: a freed port may be taken, or be a connect's own local port.
+    let closed = netdoctor_lab::ports::ClosedPort::loopback();
+    let addr = closed.addr();
     let err = http_timing(addr, &cfg("h", "/")).unwrap_err();
     assert!(
         matches!(err, ProbeError::Refused { addr: a } if a == addr),

@@ -285,10 +285,15 @@ mod tests {
             Duration::from_millis(100),
         );
         assert_eq!(t.outcome, Outcome::Timeout);
-        let port = silent.local_addr().unwrap().port();
-        drop(silent);
+        // A TCP port held bound without listen(): refused, and, unlike a port merely freed,
+        // neither taken by another test nor picked as the connect's own local port.
+        let held =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        held.bind(&std::net::SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into())
+            .unwrap();
+        let closed = held.local_addr().unwrap().as_socket().unwrap();
         let t = ask(
-            (Ipv4Addr::LOCALHOST, port).into(),
+            closed,
             Transport::Tcp,
             "x.test.",
             RecordType::A,
