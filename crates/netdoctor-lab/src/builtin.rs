@@ -273,11 +273,8 @@ mod tests {
 
     #[test]
     fn serves_pipelined_requests_in_order_and_stops() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // Not a port bind(0) freed: another test could take it before the server binds it.
+        let port = crate::ports::unused_port([127, 0, 0, 1]);
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let servers = BuiltinServers::start(&[(addr, true)]).unwrap();
         let mut c = TcpStream::connect(addr).unwrap();

@@ -17,8 +17,7 @@
 //! a response that leaves in several TLS records (e.g. `ssl_buffer_size 4k` with an 8 KiB page)
 //! stalls behind the client's delayed ACK when `tcp_nodelay off`; one record does not.
 
-use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -92,12 +91,6 @@ fn installed(tool: &str) -> bool {
         .any(|d| Path::new(d).join(tool).exists())
 }
 
-fn free_port(ip: std::net::IpAddr) -> io::Result<u16> {
-    Ok(TcpListener::bind(SocketAddr::new(ip, 0))?
-        .local_addr()?
-        .port())
-}
-
 impl TlsNginx {
     /// Makes the certificate and starts nginx; returns once both ports accept connections.
     pub fn start(cfg: &TlsNginxConfig) -> Result<TlsNginx, TlsNginxError> {
@@ -162,15 +155,14 @@ impl TlsNginx {
         server.page_bytes = page.len();
         std::fs::write(d.join("html/index.html"), page).map_err(|e| fail("write page", &e))?;
 
-        // A port picked free may be taken before nginx binds it: try a few times.
+        // Free ports below the ephemeral range (`ports::unused_port`): no outgoing connection
+        // or bind(0) elsewhere takes them before nginx binds them. Another process still may:
+        // try a few times.
         let mut last = String::new();
         for _ in 0..5 {
             let (ps, ph) = match cfg.ports {
                 Some(p) => p,
-                None => (
-                    free_port(ip).map_err(|e| fail("pick a port", &e))?,
-                    free_port(ip).map_err(|e| fail("pick a port", &e))?,
-                ),
+                None => (crate::ports::unused_port(ip), crate::ports::unused_port(ip)),
             };
             if ps == ph {
                 continue;

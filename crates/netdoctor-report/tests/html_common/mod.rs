@@ -17,7 +17,7 @@ use netdoctor_report::{
     CaptureSection, CaptureSource, Check, CheckName, CountersSection, ProbeSection, Report,
     ReportCommand, Target, html,
 };
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -261,13 +261,6 @@ pub fn report_from_path(path: &Path) -> Report {
     report
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
-}
-
 /// A real run the way `diagnose` makes one, on loopback: the built-in reference server with
 /// TCP_NODELAY off (Nagle on: the reference stall) on 127.0.0.1, kernel counters before and
 /// after, a live capture of the port on `lo` during the load when this process may open a
@@ -275,7 +268,8 @@ fn free_port() -> u16 {
 /// when the server cannot start.
 pub fn live_report(secs: u64) -> Option<Report> {
     let started = Instant::now();
-    let port = free_port();
+    // Below the ephemeral range: a port bind(0) freed could be taken before the server binds it.
+    let port = netdoctor_lab::ports::unused_port([127, 0, 0, 1]);
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let servers = match netdoctor_lab::builtin::BuiltinServers::start(&[(addr, false)]) {
         Ok(s) => s,
