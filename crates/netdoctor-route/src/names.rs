@@ -133,10 +133,14 @@ mod tests {
 
     #[test]
     fn a_lookup_that_outlives_the_cap_is_reported_as_timed_out() {
-        let r = bounded(Duration::from_millis(20), || {
-            std::thread::sleep(Duration::from_millis(300));
+        // The lookup ends only after the assertion (not after a fixed 300 ms, which a busy
+        // machine could let pass before the 20 ms wait even started).
+        let (release, held) = mpsc::channel::<()>();
+        let r = bounded(Duration::from_millis(20), move || {
+            let _ = held.recv_timeout(Duration::from_secs(30));
             Ok(vec![])
         });
         assert!(r.timed_out && r.elapsed_ms.is_none(), "{r:?}");
+        drop(release);
     }
 }
