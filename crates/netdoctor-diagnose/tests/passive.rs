@@ -219,8 +219,11 @@ impl Progress for Ticks {
 #[test]
 fn the_window_ticks_with_the_exchanges_seen_and_an_interrupt_ends_it() {
     let h = host("127.0.0.1:18450", Some("line-midstream.pcap"));
+    // A tick every 100 ms: ten in 1 s on an idle machine, and still three when a busy one
+    // holds the loop back for most of a second (in a 500 ms window, a 350 ms delay of the
+    // first tick would leave only two).
     let mut p = plan("tcp://127.0.0.1:18450", true);
-    p.load.duration = Duration::from_millis(500);
+    p.load.duration = Duration::from_secs(1);
     let ticks = Ticks::default();
     let r = run(&p, &h, &ticks, &AtomicBool::new(false)).unwrap();
     let t = ticks.0.lock().unwrap().clone();
