@@ -230,19 +230,28 @@ impl LiveCapture {
         let start_frames = self.frames;
         let (start_drops, start_freezes) = (self.drops, self.freezes);
         let mut drain_until: Option<Instant> = None;
+        // Blocks read after the drain's end: only ones the kernel had already handed over, at
+        // most one lap of the ring.
+        let mut late = 0;
         loop {
             if self.max_packets.is_some_and(|m| self.frames >= m) {
                 break;
             }
-            // Checked before every block too, so a busy ring cannot keep the loop alive.
+            let idx = self.next_block;
+            let ready = self.ring.status(idx).load(Ordering::Acquire) & TP_STATUS_USER != 0;
+            // Checked before every block too, so a busy ring cannot keep the loop alive. A
+            // thread that gets the CPU back only after the drain's end (a busy machine) still
+            // reads the blocks retired meanwhile: they hold the capture's last packets.
             if stop.load(Ordering::Relaxed) {
                 let now = Instant::now();
                 if now >= *drain_until.get_or_insert(now + DRAIN) {
-                    break;
+                    if !ready || late >= self.ring.blocks {
+                        break;
+                    }
+                    late += 1;
                 }
             }
-            let idx = self.next_block;
-            if self.ring.status(idx).load(Ordering::Acquire) & TP_STATUS_USER != 0 {
+            if ready {
                 let flow = self.walk_block(idx, f);
                 self.ring
                     .status(idx)
