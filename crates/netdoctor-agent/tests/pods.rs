@@ -40,6 +40,16 @@ impl Drop for Netns {
     }
 }
 
+/// A running (bound) packet socket in the network namespace of `pid`: the watch's capture
+/// there is open, so the traffic sent from now on is seen.
+fn capturing(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/net/packet"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|l| l.split_whitespace().nth(5) == Some("1"))
+}
+
 fn listening(pid: u32, port: u16) -> bool {
     let t = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
     netdoctor_agent::listeners::parse_listen_ports(&t).contains(&port)
@@ -216,7 +226,16 @@ fn finds_and_labels_the_listeners_of_each_pod_namespace() {
     let seen: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     std::thread::scope(|s| {
         s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(700));
+            // Ready signal: the captures in pods A and B are open (a fixed wait raced a slow
+            // start: requests sent before the capture opened were not counted).
+            let t0 = Instant::now();
+            while !(capturing(pids[0]) && capturing(pids[1])) {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(20),
+                    "the pods' captures did not open within 20 s"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
             get(&ns.names[0], 5);
             get(&ns.names[1], 2);
         });
