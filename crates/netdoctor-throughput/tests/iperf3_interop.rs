@@ -8,6 +8,15 @@ use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// One transfer at a time: a TCP transfer on loopback takes a core per stream, so on a 2-core
+/// machine a second test's transfer beside it starves this one's receiver (UDP datagrams lost,
+/// TCP rates off) and the comparison would measure the neighbour.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn have_iperf3() -> bool {
     let ok = Command::new("iperf3")
         .arg("--version")
@@ -26,17 +35,7 @@ fn have_iperf3() -> bool {
 /// below the ephemeral range (32768+), each checked free, so no two tests and no outgoing
 /// connection share one.
 fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU16, Ordering};
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let base = 20_000 + (std::process::id() % 1000) as u16 * 10;
-    loop {
-        let port = base + NEXT.fetch_add(1, Ordering::Relaxed) % 10_000;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
-            && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
-        {
-            return port;
-        }
-    }
+    netdoctor_lab::ports::unused_port([127, 0, 0, 1])
 }
 
 /// Waits until something listens on `port` (from /proc/net/tcp{,6}, without connecting: a
@@ -101,6 +100,13 @@ fn bps(v: &Value, key: &str) -> f64 {
         .unwrap_or_else(|| panic!("no end.{key}.bits_per_second in {}", v["end"]))
 }
 
+/// iperf3's datagram count of `end.KEY`: sent, or on the receiving side received + lost.
+fn datagrams(v: &Value, key: &str) -> f64 {
+    v["end"][key]["packets"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no end.{key}.packets in {}", v["end"]))
+}
+
 fn ours(r: &Report, key: &str) -> f64 {
     let e = &r.end;
     match key {
@@ -141,6 +147,7 @@ fn our_tcp_client_against_iperf3_server() {
     if !have_iperf3() {
         return;
     }
+    let _serial = one_at_a_time();
     // forward, two streams: what we sent against what iperf3 received
     let port = free_port();
     let srv = iperf3_server(port);
@@ -187,6 +194,7 @@ fn our_tcp_client_bidir_against_iperf3_server() {
     if !have_iperf3() {
         return;
     }
+    let _serial = one_at_a_time();
     let port = free_port();
     let srv = iperf3_server(port);
     let r = run_client(
@@ -248,6 +256,7 @@ fn iperf3_tcp_client_against_our_server() {
     if !have_iperf3() {
         return;
     }
+    let _serial = one_at_a_time();
     for (extra, pairs) in [
         (&["-P", "2"][..], &[("sum_received", "sum_sent")][..]),
         (&["-R"][..], &[("sum_sent", "sum_received")][..]),
@@ -284,6 +293,7 @@ fn udp_both_ways_with_iperf3() {
     if !have_iperf3() {
         return;
     }
+    let _serial = one_at_a_time();
     // our client sends 20 Mbit/s to iperf3 -s
     let port = free_port();
     let srv = iperf3_server(port);
@@ -295,10 +305,15 @@ fn udp_both_ways_with_iperf3() {
     };
     let r = run_client(&cfg, &mut |_| {}).unwrap();
     let v = iperf3_output(srv);
+    // UDP is compared in datagrams, not in the received bit rate: on a busy machine a
+    // receiver that does not get the CPU overflows its socket buffer (iperf3 against iperf3
+    // lost a third of 20 Mbit/s on the loaded test machine), and that loss is real, not a
+    // disagreement. What the receiver counted from the sequence numbers (received + lost)
+    // must be what was sent.
     agree(
-        "udp: sent vs iperf3 received",
-        ours(&r, "sum_sent"),
-        bps(&v, "sum_received"),
+        "udp: datagrams sent vs iperf3 counted",
+        r.end.sum_sent.packets.unwrap() as f64,
+        datagrams(&v, "sum_received"),
     );
     agree("udp: sent at the target", ours(&r, "sum_sent"), 20e6);
     let sent_pk = r.end.sum_sent.packets.unwrap();
@@ -316,9 +331,9 @@ fn udp_both_ways_with_iperf3() {
     let v = iperf3_client(port, &["-u", "-R", "-b", "20M", "-l", "1400"]);
     let r = h.join().unwrap();
     agree(
-        "iperf3 -u -R: our sent vs its received",
-        ours(&r, "sum_sent"),
-        bps(&v, "sum_received"),
+        "iperf3 -u -R: datagrams we sent vs it counted",
+        r.end.sum_sent.packets.unwrap() as f64,
+        datagrams(&v, "sum_received"),
     );
     assert_eq!(
         v["end"]["sum_sent"]["packets"].as_i64(),
@@ -329,9 +344,9 @@ fn udp_both_ways_with_iperf3() {
     let v = iperf3_client(port, &["-u", "-b", "20M", "-l", "1400"]);
     let r = h.join().unwrap();
     agree(
-        "iperf3 -u: our received vs its sent",
-        ours(&r, "sum_received"),
-        bps(&v, "sum_sent"),
+        "iperf3 -u: datagrams we counted vs it sent",
+        r.end.sum_received.packets.unwrap() as f64,
+        datagrams(&v, "sum_sent"),
     );
     let lost = r.end.sum_received.lost_packets.unwrap();
     assert_eq!(
@@ -343,13 +358,25 @@ fn udp_both_ways_with_iperf3() {
 
 #[test]
 fn second_client_during_a_test_is_refused() {
+    let _serial = one_at_a_time();
     let (port, h) = our_server();
     let cfg = ClientConfig {
-        duration: 2,
+        duration: 3,
         ..client(port)
     };
-    let first = std::thread::spawn(move || run_client(&cfg, &mut |_| {}));
-    std::thread::sleep(Duration::from_millis(700));
+    // Ready signal: the first client prints its header once the server said the test runs
+    // (a fixed sleep raced a slow start: the second client could come first).
+    let (running_tx, running_rx) = std::sync::mpsc::channel();
+    let first = std::thread::spawn(move || {
+        run_client(&cfg, &mut |l| {
+            if l.starts_with("[ ID]") {
+                let _ = running_tx.send(());
+            }
+        })
+    });
+    running_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the first test did not start within 20 s");
     let e = run_client(
         &ClientConfig {
             duration: 1,
@@ -368,10 +395,8 @@ fn a_closed_port_is_a_clear_error() {
     // A socket bound without listen() holds the port: nothing else takes it while the test runs,
     // connect() is refused, and the client's own ephemeral port can never be it (a port merely
     // freed could be, and a connect to itself would succeed: TCP simultaneous open).
-    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
-        .unwrap();
-    let port = held.local_addr().unwrap().as_socket().unwrap().port();
+    let held = netdoctor_lab::ports::ClosedPort::loopback();
+    let port = held.port();
     let e = run_client(&client(port), &mut |_| {}).unwrap_err();
     assert!(
         e.to_string().contains(&format!("connect 127.0.0.1:{port}")),

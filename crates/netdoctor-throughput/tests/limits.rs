@@ -8,7 +8,13 @@ use netdoctor_core::FindingId;
 use netdoctor_throughput::{ClientConfig, Report, Server, ServerConfig, run_client};
 use std::time::Duration;
 
+/// One transfer at a time: a flat-out transfer on loopback takes both cores of a 2-core machine,
+/// and a writer or reader starved by the neighbour's transfer looks application- or
+/// window-limited.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn transfer(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = Server::bind(ServerConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         interval: Duration::from_secs(1),

@@ -5,6 +5,10 @@ use netdoctor_throughput::pktrate::{RecvConfig, SendConfig, receive, send};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// One run at a time: the flat-out sender of one test would starve the receiver of the other,
+/// whose count must be exact.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run(
     rcvbuf: usize,
     rate: u64,
@@ -14,6 +18,7 @@ fn run(
     netdoctor_throughput::pktrate::SendReport,
     netdoctor_throughput::pktrate::RecvReport,
 ) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (tx, rx) = mpsc::channel();
     let recv = std::thread::spawn(move || {
         receive(
