@@ -69,6 +69,9 @@ fn unanswered_on_path(root: &Finding, c: &Finding) -> bool {
     c.summary.contains(NO_ANSWER_MARK) && (path_loss(root, c) || lost_on_path(root, c))
 }
 
+/// The words an abandoned-handshakes `server_not_listening` takes under a path root.
+pub const PATH_LOSS_MARK: &str = "consistent with the loss on the path";
+
 /// The words of an `http_errors` summary whose failures got no answer at all.
 pub const NO_ANSWER_MARK: &str = "no answer";
 
@@ -227,6 +230,17 @@ pub fn relate(findings: &mut Vec<Finding>) {
                     );
                 }
             }
+            // Abandoned handshakes under a path root say so in their summary too.
+            if id == ServerNotListening
+                && matches!(root_id, RouteProblem | PacketLossRetransmission)
+                && c.evidence.iter().any(|e| {
+                    matches!(e, crate::finding::Evidence::Probe { probe, .. }
+                        if probe == crate::detect::server_not_listening::ABANDONED_EVIDENCE)
+                })
+                && !c.summary.contains(PATH_LOSS_MARK)
+            {
+                c.summary = format!("{}; {PATH_LOSS_MARK} ({root_id})", c.summary);
+            }
             findings[i].caused_by = Some(findings[r].id);
             if !findings[r].consequences.contains(&id) {
                 findings[r].consequences.push(id);
@@ -275,6 +289,39 @@ mod tests {
         assert_eq!(v[1].caused_by, Some(ListenQueueOverflow));
         assert_eq!(v[2].caused_by, None);
         assert!(v[2].consequences.is_empty());
+    }
+
+    /// Abandoned handshakes under the path's loss say so; a real refusal keeps its words.
+    #[test]
+    fn abandoned_handshakes_under_path_loss_say_it_in_their_summary() {
+        use crate::finding::Evidence;
+        let mut abandoned = f(ServerNotListening, Severity::Warning, Side::Server);
+        abandoned.summary = "3 handshakes to 10.0.0.2:80 abandoned before completing".into();
+        abandoned.evidence.push(Evidence::Probe {
+            probe: crate::detect::server_not_listening::ABANDONED_EVIDENCE.into(),
+            note: "3 attempts".into(),
+        });
+        let mut v = vec![
+            abandoned.clone(),
+            f(RouteProblem, Severity::Warning, Side::Network),
+        ];
+        relate(&mut v);
+        assert_eq!(v[1].caused_by, Some(RouteProblem));
+        assert_eq!(v[1].side, Side::Network);
+        assert!(
+            v[1].summary
+                .ends_with("; consistent with the loss on the path (route_problem)"),
+            "{}",
+            v[1].summary
+        );
+        relate(&mut v);
+        assert_eq!(v[1].summary.matches(PATH_LOSS_MARK).count(), 1, "once");
+        let mut v = vec![
+            f(ServerNotListening, Severity::Critical, Side::Server),
+            f(PacketLossRetransmission, Severity::Warning, Side::Network),
+        ];
+        relate(&mut v);
+        assert!(!v[1].summary.contains(PATH_LOSS_MARK), "{}", v[1].summary);
     }
 
     #[test]

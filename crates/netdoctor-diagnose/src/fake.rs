@@ -75,6 +75,8 @@ pub struct FakeHost {
     pub keepalive: Option<KeepAliveProbe>,
     /// Keep-alive probes asked for.
     pub keepalive_asked: std::sync::atomic::AtomicU64,
+    /// `tcp_info` of the load's connections (empty by default: none sampled).
+    pub client_tcp_info: Result<Vec<netdoctor_observe::sockdiag::ConnInfo>, String>,
 }
 
 /// Recorded kernel events, handed back as they are.
@@ -132,6 +134,7 @@ impl FakeHost {
             kernel: Err("eBPF does not run on this recorded host".to_string()),
             keepalive: None,
             keepalive_asked: std::sync::atomic::AtomicU64::new(0),
+            client_tcp_info: Ok(Vec::new()),
         }
     }
 }
@@ -194,6 +197,12 @@ impl Host for FakeHost {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.keepalive_asked.fetch_add(1, Ordering::Relaxed);
         self.keepalive.clone().ok_or(ProbeError::Refused { addr })
+    }
+    fn client_tcp_info(
+        &self,
+        _addr: SocketAddr,
+    ) -> Result<Vec<netdoctor_observe::sockdiag::ConnInfo>, String> {
+        self.client_tcp_info.clone()
     }
     fn open_capture(
         &self,

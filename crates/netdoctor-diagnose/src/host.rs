@@ -78,6 +78,12 @@ pub trait Host: Sync {
     ) -> Result<LoadResult, LoadError>;
     /// The machine's and this process's CPU counters; `None` when they cannot be read.
     fn cpu_times(&self) -> Option<CpuTimes>;
+    /// `tcp_info` (sock_diag) of this side's established connections to `addr`: the load's
+    /// own client sockets while it runs, for the kernel's `min_rtt` of each.
+    fn client_tcp_info(
+        &self,
+        addr: SocketAddr,
+    ) -> Result<Vec<netdoctor_observe::sockdiag::ConnInfo>, String>;
     /// The TCP ports listening in the run's network namespace (sock_diag), so connections
     /// that began before the capture are oriented by them.
     fn listening_ports(&self) -> Result<Vec<u16>, String>;
@@ -226,6 +232,13 @@ impl Host for SystemHost {
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         crate::observers::cpu_times()
+    }
+    fn client_tcp_info(
+        &self,
+        addr: SocketAddr,
+    ) -> Result<Vec<netdoctor_observe::sockdiag::ConnInfo>, String> {
+        netdoctor_observe::sockdiag::tcp_info(|_, remote| *remote == addr)
+            .map_err(|e| e.to_string())
     }
     fn listening_ports(&self) -> Result<Vec<u16>, String> {
         let mut ports: Vec<u16> = netdoctor_observe::sockdiag::listeners()

@@ -43,6 +43,9 @@ pub struct Outcome {
     /// The load's own connect() calls and how many failed for want of a local port, set
     /// before the observers finish (evidence for `ephemeral_port_exhaustion`).
     pub load_connects: Option<netdoctor_observe::host_findings::ConnectOutcome>,
+    /// `tcp_info` of the load's own connections, sampled while it ran (the kernel's
+    /// `min_rtt`, a base-RTT source).
+    pub client_tcp_info: Vec<netdoctor_observe::sockdiag::ConnInfo>,
     /// Kernel drops by reason that eBPF counted (evidence for the host findings).
     pub kernel_drops: Vec<netdoctor_observe::host_findings::KernelDrop>,
 }

@@ -40,7 +40,7 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     let mut findings = std::mem::take(&mut analysis.findings);
     findings.append(&mut outcome.findings);
     findings.append(&mut report.findings);
-    crate::base_rtt::apply(report, &analysis, &mut findings);
+    crate::base_rtt::apply(report, &analysis, &outcome.client_tcp_info, &mut findings);
     let load = report
         .measurements
         .load

@@ -115,6 +115,20 @@ fn a_lossy_hop_is_the_root_and_the_lost_syns_and_rtos_are_its_consequences() {
         assert_ne!(c["side"], "server", "{c:#}");
         assert!(listed.contains(&c["id"].as_str().unwrap()), "{listed:?}");
     }
+    // Handshakes abandoned on the lossy path are not "nothing listens": the text says what
+    // was seen (N abandoned while others completed, or the client's own resets) and that the
+    // path loss explains it, and it is never critical.
+    if let Some(f) = finding(&r, "server_not_listening") {
+        let summary = f["summary"].as_str().unwrap();
+        assert!(!summary.contains("Nothing listens"), "{f:#}");
+        assert!(summary.contains("abandoned before completing"), "{f:#}");
+        assert!(
+            summary.ends_with(&format!("consistent with the loss on the path ({root_id})")),
+            "{f:#}"
+        );
+        assert_ne!(f["severity"], "critical", "{f:#}");
+        assert_eq!(f["evidence"][0]["probe"], "handshakes", "{f:#}");
+    }
     // Nothing here is the server's doing.
     for f in findings(&r) {
         if f["side"] == "server" {

@@ -5,6 +5,15 @@
 //! A capture's refusals are one finding for all the addresses they hit (a port scan hits many),
 //! critical when they are 5 % of the connections or more; those to an address a probe also
 //! found refused join that probe's finding as its packet evidence.
+//!
+//! **Abandoned handshakes are not a missing listener.** In the packets a refusal is a
+//! connection whose handshake never completed and that ended in a reset. On a lossy path the
+//! same shape comes from handshakes the client gave up on (its SYNs or the SYN/ACKs lost; a
+//! late SYN/ACK then meets the client's reset). When other connections to the same address
+//! completed their handshake in the capture, or the resets came from the client, something
+//! does listen there: the finding keeps its id but says what was seen — N attempts ended
+//! before their handshake completed, while M others to the port completed theirs — and is a
+//! warning, not a dead server. [`crate::relate`] ties it to the path loss that explains it.
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES};
 use crate::event::{Event, Pkt, ResetKind};
@@ -32,6 +41,10 @@ pub struct ServerNotListening {
     /// The run saw the server's listening socket: refused SYNs in the packets do not mean
     /// that nothing listens (`connection_reset` says what they are then).
     listener_seen: bool,
+    /// Connections whose handshake completed, per server address (first few addresses).
+    completed: Vec<(String, u64)>,
+    /// Refusals in the capture whose reset came from the client, not from the server.
+    client_resets: u64,
 }
 
 /// Addresses named in a capture's finding.
@@ -39,7 +52,9 @@ const MAX_ADDRS: usize = 3;
 
 impl Detector for ServerNotListening {
     fn interests(&self) -> Interests {
-        Interests::OBSERVED.and(Interests::RESET)
+        Interests::OBSERVED
+            .and(Interests::RESET)
+            .and(Interests::CONN_DONE)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -56,6 +71,14 @@ impl Detector for ServerNotListening {
                     .iter()
                     .any(|s| s.state == crate::observation::SocketState::Listen);
             }
+            Event::ConnDone(d) if d.syn.done.is_some() => {
+                let addr = d.ends.server.to_string();
+                if let Some(a) = self.completed.iter_mut().find(|a| a.0 == addr) {
+                    a.1 += 1;
+                } else if self.completed.len() < 64 {
+                    self.completed.push((addr, 1));
+                }
+            }
             Event::Reset {
                 ends,
                 kind: ResetKind::Refused,
@@ -64,6 +87,7 @@ impl Detector for ServerNotListening {
                 ..
             } => {
                 self.captured += 1;
+                self.client_resets += u64::from(!rst.from_server);
                 let addr = ends.server.to_string();
                 if let Some(a) = self.by_addr.iter_mut().find(|a| a.0 == addr) {
                     a.1 += 1;
@@ -128,6 +152,13 @@ impl Detector for ServerNotListening {
         } else {
             addrs.join(", ")
         };
+        // Handshakes that completed to the addresses of these refusals.
+        let completed: u64 = self
+            .completed
+            .iter()
+            .filter(|c| rest_addrs.iter().any(|a| a.0 == c.0))
+            .map(|c| c.1)
+            .sum();
         let mut f = finding(&named, 0, 0);
         f.severity = if frac >= 0.05 {
             Severity::Critical
@@ -145,8 +176,69 @@ impl Detector for ServerNotListening {
                  the server host); check the firewall for rules that reject with a reset."
             .to_string();
         f.evidence = rest.into_iter().map(evidence).collect();
+        if completed > 0 || self.client_resets > 0 {
+            abandoned(&mut f, &named, n, completed, self.client_resets);
+        }
         out.push(f);
     }
+}
+
+/// The name of the probe evidence an abandoned-handshakes finding leads with (the Chinese
+/// catalogue picks its sentence by it).
+pub const ABANDONED_EVIDENCE: &str = "handshakes";
+
+/// Rewrites a capture's refusals as what they are when something does listen: `n` attempts
+/// to `named` ended in a reset before their handshake completed, while `completed` others
+/// completed theirs (`client_resets` of the resets were the client's own).
+fn abandoned(f: &mut Finding, named: &str, n: u64, completed: u64, client_resets: u64) {
+    let s = |k: u64| if k == 1 { "" } else { "s" };
+    let seen = match (completed, client_resets) {
+        (0, c) => {
+            format!("the client sent {c} of the resets itself, so the server's SYN/ACK did arrive")
+        }
+        (k, 0) => format!(
+            "{k} other connection{} to the same address completed {}: something listens there",
+            s(k),
+            if k == 1 { "its handshake" } else { "theirs" }
+        ),
+        (k, c) => format!(
+            "{k} other connection{} to the same address completed {} and the client sent {c} of \
+             the resets itself: something listens there",
+            s(k),
+            if k == 1 { "its handshake" } else { "theirs" }
+        ),
+    };
+    f.severity = f.severity.min(Severity::Warning);
+    f.confidence = 0.8;
+    f.summary = format!(
+        "{n} handshake{} to {named} abandoned before completing (ended in a reset), while {seen}",
+        s(n)
+    );
+    f.explanation = format!(
+        "{n} connection attempt{} to {named} never completed the handshake and ended in a \
+         reset. That is what a port with no listener looks like in the packets, but {seen}. \
+         Handshakes given up on look the same: SYNs or SYN/ACKs lost on the way (the client \
+         repeats its SYN and its connect times out; a late SYN/ACK then meets the client's \
+         reset), or a server that drops SYNs while its listen queue is full.",
+        s(n)
+    );
+    f.fix = "Look for loss on the path (packet_loss_retransmission, route_problem, `netdoctor \
+             trace`) and at the listen queue (ListenOverflows, listen_queue_overflow); a \
+             listener that exists needs no restart."
+        .to_string();
+    f.evidence.insert(
+        0,
+        Evidence::Probe {
+            probe: ABANDONED_EVIDENCE.into(),
+            note: format!(
+                "{n} attempt{} ended in a reset before the handshake completed; {completed} \
+                 handshake{} to the same address completed; {client_resets} of the resets sent \
+                 by the client",
+                s(n),
+                s(completed)
+            ),
+        },
+    );
 }
 
 /// The finding for refused connections to `addr`: `syn_refused` of `syn_sent` SYNs were
@@ -250,6 +342,73 @@ mod tests {
         many.connections = 1000;
         let v = run::<ServerNotListening>(&[refused(1)], &many);
         assert_eq!(v[0].severity, Severity::Warning);
+    }
+
+    /// Refusals among handshakes that completed to the same address: abandoned handshakes,
+    /// a warning that says what was seen, not "nothing listens".
+    #[test]
+    fn refusals_beside_completed_handshakes_are_abandoned_handshakes() {
+        use crate::decode::TcpFlags as F;
+        use crate::detect::testkit::{ends, pkt};
+        use crate::event::ConnDone;
+        let refused = |k: u64, from_server: bool| Event::Reset {
+            ends: ends(),
+            kind: ResetKind::Refused,
+            before: Some(pkt(k * 2, k as i64, false, F::SYN, 0)),
+            rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
+            req: None,
+            context: Default::default(),
+        };
+        let mut ok = ConnDone {
+            ends: ends(),
+            syn: Default::default(),
+            first_req: None,
+            exchanges: 1,
+            first_close: None,
+        };
+        ok.syn.done = Some(pkt(100, 100, false, F::ACK, 0));
+        let mut c = cx(0);
+        c.connections = 40;
+        let v = run::<ServerNotListening>(
+            &[
+                refused(1, true),
+                Event::ConnDone(&ok),
+                Event::ConnDone(&ok),
+                refused(2, false),
+            ],
+            &c,
+        );
+        assert_eq!(v.len(), 1);
+        let f = &v[0];
+        assert_eq!(f.id, FindingId::ServerNotListening);
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(!f.summary.contains("Nothing listens"), "{}", f.summary);
+        assert!(
+            f.summary
+                .starts_with("2 handshakes to 10.0.0.2:80 abandoned")
+                && f.summary
+                    .contains("2 other connections to the same address completed")
+                && f.summary.contains("the client sent 1 of the resets"),
+            "{}",
+            f.summary
+        );
+        assert!(
+            matches!(&f.evidence[0], Evidence::Probe { probe, .. } if probe == ABANDONED_EVIDENCE)
+        );
+        // Only the client's reset, no completed handshake: still not "nothing listens".
+        let v = run::<ServerNotListening>(&[refused(1, false)], &c);
+        assert!(
+            v[0].summary.contains("the client sent 1 of the resets"),
+            "{}",
+            v[0].summary
+        );
+        // A server's reset and no handshake completed: nothing listens.
+        let v = run::<ServerNotListening>(&[refused(1, true)], &c);
+        assert!(
+            v[0].summary.starts_with("Nothing listens"),
+            "{}",
+            v[0].summary
+        );
     }
 
     #[test]

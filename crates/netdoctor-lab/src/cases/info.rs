@@ -308,7 +308,7 @@ impl Case {
                 Some(cli.clone()),
                 route_diagnose.clone(),
                 vec!["high_base_rtt"],
-                "no router in between, so there is no trace: the base RTT comes from the SYN probe and the captured handshakes, and it explains the latency".to_string(),
+                "no router in between, so there is no trace: the base RTT comes from the SYN probe, the captured handshakes and the kernel's min_rtt of the load's connections, and it explains the latency".to_string(),
             ),
         };
         let mut shell = Vec::new();

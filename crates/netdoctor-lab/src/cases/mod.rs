@@ -14,7 +14,7 @@
 //! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
 //! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
-//! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe and handshakes) | `high_base_rtt` |
+//! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe, handshakes and tcp_info min_rtt) | `high_base_rtt` |
 //! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
 //! | `self-signed` | nginx with a self-signed certificate (for its own address) on :8443 | `diagnose https://10.214.0.1:8443/` from the client, without `-k` | `tls_verify_failed` (preflight, side client); with `-k` it loads and is healthy |
 //! | `small-wmem` | client — router — `throughput --server` ([`crate::bulk_lab`]); `tcp_wmem` max 16 KB in the client | `throughput 10.216.1.2` from the client | `send_buffer_limited` |

@@ -28,6 +28,19 @@
 //! 44 ms and p99 54 ms before the fix, p99 20 ms after), and [`TAIL_NOISE_K`] × the noise of the
 //! p99 between rounds (the standard deviation of the per-second p99 of each run's time line,
 //! the larger of the two, over slots with at least [`MIN_TAIL_REQUESTS`] requests).
+//!
+//! **When the median moved.** The histogram test needs its shift of two buckets (×1.26), but
+//! on a loopback server whose p50 is 0.2 ms, 26 % is 0.05–0.07 ms: one scheduler wake-up more
+//! or less on a busy 2-core machine, and two runs of the same server differ by that much. So
+//! the median counts only when the p50 also moved by at least [`median_min_change_ms`]: the
+//! largest of [`MEDIAN_MIN_MS`] (0.1 ms absolute: a request on loopback takes two or three
+//! wake-ups of 10–50 µs each, and the same server measured twice in a row moved its p50 by up
+//! to 0.08 ms here; no network cause a diagnosis names — a delayed ACK, an RTO, a round trip
+//! over a real link — is smaller), [`MEDIAN_MIN_RATIO`] × the smaller p50 (20 %: relative, so a
+//! 40 ms server needs 8 ms; between runs of the same server the p50 stayed within 12 %, the
+//! histogram's bucket), and [`MEDIAN_NOISE_K`] × the noise of the p50 between rounds (the
+//! standard deviation of the per-second p50, the larger of the two runs). A real 2× change
+//! passes all three from a p50 of 0.1 ms up; a 0.07 ms wobble never does.
 
 use super::stats::LatencyDirection;
 use crate::model::Report;
@@ -47,6 +60,12 @@ pub const TAIL_MIN_MS: f64 = 1.0;
 pub const TAIL_NOISE_K: f64 = 2.0;
 /// Per-second slots each run needs for its p99 noise to be measured.
 const MIN_NOISE_SLOTS: usize = 3;
+/// The p50 must move by at least this many milliseconds for the median to count.
+pub const MEDIAN_MIN_MS: f64 = 0.1;
+/// … by at least this share of the smaller p50 of the two runs …
+pub const MEDIAN_MIN_RATIO: f64 = 0.2;
+/// … and by this many times the p50's noise between rounds (per-second slots).
+pub const MEDIAN_NOISE_K: f64 = 2.0;
 
 /// Which way something moved from A to B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +115,9 @@ pub struct Performance {
     /// How far the p99 had to move to count ([`tail_min_change_ms`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_min_change_ms: Option<f64>,
+    /// How far the p50 had to move for the median to count ([`median_min_change_ms`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_min_change_ms: Option<f64>,
 }
 
 /// The standard deviation of the per-second p99 over the slots of a run's time line with at
@@ -105,10 +127,22 @@ pub fn p99_noise_ms(l: &netdoctor_load::LoadResult) -> Option<f64> {
 }
 
 fn slots_p99_noise(slots: &[netdoctor_load::TimelinePoint]) -> Option<f64> {
+    slots_noise(slots, |s| s.p99_ms)
+}
+
+/// The standard deviation of the per-second p50, over the same slots as [`p99_noise_ms`].
+pub fn p50_noise_ms(l: &netdoctor_load::LoadResult) -> Option<f64> {
+    slots_noise(l.timeline.as_deref()?, |s| s.p50_ms)
+}
+
+fn slots_noise(
+    slots: &[netdoctor_load::TimelinePoint],
+    pick: fn(&netdoctor_load::TimelinePoint) -> Option<f64>,
+) -> Option<f64> {
     let v: Vec<f64> = slots
         .iter()
         .filter(|s| s.requests >= MIN_TAIL_REQUESTS)
-        .filter_map(|s| s.p99_ms)
+        .filter_map(pick)
         .collect();
     if v.len() < MIN_NOISE_SLOTS {
         return None;
@@ -123,6 +157,16 @@ fn slots_p99_noise(slots: &[netdoctor_load::TimelinePoint]) -> Option<f64> {
 pub fn tail_min_change_ms(p50: (f64, f64), noise: (Option<f64>, Option<f64>)) -> f64 {
     let noise = noise.0.into_iter().chain(noise.1).fold(0.0, f64::max);
     TAIL_MIN_MS.max(p50.0.min(p50.1)).max(TAIL_NOISE_K * noise)
+}
+
+/// How far the p50 must move for the median to count (module docs): the largest of
+/// [`MEDIAN_MIN_MS`], [`MEDIAN_MIN_RATIO`] × the smaller p50 and [`MEDIAN_NOISE_K`] × the
+/// larger noise between rounds.
+pub fn median_min_change_ms(p50: (f64, f64), noise: (Option<f64>, Option<f64>)) -> f64 {
+    let noise = noise.0.into_iter().chain(noise.1).fold(0.0, f64::max);
+    MEDIAN_MIN_MS
+        .max(MEDIAN_MIN_RATIO * p50.0.min(p50.1))
+        .max(MEDIAN_NOISE_K * noise)
 }
 
 fn ratio_dir(a: f64, b: f64, k: f64, min_abs: f64, lower_is_better: bool) -> Direction {
@@ -163,13 +207,25 @@ fn stalled(r: &Report) -> Option<f64> {
 /// Judges B against A; `median` is the histogram test's direction.
 pub fn judge(a: &Report, b: &Report, median: Option<LatencyDirection>) -> Performance {
     let (la, lb) = (a.measurements.load.as_ref(), b.measurements.load.as_ref());
-    let median = match median {
-        Some(LatencyDirection::Faster) => Direction::Better,
-        Some(LatencyDirection::Slower) => Direction::Worse,
-        _ => Direction::Same,
-    };
     let pair = |f: fn(&netdoctor_load::LoadResult) -> f64| la.zip(lb).map(|(x, y)| (f(x), f(y)));
     let p50 = pair(|l| l.latency_ms.p50);
+    let p50_min_change = la.zip(lb).map(|(x, y)| {
+        median_min_change_ms(
+            (x.latency_ms.p50, y.latency_ms.p50),
+            (p50_noise_ms(x), p50_noise_ms(y)),
+        )
+    });
+    // The test's direction counts only when the p50 itself moved past its floor; without a
+    // load on both sides (no p50 to weigh) the test decides alone.
+    let median_moved = match (p50, p50_min_change) {
+        (Some((x, y)), Some(m)) => (x - y).abs() >= m,
+        _ => true,
+    };
+    let median = match median {
+        Some(LatencyDirection::Faster) if median_moved => Direction::Better,
+        Some(LatencyDirection::Slower) if median_moved => Direction::Worse,
+        _ => Direction::Same,
+    };
     let p99 = pair(|l| l.latency_ms.p99);
     let rps = pair(|l| l.requests_per_s);
     let enough = la
@@ -226,6 +282,7 @@ pub fn judge(a: &Report, b: &Report, median: Option<LatencyDirection>) -> Perfor
         requests_per_s: rps,
         stalled: st,
         p99_min_change_ms: min_change,
+        p50_min_change_ms: p50_min_change,
     }
 }
 
@@ -279,6 +336,29 @@ mod tests {
             12.0,
             "the larger noise of the two runs"
         );
+    }
+
+    /// The median's floor: a 0.07 ms wobble on loopback is not a change, a 2× change is,
+    /// at any scale.
+    #[test]
+    fn the_p50_must_move_a_tenth_of_a_millisecond_a_fifth_and_past_its_noise() {
+        let moved = |a: f64, b: f64, noise: (Option<f64>, Option<f64>)| {
+            (a - b).abs() >= median_min_change_ms((a, b), noise)
+        };
+        // The case: 0.21 → 0.28 ms (+33 %, two buckets) on loopback.
+        assert!(!moved(0.21, 0.28, (Some(0.01), Some(0.02))));
+        assert_eq!(
+            median_min_change_ms((0.21, 0.28), (None, None)),
+            MEDIAN_MIN_MS
+        );
+        // 2× on loopback, and 2× at 40 ms.
+        assert!(moved(0.15, 0.30, (Some(0.02), Some(0.03))));
+        assert!(moved(40.0, 80.0, (Some(1.0), Some(2.0))));
+        // 15 % at 40 ms: the spread between runs of one server, not a change.
+        assert!(!moved(40.0, 46.0, (None, None)));
+        // ×1.5 whose per-second p50 swings by 3 ms: noise.
+        assert!(!moved(4.0, 6.0, (Some(3.0), Some(0.5))));
+        assert!(moved(4.0, 6.0, (Some(0.5), Some(0.5))));
     }
 
     #[test]

@@ -112,6 +112,11 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
         ),
         ("has_option", yes(option.is_some())),
         ("critical", yes(f.severity == Severity::Critical)),
+        (
+            "caused_by",
+            FluentValue::from(f.caused_by.map(|c| c.as_str()).unwrap_or_default()),
+        ),
+        ("has_caused_by", yes(f.caused_by.is_some())),
     ]
 }
 
@@ -331,6 +336,45 @@ mod tests {
         assert_eq!(
             packets_note(FindingId::NagleDelayedAck, &pkts[..2], en, Lang::Zh),
             en
+        );
+    }
+
+    /// Abandoned handshakes under path loss are not "nothing listens" in Chinese either.
+    #[test]
+    fn abandoned_handshakes_say_what_was_seen_in_chinese() {
+        let mut f = Finding::new(
+            FindingId::ServerNotListening,
+            Severity::Warning,
+            Side::Network,
+            "3 handshakes to 10.0.0.2:80 abandoned before completing",
+        );
+        f.explanation = "e".into();
+        f.fix = "x".into();
+        f.impact.affected_fraction = Some(0.07);
+        f.evidence.push(Evidence::Probe {
+            probe: netdoctor_core::detect::server_not_listening::ABANDONED_EVIDENCE.into(),
+            note: "3 attempts".into(),
+        });
+        f.caused_by = Some(FindingId::RouteProblem);
+        let zh = texts(&f, Lang::Zh);
+        assert!(zh.summary.contains("握手被放弃"), "{}", zh.summary);
+        assert!(zh.summary.contains("7%"), "{}", zh.summary);
+        assert!(zh.summary.contains("route_problem"), "{}", zh.summary);
+        assert!(
+            !zh.summary.contains("没有程序在监听目标端口"),
+            "{}",
+            zh.summary
+        );
+        assert!(!zh.fix.contains("启动服务"), "{}", zh.fix);
+        // Without a root it does not claim one; a real refusal keeps its sentence.
+        f.caused_by = None;
+        assert!(!texts(&f, Lang::Zh).summary.contains("丢包"));
+        f.evidence.clear();
+        let zh = texts(&f, Lang::Zh);
+        assert!(
+            zh.summary.contains("没有程序在监听目标端口"),
+            "{}",
+            zh.summary
         );
     }
 

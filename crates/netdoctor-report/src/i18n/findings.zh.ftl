@@ -9,6 +9,7 @@
 #   $conns        作为证据的连接数
 #   $counter      第一个计数器证据的名字；$counter_delta 其变化，如 "+42"；$has_counter  yes | no
 #   $probe        第一个探测证据的名字
+#   $caused_by    根因的 finding id（没有时为空）；$has_caused_by  yes | no
 #   $option $value  第一个套接字选项证据；$has_option  yes | no
 # 术语：延迟确认（delayed ACK）、Nagle 算法、重传、零窗口、全连接队列/半连接队列（accept/SYN
 # queue）、连接跟踪表（conntrack）。
@@ -156,9 +157,22 @@ short_connections-fix = 复用连接：使用 HTTP/1.1 keep-alive（不要发送
 
 ## server_not_listening
 
-server_not_listening-summary = 没有程序在监听目标端口：连接被拒绝
-server_not_listening-explanation = 目标主机对连接请求回复了 TCP RST，这正是没有套接字监听该端口时内核的做法。请求不是变慢，而是立即失败。可能是服务进程没有运行，它监听在另一个端口或地址上（例如只监听 127.0.0.1 或只监听 IPv6），或者防火墙以 RST 拒绝了该端口。
-server_not_listening-fix = 启动服务，或者让 netdoctor 指向它真正监听的端口（在服务端主机上用 `ss -ltnp` 列出监听的套接字及其进程）。
+# $probe 为 handshakes：握手被放弃（有程序在监听），不是没有监听者。
+server_not_listening-summary = { $probe ->
+    [handshakes] { $pct }% 的连接尝试在握手完成前以 RST 结束（握手被放弃），而到同一地址的其他连接完成了握手、或 RST 由客户端发出：有程序在监听{ $has_caused_by ->
+        [yes] ，这与路径上的丢包（{ $caused_by }）一致
+       *[no] {""}
+    }
+   *[other] 没有程序在监听目标端口：连接被拒绝
+}
+server_not_listening-explanation = { $probe ->
+    [handshakes] 这些连接尝试从未完成握手，最后以 RST 结束。在数据包里这和没有监听者的端口一样，但本次运行看到了有程序在监听（具体数字见下方证据）。被放弃的握手也是这个样子：SYN 或 SYN/ACK 在路上丢失（客户端重发 SYN，connect 超时；迟到的 SYN/ACK 随后遇到客户端的 RST），或者服务端在全连接队列满时丢弃 SYN。
+   *[other] 目标主机对连接请求回复了 TCP RST，这正是没有套接字监听该端口时内核的做法。请求不是变慢，而是立即失败。可能是服务进程没有运行，它监听在另一个端口或地址上（例如只监听 127.0.0.1 或只监听 IPv6），或者防火墙以 RST 拒绝了该端口。
+}
+server_not_listening-fix = { $probe ->
+    [handshakes] 检查路径上的丢包（packet_loss_retransmission、route_problem、`netdoctor trace`）和监听队列（ListenOverflows、listen_queue_overflow）；已经存在的监听者不需要重启。
+   *[other] 启动服务，或者让 netdoctor 指向它真正监听的端口（在服务端主机上用 `ss -ltnp` 列出监听的套接字及其进程）。
+}
 
 ## http_errors
 
