@@ -237,20 +237,24 @@ fn odd_frames_give_the_same_json_with_any_worker_count() {
             };
             let (cli4, srv4) = ([10, 0, 0, 1 + (c % 3) as u8], [10, 0, 1, 1]);
             let (cli6, srv6) = (v6(1 + (c % 3) as u8), v6(200));
-            if c % 2 == 0 {
+            if c.is_multiple_of(2) {
                 let (s, d) = if to_server {
                     (cli4, srv4)
                 } else {
                     (srv4, cli4)
                 };
-                eth(c % 4 == 0, 0x0800, &ipv4(s, d, k as u16, 6, 0x4000, &t))
+                eth(
+                    c.is_multiple_of(4),
+                    0x0800,
+                    &ipv4(s, d, k as u16, 6, 0x4000, &t),
+                )
             } else {
                 let (s, d) = if to_server {
                     (cli6, srv6)
                 } else {
                     (srv6, cli6)
                 };
-                eth(false, 0x86dd, &ipv6(s, d, k % 2 == 0, &t))
+                eth(false, 0x86dd, &ipv6(s, d, k.is_multiple_of(2), &t))
             }
         };
     let (c0, s0) = (1000u32, 5000u32);
@@ -304,7 +308,6 @@ fn odd_frames_give_the_same_json_with_any_worker_count() {
         ));
         errors += 1;
     }
-    drop(put);
     w.finish().unwrap();
 
     let one = json_of(&path, 1).unwrap();
