@@ -9,7 +9,8 @@
 # missing), /usr/bin/time and jq.
 #
 # Usage: bench/analyze-jobs.sh [N]      (default N: nproc)
-# Env: ROUNDS (default 3), NETDOCTOR (a built binary; else built with cargo), CACHE.
+# Env: ROUNDS (default 3), NETDOCTOR (a built binary; else built with cargo), CACHE, PERF=1 (also
+# the per-thread CPU split of -j N from `perf record -e cpu-clock`).
 set -euo pipefail
 export NETDOCTOR_QUIET=1
 
@@ -31,10 +32,11 @@ if [[ -z "${NETDOCTOR:-}" ]]; then
     NETDOCTOR="$CARGO_TARGET_DIR/release/netdoctor"
 fi
 
-# timed CMD...: "elapsed_s max_rss_kib" of one run (output discarded).
+# timed CMD...: "elapsed_s max_rss_kib cpu_s" of one run (output discarded; cpu = user + sys,
+# which a busy machine inflates less than the wall time).
 timed() {
-    /usr/bin/time -f '%e %M' -o "$work/time.out" "$@" >/dev/null 2>&1 || true
-    tail -1 "$work/time.out"
+    /usr/bin/time -f '%e %M %U %S' -o "$work/time.out" "$@" >/dev/null 2>&1 || true
+    tail -1 "$work/time.out" | awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }'
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
@@ -66,7 +68,7 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     echo "  JSON of -j 1 and -j $N: $same"
 
     tools=(j1 jn tcptrace tshark)
-    declare -A secs=() rss=()
+    declare -A secs=() rss=() cpu=()
     for round in $(seq 1 "$ROUNDS"); do
         for t in "${tools[@]}"; do
             # tshark is ~50x slower: one run of it (round 1) is enough for its ratio.
@@ -77,15 +79,17 @@ for f in "$big" "$CACHE/nagle.pcap"; do
             tcptrace) r="$(timed tcptrace -l "$f")" ;;
             tshark) r="$(timed tshark -r "$f" -q -z conv,tcp)" ;;
             esac
-            read -r s m <<<"$r"
+            read -r s m c <<<"$r"
             secs[$t]+="$s "
             rss[$t]+="$m "
+            cpu[$t]+="$c "
         done
     done
-    printf '  %-30s %8s %12s %8s %9s %10s\n' tool seconds packets/s GB/s "RSS MiB" "vs -j 1"
-    declare -A med=()
+    printf '  %-30s %8s %12s %8s %9s %10s %7s\n' tool seconds packets/s GB/s "RSS MiB" "vs -j 1" "CPU s"
+    declare -A med=() medcpu=()
     for t in "${tools[@]}"; do
         med[$t]="$(tr ' ' '\n' <<<"${secs[$t]}" | grep . | median)"
+        medcpu[$t]="$(tr ' ' '\n' <<<"${cpu[$t]}" | grep . | median)"
     done
     for t in "${tools[@]}"; do
         case "$t" in
@@ -96,13 +100,23 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         esac
         s="${med[$t]}"
         m="$(tr ' ' '\n' <<<"${rss[$t]}" | grep . | sort -n | tail -1)"
-        awk -v name="$name" -v n="$n" -v b="$bytes" -v s="$s" -v m="$m" -v base="${med[j1]}" 'BEGIN {
+        awk -v name="$name" -v n="$n" -v b="$bytes" -v s="$s" -v m="$m" -v base="${med[j1]}" -v c="${medcpu[$t]}" 'BEGIN {
             if (s < 0.01) s = 0.01
-            printf "  %-30s %8.2f %12.0f %8.2f %9.1f %9.2fx\n", name, s, n / s, b / s / 1e9, m / 1024, base / s
+            printf "  %-30s %8.2f %12.0f %8.2f %9.1f %9.2fx %7.2f\n", name, s, n / s, b / s / 1e9, m / 1024, base / s, c
         }'
     done
     echo "  (all runs, seconds: -j 1: ${secs[j1]}; -j $N: ${secs[jn]})"
-    unset secs rss med
+    # Where -j N's CPU goes, per thread (reader "netdoctor", workers "analyze-K", merger
+    # "analyze-merge"): on a busy machine the wall-time ratio says little, this split says
+    # whether the reader still bounds the run.
+    if [[ -n "${PERF:-}" ]] && command -v perf >/dev/null; then
+        perf record -q -e cpu-clock -F 4000 -o "$work/perf.data" \
+            "$NETDOCTOR" analyze -j "$N" --json "$f" >/dev/null 2>&1 || true
+        echo "  -j $N CPU per thread (perf cpu-clock samples):"
+        perf report -i "$work/perf.data" --sort comm --stdio -n 2>/dev/null | grep -v '^#' | grep . |
+            sed 's/^/    /' || true
+    fi
+    unset secs rss med cpu medcpu
 done
 echo
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

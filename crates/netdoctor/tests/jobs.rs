@@ -134,3 +134,191 @@ fn bad_job_counts_are_one_line_errors() {
     assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
     assert!(json(&o)["findings"].is_array());
 }
+
+/// Hand-made Ethernet frames for [`odd_frames_give_the_same_json_with_any_worker_count`].
+mod frames {
+    pub fn eth(vlan: bool, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+        if vlan {
+            f.extend_from_slice(&[0x81, 0x00, 0, 5]);
+        }
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// `frag`: the flags/fragment-offset field (0x2000: more fragments).
+    pub fn ipv4(src: [u8; 4], dst: [u8; 4], id: u16, proto: u8, frag: u16, l4: &[u8]) -> Vec<u8> {
+        let total = (20 + l4.len()) as u16;
+        let mut p = vec![0x45, 0];
+        p.extend_from_slice(&total.to_be_bytes());
+        p.extend_from_slice(&id.to_be_bytes());
+        p.extend_from_slice(&frag.to_be_bytes());
+        p.extend_from_slice(&[64, proto, 0, 0]);
+        p.extend_from_slice(&src);
+        p.extend_from_slice(&dst);
+        p.extend_from_slice(l4);
+        p
+    }
+
+    /// `hbh`: with a hop-by-hop extension header before TCP (the reader's slow path).
+    pub fn ipv6(src: [u8; 16], dst: [u8; 16], hbh: bool, tcp: &[u8]) -> Vec<u8> {
+        let ext: &[u8] = if hbh { &[6, 0, 1, 4, 0, 0, 0, 0] } else { &[] };
+        let mut p = vec![0x60, 0, 0, 0];
+        p.extend_from_slice(&((ext.len() + tcp.len()) as u16).to_be_bytes());
+        p.extend_from_slice(&[if hbh { 0 } else { 6 }, 64]);
+        p.extend_from_slice(&src);
+        p.extend_from_slice(&dst);
+        p.extend_from_slice(ext);
+        p.extend_from_slice(tcp);
+        p
+    }
+
+    pub fn tcp(sport: u16, dport: u16, seq: u32, ack: u32, flags: u8, data: &[u8]) -> Vec<u8> {
+        let mut t = Vec::new();
+        t.extend_from_slice(&sport.to_be_bytes());
+        t.extend_from_slice(&dport.to_be_bytes());
+        t.extend_from_slice(&seq.to_be_bytes());
+        t.extend_from_slice(&ack.to_be_bytes());
+        t.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+        t.extend_from_slice(data);
+        t
+    }
+}
+
+/// The frames the reader of `-j N` does not route by itself (IPv6 with extension headers,
+/// within connections whose other packets it does route; VLAN tags; IPv4 fragments; UDP; ARP;
+/// cut-short TCP headers) give the report of `-j 1`, with every packet counted as it counts.
+#[test]
+fn odd_frames_give_the_same_json_with_any_worker_count() {
+    use frames::*;
+    use netdoctor_core::{LinkType, RawPacket};
+    const SYN: u8 = 0x02;
+    const FIN: u8 = 0x01;
+    const PSH_ACK: u8 = 0x18;
+    const ACK: u8 = 0x10;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.pcap");
+    let mut w =
+        netdoctor_observe::pcapwrite::PcapWriter::create(&path, LinkType::Ethernet, 65535).unwrap();
+    let mut frame = 0u64;
+    let mut put = |data: Vec<u8>| {
+        frame += 1;
+        let pkt = RawPacket {
+            frame,
+            ts_ns: 1_700_000_000_000_000_000 + frame as i64 * 1_000_000,
+            link: LinkType::Ethernet,
+            data: &data,
+            orig_len: data.len() as u32,
+        };
+        w.write(&pkt).unwrap();
+    };
+    let req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    let resp = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let (mut others, mut errors) = (0u64, 0u64);
+    // Connections on both paths, interleaved: IPv4 (every other one VLAN-tagged) and IPv6
+    // (every other packet with a hop-by-hop header), three exchanges each.
+    let conns = 12u16;
+    let v6 = |last: u8| {
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        a[15] = last;
+        a
+    };
+    let mut k = 0usize;
+    let mut seg =
+        |c: u16, to_server: bool, seq: u32, ack: u32, flags: u8, data: &[u8]| -> Vec<u8> {
+            k += 1;
+            let port = 40_000 + c;
+            let t = if to_server {
+                tcp(port, 80, seq, ack, flags, data)
+            } else {
+                tcp(80, port, seq, ack, flags, data)
+            };
+            let (cli4, srv4) = ([10, 0, 0, 1 + (c % 3) as u8], [10, 0, 1, 1]);
+            let (cli6, srv6) = (v6(1 + (c % 3) as u8), v6(200));
+            if c.is_multiple_of(2) {
+                let (s, d) = if to_server {
+                    (cli4, srv4)
+                } else {
+                    (srv4, cli4)
+                };
+                eth(
+                    c.is_multiple_of(4),
+                    0x0800,
+                    &ipv4(s, d, k as u16, 6, 0x4000, &t),
+                )
+            } else {
+                let (s, d) = if to_server {
+                    (cli6, srv6)
+                } else {
+                    (srv6, cli6)
+                };
+                eth(false, 0x86dd, &ipv6(s, d, k.is_multiple_of(2), &t))
+            }
+        };
+    let (c0, s0) = (1000u32, 5000u32);
+    let mut cs = vec![(c0, s0); usize::from(conns)];
+    let mut step = |put: &mut dyn FnMut(Vec<u8>), c: u16, phase: usize| {
+        let (cseq, sseq) = &mut cs[usize::from(c)];
+        match phase {
+            0 => put(seg(c, true, *cseq, 0, SYN, b"")),
+            1 => put(seg(c, false, *sseq, *cseq + 1, SYN | ACK, b"")),
+            2 => {
+                *cseq += 1;
+                *sseq += 1;
+                put(seg(c, true, *cseq, *sseq, ACK, b""));
+            }
+            3 | 5 | 7 => {
+                put(seg(c, true, *cseq, *sseq, PSH_ACK, req));
+                *cseq += req.len() as u32;
+            }
+            4 | 6 | 8 => {
+                put(seg(c, false, *sseq, *cseq, PSH_ACK, resp));
+                *sseq += resp.len() as u32;
+            }
+            9 => put(seg(c, true, *cseq, *sseq, FIN | ACK, b"")),
+            _ => put(seg(c, false, *sseq, *cseq + 1, FIN | ACK, b"")),
+        }
+    };
+    for phase in 0..11 {
+        for c in 0..conns {
+            step(&mut put, c, phase);
+        }
+        // Between the phases: a UDP datagram, an ARP frame, the first fragment of a TCP
+        // segment, and a TCP header cut short.
+        let udp = [0x13, 0x88, 0x13, 0x89, 0, 12, 0, 0, 1, 2, 3, 4];
+        put(eth(
+            false,
+            0x0800,
+            &ipv4([10, 0, 0, 9], [10, 0, 1, 1], 1, 17, 0, &udp),
+        ));
+        put(eth(false, 0x0806, &[0u8; 28]));
+        let t = tcp(40_999, 80, 1, 0, SYN, b"");
+        put(eth(
+            true,
+            0x0800,
+            &ipv4([10, 0, 0, 9], [10, 0, 1, 1], 2, 6, 0x2000, &t),
+        ));
+        others += 3;
+        put(eth(
+            false,
+            0x0800,
+            &ipv4([10, 0, 0, 9], [10, 0, 1, 1], 3, 6, 0, &t[..8]),
+        ));
+        errors += 1;
+    }
+    w.finish().unwrap();
+
+    let one = json_of(&path, 1).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&one).unwrap();
+    let stats = &report["measurements"]["capture"]["stats"];
+    assert_eq!(stats["tcp_segments"], u64::from(conns) * 11, "{stats}");
+    assert_eq!(stats["other_packets"], others, "{stats}");
+    assert_eq!(stats["decode_errors"], errors, "{stats}");
+    assert_eq!(stats["connections"], u64::from(conns), "{stats}");
+    for n in [2, 3, 4] {
+        let many = json_of(&path, n).unwrap();
+        assert!(one == many, "-j {n} differs from -j 1:\n{many}\n---\n{one}");
+    }
+}

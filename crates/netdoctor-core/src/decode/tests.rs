@@ -417,8 +417,10 @@ fn fast_path_agrees_with_etherparse() {
         ipv4_tcp(b""),
         ipv4_tcp(&[b'x'; 300]),
         ipv6_tcp_with_ext(),
+        ipv6_tcp(),
     ];
     let mut compared = [0usize; 2]; // [errors or not TCP, segments]
+    let mut ends_checked = 0;
     for base in &bases {
         for round in 0..4000 {
             let mut buf = base.clone();
@@ -451,12 +453,62 @@ fn fast_path_agrees_with_etherparse() {
                 let p = raw(link, &data);
                 let (fast, reference) = (decode(&p), decode_reference(&p));
                 assert_eq!(seen(&fast), seen(&reference), "{data:02x?}");
+                // The reader of `analyze -j N` routes by `tcp_ends`: it must name the
+                // segment's own endpoints.
+                if let (Some((s, d)), Ok(Some(seg))) = (tcp_ends(&p), &fast) {
+                    assert_eq!((s, d), (seg.src, seg.dst), "{data:02x?}");
+                    ends_checked += 1;
+                }
                 compared[usize::from(matches!(fast, Ok(Some(_))))] += 1;
             }
         }
     }
     // Both outcomes were exercised a lot.
     assert!(compared[0] > 1000 && compared[1] > 1000, "{compared:?}");
+    assert!(ends_checked > 1000, "{ends_checked}");
+}
+
+/// IPv6 carrying TCP directly, 2001:db8::1:5555 → 2001:db8::2:80, [P.], payload "GET ".
+fn ipv6_tcp() -> Vec<u8> {
+    let tcp: [u8; 24] = [
+        0x15, 0xb3, 0, 80, 0, 0, 0, 5, 0, 0, 0, 9, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0, b'G', b'E',
+        b'T', b' ',
+    ];
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&(tcp.len() as u16).to_be_bytes());
+    p.push(6); // next header: TCP
+    p.push(64);
+    p.extend_from_slice(&"2001:db8::1".parse::<Ipv6Addr>().unwrap().octets());
+    p.extend_from_slice(&"2001:db8::2".parse::<Ipv6Addr>().unwrap().octets());
+    p.extend_from_slice(&tcp);
+    p
+}
+
+/// `tcp_ends` takes the common cases (so the reader of `-j N` rarely decodes) and leaves the
+/// others to `decode`.
+#[test]
+fn tcp_ends_common_cases_only() {
+    let v4 = ipv4_tcp(b"GET ");
+    let (s, d) = tcp_ends(&raw(LinkType::Raw, &v4)).expect("IPv4/TCP");
+    assert_eq!(s, "127.0.0.1:40000".parse().unwrap());
+    assert_eq!(d, "127.0.0.2:8080".parse().unwrap());
+    let mut vlan = vec![0u8; 12];
+    vlan.extend_from_slice(&[0x81, 0x00, 0, 5, 0x08, 0x00]);
+    vlan.extend_from_slice(&v4);
+    assert_eq!(tcp_ends(&raw(LinkType::Ethernet, &vlan)), Some((s, d)));
+    let v6 = ipv6_tcp();
+    let (s6, d6) = tcp_ends(&raw(LinkType::Raw, &v6)).expect("IPv6/TCP");
+    assert_eq!(s6, "[2001:db8::1]:5555".parse().unwrap());
+    assert_eq!(d6, "[2001:db8::2]:80".parse().unwrap());
+    // Extension headers, fragments and UDP: not taken.
+    assert_eq!(tcp_ends(&raw(LinkType::Raw, &ipv6_tcp_with_ext())), None);
+    let mut frag = v4.clone();
+    frag[6] = 0x20; // more fragments
+    assert_eq!(tcp_ends(&raw(LinkType::Raw, &frag)), None);
+    let mut udp = v4.clone();
+    udp[9] = 17;
+    assert_eq!(tcp_ends(&raw(LinkType::Raw, &udp)), None);
+    assert_eq!(tcp_ends(&raw(LinkType::Raw, &v4[..22])), None);
 }
 
 #[test]

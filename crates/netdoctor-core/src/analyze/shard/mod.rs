@@ -1,11 +1,17 @@
 //! The sharded analyzer (`analyze -j N`): one reader, N workers, one merger, with the same
 //! result as a single [`Analyzer`] over the same packets.
 //!
-//! - The reader (the caller's thread, [`ShardedAnalyzer::push`]) counts and decodes each
-//!   packet and sends its TCP segment to the worker its connection hashes to: the hash of the
-//!   connection key (both ends, lower first) is symmetric, so both directions of a
-//!   connection go to one worker. Segments go in rounds of [`ROUND`] packets, every worker
-//!   getting its part of each round (maybe empty), so workers advance together.
+//! - The reader (the caller's thread, [`ShardedAnalyzer::push`]) counts each packet and picks
+//!   its worker from the connection's endpoints read straight from the frame
+//!   ([`crate::decode::tcp_ends`]: Ethernet/VLAN/SLL/loopback/raw IP, IPv4 or IPv6, TCP
+//!   ports): the hash of the connection key (both ends, lower first) is symmetric, so both
+//!   directions of a connection go to one worker. It copies the frame into that worker's batch
+//!   (one buffer per batch, frames as offsets into it) and leaves the decoding to the worker.
+//!   Only the frames `tcp_ends` does not take (fragments, IPv6 extension headers, other
+//!   protocols, malformed headers) are decoded on the reader: a segment goes to the worker of
+//!   its key (decoded there again), anything else is counted there. Frames go in rounds of
+//!   [`ROUND`] packets or [`ROUND_BYTES`] bytes, every worker getting its part of each round
+//!   (maybe empty), so workers advance together.
 //! - A worker is an [`Analyzer`] whose hub logs its conclusions with their frame instead of
 //!   applying them ([`super::agg::Out::Log`]): connection state is per connection, so the
 //!   worker computes what the single analyzer would for its connections. The one exception,
@@ -32,19 +38,33 @@ use super::flow::conn_key;
 use super::hub::Hub;
 use super::orient::Shared;
 use super::{Analysis, Analyzer, AnalyzerConfig, CaptureQuality, CaptureStats, conclude, stamp};
-use crate::decode::{TcpSegment, decode};
-use crate::packet::RawPacket;
+use crate::decode::{decode, tcp_ends};
+use crate::packet::{LinkType, RawPacket};
 
 /// Packets per round (over all workers).
 const ROUND: usize = 4096;
 
+/// Frame bytes per round (over all workers): with [`DEPTH`], bounds a worker's batches to a
+/// few MiB whatever the snap length.
+const ROUND_BYTES: usize = 1 << 20;
+
 /// Rounds in flight per worker (bounds the memory between the reader and a worker).
 const DEPTH: usize = 2;
 
-/// One round's segments for one worker; their payloads in `payload`.
+/// One frame of a batch: its bytes are `data[off..off + len]` of the batch.
+#[derive(Clone, Copy)]
+struct Frame {
+    frame: u64,
+    ts_ns: i64,
+    link: LinkType,
+    off: u32,
+    len: u32,
+}
+
+/// One round's frames for one worker, copied into one buffer.
 struct Batch {
-    segs: Vec<(TcpSegment<'static>, u32, u32)>,
-    payload: Vec<u8>,
+    frames: Vec<Frame>,
+    data: Vec<u8>,
     /// The last frame of the round: the worker has processed every packet up to it after it.
     cut: u64,
 }
@@ -52,8 +72,8 @@ struct Batch {
 impl Batch {
     fn new() -> Batch {
         Batch {
-            segs: Vec::new(),
-            payload: Vec::new(),
+            frames: Vec::new(),
+            data: Vec::new(),
             cut: 0,
         }
     }
@@ -72,6 +92,7 @@ pub struct ShardedAnalyzer {
     clamped_ts: u64,
     last_frame: u64,
     in_round: usize,
+    round_bytes: usize,
     batches: Vec<Batch>,
     to_workers: Vec<SyncSender<Batch>>,
     recycle: Receiver<Batch>,
@@ -112,6 +133,7 @@ impl ShardedAnalyzer {
             clamped_ts: 0,
             last_frame: 0,
             in_round: 0,
+            round_bytes: 0,
             batches: (0..n).map(|_| Batch::new()).collect(),
             to_workers,
             recycle,
@@ -126,45 +148,54 @@ impl ShardedAnalyzer {
         let ts = stamp(&mut self.stats, &mut self.clamped_ts, pkt);
         let pkt = &RawPacket { ts_ns: ts, ..*pkt };
         self.last_frame = pkt.frame;
-        match decode(pkt) {
-            Ok(Some(seg)) => {
-                self.stats.tcp_segments += 1;
-                let key = conn_key(seg.src, seg.dst).0;
-                let h = self.hasher.hash_one(key);
-                let n = self.batches.len() as u128;
-                let w = ((u128::from(h) * n) >> 64) as usize;
-                let b = &mut self.batches[w];
-                // The whole captured payload: HTTP/1 and turns read at most a segment's first 12
-                // bytes, but the HTTP/2 source (`analyze/h2`) reads frame headers and HPACK
-                // blocks anywhere in the stream, and the reader cannot know which connection
-                // speaks HTTP/2 (with a 64-byte prefix, `-j 2` lost framing `-j 1` kept).
-                let kept = seg.payload;
-                let off = b.payload.len() as u32;
-                b.payload.extend_from_slice(kept);
-                b.segs.push((
-                    TcpSegment {
-                        payload: &[],
-                        ..seg
-                    },
-                    off,
-                    kept.len() as u32,
-                ));
-            }
-            Ok(None) => self.stats.other_packets += 1,
-            Err(_) => self.stats.decode_errors += 1,
-        }
+        let ends = match tcp_ends(pkt) {
+            Some(ends) => ends,
+            // The uncommon cases: decoded here to find the connection (and again by its worker).
+            None => match decode(pkt) {
+                Ok(Some(seg)) => (seg.src, seg.dst),
+                Ok(None) => {
+                    self.stats.other_packets += 1;
+                    return self.count_in_round(0);
+                }
+                Err(_) => {
+                    self.stats.decode_errors += 1;
+                    return self.count_in_round(0);
+                }
+            },
+        };
+        let h = self.hasher.hash_one(conn_key(ends.0, ends.1).0);
+        let n = self.batches.len() as u128;
+        let w = ((u128::from(h) * n) >> 64) as usize;
+        let b = &mut self.batches[w];
+        // Captured lengths are at most the reader's limit (256 KiB), so offsets fit in u32.
+        b.frames.push(Frame {
+            frame: pkt.frame,
+            ts_ns: pkt.ts_ns,
+            link: pkt.link,
+            off: b.data.len() as u32,
+            len: pkt.data.len() as u32,
+        });
+        b.data.extend_from_slice(pkt.data);
+        self.count_in_round(pkt.data.len());
+    }
+
+    /// One more packet (of `bytes` copied) in the round; the round goes when full.
+    #[inline]
+    fn count_in_round(&mut self, bytes: usize) {
         self.in_round += 1;
-        if self.in_round >= ROUND {
+        self.round_bytes += bytes;
+        if self.in_round >= ROUND || self.round_bytes >= ROUND_BYTES {
             self.send_round();
         }
     }
 
     fn send_round(&mut self) {
         self.in_round = 0;
+        self.round_bytes = 0;
         for (w, tx) in self.to_workers.iter().enumerate() {
             let mut fresh = self.recycle.try_recv().unwrap_or_else(|_| Batch::new());
-            fresh.segs.clear();
-            fresh.payload.clear();
+            fresh.frames.clear();
+            fresh.data.clear();
             let mut b = std::mem::replace(&mut self.batches[w], fresh);
             b.cut = self.last_frame;
             // A worker gone (it panicked) is reported when it is joined.
@@ -214,17 +245,26 @@ fn worker(
     a.shared = Shared::global(shared::Handle::new(global, me));
     let mut entries_cap = 0;
     for b in rx {
-        for (seg, off, len) in &b.segs {
-            let (off, len) = (*off as usize, *len as usize);
-            let seg = TcpSegment {
-                payload: &b.payload[off..off + len],
-                ..*seg
+        for f in &b.frames {
+            let pkt = RawPacket {
+                frame: f.frame,
+                ts_ns: f.ts_ns,
+                link: f.link,
+                data: &b.data[f.off as usize..(f.off + f.len) as usize],
+                orig_len: f.len,
             };
-            a.hub.tag(seg.frame);
-            if let Some(h) = a.shared.handle() {
-                h.at(seg.frame);
+            match decode(&pkt) {
+                Ok(Some(ref seg)) => {
+                    a.stats.tcp_segments += 1;
+                    a.hub.tag(seg.frame);
+                    if let Some(h) = a.shared.handle() {
+                        h.at(seg.frame);
+                    }
+                    a.on_segment(seg);
+                }
+                Ok(None) => a.stats.other_packets += 1,
+                Err(_) => a.stats.decode_errors += 1,
             }
-            a.on_segment(&seg);
         }
         if let Some(h) = a.shared.handle() {
             h.publish(b.cut);
