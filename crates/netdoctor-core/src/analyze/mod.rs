@@ -26,6 +26,7 @@
 //! exchange gets a latency breakdown ([`crate::breakdown`]).
 
 mod agg;
+pub mod bulk;
 mod conn;
 mod flow;
 pub mod h2;
@@ -251,6 +252,10 @@ pub struct Analysis {
     /// Ranked with [`crate::finding::rank`].
     pub findings: Vec<Finding>,
     pub warnings: Vec<String>,
+    /// The bulk transfers (directions that sent at least [`bulk::BULK_MIN_BYTES`]), the
+    /// largest [`bulk::MAX_CHARTED`] by bytes, in the order they ended: for charts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bulk: Vec<bulk::BulkTransfer>,
 }
 
 impl Analysis {
@@ -421,6 +426,7 @@ impl Analyzer {
             self.hub.finish_exchange(&mut c, x);
         }
         self.hub.flush_counts(&c);
+        self.hub.flush_bulk(&mut c);
     }
 
     /// The findings and exchange figures of the window since the previous call (or the
@@ -469,6 +475,7 @@ impl Analyzer {
                 self.hub.finish_exchange_as(&mut c, x, true);
             }
             self.hub.flush_counts(&c);
+            self.hub.flush_bulk(&mut c);
         }
     }
 
@@ -550,6 +557,7 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
         },
         findings,
         warnings,
+        bulk: g.bulk.clone(),
     }
 }
 
