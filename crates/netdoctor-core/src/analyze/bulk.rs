@@ -130,6 +130,12 @@ pub struct BulkTransfer {
     pub stuck_full_rto: u64,
     /// The peer sent a packet after the first such retransmission (it is alive).
     pub peer_alive_after_stuck: bool,
+    /// The capture point is near the sender (from the handshake: the sender's own leg, SYN →
+    /// SYN/ACK for a client, SYN/ACK → ACK for a server, is the longer one), `None` without a
+    /// handshake. Only there is "sent − acknowledged" what is in flight and data → ACK the
+    /// path's RTT; near the receiver both shrink to the receiver's own delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_side: Option<bool>,
     /// The first watched data segment, one with the window full, the first stuck retransmission.
     #[serde(skip)]
     pub first: Option<Pkt>,
@@ -279,7 +285,11 @@ pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) 
         return;
     };
     b.acked.get_or_insert(a);
-    let inflight = if seq_gt(end, a) { end.wrapping_sub(a) } else { 0 };
+    let inflight = if seq_gt(end, a) {
+        end.wrapping_sub(a)
+    } else {
+        0
+    };
     b.t.samples += 1;
     b.inflight.push(inflight);
     if known {
@@ -389,11 +399,16 @@ pub(super) fn on_retransmission(
 pub(super) fn take(c: &mut Conn) -> impl Iterator<Item = BulkTransfer> + '_ {
     let label = crate::detect::conn_label(c.ends().client, c.ends().server);
     let server = c.server;
+    let near_client = match (c.syn.last_syn, c.syn.last_synack, c.syn.done) {
+        (Some(a), Some(b), Some(d)) => Some(b.ts_ns - a.ts_ns >= d.ts_ns - b.ts_ns),
+        _ => None,
+    };
     (0..2).filter_map(move |i| {
         let b = c.bulk[i].take()?;
         let mut t = b.t;
         t.connection = label.clone();
         t.sender_is_server = i == server;
+        t.sender_side = near_client.map(|n| n != t.sender_is_server);
         for p in [&mut t.first, &mut t.full_example, &mut t.stuck_example]
             .into_iter()
             .flatten()

@@ -12,6 +12,11 @@
 //! | `congestion_limited` | ≥ 0.5 % of the segments (≥ 3) retransmitted, not spurious | segments the capture missed (acknowledged but never seen: capture gaps, not retransmissions) |
 //! | `send_buffer_limited` | in flight flat-topped (median ≥ 70 % of the 90th percentile) and under half the window, nothing lost, no queue | a flat-out transfer (in flight grows with cwnd), a writer that idles (caught above) |
 //!
+//! `application_limited`, `shaper_limited` and `send_buffer_limited` need the capture taken
+//! near the sender (`BulkTransfer::sender_side`, from the handshake): near the receiver the
+//! sender's data in flight and the path's RTT are not visible, and a slow-start sender that
+//! waits one round trip per burst looks idle (seen on the corpus's `zeek-timestamp.pcap`).
+//!
 //! Judged only on transfers of at least [`MIN_BYTES`] with [`MIN_SAMPLES`] in-flight samples
 //! (the black hole excepted: it stops a transfer early). The congestion window is not on the
 //! wire; the transfer bound by neither end nor the path's queue or loss gets no finding.
@@ -167,7 +172,10 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
     // trips on average (a CPU-bound writer on a microsecond path idles in many tiny gaps).
     let mean_gap = t.idle_ns / t.idle_gaps.max(1) as i64;
     let long_gaps = mean_gap >= 1_000_000 && mean_gap >= 4_000 * i64::from(t.rtt_p50_us);
-    if t.turns <= 1 && idle >= 0.2 && long_gaps && at_window < 0.2 {
+    // Idle time, the ACK RTT and the in-flight level mean what they say only when the capture
+    // was taken near the sender.
+    let here = t.sender_side == Some(true);
+    if here && t.turns <= 1 && idle >= 0.2 && long_gaps && at_window < 0.2 {
         return Some(mk(
             FindingId::ApplicationLimited,
             Severity::Info,
@@ -213,7 +221,7 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
     }
     let queue_us = t.rtt_p50_us.saturating_sub(t.rtt_min_us);
     let cv = t.rate_cv();
-    if t.rtt_samples >= 10 && queue_us >= 2000 && t.rtt_p50_us >= 2 * t.rtt_min_us.max(1) {
+    if here && t.rtt_samples >= 10 && queue_us >= 2000 && t.rtt_p50_us >= 2 * t.rtt_min_us.max(1) {
         if cv <= 0.2 {
             return Some(mk(
                 FindingId::ShaperLimited,
@@ -244,7 +252,7 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
             Severity::Warning,
             Side::Network,
             format!(
-                "limited by loss on the path: {lost} of {} segments retransmitted ({:.1} %), {} in flight against a {} window ({})",
+                "limited by loss on the path: {lost} segments retransmitted against {} sent new ({:.1} %), {} in flight against a {} window ({})",
                 t.segments,
                 lost as f64 * 100.0 / t.segments.max(1) as f64,
                 kb(f64::from(t.inflight_p50)),
@@ -259,10 +267,11 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
             (lost as f64 / t.segments.max(1) as f64 / 0.005).min(1.0),
         ));
     }
-        // A flat top: the median in flight near the 90th percentile (the samples right after an
+    // A flat top: the median in flight near the 90th percentile (the samples right after an
     // idle gap are small, so the low percentiles say nothing).
     let flat = u64::from(t.inflight_p50) * 10 >= u64::from(t.inflight_p90) * 7;
-    if t.window_known
+    if here
+        && t.window_known
         && flat
         && t.inflight_p90 > 0
         && u64::from(t.inflight_p90) * 2 < u64::from(t.window_p50)
