@@ -2,7 +2,8 @@
 //! small-rmem|small-wmem|path-loss|shaper|mtu-blackhole|slow-writer` captured with tcpdump in
 //! the client namespace (`-s 96`, first frames kept, gzip'd) must give its own transfer limit
 //! and none of the others'. The look-alikes: an unimpaired transfer (`bulk-clean`: the
-//! slow-writer lab without `-b`) gives none; a window-bound transfer with frames dropped from
+//! slow-writer lab without `-b`) gives none; `small-mss` (an MSS clamp) is small segments, not
+//! the black hole; a window-bound transfer with frames dropped from
 //! the capture (ACKs of segments the capture never saw) stays window-bound and is not loss.
 
 mod common;
@@ -40,7 +41,7 @@ fn limit(name: &str, skip: impl Fn(u64) -> bool) -> Option<(FindingId, Side)> {
         .collect();
     assert!(v.len() <= 1, "{name}: {v:#?}");
     assert!(
-        !an.bulk.is_empty() || name == "bulk-mtu.pcap.gz",
+        !an.stats.bulk.is_empty() || name == "bulk-mtu.pcap.gz",
         "{name}: no bulk transfer"
     );
     v.first().map(|f| (f.id, f.side))
@@ -103,7 +104,7 @@ fn frames_missing_from_the_capture_are_not_loss() {
         limit("bulk-rmem.pcap.gz", gaps),
         Some((FindingId::ReceiveWindowLimited, Side::Server))
     );
-    let t = an.bulk.iter().max_by_key(|t| t.bytes).unwrap();
+    let t = an.stats.bulk.iter().max_by_key(|t| t.bytes).unwrap();
     assert!(t.missing_bytes > 0 && t.retransmitted < 5, "{t:?}");
 }
 
@@ -115,6 +116,7 @@ fn frames_missing_from_the_capture_are_not_loss() {
 fn figures_agree_with_tshark() {
     let big = |name| {
         analyze_skipping(name, |_| false)
+            .stats
             .bulk
             .into_iter()
             .max_by_key(|t| t.bytes)
@@ -154,6 +156,24 @@ fn a_black_hole_is_critical_and_names_the_path() {
         .unwrap();
     assert_eq!((f.severity, f.side), (Severity::Critical, Side::Network));
     assert!(f.summary.contains("1448-byte"), "{}", f.summary);
+}
+
+/// The small-MSS variant (`lab start --case small-mss`: the router clamps SYNs to MSS 536): a
+/// warning that names the MSS, not the black hole (the small segments arrive).
+#[test]
+fn a_clamped_mss_is_small_segments_not_a_black_hole() {
+    let an = analyze_skipping("bulk-mss536.pcap.gz", |_| false);
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::MssMtuProblem)
+        .unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.summary.contains("MSS of 536"), "{}", f.summary);
+    assert!(!f.summary.contains("vanish"), "{}", f.summary);
+    let t = an.stats.bulk.iter().max_by_key(|t| t.bytes).unwrap();
+    assert_eq!(t.peer_mss, Some(536), "{t:?}");
+    assert!(t.retransmitted * 100 < t.segments, "{t:?}");
 }
 
 fn corpus() -> std::path::PathBuf {

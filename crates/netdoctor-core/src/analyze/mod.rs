@@ -139,6 +139,11 @@ pub struct CaptureStats {
     /// What the capture itself got wrong: copies dropped, segments it missed.
     #[serde(default)]
     pub quality: CaptureQuality,
+    /// The bulk transfers of the window (directions that sent at least
+    /// [`bulk::BULK_MIN_BYTES`]), the largest [`bulk::MAX_CHARTED`] by bytes, in the order
+    /// they ended: their figures and series, for the HTML chart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bulk: Vec<bulk::BulkTransfer>,
 }
 
 /// How complete and clean the capture is, apart from what the network did.
@@ -252,10 +257,6 @@ pub struct Analysis {
     /// Ranked with [`crate::finding::rank`].
     pub findings: Vec<Finding>,
     pub warnings: Vec<String>,
-    /// The bulk transfers (directions that sent at least [`bulk::BULK_MIN_BYTES`]), the
-    /// largest [`bulk::MAX_CHARTED`] by bytes, in the order they ended: for charts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bulk: Vec<bulk::BulkTransfer>,
 }
 
 impl Analysis {
@@ -529,7 +530,10 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
     let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
     let bands = g.breakdown.finish();
     Analysis {
-        stats: stats.clone(),
+        stats: CaptureStats {
+            bulk: g.bulk.clone(),
+            ..stats.clone()
+        },
         exchanges: ExchangeStats {
             count: g.exchanges,
             incomplete: g.incomplete,
@@ -557,7 +561,6 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
         },
         findings,
         warnings,
-        bulk: g.bulk.clone(),
     }
 }
 

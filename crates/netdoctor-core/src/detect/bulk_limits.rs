@@ -154,13 +154,13 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
         return Some(mk(
             FindingId::MssMtuProblem,
             Severity::Warning,
-            receiver,
+            Side::Network,
             format!(
-                "the {rname} announced an MSS of {mss} bytes: the transfer moved {} at most {mss} bytes per packet",
+                "small segments: the {rname}'s SYN arrived announcing an MSS of {mss} bytes, so the transfer moved {} at most {mss} bytes per packet",
                 mbit(t)
             ),
             format!(
-                "The {rname}'s SYN announced a maximum segment size of {mss} bytes, so every segment of this {} transfer carried at most {mss} bytes instead of the 1448 an Ethernet path allows: {:.1}× the packets for the same bytes, and the rate is bound by packets per second (per-packet costs on both hosts and every hop). Full-size segments were not lost (that would be a black hole); they were never sent.",
+                "The {rname}'s SYN (as it reached the capture point: a middlebox may have rewritten it) announced a maximum segment size of {mss} bytes, so every segment of this {} transfer carried at most {mss} bytes instead of the 1448 an Ethernet path allows: {:.1}× the packets for the same bytes, and the rate is bound by packets per second (per-packet costs on both hosts and every hop). Full-size segments were not lost (that would be a black hole); they were never sent.",
                 kb(t.bytes as f64),
                 1448.0 / f64::from(mss)
             ),
