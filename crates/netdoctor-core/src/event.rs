@@ -193,8 +193,9 @@ impl Interests {
     pub const OBSERVED: Interests = Interests(1 << 6);
     pub const EXCHANGE_CUT: Interests = Interests(1 << 7);
     pub const H2: Interests = Interests(1 << 8);
-    pub const ALL: Interests = Interests(0x1ff);
-    pub(crate) const KINDS: usize = 9;
+    pub const BULK: Interests = Interests(1 << 9);
+    pub const ALL: Interests = Interests(0x3ff);
+    pub(crate) const KINDS: usize = 10;
 
     /// Both sets.
     pub const fn and(self, other: Interests) -> Interests {
@@ -258,6 +259,9 @@ pub enum Event<'a> {
     },
     /// Something seen outside the packets.
     Observed(&'a Observation),
+    /// A direction of a connection that carried a bulk transfer ended (the connection closed
+    /// or the capture ended): in flight against the window, idle time, retransmissions.
+    Bulk(&'a crate::analyze::bulk::BulkTransfer),
 }
 
 impl Event<'_> {
@@ -274,6 +278,7 @@ impl Event<'_> {
             Event::Observed(_) => 6,
             Event::ExchangeCut(_) => 7,
             Event::H2 { .. } => 8,
+            Event::Bulk(_) => 9,
         }
     }
 }

@@ -173,6 +173,10 @@ pub const RULES: &[Rule] = &[
     rule(PacketLossRetransmission, ConnectionReset, lost_on_path),
     rule(PacketLossRetransmission, ServerNotListening, lost_on_path),
     rule(PacketLossRetransmission, HttpErrors, unanswered_on_path),
+    // A bulk transfer limited by the loss the packets show (the same connection), and a path
+    // MTU black hole whose vanished segments the sender kept resending by timeout.
+    rule(PacketLossRetransmission, CongestionLimited, same_connection),
+    rule(MssMtuProblem, RetransmissionTimeout, same_connection),
     // Connects that took 3 s because SYNs were repeated, cut by the load's own timeout.
     rule(SynRetransmit, HttpErrors, own_connect_timeouts),
 ];

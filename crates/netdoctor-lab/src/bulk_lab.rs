@@ -17,6 +17,7 @@
 //! | `Shaper` | htb at 100 Mbit/s with a 100-packet pfifo on the router's link to the server |
 //! | `MtuBlackhole` | the router's link to the server has MTU 1280 and the router drops its own ICMP fragmentation-needed, so full-size segments vanish |
 //! | `SlowWriter` | nothing: the client writes at a target rate (`-b`) |
+//! | `SmallMss` | the router clamps the MSS of every SYN it forwards to 536 (`iptables -t mangle … -j TCPMSS --set-mss 536`): every segment is small, none is lost |
 //!
 //! Everything is removed on drop: the server process is killed by PID, the namespaces (and with
 //! them every veth, sysctl, qdisc and rule) are deleted.
@@ -41,6 +42,8 @@ pub const SHAPER_MBIT: u32 = 100;
 pub const LOSS: f64 = 0.02;
 /// The small hop's MTU.
 pub const SMALL_MTU: u32 = 1280;
+/// The MSS the `SmallMss` case's router clamps SYNs to.
+pub const CLAMPED_MSS: u16 = 536;
 /// The `SlowWriter` case's target bitrate (bits/s, as `-b` takes it).
 pub const WRITER_RATE: &str = "50M";
 
@@ -53,6 +56,7 @@ pub enum Limit {
     Shaper,
     MtuBlackhole,
     SlowWriter,
+    SmallMss,
 }
 
 /// The three namespaces of one bulk case; everything is removed on drop.
@@ -207,6 +211,25 @@ impl BulkLab {
                 )
             }
             Limit::SlowWriter => Ok(()),
+            Limit::SmallMss => self.exec(
+                r,
+                &[
+                    "iptables",
+                    "-t",
+                    "mangle",
+                    "-A",
+                    "FORWARD",
+                    "-p",
+                    "tcp",
+                    "--tcp-flags",
+                    "SYN,RST",
+                    "SYN",
+                    "-j",
+                    "TCPMSS",
+                    "--set-mss",
+                    &CLAMPED_MSS.to_string(),
+                ],
+            ),
         }
     }
 

@@ -222,6 +222,17 @@ fn reports_open_cleanly_in_headless_chromium() {
         "the gap label is not in the DOM"
     );
 
+    // A bulk transfer's chart (throughput, in flight against the window) from a lab capture.
+    let bulk = save(
+        "bulk-shaper.html",
+        &render(&report_from_capture("bulk-shaper.pcap.gz")),
+    );
+    let dom = check_page(&bin, &bulk, 3400);
+    assert!(
+        dom.contains("Bulk transfers") && dom.contains("<polyline"),
+        "the bulk chart is not in the DOM"
+    );
+
     let hostile = save("hostile.html", &render(&hostile_report()));
     let dom = check_page(&bin, &hostile, 2600);
     let lower = dom.to_ascii_lowercase();

@@ -153,3 +153,42 @@ fn analyze_writes_an_html_report_on_request() {
         stderr(&bad)
     );
 }
+
+/// A bulk transfer's capture (`lab start --case small-rmem`, captured in the client namespace):
+/// the finding names the receiver's window, and the page charts the transfer (throughput bars,
+/// in flight against the window) without any script.
+#[test]
+fn analyze_charts_a_bulk_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("bulk.html");
+    let file = captures_dir().join("bulk-rmem.pcap.gz");
+    let out = netdoctor(&[
+        "analyze",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = json(&out);
+    let ids: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"receive_window_limited"), "{ids:?}");
+    let bulk = &report["measurements"]["capture"]["stats"]["bulk"];
+    assert!(
+        bulk[0]["bins"].as_array().is_some_and(|b| b.len() >= 2),
+        "{bulk}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Bulk transfers"), "no bulk section");
+    assert_eq!(
+        page.matches("<polyline").count(),
+        2,
+        "in flight and window lines"
+    );
+    assert!(!page.contains("<script"));
+}

@@ -1,5 +1,5 @@
 //! The bulk-transfer lab cases (`lab start --case small-wmem|small-rmem|path-loss|shaper|
-//! mtu-blackhole|slow-writer`): each is started through the real binary, the command it prints
+//! mtu-blackhole|slow-writer|small-mss`): each is started through the real binary, the command it prints
 //! is run (plus `--json`), and the report must name that case's limit and none of the others
 //! (the look-alikes: a shaper, a small receive window and a slow writer all give a flat rate;
 //! a shaper's full queue and random loss both retransmit). Then the lab is stopped by name and
@@ -199,4 +199,20 @@ fn a_rate_limited_writer_is_application_limited() {
     }
     let r = run_case("slow-writer");
     assert_eq!(finding(&r, "application_limited")["side"], "client");
+}
+
+/// A router clamping the MSS to 536: `mss_mtu_problem` as a small MSS, a warning, and not the
+/// black hole (the data arrives, the summary names the MSS).
+#[test]
+fn an_mss_clamp_is_a_small_mss_not_a_black_hole() {
+    if skipped() {
+        return;
+    }
+    let r = run_case("small-mss");
+    let f = finding(&r, "mss_mtu_problem");
+    assert_eq!(f["severity"], "warning", "{f}");
+    let summary = f["summary"].as_str().unwrap();
+    assert!(summary.contains("MSS is 524 bytes"), "{summary}");
+    assert!(!summary.contains("vanish"), "{summary}");
+    assert!(r["end"]["sum_received"]["bytes"].as_u64().unwrap() > 10_000_000);
 }

@@ -29,6 +29,8 @@ pub(super) struct Agg {
     pub h2_exchanges: u64,
     pub breakdown: BreakdownAgg,
     pub detectors: Vec<Box<dyn Detector>>,
+    /// The largest bulk transfers ([`super::bulk::MAX_CHARTED`]), for charts.
+    pub bulk: Vec<super::bulk::BulkTransfer>,
     /// Per event kind, the indices of the detectors that want it.
     by_kind: [Vec<u8>; Interests::KINDS],
 }
@@ -52,6 +54,8 @@ pub(super) enum Entry {
     Done(ExchangeDone),
     Cut(ExchangeDone),
     ConnDone(ConnDone),
+    /// A bulk transfer's summary (boxed: it holds its series).
+    Bulk(Box<super::bulk::BulkTransfer>),
     /// An HTTP/2 connection's summary (boxed: it holds lists).
     H2 {
         ends: crate::event::Ends,
@@ -102,6 +106,7 @@ impl Entry {
                 rtt_ns,
                 done: Box::new(done.clone()),
             },
+            Event::Bulk(t) => Entry::Bulk(Box::new(t.clone())),
             Event::Observed(_) => return None,
         })
     }
@@ -119,6 +124,7 @@ impl Agg {
             h2_exchanges: 0,
             breakdown: BreakdownAgg::new(),
             detectors: Vec::new(),
+            bulk: Vec::new(),
             by_kind: Default::default(),
         };
         for d in detect::all() {
@@ -180,6 +186,25 @@ impl Agg {
                 rtt_ns: *rtt_ns,
                 done,
             }),
+            Entry::Bulk(t) => self.on_bulk(t),
+        }
+    }
+
+    /// A bulk transfer: to the detectors, and kept for charts when among the largest.
+    pub(super) fn on_bulk(&mut self, t: &super::bulk::BulkTransfer) {
+        self.emit(&Event::Bulk(t));
+        let max = super::bulk::MAX_CHARTED;
+        if self.bulk.len() < max {
+            self.bulk.push(t.clone());
+        } else if let Some((k, _)) = self
+            .bulk
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.bytes < t.bytes)
+            .min_by_key(|(_, b)| b.bytes)
+        {
+            self.bulk.remove(k);
+            self.bulk.push(t.clone());
         }
     }
 }
@@ -196,6 +221,14 @@ pub(super) enum Out {
 }
 
 impl Out {
+    /// A bulk transfer (kept for charts as well as handed to the detectors).
+    pub(super) fn bulk(&mut self, t: super::bulk::BulkTransfer) {
+        match self {
+            Out::Direct(agg) => agg.on_bulk(&t),
+            Out::Log { tag, entries } => entries.push((*tag, Entry::Bulk(Box::new(t)))),
+        }
+    }
+
     #[inline]
     pub(super) fn put(&mut self, e: Entry) {
         match self {

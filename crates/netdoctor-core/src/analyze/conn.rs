@@ -95,6 +95,8 @@ pub(super) struct Conn {
     pub last_active_ns: Option<i64>,
     /// The frame that opened the state (orders the connections still open at the end).
     pub first_frame: u64,
+    /// Per direction, its bulk-transfer view once it carried one ([`super::bulk`]).
+    pub bulk: [Option<Box<super::bulk::BulkDir>>; 2],
 }
 
 impl Conn {
@@ -130,6 +132,7 @@ impl Conn {
             first_close: None,
             last_active_ns: None,
             first_frame: seg.frame,
+            bulk: [None, None],
         }
     }
 

@@ -329,6 +329,16 @@ impl Hub {
     }
 
     /// The connection is done, once its last exchange was finished.
+    /// The connection's bulk transfers ([`super::bulk`]), once it ends.
+    pub(super) fn flush_bulk(&mut self, c: &mut Conn) {
+        if c.bulk.iter().all(Option::is_none) {
+            return;
+        }
+        for t in super::bulk::take(c) {
+            self.out.bulk(t);
+        }
+    }
+
     pub(super) fn flush_counts(&mut self, c: &Conn) {
         let done = ConnDone {
             ends: c.ends(),

@@ -26,6 +26,7 @@
 //! exchange gets a latency breakdown ([`crate::breakdown`]).
 
 mod agg;
+pub mod bulk;
 mod conn;
 mod flow;
 pub mod h2;
@@ -138,6 +139,11 @@ pub struct CaptureStats {
     /// What the capture itself got wrong: copies dropped, segments it missed.
     #[serde(default)]
     pub quality: CaptureQuality,
+    /// The bulk transfers of the window (directions that sent at least
+    /// [`bulk::BULK_MIN_BYTES`]), the largest [`bulk::MAX_CHARTED`] by bytes, in the order
+    /// they ended: their figures and series, for the HTML chart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bulk: Vec<bulk::BulkTransfer>,
 }
 
 /// How complete and clean the capture is, apart from what the network did.
@@ -421,6 +427,7 @@ impl Analyzer {
             self.hub.finish_exchange(&mut c, x);
         }
         self.hub.flush_counts(&c);
+        self.hub.flush_bulk(&mut c);
     }
 
     /// The findings and exchange figures of the window since the previous call (or the
@@ -469,6 +476,7 @@ impl Analyzer {
                 self.hub.finish_exchange_as(&mut c, x, true);
             }
             self.hub.flush_counts(&c);
+            self.hub.flush_bulk(&mut c);
         }
     }
 
@@ -522,7 +530,10 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
     let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
     let bands = g.breakdown.finish();
     Analysis {
-        stats: stats.clone(),
+        stats: CaptureStats {
+            bulk: g.bulk.clone(),
+            ..stats.clone()
+        },
         exchanges: ExchangeStats {
             count: g.exchanges,
             incomplete: g.incomplete,

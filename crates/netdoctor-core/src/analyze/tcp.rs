@@ -236,6 +236,7 @@ impl Analyzer {
             if let Some(ep) = news.closed {
                 self.hub.on_episode(c, ep);
             }
+            super::bulk::on_ack(c, i, pkt, seg.ack, news.gap_bytes);
         }
 
         // The sender's previous segment was not captured (lost before the capture point, or
@@ -301,6 +302,7 @@ impl Analyzer {
                 let from_server = c.server == i;
                 let pkt = Pkt { from_server, ..pkt };
                 self.hub.on_new_data(c, i, pkt, end, seg.payload);
+                super::bulk::on_new_data(c, i, pkt, seg.seq, end);
             } else {
                 match d
                     .loss
@@ -315,6 +317,9 @@ impl Analyzer {
                         class,
                         at_dupack,
                     } => {
+                        let timeout = class == RetxClass::Timeout;
+                        super::bulk::on_retransmission(c, i, pkt, seg.seq, spurious, timeout);
+                        let d = &mut c.dirs[i];
                         self.stats.retransmitted_segments += 1;
                         self.stats.spurious_retransmissions += u64::from(spurious);
                         d.disturbed = true;

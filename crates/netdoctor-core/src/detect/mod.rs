@@ -10,6 +10,7 @@
 //! (once per episode, exchange or connection, never per packet); when it needs something from
 //! outside the packets, add an [`Observation`](crate::observation::Observation) kind.
 
+pub mod bulk_limits;
 pub mod connection_reset;
 pub mod delayed_ack_stall;
 pub mod h2_flow_control;
@@ -86,6 +87,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<h2_stream_limit::H2StreamLimit>::default(),
     || Box::<h2_head_of_line::H2HeadOfLine>::default(),
     || Box::<h2_stream_resets::H2StreamResets>::default(),
+    || Box::<bulk_limits::BulkLimits>::default(),
 ];
 
 /// A fresh set of every registered detector.

@@ -12,11 +12,17 @@ pub fn capture_path(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Reads a pcap or pcapng file and feeds every packet to `f` (frame numbers from 1).
+/// Reads a pcap or pcapng file (gzip'd or not) and feeds every packet to `f` (frame numbers from 1).
 pub fn for_each_packet(name: &str, mut f: impl FnMut(&RawPacket<'_>)) -> LinkType {
     let path = capture_path(name);
     let file =
         std::fs::File::open(&path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    // gzip'd captures (`.gz`) are read through a decoder.
+    let file: Box<dyn std::io::Read + Send> = if name.ends_with(".gz") {
+        Box::new(flate2::read::GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
     let mut reader = create_reader(1 << 20, file).expect("pcap reader");
     let mut frame = 0u64;
     let mut legacy: Option<(LinkType, bool)> = None; // link, nanosecond timestamps

@@ -302,7 +302,8 @@ impl Case {
             | Case::PathLoss
             | Case::Shaper
             | Case::MtuBlackhole
-            | Case::SlowWriter => bulk_info(self, &cli, &srv, lab),
+            | Case::SlowWriter
+            | Case::SmallMss => bulk_info(self, &cli, &srv, lab),
             Case::FarL2 => (
                 l2_built,
                 Some(cli.clone()),
@@ -394,6 +395,14 @@ fn bulk_info(
             ),
             "mss_mtu_problem",
             "the handshake and the control messages pass, full-size data segments vanish: the transfer stalls in retransmission timeouts",
+        ),
+        Case::SmallMss => (
+            format!(
+                "{lab}-rtr: iptables -t mangle … -j TCPMSS --set-mss {} on every SYN it forwards",
+                bulk_lab::CLAMPED_MSS
+            ),
+            "mss_mtu_problem",
+            "every segment carries at most 536 bytes and arrives: the transfer is bound by packets per second, not lost in a black hole",
         ),
         _ => {
             command.extend(["-b".to_string(), bulk_lab::WRITER_RATE.to_string()]);

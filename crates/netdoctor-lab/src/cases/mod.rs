@@ -23,6 +23,7 @@
 //! | `shaper` | the same; htb 100 Mbit/s on the router's link to the server | `throughput` from the client | `shaper_limited` |
 //! | `mtu-blackhole` | the same; a 1280-byte MTU hop whose ICMP fragmentation-needed is dropped | `throughput` from the client | `mss_mtu_problem` |
 //! | `slow-writer` | the same, unimpaired; the client writes at 50 Mbit/s | `throughput -b 50M` from the client | `application_limited` |
+//! | `small-mss` | the same; the router clamps every SYN's MSS to 536 | `throughput` from the client | `mss_mtu_problem` (small MSS, not a black hole) |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -70,10 +71,11 @@ pub enum Case {
     Shaper,
     MtuBlackhole,
     SlowWriter,
+    SmallMss,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 22] = [
+pub const ALL: [Case; 23] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -96,6 +98,7 @@ pub const ALL: [Case; 22] = [
     Case::Shaper,
     Case::MtuBlackhole,
     Case::SlowWriter,
+    Case::SmallMss,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -145,6 +148,7 @@ impl Case {
             Case::Shaper => "shaper",
             Case::MtuBlackhole => "mtu-blackhole",
             Case::SlowWriter => "slow-writer",
+            Case::SmallMss => "small-mss",
         }
     }
 
@@ -192,6 +196,7 @@ impl Case {
                 "a bulk transfer through a 1280-byte MTU hop that drops its ICMP fragmentation-needed"
             }
             Case::SlowWriter => "a bulk transfer whose writer sends at 50 Mbit/s",
+            Case::SmallMss => "a bulk transfer through a router that clamps the MSS to 536 bytes",
         }
     }
 
@@ -244,6 +249,7 @@ impl Case {
             Case::Shaper => Limit::Shaper,
             Case::MtuBlackhole => Limit::MtuBlackhole,
             Case::SlowWriter => Limit::SlowWriter,
+            Case::SmallMss => Limit::SmallMss,
             _ => return None,
         })
     }

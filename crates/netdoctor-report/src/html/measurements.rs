@@ -260,6 +260,10 @@ pub(super) fn tables(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
             }
             h.push_str("</ul>");
         }
+        if !s.bulk.is_empty() {
+            write!(h, "<h3>{}</h3>", t("html-bulk"))?;
+            h.push_str(&super::bulk::figures(&s.bulk, l));
+        }
     }
     write!(h, "<h3>{}</h3>", l.t("html-counters"))?;
     match &r.measurements.counters {

@@ -29,6 +29,7 @@
 //! also carries a Content-Security-Policy that forbids scripts and every fetch
 //! (`default-src 'none'`), so even a missed escape could neither run script nor load anything.
 
+mod bulk;
 mod charts;
 mod findings;
 mod ladder;

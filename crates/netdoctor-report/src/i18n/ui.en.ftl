@@ -378,3 +378,13 @@ demo-unexpected = The demo did not come out as expected (tcp_nodelay on: { $on }
 demo-unexpected-2 = load may not reach the stall; run `netdoctor demo --json` for details.
 demo-no-ebpf = Built without the eBPF observers: `apt-get install clang libbpf-dev bpftool` and build again to add the kernel's drops by reason, retransmits per connection and TCP state changes to every diagnose (check `bpf`).
 demo-no-finding = no finding
+
+chart-bulk = throughput and bytes in flight against the advertised window over the transfer
+chart-mbits = Mbit/s
+chart-inflight-window = KB in flight / window
+html-bulk = Bulk transfers
+html-bulk-server-sends = the server sends
+html-bulk-client-sends = the client sends
+html-bulk-retransmitted = retransmitted
+html-bulk-inflight = largest in flight per interval
+html-bulk-window = smallest advertised window per interval

@@ -354,3 +354,13 @@ demo-unexpected = 演示结果与预期不符（tcp_nodelay on：{ $on }，off�
 demo-unexpected-2 = 负载可能触发不了停顿；运行 `netdoctor demo --json` 查看详情。
 demo-no-ebpf = 本次构建不含 eBPF 观测：执行 `apt-get install clang libbpf-dev bpftool` 后重新构建，每次诊断都会加上内核按原因统计的丢包、按连接统计的重传和 TCP 状态变化（检查项 `bpf`）。
 demo-no-finding = 没有发现
+
+chart-bulk = 传输过程中的吞吐量以及在途字节与通告窗口的对比
+chart-mbits = Mbit/s
+chart-inflight-window = 在途 KB / 窗口
+html-bulk = 批量传输
+html-bulk-server-sends = 服务器发送
+html-bulk-client-sends = 客户端发送
+html-bulk-retransmitted = 个重传
+html-bulk-inflight = 每个区间的最大在途字节
+html-bulk-window = 每个区间的最小通告窗口

@@ -10,6 +10,7 @@
 //! | id | rule | look-alike kept apart |
 //! |---|---|---|
 //! | `mss_mtu_problem` | the sender sent ≥ 10 segments, < 5 % were acknowledged, the RTO backed off, the peer's window is open | a zero window (window 0), a dead peer (the control connection on the same path works, or there would be no report) |
+//! | `mss_mtu_problem` (small MSS) | `snd_mss` < 1200 while the path MTU allows ≥ 240 bytes more, ≥ 90 % of the bytes acknowledged | the black hole (little acknowledged), a 1280-byte IPv6-minimum path (MSS ≥ 1220) |
 //! | `application_limited` | a target bitrate was set and reached (±10 %), in flight under half of both windows | a target the window cannot reach (missed) |
 //! | `receive_window_limited` | in ≥ 60 % of samples ≥ 80 % of the peer's window in flight and cwnd above it | a shaper or loss (cwnd ≤ window) |
 //! | `shaper_limited` | flat rate (interval CV ≤ 10 %), RTT ≥ 2 ms and ≥ 2× over its minimum (a standing queue), in flight ≥ half of cwnd in ≥ 60 % of samples | random loss (no queue, rate varies), the writer (not cwnd-bound) |
@@ -193,7 +194,7 @@ pub fn findings(r: &Report) -> Vec<Finding> {
         receiver,
         info: r.sender_tcp_info.first().map(|t| &t.info),
     };
-    if let Some(f) = path::mtu_black_hole(&facts) {
+    if let Some(f) = path::mtu_black_hole(&facts).or_else(|| path::small_mss(&facts)) {
         return vec![f];
     }
     if facts.n() < 2 {

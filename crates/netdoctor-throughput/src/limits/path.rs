@@ -177,3 +177,48 @@ pub(super) fn mtu_black_hole(x: &Facts) -> Option<Finding> {
     x.evidence(&mut f, &["net.ipv4.tcp_mtu_probing"]);
     Some(f)
 }
+
+/// Below this MSS (bytes) a path is a small-MSS one: a 1280-byte IPv6-minimum hop still gives
+/// 1220, Ethernet 1448 with timestamps.
+pub(super) const SMALL_MSS: u32 = 1200;
+
+/// Every segment small (a peer or a clamp announced a small MSS) while the path's MTU allows
+/// far more: the transfer is bound by packets per second. Not a black hole: the segments
+/// arrive (most bytes are acknowledged).
+pub(super) fn small_mss(x: &Facts) -> Option<Finding> {
+    let t = x.info?;
+    let mss = t.snd_mss;
+    if mss == 0
+        || mss >= SMALL_MSS
+        || t.pmtu < mss + 40 + 200
+        || t.bytes_sent < 100 * u64::from(mss)
+        || t.bytes_acked * 10 < t.bytes_sent * 9
+    {
+        return None;
+    }
+    let secs = x.sent.seconds.max(1e-3);
+    let pps = x.sent.bytes as f64 / f64::from(mss) / secs;
+    let full = t.pmtu.saturating_sub(52).max(mss);
+    let mut f = Finding::new(
+        FindingId::MssMtuProblem,
+        Severity::Warning,
+        Side::Network,
+        format!(
+            "small segments: the sender's MSS is {mss} bytes on a path whose MTU is {} ({:.0} packets/s for {})",
+            t.pmtu,
+            pps,
+            fmt_bits(x.sent.bits_per_second)
+        ),
+    );
+    f.confidence = 0.9;
+    f.explanation = format!(
+        "The peer's SYN (or a middlebox rewriting it) announced an MSS that leaves {mss} bytes per segment, while this host's path MTU is {} and would carry {full}: {:.1}× the packets for the same bytes, so per-packet costs on both hosts and every hop bound the rate. The segments arrived ({} of {} acknowledged): this is not a black hole.",
+        t.pmtu,
+        f64::from(full) / f64::from(mss),
+        fmt_bytes(t.bytes_acked as f64),
+        fmt_bytes(t.bytes_sent as f64)
+    );
+    f.fix = "Find what lowers the MSS: an `iptables … -j TCPMSS --set-mss` clamp or a tunnel on the path, or the receiver's route (`ip route … advmss`) or MTU; clamp to the path MTU instead (`--clamp-mss-to-pmtu`).".into();
+    x.evidence(&mut f, &[]);
+    Some(f)
+}

@@ -372,6 +372,8 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         tail_loss_probes,
         keep_alives,
         h2_framing_lost,
+        // The merger's own aggregates hold the bulk transfers (replayed in frame order).
+        bulk: _,
         quality:
             CaptureQuality {
                 duplicate_frames,

@@ -1,0 +1,425 @@
+//! The bulk-transfer view (issue 22): per direction that carries a bulk transfer, what
+//! tcptrace's and Wireshark's stream graphs show, from the packets alone: bytes in flight
+//! (highest sequence sent − highest ACK) against the window the receiver advertised (scaled,
+//! known when both SYNs were captured), the sender's idle time (nothing in flight, the window
+//! open, the peer silent, and no new data), retransmissions (the loss tracker's, so segments
+//! the capture missed are not counted as loss), ACK RTT samples (one timed segment at a time,
+//! Karn's rule) and throughput over time. The congestion window is not on the wire; what
+//! bounds the in-flight data when neither the window nor the writer does is judged from
+//! these ([`crate::detect::bulk_limits`]).
+//!
+//! The state ([`BulkDir`]) is allocated once a direction has sent [`BULK_MIN_BYTES`], or at its
+//! first retransmission by timeout (a black hole stops a transfer early), so request/response
+//! connections pay one comparison per segment. When the connection ends it becomes one
+//! [`BulkTransfer`] (one event, [`crate::event::Event::Bulk`]), which also carries the series
+//! the HTML report charts. Hand-written: no crate computes these figures from a stream of
+//! headers without keeping the packets.
+
+use serde::{Deserialize, Serialize};
+
+use super::conn::Conn;
+use super::flow::seq_gt;
+use crate::event::Pkt;
+
+/// Bytes a direction sends before it is watched as a bulk transfer.
+pub const BULK_MIN_BYTES: u32 = 64 * 1024;
+/// Bulk transfers kept in [`super::Analysis::bulk`] for charts (the largest by bytes).
+pub const MAX_CHARTED: usize = 8;
+/// Samples kept of in-flight bytes and of RTTs (decimated by 2 each time the buffer fills).
+const MAX_SAMPLES: usize = 256;
+/// Time bins of the series (merged pairwise when full).
+const MAX_BINS: usize = 128;
+/// The first bin's width, ns.
+const FIRST_BIN_NS: i64 = 1_000_000;
+
+/// Every `stride`-th value, with the stride doubling when `MAX_SAMPLES` are held: a fixed-size,
+/// deterministic sample of the whole run (the same on every run and with `-j N`).
+#[derive(Clone, Debug, Default)]
+struct Samples {
+    v: Vec<u32>,
+    stride: u32,
+    skip: u32,
+}
+
+impl Samples {
+    fn push(&mut self, x: u32) {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return;
+        }
+        if self.v.len() == MAX_SAMPLES {
+            let kept: Vec<u32> = self.v.iter().step_by(2).copied().collect();
+            self.v = kept;
+            self.stride = self.stride.max(1) * 2;
+        }
+        self.v.push(x);
+        self.skip = self.stride.max(1) - 1;
+    }
+
+    fn quantile(&self, q: f64) -> u32 {
+        let mut v = self.v.clone();
+        v.sort_unstable();
+        v.get(((v.len() as f64 - 1.0) * q).round().max(0.0) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// One time bin of the series.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BulkBin {
+    /// New bytes sent in the bin.
+    pub bytes: u64,
+    /// Largest bytes in flight seen in the bin.
+    pub inflight_max: u32,
+    /// Smallest window the receiver advertised in the bin (0 when unknown).
+    pub window_min: u32,
+}
+
+/// One bulk transfer (a direction of a connection), as the detectors and the HTML chart see it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BulkTransfer {
+    /// `"client → server"`.
+    pub connection: String,
+    /// The server end sent the data.
+    pub sender_is_server: bool,
+    /// First watched data segment and the end (last ACK or data), ns since the epoch.
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// New bytes and segments sent while watched.
+    pub bytes: u64,
+    pub segments: u64,
+    /// The largest segment sent (bytes of payload) and the MSS the receiver announced.
+    pub max_segment: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_mss: Option<u16>,
+    /// Retransmitted segments (the loss tracker's: not the capture's own gaps), of them
+    /// spurious, and by timeout.
+    pub retransmitted: u64,
+    pub spurious: u64,
+    pub rto: u64,
+    /// Bytes the receiver acknowledged while watched.
+    pub acked_bytes: u64,
+    /// Payload bytes the receiver's ACKs covered that the capture never saw.
+    pub missing_bytes: u64,
+    /// The receiver's window scale is known (both SYNs captured).
+    pub window_known: bool,
+    /// In-flight samples (one per new data segment), and how many had the window full (in
+    /// flight within one segment of the advertised window).
+    pub samples: u64,
+    pub at_window: u64,
+    /// Quantiles of bytes in flight and of the advertised window over the samples.
+    pub inflight_p10: u32,
+    pub inflight_p50: u32,
+    pub inflight_p90: u32,
+    pub window_p50: u32,
+    /// Time with nothing in flight, the window open and the peer silent, before the sender's
+    /// next new data, ns; and how many such gaps.
+    pub idle_ns: i64,
+    pub idle_gaps: u64,
+    /// Gaps in which the peer sent data (a request/response turn, not idling).
+    pub turns: u64,
+    /// New bytes the peer sent while watched.
+    pub peer_bytes: u64,
+    /// ACK RTT samples, µs: minimum and median.
+    pub rtt_min_us: u32,
+    pub rtt_p50_us: u32,
+    pub rtt_samples: u64,
+    /// Full-size segments retransmitted by timeout at the acknowledged edge without the edge
+    /// ever moving after the first of them, while the peer kept sending packets.
+    pub stuck_full_rto: u64,
+    /// The peer sent a packet after the first such retransmission (it is alive).
+    pub peer_alive_after_stuck: bool,
+    /// The capture point is near the sender (from the handshake: the sender's own leg, SYN →
+    /// SYN/ACK for a client, SYN/ACK → ACK for a server, is the longer one), `None` without a
+    /// handshake. Only there is "sent − acknowledged" what is in flight and data → ACK the
+    /// path's RTT; near the receiver both shrink to the receiver's own delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_side: Option<bool>,
+    /// The first watched data segment, one with the window full, the first stuck retransmission.
+    #[serde(skip)]
+    pub first: Option<Pkt>,
+    #[serde(skip)]
+    pub full_example: Option<Pkt>,
+    #[serde(skip)]
+    pub stuck_example: Option<Pkt>,
+    /// Width of each bin of `bins`, ns.
+    pub bin_ns: i64,
+    pub bins: Vec<BulkBin>,
+}
+
+impl BulkTransfer {
+    pub fn duration_ns(&self) -> i64 {
+        (self.end_ns - self.start_ns).max(0)
+    }
+    /// Average rate over the watched time, bits/s.
+    pub fn bits_per_second(&self) -> f64 {
+        let d = self.duration_ns();
+        if d == 0 {
+            0.0
+        } else {
+            self.bytes as f64 * 8e9 / d as f64
+        }
+    }
+    /// Coefficient of variation of the bins' rates, first and last bins left out (ramp and
+    /// cut); infinite with fewer than 4 bins left.
+    pub fn rate_cv(&self) -> f64 {
+        let n = self.bins.len();
+        if n < 6 {
+            return f64::INFINITY;
+        }
+        let v: Vec<f64> = self.bins[1..n - 1].iter().map(|b| b.bytes as f64).collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        if mean <= 0.0 {
+            return f64::INFINITY;
+        }
+        let var = v.iter().map(|b| (b - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        var.sqrt() / mean
+    }
+}
+
+/// A watched direction's running state.
+#[derive(Clone, Debug, Default)]
+pub(super) struct BulkDir {
+    t: BulkTransfer,
+    inflight: Samples,
+    window: Samples,
+    rtt: Samples,
+    /// Segment being timed: its end and when it was sent.
+    timed: Option<(u32, i64)>,
+    /// Since when nothing was in flight (all acknowledged), and whether the peer sent data since.
+    empty_since: Option<i64>,
+    peer_spoke: bool,
+    /// The acknowledged edge when watching began and now (for `acked_bytes`).
+    acked: Option<u32>,
+    /// Sequence number of the first stuck full-size retransmission.
+    stuck_at: Option<u32>,
+}
+
+impl BulkDir {
+    fn new(pkt: Pkt) -> Self {
+        BulkDir {
+            t: BulkTransfer {
+                start_ns: pkt.ts_ns,
+                end_ns: pkt.ts_ns,
+                first: Some(pkt),
+                bin_ns: FIRST_BIN_NS,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn bin(&mut self, ts: i64) -> &mut BulkBin {
+        let t = &mut self.t;
+        let mut k = ((ts - t.start_ns).max(0) / t.bin_ns) as usize;
+        while k >= MAX_BINS {
+            let merged: Vec<BulkBin> = t
+                .bins
+                .chunks(2)
+                .map(|p| BulkBin {
+                    bytes: p.iter().map(|b| b.bytes).sum(),
+                    inflight_max: p.iter().map(|b| b.inflight_max).max().unwrap_or(0),
+                    window_min: p
+                        .iter()
+                        .map(|b| b.window_min)
+                        .filter(|w| *w > 0)
+                        .min()
+                        .unwrap_or(0),
+                })
+                .collect();
+            t.bins = merged;
+            t.bin_ns *= 2;
+            k = ((ts - t.start_ns).max(0) / t.bin_ns) as usize;
+        }
+        if t.bins.len() <= k {
+            t.bins.resize(k + 1, BulkBin::default());
+        }
+        &mut t.bins[k]
+    }
+}
+
+/// New data from endpoint `i` (`pkt`, bytes `seq..end`) after the trackers saw it: starts
+/// watching the direction once it has sent [`BULK_MIN_BYTES`], then samples in flight.
+#[inline]
+pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) {
+    let j = 1 - i;
+    if let Some(p) = c.bulk[j].as_deref_mut() {
+        p.t.peer_bytes += u64::from(pkt.len);
+        p.peer_spoke = true;
+    }
+    if c.bulk[i].is_none() {
+        if c.dirs[i].nxt.wrapping_sub(c.dirs[i].isn) < BULK_MIN_BYTES {
+            return;
+        }
+        c.bulk[i] = Some(Box::new(BulkDir::new(pkt)));
+    }
+    let known = c.dirs[i].syn_seen && c.dirs[j].syn_seen;
+    let acked = c.dirs[i].acked;
+    let window = c.dirs[j].window;
+    let peer_mss = c.dirs[j].mss;
+    let Some(b) = c.bulk[i].as_deref_mut() else {
+        return;
+    };
+    if let Some(since) = b.empty_since.take() {
+        if b.peer_spoke {
+            b.t.turns += 1;
+        } else if window >= pkt.len.max(1) {
+            b.t.idle_ns += (pkt.ts_ns - since).max(0);
+            b.t.idle_gaps += 1;
+        }
+    }
+    b.peer_spoke = false;
+    b.t.peer_mss = peer_mss;
+    b.t.window_known = known;
+    b.t.bytes += u64::from(end.wrapping_sub(seq));
+    b.t.segments += 1;
+    b.t.max_segment = b.t.max_segment.max(pkt.len);
+    b.t.end_ns = b.t.end_ns.max(pkt.ts_ns);
+    if b.timed.is_none() {
+        b.timed = Some((end, pkt.ts_ns));
+    }
+    let Some(a) = acked else {
+        let bin = b.bin(pkt.ts_ns);
+        bin.bytes += u64::from(pkt.len);
+        return;
+    };
+    b.acked.get_or_insert(a);
+    let inflight = if seq_gt(end, a) {
+        end.wrapping_sub(a)
+    } else {
+        0
+    };
+    b.t.samples += 1;
+    b.inflight.push(inflight);
+    if known {
+        b.window.push(window);
+        if inflight.saturating_add(pkt.len.max(536)) >= window {
+            b.t.at_window += 1;
+            b.t.full_example.get_or_insert(pkt);
+        }
+    }
+    let bin = b.bin(pkt.ts_ns);
+    bin.bytes += u64::from(pkt.len);
+    bin.inflight_max = bin.inflight_max.max(inflight);
+    if known && (bin.window_min == 0 || window < bin.window_min) {
+        bin.window_min = window;
+    }
+}
+
+/// An ACK from endpoint `i` of the peer's (`1 - i`) data, after the trackers took it.
+#[inline]
+pub(super) fn on_ack(c: &mut Conn, i: usize, pkt: Pkt, ack: u32, gap_bytes: u64) {
+    let j = 1 - i;
+    let nxt = c.dirs[j].nxt;
+    let window = c.dirs[i].window;
+    let Some(b) = c.bulk[j].as_deref_mut() else {
+        return;
+    };
+    b.t.missing_bytes += gap_bytes;
+    b.t.end_ns = b.t.end_ns.max(pkt.ts_ns);
+    if b.stuck_at.is_some() {
+        b.t.peer_alive_after_stuck = true;
+    }
+    if let Some(a) = b.acked
+        && seq_gt(ack, a)
+    {
+        b.t.acked_bytes += u64::from(ack.wrapping_sub(a));
+        b.acked = Some(ack);
+        if b.stuck_at.is_some_and(|s| seq_gt(ack, s)) {
+            // The edge moved past the stuck segment: not a black hole after all.
+            b.t.stuck_full_rto = 0;
+            b.stuck_at = None;
+        }
+    }
+    if let Some((end, sent)) = b.timed
+        && !seq_gt(end, ack)
+    {
+        let us = u32::try_from((pkt.ts_ns - sent).max(0) / 1000).unwrap_or(u32::MAX);
+        b.rtt.push(us);
+        b.t.rtt_samples += 1;
+        b.t.rtt_min_us = if b.t.rtt_samples == 1 {
+            us
+        } else {
+            b.t.rtt_min_us.min(us)
+        };
+        b.timed = None;
+    }
+    if ack == nxt && window > 0 {
+        b.empty_since.get_or_insert(pkt.ts_ns);
+    } else {
+        b.empty_since = None;
+    }
+    if window > 0 {
+        let bin = b.bin(pkt.ts_ns);
+        if bin.window_min == 0 || window < bin.window_min {
+            bin.window_min = window;
+        }
+    }
+}
+
+/// A retransmission by endpoint `i` of bytes from `seq` (`pkt.len` of them).
+#[cold]
+pub(super) fn on_retransmission(
+    c: &mut Conn,
+    i: usize,
+    pkt: Pkt,
+    seq: u32,
+    spurious: bool,
+    timeout: bool,
+) {
+    if c.bulk[i].is_none() && timeout {
+        c.bulk[i] = Some(Box::new(BulkDir::new(pkt)));
+        c.bulk[i].as_deref_mut().expect("just set").acked = c.dirs[i].acked;
+    }
+    let acked = c.dirs[i].acked;
+    let window = c.dirs[1 - i].window;
+    let mss = c.dirs[1 - i].mss.map_or(1460, u32::from);
+    let Some(b) = c.bulk[i].as_deref_mut() else {
+        return;
+    };
+    b.t.retransmitted += 1;
+    b.t.spurious += u64::from(spurious);
+    b.t.rto += u64::from(timeout);
+    b.t.max_segment = b.t.max_segment.max(pkt.len);
+    b.timed = None;
+    // A full-size segment (over 1200 bytes, within 100 of the MSS) resent by timeout at the
+    // acknowledged edge, into an open window.
+    let full = pkt.len > 1200 && pkt.len + 100 >= mss.saturating_sub(12);
+    if timeout && full && acked == Some(seq) && window >= pkt.len {
+        if b.stuck_at.is_none() {
+            b.stuck_at = Some(seq);
+            b.t.stuck_example = Some(pkt);
+        }
+        b.t.stuck_full_rto += 1;
+    }
+}
+
+/// The connection ends: its watched directions as [`BulkTransfer`]s.
+pub(super) fn take(c: &mut Conn) -> impl Iterator<Item = BulkTransfer> + '_ {
+    let label = crate::detect::conn_label(c.ends().client, c.ends().server);
+    let server = c.server;
+    let near_client = match (c.syn.last_syn, c.syn.last_synack, c.syn.done) {
+        (Some(a), Some(b), Some(d)) => Some(b.ts_ns - a.ts_ns >= d.ts_ns - b.ts_ns),
+        _ => None,
+    };
+    (0..2).filter_map(move |i| {
+        let b = c.bulk[i].take()?;
+        let mut t = b.t;
+        t.connection = label.clone();
+        t.sender_is_server = i == server;
+        t.sender_side = near_client.map(|n| n != t.sender_is_server);
+        for p in [&mut t.first, &mut t.full_example, &mut t.stuck_example]
+            .into_iter()
+            .flatten()
+        {
+            p.from_server = t.sender_is_server;
+        }
+        t.inflight_p10 = b.inflight.quantile(0.1);
+        t.inflight_p50 = b.inflight.quantile(0.5);
+        t.inflight_p90 = b.inflight.quantile(0.9);
+        t.window_p50 = b.window.quantile(0.5);
+        t.rtt_p50_us = b.rtt.quantile(0.5);
+        Some(t)
+    })
+}

@@ -1,0 +1,231 @@
+//! `analyze` on bulk-transfer captures (issue 22): each lab case of `netdoctor lab start --case
+//! small-rmem|small-wmem|path-loss|shaper|mtu-blackhole|slow-writer` captured with tcpdump in
+//! the client namespace (`-s 96`, first frames kept, gzip'd) must give its own transfer limit
+//! and none of the others'. The look-alikes: an unimpaired transfer (`bulk-clean`: the
+//! slow-writer lab without `-b`) gives none; `small-mss` (an MSS clamp) is small segments, not
+//! the black hole; a window-bound transfer with frames dropped from
+//! the capture (ACKs of segments the capture never saw) stays window-bound and is not loss.
+
+mod common;
+
+use common::for_each_packet;
+use netdoctor_core::finding::{FindingId, Severity, Side};
+use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
+
+const LIMITS: [FindingId; 6] = [
+    FindingId::ReceiveWindowLimited,
+    FindingId::SendBufferLimited,
+    FindingId::CongestionLimited,
+    FindingId::ShaperLimited,
+    FindingId::MssMtuProblem,
+    FindingId::ApplicationLimited,
+];
+
+fn analyze_skipping(name: &str, skip: impl Fn(u64) -> bool) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for_each_packet(name, |p| {
+        if !skip(p.frame) {
+            a.push(p);
+        }
+    });
+    a.finish()
+}
+
+/// The one transfer limit the capture gives (and its side); fails on more than one.
+fn limit(name: &str, skip: impl Fn(u64) -> bool) -> Option<(FindingId, Side)> {
+    let an = analyze_skipping(name, skip);
+    let v: Vec<_> = an
+        .findings
+        .iter()
+        .filter(|f| LIMITS.contains(&f.id))
+        .collect();
+    assert!(v.len() <= 1, "{name}: {v:#?}");
+    assert!(
+        !an.stats.bulk.is_empty() || name == "bulk-mtu.pcap.gz",
+        "{name}: no bulk transfer"
+    );
+    v.first().map(|f| (f.id, f.side))
+}
+
+#[test]
+fn each_lab_case_gives_its_own_limit() {
+    let all = |_| false;
+    let cases = [
+        (
+            "bulk-rmem.pcap.gz",
+            FindingId::ReceiveWindowLimited,
+            Side::Server,
+        ),
+        (
+            "bulk-wmem.pcap.gz",
+            FindingId::SendBufferLimited,
+            Side::Client,
+        ),
+        (
+            "bulk-loss.pcap.gz",
+            FindingId::CongestionLimited,
+            Side::Network,
+        ),
+        (
+            "bulk-shaper.pcap.gz",
+            FindingId::ShaperLimited,
+            Side::Network,
+        ),
+        ("bulk-mtu.pcap.gz", FindingId::MssMtuProblem, Side::Network),
+        (
+            "bulk-writer.pcap.gz",
+            FindingId::ApplicationLimited,
+            Side::Client,
+        ),
+    ];
+    for (name, id, side) in cases {
+        assert_eq!(limit(name, all), Some((id, side)), "{name}");
+    }
+}
+
+#[test]
+fn an_unimpaired_transfer_has_no_limit() {
+    assert_eq!(limit("bulk-clean.pcap.gz", |_| false), None);
+}
+
+/// Every 37th frame from the 200th left out of the capture (as a capture that dropped frames):
+/// the receiver acknowledges segments the capture never saw; that is a capture gap, not loss,
+/// and the transfer is still window-bound.
+#[test]
+fn frames_missing_from_the_capture_are_not_loss() {
+    let gaps = |f: u64| f >= 200 && (f - 200) % 37 == 0;
+    let an = analyze_skipping("bulk-rmem.pcap.gz", gaps);
+    assert!(
+        an.stats.quality.missing_segments > 50,
+        "{:?}",
+        an.stats.quality
+    );
+    assert_eq!(
+        limit("bulk-rmem.pcap.gz", gaps),
+        Some((FindingId::ReceiveWindowLimited, Side::Server))
+    );
+    let t = an.stats.bulk.iter().max_by_key(|t| t.bytes).unwrap();
+    assert!(t.missing_bytes > 0 && t.retransmitted < 5, "{t:?}");
+}
+
+/// The figures behind the rules, against tshark's on the same captures (`tcp.analysis.
+/// bytes_in_flight`, `tcp.window_size`, `tcp.analysis.ack_rtt`): the window-bound transfer's
+/// median in flight equals its window (25,088 bytes at the median by tshark), the shaper's
+/// ACK RTT median sits near tshark's 7.5 ms and the loss case's retransmissions near tshark's.
+#[test]
+fn figures_agree_with_tshark() {
+    let big = |name| {
+        analyze_skipping(name, |_| false)
+            .stats
+            .bulk
+            .into_iter()
+            .max_by_key(|t| t.bytes)
+            .unwrap()
+    };
+    let r = big("bulk-rmem.pcap.gz");
+    assert!(
+        r.window_known && (24_000..=26_000).contains(&r.window_p50),
+        "{r:?}"
+    );
+    assert!(r.inflight_p50 + 1448 >= r.window_p50, "{r:?}");
+    let s = big("bulk-shaper.pcap.gz");
+    assert!((5_000..=10_000).contains(&s.rtt_p50_us), "{s:?}");
+    assert!(
+        (80e6..=105e6).contains(&s.bits_per_second()),
+        "{}",
+        s.bits_per_second()
+    );
+    let l = big("bulk-loss.pcap.gz");
+    assert!((40..=120).contains(&l.retransmitted), "{l:?}");
+    // The series covers the transfer: its bins add up to the bytes sent.
+    let sum: u64 = s.bins.iter().map(|b| b.bytes).sum();
+    assert!(
+        sum * 10 >= s.bytes * 9 && sum <= s.bytes,
+        "{sum} of {}",
+        s.bytes
+    );
+}
+
+#[test]
+fn a_black_hole_is_critical_and_names_the_path() {
+    let an = analyze_skipping("bulk-mtu.pcap.gz", |_| false);
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::MssMtuProblem)
+        .unwrap();
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Network));
+    assert!(f.summary.contains("1448-byte"), "{}", f.summary);
+}
+
+/// The small-MSS variant (`lab start --case small-mss`: the router clamps SYNs to MSS 536): a
+/// warning that names the MSS, not the black hole (the small segments arrive).
+#[test]
+fn a_clamped_mss_is_small_segments_not_a_black_hole() {
+    let an = analyze_skipping("bulk-mss536.pcap.gz", |_| false);
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::MssMtuProblem)
+        .unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.summary.contains("MSS of 536"), "{}", f.summary);
+    assert!(!f.summary.contains("vanish"), "{}", f.summary);
+    let t = an.stats.bulk.iter().max_by_key(|t| t.bytes).unwrap();
+    assert_eq!(t.peer_mss, Some(536), "{t:?}");
+    assert!(t.retransmitted * 100 < t.segments, "{t:?}");
+}
+
+fn corpus() -> std::path::PathBuf {
+    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/realworld-pcaps")
+        })
+}
+
+/// The shared corpus (skipped when missing): request/response captures get no transfer limit,
+/// and neither do downloads captured near their receiver (the sender's idle time and in-flight
+/// data are not visible there: `zeek-timestamp.pcap`'s slow-start bursts one RTT apart looked
+/// application-limited before that rule). The one limit found is `zeek-206_example_b.pcap`'s
+/// loss: a 940 KB download with 107 retransmissions, where tshark's expert info counts 56
+/// suspected retransmissions and 52 overlapping ones (108).
+#[test]
+fn corpus_captures_get_only_the_limits_they_show() {
+    let dir = corpus();
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        eprintln!(
+            "skipped: needs {} (the shared realworld-pcaps corpus)",
+            dir.display()
+        );
+        return;
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".pcap") || n.ends_with(".pcapng"))
+        .collect();
+    names.sort();
+    let mut seen = Vec::new();
+    for n in &names {
+        let p = dir.join(n);
+        // A few corpus files are not readable by the test reader (the CLI's reader is checked
+        // elsewhere); they are skipped here.
+        let Ok(an) = std::panic::catch_unwind(|| analyze_skipping(p.to_str().unwrap(), |_| false))
+        else {
+            continue;
+        };
+        for f in an.findings.iter().filter(|f| LIMITS.contains(&f.id)) {
+            seen.push((n.clone(), f.id));
+        }
+    }
+    let expected = [(
+        "zeek-206_example_b.pcap".to_string(),
+        FindingId::CongestionLimited,
+    )];
+    let expected: Vec<_> = expected
+        .into_iter()
+        .filter(|(n, _)| names.contains(n))
+        .collect();
+    assert_eq!(seen, expected);
+}
