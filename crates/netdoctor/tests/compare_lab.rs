@@ -191,9 +191,12 @@ fn at_one_rate_below_capacity_plain_http_has_no_stall_and_the_comparison_says_so
         "{:#}",
         c["performance"]
     );
+    // A stall waits for the delayed-ACK timer (≥ 40 ms at the median); an idle machine
+    // measured 0.14–0.33 ms without one, a busy one adds its scheduling delays: 20 ms tells
+    // the two apart without counting the machine's load as a stall.
     let (a50, _) = compare_metric(&c, "latency_p50_ms");
     assert!(
-        a50 < 5.0,
+        a50 < 20.0,
         "A stalled at this rate after all (p50 {a50} ms): {summary}"
     );
     let nagle_in_a = c["a"]["report"]["findings"]
