@@ -243,7 +243,7 @@ fn exchange(conn: &mut Conn, req: &str) -> Result<bool, ProbeError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
@@ -286,6 +286,16 @@ mod tests {
         (addr, h)
     }
 
+    /// Held by tests that flood loopback with connections (these) and by the raw SYN probe's
+    /// tests, whose raw socket gets a copy of every local TCP packet: a second of this probe's
+    /// traffic beside them fills its queue while a busy machine holds the reader back, and
+    /// their SYN/ACKs are dropped (see `raw`'s limitation).
+    pub(crate) static LOOPBACK_FLOOD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    pub(crate) fn flooding() -> std::sync::MutexGuard<'static, ()> {
+        LOOPBACK_FLOOD.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn cfg() -> KeepAliveConfig {
         KeepAliveConfig {
             connections: 1,
@@ -298,6 +308,7 @@ mod tests {
 
     #[test]
     fn a_server_that_closes_every_connection_is_counted() {
+        let _flood = flooding();
         let (addr, _h) = server(false);
         let p = keepalive_probe(addr, &cfg()).unwrap();
         assert!(p.requests > 5, "{p:?}");
@@ -311,6 +322,7 @@ mod tests {
 
     #[test]
     fn a_keep_alive_server_reuses_one_connection() {
+        let _flood = flooding();
         let (addr, _h) = server(true);
         let p = keepalive_probe(addr, &cfg()).unwrap();
         assert_eq!((p.connections, p.server_closed), (1, 0), "{p:?}");

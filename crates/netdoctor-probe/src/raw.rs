@@ -322,6 +322,7 @@ mod tests {
             eprintln!("skipped: no CAP_NET_RAW");
             return;
         }
+        let _quiet = crate::keepalive::tests::flooding();
         let l = TcpListener::bind(bind).unwrap();
         l.set_nonblocking(true).unwrap();
         let addr = l.local_addr().unwrap();
@@ -377,6 +378,7 @@ mod tests {
             eprintln!("skipped: no CAP_NET_RAW");
             return;
         }
+        let _quiet = crate::keepalive::tests::flooding();
         let addr = TcpListener::bind(bind).unwrap().local_addr().unwrap(); // dropped: closed
         let run = probe(addr, &cfg(3)).expect("raw probe runs as root");
         let p = &run.probe;
@@ -404,6 +406,7 @@ mod tests {
             eprintln!("skipped: no CAP_NET_RAW");
             return;
         }
+        let _quiet = crate::keepalive::tests::flooding();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let mapped: SocketAddr = format!("[::ffff:127.0.0.1]:{port}").parse().unwrap();

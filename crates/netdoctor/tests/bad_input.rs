@@ -40,11 +40,9 @@ fn bad_duration_is_rejected_by_the_parser() {
 
 #[test]
 fn nothing_listening_is_a_finding_with_valid_json() {
-    // Bind then drop to get a port where nothing listens.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // A port where nothing listens, held for the test (a freed port may be taken meanwhile).
+    let closed = netdoctor_lab::ports::ClosedPort::loopback();
+    let port = closed.port();
     let url = format!("http://127.0.0.1:{port}/");
     let o = netdoctor(&["diagnose", &url, "--json"]);
     assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(&o));

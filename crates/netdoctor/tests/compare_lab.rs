@@ -174,7 +174,9 @@ fn compare_says_the_on_server_fixes_nagle() {
 /// the stall never starts: measured at 12 connections × 200 req/s, 50 × 800, 100 × 1500 and
 /// 100 × 2000, A's p50 was 0.14–0.33 ms. (Over TLS, several records per response stall even so:
 /// `compare_tls.rs`.) So at one rate the comparison must not invent a fix or a regression: A has
-/// no Nagle finding, the throughput is the same, and the verdict is not `fixed` or worse.
+/// no Nagle finding, the throughput is the same, and the verdict is not `fixed` or worse. On a
+/// busy machine the late open loop sends in bursts and the stall can start after all; then
+/// A's report shows it and `fixed` is the truth.
 #[test]
 fn at_one_rate_below_capacity_plain_http_has_no_stall_and_the_comparison_says_so() {
     if let Some(why) = lab_unavailable() {
@@ -192,27 +194,38 @@ fn at_one_rate_below_capacity_plain_http_has_no_stall_and_the_comparison_says_so
         c["performance"]
     );
     let (a50, _) = compare_metric(&c, "latency_p50_ms");
-    assert!(
-        a50 < 5.0,
-        "A stalled at this rate after all (p50 {a50} ms): {summary}"
-    );
     let nagle_in_a = c["a"]["report"]["findings"]
         .as_array()
         .unwrap()
         .iter()
         .any(|f| f["id"] == "nagle_delayed_ack" && f["severity"] != "info");
-    assert!(!nagle_in_a, "{summary}");
-    assert_eq!(
-        c["performance"]["throughput"], "same",
-        "{:#}",
-        c["performance"]
-    );
-    assert_ne!(c["performance"]["direction"], "worse", "{summary}");
     let verdict = c["verdict"].as_str().unwrap();
-    assert!(
-        verdict == "unchanged" || verdict == "improved",
-        "{verdict}: {summary}"
-    );
+    if nagle_in_a {
+        // A busy machine makes the open loop late; its requests then leave in bursts, within
+        // the delayed-ACK timeout of the last answer, and the stall starts after all (seen at
+        // a load average of 20: A's p50 76 ms, B's 5.8 ms). Then "fixed" is what A's own
+        // report shows, not an invention: the stall is in its numbers and the verdict says it.
+        eprintln!("the stall started at this rate (busy machine): {summary}");
+        assert!(a50 >= 30.0, "a Nagle finding without its stall: {summary}");
+        assert_eq!(verdict, "fixed", "{summary}");
+    } else {
+        // No stall (as on an idle machine: A's p50 0.14–0.33 ms). A stall waits for the
+        // delayed-ACK timer (≥ 40 ms); 20 ms leaves room for a busy machine's scheduling.
+        assert!(
+            a50 < 20.0,
+            "A stalled without a finding (p50 {a50} ms): {summary}"
+        );
+        assert_eq!(
+            c["performance"]["throughput"], "same",
+            "{:#}",
+            c["performance"]
+        );
+        assert_ne!(c["performance"]["direction"], "worse", "{summary}");
+        assert!(
+            verdict == "unchanged" || verdict == "improved",
+            "{verdict}: {summary}"
+        );
+    }
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let name = lab.name.clone();
     drop(lab);

@@ -147,8 +147,26 @@ fn a_load_generator_out_of_file_descriptors_is_not_healthy_and_says_why() {
         .filter(|c| c["name"] == "verdict")
         .filter_map(|c| c["reason"].as_str())
         .collect();
+    // Nothing above info is the server's (or the network's). The load opened a connection per request, so the
+    // keep-alive probe times what a new connection costs: `short_connections` on the client's
+    // side, info or warning by that timing (a busy machine gave both). At info the verdict is
+    // inconclusive and names the load generator; at warning the problem is the client's own
+    // (the verdict then lists the findings only).
+    let above_info: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
     assert!(
-        reasons.iter().any(|r| r.contains("load generator")),
-        "{reasons:?}"
+        above_info
+            .iter()
+            .all(|f| f["side"] == "client" || f["side"] == "host"),
+        "{above_info:#?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("load generator"))
+            || (v["verdict"] == "problem" && !above_info.is_empty()),
+        "{reasons:?} {v:#}"
     );
 }

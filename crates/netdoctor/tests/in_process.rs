@@ -6,22 +6,15 @@ use clap::Parser;
 use common::*;
 use netdoctor::{Cli, run};
 use netdoctor_lab::builtin::BuiltinServers;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Starts a built-in server on loopback; returns it with its URL.
 fn server(nodelay: bool) -> (BuiltinServers, String) {
-    let port = free_port();
+    // Below the ephemeral range: a port bind(0) freed could be taken before the server binds it.
+    let port = netdoctor_lab::ports::unused_port([127, 0, 0, 1]);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let s = BuiltinServers::start(&[(addr, nodelay)]).expect("start built-in server");
     (s, format!("http://{addr}/"))

@@ -65,7 +65,15 @@ fn without_cap_net_raw_the_missing_capability_is_named() {
     )
     .unwrap();
     let bin = dir.path().join("netdoctor");
-    std::fs::copy(env!("CARGO_BIN_EXE_netdoctor"), &bin).unwrap();
+    // Copied by `cp`, not std::fs::copy: a child another test of this process spawns while
+    // the copy is open for writing inherits that descriptor until its exec, and exec of the
+    // copy then fails with ETXTBSY ("Text file busy"). In `cp`'s process no test forks.
+    let cp = std::process::Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_netdoctor"))
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(cp.success(), "cp the binary: {cp}");
     std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let o = std::process::Command::new("/usr/bin/setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])

@@ -10,7 +10,7 @@
 //! otherwise. Every process it starts is stopped by PID on drop, also when an assertion fails.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,12 +38,10 @@ fn skip_reason() -> Option<String> {
     None
 }
 
+/// A port for nginx, the exporter or prometheus to bind: below the ephemeral range and distinct
+/// (a port bind(0) freed could be taken before they bind it).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    netdoctor_lab::ports::unused_port([127, 0, 0, 1])
 }
 
 /// A child process killed (SIGTERM, then SIGKILL) by its PID on drop.
