@@ -41,17 +41,24 @@ pub(super) fn application_limited(x: &Facts) -> Option<Finding> {
     Some(f)
 }
 
-/// In flight sits at the peer's window while cwnd has room.
+/// In flight sits at the peer's window while cwnd has room. A closed window (zero: the
+/// receiving application fell behind, e.g. short of CPU, with a buffer too small to absorb it)
+/// holds the sender back too and counts; it is named apart in the explanation.
 pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     let n = x.n();
+    let closed = x.count(|s| wnd(s) == 0);
     let at_window = x.count(|s| {
         let (inf, w) = (inflight(s), wnd(s));
-        w > 0 && inf * 10 >= w * 8 && w < cwnd(s)
+        w == 0 || (inf * 10 >= w * 8 && w < cwnd(s))
     });
     if at_window * 10 < n * 6 {
         return None;
     }
-    let (m_inf, m_wnd, m_cwnd) = (x.med(inflight), x.med(wnd), x.med(cwnd));
+    let (m_inf, m_cwnd) = (x.med(inflight), x.med(cwnd));
+    // The window the receiver offered when it offered one (a closed window is not its size).
+    let mut open: Vec<u64> = x.ss.iter().map(|s| wnd(s)).filter(|&w| w > 0).collect();
+    open.sort_unstable();
+    let m_wnd = open.get(open.len() / 2).copied().unwrap_or(0);
     let rtt = x.info.map(|t| t.min_rtt_us).unwrap_or(0);
     let mut f = Finding::new(
         FindingId::ReceiveWindowLimited,
@@ -66,15 +73,27 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     );
     f.confidence = at_window as f64 / n as f64;
     f.explanation = format!(
-        "In {at_window} of {n} samples the sender had at least 80 % of the receiver's advertised window in flight, and its congestion window was larger than that window: it waited for the receiver, not for the network. At a minimum RTT of {rtt} µs, a {} window carries at most {} per stream.",
+        "In {at_window} of {n} samples the sender had at least 80 % of the receiver's advertised window in flight (or the window was closed), and its congestion window was larger than that window: it waited for the receiver, not for the network. At a minimum RTT of {rtt} µs, a {} window carries at most {} per stream.{}",
         fmt_bytes(m_wnd as f64),
         fmt_bits(if rtt > 0 {
             m_wnd as f64 * 8.0 / (f64::from(rtt) / 1e6)
         } else {
             0.0
-        })
+        }),
+        if closed > 0 {
+            format!(
+                " In {closed} of those samples the window was closed (zero): the receiving application also fell behind in reading, and the small buffer could not absorb it."
+            )
+        } else {
+            String::new()
+        }
     );
-    f.fix = "On the receiver, raise the maximum of net.ipv4.tcp_rmem (or the SO_RCVBUF the program sets) to at least the bandwidth-delay product; accepted sockets inherit the listener's buffers, so set it before the server starts.".into();
+    f.fix = if closed * 2 > n {
+        "On the receiver, make the application read faster (its CPU, its read loop) and raise the maximum of net.ipv4.tcp_rmem (or the SO_RCVBUF the program sets) to at least the bandwidth-delay product; accepted sockets inherit the listener's buffers, so set it before the server starts."
+    } else {
+        "On the receiver, raise the maximum of net.ipv4.tcp_rmem (or the SO_RCVBUF the program sets) to at least the bandwidth-delay product; accepted sockets inherit the listener's buffers, so set it before the server starts."
+    }
+    .into();
     x.evidence(&mut f, &[]);
     Some(f)
 }
