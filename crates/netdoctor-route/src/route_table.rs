@@ -147,7 +147,7 @@ pub fn lookup_in6(routes: &[Route6Entry], ip: Ipv6Addr) -> NextHop {
     let dst = u128::from(ip);
     let best = routes
         .iter()
-        .filter(|r| u32::from(r.flags) & u32::from(RTF_UP) != 0)
+        .filter(|r| r.flags & u32::from(RTF_UP) != 0)
         .filter(|r| !r.destination.is_multicast())
         .filter(|r| dst & mask(r.prefix_len) == u128::from(r.destination) & mask(r.prefix_len))
         .max_by(|a, b| {

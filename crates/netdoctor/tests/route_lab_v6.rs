@@ -152,7 +152,8 @@ fn best(h: &Value) -> f64 {
 }
 
 /// The same hops, in the same order, as `traceroute -6` in TCP, UDP and ICMP modes; the
-/// delayed hop's added RTT seen by both; the figures printed for the bench notes.
+/// delayed hop's added RTT seen by both; the figures printed for the report (8 rounds against
+/// traceroute's 3 probes per hop, all at once: the wall times are not a like-for-like race).
 #[test]
 fn trace_over_ipv6_finds_the_hops_traceroute_finds() {
     if skip() {
@@ -173,18 +174,19 @@ fn trace_over_ipv6_finds_the_hops_traceroute_finds() {
     ] {
         let mut args = vec!["trace", target.as_str(), "-n", "--json"];
         args.extend_from_slice(ours);
-        args.extend_from_slice(&["--rounds", "3", "--interval", "100ms", "--timeout", "1s"]);
+        args.extend_from_slice(&["--rounds", "8", "--interval", "100ms", "--timeout", "1s"]);
         let (code, r, err, wall) = netdoctor_in(&lab, &args);
         assert_eq!(code, 0, "{ours:?}: a fixed step is distance: {r} {err}");
         let hops = &r["measurements"]["trace"]["hops"];
         assert_eq!(hop_ips(hops), want, "{ours:?}: {r}");
         let hs = hops.as_array().unwrap();
         assert!(hs[2]["destination"].as_bool().unwrap(), "{ours:?}");
-        // Best of 3: a busy machine's stalls only ever add to a sample, so the bounds are
-        // wide above the 20 ms the hop adds and narrow below it.
+        // A busy machine's stalls only ever add to a sample (traceroute's 3 probes per hop
+        // leave at once, so one stall delays all three): the bounds are narrow below the 20 ms
+        // the hop adds and wide above it.
         let added = best(&hs[1]) - best(&hs[0]);
         assert!(
-            (18.5..30.0).contains(&added),
+            (18.5..40.0).contains(&added),
             "{ours:?}: hop 2 adds {added} ms"
         );
         assert_eq!(ids(&r), ["high_base_rtt"], "{ours:?}: {r}");
@@ -195,7 +197,7 @@ fn trace_over_ipv6_finds_the_hops_traceroute_finds() {
         let tr_best = |i: usize| tr[i].rtts.iter().copied().fold(f64::INFINITY, f64::min);
         let tr_added = tr_best(1) - tr_best(0);
         assert!(
-            (18.5..30.0).contains(&tr_added),
+            (18.5..100.0).contains(&tr_added),
             "{ours:?}: hop 2 adds {added} ms, traceroute says {tr_added} ms"
         );
         eprintln!(
