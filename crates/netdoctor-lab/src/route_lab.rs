@@ -72,6 +72,10 @@ pub const SERVER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 3, 0, 0, 0, 0, 2);
 pub const R1_LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
 /// r2's link-local address on both its links.
 pub const R2_LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2);
+/// MAC addresses of r1's and r2's ends of the bridged link in an IPv6 lab (for their
+/// permanent neighbour entries).
+const R1_BRIDGE_MAC: &str = "02:31:00:00:01:02";
+const R2_BRIDGE_MAC: &str = "02:31:00:00:02:01";
 /// The names the lab nameserver serves.
 pub const SERVER_NAME: &str = "srv.lab.test";
 
@@ -457,6 +461,32 @@ impl RouteLab {
         }
         route(&r2, "fd00:231:1::/64", R1_LINK_LOCAL, "r2-b")?;
         route(&srv, "default", R2_LINK_LOCAL, "srv-r2")?;
+        // Neighbour discovery across the delay/loss bridge is fixed (permanent entries), so a
+        // lossy-hop lab loses probes, not a resolution of r1's next hop (whose failure r1 would
+        // answer with Address Unreachable, ending the route).
+        for (ns, dev, mac, peer, peer_mac) in [
+            (&r1, "r1-b", R1_BRIDGE_MAC, R2_LINK_LOCAL, R2_BRIDGE_MAC),
+            (&r2, "r2-b", R2_BRIDGE_MAC, R1_LINK_LOCAL, R1_BRIDGE_MAC),
+        ] {
+            run("ip", &["-n", ns, "link", "set", dev, "address", mac])?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "-6",
+                    "neigh",
+                    "replace",
+                    &peer.to_string(),
+                    "lladdr",
+                    peer_mac,
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+        }
         for ns in [&r1, &r2] {
             sysctl(ns, "net.ipv6.conf.all.forwarding=1")?;
             sysctl(ns, "net.ipv6.icmp.ratelimit=0")?;
