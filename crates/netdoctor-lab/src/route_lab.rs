@@ -17,6 +17,16 @@
 //!  10.231.3.100/24                               10.231.3.2/24 (nameservers as above)
 //! ```
 //!
+//! With `ipv6: true` every routed link also carries IPv6 (otherwise IPv6 is off in every
+//! namespace): `fd00:231:N::/64` beside `10.231.N.0/24`, the client `fd00:231:1::2`, r1
+//! `fd00:231:1::1` | `fd00:231:2::1`, r2 `fd00:231:2::2` | `fd00:231:3::1`, the server
+//! `fd00:231:3::2`; addresses with `nodad` and `accept_dad=0` (usable at once), routes via the
+//! routers' fixed link-local addresses (`fe80::1` on both of r1's links, `fe80::2` on r2's),
+//! `net.ipv6.conf.all.forwarding=1` and `net.ipv6.icmp.ratelimit=0` in r1 and r2. Two IPv6
+//! look-alikes of a bad hop: `r1_icmp6_silent` (r1 forwards but an ip6tables rule in its
+//! namespace drops its ICMPv6 Time Exceeded) and `r1_link_local_only` (r1 has no global IPv6
+//! address, so it answers from `fe80::1`).
+//!
 //! `r1` and `r2` forward (`net.ipv4.ip_forward=1` set inside their namespaces, never in the
 //! root namespace) and answer Time Exceeded without rate limit (`icmp_ratelimit=0`) unless a
 //! test asks for one (`r1_icmp_ratelimit_ms`, to reproduce a router that rate-limits its own
@@ -35,7 +45,7 @@
 use crate::LabError;
 use crate::forwarder::{Forwarder, Impairment};
 use crate::nameserver::{Behavior, Nameserver, Zone};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -52,6 +62,20 @@ pub const NAMESERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 53);
 pub const DEAD_NAMESERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 54);
 /// The client's address when the lab has no routers (on the server's subnet).
 pub const L2_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 231, 3, 100);
+pub const CLIENT_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 1, 0, 0, 0, 0, 2);
+pub const R1_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 1, 0, 0, 0, 0, 1);
+pub const R1_FAR_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 2, 0, 0, 0, 0, 1);
+pub const R2_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 2, 0, 0, 0, 0, 2);
+pub const R2_FAR_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 3, 0, 0, 0, 0, 1);
+pub const SERVER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 3, 0, 0, 0, 0, 2);
+/// r1's link-local address on both its links (what it answers from with `r1_link_local_only`).
+pub const R1_LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
+/// r2's link-local address on both its links.
+pub const R2_LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2);
+/// MAC addresses of r1's and r2's ends of the bridged link in an IPv6 lab (for their
+/// permanent neighbour entries).
+const R1_BRIDGE_MAC: &str = "02:31:00:00:01:02";
+const R2_BRIDGE_MAC: &str = "02:31:00:00:02:01";
 /// The names the lab nameserver serves.
 pub const SERVER_NAME: &str = "srv.lab.test";
 
@@ -80,6 +104,12 @@ pub struct RouteLabConfig {
     /// Routers between client and server (`false`: the client is on the server's subnet,
     /// behind the delay bridge only; `r1`/`r2` are left empty).
     pub routers: bool,
+    /// IPv6 beside IPv4 on the routed path (see the module docs); needs `routers`.
+    pub ipv6: bool,
+    /// r1 forwards IPv6 but never sends ICMPv6 Time Exceeded (an ip6tables rule in r1).
+    pub r1_icmp6_silent: bool,
+    /// r1 has link-local IPv6 addresses only.
+    pub r1_link_local_only: bool,
 }
 
 impl Default for RouteLabConfig {
@@ -91,6 +121,9 @@ impl Default for RouteLabConfig {
             resolver: Resolver::Lab(Behavior::default()),
             resolv_options: "options timeout:1 attempts:1".to_string(),
             routers: true,
+            ipv6: false,
+            r1_icmp6_silent: false,
+            r1_link_local_only: false,
         }
     }
 }
@@ -125,6 +158,10 @@ pub const CASES: &[(&str, &str)] = &[
         "icmp-ratelimit",
         "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
     ),
+    (
+        "ipv6",
+        "far-server over IPv6 too: the r1–r2 hop adds 37 ms of RTT",
+    ),
 ];
 
 impl RouteLabConfig {
@@ -155,6 +192,10 @@ impl RouteLabConfig {
                 })
             }
             "far-server" => c.one_way_delay = Duration::from_micros(18_500),
+            "ipv6" => {
+                c.one_way_delay = Duration::from_micros(18_500);
+                c.ipv6 = true;
+            }
             "lossy-hop" => c.loss = 0.2,
             "far-l2" | "h2-window" => {
                 c.routers = false;
@@ -279,11 +320,24 @@ impl RouteLab {
 
     fn build(&mut self, cfg: &RouteLabConfig) -> Result<(), LabError> {
         let [cli, r1, dly, r2, srv] = [0, 1, 2, 3, 4].map(|i| self.namespaces[i].clone());
+        if cfg.ipv6 && !cfg.routers {
+            return Err(LabError::InvalidName {
+                name: self.tag.clone(),
+                reason: "the route lab's IPv6 needs its routers".to_string(),
+            });
+        }
         for ns in &self.namespaces {
             run("ip", &["netns", "add", ns])?;
             run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
-            sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1")?;
-            sysctl(ns, "net.ipv6.conf.default.disable_ipv6=1")?;
+            if cfg.ipv6 {
+                // Before the links exist, so their addresses (link-local ones too) are usable
+                // at once.
+                sysctl(ns, "net.ipv6.conf.all.accept_dad=0")?;
+                sysctl(ns, "net.ipv6.conf.default.accept_dad=0")?;
+            } else {
+                sysctl(ns, "net.ipv6.conf.all.disable_ipv6=1")?;
+                sysctl(ns, "net.ipv6.conf.default.disable_ipv6=1")?;
+            }
         }
         if !cfg.routers {
             return self.build_l2(cfg);
@@ -336,12 +390,130 @@ impl RouteLab {
         if let Some(ms) = cfg.r1_icmp_ratelimit_ms {
             sysctl(&r1, &format!("net.ipv4.icmp_ratelimit={ms}"))?;
         }
+        if cfg.ipv6 {
+            self.build_ipv6(cfg)?;
+        }
         let imp = Impairment {
             delay: cfg.one_way_delay,
             loss: cfg.loss,
         };
         self.forwarder = Some(Forwarder::start(&dly, "b-r1", "b-r2", imp, imp)?);
         self.finish_build(cfg, CLIENT_IP)
+    }
+
+    /// IPv6 on the routed links (see the module docs).
+    fn build_ipv6(&self, cfg: &RouteLabConfig) -> Result<(), LabError> {
+        let [cli, r1, _, r2, srv] = [0, 1, 2, 3, 4].map(|i| self.namespaces[i].clone());
+        let addr = |ns: &str, ip: String, dev: &str| {
+            run("ip", &["-n", ns, "addr", "add", &ip, "dev", dev, "nodad"])
+        };
+        for (ns, dev, ll) in [
+            (&r1, "r1-cli", R1_LINK_LOCAL),
+            (&r1, "r1-b", R1_LINK_LOCAL),
+            (&r2, "r2-b", R2_LINK_LOCAL),
+            (&r2, "r2-srv", R2_LINK_LOCAL),
+        ] {
+            addr(ns, format!("{ll}/64"), dev)?;
+        }
+        addr(&cli, format!("{CLIENT_IP6}/64"), "cli-r1")?;
+        if !cfg.r1_link_local_only {
+            addr(&r1, format!("{R1_IP6}/64"), "r1-cli")?;
+            addr(&r1, format!("{R1_FAR_IP6}/64"), "r1-b")?;
+        }
+        addr(&r2, format!("{R2_IP6}/64"), "r2-b")?;
+        addr(&r2, format!("{R2_FAR_IP6}/64"), "r2-srv")?;
+        addr(&srv, format!("{SERVER_IP6}/64"), "srv-r2")?;
+        let route = |ns: &str, to: &str, via: Ipv6Addr, dev: &str| {
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "-6",
+                    "route",
+                    "add",
+                    to,
+                    "via",
+                    &via.to_string(),
+                    "dev",
+                    dev,
+                ],
+            )
+        };
+        route(&cli, "default", R1_LINK_LOCAL, "cli-r1")?;
+        route(&r1, "fd00:231:3::/64", R2_LINK_LOCAL, "r1-b")?;
+        if cfg.r1_link_local_only {
+            // Without global addresses r1 has no on-link prefix routes: name both links'.
+            run(
+                "ip",
+                &[
+                    "-n",
+                    &r1,
+                    "-6",
+                    "route",
+                    "add",
+                    "fd00:231:1::/64",
+                    "dev",
+                    "r1-cli",
+                ],
+            )?;
+            route(&r1, "fd00:231:2::/64", R2_LINK_LOCAL, "r1-b")?;
+        }
+        route(&r2, "fd00:231:1::/64", R1_LINK_LOCAL, "r2-b")?;
+        route(&srv, "default", R2_LINK_LOCAL, "srv-r2")?;
+        // Neighbour discovery across the delay/loss bridge is fixed (permanent entries), so a
+        // lossy-hop lab loses probes, not a resolution of r1's next hop (whose failure r1 would
+        // answer with Address Unreachable, ending the route).
+        for (ns, dev, mac, peer, peer_mac) in [
+            (&r1, "r1-b", R1_BRIDGE_MAC, R2_LINK_LOCAL, R2_BRIDGE_MAC),
+            (&r2, "r2-b", R2_BRIDGE_MAC, R1_LINK_LOCAL, R1_BRIDGE_MAC),
+        ] {
+            run("ip", &["-n", ns, "link", "set", dev, "address", mac])?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "-6",
+                    "neigh",
+                    "replace",
+                    &peer.to_string(),
+                    "lladdr",
+                    peer_mac,
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+        }
+        for ns in [&r1, &r2] {
+            sysctl(ns, "net.ipv6.conf.all.forwarding=1")?;
+            sysctl(ns, "net.ipv6.icmp.ratelimit=0")?;
+        }
+        if let Some(ms) = cfg.r1_icmp_ratelimit_ms {
+            sysctl(&r1, &format!("net.ipv6.icmp.ratelimit={ms}"))?;
+        }
+        if cfg.r1_icmp6_silent {
+            run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    &r1,
+                    "ip6tables",
+                    "-A",
+                    "OUTPUT",
+                    "-p",
+                    "ipv6-icmp",
+                    "--icmpv6-type",
+                    "time-exceeded",
+                    "-j",
+                    "DROP",
+                ],
+            )?;
+        }
+        Ok(())
     }
 
     /// The lab without routers: cli ══ dly ══ srv on one subnet.
@@ -427,6 +599,11 @@ impl RouteLab {
         let _ = crate::in_netns(self.client_netns(), || {
             if let Ok(s) = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)) {
                 let _ = s.send_to(b"warm-up", (SERVER_IP, 9));
+            }
+            if cfg.ipv6
+                && let Ok(s) = std::net::UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0))
+            {
+                let _ = s.send_to(b"warm-up", (SERVER_IP6, 9));
             }
         });
         std::thread::sleep(cfg.one_way_delay * 8 + Duration::from_millis(20));

@@ -2,15 +2,16 @@
 //! network, or through a gateway (then a trace has hops to show).
 //!
 //! Read from `/proc/thread-self/net/route` (the main IPv4 table of the calling *thread's*
-//! namespace, so it is right inside `setns` threads too) with the kernel's rule: the longest
-//! prefix that matches, then the lowest metric. Hand-written rather than an rtnetlink
+//! namespace, so it is right inside `setns` threads too) or `/proc/thread-self/net/ipv6_route`
+//! (IPv6: every table, hex addresses, prefix lengths and metrics) with the kernel's rule: the
+//! longest prefix that matches, then the lowest metric. Hand-written rather than an rtnetlink
 //! `RTM_GETROUTE` through a netlink crate: the table is a dozen hex columns and this is the one
 //! question asked of it. Policy routing (`ip rule`) and tables other than main are not seen;
 //! local addresses are found by connecting a UDP socket to the address (nothing is sent): only
 //! a local address becomes its own source.
 
 use serde::Serialize;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 const RTF_UP: u16 = 0x0001;
 const RTF_GATEWAY: u16 = 0x0002;
@@ -103,6 +104,70 @@ pub fn lookup_in(routes: &[RouteEntry], ip: Ipv4Addr) -> NextHop {
     }
 }
 
+/// One row of `/proc/net/ipv6_route`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route6Entry {
+    pub iface: String,
+    pub destination: Ipv6Addr,
+    pub prefix_len: u8,
+    pub gateway: Ipv6Addr,
+    pub metric: u32,
+    pub flags: u32,
+}
+
+/// Parses the text of `/proc/net/ipv6_route` (no header line; 10 columns); malformed rows are
+/// skipped.
+pub fn parse_proc_net_ipv6_route(text: &str) -> Vec<Route6Entry> {
+    let addr = |s: &str| u128::from_str_radix(s, 16).ok().map(Ipv6Addr::from);
+    text.lines()
+        .filter_map(|line| {
+            let c: Vec<&str> = line.split_whitespace().collect();
+            if c.len() < 10 {
+                return None;
+            }
+            Some(Route6Entry {
+                destination: addr(c[0])?,
+                prefix_len: u8::from_str_radix(c[1], 16).ok().filter(|p| *p <= 128)?,
+                gateway: addr(c[4])?,
+                metric: u32::from_str_radix(c[5], 16).ok()?,
+                flags: u32::from_str_radix(c[8], 16).ok()?,
+                iface: c[9].to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The kernel's choice among IPv6 `routes` for `ip` (longest prefix, then lowest metric).
+/// Multicast routes are ignored; a reject route (the `lo` catch-all) is no route.
+pub fn lookup_in6(routes: &[Route6Entry], ip: Ipv6Addr) -> NextHop {
+    let mask = |len: u8| match len {
+        0 => 0,
+        l => u128::MAX << (128 - u32::from(l)),
+    };
+    let dst = u128::from(ip);
+    let best = routes
+        .iter()
+        .filter(|r| r.flags & u32::from(RTF_UP) != 0)
+        .filter(|r| !r.destination.is_multicast())
+        .filter(|r| dst & mask(r.prefix_len) == u128::from(r.destination) & mask(r.prefix_len))
+        .max_by(|a, b| {
+            a.prefix_len
+                .cmp(&b.prefix_len)
+                .then(b.metric.cmp(&a.metric))
+        });
+    match best {
+        None => NextHop::NoRoute,
+        Some(r) if r.flags & u32::from(RTF_REJECT) != 0 => NextHop::NoRoute,
+        Some(r) if r.flags & u32::from(RTF_GATEWAY) != 0 => NextHop::Gateway {
+            gateway: IpAddr::V6(r.gateway),
+            iface: r.iface.clone(),
+        },
+        Some(r) => NextHop::Direct {
+            iface: r.iface.clone(),
+        },
+    }
+}
+
 /// Whether `ip` is an address of this host in the calling thread's namespace: a UDP socket
 /// connected to it (nothing is sent) gets it as its own source address only then. (Binding
 /// to it would say yes for every address where `net.ipv4.ip_nonlocal_bind` is on.)
@@ -120,17 +185,24 @@ pub fn is_local(ip: IpAddr) -> bool {
         .is_ok_and(|a| a.ip() == ip)
 }
 
-/// How the calling thread's network namespace reaches `ip`. IPv6 is answered only for local
-/// addresses (`Ok(None)` otherwise: not looked up).
+/// How the calling thread's network namespace reaches `ip` (an IPv4-mapped address as its
+/// IPv4 form). `Ok(None)` only for an IPv6 address where IPv6 is off (no table to read).
 pub fn lookup(ip: IpAddr) -> std::io::Result<Option<NextHop>> {
+    let ip = ip.to_canonical();
     if is_local(ip) {
         return Ok(Some(NextHop::Local));
     }
-    let IpAddr::V4(v4) = ip else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string("/proc/thread-self/net/route")?;
-    Ok(Some(lookup_in(&parse_proc_net_route(&text), v4)))
+    match ip {
+        IpAddr::V4(v4) => {
+            let text = std::fs::read_to_string("/proc/thread-self/net/route")?;
+            Ok(Some(lookup_in(&parse_proc_net_route(&text), v4)))
+        }
+        IpAddr::V6(v6) => match std::fs::read_to_string("/proc/thread-self/net/ipv6_route") {
+            Ok(text) => Ok(Some(lookup_in6(&parse_proc_net_ipv6_route(&text), v6))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +254,60 @@ eth8\t0009E70A\t0301E70A\t0003\t0\t0\t1\t00FFFFFF\t0\t0\t0
         assert_eq!(
             lookup_in(&t[1..2], Ipv4Addr::new(8, 8, 8, 8)),
             NextHop::NoRoute
+        );
+    }
+
+    // A client namespace of the IPv6 route lab: fd00:1::/64 on cli-r1, default via fd00:1::1,
+    // a more specific route via a link-local router, and the catch-all reject route on lo.
+    const TABLE6: &str = "\
+fd000001000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001   cli-r1
+fe800000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001   cli-r1
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 fd000001000000000000000000000001 00000400 00000001 00000000 00000003   cli-r1
+fd000009000000000000000000000000 40 00000000000000000000000000000000 00 fe800000000000000000000000000001 00000400 00000001 00000000 00000003   cli-r1
+ff000000000000000000000000000000 08 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000002 00000000 00000001   cli-r1
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo
+";
+
+    #[test]
+    fn ipv6_longest_prefix_then_lowest_metric() {
+        let t = parse_proc_net_ipv6_route(TABLE6);
+        assert_eq!(t.len(), 6);
+        let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        assert_eq!(
+            lookup_in6(&t, v6("fd00:1::7")),
+            NextHop::Direct {
+                iface: "cli-r1".into()
+            }
+        );
+        assert_eq!(
+            lookup_in6(&t, v6("fd00:3::2")),
+            NextHop::Gateway {
+                gateway: "fd00:1::1".parse().unwrap(),
+                iface: "cli-r1".into()
+            }
+        );
+        assert_eq!(
+            lookup_in6(&t, v6("fd00:9::2")),
+            NextHop::Gateway {
+                gateway: "fe80::1".parse().unwrap(),
+                iface: "cli-r1".into()
+            }
+        );
+        // Without the default route only the reject catch-all matches.
+        let no_default: Vec<_> = t.iter().filter(|r| r.metric != 0x400).cloned().collect();
+        assert_eq!(lookup_in6(&no_default, v6("fd00:3::2")), NextHop::NoRoute);
+        assert!(parse_proc_net_ipv6_route("garbage\n").is_empty());
+    }
+
+    #[test]
+    fn ipv6_loopback_and_mapped_addresses() {
+        assert_eq!(
+            lookup("::1".parse().unwrap()).unwrap(),
+            Some(NextHop::Local)
+        );
+        assert_eq!(
+            lookup("::ffff:127.0.0.1".parse().unwrap()).unwrap(),
+            Some(NextHop::Local)
         );
     }
 

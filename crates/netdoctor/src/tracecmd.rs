@@ -9,13 +9,19 @@ use netdoctor_route::findings::{Thresholds, trace_findings};
 use netdoctor_route::trace::assess::{HopNote, assess};
 use netdoctor_route::trace::{self, Protocol, TraceOptions, TraceResult};
 use std::io::{IsTerminal, Write};
-use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Args)]
 pub struct TraceArgs {
-    /// Destination: an IPv4 address or a host name.
+    /// Destination: an IPv4 or IPv6 address or a host name (its first address, unless -4/-6).
     pub host: String,
+    /// Trace the host name's IPv4 address.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Trace the host name's IPv6 address.
+    #[arg(short = '6')]
+    pub ipv6: bool,
     /// TCP SYN probes (the default: many networks drop ICMP and UDP probes).
     #[arg(long, conflicts_with_all = ["udp", "icmp"])]
     pub tcp: bool,
@@ -47,27 +53,40 @@ pub struct TraceArgs {
     pub output: crate::cli::OutputArgs,
 }
 
-fn resolve(host: &str) -> anyhow::Result<Ipv4Addr> {
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return match ip {
-            IpAddr::V4(v4) => Ok(v4),
-            IpAddr::V6(_) => bail!("trace {host}: IPv6 is not traced yet; give an IPv4 address"),
-        };
+/// The address to trace: `host` itself when it is an address (an IPv4-mapped one becomes
+/// IPv4), else its first address of the family asked for (`v4`/`v6`; either when both false).
+fn resolve(host: &str, v4: bool, v6: bool) -> anyhow::Result<IpAddr> {
+    let wanted = |ip: &IpAddr| (!v4 || ip.is_ipv4()) && (!v6 || ip.is_ipv6());
+    let family = if v4 {
+        "IPv4 "
+    } else if v6 {
+        "IPv6 "
+    } else {
+        ""
+    };
+    let literal = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if let Ok(ip) = literal.parse::<IpAddr>() {
+        let ip = ip.to_canonical();
+        if !wanted(&ip) {
+            bail!("trace {host}: not an {family}address");
+        }
+        return Ok(ip);
     }
     let addrs = (host, 0u16)
         .to_socket_addrs()
         .with_context(|| format!("resolve {host}"))?;
-    for a in addrs {
-        if let IpAddr::V4(v4) = a.ip() {
-            return Ok(v4);
-        }
-    }
-    bail!("resolve {host}: no IPv4 address")
+    addrs
+        .map(|a| a.ip().to_canonical())
+        .find(wanted)
+        .with_context(|| format!("resolve {host}: no {family}address"))
 }
 
 pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let target = resolve(&args.host)?;
+    let target = resolve(&args.host, args.ipv4, args.ipv6)?;
     let protocol = if args.udp {
         Protocol::Udp
     } else if args.icmp {

@@ -469,6 +469,23 @@ fn far_server_and_lossy_hop_are_found_on_the_route() {
     case_round_trip("lossy-hop", "lh");
 }
 
+/// `far-server` over IPv6: the suggested command diagnoses an IPv6 URL and finds the path's RTT.
+#[test]
+fn ipv6_case_is_found_over_ipv6() {
+    if skip() {
+        return;
+    }
+    let r = case_round_trip("ipv6", "v6");
+    assert_eq!(
+        r["target"]["address"]
+            .as_str()
+            .map(|a| a.starts_with("[fd00:231:3::2]")),
+        Some(true),
+        "{}",
+        r["target"]
+    );
+}
+
 #[test]
 fn nagle_is_the_reference_lab() {
     if let Some(why) = lab_unavailable() {

@@ -25,7 +25,11 @@ fn usage_errors_exit_2_with_one_clear_line() {
             &["trace", "127.0.0.1", "--icmp", "-p", "80"][..],
             "-p/--port does not apply to --icmp",
         ),
-        (&["trace", "::1"][..], "IPv6 is not traced yet"),
+        (
+            &["trace", "::1", "-4"][..],
+            "trace ::1: not an IPv4 address",
+        ),
+        (&["trace", "127.0.0.1", "-6"][..], "not an IPv6 address"),
         (&["trace", "127.0.0.1", "--rounds", "0"][..], "--rounds"),
         (
             &["trace", "127.0.0.1", "--tcp", "--udp"][..],
@@ -72,4 +76,37 @@ fn trace_to_a_loopback_listener_is_one_healthy_hop_in_json() {
         (hops[0]["sent"].as_u64(), hops[0]["received"].as_u64()),
         (Some(3), Some(3))
     );
+}
+
+/// IPv6 loopback is one healthy hop; an IPv4-mapped address is traced over IPv4 (shown as
+/// 127.0.0.1).
+#[test]
+fn trace_over_ipv6_loopback_and_a_mapped_address() {
+    for (bind, host, hop) in [
+        ("[::1]:0", "::1", "::1"),
+        ("127.0.0.1:0", "::ffff:127.0.0.1", "127.0.0.1"),
+    ] {
+        let listener = std::net::TcpListener::bind(bind).unwrap();
+        let port = listener.local_addr().unwrap().port().to_string();
+        let (code, stdout, stderr) = netdoctor(&[
+            "trace",
+            host,
+            "-p",
+            &port,
+            "-n",
+            "--rounds",
+            "2",
+            "--interval",
+            "10ms",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{host}: {stderr}");
+        let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        common::assert_schema(&r);
+        assert_eq!(r["verdict"], "healthy", "{host}: {r}");
+        let hops = r["measurements"]["trace"]["hops"].as_array().unwrap();
+        assert_eq!(hops.len(), 1, "{host}: {r}");
+        assert_eq!(hops[0]["addrs"][0]["ip"], hop, "{host}: {r}");
+        assert_eq!(r["measurements"]["trace"]["target"], hop, "{host}: {r}");
+    }
 }

@@ -30,7 +30,7 @@ pub struct TraceObserver {
 }
 
 /// The trace a diagnosis runs to `target` on `port`.
-pub fn trace_options(target: std::net::Ipv4Addr, port: u16) -> TraceOptions {
+pub fn trace_options(target: IpAddr, port: u16) -> TraceOptions {
     let mut o = TraceOptions::new(target, Protocol::Tcp);
     o.port = port;
     o.rounds = ROUNDS;
@@ -53,7 +53,7 @@ impl Observer for TraceObserver {
             .next_hop(ip)
             .map_err(|e| Check::failed(CheckName::Trace, format!("route lookup: {e}")))?;
         let hop = match hop {
-            None => return Err(skipped(format!("{ip}: only IPv4 routes are traced"))),
+            None => return Err(skipped(format!("{ip}: IPv6 is off in this namespace"))),
             Some(NextHop::Local) => {
                 return Err(skipped(format!("{ip} is an address of this host")));
             }
@@ -67,12 +67,9 @@ impl Observer for TraceObserver {
             }
             Some(h @ NextHop::Gateway { .. }) => h,
         };
-        let IpAddr::V4(v4) = ip else {
-            return Err(skipped(format!("{ip}: only IPv4 routes are traced")));
-        };
         let result = ctx
             .host
-            .trace(&trace_options(v4, ctx.addr.port()))
+            .trace(&trace_options(ip, ctx.addr.port()))
             .map_err(|e| Check::failed(CheckName::Trace, e))?;
         self.traced = Some((result, hop));
         Ok(())

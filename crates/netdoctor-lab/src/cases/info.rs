@@ -229,6 +229,28 @@ impl Case {
                 vec!["high_base_rtt"],
                 "the path's RTT itself (37 ms from hop 2 on, in diagnose's trace through the routers) explains the latency, not the server or TCP".to_string(),
             ),
+            Case::Ipv6 => (
+                {
+                    let mut b = route_built("the lab nameserver", "holds packets 18.5 ms each way: +37 ms RTT");
+                    b.push(format!(
+                        "IPv6 beside IPv4: {cli} {} → {lab}-r1 {} → {lab}-r2 {} → {srv} {}, HTTP server also at http://[{}]:{ROUTE_CASE_PORT}/",
+                        route_lab::CLIENT_IP6,
+                        route_lab::R1_IP6,
+                        route_lab::R2_IP6,
+                        route_lab::SERVER_IP6,
+                        route_lab::SERVER_IP6
+                    ));
+                    b
+                },
+                Some(cli.clone()),
+                argv(&[
+                    "netdoctor",
+                    "diagnose",
+                    &format!("http://[{}]:{ROUTE_CASE_PORT}/", route_lab::SERVER_IP6),
+                ]),
+                vec!["high_base_rtt"],
+                "every stage runs over IPv6 (probe, load, capture, sockets, trace); the path's RTT (37 ms from hop 2 on) explains the latency, not the server or TCP".to_string(),
+            ),
             Case::LossyHop => (
                 route_built("the lab nameserver", "drops 20% of frames each way"),
                 Some(cli.clone()),

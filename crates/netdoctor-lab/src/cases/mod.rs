@@ -13,6 +13,7 @@
 //! | `slow-dns`, `dead-dns`, `no-dns` | the route lab's nameserver slow, silent, absent | `diagnose http://srv.lab.test:8080/` from the client (its DNS checks) | `dns_slow`, `dns_server_unreachable`, `dns_no_nameserver` |
 //! | `ptr-timeout` | the route lab's nameserver deaf to PTR | `dns` from the client (diagnose makes no reverse lookups) | `reverse_dns_timeout` |
 //! | `far-server` | a hop adding 37 ms | `diagnose http://srv.lab.test:8080/` from the client (its trace) | `high_base_rtt` |
+//! | `ipv6` | `far-server` with IPv6 beside IPv4 on every routed link | `diagnose http://[fd00:231:3::2]:8080/` from the client (its trace over IPv6) | `high_base_rtt` |
 //! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
 //! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe, handshakes and tcp_info min_rtt) | `high_base_rtt` |
 //! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
@@ -72,10 +73,11 @@ pub enum Case {
     MtuBlackhole,
     SlowWriter,
     SmallMss,
+    Ipv6,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 23] = [
+pub const ALL: [Case; 24] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -99,6 +101,7 @@ pub const ALL: [Case; 23] = [
     Case::MtuBlackhole,
     Case::SlowWriter,
     Case::SmallMss,
+    Case::Ipv6,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -149,6 +152,7 @@ impl Case {
             Case::MtuBlackhole => "mtu-blackhole",
             Case::SlowWriter => "slow-writer",
             Case::SmallMss => "small-mss",
+            Case::Ipv6 => "ipv6",
         }
     }
 
@@ -197,6 +201,7 @@ impl Case {
             }
             Case::SlowWriter => "a bulk transfer whose writer sends at 50 Mbit/s",
             Case::SmallMss => "a bulk transfer through a router that clamps the MSS to 536 bytes",
+            Case::Ipv6 => "the server is reached over IPv6, behind a hop that adds 37 ms of RTT",
         }
     }
 
@@ -218,6 +223,7 @@ impl Case {
                 | Case::NoDns
                 | Case::PtrTimeout
                 | Case::FarServer
+                | Case::Ipv6
                 | Case::LossyHop
                 | Case::FarL2
                 | Case::H2Window

@@ -256,9 +256,15 @@ fn build(
         }
         _ => {
             let lab = start_route_lab(cfg, case)?;
-            let addr = SocketAddr::V4(SocketAddrV4::new(route_lab::SERVER_IP, ROUTE_CASE_PORT));
+            let mut addrs = vec![(
+                SocketAddr::V4(SocketAddrV4::new(route_lab::SERVER_IP, ROUTE_CASE_PORT)),
+                true,
+            )];
+            if case == Case::Ipv6 {
+                addrs.push(((route_lab::SERVER_IP6, ROUTE_CASE_PORT).into(), true));
+            }
             let srv = lab.server_netns().to_string();
-            let server = in_netns(&srv, || BuiltinServers::start(&[(addr, true)]))?
+            let server = in_netns(&srv, || BuiltinServers::start(&addrs))?
                 .map_err(io(format!("start the case's HTTP server in {srv}")))?;
             Ok((Running::Route(lab, server), None))
         }

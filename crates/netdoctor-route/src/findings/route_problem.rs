@@ -21,8 +21,23 @@ fn row(h: &Hop) -> String {
     )
 }
 
-/// The meaning of an ICMP Destination Unreachable code (RFC 792, 1812).
-fn unreachable_text(code: u8) -> &'static str {
+/// The meaning of an ICMPv6 Destination Unreachable code (RFC 4443 §3.1).
+fn unreachable6_text(code: u8) -> &'static str {
+    match code {
+        0 => "network unreachable (no route)",
+        1 | 5 | 6 => "administratively prohibited (a firewall or reject route refuses it)",
+        2 => "beyond the scope of the source address",
+        3 => "address unreachable (no answer to neighbour discovery)",
+        4 => "port unreachable",
+        _ => "unreachable",
+    }
+}
+
+/// The meaning of an ICMP Destination Unreachable code (RFC 792, 1812) of `target`'s family.
+fn unreachable_text(target: std::net::IpAddr, code: u8) -> &'static str {
+    if target.is_ipv6() {
+        return unreachable6_text(code);
+    }
     match code {
         0 => "network unreachable (no route)",
         1 => "host unreachable (no answer to ARP/neighbour discovery)",
@@ -54,7 +69,7 @@ fn unreachable(t: &TraceResult) -> Option<Finding> {
             "hop {} ({addr}) says {} is {}",
             hop.ttl,
             t.target,
-            unreachable_text(code)
+            unreachable_text(t.target, code)
         ),
     );
     f.impact.affected_fraction = Some(1.0);

@@ -10,10 +10,12 @@
 //! `interval` whatever became of the earlier ones (loss does not stretch a trace), and each
 //! probe waits at most `timeout` for its own answer ([`engine`]).
 //! RTTs use the kernel's receive timestamp where the reply is a queued error or a datagram.
-//! Rounds and TTLs are bounded; only IPv4 is traced for now.
+//! Rounds and TTLs are bounded. IPv4 and IPv6 share the engine; what differs per family is in
+//! [`packet`].
 
 pub mod assess;
 mod engine;
+pub mod packet;
 pub mod probe;
 pub mod stats;
 mod sys;
@@ -21,7 +23,7 @@ mod sys;
 use probe::Method;
 use serde::Serialize;
 use stats::Hop;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// Probe protocol.
@@ -39,7 +41,8 @@ pub const MAX_TTL: u8 = 64;
 
 #[derive(Debug, Clone)]
 pub struct TraceOptions {
-    pub target: Ipv4Addr,
+    /// IPv4 or IPv6; never IPv4-mapped (see [`TraceOptions::new`]).
+    pub target: IpAddr,
     pub protocol: Protocol,
     /// Destination port (TCP, UDP); UDP uses port + ttl - 1 when `udp_fixed_port` is false,
     /// as traceroute does.
@@ -63,9 +66,11 @@ pub struct TraceOptions {
 }
 
 impl TraceOptions {
-    pub fn new(target: Ipv4Addr, protocol: Protocol) -> Self {
+    /// Defaults for `target`. An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) becomes `a.b.c.d`:
+    /// such a destination is reached over IPv4, and IPv6 sockets cannot set its TTL.
+    pub fn new(target: impl Into<IpAddr>, protocol: Protocol) -> Self {
         TraceOptions {
-            target,
+            target: target.into().to_canonical(),
             protocol,
             port: match protocol {
                 Protocol::Udp => 33434,
@@ -93,7 +98,7 @@ pub enum TraceError {
     #[error("send probe with ttl {ttl} to {target}: {source}")]
     Send {
         ttl: u8,
-        target: Ipv4Addr,
+        target: IpAddr,
         #[source]
         source: std::io::Error,
     },
@@ -132,7 +137,10 @@ fn method_for(opts: &TraceOptions) -> Result<Method, TraceError> {
     match opts.protocol {
         Protocol::Tcp => Ok(Method::TcpConnect),
         Protocol::Udp => Ok(Method::Udp),
-        Protocol::Icmp => probe::icmp_method(opts.icmp_ping_socket).map_err(TraceError::Privilege),
+        Protocol::Icmp => {
+            probe::icmp_method(opts.icmp_ping_socket, packet::Family::of(opts.target))
+                .map_err(TraceError::Privilege)
+        }
     }
 }
 
@@ -206,7 +214,7 @@ pub fn run(
         resolve_names(&mut hops, opts.name_timeout);
     }
     Ok(TraceResult {
-        target: IpAddr::V4(opts.target),
+        target: opts.target,
         protocol: opts.protocol,
         port: (opts.protocol != Protocol::Icmp).then_some(opts.port),
         method: method.describe(),
@@ -250,6 +258,7 @@ fn resolve_names(hops: &mut [Hop], cap: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
     #[test]
     fn tcp_trace_to_loopback_is_one_hop() {
@@ -266,6 +275,36 @@ mod tests {
         assert_eq!(r.hops.len(), 1);
         assert_eq!((r.hops[0].sent, r.hops[0].received), (3, 3));
         assert!(r.hops[0].destination);
+    }
+
+    #[test]
+    fn tcp_trace_to_ipv6_loopback_is_one_hop() {
+        let listener = std::net::TcpListener::bind("[::1]:0").unwrap();
+        let mut o = TraceOptions::new(std::net::Ipv6Addr::LOCALHOST, Protocol::Tcp);
+        o.port = listener.local_addr().unwrap().port();
+        o.rounds = 2;
+        o.interval = Duration::from_millis(10);
+        o.names = false;
+        let r = run(&o, &mut |_, _| {}).unwrap();
+        assert!(r.reached);
+        assert_eq!(r.target, IpAddr::V6(std::net::Ipv6Addr::LOCALHOST));
+        assert_eq!(r.hops.len(), 1);
+        assert_eq!(r.hops[0].addrs[0].ip, r.target);
+        assert_eq!((r.hops[0].sent, r.hops[0].received), (2, 2));
+    }
+
+    #[test]
+    fn an_ipv4_mapped_target_is_traced_over_ipv4() {
+        let mapped: std::net::Ipv6Addr = "::ffff:127.0.0.1".parse().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut o = TraceOptions::new(mapped, Protocol::Tcp);
+        assert_eq!(o.target, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        o.port = listener.local_addr().unwrap().port();
+        o.rounds = 1;
+        o.names = false;
+        let r = run(&o, &mut |_, _| {}).unwrap();
+        assert!(r.reached);
+        assert_eq!(r.hops[0].addrs[0].ip, IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
 
     #[test]

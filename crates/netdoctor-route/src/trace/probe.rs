@@ -14,12 +14,22 @@
 //! - UDP: a connected datagram socket, IP_TTL, IP_RECVERR: Time Exceeded from routers, Port
 //!   Unreachable from the destination. Unprivileged.
 //! - ICMP: echo requests. A raw socket needs CAP_NET_RAW; an ICMP datagram ("ping") socket
-//!   needs the group id within `net.ipv4.ping_group_range`.
+//!   needs the group id within `net.ipv4.ping_group_range` (which also governs ICMPv6 ping
+//!   sockets).
+//!
+//! IPv6 is the same engine on AF_INET6 sockets: the hop limit is IPV6_UNICAST_HOPS per socket
+//! (there is no header to write: the kernel builds it, as IP_TTL does for IPv4), errors are
+//! queued by IPV6_RECVERR, ICMPv6 echo goes over a raw or ping ICMPv6 socket whose checksum
+//! the kernel computes, and a TCP probe is still the kernel's own SYN, so its pseudo-header
+//! checksum is the kernel's too. What differs per family (message types, the echo request, the
+//! raw parser) is in [`super::packet`]. An IPv4-mapped target (`::ffff:a.b.c.d`) is traced over
+//! IPv4 ([`super::TraceOptions::new`] turns it into `a.b.c.d`).
 
+use super::packet::Family;
 use super::sys;
 use serde::Serialize;
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::{Instant, SystemTime};
 
@@ -73,7 +83,8 @@ pub struct Probe {
     pub sent_wall: SystemTime,
     sock: Socket,
     method: Method,
-    target: Ipv4Addr,
+    target: IpAddr,
+    family: Family,
     /// Raw ICMP: our echo id and sequence number.
     ident: u16,
     seq: u16,
@@ -82,87 +93,24 @@ pub struct Probe {
     pub error: Option<String>,
 }
 
-fn v4(target: Ipv4Addr, port: u16) -> SockAddr {
-    SocketAddr::V4(SocketAddrV4::new(target, port)).into()
-}
-
-/// The ICMP echo request (type 8) with its checksum.
-pub fn echo_request(ident: u16, seq: u16) -> [u8; 16] {
-    let mut p = [0u8; 16];
-    p[0] = 8;
-    p[4..6].copy_from_slice(&ident.to_be_bytes());
-    p[6..8].copy_from_slice(&seq.to_be_bytes());
-    p[8..16].copy_from_slice(b"netdoctr");
-    let sum = checksum(&p);
-    p[2..4].copy_from_slice(&sum.to_be_bytes());
-    p
-}
-
-pub fn checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for c in data.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            u16::from_be_bytes([c[0], 0])
-        };
-        sum += u32::from(w);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-/// Parses an IPv4 packet read from a raw ICMP socket: the reply kind and sender when it answers
-/// our echo (`ident`, `seq`), either directly (echo reply) or quoted inside an ICMP error.
-pub fn parse_raw_icmp(pkt: &[u8], ident: u16, seq: u16) -> Option<(IpAddr, ReplyKind)> {
-    let ihl = usize::from(pkt.first()? & 0x0f) * 4;
-    let src = Ipv4Addr::new(*pkt.get(12)?, pkt[13], pkt[14], pkt[15]);
-    let icmp = pkt.get(ihl..)?;
-    let ours = |echo: &[u8]| -> bool {
-        echo.len() >= 8
-            && echo[0] == 8
-            && u16::from_be_bytes([echo[4], echo[5]]) == ident
-            && u16::from_be_bytes([echo[6], echo[7]]) == seq
-    };
-    match *icmp.first()? {
-        0 => {
-            let id_ok = u16::from_be_bytes([*icmp.get(4)?, *icmp.get(5)?]) == ident;
-            let seq_ok = u16::from_be_bytes([*icmp.get(6)?, *icmp.get(7)?]) == seq;
-            (id_ok && seq_ok).then_some((IpAddr::V4(src), ReplyKind::Reached))
-        }
-        t @ (3 | 11) => {
-            let inner = icmp.get(8..)?;
-            let inner_ihl = usize::from(inner.first()? & 0x0f) * 4;
-            if !ours(inner.get(inner_ihl..)?) {
-                return None;
-            }
-            let kind = if t == 11 {
-                ReplyKind::TimeExceeded
-            } else {
-                ReplyKind::Unreachable { code: icmp[1] }
-            };
-            Some((IpAddr::V4(src), kind))
-        }
-        _ => None,
-    }
-}
-
 impl Probe {
     /// Opens the socket for `method` and sends the probe.
     pub fn send(
         method: Method,
-        target: Ipv4Addr,
+        target: IpAddr,
         port: u16,
         ttl: u8,
         ident: u16,
         seq: u16,
     ) -> std::io::Result<Probe> {
-        let sock = open(method)?;
-        sock.set_ttl_v4(u32::from(ttl))?;
+        let family = Family::of(target);
+        let sock = open(method, family)?;
+        match family {
+            Family::V4 => sock.set_ttl_v4(u32::from(ttl))?,
+            Family::V6 => sock.set_unicast_hops_v6(u32::from(ttl))?,
+        }
         if method != Method::IcmpRaw {
-            sys::enable_recverr(&sock)?;
+            sys::enable_recverr(&sock, family)?;
         }
         sys::enable_rx_timestamps(&sock);
         let sent_wall = SystemTime::now();
@@ -174,25 +122,27 @@ impl Probe {
             sock,
             method,
             target,
+            family,
             ident,
             seq,
             reply: None,
             error: None,
         };
+        let to = |port| SockAddr::from(SocketAddr::new(target, port));
         match method {
-            Method::TcpConnect => match probe.sock.connect(&v4(target, port)) {
-                Ok(()) => probe.finish(IpAddr::V4(target), ReplyKind::Reached, None),
+            Method::TcpConnect => match probe.sock.connect(&to(port)) {
+                Ok(()) => probe.finish(target, ReplyKind::Reached, None),
                 Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
                 Err(e) => return Err(e),
             },
             Method::Udp => {
-                probe.sock.connect(&v4(target, port))?;
+                probe.sock.connect(&to(port))?;
                 probe.sock.send(b"netdoctor trace probe")?;
             }
             Method::IcmpDgram | Method::IcmpRaw => {
                 probe
                     .sock
-                    .send_to(&echo_request(ident, seq), &v4(target, 0))?;
+                    .send_to(&family.echo_request(ident, seq), &to(0))?;
             }
         }
         Ok(probe)
@@ -239,11 +189,13 @@ impl Probe {
     }
 
     fn classify(&self, e: sys::QueuedError) -> (IpAddr, ReplyKind) {
-        let from = e.offender.unwrap_or(IpAddr::V4(self.target));
-        let kind = match e.icmp_type {
-            11 => ReplyKind::TimeExceeded,
-            _ if from == IpAddr::V4(self.target) => ReplyKind::Reached,
-            _ => ReplyKind::Unreachable { code: e.icmp_code },
+        let from = e.offender.unwrap_or(self.target);
+        let kind = if self.family.is_time_exceeded(e.icmp_type) {
+            ReplyKind::TimeExceeded
+        } else if from == self.target {
+            ReplyKind::Reached
+        } else {
+            ReplyKind::Unreachable { code: e.icmp_code }
         };
         (from, kind)
     }
@@ -263,7 +215,7 @@ impl Probe {
                 }
             }
         }
-        let target = IpAddr::V4(self.target);
+        let target = self.target;
         match self.method {
             Method::TcpConnect => match self.sock.take_error() {
                 Ok(None) => self.finish(target, ReplyKind::Reached, None),
@@ -276,7 +228,7 @@ impl Probe {
             Method::Udp | Method::IcmpDgram => {
                 let mut buf = [0u8; 1500];
                 match sys::recv_nonblocking(&self.sock, &mut buf) {
-                    Ok(Some((_, ts))) => self.finish(target, ReplyKind::Reached, ts),
+                    Ok(Some(r)) => self.finish(target, ReplyKind::Reached, r.at),
                     Ok(None) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
                         self.finish(target, ReplyKind::Reached, None)
@@ -286,9 +238,10 @@ impl Probe {
             }
             Method::IcmpRaw => {
                 let mut buf = [0u8; 1500];
-                while let Ok(Some((n, ts))) = sys::recv_nonblocking(&self.sock, &mut buf) {
-                    if let Some((from, kind)) = parse_raw_icmp(&buf[..n], self.ident, self.seq) {
-                        self.finish(from, kind, ts);
+                while let Ok(Some(r)) = sys::recv_nonblocking(&self.sock, &mut buf) {
+                    let (pkt, ident, seq) = (&buf[..r.len], self.ident, self.seq);
+                    if let Some((from, kind)) = self.family.parse_raw(pkt, r.from, ident, seq) {
+                        self.finish(from, kind, r.at);
                         break;
                     }
                 }
@@ -305,26 +258,31 @@ impl Probe {
     }
 }
 
-fn open(method: Method) -> std::io::Result<Socket> {
+fn open(method: Method, family: Family) -> std::io::Result<Socket> {
+    let (domain, icmp) = match family {
+        Family::V4 => (Domain::IPV4, SockProto::ICMPV4),
+        Family::V6 => (Domain::IPV6, SockProto::ICMPV6),
+    };
     let (ty, proto) = match method {
         Method::TcpConnect => (Type::STREAM, None),
         Method::Udp => (Type::DGRAM, None),
-        Method::IcmpRaw => (Type::RAW, Some(SockProto::ICMPV4)),
-        Method::IcmpDgram => (Type::DGRAM, Some(SockProto::ICMPV4)),
+        Method::IcmpRaw => (Type::RAW, Some(icmp)),
+        Method::IcmpDgram => (Type::DGRAM, Some(icmp)),
     };
-    let sock = Socket::new(Domain::IPV4, ty, proto)?;
+    let sock = Socket::new(domain, ty, proto)?;
     sock.set_nonblocking(true)?;
     sock.set_cloexec(true)?;
     Ok(sock)
 }
 
-/// Which ICMP method this process may use: raw when it has CAP_NET_RAW, else a ping socket when
-/// `net.ipv4.ping_group_range` allows its group, else an error naming both ways out.
-pub fn icmp_method(ping_socket_only: bool) -> Result<Method, String> {
-    if !ping_socket_only && open(Method::IcmpRaw).is_ok() {
+/// Which ICMP method this process may use toward `family`: raw when it has CAP_NET_RAW, else a
+/// ping socket when `net.ipv4.ping_group_range` allows its group, else an error naming both
+/// ways out.
+pub fn icmp_method(ping_socket_only: bool, family: Family) -> Result<Method, String> {
+    if !ping_socket_only && open(Method::IcmpRaw, family).is_ok() {
         return Ok(Method::IcmpRaw);
     }
-    match open(Method::IcmpDgram) {
+    match open(Method::IcmpDgram, family) {
         Ok(_) => Ok(Method::IcmpDgram),
         Err(e) => {
             // SAFETY: getgid has no preconditions.
@@ -346,63 +304,32 @@ pub fn icmp_method(ping_socket_only: bool) -> Result<Method, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
-    #[test]
-    fn echo_request_checksums_to_zero() {
-        let p = echo_request(0x1234, 7);
-        assert_eq!(checksum(&p), 0);
-        assert_eq!(&p[4..8], &[0x12, 0x34, 0, 7]);
-    }
-
-    fn ipv4(src: [u8; 4], payload: &[u8]) -> Vec<u8> {
-        let mut h = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0];
-        h.extend_from_slice(&src);
-        h.extend_from_slice(&[10, 0, 0, 1]);
-        h.extend_from_slice(payload);
-        h
-    }
-
-    #[test]
-    fn raw_icmp_replies_are_matched_to_their_probe() {
-        let mut reply = echo_request(9, 3).to_vec();
-        reply[0] = 0;
-        let pkt = ipv4([10, 0, 0, 9], &reply);
-        assert_eq!(
-            parse_raw_icmp(&pkt, 9, 3),
-            Some(("10.0.0.9".parse().unwrap(), ReplyKind::Reached))
-        );
-        assert_eq!(parse_raw_icmp(&pkt, 9, 4), None);
-        // Time exceeded from a router quoting our echo request.
-        let quoted = ipv4([10, 0, 0, 1], &echo_request(9, 3));
-        let mut te = vec![11, 0, 0, 0, 0, 0, 0, 0];
-        te.extend_from_slice(&quoted);
-        let pkt = ipv4([10, 0, 1, 1], &te);
-        assert_eq!(
-            parse_raw_icmp(&pkt, 9, 3),
-            Some(("10.0.1.1".parse().unwrap(), ReplyKind::TimeExceeded))
-        );
-        assert_eq!(parse_raw_icmp(&pkt, 8, 3), None);
-        assert_eq!(parse_raw_icmp(&pkt[..30], 9, 3), None);
-    }
-
-    /// TCP and UDP probes toward loopback reach the destination at TTL 1 without privilege.
+    /// TCP and UDP probes toward loopback reach the destination at TTL 1 without privilege,
+    /// over IPv4 and IPv6.
     #[test]
     fn loopback_is_reached_by_tcp_and_udp() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        for (method, port) in [(Method::TcpConnect, port), (Method::Udp, 9)] {
-            let mut p = Probe::send(method, Ipv4Addr::LOCALHOST, port, 1, 0, 0).unwrap();
-            let deadline = Instant::now() + std::time::Duration::from_secs(2);
-            while !p.done() && Instant::now() < deadline {
-                let mut fds = [sys::pollfd(p.fd(), p.events())];
-                sys::poll(&mut fds, std::time::Duration::from_millis(100)).unwrap();
-                if fds[0].revents != 0 {
-                    p.on_event();
+        for lo in [
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ] {
+            let listener = std::net::TcpListener::bind((lo, 0)).unwrap();
+            let port = listener.local_addr().unwrap().port();
+            for (method, port) in [(Method::TcpConnect, port), (Method::Udp, 9)] {
+                let mut p = Probe::send(method, lo, port, 1, 0, 0).unwrap();
+                let deadline = Instant::now() + std::time::Duration::from_secs(5);
+                while !p.done() && Instant::now() < deadline {
+                    let mut fds = [sys::pollfd(p.fd(), p.events())];
+                    sys::poll(&mut fds, std::time::Duration::from_millis(100)).unwrap();
+                    if fds[0].revents != 0 {
+                        p.on_event();
+                    }
                 }
+                let r = p.reply.expect("reply");
+                assert_eq!(r.kind, ReplyKind::Reached, "{method:?} {lo}");
+                assert_eq!(r.from, lo);
             }
-            let r = p.reply.expect("reply");
-            assert_eq!(r.kind, ReplyKind::Reached, "{method:?}");
-            assert_eq!(r.from, IpAddr::V4(Ipv4Addr::LOCALHOST));
         }
     }
 }

@@ -1,8 +1,10 @@
-//! The few syscalls the probe engine needs that socket2 does not wrap: IP_RECVERR and its error
-//! queue (`recvmsg(MSG_ERRQUEUE)`, which carries the ICMP error and the address of the router
-//! that sent it), and `poll(2)` over many probe sockets.
+//! The few syscalls the probe engine needs that socket2 does not wrap: IP_RECVERR /
+//! IPV6_RECVERR and the error queue (`recvmsg(MSG_ERRQUEUE)`, which carries the ICMP or ICMPv6
+//! error and the address of the router that sent it), a receive that also returns the sender
+//! (a raw ICMPv6 socket reads no IP header), and `poll(2)` over many probe sockets.
 
-use std::net::{IpAddr, Ipv4Addr};
+use super::packet::Family;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -93,15 +95,20 @@ unsafe fn timestamp_of(msg: &libc::msghdr) -> Option<SystemTime> {
     None
 }
 
-/// Turns on IP_RECVERR: ICMP errors for this socket are queued with their sender's address.
-pub fn enable_recverr(sock: &impl AsRawFd) -> std::io::Result<()> {
+/// Turns on IP_RECVERR (IPv4) or IPV6_RECVERR: ICMP errors for this socket are queued with
+/// their sender's address.
+pub fn enable_recverr(sock: &impl AsRawFd, family: Family) -> std::io::Result<()> {
     let one: libc::c_int = 1;
+    let (level, name) = match family {
+        Family::V4 => (libc::SOL_IP, libc::IP_RECVERR),
+        Family::V6 => (libc::SOL_IPV6, libc::IPV6_RECVERR),
+    };
     // SAFETY: valid fd; the option value is a c_int whose size is passed.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
-            libc::SOL_IP,
-            libc::IP_RECVERR,
+            level,
+            name,
             (&one as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
@@ -147,20 +154,24 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
     let received = unsafe { timestamp_of(&msg) };
     // SAFETY: the kernel filled msg_control with msg_controllen bytes of cmsgs; the CMSG_*
     // macros walk them within those bounds; sock_extended_err and the offender sockaddr follow
-    // the IP_RECVERR header as documented in ip(7).
+    // the IP_RECVERR / IPV6_RECVERR header as documented in ip(7) and ipv6(7); the offender is
+    // read as the sockaddr its family field names.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_IP && (*cmsg).cmsg_type == libc::IP_RECVERR {
+            let (level, ty) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+            let v4 = level == libc::SOL_IP && ty == libc::IP_RECVERR;
+            let v6 = level == libc::SOL_IPV6 && ty == libc::IPV6_RECVERR;
+            if v4 || v6 {
                 let ee = libc::CMSG_DATA(cmsg) as *const libc::sock_extended_err;
                 let ee_val = std::ptr::read_unaligned(ee);
-                if ee_val.ee_origin != libc::SO_EE_ORIGIN_ICMP {
+                if ee_val.ee_origin != libc::SO_EE_ORIGIN_ICMP
+                    && ee_val.ee_origin != libc::SO_EE_ORIGIN_ICMP6
+                {
                     return Ok(None);
                 }
-                let off = libc::SO_EE_OFFENDER(ee) as *const libc::sockaddr_in;
-                let sin = std::ptr::read_unaligned(off);
-                let offender = (sin.sin_family == libc::AF_INET as libc::sa_family_t)
-                    .then(|| IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                let off = libc::SO_EE_OFFENDER(ee);
+                let offender = sockaddr_ip(off.cast());
                 return Ok(Some(QueuedError {
                     icmp_type: ee_val.ee_type,
                     icmp_code: ee_val.ee_code,
@@ -174,29 +185,71 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
     Ok(None)
 }
 
-/// Receives one datagram without blocking: its length and kernel arrival time (when
-/// timestamps are on); `Ok(None)` when nothing is waiting.
-pub fn recv_nonblocking(
-    sock: &impl AsRawFd,
-    buf: &mut [u8],
-) -> std::io::Result<Option<(usize, Option<SystemTime>)>> {
+/// The address of a sockaddr_in or sockaddr_in6 (by its family field); `None` for others.
+/// (The scope of a link-local IPv6 address is not kept: hops are shown by address.)
+///
+/// # Safety
+/// `sa` must point at readable memory at least as large as a `sockaddr_in6`.
+unsafe fn sockaddr_ip(sa: *const libc::sockaddr_storage) -> Option<IpAddr> {
+    // SAFETY: the caller guarantees sa is readable for a sockaddr_in6 (the larger of the two);
+    // each is read only when the family field says it is one.
+    unsafe {
+        let family = std::ptr::read_unaligned(sa.cast::<libc::sa_family_t>());
+        if family == libc::AF_INET as libc::sa_family_t {
+            let sin = std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in>());
+            Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                sin.sin_addr.s_addr,
+            ))))
+        } else if family == libc::AF_INET6 as libc::sa_family_t {
+            let sin6 = std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in6>());
+            Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+        } else {
+            None
+        }
+    }
+}
+
+/// One datagram read by [`recv_nonblocking`].
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    pub len: usize,
+    /// Kernel arrival time, when timestamps are on.
+    pub at: Option<SystemTime>,
+    /// The sender's address.
+    pub from: Option<IpAddr>,
+}
+
+/// Receives one datagram without blocking: its length, kernel arrival time (when timestamps
+/// are on) and sender; `Ok(None)` when nothing is waiting.
+pub fn recv_nonblocking(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<Option<Received>> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     let mut control = [0u64; 16]; // 128 bytes, 8-aligned for cmsghdr
+    // SAFETY: sockaddr_storage is plain data; zeroed is a valid empty value (family 0).
+    let mut name: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     // SAFETY: msghdr is plain data; zeroed is a valid empty value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut name as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of_val(&name) as libc::socklen_t;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&control);
-    // SAFETY: msg points at live buffers (iov over buf, control) of the lengths given.
+    // SAFETY: msg points at live buffers (name, iov over buf, control) of the lengths given.
     let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
     if n >= 0 {
         // SAFETY: msg comes from the successful recvmsg above; control is still alive.
-        let ts = unsafe { timestamp_of(&msg) };
-        return Ok(Some((n as usize, ts)));
+        let at = unsafe { timestamp_of(&msg) };
+        // SAFETY: name is a live sockaddr_storage (larger than sockaddr_in6), zeroed when the
+        // socket reports no sender.
+        let from = unsafe { sockaddr_ip(&name) };
+        return Ok(Some(Received {
+            len: n as usize,
+            at,
+            from,
+        }));
     }
     let e = std::io::Error::last_os_error();
     match e.raw_os_error() {
