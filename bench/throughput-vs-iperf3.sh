@@ -4,8 +4,10 @@
 # loopback. Prints one line per measurement and the ratios.
 #   TCP: Gbit/s and CPU seconds per GB (both ends, from each tool's own cpu_utilization_percent)
 #        for 1 and 4 streams; the peers alternate which goes first.
-#   UDP packet rate, 64-byte payloads, one sending thread: our --pps max vs iperf3 -u -l 64 -b 0
-#        vs trafgen (veth only), packets/s counted at the receiving interface (and by the tools).
+#   UDP packet rate, 64-byte payloads, one sending thread: our --pps max (GSO, and --no-gso) vs
+#        iperf3 -u -l 64 -b 0 vs trafgen (veth only), packets/s counted at the receiving interface
+#        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
+#        NICs lack it), so GSO messages cross it as separate datagrams.
 # Needs root, iperf3, netsniff-ng (trafgen; run with --no-sock-mem --notouch-irq so it leaves
 # the host's socket-memory sysctls and IRQ affinity alone). Removes its namespaces and
 # processes on exit.
@@ -18,6 +20,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   ip netns del "$A" 2>/dev/null || true
   ip netns del "$B" 2>/dev/null || true
+  rm -f /tmp/ndthru-time.$$
 }
 trap cleanup EXIT INT TERM
 command -v iperf3 >/dev/null || { echo "skipped: needs iperf3 (apt-get install iperf3)"; exit 0; }
@@ -26,6 +29,10 @@ command -v iperf3 >/dev/null || { echo "skipped: needs iperf3 (apt-get install i
 ip netns add "$A"; ip netns add "$B"
 ip link add vA netns "$A" type veth peer name vB netns "$B"
 ip -n "$A" addr add 10.77.0.1/24 dev vA; ip -n "$B" addr add 10.77.0.2/24 dev vB
+# vA without UDP segmentation offload, like most NICs: netdoctor's GSO messages are cut into
+# separate datagrams before the veth, so vB's rx_packets counts datagrams, not messages.
+ip netns exec "$A" ethtool -K vA tx-udp-segmentation off >/dev/null 2>&1 ||
+  echo "note: ethtool -K vA tx-udp-segmentation off failed: vB counts netdoctor's GSO messages, not datagrams" >&2
 ip -n "$A" link set vA up; ip -n "$B" link set vB up
 ip -n "$A" link set lo up; ip -n "$B" link set lo up
 
@@ -57,9 +64,12 @@ PY
   rm -f $out
 }
 
+TIMED=(/usr/bin/time -f '%U %S' -o /tmp/ndthru-time.$$)
 rx_packets() { ip netns exec "$B" cat /sys/class/net/vB/statistics/rx_packets; }
 
-# run_pps TOOL -> "sent_pps arrived_pps" (veth: arrivals at vB)
+# run_pps TOOL -> "sent_pps arrived_pps arrived_per_sender_cpu_s" (veth: arrivals at vB; the
+# sender's user+sys CPU seconds from /usr/bin/time, softirq work done in its context included:
+# on a busy machine the rate follows the CPU share a tool gets, packets per CPU second less so)
 run_pps() {
   local tool=$1 port=5299 before after secs
   ip netns exec "$B" "$ND" throughput --pps-server -p $port -t $((T + 4)) --json > /tmp/ndthru-pr.$$ 2>/dev/null & PIDS+=($!)
@@ -67,26 +77,30 @@ run_pps() {
   before=$(rx_packets)
   local start=$(date +%s.%N) sent=0
   case $tool in
-    netdoctor) sent=$(ip netns exec "$A" "$ND" throughput 10.77.0.2 -p $port --pps max -T 1 -l 64 -t "$T" --json | python3 -c 'import json,sys;print(json.load(sys.stdin)["packets"])') ;;
+    netdoctor|netdoctor-no-gso)
+      local g=(); [ "$tool" = netdoctor-no-gso ] && g=(--no-gso)
+      sent=$(ip netns exec "$A" "${TIMED[@]}" "$ND" throughput 10.77.0.2 -p $port --pps max -T 1 -l 64 -t "$T" "${g[@]}" --json | python3 -c 'import json,sys;print(json.load(sys.stdin)["packets"])') ;;
     iperf3)
       # iperf3 needs its own server: the UDP data goes to it; arrivals are counted at vB.
       ip netns exec "$B" iperf3 -s -1 -p 5298 >/dev/null 2>&1 & PIDS+=($!); sleep 0.5
-      sent=$(ip netns exec "$A" iperf3 -c 10.77.0.2 -p 5298 -u -l 64 -b 0 -t "$T" --json | python3 -c 'import json,sys;print(json.load(sys.stdin)["end"]["sum_sent"]["packets"])') ;;
+      sent=$(ip netns exec "$A" "${TIMED[@]}" iperf3 -c 10.77.0.2 -p 5298 -u -l 64 -b 0 -t "$T" --json | python3 -c 'import json,sys;print(json.load(sys.stdin)["end"]["sum_sent"]["packets"])') ;;
     trafgen)
       local mac; mac=$(ip netns exec "$B" cat /sys/class/net/vB/address)
       printf '{ eth(da=%s), ipv4(saddr=10.77.0.1, daddr=10.77.0.2), udp(sport=40000, dport=%s), fill(0x41, 64) }\n' "$mac" $port > /tmp/ndthru-tg.$$
-      sent=$(ip netns exec "$A" timeout -s INT "$T" trafgen --dev vA --conf /tmp/ndthru-tg.$$ --cpus 1 --no-sock-mem --notouch-irq 2>&1 | awk '/packets outgoing/ {print $1; exit}' | tr -dc 0-9)
+      sent=$(ip netns exec "$A" "${TIMED[@]}" timeout -s INT "$T" trafgen --dev vA --conf /tmp/ndthru-tg.$$ --cpus 1 --no-sock-mem --notouch-irq 2>&1 | awk '/packets outgoing/ {print $1; exit}' | tr -dc 0-9)
       rm -f /tmp/ndthru-tg.$$ ;;
   esac
   local end=$(date +%s.%N)
   after=$(rx_packets)
   wait "${PIDS[-1]}" 2>/dev/null || true
   sent=$(printf '%s' "$sent" | tr -dc 0-9)
-  python3 -c "s=$end-$start; print(f'{${sent:-0}/s:.0f} {($after-$before)/s:.0f}')"
+  local cpu; cpu=$(tail -n 1 /tmp/ndthru-time.$$ 2>/dev/null | awk '{ print $1 + $2 }')
+  python3 -c "s=$end-$start; c=${cpu:-0}; print(f'{${sent:-0}/s:.0f} {($after-$before)/s:.0f} {($after-$before)/c if c else 0:.0f}')"
 }
 
-echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r)"
-for where in veth loopback; do
+echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# PPS_ONLY=1: only the packet-rate part.
+for where in $([ -n "${PPS_ONLY:-}" ] || echo veth loopback); do
   for p in 1 4; do
     if [ $p = 1 ]; then order="iperf3 netdoctor"; else order="netdoctor iperf3"; fi
     declare -A R=()
@@ -96,12 +110,15 @@ for where in veth loopback; do
   done
 done
 declare -A S=()
-for tool in iperf3 netdoctor trafgen; do
+for tool in iperf3 netdoctor netdoctor-no-gso trafgen; do
   if [ $tool = trafgen ] && ! command -v trafgen >/dev/null; then echo "skipped: needs trafgen (apt-get install netsniff-ng)"; continue; fi
-  S[$tool]=$(run_pps $tool); echo "pps veth $tool: ${S[$tool]} (sent/s, arrived at vB/s)"
+  S[$tool]=$(run_pps $tool); echo "pps veth $tool: ${S[$tool]} (sent/s, arrived at vB/s, arrived per sender CPU s)"
 done
-read -r ns na <<<"${S[netdoctor]}"; read -r is ia <<<"${S[iperf3]}"
-python3 -c "print(f'pps veth ratio netdoctor/iperf3: sent {$ns/$is:.2f}x, arrived {$na/$ia:.2f}x')"
+read -r ns na nc <<<"${S[netdoctor]}"; read -r is ia ic <<<"${S[iperf3]}"
+python3 -c "print(f'pps veth ratio netdoctor/iperf3: sent {$ns/$is:.2f}x, arrived {$na/$ia:.2f}x, arrived per sender CPU s {$nc/max($ic,1):.2f}x')"
+read -r gs ga gc <<<"${S[netdoctor-no-gso]}"
+python3 -c "print(f'pps veth ratio netdoctor --no-gso/iperf3: sent {$gs/$is:.2f}x, arrived {$ga/$ia:.2f}x, arrived per sender CPU s {$gc/max($ic,1):.2f}x')"
 # trafgen's own count can be missing (its summary did not come out after SIGINT): the arrived
 # ratio, counted at the receiving interface, stands without it.
-if [ -n "${S[trafgen]:-}" ]; then read -r ts ta <<<"${S[trafgen]}"; python3 -c "print('pps veth ratio netdoctor/trafgen: sent ' + (f'{$ns/$ts:.2f}x' if $ts else 'n/a (trafgen printed no count)') + f', arrived {$na/$ta:.2f}x')"; fi
+if [ -n "${S[trafgen]:-}" ]; then read -r ts ta tc <<<"${S[trafgen]}"; python3 -c "print('pps veth ratio netdoctor/trafgen: sent ' + (f'{$ns/$ts:.2f}x' if $ts else 'n/a (trafgen printed no count)') + f', arrived {$na/$ta:.2f}x, arrived per sender CPU s {$nc/max($tc,1):.2f}x')"; fi
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

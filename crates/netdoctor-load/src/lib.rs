@@ -156,6 +156,10 @@ pub struct LoadConfig {
     /// gRPC: requests are gRPC calls (POST, `content-type: application/grpc`, the body framed
     /// as one gRPC message) and the `grpc-status` trailer decides success. Implies HTTP/2.
     pub grpc: bool,
+    /// Pin load thread `i` to the `i`-th CPU this process may use (modulo their count), so the
+    /// scheduler does not stack the threads on one CPU; default false. A failed pin is ignored
+    /// (the thread runs unpinned).
+    pub pin_threads: bool,
 }
 
 /// Which HTTP the load speaks.
@@ -193,6 +197,7 @@ impl LoadConfig {
             protocol: Protocol::Auto,
             streams: 1,
             grpc: false,
+            pin_threads: false,
         }
     }
 
@@ -325,6 +330,11 @@ pub fn run(
     let start = Instant::now();
     let deadline = start + cfg.duration;
 
+    let cpus = if cfg.pin_threads {
+        netdoctor_sys::affinity::allowed_cpus().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let outcome = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
         for (i, w) in workers.into_iter().enumerate() {
@@ -332,7 +342,16 @@ pub fn run(
             let done = &done;
             let h = std::thread::Builder::new()
                 .name(format!("load-{i}"))
-                .spawn_scoped(scope, move || w.run(spec, start, deadline, done));
+                .spawn_scoped(scope, {
+                    let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+                    move || {
+                        if let Some(cpu) = cpu {
+                            // Best effort: unpinned is still a correct run.
+                            let _ = netdoctor_sys::affinity::pin_current_thread(cpu);
+                        }
+                        w.run(spec, start, deadline, done)
+                    }
+                });
             match h {
                 Ok(h) => handles.push(h),
                 Err(source) => {

@@ -567,3 +567,52 @@ fn in_flight_responses_are_drained_so_connections_close_without_reset() {
         "server saw a reset, not a close"
     );
 }
+
+/// The CPUs a thread named `name` of this process may run on (from /proc), if one exists.
+fn cpus_of_thread(name: &str) -> Option<String> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            return status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string());
+        }
+    }
+    None
+}
+
+/// `--pin-threads`: each load thread runs on one allowed CPU (thread i on the i-th, modulo), and
+/// the run counts as an unpinned one does.
+#[test]
+fn pinned_threads_run_on_one_cpu_each_and_count_the_same() {
+    let allowed = netdoctor_sys::affinity::allowed_cpus().unwrap();
+    let server = TestServer::start(Mode::ContentLength);
+    let mut cfg = config(server.target(), 6, 3, 20_000);
+    cfg.pin_threads = true;
+    let stop = AtomicBool::new(false);
+    let mut seen: Vec<Option<String>> = Vec::new();
+    let mut calls = 0;
+    let res = run(&cfg, &stop, &mut |_| {
+        // Progress runs on the calling thread every 250 ms while the load threads live; a busy
+        // machine may start a thread late, so look again until each is pinned (or 10 s passed).
+        calls += 1;
+        seen = (0..3)
+            .map(|i| cpus_of_thread(&format!("load-{i}")))
+            .collect();
+        let settled = seen
+            .iter()
+            .all(|s| s.as_deref().is_some_and(|v| !v.contains([',', '-'])));
+        if settled || calls >= 40 {
+            stop.store(true, Ordering::SeqCst);
+        }
+    })
+    .unwrap();
+    for (i, s) in seen.iter().enumerate() {
+        let want = allowed[i % allowed.len()].to_string();
+        assert_eq!(s.as_deref(), Some(want.as_str()), "load-{i}: {seen:?}");
+    }
+    assert_counts_agree(&res, server.requests(), 6);
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+}

@@ -1,9 +1,18 @@
 //! Packet rate: pktgen's job without the kernel module. Small UDP datagrams at a target rate or
-//! as fast as possible, from one thread or several, with `sendmmsg` (batches of 64); a receiver
+//! as fast as possible, from one thread or several, with `sendmmsg`; a receiver
 //! with `recvmmsg` on one or several `SO_REUSEPORT` sockets counts what arrived, and says where
 //! the rest was lost from the counters of its namespace and host, read before and after:
 //! `Udp.RcvbufErrors`/`Udp.InErrors` (a socket's receive buffer was full), `/proc/net/softnet_stat`
 //! drops (a CPU's backlog queue was full) and time squeezes, and the interfaces' drop counters.
+//!
+//! The sender hands the kernel 64 datagrams per message with `UDP_SEGMENT` (UDP GSO, 8 messages
+//! per `sendmmsg`): the UDP/IP send path then runs once per 64 datagrams and the kernel cuts the
+//! message into separate datagrams (each with its own UDP and IP header) before the device, or
+//! the device does it (USO). That cut the sender's CPU per datagram several times on veth (see
+//! bench/README.md); pktgen and trafgen get their rate by skipping the stack instead. Where the
+//! kernel or the route refuses GSO it sends one datagram per message (batches of 64) and says
+//! so. A device with USO (veth by default) passes the 64-datagram message on whole, so its
+//! `rx_packets` counts messages; the receiving socket still gets each datagram on its own.
 //!
 //! Each datagram starts with a 16-byte header: `NDPR`, the sender thread (u16), the run (u16),
 //! the thread's sequence number (u64), all big-endian. The receiver takes the highest sequence
@@ -22,6 +31,10 @@ const MAGIC: &[u8; 4] = b"NDPR";
 /// Bytes of the header; the smallest datagram.
 pub const HEADER: usize = 16;
 const BATCH: usize = 64;
+/// Datagrams per GSO message (the kernel takes up to `UDP_MAX_SEGMENTS`, 64 or more).
+pub const GSO_SEGMENTS: usize = 64;
+/// GSO messages per `sendmmsg`: 512 datagrams, a burst a default receive buffer absorbs.
+const GSO_BATCH: usize = 8;
 
 /// The sending side.
 #[derive(Debug, Clone)]
@@ -33,6 +46,9 @@ pub struct SendConfig {
     /// Datagrams per second over all threads; 0: as fast as possible.
     pub rate: u64,
     pub duration: Duration,
+    /// Hand the kernel up to [`GSO_SEGMENTS`] datagrams per message with `UDP_SEGMENT` (GSO),
+    /// falling back to one datagram per message where the kernel or the route refuses it.
+    pub gso: bool,
 }
 
 /// What the sender did.
@@ -50,6 +66,12 @@ pub struct SendReport {
     pub send_errors: u64,
     /// CPU seconds this process used.
     pub cpu_seconds: f64,
+    /// Datagrams per message the kernel segmented (`UDP_SEGMENT`); 1: one per message (GSO off,
+    /// or refused: see `notes`).
+    #[serde(default)]
+    pub segments_per_message: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Sends for the configured duration.
@@ -72,7 +94,7 @@ pub fn send(cfg: &SendConfig) -> Result<SendReport, Error> {
     let start = Instant::now();
     let sent = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
-    let mut handles = Vec::new();
+    let mut handles: Vec<std::thread::JoinHandle<Result<usize, String>>> = Vec::new();
     for t in 0..cfg.threads {
         let bind: SocketAddr = if cfg.target.is_ipv4() {
             ([0, 0, 0, 0], 0).into()
@@ -86,15 +108,26 @@ pub fn send(cfg: &SendConfig) -> Result<SendReport, Error> {
         let (sent, errors) = (sent.clone(), errors.clone());
         let per_thread = cfg.rate / u64::from(cfg.threads)
             + u64::from(u64::from(t) < cfg.rate % u64::from(cfg.threads));
-        let (size, duration) = (cfg.size, cfg.duration);
+        let (size, duration, gso) = (cfg.size, cfg.duration, cfg.gso);
         handles.push(std::thread::spawn(move || {
             send_thread(
-                &s, t as u16, run, size, per_thread, start, duration, &sent, &errors,
+                &s, t as u16, run, size, gso, per_thread, start, duration, &sent, &errors,
             )
         }));
     }
+    let mut segments_per_message = usize::MAX;
+    let mut notes = Vec::new();
     for h in handles {
-        let _ = h.join();
+        match h.join() {
+            Ok(Ok(segs)) => segments_per_message = segments_per_message.min(segs),
+            Ok(Err(note)) => {
+                segments_per_message = 1;
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            Err(_) => notes.push("a sending thread panicked".into()),
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
     let packets = sent.load(Ordering::Relaxed);
@@ -109,34 +142,60 @@ pub fn send(cfg: &SendConfig) -> Result<SendReport, Error> {
         bits_per_second: packets as f64 * cfg.size as f64 * 8.0 / seconds,
         send_errors: errors.load(Ordering::Relaxed),
         cpu_seconds: (netdoctor_sys::rusage::own_cpu_time() - cpu0).as_secs_f64(),
+        segments_per_message: if segments_per_message == usize::MAX {
+            1
+        } else {
+            segments_per_message
+        },
+        notes,
     })
 }
 
+/// Datagrams per GSO message for `size`-byte datagrams: [`GSO_SEGMENTS`], fewer when they would
+/// pass the 64 KB a UDP message can hold.
+fn gso_segments(size: usize) -> usize {
+    (65_000 / size).clamp(1, GSO_SEGMENTS)
+}
+
+/// One sending thread; returns the datagrams per message it ended with, or why GSO was refused
+/// (it then went on with one datagram per message).
 #[allow(clippy::too_many_arguments)]
 fn send_thread(
     s: &UdpSocket,
     thread: u16,
     run: u16,
     size: usize,
+    gso: bool,
     rate: u64,
     start: Instant,
     duration: Duration,
     sent: &AtomicU64,
     errors: &AtomicU64,
-) {
-    let mut bufs = vec![vec![0u8; size]; BATCH];
-    for b in &mut bufs {
-        b[..4].copy_from_slice(MAGIC);
-        b[4..6].copy_from_slice(&thread.to_be_bytes());
-        b[6..8].copy_from_slice(&run.to_be_bytes());
+) -> Result<usize, String> {
+    let mut refused = None;
+    let mut segs = if gso { gso_segments(size) } else { 1 };
+    if segs > 1
+        && let Err(e) = netdoctor_sys::sockopt::set_int(
+            s,
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            size as libc::c_int,
+        )
+    {
+        refused = Some(format!(
+            "GSO (UDP_SEGMENT) refused: {}; one datagram per message",
+            netdoctor_sys::os_error::describe(&e)
+        ));
+        segs = 1;
     }
+    let mut bufs = message_buffers(size, segs, thread, run);
     let mut seq = 0u64;
     loop {
         let el = start.elapsed();
         if el >= duration {
             break;
         }
-        let mut n = BATCH;
+        let mut n = bufs.len() * segs;
         if rate > 0 {
             let due = (el.as_secs_f64() * rate as f64) as u64 + 1;
             if seq >= due {
@@ -147,14 +206,42 @@ fn send_thread(
             }
             n = n.min((due - seq) as usize);
         }
-        for (i, b) in bufs[..n].iter_mut().enumerate() {
-            b[8..16].copy_from_slice(&(seq + i as u64).to_be_bytes());
+        // Number the datagrams; the last message may hold fewer than `segs`.
+        let mut refs: Vec<&[u8]> = Vec::with_capacity(n.div_ceil(segs));
+        let mut k = 0usize;
+        for b in bufs.iter_mut() {
+            if k == n {
+                break;
+            }
+            let take = (n - k).min(segs);
+            for d in b.chunks_mut(size).take(take) {
+                d[8..16].copy_from_slice(&(seq + k as u64).to_be_bytes());
+                k += 1;
+            }
+            refs.push(&b[..take * size]);
         }
-        let refs: Vec<&[u8]> = bufs[..n].iter().map(|b| b.as_slice()).collect();
+        // Datagrams in the messages, in order (all full but perhaps the last).
+        let in_first = |m: usize| (m * segs).min(n) as u64;
         match netdoctor_sys::mmsg::sendmmsg(s, &refs) {
-            Ok(k) => {
-                seq += k as u64;
-                sent.fetch_add(k as u64, Ordering::Relaxed);
+            Ok(m) => {
+                let k = in_first(m);
+                seq += k;
+                sent.fetch_add(k, Ordering::Relaxed);
+            }
+            // The route's device cannot checksum a GSO message (EIO), or the size does not fit
+            // the path (EINVAL): send one datagram per message from here on.
+            Err(e)
+                if segs > 1
+                    && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL))
+                    && seq == 0 =>
+            {
+                let _ = netdoctor_sys::sockopt::set_int(s, libc::SOL_UDP, libc::UDP_SEGMENT, 0);
+                refused = Some(format!(
+                    "GSO (UDP_SEGMENT) send refused: {}; one datagram per message",
+                    netdoctor_sys::os_error::describe(&e)
+                ));
+                segs = 1;
+                bufs = message_buffers(size, segs, thread, run);
             }
             Err(_) => {
                 errors.fetch_add(1, Ordering::Relaxed);
@@ -162,6 +249,26 @@ fn send_thread(
             }
         }
     }
+    match refused {
+        Some(why) => Err(why),
+        None => Ok(segs),
+    }
+}
+
+/// The message buffers of one thread: [`BATCH`] messages of one datagram, or [`GSO_BATCH`] of
+/// `segs` datagrams back to back, each datagram with its header (the sequence is filled in per
+/// send).
+fn message_buffers(size: usize, segs: usize, thread: u16, run: u16) -> Vec<Vec<u8>> {
+    let count = if segs > 1 { GSO_BATCH } else { BATCH };
+    let mut bufs = vec![vec![0u8; size * segs]; count];
+    for b in &mut bufs {
+        for d in b.chunks_mut(size) {
+            d[..4].copy_from_slice(MAGIC);
+            d[4..6].copy_from_slice(&thread.to_be_bytes());
+            d[6..8].copy_from_slice(&run.to_be_bytes());
+        }
+    }
+    bufs
 }
 
 /// The receiving side.
@@ -431,8 +538,8 @@ fn recv_thread(s: &UdpSocket, start: Instant, stop: &AtomicBool, last_any: &Atom
 impl SendReport {
     /// Text lines.
     pub fn lines(&self) -> Vec<String> {
-        vec![format!(
-            "sent {} datagrams of {} B in {:.2} s from {} thread(s): {:.0} packets/s ({}), {} send errors, {:.2} CPU s",
+        let mut v = vec![format!(
+            "sent {} datagrams of {} B in {:.2} s from {} thread(s): {:.0} packets/s ({}), {} send errors, {:.2} CPU s, {}",
             self.packets,
             self.size,
             self.seconds,
@@ -440,8 +547,17 @@ impl SendReport {
             self.pps,
             crate::text::fmt_bits(self.bits_per_second),
             self.send_errors,
-            self.cpu_seconds
-        )]
+            self.cpu_seconds,
+            if self.segments_per_message > 1 {
+                format!("GSO {} datagrams per message", self.segments_per_message)
+            } else {
+                "one datagram per message".to_string()
+            }
+        )];
+        for n in &self.notes {
+            v.push(format!("  note: {n}"));
+        }
+        v
     }
 }
 

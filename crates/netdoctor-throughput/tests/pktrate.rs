@@ -14,6 +14,7 @@ fn run(
     rate: u64,
     threads: u32,
     secs: u64,
+    gso: bool,
 ) -> (
     netdoctor_throughput::pktrate::SendReport,
     netdoctor_throughput::pktrate::RecvReport,
@@ -40,6 +41,7 @@ fn run(
         size: 64,
         rate,
         duration: Duration::from_secs(secs),
+        gso,
     })
     .unwrap();
     (s, recv.join().unwrap())
@@ -47,7 +49,8 @@ fn run(
 
 #[test]
 fn at_a_set_rate_everything_is_counted() {
-    let (s, r) = run(8 << 20, 20_000, 2, 1);
+    let (s, r) = run(8 << 20, 20_000, 2, 1, false);
+    assert_eq!(s.segments_per_message, 1, "{s:?}");
     // 20k/s for 1 s from two threads
     assert!(
         s.packets > 18_000 && s.packets <= 20_100,
@@ -65,7 +68,7 @@ fn at_a_set_rate_everything_is_counted() {
 
 #[test]
 fn a_full_receive_buffer_is_named_as_the_place_of_loss() {
-    let (s, r) = run(4096, 0, 2, 1);
+    let (s, r) = run(4096, 0, 2, 1, true);
     assert!(
         r.lost > 0,
         "flat out into a 4 KiB buffer must drop: sent {} received {}",
@@ -87,4 +90,23 @@ fn a_full_receive_buffer_is_named_as_the_place_of_loss() {
     );
     assert!(r.unexplained <= r.lost / 20, "{r:?}");
     assert!(r.lines().iter().any(|l| l.contains("Udp.RcvbufErrors")));
+}
+
+/// GSO: 64 datagrams per message, cut by the kernel; each arrives on its own, numbered in order
+/// (the receiver's highest sequence + 1 equals what was sent, so none was skipped or repeated).
+#[test]
+fn gso_messages_arrive_as_separate_numbered_datagrams() {
+    let (s, r) = run(8 << 20, 20_000, 2, 1, true);
+    assert_eq!(
+        s.segments_per_message, 64,
+        "loopback takes UDP_SEGMENT: {s:?}"
+    );
+    assert!(
+        s.packets > 18_000 && s.packets <= 20_100,
+        "sent {}",
+        s.packets
+    );
+    assert_eq!(r.sent, s.packets, "the receiver's view of what was sent");
+    assert_eq!(r.received, s.packets, "{r:?}");
+    assert_eq!(r.bytes, s.packets * 64, "every datagram 64 bytes: {r:?}");
 }

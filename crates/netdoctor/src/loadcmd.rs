@@ -56,6 +56,10 @@ pub struct LoadArgs {
     /// Threads, each with its own event loop and share of the connections.
     #[arg(short = 't', long, default_value_t = 2, value_parser = positive)]
     pub threads: usize,
+    /// Pin thread i to the i-th CPU this process may use, so the scheduler cannot stack the
+    /// threads on one CPU (best effort; leave it off when the server shares those CPUs).
+    #[arg(long)]
+    pub pin_threads: bool,
     /// Duration of the test, e.g. 10s, 500ms, 1m.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -124,6 +128,7 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     });
     cfg.connections = args.connections;
     cfg.threads = args.threads;
+    cfg.pin_threads = args.pin_threads;
     cfg.duration = args.duration;
     cfg.timeout = args.timeout;
     cfg.keepalive = !args.no_keepalive;

@@ -78,6 +78,10 @@ pub struct ThroughputArgs {
     /// 2 s after the last datagram.
     #[arg(long, conflicts_with_all = ["host", "server"])]
     pub pps_server: bool,
+    /// Packet-rate mode: one datagram per sendmmsg message instead of 64 per message with UDP
+    /// GSO (UDP_SEGMENT).
+    #[arg(long, requires = "pps")]
+    pub no_gso: bool,
     /// Packet-rate mode: sending threads, or receiving sockets (SO_REUSEPORT).
     #[arg(short = 'T', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: u32,
@@ -254,6 +258,7 @@ fn packet_rate(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow
         size: args.length.map(|l| l as usize).unwrap_or(64),
         rate: args.pps.unwrap_or(0),
         duration,
+        gso: !args.no_gso,
     };
     let r = pktrate::send(&cfg)?;
     emit(out, text, &r.lines(), &r)
