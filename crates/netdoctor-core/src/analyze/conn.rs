@@ -95,6 +95,9 @@ pub(super) struct Conn {
     pub last_active_ns: Option<i64>,
     /// The frame that opened the state (orders the connections still open at the end).
     pub first_frame: u64,
+    /// Opened by a SYN or SYN/ACK, handshake not completed, no data yet (see
+    /// `super::halfopen`).
+    pub half_open: bool,
 }
 
 impl Conn {
@@ -130,6 +133,7 @@ impl Conn {
             first_close: None,
             last_active_ns: None,
             first_frame: seg.frame,
+            half_open: false,
         }
     }
 
