@@ -124,7 +124,9 @@ PY
 hostile &
 pids+=($!)
 
-printf '%8s %10s %8s\n' t_s rss_MiB loadavg
+# ring_MiB: resident pages of the AF_PACKET capture rings (mappings of the capture sockets),
+# part of rss_MiB: the rings' budget (--ring-mb, per ring) is touched only as traffic fills it.
+printf '%8s %10s %9s %8s\n' t_s rss_MiB ring_MiB loadavg
 rss_samples=()
 while true; do
     now=$(date +%s.%N)
@@ -133,7 +135,8 @@ while true; do
     kill -0 "$watch_pid" 2>/dev/null || { echo "FAIL: the agent died: $(tail -3 "$work/watch.err")"; exit 1; }
     rss=$(awk '/^VmRSS/ {print $2}' "/proc/$watch_pid/status")
     rss_samples+=("$rss")
-    printf '%8.0f %10.1f %8s\n' "$el" "$(echo "$rss / 1024" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+    ring=$(awk '/socket:/ {on = 1; next} /^[0-9a-f]+-[0-9a-f]+ / {on = 0} on && /^Rss:/ {s += $2} END {print s + 0}' "/proc/$watch_pid/smaps")
+    printf '%8.0f %10.1f %9.1f %8s\n' "$el" "$(echo "$rss / 1024" | bc -l)" "$(echo "$ring / 1024" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
     sleep 10
 done
 elapsed=$(echo "$(date +%s.%N) - $t_start" | bc -l)
@@ -141,6 +144,7 @@ metrics=$(ip netns exec "$NS" "$PY" -c 'import urllib.request; print(urllib.requ
 windows=$(echo "$metrics" | awk '/^netdoctor_windows_total/ {s += $2} END {print s + 0}')
 drops=$(echo "$metrics" | awk '/^netdoctor_capture_drops_total/ {s += $2} END {print s + 0}')
 reqs=$(echo "$metrics" | awk '/^netdoctor_requests_total/ {s += $2} END {print s + 0}')
+half=$(echo "$metrics" | awk '/^netdoctor_tcp_half_open_evicted_total/ {s += $2} END {print s + 0}')
 expected=$(echo "$elapsed / $WINDOW_S" | bc)
 stop_pid "${pids[1]}"
 wait "${pids[0]}" 2>/dev/null || true
@@ -158,7 +162,7 @@ PY
 churn=$("$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{d['requests']} requests, {d['requests_per_s']:.0f}/s, p99 {d['latency_ms']['p99']:.1f} ms\")" "$work/churn.json" 2>/dev/null || echo "n/a")
 echo "churn load: $churn"
 echo "windows: $windows counted by the agent, $expected elapsed (${elapsed%.*} s / ${WINDOW_S} s)"
-echo "exchanges analyzed: $reqs; capture drops: $drops; exit status on SIGTERM: $rc"
+echo "exchanges analyzed: $reqs; capture drops: $drops; half-open evicted: $half; exit status on SIGTERM: $rc"
 echo "evidence dir: $(du -sh "$work/ring" | cut -f1)"
 status=0
 (( windows >= expected )) || { echo "FAIL: windows lost"; status=1; }

@@ -26,6 +26,7 @@
 //! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
 //! | `netdoctor_tcp_open_connections` | gauge: connections the port's analyzer tracks at the window's end | port |
 //! | `netdoctor_tcp_connections_evicted_total` | counter: connections dropped from the analyzer after the idle timeout | port |
+//! | `netdoctor_tcp_half_open_evicted_total` | counter: half-open connections (SYN, no completed handshake) evicted oldest first past the analyzer's half-open cap (a SYN flood or a scan) | port |
 //! | `netdoctor_listen_queue_depth` | gauge: largest accept queue (Recv-Q) of the port's listener sampled in the latest window | port |
 //! | `netdoctor_listen_queue_limit` | gauge: the accept queue's limit (Send-Q: min(backlog, somaxconn)) | port |
 //! | `netdoctor_listen_queue_full_ratio` | gauge: fraction of the window's samples with the accept queue at its limit | port |
@@ -112,6 +113,7 @@ pub struct AgentMetrics {
     kernel_stat: Family<StatLabels, Counter>,
     open_connections: Family<PortLabels, Gauge>,
     evicted: Family<PortLabels, Counter>,
+    half_open_evicted: Family<PortLabels, Counter>,
     listen_depth: Family<PortLabels, Gauge>,
     listen_limit: Family<PortLabels, Gauge>,
     listen_full: Family<PortLabels, FGauge>,
@@ -157,6 +159,7 @@ impl AgentMetrics {
             kernel_stat: Family::default(),
             open_connections: Family::default(),
             evicted: Family::default(),
+            half_open_evicted: Family::default(),
             listen_depth: Family::default(),
             listen_limit: Family::default(),
             listen_full: Family::default(),
@@ -255,6 +258,11 @@ impl AgentMetrics {
             "netdoctor_tcp_connections_evicted",
             "Connections dropped from the analyzer after the idle timeout without a packet",
             m.evicted.clone(),
+        );
+        r.register(
+            "netdoctor_tcp_half_open_evicted",
+            "Half-open connections (a SYN, no completed handshake) evicted, oldest first, past the analyzer's half-open cap: a SYN flood or a scan",
+            m.half_open_evicted.clone(),
         );
         r.register(
             "netdoctor_listen_queue_depth",
@@ -383,6 +391,9 @@ impl AgentMetrics {
             self.evicted
                 .get_or_create(&pl)
                 .inc_by(s.connections_evicted);
+            self.half_open_evicted
+                .get_or_create(&pl)
+                .inc_by(s.half_open_evicted);
             let x = &cap.exchanges;
             self.requests.get_or_create(&pl).inc_by(x.count);
             let hist = self.latency_hist.get_or_create(&pl);

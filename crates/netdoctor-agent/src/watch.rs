@@ -524,6 +524,7 @@ pub fn window_stats(
     s.syn_retransmits = d(now.syn_retransmits, prev.syn_retransmits);
     s.resets = d(now.resets, prev.resets);
     s.connections_evicted = d(now.connections_evicted, prev.connections_evicted);
+    s.half_open_evicted = d(now.half_open_evicted, prev.half_open_evicted);
     s.pipelined_connections = d(now.pipelined_connections, prev.pipelined_connections);
     s.fast_retransmissions = d(now.fast_retransmissions, prev.fast_retransmissions);
     s.rto_retransmissions = d(now.rto_retransmissions, prev.rto_retransmissions);

@@ -97,6 +97,9 @@ pub(super) struct Conn {
     pub first_frame: u64,
     /// Per direction, its bulk-transfer view once it carried one ([`super::bulk`]).
     pub bulk: [Option<Box<super::bulk::BulkDir>>; 2],
+    /// Opened by a SYN or SYN/ACK, handshake not completed, no data yet (see
+    /// `super::halfopen`).
+    pub half_open: bool,
 }
 
 impl Conn {
@@ -133,6 +136,7 @@ impl Conn {
             last_active_ns: None,
             first_frame: seg.frame,
             bulk: [None, None],
+            half_open: false,
         }
     }
 

@@ -15,7 +15,8 @@
 //! buffer payload and do not expose the timing of ACKs relative to data, which is what the
 //! detectors need. We keep per direction only sequence numbers and a few `Copy` packet
 //! summaries; payload bytes are never stored. Memory is bounded by the number of
-//! concurrently open connections ([`MAX_CONNECTIONS`]): state is dropped on RST, when both
+//! concurrently open connections ([`MAX_CONNECTIONS`]; half-open ones, a SYN flood's, by
+//! [`MAX_HALF_OPEN`], see `halfopen`): state is dropped on RST, when both
 //! FINs were seen, or (with [`Analyzer::idle_timeout`]) when a connection was idle too long;
 //! latencies go into HDR histograms, and detectors keep a few examples.
 //!
@@ -30,6 +31,7 @@ pub mod bulk;
 mod conn;
 mod flow;
 pub mod h2;
+mod halfopen;
 mod http;
 mod hub;
 mod orient;
@@ -58,6 +60,7 @@ use hub::Hub;
 
 /// Connections tracked at once; more are counted but not analyzed.
 pub const MAX_CONNECTIONS: usize = 65_536;
+pub use halfopen::{MAX_HALF_OPEN, MAX_TOMBS};
 
 #[derive(Default, Clone, Debug)]
 pub struct AnalyzerConfig {
@@ -116,6 +119,11 @@ pub struct CaptureStats {
     /// Connections dropped after [`Analyzer::idle_timeout`] without a packet.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub connections_evicted: u64,
+    /// Half-open connections (a SYN seen, no handshake completed) evicted, oldest first,
+    /// because [`MAX_HALF_OPEN`] were open at once: a SYN flood or a scan. Their handshake
+    /// state is kept in a compact record while there is room ([`MAX_TOMBS`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub half_open_evicted: u64,
     /// Connections (closed, or open at the end) that carried pipelined or multiplexed
     /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -294,6 +302,8 @@ pub struct Analyzer {
     /// Packets whose timestamp lay more than [`TS_BOUND_NS`] from the first and was clamped.
     clamped_ts: u64,
     conns: HashMap<ConnKey, Conn, foldhash::fast::RandomState>,
+    /// The half-open connections in opening order, and the evicted ones ([`halfopen`]).
+    half: halfopen::HalfOpen,
     /// How many connections each endpoint was seen in (servers of handshakes, both ends of
     /// connections picked up mid-stream): the server of a connection without a handshake is
     /// the end that many connections share ([`orient::Shared`]).
@@ -316,6 +326,7 @@ impl Analyzer {
             stats: CaptureStats::default(),
             clamped_ts: 0,
             conns: HashMap::default(),
+            half: halfopen::HalfOpen::default(),
             shared: orient::Shared::default(),
             hub: Hub::new(),
             idle_ns: None,
@@ -404,20 +415,49 @@ impl Analyzer {
             .filter(|(_, c)| c.last.is_none_or(|p| p.ts_ns < limit))
             .map(|(k, _)| *k)
             .collect();
-        if stale.is_empty() {
+        let mut gone: Vec<Gone> = stale
+            .iter()
+            .filter_map(|k| self.conns.remove(k))
+            .map(|c| Gone::Conn(Box::new(c)))
+            .collect();
+        if !self.half.tombs.is_empty() {
+            let old: Vec<ConnKey> = self
+                .half
+                .tombs
+                .iter()
+                .filter(|(_, t)| t.last_ns < limit)
+                .map(|(k, _)| *k)
+                .collect();
+            gone.extend(
+                old.iter()
+                    .filter_map(|k| self.half.tombs.remove(k))
+                    .map(|t| Gone::Tomb(Box::new(t))),
+            );
+        }
+        if gone.is_empty() {
             return;
         }
-        let mut gone: Vec<Conn> = stale.iter().filter_map(|k| self.conns.remove(k)).collect();
         // Deterministic order (the table's order is randomly seeded).
-        gone.sort_unstable_by_key(|c| c.first_frame);
+        gone.sort_unstable_by_key(Gone::first_frame);
         self.stats.connections_evicted += gone.len() as u64;
-        for c in gone {
-            self.close(c);
+        for g in gone {
+            match g {
+                Gone::Conn(c) => self.close(*c),
+                Gone::Tomb(t) => self.hub.emit(&Event::ConnDone(&t.done())),
+            }
+        }
+        // A table that grew in a burst gives its memory back.
+        if self.conns.capacity() > 4 * self.conns.len() + 1024 {
+            self.conns.shrink_to(2 * self.conns.len());
+        }
+        if self.half.tombs.is_empty() && self.half.tombs.capacity() > 0 {
+            self.half.tombs.shrink_to_fit();
         }
     }
 
     /// A connection ended (FIN both ways, RST, reuse or eviction): its exchange is complete.
     fn close(&mut self, mut c: Conn) {
+        self.half.left(&mut c);
         // Open loss episodes and zero-window periods end with the connection; charge them to
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
@@ -465,10 +505,27 @@ impl Analyzer {
         // In the order the connections started, not the hash table's (randomly seeded)
         // order: detectors keep the first few examples, and the report must not change from
         // one run to the next.
-        let mut open: Vec<Conn> = std::mem::take(&mut self.conns).into_values().collect();
-        open.sort_unstable_by_key(|c| c.first_frame);
-        for mut c in open {
-            self.hub.tag(c.first_frame);
+        let mut open: Vec<Gone> = std::mem::take(&mut self.conns)
+            .into_values()
+            .map(|c| Gone::Conn(Box::new(c)))
+            .chain(
+                std::mem::take(&mut self.half.tombs)
+                    .into_values()
+                    .map(|t| Gone::Tomb(Box::new(t))),
+            )
+            .collect();
+        self.half.live = 0;
+        self.half.order.clear();
+        open.sort_unstable_by_key(Gone::first_frame);
+        for g in open {
+            self.hub.tag(g.first_frame());
+            let mut c = match g {
+                Gone::Conn(c) => *c,
+                Gone::Tomb(t) => {
+                    self.hub.emit(&Event::ConnDone(&t.done()));
+                    continue;
+                }
+            };
             self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
             self.hub.flush_stalls(&mut c);
@@ -484,6 +541,21 @@ impl Analyzer {
     fn conclude(&mut self) -> Analysis {
         let agg = self.hub.agg().expect("a logging hub is never concluded");
         conclude(&mut self.stats, self.clamped_ts, agg)
+    }
+}
+
+/// A connection whose state ends: in full, or an evicted half-open one.
+enum Gone {
+    Conn(Box<Conn>),
+    Tomb(Box<halfopen::Tomb>),
+}
+
+impl Gone {
+    fn first_frame(&self) -> u64 {
+        match self {
+            Gone::Conn(c) => c.first_frame,
+            Gone::Tomb(t) => t.first_frame,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! missing packets, transport findings (computed from the packets) are trusted less and say
 //! why.
 
-use super::{CaptureQuality, CaptureStats, MAX_CONNECTIONS};
+use super::{CaptureQuality, CaptureStats, MAX_CONNECTIONS, MAX_HALF_OPEN};
 use crate::finding::{Finding, Layer};
 
 /// The one line on an unclean capture: copies dropped, segments (bytes, share) it missed.
@@ -66,6 +66,14 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
         warnings.push(format!(
             "{} connections were not analyzed (more than {MAX_CONNECTIONS} open at once)",
             s.connections_untracked
+        ));
+    }
+    if s.half_open_evicted > 0 {
+        warnings.push(format!(
+            "{} half-open connections (a SYN, no completed handshake) were evicted, the oldest \
+             first, because more than {MAX_HALF_OPEN} were open at once (a SYN flood or a \
+             scan); their repeated SYNs and SYN/ACKs are still counted",
+            s.half_open_evicted
         ));
     }
     if s.pipelined_connections > 0 {

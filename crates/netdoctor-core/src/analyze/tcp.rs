@@ -8,7 +8,7 @@ use super::conn::Conn;
 use super::flow::{ConnKey, conn_key, seq_gt};
 use super::http::Phase;
 use super::orient::{Reason, Shared, reorient};
-use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS};
+use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS, MAX_HALF_OPEN};
 use crate::decode::TcpSegment;
 use crate::event::{Pkt, ResetContext};
 use crate::track::flags::{IDLE_RESET_NS, SegFlags};
@@ -31,6 +31,20 @@ impl Analyzer {
         let j = 1 - i;
         let f = seg.flags;
         let opening = f.syn() && !f.ack();
+
+        // An evicted half-open connection (see `super::halfopen`).
+        if !self.half.tombs.is_empty()
+            && let Some(fl) = self.on_tomb(key, i, seg)
+        {
+            return fl;
+        }
+        if f.syn() && !f.rst() && self.half.live >= MAX_HALF_OPEN && !self.conns.contains_key(&key)
+        {
+            self.evict_half_open();
+        }
+        if self.half.order.len() > 2 * MAX_HALF_OPEN {
+            self.prune_half_open();
+        }
 
         // Whether the duplicate filter has seen this segment already.
         let mut checked = false;
@@ -59,10 +73,13 @@ impl Analyzer {
                     return fl;
                 }
                 self.stats.connections += 1;
+                let c = v.insert(open_conn(&self.cfg, &mut self.shared, key, i, seg));
                 if f.syn() {
                     self.stats.connections_with_handshake += 1;
+                    c.half_open = true;
+                    self.half.opened(key, seg.frame);
                 }
-                v.insert(open_conn(&self.cfg, &mut self.shared, key, i, seg))
+                c
             }
         };
         // A copy of a frame just seen (port mirror, merged captures): not a segment.
@@ -120,6 +137,10 @@ impl Analyzer {
                     self.hub.record_rtt(rtt);
                 }
             }
+        }
+
+        if c.half_open && (c.syn.done.is_some() || seg.payload_len > 0) {
+            self.half.left(c);
         }
 
         // The peer's view of this endpoint's window before this segment: the right edge it

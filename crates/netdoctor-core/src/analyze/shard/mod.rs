@@ -366,6 +366,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         syn_retransmits,
         resets,
         connections_evicted,
+        half_open_evicted,
         pipelined_connections,
         fast_retransmissions,
         rto_retransmissions,
@@ -402,6 +403,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     a.syn_retransmits += syn_retransmits;
     a.resets += resets;
     a.connections_evicted += connections_evicted;
+    a.half_open_evicted += half_open_evicted;
     a.pipelined_connections += pipelined_connections;
     a.fast_retransmissions += fast_retransmissions;
     a.rto_retransmissions += rto_retransmissions;

@@ -1,6 +1,7 @@
 //! The analyzer on scripted conversations (see [`script`]).
 
 mod h2;
+mod halfopen;
 mod script;
 mod turns;
 mod windows;
