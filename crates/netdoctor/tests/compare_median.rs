@@ -135,10 +135,7 @@ fn a_real_2x_change_is_judged_and_the_same_server_twice_is_not() {
     // The overall verdict also weighs the findings (a stray RTO in one run on a busy machine
     // makes A a problem and B "fixed"); the latency sentence is the performance's.
     let summary = c["summary"].as_str().unwrap();
-    assert!(
-        summary.contains("latency significantly higher"),
-        "{summary}"
-    );
+    assert!(summary.contains("p50"), "{summary}");
     assert!(
         !["improved", "unchanged"].contains(&c["verdict"].as_str().unwrap())
             || p["direction"] == "mixed",
