@@ -50,14 +50,14 @@ pub fn kernel_source(conns: &[ConnInfo]) -> Option<RttSource> {
     let ms = |us: u32| f64::from(us) / 1000.0;
     let median = ms(min[min.len() / 2]);
     let srtt = ms(srtt[srtt.len() / 2]);
-    let queue = (srtt >= QUEUE_RATIO * median && srtt - median >= QUEUE_MIN_MS)
-        .then(|| {
-            format!(
-                "; the smoothed RTT is {:.1} ms above min_rtt: a queue on the path during the load, not distance",
-                srtt - median
-            )
-        })
-        .unwrap_or_default();
+    let queue = if srtt >= QUEUE_RATIO * median && srtt - median >= QUEUE_MIN_MS {
+        format!(
+            "; the smoothed RTT is {:.1} ms above min_rtt: a queue on the path during the load, not distance",
+            srtt - median
+        )
+    } else {
+        String::new()
+    };
     Some(RttSource {
         source: "tcp_info min_rtt".into(),
         ms: median,
