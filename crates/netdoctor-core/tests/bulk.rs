@@ -93,7 +93,7 @@ fn an_unimpaired_transfer_has_no_limit() {
 /// and the transfer is still window-bound.
 #[test]
 fn frames_missing_from_the_capture_are_not_loss() {
-    let gaps = |f: u64| f >= 200 && (f - 200) % 37 == 0;
+    let gaps = |f: u64| f >= 200 && (f - 200).is_multiple_of(37);
     let an = analyze_skipping("bulk-rmem.pcap.gz", gaps);
     assert!(
         an.stats.quality.missing_segments > 50,

@@ -221,29 +221,32 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
     }
     let queue_us = t.rtt_p50_us.saturating_sub(t.rtt_min_us);
     let cv = t.rate_cv();
-    if here && t.rtt_samples >= 10 && queue_us >= 2000 && t.rtt_p50_us >= 2 * t.rtt_min_us.max(1) {
-        if cv <= 0.2 {
-            return Some(mk(
-                FindingId::ShaperLimited,
-                Severity::Warning,
-                Side::Network,
-                format!(
-                    "limited by a shaper or policer on the path: a flat {} with {:.1} ms of queueing (ACK RTT {:.1} ms against a minimum of {:.2} ms)",
-                    mbit(t),
-                    f64::from(queue_us) / 1000.0,
-                    f64::from(t.rtt_p50_us) / 1000.0,
-                    f64::from(t.rtt_min_us) / 1000.0
-                ),
-                format!(
-                    "The rate varied by only {:.1} % between time bins while the ACK RTT stayed {:.1} ms above its minimum: data waits in a queue in front of a fixed rate. The receiver's window had room (full in {:.0} % of samples), so neither end set this rate.",
-                    cv * 100.0,
-                    f64::from(queue_us) / 1000.0,
-                    at_window * 100.0
-                ),
-                "Find the shaper or policer on the path (a tc htb/tbf qdisc, a cloud instance or VPN bandwidth cap, a provider's policer) and raise its rate, or accept it as the path's capacity.",
-                (1.0 - cv).clamp(0.0, 1.0),
-            ));
-        }
+    if here
+        && t.rtt_samples >= 10
+        && queue_us >= 2000
+        && t.rtt_p50_us >= 2 * t.rtt_min_us.max(1)
+        && cv <= 0.2
+    {
+        return Some(mk(
+            FindingId::ShaperLimited,
+            Severity::Warning,
+            Side::Network,
+            format!(
+                "limited by a shaper or policer on the path: a flat {} with {:.1} ms of queueing (ACK RTT {:.1} ms against a minimum of {:.2} ms)",
+                mbit(t),
+                f64::from(queue_us) / 1000.0,
+                f64::from(t.rtt_p50_us) / 1000.0,
+                f64::from(t.rtt_min_us) / 1000.0
+            ),
+            format!(
+                "The rate varied by only {:.1} % between time bins while the ACK RTT stayed {:.1} ms above its minimum: data waits in a queue in front of a fixed rate. The receiver's window had room (full in {:.0} % of samples), so neither end set this rate.",
+                cv * 100.0,
+                f64::from(queue_us) / 1000.0,
+                at_window * 100.0
+            ),
+            "Find the shaper or policer on the path (a tc htb/tbf qdisc, a cloud instance or VPN bandwidth cap, a provider's policer) and raise its rate, or accept it as the path's capacity.",
+            (1.0 - cv).clamp(0.0, 1.0),
+        ));
     }
     let lost = t.retransmitted.saturating_sub(t.spurious);
     if lost >= 3 && lost as f64 >= 0.005 * t.segments as f64 {

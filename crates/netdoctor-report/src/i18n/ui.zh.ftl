@@ -356,7 +356,7 @@ demo-no-ebpf = 本次构建不含 eBPF 观测：执行 `apt-get install clang li
 demo-no-finding = 没有发现
 
 chart-bulk = 传输过程中的吞吐量以及在途字节与通告窗口的对比
-chart-mbits = Mbit/s
+chart-mbits = 兆比特/秒
 chart-inflight-window = 在途 KB / 窗口
 html-bulk = 批量传输
 html-bulk-server-sends = 服务器发送
