@@ -294,7 +294,10 @@ fn start_into(
             p.client
         );
         let what = format!("h2load loop (:{})", p.port);
-        started.push((spawn(cli_ns, "/bin/sh", &["-c".to_string(), sh], &what)?, what));
+        started.push((
+            spawn(cli_ns, "/bin/sh", &["-c".to_string(), sh], &what)?,
+            what,
+        ));
     }
     Ok(())
 }

@@ -124,9 +124,9 @@ fn on_frame(
         f::SETTINGS if h.flags & f::FLAG_ACK == 0 => f::put_settings_ack(reply),
         f::PING if h.flags & f::FLAG_ACK == 0 => f::put_ping_ack(reply, payload),
         f::GOAWAY => {
-            let code = payload.get(4..8).map_or(0, |c| {
-                u32::from_be_bytes(c.try_into().expect("four bytes"))
-            });
+            let code = payload
+                .get(4..8)
+                .map_or(0, |c| u32::from_be_bytes(c.try_into().expect("four bytes")));
             let last = payload.get(..4).map_or(0, |c| {
                 u32::from_be_bytes(c.try_into().expect("four bytes")) & 0x7fff_ffff
             });
@@ -138,9 +138,9 @@ fn on_frame(
             }
         }
         f::RST_STREAM if h.stream == STREAM => {
-            let code = payload.get(..4).map_or(0, |c| {
-                u32::from_be_bytes(c.try_into().expect("four bytes"))
-            });
+            let code = payload
+                .get(..4)
+                .map_or(0, |c| u32::from_be_bytes(c.try_into().expect("four bytes")));
             return Err(format!(
                 "the server reset the request's stream (RST_STREAM {})",
                 f::error_name(code)
@@ -155,7 +155,9 @@ fn on_frame(
                 a.block.clear();
                 p = unpad(h.flags, p)?;
                 if h.flags & f::FLAG_PRIORITY != 0 {
-                    p = p.get(5..).ok_or("a HEADERS frame too short for its priority")?;
+                    p = p
+                        .get(5..)
+                        .ok_or("a HEADERS frame too short for its priority")?;
                 }
             }
             a.header_bytes += p.len() as u64;

@@ -11,9 +11,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use netdoctor_load::{Protocol, TlsOptions};
 use netdoctor_load::http::{Feed, ResponseParser};
 use netdoctor_load::tls::{TlsClient, TlsSession};
+use netdoctor_load::{Protocol, TlsOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;

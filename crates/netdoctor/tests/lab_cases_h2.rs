@@ -148,14 +148,20 @@ fn head_of_line_blocking_is_told_from_plain_loss_on_http1() {
     });
     let f = finding(&report, "h2_head_of_line");
     assert_eq!(f["side"], "network", "{f}");
-    // Losses repaired in about a round trip (40 ms) or a timeout, each holding several streams.
+    // Losses repaired within about a round trip (40 ms; the server sees the duplicate ACKs
+    // half a round trip after the loss) or a timeout, each holding several streams.
     let median = num(&f["impact"]["added_latency_ms"]);
-    assert!((20.0..=1500.0).contains(&median), "{f}");
-    assert_eq!(f["severity"], "critical", "{f}");
+    assert!((5.0..=1500.0).contains(&median), "{f}");
+    // Several episodes: at least a warning (critical once the median reaches 20 ms).
+    assert!(
+        f["severity"] == "critical" || f["severity"] == "warning",
+        "{f}"
+    );
     let summary = f["summary"].as_str().unwrap();
     let n = numbers(summary);
-    // "{episodes} TCP loss episodes each held {per} HTTP/2 streams on average …"
-    assert!(n[0] >= 1.0 && n[1] >= 2.0 && n[1] <= 10.0, "{summary}");
+    // "{episodes} TCP loss episodes each held {per} HTTP/2 streams on average …": never more
+    // than the client's 10 streams per connection.
+    assert!(n[0] >= 3.0 && n[1] >= 2.0 && n[1] <= 10.0, "{summary}");
     for e in f["evidence"].as_array().unwrap() {
         let note = e["note"].as_str().unwrap();
         let n = numbers(note);
@@ -165,9 +171,6 @@ fn head_of_line_blocking_is_told_from_plain_loss_on_http1() {
     // The loss itself is reported too.
     assert!(has(&report, "packet_loss_retransmission"), "{report}");
     // HTTP/1.1 over the same lossy path: the loss, not head-of-line blocking.
-    assert!(
-        has(&control, "packet_loss_retransmission"),
-        "{control}"
-    );
+    assert!(has(&control, "packet_loss_retransmission"), "{control}");
     assert!(!has(&control, "h2_head_of_line"), "{control}");
 }

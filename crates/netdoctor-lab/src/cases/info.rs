@@ -29,6 +29,19 @@ impl Case {
                 format!("/etc/netns/{cli}/resolv.conf: {resolver}"),
             ]
         };
+        // The HTTP/2 cases: watch their own clients' traffic, whole frames (the snap length).
+        let h2_passive = |port: u16| {
+            argv(&[
+                "netdoctor",
+                "diagnose",
+                "--passive",
+                "-d",
+                "5s",
+                "--snaplen",
+                "65535",
+                &format!("http://{route_srv}:{port}/"),
+            ])
+        };
         let route_url = format!("http://{}:{ROUTE_CASE_PORT}/", route_lab::SERVER_NAME);
         // The one command for the route cases: diagnose the server by name from the client
         // (`ip netns exec`, so the client's resolv.conf applies): DNS checks, the trace
@@ -267,16 +280,7 @@ impl Case {
                     ),
                 ],
                 Some(cli.clone()),
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--passive",
-                    "-d",
-                    "5s",
-                    "--snaplen",
-                    "65535",
-                    &format!("http://{route_srv}:{}/", crate::h2case::H2_WINDOW_PORT),
-                ]),
+                h2_passive(crate::h2case::H2_WINDOW_PORT),
                 vec!["h2_flow_control_stall"],
                 "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
             ),
@@ -339,7 +343,7 @@ impl Case {
                         ),
                         "h2load -c 1 -m 10 to :8095, h2load --h1 -c 1 to :8096".to_string(),
                         vec!["h2_head_of_line"],
-                        "each lost segment holds every stream of the connection until it is repaired (about a round trip); the HTTP/1.1 control over the same path shows the loss, not head-of-line blocking".to_string(),
+                        "diagnosed at the server, whose capture holds every segment it sent in order (behind the loss point a capture has holes, and the HTTP/2 reader does not replay a hole's retransmission: the frames in it would be missed). Each lost segment holds every stream of the connection until it is repaired (about a round trip); the HTTP/1.1 control over the same path shows the loss, not head-of-line blocking".to_string(),
                     ),
                 };
                 (
@@ -351,20 +355,15 @@ impl Case {
                             h::LOAD_SECS
                         ),
                     ],
-                    Some(cli.clone()),
-                    argv(&[
-                        "netdoctor",
-                        "diagnose",
-                        "--passive",
-                        "-d",
-                        "5s",
-                        "--snaplen",
-                        "65535",
-                        &format!("http://{route_srv}:{port}/"),
-                    ]),
+                    Some(if self == Case::H2HeadOfLine {
+                        srv.clone()
+                    } else {
+                        cli.clone()
+                    }),
+                    h2_passive(port),
                     expect,
                     format!(
-                        "passive: the case's own clients make the traffic; the snap length keeps whole HTTP/2 frames. {note}; diagnose the control with http://{route_srv}:{control}/"
+                        "passive: the case's own clients make the traffic; the snap length keeps whole HTTP/2 frames. {note}; diagnose the control with http://{route_srv}:{control}/ (same namespace)"
                     ),
                 )
             }
