@@ -6,9 +6,11 @@
 # iptables and ethtool (both used only inside the namespaces made here).
 # Every process started here is stopped by its PID on exit (trap); the namespaces and the
 # temp dir are removed.
-# Usage: ./make-h2.sh
+# Usage: ./make-h2.sh (the h2 servers: crates/netdoctor-lab/src/h2server.py)
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
+# The python3-h2 server the lab cases run too (one copy).
+h2server="$out/../../crates/netdoctor-lab/src/h2server.py"
 work="$(mktemp -d /tmp/nd-h2-captures.XXXXXX)"
 cns="ndh2c$$"; sns="ndh2s$$"
 pids=()
@@ -90,76 +92,16 @@ capture h2c-nginx.pcap 18480 h2load -n 200 -c 4 -m 10 \
     http://10.248.0.2:18480/index.html http://10.248.0.2:18480/missing >"$work/h2load.log"
 grep -E "requests:|status codes:" "$work/h2load.log"
 
-# --- a Nagle-on h2 server (python3-h2): headers and body in two writes, no TCP_NODELAY ---
-cat >"$work/nagle.py" <<'PY'
-import socket, sys, threading
-import h2.config, h2.connection, h2.events
-port = int(sys.argv[1])
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("10.248.0.2", port)); ls.listen(16)
-def serve(c):
-    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
-    conn.initiate_connection(); c.sendall(conn.data_to_send())
-    while True:
-        try:
-            data = c.recv(65536)
-        except OSError:
-            break
-        if not data:
-            break
-        for ev in conn.receive_data(data):
-            if isinstance(ev, h2.events.RequestReceived):
-                conn.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "600")])
-                c.sendall(conn.data_to_send())          # first write: HEADERS
-                conn.send_data(ev.stream_id, b"y" * 600, end_stream=True)
-                c.sendall(conn.data_to_send())          # second write: DATA, held by Nagle
-        out = conn.data_to_send()
-        if out:
-            c.sendall(out)
-    c.close()
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-PY
-ip netns exec "$sns" /usr/bin/python3 "$work/nagle.py" 18481 & pids+=($!)
+# --- a Nagle-on h2 server (the lab's python3-h2 server): headers and body in two writes, no
+# TCP_NODELAY ---
+ip netns exec "$sns" /usr/bin/python3 "$h2server" 10.248.0.2 18481 --nagle --body 600 & pids+=($!)
 wait_port 18481
 capture h2c-nagle.pcap 18481 h2load -n 40 -c 1 -m 1 http://10.248.0.2:18481/ >"$work/h2load.log"
 grep -E "requests:|status codes:" "$work/h2load.log"
 
-# --- a python3-h2 server that refuses every third stream (RST_STREAM REFUSED_STREAM) ---
-cat >"$work/refuse.py" <<'PY'
-import socket, sys, threading
-import h2.config, h2.connection, h2.events, h2.errors
-port = int(sys.argv[1])
-ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("10.248.0.2", port)); ls.listen(16)
-def serve(c):
-    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
-    conn.initiate_connection(); c.sendall(conn.data_to_send())
-    while True:
-        try:
-            data = c.recv(65536)
-        except OSError:
-            break
-        if not data:
-            break
-        for ev in conn.receive_data(data):
-            if isinstance(ev, h2.events.RequestReceived):
-                if (ev.stream_id // 2) % 3 == 2:
-                    conn.reset_stream(ev.stream_id, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
-                else:
-                    conn.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "100")])
-                    conn.send_data(ev.stream_id, b"z" * 100, end_stream=True)
-        out = conn.data_to_send()
-        if out:
-            c.sendall(out)
-    c.close()
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-PY
-ip netns exec "$sns" /usr/bin/python3 "$work/refuse.py" 18482 & pids+=($!)
+# --- the same server refusing every third stream (RST_STREAM REFUSED_STREAM) ---
+ip netns exec "$sns" /usr/bin/python3 "$h2server" 10.248.0.2 18482 --reset-every 3 --body 100 \
+    & pids+=($!)
 wait_port 18482
 capture h2c-refused.pcap 18482 h2load -n 60 -c 2 -m 1 http://10.248.0.2:18482/ >"$work/h2load.log" || true
 grep -E "requests:|status codes:" "$work/h2load.log"

@@ -114,6 +114,7 @@ impl FakeHost {
                 status: 200,
                 header_bytes: 238,
                 body_bytes: 615,
+                protocol: None,
             }),
             capture: FakeCapture::Denied,
             counters: Mutex::new(Vec::new()),

@@ -65,6 +65,7 @@ pub(crate) fn after_load(
             timeout: plan.load.timeout,
             connect_timeout: None,
             tls: plan.target.tls.clone(),
+            protocol: netdoctor_load::Protocol::Http1,
         },
         connections: PROBE_CONNECTIONS.min(plan.load.connections.max(1)),
         budget: PROBE_BUDGET,

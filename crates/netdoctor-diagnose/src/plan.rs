@@ -78,6 +78,9 @@ pub struct LoadPlan {
     /// Open loop at this many requests per second (the load engine's constant-rate mode,
     /// latency from each request's intended send time); `None`: closed loop.
     pub rate: Option<f64>,
+    /// HTTP/1.1, HTTP/2, or (`Auto`) over TLS what the server picks by ALPN, in clear
+    /// HTTP/1.1; the probes speak the same.
+    pub protocol: netdoctor_load::Protocol,
 }
 
 /// Whether and how packets are captured during the load.
@@ -130,6 +133,7 @@ impl DiagnosePlan {
                 headers: Vec::new(),
                 body: None,
                 rate: None,
+                protocol: netdoctor_load::Protocol::Auto,
             },
             capture: CapturePlan {
                 enabled: true,

@@ -289,6 +289,7 @@ pub(crate) fn run(
         timeout: plan.load.timeout,
         connect_timeout: Some(CONNECT_LIMIT),
         tls: t.tls.clone(),
+        protocol: plan.load.protocol,
     };
     let err = match host.http_probe(addr, &cfg) {
         Ok(timing) => {

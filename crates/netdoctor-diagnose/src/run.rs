@@ -304,6 +304,7 @@ fn probe(
         timeout: plan.load.timeout,
         connect_timeout: None,
         tls: plan.target.tls.clone(),
+        protocol: plan.load.protocol,
     };
     let http = http_median(host, addr, &cfg, first);
     let refused =
@@ -389,6 +390,7 @@ fn run_load(
     cfg.headers = l.headers.clone();
     cfg.body = l.body.clone();
     cfg.rate = l.rate;
+    cfg.protocol = l.protocol;
     cfg.tls = t.tls.clone();
     let result = ctx.host.load(&cfg, interrupt, &mut |p| {
         progress.load_tick(p.elapsed, l.duration, p.requests, p.errors);

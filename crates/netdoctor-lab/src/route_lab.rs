@@ -155,6 +155,18 @@ pub const CASES: &[(&str, &str)] = &[
         "far-l2's bridge (+40 ms RTT) with an HTTP/2 server keeping 64 KB windows",
     ),
     (
+        "h2-stream-limit",
+        "far-l2's bridge with HTTP/2 servers allowing 2 and 100 streams",
+    ),
+    (
+        "h2-resets",
+        "far-l2's bridge with HTTP/2 servers resetting streams and answering 503",
+    ),
+    (
+        "h2-head-of-line",
+        "far-l2's bridge dropping 2% each way, HTTP/2 and HTTP/1.1 servers",
+    ),
+    (
         "icmp-ratelimit",
         "r1 rate-limits its own ICMP (1/s after a burst); the path is fine",
     ),
@@ -197,9 +209,12 @@ impl RouteLabConfig {
                 c.ipv6 = true;
             }
             "lossy-hop" => c.loss = 0.2,
-            "far-l2" | "h2-window" => {
+            "far-l2" | "h2-window" | "h2-stream-limit" | "h2-resets" | "h2-head-of-line" => {
                 c.routers = false;
                 c.one_way_delay = Duration::from_millis(20);
+                if name == "h2-head-of-line" {
+                    c.loss = crate::h2case::HOL_LOSS;
+                }
             }
             "icmp-ratelimit" => c.r1_icmp_ratelimit_ms = Some(1000),
             _ => return None,

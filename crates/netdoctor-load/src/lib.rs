@@ -163,7 +163,8 @@ pub struct LoadConfig {
 }
 
 /// Which HTTP the load speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// Over TLS, ALPN offers `h2` and `http/1.1` and the server's choice decides; in clear,
     /// HTTP/1.1.

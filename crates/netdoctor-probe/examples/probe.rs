@@ -31,6 +31,7 @@ fn main() {
         timeout: Duration::from_secs(5),
         connect_timeout: None,
         tls: None,
+        ..Default::default()
     };
     match http_timing(addrs[0], &http) {
         Ok(t) => println!("http:    {t:?}"),

@@ -1,4 +1,5 @@
-//! One HTTP/1.1 request, timed: connect, TLS handshake (https), time to first byte, total.
+//! One HTTP/1.1 request, timed: connect, TLS handshake (https), time to first byte, total
+//! (HTTP/2 when [`HttpProbeConfig::protocol`] asks for it: [`crate::h2`]).
 //!
 //! A blocking `std::net::TcpStream` (with TLS: a `netdoctor_load::tls::TlsSession` over it, the
 //! load engine's rustls session, every handshake a full one); the response is framed by the load engine's incremental
@@ -10,9 +11,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use netdoctor_load::TlsOptions;
 use netdoctor_load::http::{Feed, ResponseParser};
 use netdoctor_load::tls::{TlsClient, TlsSession};
+use netdoctor_load::{Protocol, TlsOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
@@ -34,6 +35,19 @@ pub struct HttpProbeConfig {
     /// HTTPS: TLS towards this server name (`TlsOptions::for_url`); `None` = plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsOptions>,
+    /// HTTP/1.1 (the default); HTTP/2 (h2c with prior knowledge in clear, ALPN `h2` only over
+    /// TLS: [`crate::h2`]); or, with `Auto`, over TLS whatever the server picks of `h2` and
+    /// `http/1.1` (in clear HTTP/1.1) — what the load engine does with the same setting.
+    #[serde(default = "http1", skip_serializing_if = "is_http1")]
+    pub protocol: Protocol,
+}
+
+fn http1() -> Protocol {
+    Protocol::Http1
+}
+
+fn is_http1(p: &Protocol) -> bool {
+    *p == Protocol::Http1
 }
 
 impl Default for HttpProbeConfig {
@@ -44,6 +58,7 @@ impl Default for HttpProbeConfig {
             timeout: Duration::from_secs(5),
             connect_timeout: None,
             tls: None,
+            protocol: Protocol::Http1,
         }
     }
 }
@@ -70,6 +85,9 @@ pub struct HttpTiming {
     pub header_bytes: u64,
     /// Body bytes after transfer decoding (chunk framing is not counted).
     pub body_bytes: u64,
+    /// `h2` (HTTP/2 over TLS) or `h2c` (cleartext HTTP/2); absent: HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// Sends `GET cfg.path` to `addr` with `Connection: close` (over TLS when `cfg.tls` is set) and
@@ -95,14 +113,35 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
         addr,
         deadline,
     };
+    let alpn: &[&[u8]] = match cfg.protocol {
+        Protocol::Http1 => &[],
+        Protocol::Http2 => &[b"h2"],
+        Protocol::Auto => &[b"h2", b"http/1.1"],
+    };
     let tls = match &cfg.tls {
         Some(opts) => {
             let connected = Instant::now();
-            conn.handshake(opts)?;
+            conn.handshake_alpn(opts, alpn)?;
             Some(ms(connected.elapsed()))
         }
         None => None,
     };
+    let picked = conn.tls.as_ref().and_then(|t| t.alpn().map(<[u8]>::to_vec));
+    match (&cfg.tls, cfg.protocol) {
+        (None, Protocol::Http2) => return crate::h2::exchange(conn, cfg, start, connect, tls),
+        (Some(_), _) if picked.as_deref() == Some(b"h2") => {
+            return crate::h2::exchange(conn, cfg, start, connect, tls);
+        }
+        (Some(_), Protocol::Http2) => {
+            return Err(http_err(format!(
+                "the server did not agree to HTTP/2 by ALPN (it chose {})",
+                picked.map_or("none, i.e. HTTP/1.1".to_string(), |p| {
+                    String::from_utf8_lossy(&p).into_owned()
+                })
+            )));
+        }
+        _ => {}
+    }
     conn.write_all(request.as_bytes())?;
     let written = Instant::now();
     if conn.fill()? == 0 {
@@ -148,6 +187,7 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
         status,
         header_bytes,
         body_bytes,
+        protocol: None,
     })
 }
 
@@ -208,13 +248,27 @@ impl Conn {
 
     /// The TLS handshake, within the deadline.
     pub(crate) fn handshake(&mut self, opts: &TlsOptions) -> Result<(), ProbeError> {
+        self.handshake_alpn(opts, &[])
+    }
+
+    /// The handshake, offering `alpn` (none: no ALPN extension, as before HTTP/2).
+    pub(crate) fn handshake_alpn(
+        &mut self,
+        opts: &TlsOptions,
+        alpn: &[&[u8]],
+    ) -> Result<(), ProbeError> {
         let addr = self.addr;
         let tls_err = |msg: String| ProbeError::Tls {
             addr,
             msg,
             certificate: None,
         };
-        let client = TlsClient::new(opts, false).map_err(|e| tls_err(e.to_string()))?;
+        let client = if alpn.is_empty() {
+            TlsClient::new(opts, false)
+        } else {
+            TlsClient::with_alpn(opts, false, alpn)
+        }
+        .map_err(|e| tls_err(e.to_string()))?;
         let mut session = client.session().map_err(|e| tls_err(e.to_string()))?;
         let left = self.left("tls handshake with")?;
         let _ = self.stream.set_read_timeout(Some(left));

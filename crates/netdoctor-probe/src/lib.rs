@@ -16,6 +16,7 @@
 
 mod classify;
 mod error;
+mod h2;
 mod http;
 mod keepalive;
 mod model;

@@ -42,6 +42,7 @@ fn cfg(host: &str, path: &str) -> HttpProbeConfig {
         timeout: Duration::from_secs(5),
         connect_timeout: None,
         tls: None,
+        ..Default::default()
     }
 }
 

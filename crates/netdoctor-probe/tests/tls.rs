@@ -31,6 +31,7 @@ fn cfg(name: &str, insecure: bool) -> HttpProbeConfig {
             server_name: name.into(),
             insecure,
         }),
+        ..Default::default()
     }
 }
 

@@ -254,6 +254,7 @@ fn the_one_request_line_matches_the_terminal_and_shows_tls() {
             status: 200,
             header_bytes: 238,
             body_bytes: 615,
+            protocol: None,
         }),
     });
     let page = render(&report);

@@ -209,6 +209,14 @@ pub struct DiagnoseArgs {
     /// With --compare: both runs at this rate (reported as the offered rate).
     #[arg(long, value_name = "REQ/S", value_parser = positive_rate, conflicts_with = "passive")]
     pub rate: Option<f64>,
+    /// Speak HTTP/2 in the probes and the load: h2c with prior knowledge on an http:// URL,
+    /// ALPN `h2` only on https://. Without it, https:// offers h2 and http/1.1 and speaks the
+    /// server's choice (the report names it); http:// is HTTP/1.1.
+    #[arg(long, conflicts_with_all = ["http1", "passive"])]
+    pub http2: bool,
+    /// Speak HTTP/1.1 only (ALPN offers only http/1.1 on https://).
+    #[arg(long = "http1.1", id = "http1", conflicts_with = "passive")]
+    pub http1: bool,
     /// Service-level objectives to judge the run against, e.g. 'p99<50ms,errors<0.1%'
     /// (p50 p75 p90 p99 p999 max mean in us/ms/s; errors and stalled in %; rps). Each gets
     /// pass/fail with its margin, or inconclusive when too few requests were measured; the

@@ -70,6 +70,13 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     plan.load.timeout = args.timeout;
     plan.load.keepalive = !args.no_keepalive;
     plan.load.rate = args.rate;
+    plan.load.protocol = if args.http2 {
+        netdoctor_load::Protocol::Http2
+    } else if args.http1 {
+        netdoctor_load::Protocol::Http1
+    } else {
+        netdoctor_load::Protocol::Auto
+    };
     plan.capture.enabled = !args.no_capture;
     plan.host = !args.no_host;
     plan.bpf = !args.no_host && !args.no_bpf;

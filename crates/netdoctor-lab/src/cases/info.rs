@@ -29,6 +29,19 @@ impl Case {
                 format!("/etc/netns/{cli}/resolv.conf: {resolver}"),
             ]
         };
+        // The HTTP/2 cases: watch their own clients' traffic, whole frames (the snap length).
+        let h2_passive = |port: u16| {
+            argv(&[
+                "netdoctor",
+                "diagnose",
+                "--passive",
+                "-d",
+                "5s",
+                "--snaplen",
+                "65535",
+                &format!("http://{route_srv}:{port}/"),
+            ])
+        };
         let route_url = format!("http://{}:{ROUTE_CASE_PORT}/", route_lab::SERVER_NAME);
         // The one command for the route cases: diagnose the server by name from the client
         // (`ip netns exec`, so the client's resolv.conf applies): DNS checks, the trace
@@ -289,19 +302,93 @@ impl Case {
                     ),
                 ],
                 Some(cli.clone()),
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--passive",
-                    "-d",
-                    "5s",
-                    "--snaplen",
-                    "65535",
-                    &format!("http://{route_srv}:{}/", crate::h2case::H2_WINDOW_PORT),
-                ]),
+                h2_passive(crate::h2case::H2_WINDOW_PORT),
                 vec!["h2_flow_control_stall"],
                 "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
             ),
+            Case::H2StreamLimit | Case::H2Resets | Case::H2HeadOfLine => {
+                use crate::h2case as h;
+                let bridge = format!(
+                    "no router: {cli} {} ══ {lab}-dly (user-space bridge, +40 ms RTT{}) ══ {srv} {route_srv}, one subnet",
+                    route_lab::L2_CLIENT_IP,
+                    if self == Case::H2HeadOfLine {
+                        format!(
+                            ", drops {:.0}% of frames each way; TSO/GSO/GRO off on both ends",
+                            h::HOL_LOSS * 100.0
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+                let (port, control, servers, client, expect, note) = match self {
+                    Case::H2StreamLimit => (
+                        h::STREAM_LIMIT_PORT,
+                        h::UNLIMITED_PORT,
+                        format!(
+                            "h2c servers (python3-h2) answering {}–{} ms after each request: :{} announces SETTINGS_MAX_CONCURRENT_STREAMS {}, :{} (the control) python3-h2's 100",
+                            h::ANSWER_DELAY_MS.0,
+                            h::ANSWER_DELAY_MS.1,
+                            h::STREAM_LIMIT_PORT,
+                            h::STREAM_LIMIT,
+                            h::UNLIMITED_PORT
+                        ),
+                        format!("h2load -c 1 -m {} to each", h::WANTED_STREAMS),
+                        vec!["h2_stream_limit"],
+                        format!(
+                            "the client wants {} streams, the server allows {}: the connection is filled to exactly the limit again and again; the control port (same slow answers, no limit reached) has no such finding",
+                            h::WANTED_STREAMS,
+                            h::STREAM_LIMIT
+                        ),
+                    ),
+                    Case::H2Resets => (
+                        h::RESETS_PORT,
+                        h::ERRORS_PORT,
+                        format!(
+                            "h2c servers (python3-h2): :{} answers every {}th stream with RST_STREAM INTERNAL_ERROR, :{} (the control) every {}th with HTTP 503",
+                            h::RESETS_PORT,
+                            h::EVERY,
+                            h::ERRORS_PORT,
+                            h::EVERY
+                        ),
+                        "h2load -c 1 -m 4 to each".to_string(),
+                        vec!["h2_stream_resets"],
+                        "a quarter of the streams end in the server's RST_STREAM, not in a response; the control port's failures are HTTP 503s (http_errors), not resets".to_string(),
+                    ),
+                    _ => (
+                        h::HOL_PORT,
+                        h::HOL_H1_PORT,
+                        format!(
+                            "servers (python3-h2 script) with {} KiB answers: :{} h2c, :{} (the control) HTTP/1.1",
+                            h::HOL_BODY / 1024,
+                            h::HOL_PORT,
+                            h::HOL_H1_PORT
+                        ),
+                        "h2load -c 1 -m 10 to :8095, h2load --h1 -c 1 to :8096".to_string(),
+                        vec!["h2_head_of_line"],
+                        "diagnosed at the server, whose capture holds every segment it sent in order (behind the loss point a capture has holes, and the HTTP/2 reader does not replay a hole's retransmission: the frames in it would be missed). Each lost segment holds every stream of the connection until it is repaired (about a round trip); the HTTP/1.1 control over the same path shows the loss, not head-of-line blocking".to_string(),
+                    ),
+                };
+                (
+                    vec![
+                        bridge,
+                        format!("{servers}, in {srv}"),
+                        format!(
+                            "clients in {cli}: {client}, in loops of short runs (a new connection each) for {} s",
+                            h::LOAD_SECS
+                        ),
+                    ],
+                    Some(if self == Case::H2HeadOfLine {
+                        srv.clone()
+                    } else {
+                        cli.clone()
+                    }),
+                    h2_passive(port),
+                    expect,
+                    format!(
+                        "passive: the case's own clients make the traffic; the snap length keeps whole HTTP/2 frames. {note}; diagnose the control with http://{route_srv}:{control}/ (same namespace)"
+                    ),
+                )
+            }
             Case::SelfSigned => {
                 let url = format!("https://{HOST_SERVER_IP}:{SELF_SIGNED_PORT}/");
                 (

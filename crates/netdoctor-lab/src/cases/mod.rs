@@ -17,6 +17,9 @@
 //! | `lossy-hop` | a hop dropping 20 % each way | `trace` from the client (diagnose's 6 rounds do not place the loss) | `route_problem` |
 //! | `far-l2` | no router: the client on the server's subnet behind a bridge adding 40 ms | `diagnose http://srv.lab.test:8080/` from the client (its SYN probe, handshakes and tcp_info min_rtt) | `high_base_rtt` |
 //! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
+//! | `h2-stream-limit` | `far-l2`'s bridge; an h2c server allowing 2 streams, answering after 60–160 ms, clients wanting 8; control: the same server allowing 100 | `diagnose --passive --snaplen 65535` from the client | `h2_stream_limit` (not on the control) |
+//! | `h2-resets` | `far-l2`'s bridge; an h2c server resetting every 4th stream (INTERNAL_ERROR); control: one answering every 4th with 503 | the same | `h2_stream_resets` (the control: `http_errors`) |
+//! | `h2-head-of-line` | `far-l2`'s bridge dropping 2 % each way, offloads off; h2c, 10 streams per connection, 32 KiB answers; control: HTTP/1.1 | the same, from the server namespace | `h2_head_of_line` (the control: loss only) |
 //! | `self-signed` | nginx with a self-signed certificate (for its own address) on :8443 | `diagnose https://10.214.0.1:8443/` from the client, without `-k` | `tls_verify_failed` (preflight, side client); with `-k` it loads and is healthy |
 //! | `small-wmem` | client — router — `throughput --server` ([`crate::bulk_lab`]); `tcp_wmem` max 16 KB in the client | `throughput 10.216.1.2` from the client | `send_buffer_limited` |
 //! | `small-rmem` | the same; `tcp_rmem` max 32 KB in the server | `throughput` from the client | `receive_window_limited` |
@@ -65,6 +68,9 @@ pub enum Case {
     LossyHop,
     FarL2,
     H2Window,
+    H2StreamLimit,
+    H2Resets,
+    H2HeadOfLine,
     SelfSigned,
     SmallWmem,
     SmallRmem,
@@ -77,7 +83,7 @@ pub enum Case {
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 24] = [
+pub const ALL: [Case; 27] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -93,6 +99,9 @@ pub const ALL: [Case; 24] = [
     Case::LossyHop,
     Case::FarL2,
     Case::H2Window,
+    Case::H2StreamLimit,
+    Case::H2Resets,
+    Case::H2HeadOfLine,
     Case::SelfSigned,
     Case::SmallWmem,
     Case::SmallRmem,
@@ -144,6 +153,9 @@ impl Case {
             Case::LossyHop => "lossy-hop",
             Case::FarL2 => "far-l2",
             Case::H2Window => "h2-window",
+            Case::H2StreamLimit => "h2-stream-limit",
+            Case::H2Resets => "h2-resets",
+            Case::H2HeadOfLine => "h2-head-of-line",
             Case::SelfSigned => "self-signed",
             Case::SmallWmem => "small-wmem",
             Case::SmallRmem => "small-rmem",
@@ -189,6 +201,15 @@ impl Case {
             Case::H2Window => {
                 "HTTP/2 uploads over +40 ms RTT to a server keeping 64 KB windows: DATA waits for WINDOW_UPDATE"
             }
+            Case::H2StreamLimit => {
+                "HTTP/2 clients wanting 8 streams from a slow server allowing 2 (control: one allowing 100)"
+            }
+            Case::H2Resets => {
+                "an HTTP/2 server resetting every 4th stream (control: one answering every 4th with 503)"
+            }
+            Case::H2HeadOfLine => {
+                "HTTP/2 with 10 streams per connection over a path with +40 ms RTT and 2% loss (control: HTTP/1.1)"
+            }
             Case::SelfSigned => {
                 "nginx over HTTPS with a self-signed certificate: diagnose stops at the TLS check without -k"
             }
@@ -227,6 +248,9 @@ impl Case {
                 | Case::LossyHop
                 | Case::FarL2
                 | Case::H2Window
+                | Case::H2StreamLimit
+                | Case::H2Resets
+                | Case::H2HeadOfLine
         )
     }
 

@@ -29,7 +29,7 @@ use crate::{LIFECYCLE, LabConfig, LabError, in_netns};
 enum Running {
     Host(HostLab, BuiltinServers),
     Route(RouteLab, BuiltinServers),
-    RouteOnly(RouteLab),
+    H2(RouteLab, Vec<Child>),
     Tls(HostLab, TlsNginx),
     Bulk(BulkLab),
 }
@@ -222,25 +222,29 @@ fn build(
             }
             Ok((Running::Host(lab, server), Some(child)))
         }
-        Case::H2Window => {
-            crate::h2case::check_tools()?;
+        Case::H2Window | Case::H2StreamLimit | Case::H2Resets | Case::H2HeadOfLine => {
+            crate::h2case::check_tools(case)?;
             let lab = start_route_lab(cfg, case)?;
             // Its files go to the state's temp dir, which teardown removes whole.
             create_dir(&paths.temp_dir)?;
-            let (server, client) = crate::h2case::start(
+            let mut children = crate::h2case::start(
+                case,
                 lab.server_netns(),
                 lab.client_netns(),
                 &route_lab::SERVER_IP.to_string(),
                 &paths.temp_dir,
             )?;
             // Recorded before anything else can fail, so `stop` ends them by PID.
-            for (child, what) in [(&server, "h2 server (python3-h2)"), (&client, "h2load")] {
+            for (child, what) in &children {
                 if let Some(o) = Owner::of(child.id()) {
-                    state.procs.push((o, what.to_string()));
+                    state.procs.push((o, what.clone()));
                 }
             }
             write_file(&paths.state, &state.render())?;
-            Ok((Running::RouteOnly(lab), Some(client)))
+            // The last client is reaped by the loop; the others are kept (they end by time).
+            let last = children.pop().map(|(c, _)| c);
+            let rest = children.into_iter().map(|(c, _)| c).collect();
+            Ok((Running::H2(lab, rest), last))
         }
         c if c.bulk_limit().is_some() => {
             let limit = c.bulk_limit().expect("checked by the guard");

@@ -104,6 +104,11 @@ pub(super) fn render_measurements(
                     ("bytes", a((h.header_bytes + h.body_bytes).to_string())),
                 ],
             );
+            // HTTP/2 is named (HTTP/1.1 is what the row means without a name).
+            let line = match &h.protocol {
+                Some(p) => format!("{line} · {p}"),
+                None => line,
+            };
             row(out, &lang.t("term-one-request"), &line)?;
         }
     }
@@ -119,6 +124,10 @@ pub(super) fn render_measurements(
                 ("errors", a(l.errors.total().to_string())),
             ],
         );
+        let line = match l.protocol.as_deref().filter(|p| *p != "http/1.1") {
+            Some(p) => format!("{line} · {p}"),
+            None => line,
+        };
         row(out, &lang.t("term-under-load"), &line)?;
         let lat = &l.latency_ms;
         let p50 = ms(lat.p50);

@@ -1,0 +1,145 @@
+//! `diagnose` over HTTP/2 against Debian's nginx with `http2` (netdoctor-lab's `tls_nginx`, in
+//! a network namespace this test creates): over TLS, ALPN picks h2 by itself and the probe,
+//! the preflight and the load all speak it (`--http1.1` keeps HTTP/1.1); on nginx's plain port
+//! (h2c only) `--http2` speaks h2c with prior knowledge, and the capture of the run's own
+//! traffic is read as HTTP/2 frames. The namespace and nginx (by PID) are removed on drop.
+
+mod common;
+use common::*;
+use netdoctor_lab::hostcases::HostLab;
+use netdoctor_lab::tls_nginx::{TlsNginx, TlsNginxConfig, TlsNginxError};
+use serde_json::Value;
+
+/// nginx with `http2` on both ports in a fresh namespace; `None` when nginx or openssl is
+/// missing (the reason is printed).
+fn nginx_h2(tag: &str) -> Option<(HostLab, TlsNginx)> {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, packet capture)");
+        return None;
+    }
+    let lab = HostLab::create(&format!("ndh2-{tag}-{}", std::process::id()), false).expect("netns");
+    let cfg = TlsNginxConfig {
+        http2: true,
+        page_bytes: Some(4096),
+        ..TlsNginxConfig::default()
+    };
+    match lab
+        .in_ns(lab.server_netns(), move || TlsNginx::start(&cfg))
+        .unwrap()
+    {
+        Ok(n) => Some((lab, n)),
+        Err(TlsNginxError::Missing(tool)) => {
+            eprintln!("skipped: needs {tool} (apt-get install nginx-light openssl)");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn diagnose(lab: &HostLab, url: &str, more: &[&str]) -> (i32, Value) {
+    let mut args = vec![
+        "diagnose",
+        url,
+        "-d",
+        "2s",
+        "-c",
+        "10",
+        "--json",
+        "--netns",
+        lab.server_netns(),
+    ];
+    args.extend_from_slice(more);
+    let out = netdoctor(&args);
+    (out.status.code().unwrap_or(-1), json(&out))
+}
+
+fn text(lab: &HostLab, url: &str, more: &[&str]) -> String {
+    let mut args = vec![
+        "diagnose",
+        url,
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        "--netns",
+        lab.server_netns(),
+    ];
+    args.extend_from_slice(more);
+    let out = netdoctor(&args);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every error count of the load is 0.
+fn assert_no_errors(m: &Value) {
+    let errors = m["load"]["errors"].as_object().expect("load errors");
+    assert!(!errors.is_empty(), "{m:#}");
+    for (kind, n) in errors {
+        assert_eq!(n.as_u64(), Some(0), "{kind}: {m:#}");
+    }
+}
+
+#[test]
+fn https_with_h2_by_alpn_probes_and_loads_over_h2() {
+    let Some((lab, nginx)) = nginx_h2("tls") else {
+        return;
+    };
+    let url = nginx.https_url();
+    let (code, v) = diagnose(&lab, &url, &["-k"]);
+    assert_schema(&v);
+    let m = &v["measurements"];
+    assert_eq!(m["load"]["protocol"], "h2", "{m:#}");
+    assert_eq!(m["probe"]["http"]["protocol"], "h2", "{m:#}");
+    assert_eq!(m["probe"]["http"]["status"], 200, "{m:#}");
+    assert!(m["probe"]["http"]["tls_ms"].as_f64().is_some(), "{m:#}");
+    assert!(m["load"]["requests"].as_u64().unwrap() > 100, "{m:#}");
+    assert_no_errors(m);
+    // TLS-wrapped h2 keeps the record-level view of the capture.
+    assert_ne!(m["capture"]["exchanges"]["method"], "h2", "{m:#}");
+    assert_eq!(code, 0, "{v:#}");
+    // The terminal report names the protocol on the probe's and the load's rows.
+    let out = text(&lab, &url, &["-k"]);
+    assert!(
+        out.lines()
+            .any(|l| l.contains("Under load") && l.contains("· h2")),
+        "{out}"
+    );
+    // --http1.1: ALPN offers only http/1.1; the probe and the load speak it.
+    let (_, v) = diagnose(&lab, &url, &["-k", "--http1.1"]);
+    let m = &v["measurements"];
+    assert_eq!(m["load"]["protocol"], "http/1.1", "{m:#}");
+    assert!(m["probe"]["http"].get("protocol").is_none(), "{m:#}");
+    drop(nginx);
+}
+
+#[test]
+fn h2c_with_prior_knowledge_is_read_as_http2_frames() {
+    let Some((lab, nginx)) = nginx_h2("h2c") else {
+        return;
+    };
+    let url = format!("http://{}/", nginx.http);
+    let (code, v) = diagnose(&lab, &url, &["--http2", "--snaplen", "65535"]);
+    assert_schema(&v);
+    let m = &v["measurements"];
+    assert_eq!(m["load"]["protocol"], "h2c", "{m:#}");
+    assert_eq!(m["probe"]["http"]["protocol"], "h2c", "{m:#}");
+    assert_eq!(m["probe"]["http"]["status"], 200, "{m:#}");
+    // The whole page: the probe read DATA to END_STREAM.
+    assert_eq!(m["probe"]["http"]["body_bytes"], 4096, "{m:#}");
+    assert_no_errors(m);
+    let x = &m["capture"]["exchanges"];
+    assert_eq!(x["method"], "h2", "{x:#}");
+    // Every request the load made is an exchange of the capture (the probes add a few).
+    let requests = m["load"]["requests"].as_f64().unwrap();
+    let count = x["count"].as_f64().unwrap();
+    assert!(count >= 0.9 * requests, "{count} of {requests}: {x:#}");
+    // Healthy or a finding about the server (nginx's sendfile path was seen to hold h2c
+    // answers ~40 ms on this host), never a usage or run error.
+    assert!(code == 0 || code == 1, "{v:#}");
+    eprintln!(
+        "h2c findings: {:?}",
+        v["findings"]
+            .as_array()
+            .map(|f| f.iter().map(|f| f["id"].clone()).collect::<Vec<_>>())
+    );
+    drop(nginx);
+}
