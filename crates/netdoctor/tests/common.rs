@@ -17,6 +17,16 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The JSON on stdout of a run that must have exited 0.
+pub fn json_ok(o: &Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    json(o)
+}
+
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
@@ -29,14 +39,19 @@ pub fn json(o: &Output) -> serde_json::Value {
 
 /// Validates a report against the committed schema, panicking with every error.
 pub fn assert_schema(report: &serde_json::Value) {
-    let schema: serde_json::Value =
-        serde_json::from_str(netdoctor_report::SCHEMA_JSON).expect("schema is JSON");
+    assert_doc_schema(report, netdoctor_report::SCHEMA_JSON)
+}
+
+/// Validates a document against one of the committed schemas (given as its JSON text),
+/// panicking with every error.
+pub fn assert_doc_schema(doc: &serde_json::Value, schema: &str) {
+    let schema: serde_json::Value = serde_json::from_str(schema).expect("schema is JSON");
     let v = jsonschema::validator_for(&schema).expect("schema compiles");
     let errors: Vec<String> = v
-        .iter_errors(report)
+        .iter_errors(doc)
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect();
-    assert!(errors.is_empty(), "report breaks the schema: {errors:#?}");
+    assert!(errors.is_empty(), "breaks the schema: {errors:#?}\n{doc}");
 }
 
 pub fn captures_dir() -> PathBuf {
