@@ -12,7 +12,7 @@
 //! | limit | built |
 //! |---|---|
 //! | `SmallWmem` | `tcp_wmem = 4096 16384 16384` in the client (the sender) |
-//! | `SmallRmem` | `tcp_rmem = 4096 32768 32768` in the server (the receiver) |
+//! | `SmallRmem` | `tcp_rmem = 4096 8192 8192` in the server (the receiver) |
 //! | `PathLoss` | the router drops 2 % of the client's packets (`iptables -m statistic`); the client's TSO/GSO off (else whole 64 KB super-frames drop) and reno (bbr shrugs off random loss) |
 //! | `Shaper` | htb at 100 Mbit/s with a 100-packet pfifo on the router's link to the server |
 //! | `MtuBlackhole` | the router's link to the server has MTU 1280 and the router drops its own ICMP fragmentation-needed, so full-size segments vanish |
@@ -135,7 +135,7 @@ impl BulkLab {
         let (c, r, s) = (&self.client, &self.router, &self.server);
         match limit {
             Limit::SmallWmem => self.sysctl(c, "net.ipv4.tcp_wmem", "4096 16384 16384"),
-            Limit::SmallRmem => self.sysctl(s, "net.ipv4.tcp_rmem", "4096 32768 32768"),
+            Limit::SmallRmem => self.sysctl(s, "net.ipv4.tcp_rmem", "4096 8192 8192"),
             Limit::PathLoss => {
                 self.exec(c, &["ethtool", "-K", "b-cli", "tso", "off", "gso", "off"])?;
                 self.sysctl(c, "net.ipv4.tcp_congestion_control", "reno")?;

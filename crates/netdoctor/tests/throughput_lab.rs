@@ -117,8 +117,10 @@ fn run_case(case: &str) -> Value {
     assert_eq!(
         limits,
         [expect.as_str()],
-        "{case}: expected only {expect}: {}",
-        serde_json::to_string_pretty(&report["findings"]).unwrap()
+        "{case}: expected only {expect}: {}\nsender tcp_info: {}\nintervals: {}",
+        serde_json::to_string_pretty(&report["findings"]).unwrap(),
+        report["sender_tcp_info"],
+        report["intervals"]
     );
     report
 }

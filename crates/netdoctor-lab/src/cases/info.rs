@@ -477,7 +477,7 @@ fn bulk_info(
             "the client sends; its socket buffer holds at most 16 KB, so the data in flight stays under the congestion and receive windows",
         ),
         Case::SmallRmem => (
-            format!("{srv}: net.ipv4.tcp_rmem = 4096 32768 32768 (set before the server started)"),
+            format!("{srv}: net.ipv4.tcp_rmem = 4096 8192 8192 (set before the server started)"),
             "receive_window_limited",
             "the server receives; its small buffer caps the window it advertises, so the data in flight sits at that window",
         ),

@@ -22,7 +22,7 @@
 //! | `h2-head-of-line` | `far-l2`'s bridge dropping 2 % each way, offloads off; h2c, 10 streams per connection, 32 KiB answers; control: HTTP/1.1 | the same, from the server namespace | `h2_head_of_line` (the control: loss only) |
 //! | `self-signed` | nginx with a self-signed certificate (for its own address) on :8443 | `diagnose https://10.214.0.1:8443/` from the client, without `-k` | `tls_verify_failed` (preflight, side client); with `-k` it loads and is healthy |
 //! | `small-wmem` | client — router — `throughput --server` ([`crate::bulk_lab`]); `tcp_wmem` max 16 KB in the client | `throughput 10.216.1.2` from the client | `send_buffer_limited` |
-//! | `small-rmem` | the same; `tcp_rmem` max 32 KB in the server | `throughput` from the client | `receive_window_limited` |
+//! | `small-rmem` | the same; `tcp_rmem` max 8 KB in the server | `throughput` from the client | `receive_window_limited` |
 //! | `path-loss` | the same; the router drops 2 % of the client's packets, the client uses reno | `throughput` from the client | `congestion_limited` |
 //! | `shaper` | the same; htb 100 Mbit/s on the router's link to the server | `throughput` from the client | `shaper_limited` |
 //! | `mtu-blackhole` | the same; a 1280-byte MTU hop whose ICMP fragmentation-needed is dropped | `throughput` from the client | `mss_mtu_problem` |
@@ -214,7 +214,7 @@ impl Case {
                 "nginx over HTTPS with a self-signed certificate: diagnose stops at the TLS check without -k"
             }
             Case::SmallWmem => "a bulk transfer from a client whose tcp_wmem allows 16 KB",
-            Case::SmallRmem => "a bulk transfer to a server whose tcp_rmem allows 32 KB",
+            Case::SmallRmem => "a bulk transfer to a server whose tcp_rmem allows 8 KB",
             Case::PathLoss => "a bulk transfer (reno) through a router dropping 2% of packets",
             Case::Shaper => "a bulk transfer through an htb shaper at 100 Mbit/s",
             Case::MtuBlackhole => {

@@ -2,6 +2,7 @@
 //! (`receive_window_limited`) and the sender's buffer (`send_buffer_limited`).
 
 use super::{Facts, cwnd, inflight, wnd};
+use crate::report::IntervalStream;
 use crate::text::{fmt_bits, fmt_bytes};
 use netdoctor_core::{Finding, FindingId, Severity};
 
@@ -46,12 +47,23 @@ pub(super) fn application_limited(x: &Facts) -> Option<Finding> {
 /// holds the sender back too and counts; it is named apart in the explanation.
 pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     let n = x.n();
-    let closed = x.count(|s| wnd(s) == 0);
+    // A sample where the sender had nothing at all (nothing in flight, nothing unsent) says
+    // nothing about the window: on a fast path with a small window the writer is often just
+    // behind (short of CPU) at the sampled instant. Only samples with data count.
+    let idle = |s: &IntervalStream| inflight(s) == 0 && s.notsent.unwrap_or(0) == 0;
+    let active = x.count(|s| !idle(s));
+    let closed = x.count(|s| !idle(s) && wnd(s) == 0);
     let at_window = x.count(|s| {
         let (inf, w) = (inflight(s), wnd(s));
-        w == 0 || (inf * 10 >= w * 8 && w < cwnd(s))
+        !idle(s) && (w == 0 || (inf * 10 >= w * 8 && w < cwnd(s)))
     });
-    if at_window * 10 < n * 6 {
+    // With one sample with data, the kernel's own rwnd-limited time must agree (≥ 30 % of the
+    // time the connection was busy).
+    let kernel_share = x
+        .info
+        .map(|t| t.rwnd_limited_us as f64 / t.busy_time_us.max(1) as f64)
+        .unwrap_or(0.0);
+    if active == 0 || at_window * 10 < active * 6 || (active < 2 && kernel_share < 0.3) {
         return None;
     }
     let (m_inf, m_cwnd) = (x.med(inflight), x.med(cwnd));
@@ -71,9 +83,9 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
             fmt_bytes(m_cwnd as f64)
         ),
     );
-    f.confidence = at_window as f64 / n as f64;
+    f.confidence = at_window as f64 / active as f64;
     f.explanation = format!(
-        "In {at_window} of {n} samples the sender had at least 80 % of the receiver's advertised window in flight (or the window was closed), and its congestion window was larger than that window: it waited for the receiver, not for the network. At a minimum RTT of {rtt} µs, a {} window carries at most {} per stream.{}",
+        "In {at_window} of the {active} samples with data to send (of {n}) the sender had at least 80 % of the receiver's advertised window in flight (or the window was closed), and its congestion window was larger than that window: it waited for the receiver, not for the network. At a minimum RTT of {rtt} µs, a {} window carries at most {} per stream.{}",
         fmt_bytes(m_wnd as f64),
         fmt_bits(if rtt > 0 {
             m_wnd as f64 * 8.0 / (f64::from(rtt) / 1e6)
