@@ -1,8 +1,9 @@
 //! Helpers shared by the binary's integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn netdoctor(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_netdoctor"))
@@ -118,4 +119,57 @@ pub fn assert_says_lower(summary: &str) {
         !summary.contains("higher") || summary.contains("the median rose because"),
         "{summary}"
     );
+}
+
+/// Runs `netdoctor analyze --json FILE`, killed (by its PID) after `timeout`; (exit code,
+/// stdout, stderr), `None` for a hang. Output goes to files, not pipes: a report larger than
+/// a pipe's 64 KiB would block the child on write while the test waits for it to exit.
+pub fn analyze_bounded(file: &Path, timeout: Duration) -> Option<(i32, Vec<u8>, String)> {
+    let dir = tempdir("analyze");
+    let out = dir.join("out.json");
+    let err = dir.join("err.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netdoctor"))
+        .args(["analyze", "--json"])
+        .arg(file)
+        .env("NETDOCTOR_QUIET", "1")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("run netdoctor");
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let r = status.map(|s| {
+        (
+            s.code().unwrap_or(-1),
+            std::fs::read(&out).unwrap_or_default(),
+            std::fs::read_to_string(&err).unwrap_or_default(),
+        )
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+/// A fresh directory under the temp dir, unique per process and call.
+pub fn tempdir(tag: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "nd-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
 }
