@@ -69,6 +69,11 @@ pub enum ResetKind {
     /// setup (accept-queue overflow with `tcp_abort_on_overflow`, a server that accepts and
     /// closes with `SO_LINGER` 0, a middlebox), not an idle timeout.
     Setup,
+    /// After the handshake, before any byte, and after the *other* side's FIN: the peer
+    /// closed a connection it never used (a losing Happy Eyeballs attempt, a connect timeout
+    /// that fired during a slow handshake, a pre-connect pool) and the reset answers that
+    /// close. No request failed.
+    UnusedClosed,
 }
 
 /// What preceded a reset on its connection, from the trackers: tells a reset after the

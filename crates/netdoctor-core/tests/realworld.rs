@@ -171,3 +171,35 @@ fn a_reset_after_the_servers_fin_is_not_a_failed_request() {
     );
     assert!(!f.summary.contains("middle"), "{}", f.summary);
 }
+
+#[test]
+fn a_fin_with_window_zero_is_a_close_not_a_stopped_reader() {
+    // arkime-wireshark-retrans: four requests whose bodies wait on Nagle and the server's
+    // delayed ACK; the server's last segment is its FIN, advertising window 0. That is the
+    // server closing, not its application failing to read: no zero_window, Nagle stays.
+    let Some(an) = analyze("arkime-wireshark-retrans.pcap") else {
+        return;
+    };
+    none(&an, FindingId::ZeroWindow);
+    let f = one(&an, FindingId::NagleDelayedAck);
+    assert_eq!(f.side, Side::Client);
+}
+
+#[test]
+fn a_reset_answering_the_clients_close_is_not_a_refusal() {
+    // zeek-fin_retransmission: the client sends its FIN 291 ms into a handshake whose SYN/ACK
+    // comes at 305 ms, repeats it with the ACK, and the server resets. The client gave up on
+    // a connection it never used; the server refused nothing. Info on the client's side; the
+    // slow handshake stays the warning.
+    let Some(an) = analyze("zeek-fin_retransmission.pcap") else {
+        return;
+    };
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Info, Side::Client),
+        "{f:#?}"
+    );
+    assert!(!f.summary.contains("refused"), "{}", f.summary);
+    one(&an, FindingId::HighBaseRtt);
+}

@@ -222,7 +222,14 @@ impl Hub {
         let kind = if c.rtt_ns.is_none() && c.syn.first_syn.is_some() && c.cur.is_none() {
             ResetKind::Refused
         } else if no_payload && c.synack_seen {
-            ResetKind::Setup
+            if context
+                .after_fin
+                .is_some_and(|fin| fin.from_server != rst.from_server)
+            {
+                ResetKind::UnusedClosed
+            } else {
+                ResetKind::Setup
+            }
         } else {
             reset_kind(c, rst, &context)
         };
@@ -230,6 +237,7 @@ impl Hub {
             ResetKind::Refused => c.syn.last_syn,
             ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
             ResetKind::AfterClose => c.first_close,
+            ResetKind::UnusedClosed => context.after_fin,
             _ => c.cur.map(|x| {
                 if x.first_resp.is_some() {
                     x.last_resp

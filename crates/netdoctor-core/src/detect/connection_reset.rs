@@ -13,7 +13,11 @@
 //!   probe or late data found no socket): the end of a closed connection, info;
 //! - **at setup**: after the handshake, before any byte either way: a refusal or an abort at
 //!   setup (an accept queue that overflowed with `tcp_abort_on_overflow` on, a server that
-//!   accepts and closes with `SO_LINGER` 0, a middlebox), never an idle timeout.
+//!   accepts and closes with `SO_LINGER` 0, a middlebox), never an idle timeout;
+//! - **unused, closed**: the same, but after the *other* side's FIN: the peer closed a
+//!   connection it never used and the reset answers that close (`zeek-fin_retransmission.pcap`:
+//!   the client gives up during a 305 ms handshake, sends its FIN, and the server resets).
+//!   Info, on the side that closed: no request failed.
 //!
 //! Severity follows the share of requests that failed; client aborts and resets after a close
 //! are never above info. One finding sums up every kind seen (the most severe leads, the
@@ -54,7 +58,7 @@ const OWN_TIMEOUT_SLACK: f64 = 0.95;
 /// The `connection_reset` detector.
 #[derive(Default)]
 pub struct ConnectionReset {
-    kinds: [KindAgg; 6],
+    kinds: [KindAgg; 7],
     /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
     timeout_ms: Option<u64>,
     /// A listening socket of the server process seen during the run
@@ -117,6 +121,7 @@ fn idx(k: ResetKind) -> usize {
         ResetKind::Idle => 3,
         ResetKind::Setup => 4,
         ResetKind::AfterClose => 5,
+        ResetKind::UnusedClosed => 6,
     }
 }
 
@@ -160,6 +165,7 @@ impl ConnectionReset {
             ResetKind::Idle,
             ResetKind::Setup,
             ResetKind::AfterClose,
+            ResetKind::UnusedClosed,
         ] {
             // Refused SYNs are `server_not_listening`'s, unless the run saw the listener
             // (then they are resets of a port that is open: the arm below).
@@ -350,6 +356,29 @@ impl ConnectionReset {
                         ),
                     )
                 }
+                ResetKind::UnusedClosed => {
+                    // `who` sent the resets; the side that closed is the other one.
+                    let closer = if by_server { "client" } else { "server" };
+                    (
+                        (n as f64 / connections.max(1) as f64).min(1.0),
+                        Severity::Info,
+                        format!(
+                            "The {closer} closed {n} connections before any byte was \
+                             exchanged, and the {who} answered the close with a reset"
+                        ),
+                        format!(
+                            "The handshake completed, nothing was sent either way, and the \
+                             {closer} closed the connection (FIN): a connection it no longer \
+                             needed (a losing Happy Eyeballs attempt, a connect timeout that \
+                             fired during a slow handshake, a pre-opened connection, a health \
+                             check). The {who}'s reset answers that close; no request failed."
+                        ),
+                        format!(
+                            "Nothing to fix in the resets. If the {closer} gave up because the \
+                             handshake was slow, the handshake time is the problem to look at."
+                        ),
+                    )
+                }
                 ResetKind::Idle => (
                     (n as f64 / connections.max(1) as f64).min(1.0),
                     if n >= 5 {
@@ -367,6 +396,12 @@ impl ConnectionReset {
                      before the server or a middlebox drops them."
                         .to_string(),
                 ),
+            };
+            // An unused connection's reset is told on the side that closed it.
+            let side = match (kind, side) {
+                (ResetKind::UnusedClosed, Side::Server) => Side::Client,
+                (ResetKind::UnusedClosed, _) => Side::Server,
+                _ => side,
             };
             let mut f = Finding::new(FindingId::ConnectionReset, severity, side, summary);
             f.confidence = 0.9;
@@ -404,6 +439,10 @@ impl ConnectionReset {
                                 "the client reset while the response arrived".to_string()
                             }
                             ResetKind::Idle => format!("the {who} reset an idle connection"),
+                            ResetKind::UnusedClosed => format!(
+                                "the other side closed the unused connection (FIN), the {who} \
+                                 reset it"
+                            ),
                             ResetKind::Setup => format!(
                                 "the {who} reset the connection after the handshake, no byte \
                                  sent"
@@ -639,6 +678,20 @@ mod tests {
         assert!(!v[0].summary.contains("middle"), "{}", v[0].summary);
         // Refusals are server_not_listening's.
         assert!(run::<ConnectionReset>(&[reset(ResetKind::Refused, true, 1)], &cx(1)).is_empty());
+    }
+
+    #[test]
+    fn a_reset_answering_the_peers_close_of_an_unused_connection_is_info_on_the_closer() {
+        let v = run::<ConnectionReset>(&[reset(ResetKind::UnusedClosed, true, 1)], &cx(1));
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].side, v[0].severity), (Side::Client, Severity::Info));
+        assert!(
+            v[0].summary
+                .starts_with("The client closed 1 connections before any byte"),
+            "{}",
+            v[0].summary
+        );
+        assert!(!v[0].summary.contains("refused"), "{}", v[0].summary);
     }
 
     #[test]

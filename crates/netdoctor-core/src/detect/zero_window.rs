@@ -268,9 +268,9 @@ impl ZeroWindow {
                      receive buffer is very small.",
                     if s.never_reopened > 0 {
                         format!(
-                            " ({} times it never did before the connection or the capture \
-                             ended)",
-                            s.never_reopened
+                            " (in {} of the {} periods it never did: the connection or the \
+                             capture ended first)",
+                            s.never_reopened, s.periods
                         )
                     } else {
                         String::new()

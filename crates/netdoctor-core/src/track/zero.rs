@@ -1,6 +1,12 @@
 //! Zero-window periods of one endpoint as a receiver: from the first segment advertising
 //! window 0 (not SYN, not RST: a reset carries window 0 without meaning it) to the first later
 //! segment advertising a non-zero window.
+//!
+//! Some stacks advertise window 0 on the FIN of a socket the application has closed
+//! (`arkime-wireshark-retrans.pcap`: the server's last segment is `[F.]` with window 0). That
+//! is a close, not a stopped reader: a period opened by the endpoint's own FIN that never
+//! reopens is dropped. A half-closed reader whose buffer really is full (FIN with window 0,
+//! then a window update once it reads) still reopens and still counts.
 
 use crate::event::Pkt;
 
@@ -73,9 +79,59 @@ impl ZeroDir {
 
     /// Ends an open period at `last` (end of the connection or capture).
     pub(crate) fn take_open(&mut self, last: Pkt) -> Option<ZeroPeriod> {
-        self.since.take().map(|start| ZeroPeriod {
+        let start = self.since.take()?;
+        if start.flags.fin() {
+            return None;
+        }
+        Some(ZeroPeriod {
             reopened: false,
             ..ZeroPeriod::new(start, last)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::TcpFlags;
+
+    fn pkt(frame: u64, flags: u8) -> Pkt {
+        Pkt {
+            frame,
+            ts_ns: frame as i64 * 1_000_000,
+            from_server: true,
+            flags: TcpFlags(flags),
+            len: 0,
+        }
+    }
+
+    const ACK: u8 = 0x10;
+    const FIN_ACK: u8 = 0x11;
+
+    #[test]
+    fn a_fin_with_window_zero_that_never_reopens_is_a_close() {
+        let mut z = ZeroDir::default();
+        assert!(z.on_window(pkt(1, FIN_ACK), 0).is_none());
+        assert!(z.take_open(pkt(2, ACK)).is_none());
+    }
+
+    #[test]
+    fn a_stopped_reader_that_closes_still_counts() {
+        // Window 0 on a plain ACK first, then the FIN: the reader had stopped before closing.
+        let mut z = ZeroDir::default();
+        assert!(z.on_window(pkt(1, ACK), 0).is_none());
+        assert!(z.on_window(pkt(2, FIN_ACK), 0).is_none());
+        let p = z.take_open(pkt(3, ACK)).expect("an open period");
+        assert!(!p.reopened);
+        assert_eq!(p.start.frame, 1);
+    }
+
+    #[test]
+    fn a_half_closed_reader_that_reopens_still_counts() {
+        let mut z = ZeroDir::default();
+        assert!(z.on_window(pkt(1, FIN_ACK), 0).is_none());
+        let p = z.on_window(pkt(5, ACK), 4096).expect("a period");
+        assert!(p.reopened);
+        assert_eq!(p.duration_ns(), 4_000_000);
     }
 }
