@@ -156,10 +156,48 @@ pub struct LoadConfig {
     /// gRPC: requests are gRPC calls (POST, `content-type: application/grpc`, the body framed
     /// as one gRPC message) and the `grpc-status` trailer decides success. Implies HTTP/2.
     pub grpc: bool,
-    /// Pin load thread `i` to the `i`-th CPU this process may use (modulo their count), so the
-    /// scheduler does not stack the threads on one CPU; default false. A failed pin is ignored
-    /// (the thread runs unpinned).
-    pub pin_threads: bool,
+    /// Whether load thread `i` is pinned to the `i`-th CPU this process may use (default
+    /// [`Pinning::Auto`]: when the threads are exactly as many as those CPUs). A failed pin is
+    /// ignored (the thread runs unpinned).
+    pub pinning: Pinning,
+}
+
+/// Pinning the load threads to CPUs (`--pin-threads` / `--no-pin-threads`).
+///
+/// Why: on loopback (and any local server) a response wakes the client thread with a
+/// synchronous wake-up from the server's CPU, and the scheduler's wake-affine placement moves
+/// the woken thread there. With another process busy on the other CPUs, both load threads and
+/// the server end up sharing one CPU most of the time (sampled `psr` on the shared 2-core
+/// machine: 75–85 % of samples, the same for wrk), so `-t 2` runs like `-t 1`. A pinned thread
+/// per CPU keeps the threads on the CPUs they were asked to use. See bench/README.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Pinning {
+    /// Pin when there are at least 2 threads and exactly as many as allowed CPUs: each CPU
+    /// gets one thread, so no CPU is taken from the process as a whole, the threads only stop
+    /// stacking. With fewer threads the scheduler keeps choosing (it may know idle CPUs this
+    /// run does not); with more, pinned threads could not even out.
+    #[default]
+    Auto,
+    /// Thread `i` on the `i`-th allowed CPU, modulo their count, whatever the counts.
+    Always,
+    /// The scheduler places the threads.
+    Never,
+}
+
+impl Pinning {
+    /// The CPU of each of `threads` load threads, given the CPUs the process may use (empty:
+    /// no pinning).
+    pub fn cpus(self, threads: usize, allowed: &[usize]) -> Vec<usize> {
+        let pin = match self {
+            Pinning::Never => false,
+            Pinning::Always => true,
+            Pinning::Auto => threads >= 2 && threads == allowed.len(),
+        };
+        if !pin || allowed.is_empty() {
+            return Vec::new();
+        }
+        (0..threads).map(|i| allowed[i % allowed.len()]).collect()
+    }
 }
 
 /// Which HTTP the load speaks.
@@ -198,7 +236,7 @@ impl LoadConfig {
             protocol: Protocol::Auto,
             streams: 1,
             grpc: false,
-            pin_threads: false,
+            pinning: Pinning::Auto,
         }
     }
 
@@ -331,10 +369,12 @@ pub fn run(
     let start = Instant::now();
     let deadline = start + cfg.duration;
 
-    let cpus = if cfg.pin_threads {
-        netdoctor_sys::affinity::allowed_cpus().unwrap_or_default()
-    } else {
-        Vec::new()
+    let cpus = match cfg.pinning {
+        Pinning::Never => Vec::new(),
+        p => p.cpus(
+            threads,
+            &netdoctor_sys::affinity::allowed_cpus().unwrap_or_default(),
+        ),
     };
     let outcome = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
@@ -344,7 +384,7 @@ pub fn run(
             let h = std::thread::Builder::new()
                 .name(format!("load-{i}"))
                 .spawn_scoped(scope, {
-                    let cpu = (!cpus.is_empty()).then(|| cpus[i % cpus.len()]);
+                    let cpu = cpus.get(i).copied();
                     move || {
                         if let Some(cpu) = cpu {
                             // Best effort: unpinned is still a correct run.
@@ -513,4 +553,29 @@ fn h2_spec(cfg: &LoadConfig, protocol: &str) -> Result<worker::h2::H2Spec, LoadE
         streams: cfg.streams,
         grpc: cfg.grpc,
     })
+}
+
+#[cfg(test)]
+mod pinning_tests {
+    use super::Pinning;
+
+    #[test]
+    fn auto_pins_only_one_thread_per_allowed_cpu() {
+        assert_eq!(Pinning::Auto.cpus(2, &[0, 1]), vec![0, 1]);
+        assert_eq!(Pinning::Auto.cpus(2, &[3, 5]), vec![3, 5]);
+        // Fewer threads than CPUs: the scheduler chooses; more: pinned threads could not even out.
+        assert!(Pinning::Auto.cpus(2, &[0, 1, 2, 3]).is_empty());
+        assert!(Pinning::Auto.cpus(4, &[0, 1]).is_empty());
+        // One thread on one CPU: nothing to keep apart.
+        assert!(Pinning::Auto.cpus(1, &[0]).is_empty());
+        assert!(Pinning::Auto.cpus(2, &[]).is_empty());
+    }
+
+    #[test]
+    fn always_wraps_and_never_pins_nothing() {
+        assert_eq!(Pinning::Always.cpus(3, &[0, 1]), vec![0, 1, 0]);
+        assert_eq!(Pinning::Always.cpus(1, &[0, 1, 2, 3]), vec![0]);
+        assert!(Pinning::Always.cpus(2, &[]).is_empty());
+        assert!(Pinning::Never.cpus(2, &[0, 1]).is_empty());
+    }
 }

@@ -1,5 +1,5 @@
 //! Pinning the calling thread to one CPU (`sched_getaffinity`/`sched_setaffinity`), for the
-//! load engine's `--pin-threads`. `std` has no affinity call.
+//! load engine's threads (`netdoctor_load::Pinning`). `std` has no affinity call.
 
 use std::io;
 

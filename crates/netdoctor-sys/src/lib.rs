@@ -12,7 +12,7 @@
 //! - [`rusage`]: this process's CPU time (`getrusage`).
 //! - [`poll`]: waiting for one descriptor to become readable (a listener, without a timer).
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
-//! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (`--pin-threads`).
+//! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (the load threads).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use netdoctor_load::{HttpTarget, LoadConfig, Protocol};
+use netdoctor_load::{HttpTarget, LoadConfig, Pinning, Protocol};
 use netdoctor_report::{Format, LoadReport};
 
 use crate::cli::{OutputArgs, RequestArgs};
@@ -56,10 +56,14 @@ pub struct LoadArgs {
     /// Threads, each with its own event loop and share of the connections.
     #[arg(short = 't', long, default_value_t = 2, value_parser = positive)]
     pub threads: usize,
-    /// Pin thread i to the i-th CPU this process may use, so the scheduler cannot stack the
-    /// threads on one CPU (best effort; leave it off when the server shares those CPUs).
-    #[arg(long)]
+    /// Pin thread i to the i-th CPU this process may use, whatever the counts. By default the
+    /// threads are pinned when they are exactly as many as those CPUs (one each), because a
+    /// local server's wake-ups otherwise pull them onto one CPU.
+    #[arg(long, overrides_with = "no_pin_threads")]
     pub pin_threads: bool,
+    /// Leave the load threads to the scheduler (no pinning at all).
+    #[arg(long, overrides_with = "pin_threads")]
+    pub no_pin_threads: bool,
     /// Duration of the test, e.g. 10s, 500ms, 1m.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -128,7 +132,11 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     });
     cfg.connections = args.connections;
     cfg.threads = args.threads;
-    cfg.pin_threads = args.pin_threads;
+    cfg.pinning = match (args.pin_threads, args.no_pin_threads) {
+        (true, _) => Pinning::Always,
+        (_, true) => Pinning::Never,
+        _ => Pinning::Auto,
+    };
     cfg.duration = args.duration;
     cfg.timeout = args.timeout;
     cfg.keepalive = !args.no_keepalive;

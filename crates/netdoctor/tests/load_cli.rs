@@ -163,6 +163,34 @@ fn load_json_counts_agree_with_the_server() {
     assert!(v.get("rate").is_none(), "closed loop has no rate: {v}");
 }
 
+/// `--no-pin-threads` and `--pin-threads` both run; given together the last one wins (no
+/// "cannot be used with" error), so a wrapper can append either to a command line.
+#[test]
+fn pin_flags_run_and_the_last_one_wins() {
+    let server = Server::start(Duration::ZERO);
+    let url = server.url("/");
+    for flags in [
+        &["--no-pin-threads"][..],
+        &["--pin-threads", "--no-pin-threads"],
+        &["--no-pin-threads", "--pin-threads"],
+    ] {
+        let mut args = vec![
+            "load",
+            url.as_str(),
+            "-c",
+            "2",
+            "-t",
+            "2",
+            "-d",
+            "300ms",
+            "--json",
+        ];
+        args.extend_from_slice(flags);
+        let v = json(&netdoctor(&args));
+        assert!(v["requests"].as_u64().unwrap() > 0, "{flags:?}: {v}");
+    }
+}
+
 #[test]
 fn load_text_is_wrk_like() {
     let server = Server::start(Duration::ZERO);

@@ -1,0 +1,186 @@
+//! Pinning the load threads to CPUs (`Pinning`: the default `Auto`, `--pin-threads`,
+//! `--no-pin-threads`), seen from /proc while a run lasts.
+//!
+//! A binary of its own, and one test at a time (a lock): the threads are found by their names
+//! (`load-0`, `load-1`, …), which every concurrent run in the same process would share.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use netdoctor_load::{HttpTarget, LoadConfig, Pinning, run};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A keep-alive HTTP/1.1 server on 127.0.0.1 that answers every request with a short 200 and
+/// counts them; bound until dropped.
+struct Server {
+    target: HttpTarget,
+    requests: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let requests = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, s) = (requests.clone(), stop.clone());
+        let accept = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let r = r.clone();
+                std::thread::spawn(move || serve(stream, &r));
+            }
+        });
+        Server {
+            target: HttpTarget {
+                addr,
+                host: addr.to_string(),
+                path: "/".into(),
+            },
+            requests,
+            stop,
+            accept: Some(accept),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.target.addr);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Answers each request head (ended by an empty line) with one response.
+fn serve(mut s: TcpStream, requests: &AtomicU64) {
+    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let mut buf = [0u8; 4096];
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        let n = match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        tail.extend_from_slice(&buf[..n]);
+        while let Some(end) = tail.windows(4).position(|w| w == b"\r\n\r\n") {
+            tail.drain(..end + 4);
+            requests.fetch_add(1, Ordering::SeqCst);
+            if s.write_all(RESPONSE).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// The CPUs a thread named `name` of this process may run on (from /proc), if one exists.
+fn cpus_of_thread(name: &str) -> Option<String> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            return status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string());
+        }
+    }
+    None
+}
+
+/// Runs `threads` load threads (one connection each) with `pinning` against a fresh server,
+/// checks the counts, and returns each thread's CPU list as /proc showed it during the run.
+/// Progress runs on the calling thread every 250 ms while the load threads live; a busy machine
+/// may start a thread late, so it looks again until each thread is seen (and on one CPU when
+/// `pinned`), or 10 s passed.
+fn cpus_while_running(threads: usize, pinning: Pinning, pinned: bool) -> Vec<Option<String>> {
+    let server = Server::start();
+    let mut cfg = LoadConfig::new(server.target.clone());
+    cfg.connections = threads;
+    cfg.threads = threads;
+    cfg.duration = std::time::Duration::from_secs(20);
+    cfg.pinning = pinning;
+    let stop = AtomicBool::new(false);
+    let mut seen: Vec<Option<String>> = Vec::new();
+    let mut calls = 0;
+    let res = run(&cfg, &stop, &mut |_| {
+        calls += 1;
+        seen = (0..threads)
+            .map(|i| cpus_of_thread(&format!("load-{i}")))
+            .collect();
+        let settled = seen.iter().all(|s| {
+            s.as_deref()
+                .is_some_and(|v| !pinned || !v.contains([',', '-']))
+        });
+        if settled || calls >= 40 {
+            stop.store(true, Ordering::SeqCst);
+        }
+    })
+    .unwrap();
+    assert!(res.requests > 0, "no requests: {res:?}");
+    assert_eq!(res.errors.total(), 0, "{res:?}");
+    let served = server.requests.load(Ordering::SeqCst);
+    assert!(
+        served >= res.requests && served <= res.requests + threads as u64,
+        "server {served}, client {}",
+        res.requests
+    );
+    seen
+}
+
+/// `--pin-threads`: each load thread runs on one allowed CPU (thread i on the i-th, modulo), and
+/// the run counts as an unpinned one does.
+#[test]
+fn pinned_threads_run_on_one_cpu_each_and_count_the_same() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let allowed = netdoctor_sys::affinity::allowed_cpus().unwrap();
+    let seen = cpus_while_running(3, Pinning::Always, true);
+    for (i, s) in seen.iter().enumerate() {
+        let want = allowed[i % allowed.len()].to_string();
+        assert_eq!(s.as_deref(), Some(want.as_str()), "load-{i}: {seen:?}");
+    }
+}
+
+/// The default pins one thread per allowed CPU when the threads are as many as those CPUs, and
+/// not when they are fewer; `--no-pin-threads` leaves every thread free to run on all of them.
+#[test]
+fn default_pins_one_thread_per_cpu_and_never_leaves_them_free() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let allowed = netdoctor_sys::affinity::allowed_cpus().unwrap();
+    if allowed.len() < 2 {
+        eprintln!(
+            "skipped: needs 2 allowed CPUs (this process has {})",
+            allowed.len()
+        );
+        return;
+    }
+    let free = |seen: &[Option<String>]| {
+        seen.iter()
+            .all(|s| s.as_deref().is_some_and(|v| v.contains([',', '-'])))
+    };
+    if allowed.len() <= 8 {
+        let seen = cpus_while_running(allowed.len(), Pinning::Auto, true);
+        for (i, s) in seen.iter().enumerate() {
+            let want = allowed[i].to_string();
+            assert_eq!(s.as_deref(), Some(want.as_str()), "load-{i}: {seen:?}");
+        }
+    }
+    let fewer = cpus_while_running(allowed.len() - 1, Pinning::Auto, false);
+    assert!(
+        free(&fewer),
+        "fewer threads than CPUs were pinned: {fewer:?}"
+    );
+    let never = cpus_while_running(allowed.len().min(8), Pinning::Never, false);
+    assert!(free(&never), "pinned without asking: {never:?}");
+}
