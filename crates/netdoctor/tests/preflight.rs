@@ -17,19 +17,6 @@ fn lab(tag: &str) -> HostLab {
     HostLab::create(&format!("ndpf-{tag}-{}", std::process::id()), false).expect("create netns")
 }
 
-fn check<'a>(r: &'a Value, name: &str) -> (&'a str, &'a str) {
-    let c = r["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]));
-    (
-        c["status"].as_str().unwrap(),
-        c["reason"].as_str().unwrap_or(""),
-    )
-}
-
 /// One finding, critical, on `side`; verdict problem, exit 1; the load and every later stage
 /// skipped because the preflight failed.
 fn assert_stopped(code: i32, r: &Value, id: &str, side: &str) {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use crate::common;
+pub use crate::common::{check, ids};
 use netdoctor_lab::builtin::BuiltinServers;
 use netdoctor_lab::route_lab::{RouteLab, RouteLabConfig, SERVER_IP, SERVER_IP6};
 use netdoctor_route::trace::{self, Protocol, TraceOptions};
@@ -77,15 +78,6 @@ pub fn netdoctor_in(lab: &RouteLab, args: &[&str]) -> (i32, Value, String, Durat
     (out.status.code().unwrap_or(-1), json, err, wall)
 }
 
-pub fn ids(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The trace's hops of a `trace` or `diagnose` report.
 pub fn hops(report: &Value) -> Vec<Value> {
     report["measurements"]["trace"]["hops"]
@@ -107,20 +99,6 @@ pub fn hop_ips(report: &Value) -> Vec<String> {
 /// A hop's best RTT (NaN when it never answered).
 pub fn best(h: &Value) -> f64 {
     h["best_ms"].as_f64().unwrap_or(f64::NAN)
-}
-
-/// The check `name` of a report: (status, reason).
-pub fn check<'a>(r: &'a Value, name: &str) -> (&'a str, &'a str) {
-    let c = r["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]));
-    (
-        c["status"].as_str().unwrap(),
-        c["reason"].as_str().unwrap_or(""),
-    )
 }
 
 /// `trace TARGET -n --json PROTO… --rounds 8 --interval 100ms MORE…` in the client namespace;
