@@ -292,7 +292,7 @@ impl Host for FakeHost {
     fn next_hop(&self, _ip: IpAddr) -> Result<Option<NextHop>, String> {
         self.next_hop.clone()
     }
-    fn neighbour(&self, _ip: IpAddr) -> Result<Option<Neighbour>, String> {
+    fn neighbour(&self, _ip: IpAddr, _iface: Option<&str>) -> Result<Option<Neighbour>, String> {
         Ok(self.neighbour.clone())
     }
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String> {

@@ -91,9 +91,10 @@ pub trait Host: Sync {
     fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String>;
     /// How the run's network namespace reaches `ip`; `Ok(None)` when it cannot say (IPv6).
     fn next_hop(&self, ip: IpAddr) -> Result<Option<NextHop>, String>;
-    /// The neighbour (ARP) entry of `ip` in the run's network namespace: whether a next hop
-    /// answered; `Ok(None)` when there is no entry (or for IPv6: not read).
-    fn neighbour(&self, ip: IpAddr) -> Result<Option<Neighbour>, String>;
+    /// The neighbour entry (ARP for IPv4, neighbour discovery for IPv6) of `ip` on `iface`
+    /// (the route's interface, when known) in the run's network namespace: whether a next hop
+    /// answered; `Ok(None)` when there is no entry.
+    fn neighbour(&self, ip: IpAddr, iface: Option<&str>) -> Result<Option<Neighbour>, String>;
     /// A traceroute with these options.
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String>;
     /// Starts the host collectors around the load, sampling the listener of `addr` in the
@@ -308,9 +309,11 @@ impl Host for SystemHost {
         netdoctor_route::route_table::lookup(ip)
             .map_err(|e| format!("read /proc/thread-self/net/route: {e}"))
     }
-    fn neighbour(&self, ip: IpAddr) -> Result<Option<Neighbour>, String> {
-        netdoctor_route::neighbour::lookup(ip)
-            .map_err(|e| format!("read /proc/thread-self/net/arp: {e}"))
+    fn neighbour(&self, ip: IpAddr, iface: Option<&str>) -> Result<Option<Neighbour>, String> {
+        netdoctor_route::neighbour::lookup(ip, iface).map_err(|e| match ip.to_canonical() {
+            IpAddr::V4(_) => format!("read /proc/thread-self/net/arp: {e}"),
+            IpAddr::V6(_) => format!("dump the IPv6 neighbour table (RTM_GETNEIGH): {e}"),
+        })
     }
     fn trace(&self, opts: &TraceOptions) -> Result<TraceResult, String> {
         netdoctor_route::trace::run(opts, &mut |_, _| {}).map_err(|e| e.to_string())

@@ -1,21 +1,24 @@
 //! Preflight: before any load, what `curl -v` would show — the route to the address, the
-//! neighbour (ARP) of the next hop, connect, the TLS verification and one request — and a
+//! neighbour entry of the next hop (ARP; neighbour discovery for IPv6), connect, the TLS
+//! verification and one request — and a
 //! failure that is the client's or the path's ends the run here, in about a second, naming the
 //! cause, the side, the evidence and the fix. The load never runs against such a target.
 //!
 //! | failure | finding | side |
 //! |---|---|---|
-//! | no route in the namespace's table, or `connect()` → ENETUNREACH | `no_route` | client |
-//! | connect unfinished after [`CONNECT_LIMIT`] with the next hop's ARP entry unanswered, or EHOSTUNREACH | `neighbour_unreachable` | network |
+//! | no route in the namespace's table, or `connect()` → ENETUNREACH without a gateway route | `no_route` | client |
+//! | `connect()` → ENETUNREACH although the table routes it via a gateway (a router said so) | `neighbour_unreachable` | network |
+//! | connect unfinished after [`CONNECT_LIMIT`] with the next hop's ARP/NDP entry unanswered, or EHOSTUNREACH | `neighbour_unreachable` | network |
 //! | a certificate the client refuses (untrusted issuer, another name) | `tls_verify_failed` | client |
 //! | an expired or revoked certificate | `tls_verify_failed` | server |
 //!
 //! Everything else goes on to the probes and the load, which diagnose it: a refused connect
-//! (`server_not_listening`), a SYN dropped while the next hop answered ARP (a full listen
+//! (`server_not_listening`), a SYN dropped while the next hop answered (a full listen
 //! queue, a firewall: `syn_retransmit`), a slow or failing answer. The name was resolved (and
 //! the resolver checked) just before, by [`crate::route::resolve`]. A request that succeeded is
 //! the first of the one-request probes, so a healthy run pays only the route and neighbour
-//! reads (two small files). The findings are pure functions of what was seen, tested without
+//! and neighbour reads (a small file each; an IPv6 neighbour is an rtnetlink dump). The
+//! findings are pure functions of what was seen, tested without
 //! root below; `crates/netdoctor/tests/preflight.rs` builds each failure in namespaces.
 
 use crate::host::Host;
@@ -25,7 +28,7 @@ use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
 use netdoctor_core::verdict::VerdictInputs;
 use netdoctor_probe::{CertificateProblem, Failure, HttpProbeConfig, HttpTiming, ProbeError};
 use netdoctor_report::{Check, CheckName, Report};
-use netdoctor_route::neighbour::{Neighbour, NeighbourState};
+use netdoctor_route::neighbour::{Neighbour, NeighbourState, protocol};
 use netdoctor_route::route_table::NextHop;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -55,12 +58,21 @@ fn describe_route(hop: &NextHop) -> String {
     }
 }
 
-/// The address whose ARP entry decides whether the next hop answers.
-fn next_hop_ip(hop: &NextHop, target: IpAddr) -> Option<IpAddr> {
+/// The address whose neighbour entry decides whether the next hop answers, and the interface
+/// the entry is on.
+fn next_hop_ip(hop: &NextHop, target: IpAddr) -> Option<(IpAddr, &str)> {
     match hop {
-        NextHop::Direct { .. } => Some(target),
-        NextHop::Gateway { gateway, .. } => Some(*gateway),
+        NextHop::Direct { iface } => Some((target, iface)),
+        NextHop::Gateway { gateway, iface } => Some((*gateway, iface)),
         NextHop::Local | NextHop::NoRoute => None,
+    }
+}
+
+/// `ip`, with `%iface` when it is an IPv6 link-local address (which names nothing without it).
+fn scoped(ip: IpAddr, iface: &str) -> String {
+    match ip {
+        IpAddr::V6(v6) if v6.is_unicast_link_local() => format!("{v6}%{iface}"),
+        _ => ip.to_string(),
     }
 }
 
@@ -95,7 +107,8 @@ pub fn no_route(addr: SocketAddr, evidence: &str) -> Finding {
     f
 }
 
-/// `neighbour_unreachable`: the next hop on the link never answered ARP.
+/// `neighbour_unreachable`: the next hop on the link never answered ARP (IPv4) or neighbour
+/// discovery (IPv6).
 pub fn neighbour_unreachable(
     addr: SocketAddr,
     hop: &NextHop,
@@ -110,12 +123,15 @@ pub fn neighbour_unreachable(
     };
     let via_gateway = nh != ip;
     let answered = entry.is_some_and(|n| n.state != NeighbourState::Unanswered);
+    let v6 = nh.to_canonical().is_ipv6();
+    let arp = protocol(nh);
+    let nh_text = scoped(nh, iface);
     let summary = if answered {
         format!("{ip} is unreachable: a router on the way reported \"host unreachable\"")
     } else if via_gateway {
-        format!("the gateway {nh} on {iface} does not answer ARP: {ip} cannot be reached")
+        format!("the gateway {nh_text} on {iface} does not answer {arp}: {ip} cannot be reached")
     } else {
-        format!("{ip} on the link of {iface} does not answer ARP: nobody holds that address")
+        format!("{ip} on the link of {iface} does not answer {arp}: nobody holds that address")
     };
     let mut f = Finding::new(
         FindingId::NeighbourUnreachable,
@@ -125,24 +141,35 @@ pub fn neighbour_unreachable(
     );
     f.explanation = if answered {
         format!(
-            "The next hop {nh} answered ARP, but the connection to {ip} failed with \"no route \
-             to host\" (EHOSTUNREACH): a router further on could not reach the host (its own \
-             ARP went unanswered, or it filters the address). The server never saw a request. \
-             The load was not run."
+            "The next hop {nh_text} answered {arp}, but the connection to {ip} failed with \"no \
+             route to host\" (EHOSTUNREACH): a router further on could not reach the host (its \
+             own {arp} went unanswered, or it filters the address). The server never saw a \
+             request. The load was not run."
         )
     } else {
         format!(
-            "{nh} is on a directly connected network of {iface}, but no device answered the \
-             ARP request for it: the neighbour entry stays INCOMPLETE (FAILED once the kernel \
-             gives up), so the SYN could not even be sent. The host is down or absent, the \
+            "{nh_text} is on a directly connected network of {iface}, but no device answered \
+             the {} for it: the neighbour entry stays INCOMPLETE (FAILED once the kernel gives \
+             up), so the SYN could not even be sent. The host is down or absent, the \
              address is wrong, or the link (cable, VLAN, bridge) between is broken. The server \
-             never saw a request: it is not the server's doing. The load was not run."
+             never saw a request: it is not the server's doing. The load was not run.",
+            if v6 {
+                "neighbour solicitation (NDP)"
+            } else {
+                "ARP request"
+            }
         )
     };
     f.fix = if answered {
         format!(
             "Check that {ip} is up and reachable from the last router (`netdoctor trace`, or \
              `traceroute -T` toward it), or correct the address in the URL."
+        )
+    } else if v6 {
+        format!(
+            "Check that a host owns {nh} and is up (`ip -6 neigh show {nh} dev {iface}`, \
+             `ping -6 -c 1 -I {iface} {nh}`), the link and VLAN toward it, or correct the \
+             address in the URL."
         )
     } else {
         format!(
@@ -156,13 +183,51 @@ pub fn neighbour_unreachable(
         let state = match n.state {
             NeighbourState::Resolved => "resolved",
             NeighbourState::Permanent => "permanent",
+            NeighbourState::Unanswered if v6 => "INCOMPLETE/FAILED (no neighbour advertisement)",
             NeighbourState::Unanswered => "INCOMPLETE/FAILED (no ARP reply)",
         };
         f.evidence.push(probe(format!(
             "neighbour {} on {}: {state}, link-layer address {}",
-            n.ip, n.iface, n.lladdr
+            scoped(n.ip, &n.iface),
+            n.iface,
+            n.lladdr
         )));
     }
+    f
+}
+
+/// `neighbour_unreachable` in its router form: this namespace routes `addr` through a gateway,
+/// yet connect() failed with "network is unreachable" (ENETUNREACH): the kernel does not say
+/// that with a route in hand, so a router on the way answered ICMP Destination Unreachable
+/// (no route). The path's, not the client's `no_route`. (An IPv6 router that does not forward
+/// answers so for every address it has no route to.)
+pub fn router_no_route(addr: SocketAddr, hop: &NextHop, evidence: &str) -> Finding {
+    let ip = addr.ip();
+    let (gw, iface) = match hop {
+        NextHop::Gateway { gateway, iface } => (scoped(*gateway, iface), iface.as_str()),
+        _ => (ip.to_string(), "?"),
+    };
+    let mut f = Finding::new(
+        FindingId::NeighbourUnreachable,
+        Severity::Critical,
+        Side::Network,
+        format!("{ip} is unreachable: a router on the way reported \"network unreachable\""),
+    );
+    f.explanation = format!(
+        "This namespace routes {ip} via {gw} on {iface}, but the connection failed with \
+         \"network is unreachable\" (ENETUNREACH): a router on the way (the gateway, or one \
+         behind it) has no route to {ip} and said so with ICMP Destination Unreachable. Nothing \
+         is missing on this host, and the server never saw a request. The load was not run."
+    );
+    f.fix = format!(
+        "Check the routes toward {ip} on the routers behind {gw} (`netdoctor trace {ip}` \
+         names the hop that answers), or correct the address in the URL."
+    );
+    f.impact.affected_fraction = Some(1.0);
+    f.evidence.push(probe(evidence));
+    f.evidence.push(probe(format!(
+        "route: via {gw} on {iface} in this namespace"
+    )));
     f
 }
 
@@ -266,7 +331,7 @@ pub(crate) fn run(
             Some(hop)
         }
         Ok(None) => {
-            notes.push("route: not read (IPv6)".to_string());
+            notes.push("route: not read (IPv6 is off in this namespace)".to_string());
             None
         }
         Err(e) => {
@@ -317,7 +382,13 @@ pub(crate) fn run(
     };
     let said = error_chain(&err);
     match err.failure() {
-        Failure::NoRoute => return stop(report, no_route(addr, &said), started),
+        Failure::NoRoute => {
+            let f = match &hop {
+                Some(gw @ NextHop::Gateway { .. }) => router_no_route(addr, gw, &said),
+                _ => no_route(addr, &said),
+            };
+            return stop(report, f, started);
+        }
         Failure::Certificate(problem) => {
             let name = t.tls.as_ref().map_or(t.host.as_str(), |o| &o.server_name);
             return stop(
@@ -328,7 +399,14 @@ pub(crate) fn run(
         }
         Failure::HostUnreachable | Failure::ConnectTimeout => {
             let nh = hop.as_ref().and_then(|h| next_hop_ip(h, addr.ip()));
-            let entry = nh.and_then(|ip| host.neighbour(ip).ok().flatten());
+            let entry = match nh.map(|(ip, iface)| (ip, host.neighbour(ip, Some(iface)))) {
+                Some((_, Ok(entry))) => entry,
+                Some((ip, Err(e))) => {
+                    notes.push(format!("neighbour {ip}: not read ({e})"));
+                    None
+                }
+                None => None,
+            };
             let unanswered = entry
                 .as_ref()
                 .is_some_and(|n| n.state == NeighbourState::Unanswered);
@@ -341,7 +419,11 @@ pub(crate) fn run(
             notes.push(format!(
                 "{said}{}: not the client's or the link's; the probes and the load go on",
                 match &entry {
-                    Some(n) => format!(" (the next hop {} answered ARP)", n.ip),
+                    Some(n) => format!(
+                        " (the next hop {} answered {})",
+                        scoped(n.ip, &n.iface),
+                        n.protocol()
+                    ),
                     None => String::new(),
                 }
             ));
@@ -431,6 +513,70 @@ mod tests {
         };
         let f = neighbour_unreachable(addr(), &gw, Some(&answered), "no route to host");
         assert!(f.summary.contains("a router on the way"), "{}", f.summary);
+    }
+
+    /// The IPv6 twin: the same finding, in neighbour discovery's words, and a link-local
+    /// gateway named with its interface.
+    #[test]
+    fn an_unanswered_ipv6_neighbour_is_named_in_ndp_words() {
+        let target: SocketAddr = "[fd00:214::99]:8080".parse().unwrap();
+        let hop = NextHop::Direct {
+            iface: "h-cli".into(),
+        };
+        let entry = Neighbour {
+            ip: target.ip(),
+            state: NeighbourState::Unanswered,
+            lladdr: "00:00:00:00:00:00".into(),
+            iface: "h-cli".into(),
+        };
+        let f = neighbour_unreachable(target, &hop, Some(&entry), "connect: timed out");
+        assert_eq!((f.side, f.severity), (Side::Network, Severity::Critical));
+        assert!(
+            f.summary.contains("does not answer neighbour discovery"),
+            "{}",
+            f.summary
+        );
+        assert!(!f.summary.contains("ARP"), "{}", f.summary);
+        assert!(f.fix.contains("ip -6 neigh show fd00:214::99"), "{}", f.fix);
+        let Evidence::Probe { note, .. } = &f.evidence[1] else {
+            panic!("{:?}", f.evidence)
+        };
+        assert!(note.contains("no neighbour advertisement"), "{note}");
+        let gw = NextHop::Gateway {
+            gateway: "fe80::1".parse().unwrap(),
+            iface: "cli-r1".into(),
+        };
+        let f = neighbour_unreachable(target, &gw, None, "connect: timed out");
+        assert!(
+            f.summary.contains("gateway fe80::1%cli-r1"),
+            "{}",
+            f.summary
+        );
+    }
+
+    /// ENETUNREACH with a route via a gateway in hand came from a router: the network's.
+    #[test]
+    fn a_routers_no_route_is_the_networks() {
+        let gw = NextHop::Gateway {
+            gateway: "fd00:214::1".parse().unwrap(),
+            iface: "h-cli".into(),
+        };
+        let target: SocketAddr = "[fd00:215::99]:8080".parse().unwrap();
+        let f = router_no_route(target, &gw, "connect: network is unreachable");
+        assert_eq!(
+            (f.id, f.side, f.severity),
+            (
+                FindingId::NeighbourUnreachable,
+                Side::Network,
+                Severity::Critical
+            )
+        );
+        assert!(f.summary.contains("a router on the way"), "{}", f.summary);
+        assert!(
+            f.explanation.contains("via fd00:214::1 on h-cli"),
+            "{}",
+            f.explanation
+        );
     }
 
     #[test]

@@ -119,6 +119,28 @@ fn enetunreach_from_connect_is_no_route() {
     );
 }
 
+/// The same errno with a route via a gateway in hand: a router said it, the path's.
+#[test]
+fn enetunreach_with_a_gateway_route_is_a_routers_not_the_clients() {
+    let mut h = host();
+    h.next_hop = Ok(Some(NextHop::Gateway {
+        gateway: "10.214.0.1".parse().unwrap(),
+        iface: "h-cli".into(),
+    }));
+    h.http_error = Some(|addr| ProbeError::Io {
+        op: "connect",
+        addr,
+        source: std::io::Error::from_raw_os_error(101 /* ENETUNREACH */),
+    });
+    let r = diagnose(&h);
+    assert_stopped(&h, &r, FindingId::NeighbourUnreachable, Side::Network);
+    assert!(
+        r.findings[0].summary.contains("a router on the way"),
+        "{}",
+        r.findings[0].summary
+    );
+}
+
 fn unanswered(state: NeighbourState) -> Neighbour {
     Neighbour {
         ip: "10.214.0.99".parse().unwrap(),

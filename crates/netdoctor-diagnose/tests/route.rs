@@ -342,6 +342,7 @@ fn hop(ttl: u8, from: &str, rtts: &[f64], kind: ReplyKind) -> Hop {
         .map(|(i, &rtt_ms)| Sample {
             round: i as u32,
             from: from.parse().unwrap(),
+            scope_id: None,
             rtt_ms,
             kind,
         })

@@ -87,11 +87,16 @@ pub fn getaddrinfo(name: &str, cap: Duration) -> SystemLookup {
 
 /// getnameinfo(ip, NI_NAMEREQD) as `ping`/`traceroute` call it, timed, abandoned after `cap`.
 pub fn getnameinfo(ip: IpAddr, cap: Duration) -> SystemLookup {
-    bounded(cap, move || reverse_name(ip).map(|n| vec![n]))
+    getnameinfo_addr(SocketAddr::new(ip, 0), cap)
 }
 
-fn reverse_name(ip: IpAddr) -> Result<String, String> {
-    let sa = socket2::SockAddr::from(SocketAddr::new(ip, 0));
+/// [`getnameinfo`] of a socket address: an IPv6 link-local one keeps its scope id.
+pub fn getnameinfo_addr(sa: SocketAddr, cap: Duration) -> SystemLookup {
+    bounded(cap, move || reverse_name(sa).map(|n| vec![n]))
+}
+
+fn reverse_name(sa: SocketAddr) -> Result<String, String> {
+    let sa = socket2::SockAddr::from(sa);
     let mut host = [0 as libc::c_char; 1025];
     // SAFETY: `sa` is a valid sockaddr of `sa.len()` bytes; `host` is a writable buffer of the
     // length passed; no service buffer is requested (null, 0). getnameinfo is thread-safe.

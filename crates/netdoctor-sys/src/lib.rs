@@ -9,6 +9,8 @@
 //!   (the model is trippy's `trippy-privilege`).
 //! - [`memory`]: `malloc_trim`, to give the heap freed after loading eBPF back to the kernel.
 //! - [`netns`]: `setns` of the calling thread into a network namespace.
+//! - [`iface`]: interface names and indexes of the calling thread's namespace (a link-local
+//!   IPv6 address's scope).
 //! - [`rusage`]: this process's CPU time (`getrusage`).
 //! - [`poll`]: waiting for one descriptor to become readable (a listener, without a timer).
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
@@ -19,6 +21,7 @@
 //! no `pidfd_getfd` wrapper; `libc` gives the raw calls and constants.
 
 pub mod affinity;
+pub mod iface;
 pub mod memory;
 pub mod mmsg;
 pub mod netns;

@@ -361,9 +361,9 @@ for -d (e.g. `netdoctor diagnose --passive tcp://10.0.0.5:6379 -d 30s`) and need
 completed request/response exchanges to call it healthy.
 
 Preflight, before any load (like curl -v): the route, connect (1.2 s, then the next hop's ARP \
-entry), TLS verification and one request. A failure that is the client's or the path's ends the \
+or IPv6 neighbour entry), TLS verification and one request. A failure that is the client's or the path's ends the \
 run there with exit 1 and one finding: no_route (side client), neighbour_unreachable (the address \
-or its gateway does not answer ARP; side network), tls_verify_failed (an untrusted or self-signed \
+or its gateway does not answer ARP or neighbour discovery; side network), tls_verify_failed (an untrusted or self-signed \
 certificate: use -k; side client). The load never runs against such a target.";
 
 const ANALYZE_AFTER_HELP: &str = "\

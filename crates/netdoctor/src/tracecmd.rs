@@ -208,8 +208,8 @@ fn render(r: &TraceResult, th: &Thresholds, out: &mut dyn Write) -> std::io::Res
             h.addrs
                 .iter()
                 .map(|a| match &a.name {
-                    Some(n) => format!("{n} ({})", a.ip),
-                    None => a.ip.to_string(),
+                    Some(n) => format!("{n} ({})", a.scoped()),
+                    None => a.scoped(),
                 })
                 .collect::<Vec<_>>()
                 .join(" / ")

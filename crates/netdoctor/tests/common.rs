@@ -55,6 +55,30 @@ pub fn assert_doc_schema(doc: &serde_json::Value, schema: &str) {
     assert!(errors.is_empty(), "breaks the schema: {errors:#?}\n{doc}");
 }
 
+/// The ids of a report's findings, in order.
+pub fn ids(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The check `name` of a report: (status, reason).
+pub fn check<'a>(r: &'a serde_json::Value, name: &str) -> (&'a str, &'a str) {
+    let c = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]));
+    (
+        c["status"].as_str().unwrap(),
+        c["reason"].as_str().unwrap_or(""),
+    )
+}
+
 pub fn captures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures")
 }

@@ -1,7 +1,8 @@
 //! The preflight stage on real failures built in network namespaces this test creates
 //! (netdoctor-lab's `HostLab`: `-srv` 10.214.0.1/24 and `-cli` 10.214.0.2/24 on one veth, no
 //! default route): an HTTPS server with a self-signed certificate diagnosed without `-k`, an
-//! address on the client's subnet that nobody holds (no ARP reply), an address with no route,
+//! address on the client's subnet that nobody holds (no ARP reply; over IPv6 no neighbour
+//! advertisement, with its look-alikes), an address with no route,
 //! and a nameserver behind no route. Each asserts the finding, its side and severity, the
 //! verdict and exit code, and that the load never ran. Every namespace (and nginx, by PID) is
 //! removed on drop, also when an assertion fails.
@@ -14,19 +15,6 @@ use serde_json::Value;
 
 fn lab(tag: &str) -> HostLab {
     HostLab::create(&format!("ndpf-{tag}-{}", std::process::id()), false).expect("create netns")
-}
-
-fn check<'a>(r: &'a Value, name: &str) -> (&'a str, &'a str) {
-    let c = r["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]));
-    (
-        c["status"].as_str().unwrap(),
-        c["reason"].as_str().unwrap_or(""),
-    )
 }
 
 /// One finding, critical, on `side`; verdict problem, exit 1; the load and every later stage
@@ -173,6 +161,171 @@ fn an_address_on_the_link_that_nobody_answers_is_the_networks_and_stops_in_about
     );
     assert_eq!(check(&r, "load").0, "ok", "{r:#}");
     assert!(!r["measurements"]["load"].is_null());
+}
+
+/// `ip ARGS…` in one of the lab's namespaces; its stdout (panics when it fails).
+fn ip_in(lab: &HostLab, ns: &str, args: &[&str]) -> String {
+    let out = lab.command(ns, "ip").unwrap().args(args).output().unwrap();
+    assert!(out.status.success(), "ip {args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+fn no_neighbour_finding(r: &Value) -> bool {
+    !r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["id"] == "neighbour_unreachable")
+}
+
+/// The IPv6 twin, the neighbour read over rtnetlink (RTM_GETNEIGH): fd00:214::99 is on the
+/// client's /64 but nobody holds it, neighbour discovery goes unanswered, and the run stops the
+/// same way; `ip -6 neigh` says the same in the same namespace. Look-alikes: a neighbour that
+/// answers and serves (healthy, the entry read as `ip -6 neigh` shows it), one that answers
+/// and drops the SYNs (the preflight goes on), and a target behind a router that answered (the
+/// router's SYN goes nowhere: not blamed on a neighbour).
+#[test]
+fn an_ipv6_address_on_the_link_that_nobody_answers_is_the_networks_and_stops_the_same_way() {
+    use netdoctor_route::neighbour::{self, NeighbourState};
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces)");
+        return;
+    }
+    let lab = lab("nd6");
+    let (srv, cli) = (lab.server_netns(), lab.client_netns());
+    for (ns, dev, ip) in [
+        (srv, "h-srv", "fd00:214::1/64"),
+        (cli, "h-cli", "fd00:214::2/64"),
+    ] {
+        ip_in(&lab, ns, &["-6", "addr", "add", ip, "dev", dev, "nodad"]);
+    }
+    let (code, r) = diagnose(&["http://[fd00:214::99]:8080/", "--netns", cli]);
+    assert_stopped(code, &r, "neighbour_unreachable", "network");
+    let f = &r["findings"][0];
+    let summary = f["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("fd00:214::99 on the link of h-cli does not answer neighbour discovery"),
+        "{f:#}"
+    );
+    let ev = f["evidence"].to_string();
+    assert!(
+        ev.contains("INCOMPLETE/FAILED (no neighbour advertisement)"),
+        "{ev}"
+    );
+    assert!(
+        f["fix"].as_str().unwrap().contains("ip -6 neigh show"),
+        "{f:#}"
+    );
+    let theirs = ip_in(
+        &lab,
+        cli,
+        &["-6", "neigh", "show", "fd00:214::99", "dev", "h-cli"],
+    );
+    assert!(
+        theirs.contains("INCOMPLETE") || theirs.contains("FAILED"),
+        "ip -6 neigh: {theirs:?}"
+    );
+    eprintln!("ip -6 neigh in the same namespace: {}", theirs.trim());
+
+    // Look-alike: the neighbour answers and serves: healthy; the entry as `ip -6 neigh` has it.
+    let server = lab
+        .in_ns(srv, || {
+            netdoctor_lab::builtin::BuiltinServers::start(&[(
+                "[fd00:214::1]:8080".parse().unwrap(),
+                true,
+            )])
+        })
+        .unwrap()
+        .expect("start the built-in server");
+    let url = "http://[fd00:214::1]:8080/";
+    let (code, r) = diagnose(&[url, "--netns", cli, "--rate", "300"]);
+    assert_schema(&r);
+    assert_eq!(check(&r, "preflight").0, "ok", "{r:#}");
+    assert!(no_neighbour_finding(&r), "{r:#}");
+    assert_eq!((code, r["verdict"].as_str()), (0, Some("healthy")), "{r:#}");
+    let ours = lab
+        .in_ns(cli, || {
+            neighbour::lookup("fd00:214::1".parse().unwrap(), Some("h-cli"))
+        })
+        .unwrap()
+        .unwrap()
+        .expect("an entry for the server");
+    assert_ne!(ours.state, NeighbourState::Unanswered, "{ours:?}");
+    let theirs = ip_in(
+        &lab,
+        cli,
+        &["-6", "neigh", "show", "fd00:214::1", "dev", "h-cli"],
+    );
+    assert!(
+        theirs.contains(&ours.lladdr),
+        "ours {ours:?}, ip -6 neigh {theirs:?}"
+    );
+    server.stop();
+
+    // Look-alike: the neighbour answers but drops the SYNs: the preflight goes on.
+    let mut drop_syn = lab.command(srv, "ip6tables").unwrap();
+    let ok = drop_syn
+        .args(["-A", "INPUT", "-p", "tcp", "--dport", "8080", "-j", "DROP"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        let (_, r) = diagnose(&[url, "--netns", cli]);
+        assert_schema(&r);
+        let (status, reason) = check(&r, "preflight");
+        assert_eq!(status, "ok", "{r:#}");
+        assert!(
+            reason.contains("(the next hop fd00:214::1 answered neighbour discovery)"),
+            "{reason}"
+        );
+        assert!(no_neighbour_finding(&r), "{r:#}");
+        assert_eq!(check(&r, "load").0, "ok", "{r:#}");
+    } else {
+        eprintln!(
+            "skipped the dropped-SYN look-alike: ip6tables failed (apt-get install iptables)"
+        );
+    }
+
+    // Look-alike: a target behind a router (the server namespace; a blackhole route there
+    // discards the packets without a word): the router answered neighbour discovery, the SYN
+    // goes nowhere after it. Not blamed on a neighbour; the preflight goes on.
+    ip_in(
+        &lab,
+        cli,
+        &["-6", "route", "add", "fd00:215::/64", "via", "fd00:214::1"],
+    );
+    ip_in(
+        &lab,
+        srv,
+        &["-6", "route", "add", "blackhole", "fd00:215::/64"],
+    );
+    let behind = "http://[fd00:215::99]:8080/";
+    let (_, r) = diagnose(&[behind, "--netns", cli]);
+    assert_schema(&r);
+    let (status, reason) = check(&r, "preflight");
+    assert_eq!(status, "ok", "{r:#}");
+    assert!(
+        reason.contains("route: via fd00:214::1 on h-cli"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("(the next hop fd00:214::1 answered neighbour discovery)"),
+        "{reason}"
+    );
+    assert!(no_neighbour_finding(&r), "{r:#}");
+    // Without the blackhole the router has no route and says so (ICMPv6 no route: the client's
+    // connect gets ENETUNREACH): the path's, stopped at once, never the client's no_route.
+    ip_in(
+        &lab,
+        srv,
+        &["-6", "route", "del", "blackhole", "fd00:215::/64"],
+    );
+    let (code, r) = diagnose(&[behind, "--netns", cli]);
+    assert_stopped(code, &r, "neighbour_unreachable", "network");
+    let summary = r["findings"][0]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("a router on the way reported \"network unreachable\""),
+        "{summary}"
+    );
 }
 
 #[test]

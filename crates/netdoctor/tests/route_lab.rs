@@ -3,120 +3,34 @@
 //! skipped otherwise. Every lab is removed on drop, also when an assertion fails.
 
 mod common;
+mod routelab;
 
-use netdoctor_lab::builtin::BuiltinServers;
 use netdoctor_lab::nameserver::Behavior;
 use netdoctor_lab::route_lab::{
     NAMESERVER_IP, R1_IP, R2_IP, Resolver, RouteLab, RouteLabConfig, SERVER_IP,
 };
+use routelab::{added_ms, check, hop_ips, hops, ids, netdoctor_in, ping_socket_trace, trace_hops};
 use serde_json::Value;
-use std::process::Command;
 use std::time::Duration;
 
-/// The lab tests measure milliseconds: run them one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn skip() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (network namespaces)");
-        return true;
-    }
-    false
-}
-
-/// Runs the real binary inside the lab's client namespace (so /etc/resolv.conf is the lab's).
-fn netdoctor_in(lab: &RouteLab, args: &[&str]) -> (i32, Value, String) {
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            lab.client_netns(),
-            env!("CARGO_BIN_EXE_netdoctor"),
-        ])
-        .args(args)
-        .env("NETDOCTOR_QUIET", "1")
-        .output()
-        .expect("run netdoctor");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let json = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: stdout {stdout:?} stderr {stderr:?}"));
-    (out.status.code().unwrap_or(-1), json, stderr)
-}
-
-fn ids(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn hops(report: &Value) -> Vec<Value> {
-    report["measurements"]["trace"]["hops"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn hop_ip(h: &Value) -> String {
-    h["addrs"][0]["ip"].as_str().unwrap_or("???").to_string()
-}
-
 fn lab(rtt_ms: f64, loss: f64, resolver: Resolver) -> RouteLab {
-    let cfg = RouteLabConfig {
-        one_way_delay: Duration::from_secs_f64(rtt_ms / 2000.0),
-        loss,
-        resolver,
-        ..Default::default()
-    };
-    RouteLab::start(&cfg).expect("start route lab")
+    routelab::lab(rtt_ms, loss, |c| c.resolver = resolver)
 }
 
 #[test]
 fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let lab = lab(30.0, 0.0, Resolver::Lab(Behavior::default()));
-    let srv = SERVER_IP.to_string();
+    let want = [R1_IP, R2_IP, SERVER_IP].map(|a| a.to_string());
     for proto in ["--tcp", "--udp", "--icmp"] {
-        let (code, r, err) = netdoctor_in(
-            &lab,
-            &[
-                "trace",
-                &srv,
-                proto,
-                "-n",
-                "--rounds",
-                "8",
-                "--interval",
-                "100ms",
-                "--json",
-            ],
-        );
+        let (code, r, err, _, hs) = trace_hops(&lab, SERVER_IP.into(), &[proto], &[], &want);
         assert_eq!(
             code, 0,
             "{proto}: a fixed 30 ms step is distance, not a route problem: {r} {err}"
         );
-        let hs = hops(&r);
-        let ips: Vec<String> = hs.iter().map(hop_ip).collect();
-        assert_eq!(
-            ips,
-            [R1_IP.to_string(), R2_IP.to_string(), srv.clone()],
-            "{proto}"
-        );
-        assert!(hs[2]["destination"].as_bool().unwrap());
-        // Best RTTs: scheduling delays on a busy host only ever add to a sample.
-        let best = |h: &Value| h["best_ms"].as_f64().unwrap();
-        let added = best(&hs[1]) - best(&hs[0]);
+        let added = added_ms(&hs, 1);
         assert!((added - 30.0).abs() < 3.0, "{proto}: hop 2 adds {added} ms");
         // The step is judged against the hops before it: a fixed one is distance. It is named
         // in high_base_rtt (info without a request latency to weigh), not a route_problem.
@@ -129,7 +43,7 @@ fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
         );
     }
     // An address r1 has no route to: r1 answers Network Unreachable, the route ends there.
-    let (code, r, err) = netdoctor_in(
+    let (code, r, err, _) = netdoctor_in(
         &lab,
         &[
             "trace",
@@ -157,43 +71,24 @@ fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
 /// namespace's `net.ipv4.ping_group_range`), run in-process inside the namespace.
 #[test]
 fn icmp_trace_over_a_ping_socket_finds_the_same_hops() {
-    use netdoctor_route::trace::{self, Protocol, TraceOptions};
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let lab = lab(7.0, 0.0, Resolver::Lab(Behavior::default()));
-    let ok = Command::new("ip")
-        .args(["netns", "exec", lab.client_netns(), "sysctl", "-qw"])
-        .arg("net.ipv4.ping_group_range=0 0")
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let mut o = TraceOptions::new(SERVER_IP, Protocol::Icmp);
-    o.icmp_ping_socket = true;
-    o.rounds = 5;
-    o.interval = Duration::from_millis(100);
-    o.names = false;
-    let r = netdoctor_lab::in_netns(lab.client_netns(), || trace::run(&o, &mut |_, _| {}))
-        .unwrap()
-        .unwrap();
-    assert!(r.method.contains("(ping) socket"), "{}", r.method);
-    let ips: Vec<String> = r.hops.iter().map(|h| h.addrs[0].ip.to_string()).collect();
+    let (ips, added) = ping_socket_trace(&lab, SERVER_IP.into());
     assert_eq!(
         ips,
         [R1_IP.to_string(), R2_IP.to_string(), SERVER_IP.to_string()]
     );
-    let added = r.hops[1].best_ms.unwrap() - r.hops[0].best_ms.unwrap();
     assert!((added - 7.0).abs() < 2.0, "hop 2 adds {added} ms");
     lab.stop().unwrap();
 }
 
 #[test]
 fn trace_tells_a_lossy_hop_from_a_router_that_rate_limits_its_icmp() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     // Loss on the r1–r2 link: it persists to the destination, so hop 2 is named. 60 rounds:
     // over 30, hop 2 once showed 2 of 30 lost and the destination 7 of 30, which the
     // carried-loss test (Fisher, p < 0.01) rightly cannot tell from noise.
@@ -210,7 +105,7 @@ fn trace_tells_a_lossy_hop_from_a_router_that_rate_limits_its_icmp() {
         "300ms",
         "--json",
     ];
-    let (code, r, _) = netdoctor_in(&lossy, &args);
+    let (code, r, _, _) = netdoctor_in(&lossy, &args);
     assert_eq!(code, 1, "{r}");
     let problems: Vec<&Value> = r["findings"]
         .as_array()
@@ -236,7 +131,7 @@ fn trace_tells_a_lossy_hop_from_a_router_that_rate_limits_its_icmp() {
         ..Default::default()
     };
     let limited = RouteLab::start(&cfg).expect("start route lab");
-    let (code, r, _) = netdoctor_in(&limited, &args);
+    let (code, r, _, _) = netdoctor_in(&limited, &args);
     let hs = hops(&r);
     assert!(hs[0]["loss"].as_f64().unwrap() > 0.3, "{}", hs[0]);
     assert_eq!(hs[2]["loss"].as_f64().unwrap(), 0.0, "{}", hs[2]);
@@ -252,7 +147,7 @@ fn trace_tells_a_lossy_hop_from_a_router_that_rate_limits_its_icmp() {
 }
 
 fn dns_json(lab: &RouteLab) -> (i32, Value) {
-    let (code, r, err) = netdoctor_in(
+    let (code, r, err, _) = netdoctor_in(
         lab,
         &["dns", "srv", "--tries", "3", "--timeout", "1s", "--json"],
     );
@@ -263,10 +158,9 @@ fn dns_json(lab: &RouteLab) -> (i32, Value) {
 
 #[test]
 fn dns_tells_dead_from_slow_from_empty_and_finds_ptr_timeouts() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     // Slow: 300 ms per answer; answered every time.
     let slow = lab(
         0.0,
@@ -338,10 +232,9 @@ fn dns_tells_dead_from_slow_from_empty_and_finds_ptr_timeouts() {
 
 #[test]
 fn labs_leave_nothing_behind() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let l = lab(7.0, 0.0, Resolver::Empty);
     let names = l.namespaces().to_vec();
     let etc = l.client_resolv_conf();
@@ -353,44 +246,25 @@ fn labs_leave_nothing_behind() {
     assert!(!etc.exists());
 }
 
-/// The lab's built-in HTTP server (TCP_NODELAY on: a healthy server) on the server's address,
-/// port 8080, inside the server namespace. Stop it (or drop it) before the lab.
-fn healthy_server(lab: &RouteLab) -> BuiltinServers {
-    netdoctor_lab::in_netns(lab.server_netns(), || {
-        BuiltinServers::start(&[((SERVER_IP, 8080).into(), true)])
-    })
-    .expect("enter the server namespace")
-    .expect("start the built-in server")
+fn healthy_server(lab: &RouteLab) -> netdoctor_lab::builtin::BuiltinServers {
+    routelab::server(lab, false)
 }
 
 /// `diagnose URL --json` from the lab's client namespace (its resolv.conf is the lab's), with
 /// a short load.
 fn diagnose_in(lab: &RouteLab, url: &str) -> (i32, Value) {
-    let (code, r, err) = netdoctor_in(lab, &["diagnose", url, "-c", "4", "-d", "1500ms", "--json"]);
+    let (code, r, err, _) =
+        netdoctor_in(lab, &["diagnose", url, "-c", "4", "-d", "1500ms", "--json"]);
     common::assert_schema(&r);
     assert!(matches!(code, 0 | 1 | 3), "exit {code}: {err}");
     (code, r)
 }
 
-fn check<'a>(r: &'a Value, name: &str) -> (&'a str, &'a str) {
-    let c = r["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]));
-    (
-        c["status"].as_str().unwrap(),
-        c["reason"].as_str().unwrap_or(""),
-    )
-}
-
 #[test]
 fn diagnose_tells_dead_from_slow_from_empty_and_an_unresolvable_name_is_a_diagnosis() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let url = "http://srv.lab.test:8080/";
     // Dead nameserver, empty resolv.conf: the name does not resolve; the DNS finding is the
     // diagnosis (exit 1, JSON, every other stage skipped with the reason).
@@ -483,10 +357,9 @@ fn diagnose_tells_dead_from_slow_from_empty_and_an_unresolvable_name_is_a_diagno
 
 #[test]
 fn diagnose_of_a_target_behind_the_delayed_hop_finds_high_base_rtt_not_a_transport_cause() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let l = lab(37.0, 0.0, Resolver::Lab(Behavior::default()));
     let server = healthy_server(&l);
     let (code, r) = diagnose_in(&l, "http://10.231.3.2:8080/");
@@ -513,10 +386,8 @@ fn diagnose_of_a_target_behind_the_delayed_hop_finds_high_base_rtt_not_a_transpo
         reason.starts_with("tcp trace via 10.231.1.1: 3 hop(s)"),
         "{reason}"
     );
-    let hs = r["measurements"]["trace"]["hops"].as_array().unwrap();
-    let ips: Vec<String> = hs.iter().map(hop_ip).collect();
     assert_eq!(
-        ips,
+        hop_ips(&r),
         [R1_IP.to_string(), R2_IP.to_string(), SERVER_IP.to_string()]
     );
     assert_eq!(check(&r, "dns").0, "skipped");
@@ -528,7 +399,7 @@ fn diagnose_of_a_target_behind_the_delayed_hop_finds_high_base_rtt_not_a_transpo
 
     // --no-trace: the check says so, no route finding.
     let (_, r) = {
-        let (code, r, err) = netdoctor_in(
+        let (code, r, err, _) = netdoctor_in(
             &l,
             &[
                 "diagnose",
@@ -571,10 +442,9 @@ fn l2_lab(rtt_ms: f64) -> RouteLab {
 /// side network, verdict problem. The same lab without delay is a healthy local server.
 #[test]
 fn diagnose_without_routers_finds_the_base_rtt_from_syn_probe_and_handshakes() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let l = l2_lab(40.0);
     let server = healthy_server(&l);
     let (code, r) = diagnose_in(&l, "http://srv.lab.test:8080/");

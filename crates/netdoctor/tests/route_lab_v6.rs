@@ -5,87 +5,25 @@
 //! also when an assertion fails.
 
 mod common;
+mod routelab;
 
-use netdoctor_lab::builtin::BuiltinServers;
 use netdoctor_lab::route_lab::{
-    R1_IP6, R1_LINK_LOCAL, R2_IP6, RouteLab, RouteLabConfig, SERVER_IP, SERVER_IP6,
+    R1_IP6, R1_LINK_LOCAL, R2_IP6, RouteLab, RouteLabConfig, SERVER_IP6,
+};
+use routelab::{
+    added_ms, best, check, hop_ips, hops, ids, netdoctor_in, ping_socket_trace, serial, server,
+    skip, trace_hops,
 };
 use serde_json::Value;
 use std::net::IpAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The lab tests measure milliseconds: run them one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn skip() -> bool {
-    if !common::is_root() {
-        eprintln!("skipped: needs root (network namespaces)");
-        return true;
-    }
-    false
-}
-
 fn lab_v6(rtt_ms: f64, loss: f64, more: impl FnOnce(&mut RouteLabConfig)) -> RouteLab {
-    let mut cfg = RouteLabConfig {
-        one_way_delay: Duration::from_secs_f64(rtt_ms / 2000.0),
-        loss,
-        ipv6: true,
-        ..Default::default()
-    };
-    more(&mut cfg);
-    RouteLab::start(&cfg).expect("start the IPv6 route lab")
-}
-
-/// The built-in HTTP server (TCP_NODELAY on) on the server's IPv4 and IPv6 addresses, port
-/// 8080. Stop it (or drop it) before the lab.
-fn server(lab: &RouteLab) -> BuiltinServers {
-    netdoctor_lab::in_netns(lab.server_netns(), || {
-        BuiltinServers::start(&[
-            ((SERVER_IP, 8080).into(), true),
-            ((SERVER_IP6, 8080).into(), true),
-        ])
+    routelab::lab(rtt_ms, loss, |c| {
+        c.ipv6 = true;
+        more(c)
     })
-    .expect("enter the server namespace")
-    .expect("start the built-in server")
-}
-
-fn ids(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn hop_ips(hops: &Value) -> Vec<String> {
-    hops.as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["addrs"][0]["ip"].as_str().unwrap_or("???").to_string())
-        .collect()
-}
-
-/// `netdoctor ARGS` in the lab's client namespace: exit code, JSON, stderr, wall time.
-fn netdoctor_in(lab: &RouteLab, args: &[&str]) -> (i32, Value, String, Duration) {
-    let t = Instant::now();
-    let out = Command::new("ip")
-        .args(["netns", "exec", lab.client_netns()])
-        .arg(env!("CARGO_BIN_EXE_netdoctor"))
-        .args(args)
-        .env("NETDOCTOR_QUIET", "1")
-        .output()
-        .expect("run netdoctor");
-    let wall = t.elapsed();
-    let err = common::stderr(&out);
-    let json = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: stdout {:?} stderr {err}", out.stdout));
-    (out.status.code().unwrap_or(-1), json, err, wall)
 }
 
 /// One hop of `traceroute -n` output: its first address and its RTTs.
@@ -95,7 +33,8 @@ struct TrHop {
     rtts: Vec<f64>,
 }
 
-/// Parses `traceroute -n` output (` 2  fd00:231:2::2  20.4 ms  20.3 ms *`).
+/// Parses `traceroute -n` output (` 2  fd00:231:2::2  20.4 ms  20.3 ms *`; a link-local
+/// address with its scope: `fe80::1%cli-r1`).
 fn parse_traceroute(text: &str) -> Vec<TrHop> {
     text.lines()
         .skip(1)
@@ -108,7 +47,7 @@ fn parse_traceroute(text: &str) -> Vec<TrHop> {
             let t: Vec<&str> = l.split_whitespace().skip(1).collect();
             let addr = t
                 .iter()
-                .find(|w| w.parse::<IpAddr>().is_ok())
+                .find(|w| w.split('%').next().unwrap().parse::<IpAddr>().is_ok())
                 .map(|s| s.to_string());
             let rtts = t
                 .windows(2)
@@ -147,10 +86,6 @@ fn traceroute6(lab: &RouteLab, mode: &[&str]) -> (Vec<TrHop>, Duration) {
     (parse_traceroute(&text), wall)
 }
 
-fn best(h: &Value) -> f64 {
-    h["best_ms"].as_f64().unwrap_or(f64::NAN)
-}
-
 /// The same hops, in the same order, as `traceroute -6` in TCP, UDP and ICMP modes; the
 /// delayed hop's added RTT seen by both; the figures printed for the report (8 rounds against
 /// traceroute's 3 probes per hop, all at once: the wall times are not a like-for-like race).
@@ -164,30 +99,23 @@ fn trace_over_ipv6_finds_the_hops_traceroute_finds() {
     }
     let _serial = serial();
     let lab = lab_v6(20.0, 0.0, |_| {});
-    let srv = server(&lab);
+    let srv = server(&lab, true);
     let want = [R1_IP6, R2_IP6, SERVER_IP6].map(|a| a.to_string());
-    let target = SERVER_IP6.to_string();
     for (ours, theirs) in [
         (&["--tcp", "-p", "8080"][..], &["-T", "-p", "8080"][..]),
         (&["--udp"][..], &[][..]),
         (&["--icmp"][..], &["-I"][..]),
     ] {
-        let mut args = vec!["trace", target.as_str(), "-n", "--json"];
-        args.extend_from_slice(ours);
-        args.extend_from_slice(&["--rounds", "8", "--interval", "100ms", "--timeout", "1s"]);
-        let (code, r, err, wall) = netdoctor_in(&lab, &args);
+        let timeout = ["--timeout", "1s"];
+        let (code, r, err, wall, hs) = trace_hops(&lab, SERVER_IP6.into(), ours, &timeout, &want);
         // A fixed step is distance (`high_base_rtt`, exit 0); a busy machine can stretch
         // hop 2's samples into added variation (`route_problem`, exit 1). Either way the
         // finding is the path's and names hop 2, never hop 1 or the destination.
         assert!(matches!(code, 0 | 1), "{ours:?}: {r} {err}");
-        let hops = &r["measurements"]["trace"]["hops"];
-        assert_eq!(hop_ips(hops), want, "{ours:?}: {r}");
-        let hs = hops.as_array().unwrap();
-        assert!(hs[2]["destination"].as_bool().unwrap(), "{ours:?}");
         // A busy machine's stalls only ever add to a sample (traceroute's 3 probes per hop
         // leave at once, so one stall delays all three): the bounds are narrow below the 20 ms
         // the hop adds and wide above it.
-        let added = best(&hs[1]) - best(&hs[0]);
+        let added = added_ms(&hs, 1);
         assert!(
             (18.5..40.0).contains(&added),
             "{ours:?}: hop 2 adds {added} ms"
@@ -242,9 +170,10 @@ const LOSS_ARGS: [&str; 9] = [
 ];
 
 /// A lossy hop over IPv6 is named; a router that forwards but never sends ICMPv6 Time Exceeded
-/// (silent) and one that answers from its link-local address are not route problems.
+/// (silent) is not a route problem (one that answers from its link-local address is not
+/// either: `a_link_local_hop_keeps_its_scope`).
 #[test]
-fn ipv6_lossy_hop_is_told_from_a_silent_or_link_local_router() {
+fn ipv6_lossy_hop_is_told_from_a_silent_router() {
     if skip() {
         return;
     }
@@ -274,15 +203,12 @@ fn ipv6_lossy_hop_is_told_from_a_silent_or_link_local_router() {
     // r1 forwards but drops its own Time Exceeded: hop 1 is silent, the path behind is whole.
     let silent = lab_v6(0.0, 0.0, |c| c.r1_icmp6_silent = true);
     let (code, r, err, _) = netdoctor_in(&silent, &args);
-    let hops = r["measurements"]["trace"]["hops"]
-        .as_array()
-        .unwrap()
-        .clone();
-    assert_eq!(hops.len(), 3, "{r}");
-    assert_eq!(hops[0]["received"], 0, "{}", hops[0]);
-    assert_eq!(hops[2]["loss"].as_f64().unwrap(), 0.0, "{}", hops[2]);
+    let hs = hops(&r);
+    assert_eq!(hs.len(), 3, "{r}");
+    assert_eq!(hs[0]["received"], 0, "{}", hs[0]);
+    assert_eq!(hs[2]["loss"].as_f64().unwrap(), 0.0, "{}", hs[2]);
     assert_eq!(
-        hop_ips(&r["measurements"]["trace"]["hops"])[1..],
+        hop_ips(&r)[1..],
         [R2_IP6.to_string(), SERVER_IP6.to_string()]
     );
     assert!(!ids(&r).contains(&"route_problem".to_string()), "{r}");
@@ -290,21 +216,101 @@ fn ipv6_lossy_hop_is_told_from_a_silent_or_link_local_router() {
     let notes = &r["measurements"]["hop_assessment"][0]["notes"];
     assert_eq!(notes[0]["kind"], "silent", "{notes}");
     silent.stop().unwrap();
+}
 
-    // r1 has only link-local addresses: hop 1 answers from fe80::1, a hop like any other.
+/// r1 has only link-local addresses: hop 1 answers from fe80::1, a hop like any other, kept
+/// with its scope (the client's interface the reply arrived on) in JSON and text, as
+/// `traceroute -6` prints it in the same run; the reported scope is what a follow-up needs (a
+/// UDP probe with it reaches r1, the bare address names no link), and the hop's name is looked
+/// up with it.
+#[test]
+fn a_link_local_hop_keeps_its_scope() {
+    let Some(_serial) = routelab::begin() else {
+        return;
+    };
     let ll = lab_v6(0.0, 0.0, |c| c.r1_link_local_only = true);
-    for proto in ["--icmp", "--udp", "--tcp"] {
-        let args = ["trace", &target, "-n", "--json", proto, "--rounds", "5"];
-        let args = [&args[..], &["--interval", "100ms"]].concat();
-        let (code, r, err, _) = netdoctor_in(&ll, &args);
-        assert_eq!(
-            hop_ips(&r["measurements"]["trace"]["hops"]),
-            [R1_LINK_LOCAL, R2_IP6, SERVER_IP6].map(|a| a.to_string()),
-            "{proto}: {r}"
-        );
-        assert_eq!(code, 0, "{proto}: {r} {err}");
-        assert!(ids(&r).is_empty(), "{proto}: {r}");
+    let want = [R1_LINK_LOCAL, R2_IP6, SERVER_IP6].map(|a| a.to_string());
+    let scoped = format!("{R1_LINK_LOCAL}%cli-r1");
+    let have_traceroute = netdoctor_lab::tools::have(&[("traceroute", "traceroute")]);
+    let mut scope_id = 0;
+    for (ours, theirs) in [
+        ("--icmp", &["-I"][..]),
+        ("--udp", &[][..]),
+        ("--tcp", &["-T", "-p", "8080"][..]),
+    ] {
+        let (code, r, err, _, hs) = trace_hops(&ll, SERVER_IP6.into(), &[ours], &[], &want);
+        assert_eq!(code, 0, "{ours}: {r} {err}");
+        assert!(ids(&r).is_empty(), "{ours}: {r}");
+        let a = &hs[0]["addrs"][0];
+        assert_eq!(a["scope"], "cli-r1", "{ours}: {a}");
+        scope_id = a["scope_id"].as_u64().unwrap_or(0) as u32;
+        assert!(scope_id > 0, "{ours}: {a}");
+        for h in &hs[1..] {
+            let a = &h["addrs"][0];
+            assert!(
+                a.get("scope").is_none(),
+                "{ours}: a global address has none: {a}"
+            );
+        }
+        if have_traceroute {
+            let (tr, _) = traceroute6(&ll, theirs);
+            let first = tr.first().and_then(|h| h.addr.clone());
+            assert_eq!(
+                first.as_deref(),
+                Some(scoped.as_str()),
+                "traceroute -6 {theirs:?}: {tr:?}"
+            );
+            eprintln!("{ours}: netdoctor hop 1 {scoped}; traceroute -6 {theirs:?} hop 1 {first:?}");
+        }
     }
+    // The follow-up: a UDP probe to the reported address and scope id reaches r1 (its Port
+    // Unreachable comes back: refused); the bare address names no link (EINVAL), and another
+    // interface's index (lo) does not reach it.
+    let probe = move |scope: u32| {
+        let s = std::net::UdpSocket::bind("[::]:0")?;
+        s.set_read_timeout(Some(Duration::from_secs(2)))?;
+        s.connect(std::net::SocketAddrV6::new(R1_LINK_LOCAL, 33434, 0, scope))?;
+        s.send(b"netdoctor follow-up")?;
+        s.recv(&mut [0u8; 64]).map(|_| ())
+    };
+    let answers = netdoctor_lab::in_netns(ll.client_netns(), move || {
+        [scope_id, 0, 1].map(|scope| probe(scope).map_err(|e| e.kind()))
+    })
+    .unwrap();
+    use std::io::ErrorKind;
+    assert_eq!(answers[0], Err(ErrorKind::ConnectionRefused), "{answers:?}");
+    assert_eq!(answers[1], Err(ErrorKind::InvalidInput), "{answers:?}");
+    assert!(
+        answers[2].is_err() && answers[2] != answers[0],
+        "{answers:?}"
+    );
+    // The name, looked up with the scope (the namespace's /etc/hosts, bind-mounted by
+    // `ip netns exec` from the lab's /etc/netns directory, which the lab removes), in text.
+    let hosts = ll.client_resolv_conf().with_file_name("hosts");
+    std::fs::write(&hosts, format!("{R1_LINK_LOCAL} r1-ll.lab.test\n")).unwrap();
+    let target = SERVER_IP6.to_string();
+    let out = Command::new("ip")
+        .args(["netns", "exec", ll.client_netns()])
+        .arg(env!("CARGO_BIN_EXE_netdoctor"))
+        .args([
+            "trace",
+            &target,
+            "--icmp",
+            "--rounds",
+            "3",
+            "--interval",
+            "100ms",
+        ])
+        .env("NETDOCTOR_QUIET", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run netdoctor");
+    let text = common::stdout(&out);
+    assert!(
+        text.contains(&format!("r1-ll.lab.test ({scoped})")),
+        "{text} {}",
+        common::stderr(&out)
+    );
     ll.stop().unwrap();
 }
 
@@ -312,10 +318,9 @@ fn ipv6_lossy_hop_is_told_from_a_silent_or_link_local_router() {
 /// finding is the path's RTT; the same server without the delay is healthy.
 #[test]
 fn diagnose_of_an_ipv6_url_finds_high_base_rtt_and_a_near_one_is_healthy() {
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let url = format!("http://[{SERVER_IP6}]:8080/");
     let diagnose = |lab: &RouteLab, more: &[&str]| {
         let args = ["diagnose", &url, "-c", "4", "-d", "1500ms", "--json"];
@@ -324,22 +329,9 @@ fn diagnose_of_an_ipv6_url_finds_high_base_rtt_and_a_near_one_is_healthy() {
         assert!(matches!(code, 0 | 1), "exit {code}: {err} {r}");
         (code, r)
     };
-    let check = |r: &Value, name: &str| -> (String, String) {
-        let c = r["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no check {name}: {}", r["checks"]))
-            .clone();
-        (
-            c["status"].as_str().unwrap().to_string(),
-            c["reason"].as_str().unwrap_or("").to_string(),
-        )
-    };
 
     let far = lab_v6(37.0, 0.0, |_| {});
-    let srv = server(&far);
+    let srv = server(&far, true);
     let (code, r) = diagnose(&far, &[]);
     assert_eq!(code, 1, "{r}");
     // The path's RTT is the root cause, ranked first. (A forwarder thread of the lab stalled
@@ -352,12 +344,13 @@ fn diagnose_of_an_ipv6_url_finds_high_base_rtt_and_a_near_one_is_healthy() {
     assert!((36.0..45.0).contains(&added), "base RTT {added} ms");
     let (status, reason) = check(&r, "trace");
     assert_eq!(status, "ok", "{reason}");
+    // The default route's gateway is r1's link-local address, named with its interface.
     assert!(
-        reason.starts_with(&format!("tcp trace via {R1_LINK_LOCAL}: 3 hop(s)")),
+        reason.starts_with(&format!("tcp trace via {R1_LINK_LOCAL}%cli-r1: 3 hop(s)")),
         "{reason}"
     );
     assert_eq!(
-        hop_ips(&r["measurements"]["trace"]["hops"]),
+        hop_ips(&r),
         [R1_IP6, R2_IP6, SERVER_IP6].map(|a| a.to_string())
     );
     // The capture saw the load's IPv6 connections, and the load ran.
@@ -370,14 +363,14 @@ fn diagnose_of_an_ipv6_url_finds_high_base_rtt_and_a_near_one_is_healthy() {
     far.stop().unwrap();
 
     let near = lab_v6(0.0, 0.0, |_| {});
-    let srv = server(&near);
+    let srv = server(&near, true);
     // An open-loop rate a busy machine's capture keeps up with (closed loop, 10 k req/s over a
     // sub-millisecond path overflow the capture ring, and an incomplete capture is no verdict).
     let (code, r) = diagnose(&near, &["--rate", "300"]);
     assert_eq!(code, 0, "{r}");
     assert!(ids(&r).is_empty(), "{r}");
     assert_eq!(check(&r, "trace").0, "ok", "{}", r["checks"]);
-    assert_eq!(hop_ips(&r["measurements"]["trace"]["hops"]).len(), 3, "{r}");
+    assert_eq!(hop_ips(&r).len(), 3, "{r}");
     srv.stop();
     near.stop().unwrap();
 }
@@ -386,30 +379,12 @@ fn diagnose_of_an_ipv6_url_finds_high_base_rtt_and_a_near_one_is_healthy() {
 /// ICMPv6 ping sockets too, allows root's group in the client namespace), run in-process.
 #[test]
 fn icmpv6_over_a_ping_socket_finds_the_same_hops() {
-    use netdoctor_route::trace::{self, Protocol, TraceOptions};
-    if skip() {
+    let Some(_serial) = routelab::begin() else {
         return;
-    }
-    let _serial = serial();
+    };
     let lab = lab_v6(7.0, 0.0, |_| {});
-    let ok = Command::new("ip")
-        .args(["netns", "exec", lab.client_netns(), "sysctl", "-qw"])
-        .arg("net.ipv4.ping_group_range=0 0")
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let mut o = TraceOptions::new(SERVER_IP6, Protocol::Icmp);
-    o.icmp_ping_socket = true;
-    o.rounds = 5;
-    o.interval = Duration::from_millis(100);
-    o.names = false;
-    let r = netdoctor_lab::in_netns(lab.client_netns(), || trace::run(&o, &mut |_, _| {}))
-        .unwrap()
-        .unwrap();
-    assert!(r.method.contains("(ping) socket"), "{}", r.method);
-    let ips: Vec<String> = r.hops.iter().map(|h| h.addrs[0].ip.to_string()).collect();
+    let (ips, added) = ping_socket_trace(&lab, SERVER_IP6.into());
     assert_eq!(ips, [R1_IP6, R2_IP6, SERVER_IP6].map(|a| a.to_string()));
-    let added = r.hops[1].best_ms.unwrap() - r.hops[0].best_ms.unwrap();
     assert!((6.5..20.0).contains(&added), "hop 2 adds {added} ms");
     lab.stop().unwrap();
 }

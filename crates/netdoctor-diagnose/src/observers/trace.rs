@@ -97,6 +97,10 @@ impl Observer for TraceObserver {
         }
         out.measurements.trace = Some(json);
         let gateway = match &hop {
+            NextHop::Gateway {
+                gateway: IpAddr::V6(v6),
+                iface,
+            } if v6.is_unicast_link_local() => format!("{v6}%{iface}"),
             NextHop::Gateway { gateway, .. } => gateway.to_string(),
             _ => String::new(),
         };

@@ -8,10 +8,7 @@ use crate::trace::stats::Hop;
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 
 fn row(h: &Hop) -> String {
-    let addr = h
-        .addrs
-        .first()
-        .map_or("???".to_string(), |a| a.ip.to_string());
+    let addr = h.addrs.first().map_or("???".to_string(), |a| a.scoped());
     format!(
         "hop {} {addr}: loss {:.0}%, best {}, median {}",
         h.ttl,
@@ -56,11 +53,7 @@ fn unreachable(t: &TraceResult) -> Option<Finding> {
     }
     let hop = t.hops.iter().find(|h| h.unreachable_code.is_some())?;
     let code = hop.unreachable_code?;
-    let addr = hop
-        .addrs
-        .first()
-        .map(|a| a.ip.to_string())
-        .unwrap_or_default();
+    let addr = hop.addrs.first().map(|a| a.scoped()).unwrap_or_default();
     let mut f = Finding::new(
         FindingId::RouteProblem,
         Severity::Critical,
@@ -161,11 +154,7 @@ pub fn route_problem(t: &TraceResult, th: &Thresholds) -> Vec<Finding> {
             if let HopNote::AddsLoss { added_loss } = *note {
                 f.impact.affected_fraction = Some(added_loss);
             }
-            let addr = hop
-                .addrs
-                .first()
-                .map(|a| a.ip.to_string())
-                .unwrap_or_default();
+            let addr = hop.addrs.first().map(|a| a.scoped()).unwrap_or_default();
             f.explanation = format!(
                 "The {what} appears at hop {} ({addr}) and stays on every hop after it up to \
                  the destination, so it is on the path — the link into this hop or the router \

@@ -270,6 +270,7 @@ pub(crate) mod tests {
                         v.map(|rtt_ms| Sample {
                             round: r as u32,
                             from: ip,
+                            scope_id: None,
                             rtt_ms,
                             kind: if dest {
                                 ReplyKind::Reached

@@ -177,6 +177,7 @@ fn retire(in_flight: &mut Vec<InFlight>, now: Instant, out: &mut Probed) {
             out.samples[usize::from(p.ttl)].push(Sample {
                 round: f.round,
                 from: r.from,
+                scope_id: r.scope_id,
                 rtt_ms: rtt.as_secs_f64() * 1000.0,
                 kind: r.kind,
             });

@@ -210,6 +210,7 @@ pub fn run(
             opts.max_ttl
         ));
     }
+    name_scopes(&mut hops);
     if opts.names {
         resolve_names(&mut hops, opts.name_timeout);
     }
@@ -227,18 +228,27 @@ pub fn run(
     })
 }
 
-/// Reverse-resolves every hop address in parallel, each bounded by `cap`.
+/// Names the interface of every link-local hop address (its scope id is an index of this
+/// thread's namespace, so this runs where the probes ran).
+fn name_scopes(hops: &mut [Hop]) {
+    for a in hops.iter_mut().flat_map(|h| h.addrs.iter_mut()) {
+        a.scope = a.scope_id.and_then(netdoctor_sys::iface::name_of);
+    }
+}
+
+/// Reverse-resolves every hop address in parallel, each bounded by `cap`; a link-local address
+/// is asked with its scope id, as `traceroute` asks.
 fn resolve_names(hops: &mut [Hop], cap: Duration) {
-    let ips: Vec<IpAddr> = hops
+    let addrs: Vec<std::net::SocketAddr> = hops
         .iter()
-        .flat_map(|h| h.addrs.iter().map(|a| a.ip))
+        .flat_map(|h| h.addrs.iter().map(|a| a.socket_addr(0)))
         .collect();
     let names: Vec<Option<String>> = std::thread::scope(|s| {
-        let hs: Vec<_> = ips
+        let hs: Vec<_> = addrs
             .iter()
-            .map(|&ip| {
+            .map(|&sa| {
                 s.spawn(move || {
-                    crate::names::getnameinfo(ip, cap)
+                    crate::names::getnameinfo_addr(sa, cap)
                         .results
                         .into_iter()
                         .next()

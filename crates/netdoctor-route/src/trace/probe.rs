@@ -23,7 +23,10 @@
 //! the kernel computes, and a TCP probe is still the kernel's own SYN, so its pseudo-header
 //! checksum is the kernel's too. What differs per family (message types, the echo request, the
 //! raw parser) is in [`super::packet`]. An IPv4-mapped target (`::ffff:a.b.c.d`) is traced over
-//! IPv4 ([`super::TraceOptions::new`] turns it into `a.b.c.d`).
+//! IPv4 ([`super::TraceOptions::new`] turns it into `a.b.c.d`). A router that answers from its
+//! link-local address (`fe80::/10`, valid on one link only) is kept with the scope id the kernel
+//! gives its error or datagram (the index of the interface it arrived on): the address alone
+//! does not say which link, and anything that later sends to it needs that index.
 
 use super::packet::Family;
 use super::sys;
@@ -48,6 +51,9 @@ pub enum ReplyKind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reply {
     pub from: IpAddr,
+    /// `from`'s scope id when it is an IPv6 link-local address: the index of the interface
+    /// the reply arrived on.
+    pub scope_id: Option<u32>,
     pub kind: ReplyKind,
     /// When we saw it (after poll woke us).
     pub at: Instant,
@@ -131,7 +137,7 @@ impl Probe {
         let to = |port| SockAddr::from(SocketAddr::new(target, port));
         match method {
             Method::TcpConnect => match probe.sock.connect(&to(port)) {
-                Ok(()) => probe.finish(target, ReplyKind::Reached, None),
+                Ok(()) => probe.finish(target, 0, ReplyKind::Reached, None),
                 Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
                 Err(e) => return Err(e),
             },
@@ -164,10 +170,19 @@ impl Probe {
         }
     }
 
-    fn finish(&mut self, from: IpAddr, kind: ReplyKind, kernel_at: Option<SystemTime>) {
+    /// Records the reply (`scope_id`: the kernel's, 0 for none; kept for a link-local sender).
+    fn finish(
+        &mut self,
+        from: IpAddr,
+        scope_id: u32,
+        kind: ReplyKind,
+        kernel_at: Option<SystemTime>,
+    ) {
         if self.reply.is_none() {
+            let link_local = matches!(from, IpAddr::V6(v6) if v6.is_unicast_link_local());
             self.reply = Some(Reply {
                 from,
+                scope_id: (link_local && scope_id != 0).then_some(scope_id),
                 kind,
                 at: Instant::now(),
                 kernel_at,
@@ -206,7 +221,8 @@ impl Probe {
             match sys::recv_errqueue(&self.sock) {
                 Ok(Some(e)) => {
                     let (from, kind) = self.classify(e);
-                    return self.finish(from, kind, e.received);
+                    let scope = if e.offender.is_some() { e.scope_id } else { 0 };
+                    return self.finish(from, scope, kind, e.received);
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -218,9 +234,9 @@ impl Probe {
         let target = self.target;
         match self.method {
             Method::TcpConnect => match self.sock.take_error() {
-                Ok(None) => self.finish(target, ReplyKind::Reached, None),
+                Ok(None) => self.finish(target, 0, ReplyKind::Reached, None),
                 Ok(Some(e)) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                    self.finish(target, ReplyKind::Reached, None)
+                    self.finish(target, 0, ReplyKind::Reached, None)
                 }
                 Ok(Some(e)) => self.error = Some(e.to_string()),
                 Err(e) => self.error = Some(e.to_string()),
@@ -228,10 +244,10 @@ impl Probe {
             Method::Udp | Method::IcmpDgram => {
                 let mut buf = [0u8; 1500];
                 match sys::recv_nonblocking(&self.sock, &mut buf) {
-                    Ok(Some(r)) => self.finish(target, ReplyKind::Reached, r.at),
+                    Ok(Some(r)) => self.finish(target, 0, ReplyKind::Reached, r.at),
                     Ok(None) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                        self.finish(target, ReplyKind::Reached, None)
+                        self.finish(target, 0, ReplyKind::Reached, None)
                     }
                     Err(e) => self.error = Some(e.to_string()),
                 }
@@ -241,7 +257,8 @@ impl Probe {
                 while let Ok(Some(r)) = sys::recv_nonblocking(&self.sock, &mut buf) {
                     let (pkt, ident, seq) = (&buf[..r.len], self.ident, self.seq);
                     if let Some((from, kind)) = self.family.parse_raw(pkt, r.from, ident, seq) {
-                        self.finish(from, kind, r.at);
+                        let scope = if Some(from) == r.from { r.scope_id } else { 0 };
+                        self.finish(from, scope, kind, r.at);
                         break;
                     }
                 }

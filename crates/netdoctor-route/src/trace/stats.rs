@@ -3,13 +3,15 @@
 
 use super::probe::ReplyKind;
 use serde::Serialize;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr, SocketAddrV6};
 
 /// One answered probe.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Sample {
     pub round: u32,
     pub from: IpAddr,
+    /// `from`'s scope id (interface index) when it is an IPv6 link-local address.
+    pub scope_id: Option<u32>,
     pub rtt_ms: f64,
     pub kind: ReplyKind,
 }
@@ -18,9 +20,36 @@ pub struct Sample {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HopAddr {
     pub ip: IpAddr,
+    /// For an IPv6 link-local address: the interface the replies arrived on (the link the
+    /// address belongs to), by name; see [`HopAddr::scoped`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The same interface by index in the tracing namespace (`sin6_scope_id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope_id: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub replies: u32,
+}
+
+impl HopAddr {
+    /// The address as `ping`/`ip` write it: `fe80::1%cli-r1` for a link-local address with its
+    /// scope (the index when the interface has no name), else the address alone.
+    pub fn scoped(&self) -> String {
+        match (&self.scope, self.scope_id) {
+            (Some(name), _) => format!("{}%{name}", self.ip),
+            (None, Some(id)) => format!("{}%{id}", self.ip),
+            (None, None) => self.ip.to_string(),
+        }
+    }
+
+    /// The socket address to send to or look up this address, scope id included.
+    pub fn socket_addr(&self, port: u16) -> SocketAddr {
+        match (self.ip, self.scope_id) {
+            (IpAddr::V6(v6), Some(id)) => SocketAddr::V6(SocketAddrV6::new(v6, port, 0, id)),
+            (ip, _) => SocketAddr::new(ip, port),
+        }
+    }
 }
 
 /// One TTL over all rounds.
@@ -62,10 +91,16 @@ impl Hop {
     pub fn from_samples(ttl: u8, sent: u32, rounds: &[u32], samples: &[Sample]) -> Hop {
         let mut addrs: Vec<HopAddr> = Vec::new();
         for s in samples {
-            match addrs.iter_mut().find(|a| a.ip == s.from) {
+            // fe80::1 on one link and fe80::1 on another are two routers.
+            match addrs
+                .iter_mut()
+                .find(|a| a.ip == s.from && a.scope_id == s.scope_id)
+            {
                 Some(a) => a.replies += 1,
                 None => addrs.push(HopAddr {
                     ip: s.from,
+                    scope: None,
+                    scope_id: s.scope_id,
                     name: None,
                     replies: 1,
                 }),
@@ -119,6 +154,7 @@ mod tests {
         Sample {
             round,
             from: ip.parse().unwrap(),
+            scope_id: None,
             rtt_ms: rtt,
             kind: ReplyKind::TimeExceeded,
         }
@@ -146,6 +182,36 @@ mod tests {
         assert_eq!(h.addrs.len(), 2);
         assert_eq!(h.rtts_ms, vec![Some(10.0), Some(14.0), None, Some(12.0)]);
         assert!(!h.destination);
+    }
+
+    /// A link-local router keeps its scope: the same address on two links is two addresses,
+    /// written and addressed with their interface.
+    #[test]
+    fn link_local_addresses_keep_their_scope() {
+        let ll = |round, scope_id| Sample {
+            scope_id,
+            ..s(round, "fe80::1", 1.0)
+        };
+        let samples = [ll(0, Some(2)), ll(1, Some(2)), ll(2, Some(5))];
+        let mut h = Hop::from_samples(1, 3, &[0, 1, 2], &samples);
+        assert_eq!(h.addrs.len(), 2);
+        assert_eq!((h.addrs[0].replies, h.addrs[1].replies), (2, 1));
+        assert_eq!(h.addrs[1].scoped(), "fe80::1%5");
+        h.addrs[0].scope = Some("cli-r1".into());
+        assert_eq!(h.addrs[0].scoped(), "fe80::1%cli-r1");
+        assert_eq!(
+            h.addrs[0].socket_addr(0),
+            SocketAddr::V6(SocketAddrV6::new("fe80::1".parse().unwrap(), 0, 0, 2))
+        );
+        let json = serde_json::to_value(&h.addrs[0]).unwrap();
+        assert_eq!(json["ip"], "fe80::1");
+        assert_eq!(json["scope"], "cli-r1");
+        assert_eq!(json["scope_id"], 2);
+        // A global address has no scope, in text or JSON.
+        let g = Hop::from_samples(1, 1, &[0], &[s(0, "fd00:231:1::1", 1.0)]);
+        assert_eq!(g.addrs[0].scoped(), "fd00:231:1::1");
+        let json = serde_json::to_value(&g.addrs[0]).unwrap();
+        assert!(json.get("scope").is_none() && json.get("scope_id").is_none());
     }
 
     #[test]

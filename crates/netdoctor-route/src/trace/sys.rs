@@ -15,6 +15,9 @@ pub struct QueuedError {
     pub icmp_code: u8,
     /// The router or host that sent the ICMP message.
     pub offender: Option<IpAddr>,
+    /// The offender's scope id (the index of the interface the error arrived on) when it is
+    /// an IPv6 link-local address; 0 otherwise.
+    pub scope_id: u32,
     /// When the kernel received it (SO_TIMESTAMPNS), if timestamps are on.
     pub received: Option<SystemTime>,
 }
@@ -171,11 +174,12 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
                     return Ok(None);
                 }
                 let off = libc::SO_EE_OFFENDER(ee);
-                let offender = sockaddr_ip(off.cast());
+                let (offender, scope_id) = sockaddr_ip(off.cast()).unzip();
                 return Ok(Some(QueuedError {
                     icmp_type: ee_val.ee_type,
                     icmp_code: ee_val.ee_code,
                     offender,
+                    scope_id: scope_id.unwrap_or(0),
                     received,
                 }));
             }
@@ -185,24 +189,30 @@ pub fn recv_errqueue(sock: &impl AsRawFd) -> std::io::Result<Option<QueuedError>
     Ok(None)
 }
 
-/// The address of a sockaddr_in or sockaddr_in6 (by its family field); `None` for others.
-/// (The scope of a link-local IPv6 address is not kept: hops are shown by address.)
+/// The address of a sockaddr_in or sockaddr_in6 (by its family field) and its scope id
+/// (`sin6_scope_id`: the kernel sets it to the receiving interface's index for a link-local
+/// sender, for queued errors (`ipv6_recv_error`) and datagrams alike; 0 otherwise and for
+/// IPv4); `None` for other families.
 ///
 /// # Safety
 /// `sa` must point at readable memory at least as large as a `sockaddr_in6`.
-unsafe fn sockaddr_ip(sa: *const libc::sockaddr_storage) -> Option<IpAddr> {
+unsafe fn sockaddr_ip(sa: *const libc::sockaddr_storage) -> Option<(IpAddr, u32)> {
     // SAFETY: the caller guarantees sa is readable for a sockaddr_in6 (the larger of the two);
     // each is read only when the family field says it is one.
     unsafe {
         let family = std::ptr::read_unaligned(sa.cast::<libc::sa_family_t>());
         if family == libc::AF_INET as libc::sa_family_t {
             let sin = std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in>());
-            Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
-                sin.sin_addr.s_addr,
-            ))))
+            Some((
+                IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))),
+                0,
+            ))
         } else if family == libc::AF_INET6 as libc::sa_family_t {
             let sin6 = std::ptr::read_unaligned(sa.cast::<libc::sockaddr_in6>());
-            Some(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)))
+            Some((
+                IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)),
+                sin6.sin6_scope_id,
+            ))
         } else {
             None
         }
@@ -217,6 +227,8 @@ pub struct Received {
     pub at: Option<SystemTime>,
     /// The sender's address.
     pub from: Option<IpAddr>,
+    /// The sender's scope id (link-local IPv6; see [`QueuedError::scope_id`]), 0 otherwise.
+    pub scope_id: u32,
 }
 
 /// Receives one datagram without blocking: its length, kernel arrival time (when timestamps
@@ -244,11 +256,12 @@ pub fn recv_nonblocking(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<
         let at = unsafe { timestamp_of(&msg) };
         // SAFETY: name is a live sockaddr_storage (larger than sockaddr_in6), zeroed when the
         // socket reports no sender.
-        let from = unsafe { sockaddr_ip(&name) };
+        let (from, scope_id) = unsafe { sockaddr_ip(&name) }.unzip();
         return Ok(Some(Received {
             len: n as usize,
             at,
             from,
+            scope_id: scope_id.unwrap_or(0),
         }));
     }
     let e = std::io::Error::last_os_error();

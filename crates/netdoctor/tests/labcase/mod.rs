@@ -3,6 +3,7 @@
 //! is left.
 #![allow(dead_code)]
 
+pub use crate::common::ids;
 use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
@@ -66,15 +67,6 @@ pub fn run_like_suggested(info: &Value, argv: &[&str]) -> (i32, Value) {
         .output()
         .unwrap();
     (out.status.code().unwrap_or(-1), json(&out))
-}
-
-pub fn ids(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 pub fn pid_alive(pid: u64) -> bool {
