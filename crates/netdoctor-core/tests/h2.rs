@@ -144,3 +144,92 @@ fn a_loss_repaired_in_microseconds_is_not_head_of_line_blocking() {
         an.findings
     );
 }
+
+/// `name` analyzed with every `nth` frame left out (what `editcap -d` does), or with each
+/// frame twice (`mergecap` of a capture with itself: equal timestamps, so the copies follow
+/// each other).
+fn analyze_edited(name: &str, nth: Option<u64>, twice: bool) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let mut k = 0;
+    for_each_packet(name, |p| {
+        if nth.is_some_and(|n| p.frame % n == 0) {
+            return;
+        }
+        for _ in 0..=usize::from(twice) {
+            k += 1;
+            a.push(&netdoctor_core::RawPacket { frame: k, ..*p });
+        }
+    });
+    a.finish()
+}
+
+#[test]
+fn a_client_side_capture_behind_loss_replays_each_hole_once_it_is_filled() {
+    // The lab case h2-head-of-line (h2load -c 1 -m 10 -n 30 per connection, 32 KiB answers,
+    // +40 ms RTT and 2 % loss each way) captured in the client's namespace: every loss of
+    // the server's data is a hole in the capture, filled ~1 RTT later by the retransmission.
+    // The frames behind a hole are read when it is filled, so the streams end and each loss
+    // holds at most the client's 10 streams (without reassembly, streams in a hole never
+    // ended, and the capture's 103 answered streams, counted by tshark with
+    // tcp.reassemble_out_of_order, came out as fewer exchanges).
+    let an = analyze("h2c-hol-client.pcap.gz");
+    assert_eq!(an.exchanges.method, Some(ExchangeMethod::H2));
+    assert!(
+        (100..=106).contains(&an.exchanges.count),
+        "{:?}",
+        an.exchanges
+    );
+    assert_eq!(an.stats.h2_framing_lost, 0, "{:?}", an.stats);
+    assert_eq!(an.stats.h2_reassembly_overflows, 0, "{:?}", an.stats);
+    assert!(an.warnings.is_empty(), "{:?}", an.warnings);
+    let f = find(&an, FindingId::H2HeadOfLine).unwrap_or_else(|| panic!("{:#?}", an.findings));
+    assert_eq!(f.side, Side::Network);
+    // "{episodes} TCP loss episodes each held {per} HTTP/2 streams on average …"
+    let n: Vec<f64> = f
+        .summary
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.trim_matches('.').parse().ok())
+        .collect();
+    assert!(n[0] >= 5.0, "{}", f.summary);
+    assert!((2.0..=10.0).contains(&n[1]), "{}", f.summary);
+    // A hole held the streams about a round trip (40 ms), not for ever.
+    let median = f.impact.added_latency_ms.unwrap();
+    assert!((20.0..=500.0).contains(&median), "{}", f.summary);
+    // The responses were held by the loss, not slow to start: the server is not blamed.
+    assert!(
+        find(&an, FindingId::SlowServerProcessing).is_none(),
+        "{:#?}",
+        an.findings
+    );
+    // Merged with itself: the copies are dropped and the figures are the same.
+    let merged = analyze_edited("h2c-hol-client.pcap.gz", None, true);
+    assert_eq!(merged.exchanges.count, an.exchanges.count);
+    let g = find(&merged, FindingId::H2HeadOfLine).expect("head-of-line in the merged copy");
+    assert_eq!(g.summary, f.summary);
+}
+
+#[test]
+fn capture_gaps_and_copies_of_a_lossless_h2_run_are_not_head_of_line_blocking() {
+    // nginx h2c, 4 connections × 10 streams, no loss: no head-of-line blocking.
+    let clean = analyze("h2c-nginx.pcap");
+    assert!(find(&clean, FindingId::H2HeadOfLine).is_none());
+    // Every 40th frame cut out: holes the receiver acknowledged that the capture never saw.
+    // They are not waited for (nor are they losses): the streams behind them still end.
+    let cut = analyze_edited("h2c-nginx.pcap", Some(40), false);
+    assert!(cut.stats.capture_gaps > 0, "{:?}", cut.stats);
+    assert!(
+        find(&cut, FindingId::H2HeadOfLine).is_none(),
+        "{:#?}",
+        cut.findings
+    );
+    assert!(
+        cut.exchanges.count >= 150,
+        "{:?} of {:?}",
+        cut.exchanges,
+        clean.exchanges
+    );
+    // Merged with itself.
+    let merged = analyze_edited("h2c-nginx.pcap", None, true);
+    assert!(find(&merged, FindingId::H2HeadOfLine).is_none());
+    assert_eq!(merged.exchanges.count, clean.exchanges.count);
+}

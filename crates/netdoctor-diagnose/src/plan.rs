@@ -52,6 +52,9 @@ pub mod defaults {
     pub const DURATION: Duration = Duration::from_secs(5);
     pub const TIMEOUT: Duration = Duration::from_secs(2);
     pub const SNAPLEN: u32 = 256;
+    /// The snap length of an h2c run (`--http2` on an `http://` target) unless the user chose
+    /// one: the analyzer reads HTTP/2 frame headers, which sit anywhere in a segment.
+    pub const H2C_SNAPLEN: u32 = 65_535;
     /// The smallest snap length that still holds the IP and TCP headers with options.
     pub const MIN_SNAPLEN: u32 = 96;
     pub const SYN_PROBES: u32 = 5;
@@ -88,6 +91,11 @@ pub struct LoadPlan {
 pub struct CapturePlan {
     pub enabled: bool,
     pub snaplen: u32,
+    /// The user chose the snap length (else the run may raise the default: see
+    /// [`DiagnosePlan::raise_snaplen_for_h2c`]).
+    pub snaplen_chosen: bool,
+    /// Why the run changed the snap length (the capture check says so).
+    pub snaplen_note: Option<String>,
     /// Write what was captured to this pcap file.
     pub pcap: Option<PathBuf>,
     pub max_packets: u64,
@@ -138,6 +146,8 @@ impl DiagnosePlan {
             capture: CapturePlan {
                 enabled: true,
                 snaplen: defaults::SNAPLEN,
+                snaplen_chosen: false,
+                snaplen_note: None,
                 pcap: None,
                 max_packets: defaults::MAX_LIVE_PACKETS,
             },
@@ -187,6 +197,24 @@ impl DiagnosePlan {
         Ok(())
     }
 
+    /// An h2c run (`--http2` on an `http://` target, capture on) keeps whole segments unless
+    /// the user chose a snap length: at 256 bytes a segment of several frames loses the
+    /// headers past the cut, and with them the streams. The note goes to the capture check.
+    pub fn raise_snaplen_for_h2c(&mut self) {
+        let h2c = self.load.protocol == netdoctor_load::Protocol::Http2
+            && self.target.scheme == netdoctor_load::target::Scheme::Http;
+        let c = &mut self.capture;
+        if h2c && c.enabled && !c.snaplen_chosen && c.snaplen < defaults::H2C_SNAPLEN {
+            c.snaplen_note = Some(format!(
+                "snap length raised from {} to {} bytes for h2c: the HTTP/2 frames are read \
+                 from the capture (--snaplen sets it)",
+                c.snaplen,
+                defaults::H2C_SNAPLEN
+            ));
+            c.snaplen = defaults::H2C_SNAPLEN;
+        }
+    }
+
     /// When the server's sockets are sampled: after [`Self::socket_sample_after`], or half-way
     /// through a shorter load (or passive window).
     pub fn socket_sample_at(&self) -> Duration {
@@ -229,6 +257,37 @@ mod tests {
         // A tiny snap length does not matter when nothing is captured.
         p.capture.enabled = false;
         assert_eq!(p.validate(), Ok(()));
+    }
+
+    #[test]
+    fn h2c_raises_the_default_snap_length_and_nothing_else_does() {
+        let mut p = DiagnosePlan::new(target());
+        p.load.protocol = netdoctor_load::Protocol::Http2;
+        p.raise_snaplen_for_h2c();
+        assert_eq!(p.capture.snaplen, defaults::H2C_SNAPLEN);
+        assert!(
+            p.capture
+                .snaplen_note
+                .as_ref()
+                .unwrap()
+                .contains("from 256")
+        );
+        // A snap length the user chose stays.
+        let mut q = DiagnosePlan::new(target());
+        q.load.protocol = netdoctor_load::Protocol::Http2;
+        q.capture.snaplen = 128;
+        q.capture.snaplen_chosen = true;
+        q.raise_snaplen_for_h2c();
+        assert_eq!((q.capture.snaplen, q.capture.snaplen_note), (128, None));
+        // HTTP/1.1, or h2 over TLS (records, not frames, are read): the default stays.
+        let mut h1 = DiagnosePlan::new(target());
+        h1.raise_snaplen_for_h2c();
+        assert_eq!(h1.capture.snaplen, defaults::SNAPLEN);
+        let mut tls = DiagnosePlan::new(target());
+        tls.load.protocol = netdoctor_load::Protocol::Http2;
+        tls.target.scheme = netdoctor_load::target::Scheme::Https;
+        tls.raise_snaplen_for_h2c();
+        assert_eq!(tls.capture.snaplen, defaults::SNAPLEN);
     }
 
     #[test]

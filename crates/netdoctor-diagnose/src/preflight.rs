@@ -12,6 +12,10 @@
 //! | a certificate the client refuses (untrusted issuer, another name) | `tls_verify_failed` | client |
 //! | an expired or revoked certificate | `tls_verify_failed` | server |
 //!
+//! An HTTP/1.1 request answered with HTTP/2 frames (an h2c-only port, such as nginx's
+//! `listen … http2;` without `ssl`, asked with `--http1.1` or the cleartext default) ends the
+//! run with an error that says to use `--http2`: the load would only count failed requests.
+//!
 //! Everything else goes on to the probes and the load, which diagnose it: a refused connect
 //! (`server_not_listening`), a SYN dropped while the next hop answered (a full listen
 //! queue, a firewall: `syn_retransmit`), a slow or failing answer. The name was resolved (and
@@ -46,6 +50,9 @@ pub(crate) enum Preflight {
     Passed(Option<HttpTiming>),
     /// The run ends: the report holds the finding, the checks and the verdict.
     Stopped,
+    /// The run cannot go on as asked: the target speaks only HTTP/2 and the request was
+    /// HTTP/1.1 (`--http1.1`, or the cleartext default); the message says to use `--http2`.
+    Http2Only(String),
 }
 
 /// The route toward `ip`, in words.
@@ -428,6 +435,8 @@ pub(crate) fn run(
                 }
             ));
         }
+        // Not a fault of the target's or the path's: the run asked for the wrong protocol.
+        Failure::Http2Only => return Preflight::Http2Only(said),
         Failure::Refused | Failure::Resolve | Failure::Other => {
             notes.push(format!(
                 "{said}: not the client's or the path's; the probes and the load go on"

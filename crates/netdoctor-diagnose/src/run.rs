@@ -44,6 +44,9 @@ pub enum DiagnoseError {
     Resolve(#[from] ProbeError),
     #[error("resolve {0}: no addresses")]
     NoAddress(String),
+    /// The preflight found a port that speaks only HTTP/2 while the run speaks HTTP/1.1.
+    #[error("preflight: {0}")]
+    Http2Only(String),
 }
 
 /// Requests timed one after another for the one-request figure (the median is kept).
@@ -60,6 +63,9 @@ pub fn run(
 ) -> Result<Report, DiagnoseError> {
     let started = Instant::now();
     plan.validate().map_err(DiagnoseError::Plan)?;
+    let mut plan = plan.clone();
+    plan.raise_snaplen_for_h2c();
+    let plan = &plan;
     let t = &plan.target;
     let (addr, dns) = match crate::route::resolve(plan, host, progress, started)? {
         crate::route::Resolved::Addr(addr, dns) => (addr, dns),
@@ -81,6 +87,7 @@ pub fn run(
         match crate::preflight::run(plan, host, addr, &mut report, progress, started) {
             // A client or path failure: the report is complete, the load never runs.
             Preflight::Stopped => return Ok(report),
+            Preflight::Http2Only(msg) => return Err(DiagnoseError::Http2Only(msg)),
             Preflight::Passed(first) => active(&ctx, &mut report, progress, interrupt, first),
         }
     };

@@ -29,6 +29,8 @@ pub enum Failure {
     Refused,
     /// TLS certificate verification failed.
     Certificate(CertificateProblem),
+    /// An HTTP/1.1 request was answered with HTTP/2 frames: the port speaks only HTTP/2.
+    Http2Only,
     /// Anything else: the server's answer, its speed, a reset.
     Other,
 }
@@ -55,6 +57,7 @@ impl ProbeError {
                 certificate: Some(c),
                 ..
             } => Failure::Certificate(*c),
+            ProbeError::Http2Only { .. } => Failure::Http2Only,
             _ => Failure::Other,
         }
     }
@@ -69,6 +72,24 @@ mod tests {
     fn io_err(errno: i32) -> ProbeError {
         let addr: SocketAddr = "192.0.2.1:80".parse().unwrap();
         ProbeError::from_io("connect", addr, io::Error::from_raw_os_error(errno))
+    }
+
+    #[test]
+    fn an_http2_settings_frame_answering_http1_is_told_from_a_status_line() {
+        // nginx 1.22 `listen … http2;` (h2c only) answering `GET / HTTP/1.1`: SETTINGS,
+        // WINDOW_UPDATE, GOAWAY PROTOCOL_ERROR.
+        let nginx = b"\x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x80\x00\x04\x00\x01\x00\x00\x00\x05\x00\xff\xff\xff\x00\x00\x04\x08\x00\x00\x00\x00\x00\x7f\xff\x00\x00";
+        assert!(crate::http::h2_settings_first(nginx));
+        assert!(!crate::http::h2_settings_first(b"HTTP/1.1 200 OK\r\n"));
+        // A DATA frame or a short read is not a server preface.
+        assert!(!crate::http::h2_settings_first(
+            b"\x00\x00\x06\x00\x00\x00\x00\x00\x01"
+        ));
+        assert!(!crate::http::h2_settings_first(&nginx[..8]));
+        let addr: SocketAddr = "192.0.2.1:80".parse().unwrap();
+        let e = ProbeError::Http2Only { addr };
+        assert_eq!(e.failure(), Failure::Http2Only);
+        assert!(e.to_string().contains("--http2"), "{e}");
     }
 
     #[test]

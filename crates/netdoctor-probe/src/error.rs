@@ -50,6 +50,16 @@ pub enum ProbeError {
         /// The certificate problem when verification refused the server's certificate.
         certificate: Option<netdoctor_load::tls::CertificateProblem>,
     },
+    /// An HTTP/1.1 request was answered with HTTP/2 frames (a SETTINGS frame first): the
+    /// port speaks only HTTP/2 (cleartext h2c with prior knowledge, e.g. nginx's
+    /// `listen … http2;` without `ssl`).
+    #[error(
+        "http {addr}: the server answered an HTTP/1.1 request with HTTP/2 frames: it speaks only HTTP/2 (h2c) on this port; use --http2"
+    )]
+    Http2Only {
+        /// The target address.
+        addr: SocketAddr,
+    },
     /// The server's answer is not valid HTTP/1.x (or the connection closed too early).
     #[error("http {addr}: {msg}")]
     Http {

@@ -151,6 +151,9 @@ pub fn http_timing(addr: SocketAddr, cfg: &HttpProbeConfig) -> Result<HttpTiming
     }
     let ttfb = written.elapsed();
     let first_byte = start.elapsed();
+    if h2_settings_first(&conn.buf) {
+        return Err(ProbeError::Http2Only { addr });
+    }
 
     // Frame the response (informational 1xx responses are skipped by the parser).
     let mut parser = ResponseParser::new(false);
@@ -218,6 +221,17 @@ pub(crate) fn request(
     Ok(format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: {connection}\r\nUser-Agent: netdoctor/0.1\r\n\r\n"
     ))
+}
+
+/// Whether an answer to an HTTP/1.1 request begins with an HTTP/2 SETTINGS frame (RFC 9113
+/// §3.4: a server's first frame): a 9-byte header of type 4 on stream 0, its length a
+/// multiple of 6. No HTTP/1 status line begins with a zero byte.
+pub(crate) fn h2_settings_first(b: &[u8]) -> bool {
+    b.len() >= 9
+        && b[0] == 0
+        && u32::from_be_bytes([0, b[0], b[1], b[2]]).is_multiple_of(6)
+        && b[3] == 0x4
+        && b[5..9] == [0; 4]
 }
 
 pub(crate) fn ms(d: Duration) -> f64 {

@@ -232,10 +232,11 @@ pub struct DiagnoseArgs {
     /// Write the captured packets to this file (pcap, readable by tshark/Wireshark/tcpdump).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// Bytes kept per captured packet, 96 to 262144 (headers and the start of HTTP messages fit
-    /// in 256).
-    #[arg(long, default_value_t = defaults::SNAPLEN, value_parser = snaplen)]
-    pub snaplen: u32,
+    /// Bytes kept per captured packet, 96 to 262144 [default: 256: headers and the start of
+    /// HTTP messages fit; 65535 with --http2 on an http:// target, whose HTTP/2 frame headers
+    /// can sit anywhere in a segment]
+    #[arg(long, value_parser = snaplen)]
+    pub snaplen: Option<u32>,
     /// Do not capture packets (without a capture, transport-level causes cannot be seen).
     #[arg(long)]
     pub no_capture: bool,

@@ -80,7 +80,10 @@ pub fn plan(args: &DiagnoseArgs) -> anyhow::Result<DiagnosePlan> {
     plan.capture.enabled = !args.no_capture;
     plan.host = !args.no_host;
     plan.bpf = !args.no_host && !args.no_bpf;
-    plan.capture.snaplen = args.snaplen;
+    if let Some(n) = args.snaplen {
+        plan.capture.snaplen = n;
+        plan.capture.snaplen_chosen = true;
+    }
     plan.capture.pcap = args.pcap.clone();
     plan.syn_probes = args.syn_probes;
     plan.dns = !args.no_dns;

@@ -117,9 +117,23 @@ fn h2c_with_prior_knowledge_is_read_as_http2_frames() {
         return;
     };
     let url = format!("http://{}/", nginx.http);
-    let (code, v) = diagnose(&lab, &url, &["--http2", "--snaplen", "65535"]);
+    // No --snaplen: an h2c run keeps whole segments by itself, and says so.
+    let (code, v) = diagnose(&lab, &url, &["--http2"]);
     assert_schema(&v);
     let m = &v["measurements"];
+    assert_eq!(m["capture"]["snaplen"], 65535, "{m:#}");
+    let capture = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "capture")
+        .expect("the capture check");
+    assert!(
+        capture["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("snap length raised from 256 to 65535")),
+        "{capture}"
+    );
     assert_eq!(m["load"]["protocol"], "h2c", "{m:#}");
     assert_eq!(m["probe"]["http"]["protocol"], "h2c", "{m:#}");
     assert_eq!(m["probe"]["http"]["status"], 200, "{m:#}");
@@ -132,6 +146,10 @@ fn h2c_with_prior_knowledge_is_read_as_http2_frames() {
     let requests = m["load"]["requests"].as_f64().unwrap();
     let count = x["count"].as_f64().unwrap();
     assert!(count >= 0.9 * requests, "{count} of {requests}: {x:#}");
+    assert!(
+        m["capture"]["stats"].get("h2_framing_lost").is_none(),
+        "{m:#}"
+    );
     // Healthy or a finding about the server (nginx's sendfile path was seen to hold h2c
     // answers ~40 ms on this host), never a usage or run error.
     assert!(code == 0 || code == 1, "{v:#}");
@@ -141,5 +159,34 @@ fn h2c_with_prior_knowledge_is_read_as_http2_frames() {
             .as_array()
             .map(|f| f.iter().map(|f| f["id"].clone()).collect::<Vec<_>>())
     );
+    drop(nginx);
+}
+
+#[test]
+fn http1_against_an_h2c_only_port_stops_at_the_preflight() {
+    let Some((lab, nginx)) = nginx_h2("h1") else {
+        return;
+    };
+    // nginx's plain port is `listen … http2;`: it answers HTTP/1.1 with SETTINGS and a
+    // GOAWAY. --http1.1, or the cleartext default (HTTP/1.1): an error naming --http2, no
+    // report, no load.
+    let url = format!("http://{}/", nginx.http);
+    for more in [&["--http1.1"][..], &[]] {
+        let mut args = vec!["diagnose", &url, "-d", "2s", "--json", "--netns"];
+        args.push(lab.server_netns());
+        args.extend_from_slice(more);
+        let out = netdoctor(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{more:?}: {err}");
+        assert!(out.stdout.is_empty(), "{more:?}: a report was written");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("preflight"), "{err}");
+        assert!(err.contains("speaks only HTTP/2"), "{err}");
+        assert!(err.contains("use --http2"), "{err}");
+    }
+    // The look-alike: the same nginx over TLS with --http1.1 is served (ALPN), not stopped.
+    let (code, v) = diagnose(&lab, &nginx.https_url(), &["-k", "--http1.1"]);
+    assert!(code == 0 || code == 1, "{v:#}");
+    assert_eq!(v["measurements"]["load"]["protocol"], "http/1.1", "{v:#}");
     drop(nginx);
 }

@@ -164,6 +164,23 @@ impl Conn {
         }
     }
 
+    /// The connection ends: the exchanges that the bytes an HTTP/2 reassembler still held
+    /// complete (none for the turns source, which holds no bytes).
+    pub(super) fn flush_held(&mut self) -> Vec<Exchange> {
+        match &mut self.source {
+            Source::Turns => Vec::new(),
+            Source::H2(h) => h.flush(),
+        }
+    }
+
+    /// HTTP/2 holes given up because too much data waited behind them (0 for turns).
+    pub(super) fn reassembly_overflows(&self) -> u32 {
+        match &self.source {
+            Source::Turns => 0,
+            Source::H2(h) => h.reassembly_overflows(),
+        }
+    }
+
     /// Times the HTTP/2 framing was lost (0 for the turns source).
     pub(super) fn h2_framing_lost(&self) -> u32 {
         match &self.source {

@@ -83,7 +83,8 @@ impl Hub {
             && matches!(c.source, Source::Turns)
             && payload.starts_with(H2_PREFACE)
         {
-            c.source = Source::H2(H2Conn::new());
+            let srv = &c.dirs[c.server];
+            c.source = Source::H2(H2Conn::new(srv.started.then_some(srv.nxt)));
         }
         // A stall of HTTP/2 data held the streams open before it (this data may end them);
         // one of turns is charged once the exchange this data belongs to is known.
@@ -125,6 +126,36 @@ impl Hub {
         if !h2 {
             self.nagle_step(c, i, pkt, end);
         }
+        for x in finished {
+            self.finish_exchange(c, x);
+        }
+    }
+
+    /// Data below the highest sequence sent (a retransmission or a late segment), `len`
+    /// bytes at `seq` (`pkt` oriented): an HTTP/2 connection's reassembler may have waited
+    /// for it (the turns source reads only new data).
+    pub(super) fn on_old_data(&mut self, c: &mut Conn, pkt: Pkt, seq: u32, payload: &[u8]) {
+        let Source::H2(h) = &mut c.source else {
+            return;
+        };
+        let mut finished = Vec::new();
+        h.on_data(pkt, seq, payload, pkt.len, &mut finished);
+        c.phase = h.phase();
+        for x in finished {
+            self.finish_exchange(c, x);
+        }
+    }
+
+    /// The peer acknowledged the data of endpoint `i` up to `ack`: an HTTP/2 reassembler
+    /// stops waiting for bytes below it that the capture never saw.
+    pub(super) fn on_ack_of(&mut self, c: &mut Conn, i: usize, ack: u32) {
+        let from_server = c.server == i;
+        let Source::H2(h) = &mut c.source else {
+            return;
+        };
+        let mut finished = Vec::new();
+        h.on_ack(from_server, ack, &mut finished);
+        c.phase = h.phase();
         for x in finished {
             self.finish_exchange(c, x);
         }

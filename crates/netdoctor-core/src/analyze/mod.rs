@@ -14,7 +14,9 @@
 //! TCP reconstruction is hand-written: crates that reassemble TCP streams (for IDS use)
 //! buffer payload and do not expose the timing of ACKs relative to data, which is what the
 //! detectors need. We keep per direction only sequence numbers and a few `Copy` packet
-//! summaries; payload bytes are never stored. Memory is bounded by the number of
+//! summaries; payload bytes are never stored, except out-of-order bytes of a cleartext
+//! HTTP/2 connection waiting for a hole to be filled (`reasm`, at most 1 MiB per direction).
+//! Memory is bounded by the number of
 //! concurrently open connections ([`MAX_CONNECTIONS`]; half-open ones, a SYN flood's, by
 //! [`MAX_HALF_OPEN`], see `halfopen`): state is dropped on RST, when both
 //! FINs were seen, or (with [`Analyzer::idle_timeout`]) when a connection was idle too long;
@@ -36,6 +38,7 @@ mod http;
 mod hub;
 mod orient;
 mod quality;
+mod reasm;
 pub mod shard;
 mod tcp;
 #[cfg(test)]
@@ -132,6 +135,10 @@ pub struct CaptureStats {
     /// snap length or in a capture gap) and picked up again at a later segment.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub h2_framing_lost: u64,
+    /// Holes in a cleartext HTTP/2 byte stream given up because more out-of-order data
+    /// waited behind them than the reassembler holds (`reasm::MAX_HELD_BYTES`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub h2_reassembly_overflows: u64,
     /// Retransmissions by what made the sender resend (see [`crate::track::loss::RetxClass`]):
     /// after duplicate ACKs or SACK (with RACK's and unexplained quick ones), after the
     /// retransmission timer, tail-loss probes. Their sum is `retransmitted_segments`.
@@ -458,16 +465,26 @@ impl Analyzer {
     /// A connection ended (FIN both ways, RST, reuse or eviction): its exchange is complete.
     fn close(&mut self, mut c: Conn) {
         self.half.left(&mut c);
+        self.flush_held(&mut c);
         // Open loss episodes and zero-window periods end with the connection; charge them to
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
         self.stats.pipelined_connections += u64::from(c.ambiguous);
-        self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
         for x in c.take_answered() {
             self.hub.finish_exchange(&mut c, x);
         }
         self.hub.flush_counts(&c);
         self.hub.flush_bulk(&mut c);
+    }
+
+    /// A connection ends: the bytes its HTTP/2 reassemblers held are read (the streams they
+    /// complete are exchanges), and what its framing and reassembly lost is counted.
+    fn flush_held(&mut self, c: &mut Conn) {
+        for x in c.flush_held() {
+            self.hub.finish_exchange(c, x);
+        }
+        self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
+        self.stats.h2_reassembly_overflows += u64::from(c.reassembly_overflows());
     }
 
     /// The findings and exchange figures of the window since the previous call (or the
@@ -527,7 +544,7 @@ impl Analyzer {
                 }
             };
             self.stats.pipelined_connections += u64::from(c.ambiguous);
-            self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
+            self.flush_held(&mut c);
             self.hub.flush_stalls(&mut c);
             for x in c.take_answered() {
                 self.hub.finish_exchange_as(&mut c, x, true);

@@ -92,6 +92,14 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
             s.h2_framing_lost
         ));
     }
+    if s.h2_reassembly_overflows > 0 {
+        warnings.push(format!(
+            "{} holes in HTTP/2 byte streams were given up with more than {} KB of later data \
+             waiting behind them: the frames in those holes were missed",
+            s.h2_reassembly_overflows,
+            super::reasm::MAX_HELD_BYTES / 1024
+        ));
+    }
     if s.packets > 0 && s.tcp_segments == 0 {
         warnings.push("the capture contains no TCP segments".to_string());
     }

@@ -254,6 +254,7 @@ impl Analyzer {
             self.stats.capture_gaps += u64::from(news.capture_gaps);
             self.stats.quality.missing_segments += u64::from(news.capture_gaps);
             self.stats.quality.missing_bytes += news.gap_bytes;
+            self.hub.on_ack_of(c, j, seg.ack);
             if let Some(ep) = news.closed {
                 self.hub.on_episode(c, ep);
             }
@@ -325,10 +326,15 @@ impl Analyzer {
                 self.hub.on_new_data(c, i, pkt, end, seg.payload);
                 super::bulk::on_new_data(c, i, pkt, seg.seq, end);
             } else {
-                match d
+                let old = d
                     .loss
-                    .on_old_data(pkt, seg.seq, end, d.nxt, d.acked, c.rtt_ns, seg.ip_id)
-                {
+                    .on_old_data(pkt, seg.seq, end, d.nxt, d.acked, c.rtt_ns, seg.ip_id);
+                let pkt = Pkt {
+                    from_server: c.server == i,
+                    ..pkt
+                };
+                self.hub.on_old_data(c, pkt, seg.seq, seg.payload);
+                match old {
                     Old::OutOfOrder => {
                         self.stats.out_of_order_segments += 1;
                         fl.set(SegFlags::OUT_OF_ORDER);

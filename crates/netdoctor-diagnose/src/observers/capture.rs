@@ -95,7 +95,10 @@ impl Observer for CaptureObserver {
         let pcap = ctx.plan.capture.pcap.as_ref();
         match thread.join() {
             Ok(Ok(d)) => {
-                out.checks.push(Check::ok(CheckName::Capture));
+                out.checks.push(match &ctx.plan.capture.snaplen_note {
+                    Some(note) => Check::ok_with(CheckName::Capture, note.clone()),
+                    None => Check::ok(CheckName::Capture),
+                });
                 let pcap_error = self.pcap_error.take().or(d.pcap_error);
                 if let Some(path) = pcap {
                     out.checks.push(match &pcap_error {

@@ -19,7 +19,7 @@
 //! | `h2-window` | `far-l2`'s bridge; an HTTP/2 (h2c) server keeping 64 KB windows, a client posting 256 KiB bodies ([`crate::h2case`]) | `diagnose --passive --snaplen 65535` from the client (the frames) | `h2_flow_control_stall` |
 //! | `h2-stream-limit` | `far-l2`'s bridge; an h2c server allowing 2 streams, answering after 60–160 ms, clients wanting 8; control: the same server allowing 100 | `diagnose --passive --snaplen 65535` from the client | `h2_stream_limit` (not on the control) |
 //! | `h2-resets` | `far-l2`'s bridge; an h2c server resetting every 4th stream (INTERNAL_ERROR); control: one answering every 4th with 503 | the same | `h2_stream_resets` (the control: `http_errors`) |
-//! | `h2-head-of-line` | `far-l2`'s bridge dropping 2 % each way, offloads off; h2c, 10 streams per connection, 32 KiB answers; control: HTTP/1.1 | the same, from the server namespace | `h2_head_of_line` (the control: loss only) |
+//! | `h2-head-of-line` | `far-l2`'s bridge dropping 2 % each way, offloads off; h2c, 10 streams per connection, 32 KiB answers; control: HTTP/1.1 | the same (from the client namespace: holes behind each loss are replayed when filled) | `h2_head_of_line` (the control: loss only) |
 //! | `self-signed` | nginx with a self-signed certificate (for its own address) on :8443 | `diagnose https://10.214.0.1:8443/` from the client, without `-k` | `tls_verify_failed` (preflight, side client); with `-k` it loads and is healthy |
 //! | `small-wmem` | client — router — `throughput --server` ([`crate::bulk_lab`]); `tcp_wmem` max 16 KB in the client | `throughput 10.216.1.2` from the client | `send_buffer_limited` |
 //! | `small-rmem` | the same; `tcp_rmem` max 8 KB in the server | `throughput` from the client | `receive_window_limited` |

@@ -3,9 +3,9 @@
 //!
 //! Hand-written: framing crates (`h2`, the load engine's own `h2` module) parse the complete
 //! byte stream of a live connection. Here bytes may be missing (past the snap length, or in a
-//! hole that a retransmission fills later, which the analyzer does not replay), and only frame
-//! headers, small control payloads and header blocks are wanted, without keeping the stream's
-//! bytes. Missing bytes inside a frame's payload only make that payload unknown; missing bytes
+//! capture gap: holes that a retransmission fills are replayed in order before this reader
+//! by `crate::analyze::reasm`), and only frame headers, small control payloads and header
+//! blocks are wanted, without keeping the stream's bytes. Missing bytes inside a frame's payload only make that payload unknown; missing bytes
 //! over a frame header lose the framing, which is found again at the first later segment that
 //! starts with a plausible frame header ([`Head::plausible`]).
 

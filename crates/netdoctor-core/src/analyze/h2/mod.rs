@@ -8,6 +8,11 @@
 //! captured whole desynchronises the dynamic table, after which only statuses that are a
 //! static-table index are read).
 //!
+//! Each direction's bytes go through a reassembler first (`super::reasm`): a hole in the
+//! capture (a loss before the capture point) is read when the retransmission fills it, and
+//! the frames behind it with it. A loss episode's head-of-line figure is the most streams in
+//! progress at once during its stall ([`H2Conn::on_loss`]).
+//!
 //! It sits beside the direction-turns source (`super::http`: HTTP/1, TLS records, any other
 //! request/response protocol) behind the connection's [`super::conn::Source`]; TLS-wrapped
 //! HTTP/2 cannot be read and stays with turns. A connection picked up after its preface
@@ -16,13 +21,14 @@
 
 pub(crate) mod frame;
 
+use super::reasm::{Reassembler, Run};
 use frame::{
     CONTINUATION, DATA, END_HEADERS, END_STREAM, Frame, GOAWAY, HEADERS, PADDED, PRIORITY,
     RST_STREAM, Reader, SETTINGS, WINDOW_UPDATE,
 };
 
 use super::http::{Exchange, Found, Phase};
-use crate::breakdown::ExchangeParts;
+use crate::breakdown::{ExchangeParts, LOSS};
 use crate::event::Pkt;
 
 /// One request/response stream in progress.
@@ -134,7 +140,9 @@ const EXAMPLES: usize = 3;
 const MAX_KEPT: usize = 4096;
 
 pub(in crate::analyze) struct H2Conn {
-    /// Frame readers: 0 the client's direction, 1 the server's.
+    /// Per direction (0 the client's, 1 the server's), the bytes put in sequence order
+    /// (`super::reasm`), then read frame by frame.
+    reasm: [Reassembler; 2],
     readers: [Reader; 2],
     streams: Vec<Stream>,
     block: Option<Block>,
@@ -149,11 +157,22 @@ pub(in crate::analyze) struct H2Conn {
     blocked: [Option<Blocked>; 2],
     /// The frame that ended the last stream.
     last_end: Option<Pkt>,
+    /// The last streams that ended: when they opened and ended (ns), for the streams a loss
+    /// held ([`H2Conn::on_loss`]).
+    ended: std::collections::VecDeque<(i64, i64)>,
+    /// The server's bytes being read waited behind a hole until this segment filled it.
+    fill: Option<Pkt>,
 }
 
+/// Ended streams remembered for [`H2Conn::on_loss`].
+const ENDED_KEPT: usize = 64;
+
 impl H2Conn {
-    pub(in crate::analyze) fn new() -> Box<H2Conn> {
+    /// A connection whose server's data continues at `server_next` (what it sent before the
+    /// client's preface, when captured, was passed).
+    pub(in crate::analyze) fn new(server_next: Option<u32>) -> Box<H2Conn> {
         Box::new(H2Conn {
+            reasm: [Reassembler::new(None), Reassembler::new(server_next)],
             readers: [Reader::new(true), Reader::new(false)],
             streams: Vec::new(),
             block: None,
@@ -164,11 +183,14 @@ impl H2Conn {
             conn_win: [65_535; 2],
             blocked: [None; 2],
             last_end: None,
+            ended: std::collections::VecDeque::new(),
+            fill: None,
         })
     }
 
-    /// New data (`pkt` oriented) at `seq`, `len` bytes of which `payload` was captured: the
-    /// exchanges it completes go to `done`.
+    /// Data (`pkt` oriented) at `seq`, `len` bytes of which `payload` was captured, new or
+    /// not (a retransmission or a late segment may fill a hole): the exchanges the bytes it
+    /// puts in order complete go to `done`.
     pub(in crate::analyze) fn on_data(
         &mut self,
         pkt: Pkt,
@@ -178,11 +200,46 @@ impl H2Conn {
         done: &mut Vec<Exchange>,
     ) {
         let side = usize::from(pkt.from_server);
+        let mut reasm = std::mem::take(&mut self.reasm[side]);
+        reasm.push(pkt, seq, payload, len, &mut |r| self.read(side, r, done));
+        self.reasm[side] = reasm;
+    }
+
+    /// The peer acknowledged the data of the side `from_server` up to `ack`: a hole below
+    /// it that the capture never filled is a capture gap, not waited for.
+    pub(in crate::analyze) fn on_ack(
+        &mut self,
+        from_server: bool,
+        ack: u32,
+        done: &mut Vec<Exchange>,
+    ) {
+        let side = usize::from(from_server);
+        let mut reasm = std::mem::take(&mut self.reasm[side]);
+        reasm.on_ack(ack, &mut |r| self.read(side, r, done));
+        self.reasm[side] = reasm;
+    }
+
+    /// Bytes in sequence order into the frame reader of `side`. Bytes that waited behind a
+    /// hole: a request's reached the server with the segment that filled it (the server's
+    /// time starts there); a response's keep the time they were sent (the server's time
+    /// ends there) and the streams they carry are delivered with the filler ([`H2Conn::fill`]).
+    fn read(&mut self, side: usize, r: Run<'_>, done: &mut Vec<Exchange>) {
+        let pkt = match r.held {
+            Some(by) if side == 0 => by,
+            _ => r.pkt,
+        };
+        self.fill = r.held.filter(|_| side == 1);
         let mut reader = std::mem::replace(&mut self.readers[side], Reader::new(false));
-        reader.feed(pkt, seq, payload, len, &mut |f| {
+        reader.feed(pkt, r.seq, r.bytes, r.len, &mut |f| {
             self.on_frame(f, side == 1, done)
         });
         self.readers[side] = reader;
+        self.fill = None;
+    }
+
+    /// Holes given up by the reassemblers because too much waited behind them.
+    pub(in crate::analyze) fn reassembly_overflows(&self) -> u32 {
+        self.reasm.iter().map(|r| r.overflows).sum()
     }
 
     /// Times either direction's framing was lost.
@@ -206,11 +263,17 @@ impl H2Conn {
         self.streams.iter_mut().map(|s| &mut s.x)
     }
 
-    /// A loss episode that stalled the connection for `stall_ns` ended: with several
-    /// streams in progress, each of them waited (head-of-line blocking).
+    /// A loss episode that stalled the connection for `stall_ns` until `last` ended: the
+    /// streams it held are the most that were in progress at once during the stall (open
+    /// ones, and ones that ended since it began: a retransmission that fills a hole ends the
+    /// streams whose frames waited behind it, before the ACK that ends the episode). With
+    /// several, each of them waited (head-of-line blocking).
     pub(in crate::analyze) fn on_loss(&mut self, first: Pkt, last: Pkt, stall_ns: i64) {
-        let n = self.streams.len() as u32;
-        if n < 2 || stall_ns < HOL_MIN_STALL_NS {
+        if stall_ns < HOL_MIN_STALL_NS {
+            return;
+        }
+        let n = self.held_by(last.ts_ns - stall_ns, last.ts_ns);
+        if n < 2 {
             return;
         }
         let d = &mut self.done;
@@ -224,6 +287,37 @@ impl H2Conn {
                 last,
             });
         }
+    }
+
+    /// The most streams in progress at once between `from` and `to` (ns): at `from` or
+    /// when one opened in between.
+    fn held_by(&self, from: i64, to: i64) -> u32 {
+        let spans: Vec<(i64, i64)> = self
+            .streams
+            .iter()
+            .map(|s| (s.x.first_req.ts_ns, i64::MAX))
+            .chain(self.ended.iter().copied())
+            .filter(|&(open, end)| open <= to && end > from)
+            .collect();
+        let at = |t: i64| spans.iter().filter(|&&(o, e)| o <= t && t < e).count();
+        let opened = spans.iter().map(|&(o, _)| o).filter(|&o| o > from);
+        std::iter::once(from)
+            .chain(opened)
+            .map(at)
+            .max()
+            .unwrap_or(0) as u32
+    }
+
+    /// The connection ends: what the reassemblers still hold is read (holes unknown), and
+    /// the streams it completes are returned.
+    pub(in crate::analyze) fn flush(&mut self) -> Vec<Exchange> {
+        let mut done = Vec::new();
+        for side in 0..2 {
+            let mut reasm = std::mem::take(&mut self.reasm[side]);
+            reasm.flush(&mut |r| self.read(side, r, &mut done));
+            self.reasm[side] = reasm;
+        }
+        done
     }
 
     /// The streams whose response began, taken out when the connection ends, and what the
@@ -261,6 +355,11 @@ impl H2Conn {
         let s = self.streams.remove(k);
         self.note_waits(&s);
         self.last_end = Some(last);
+        if self.ended.len() == ENDED_KEPT {
+            self.ended.pop_front();
+        }
+        let end = last.ts_ns.max(s.x.delivered_ns);
+        self.ended.push_back((s.x.first_req.ts_ns, end));
         if s.x.first_resp.is_some() {
             self.done.streams += 1;
             done.push(s.x);
@@ -269,6 +368,15 @@ impl H2Conn {
 
     fn on_frame(&mut self, f: &Frame<'_>, server: bool, done: &mut Vec<Exchange>) {
         let h = f.head;
+        // A frame of the server's that waited behind a hole: its stream had it only when the
+        // hole was filled, and the wait was the loss's.
+        if let Some(by) = self.fill
+            && let Some(st) = self.streams.iter_mut().find(|s| s.id == h.stream)
+        {
+            let x = &mut st.x;
+            x.delivered_ns = x.delivered_ns.max(by.ts_ns);
+            x.add_stall(LOSS, true, f.first.ts_ns, by.ts_ns);
+        }
         match h.kind {
             HEADERS => {
                 let block = f.payload.and_then(|p| strip(p, h.flags));

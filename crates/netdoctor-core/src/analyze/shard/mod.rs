@@ -373,6 +373,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         tail_loss_probes,
         keep_alives,
         h2_framing_lost,
+        h2_reassembly_overflows,
         // The merger's own aggregates hold the bulk transfers (replayed in frame order).
         bulk: _,
         quality:
@@ -386,6 +387,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     } = b;
     a.packets += packets;
     a.h2_framing_lost += h2_framing_lost;
+    a.h2_reassembly_overflows += h2_reassembly_overflows;
     a.bytes += bytes;
     a.tcp_segments += tcp_segments;
     a.other_packets += other_packets;
