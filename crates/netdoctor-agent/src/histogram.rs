@@ -156,8 +156,10 @@ impl LatencyHistogram {
     }
 
     /// The histogram as the protobuf exposition writes it: count, sum, the classic buckets
-    /// (cumulative, `+Inf` left to the count) and, once it has observations, the native
-    /// buckets (schema, zero threshold and count, positive spans and deltas), from one snapshot.
+    /// (cumulative, `+Inf` left to the count) and the native buckets (schema, zero threshold
+    /// and count, positive spans and deltas), from one snapshot. The zero threshold is written
+    /// even before the first observation: it is what tells Prometheus (2.42 and later) that
+    /// the histogram is native, so its series does not start out classic.
     pub fn to_proto(&self) -> proto::Histogram {
         let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let bucket = LATENCY_BUCKETS_S
@@ -174,7 +176,7 @@ impl LatencyHistogram {
             bucket,
             ..Default::default()
         };
-        if s.native.count() > 0 {
+        {
             let (spans, deltas) = s.native.spans_and_deltas();
             h.schema = Some(i32::from(s.native.schema()));
             h.zero_threshold = Some(ZERO_THRESHOLD);
