@@ -249,5 +249,29 @@ mod tests {
         assert_eq!(at(0.1), Some(1000));
         assert_eq!(at(0.001), Some(250));
         assert!(b.windows(2).all(|w| w[0].1 <= w[1].1));
+        // The native buckets hold the same count, the median in the bucket of 2 ms.
+        let p = h.to_proto();
+        assert_eq!(p.sample_count, Some(1000));
+        let (mut idx, mut c, mut cum) = (0, 0i64, 0i64);
+        let mut median_bucket = None;
+        let mut d = p.positive_delta.iter();
+        for s in &p.positive_span {
+            idx += s.offset.unwrap();
+            for _ in 0..s.length.unwrap() {
+                c += d.next().unwrap();
+                cum += c;
+                if cum >= 500 && median_bucket.is_none() {
+                    median_bucket = Some(idx);
+                }
+                idx += 1;
+            }
+        }
+        assert_eq!(cum + p.zero_count.unwrap() as i64, 1000);
+        let i = median_bucket.unwrap();
+        let b = |i: i32| 2f64.powf(f64::from(i) / 8.0);
+        assert!(
+            b(i - 1) < 0.002 * 1.001 && 0.002 <= b(i) * 1.001,
+            "bucket {i}"
+        );
     }
 }

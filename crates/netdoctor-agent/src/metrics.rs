@@ -20,7 +20,7 @@
 //! | `netdoctor_finding_windows_total` | counter: windows in which the finding was present | id, side, port |
 //! | `netdoctor_windows_total` | counter: windows analyzed, by verdict | port, verdict |
 //! | `netdoctor_requests_total` | counter: request/response exchanges seen | port |
-//! | `netdoctor_request_duration_seconds` | histogram: every exchange counted in its bucket | port |
+//! | `netdoctor_request_duration_seconds` | histogram: every exchange with a latency counted in its bucket; native too in the protobuf answer | port |
 //! | `netdoctor_window_request_duration_seconds` | summary: exact quantiles of the latest window, with its `_count` and `_sum` | port, quantile (0.5, 0.9, 0.99, 1 = max) |
 //! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
 //! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
