@@ -13,7 +13,6 @@ mod prom;
 
 use prom::*;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -28,30 +27,17 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
     let (stall, healthy) = (free_port(), free_port());
     let _nginx = Nginx::start(&tmp.path().join("nginx"), stall, healthy);
 
-    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let ring = tmp.path().join("ring");
-    let mut watch = Proc::spawn(
-        "netdoctor watch",
-        Command::new(BIN)
-            .args([
-                "watch",
-                "-p",
-                &format!("{stall},{healthy}"),
-                "--window",
-                "3s",
-                "--listen",
-                &metrics.to_string(),
-                "--dir",
-                ring.to_str().unwrap(),
-                "--keep",
-                "3",
-            ])
-            .env("NETDOCTOR_QUIET", "1")
-            .stdout(Stdio::null()),
-    );
-    wait_for("watch's /metrics", Duration::from_secs(10), || {
-        http_get(metrics, "/metrics").is_some_and(|(s, _)| s == 200)
-    });
+    let (mut watch, metrics) = start_watch(&[
+        "-p",
+        &format!("{stall},{healthy}"),
+        "--window",
+        "3s",
+        "--dir",
+        ring.to_str().unwrap(),
+        "--keep",
+        "3",
+    ]);
 
     // The shipped alert rules, with `for: 1m` (two 30 s windows) shortened to two of this
     // test's 3 s windows.

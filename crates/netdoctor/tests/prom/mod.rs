@@ -290,6 +290,24 @@ pub fn load_json(port: u16, secs: u32) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("load's JSON")
 }
 
+/// `netdoctor watch ARGS --listen <a port of its own>`; returns once `/metrics` answers.
+pub fn start_watch(args: &[&str]) -> (Proc, SocketAddr) {
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let watch = Proc::spawn(
+        "netdoctor watch",
+        Command::new(BIN)
+            .arg("watch")
+            .args(args)
+            .args(["--listen", &metrics.to_string()])
+            .env("NETDOCTOR_QUIET", "1")
+            .stdout(Stdio::null()),
+    );
+    wait_for("watch's /metrics", Duration::from_secs(10), || {
+        http_get(metrics, "/metrics").is_some_and(|(s, _)| s == 200)
+    });
+    (watch, metrics)
+}
+
 /// The first value of an instant PromQL query, if any.
 pub fn promql_f64(prom: SocketAddr, q: &str) -> Option<f64> {
     promql(prom, q)
