@@ -73,6 +73,17 @@ pub struct PortLabels {
     pub pod: PodLabels,
 }
 
+impl PortLabels {
+    /// The labels as the exposition writes them (`port`, then `namespace` and `pod` in pod
+    /// mode), for finding a series of the protobuf answer ([`crate::protobuf`]).
+    pub fn pairs(&self) -> Vec<(&str, &str)> {
+        let mut v = vec![("port", self.port.as_str())];
+        v.extend(self.pod.namespace.as_deref().map(|n| ("namespace", n)));
+        v.extend(self.pod.pod.as_deref().map(|p| ("pod", p)));
+        v
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct VerdictLabels {
     pub port: String,

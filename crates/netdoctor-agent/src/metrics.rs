@@ -20,7 +20,7 @@
 //! | `netdoctor_finding_windows_total` | counter: windows in which the finding was present | id, side, port |
 //! | `netdoctor_windows_total` | counter: windows analyzed, by verdict | port, verdict |
 //! | `netdoctor_requests_total` | counter: request/response exchanges seen | port |
-//! | `netdoctor_request_duration_seconds` | histogram: every exchange counted in its bucket | port |
+//! | `netdoctor_request_duration_seconds` | histogram: every exchange with a latency counted in its bucket; native too in the protobuf answer | port |
 //! | `netdoctor_window_request_duration_seconds` | summary: exact quantiles of the latest window, with its `_count` and `_sum` | port, quantile (0.5, 0.9, 0.99, 1 = max) |
 //! | `netdoctor_capture_packets_total`, `netdoctor_capture_drops_total` | counters | port |
 //! | `netdoctor_tcp_connections_total`, `netdoctor_tcp_retransmitted_segments_total`, `netdoctor_tcp_resets_total`, `netdoctor_tcp_syn_retransmits_total` | counters from the packets | port |
@@ -43,8 +43,8 @@
 //! pod, pod_uid, netns, source}` = 1 names each watched pod listener).
 //!
 //! The request-duration histogram counts each exchange in its bucket (the core's HDR histogram
-//! at the fixed bounds, see [`crate::histogram`]). Native histograms would need the protobuf
-//! exposition, which prometheus-client does not write (see the crate's README).
+//! at the fixed bounds, see [`crate::histogram`]); a scrape that asks for the protobuf format
+//! ([`crate::accept`]) gets it as a native histogram too ([`AgentMetrics::encode_protobuf`]).
 //!
 //! Split along its seams: the label sets in [`crate::labels`], the hand-written window summary
 //! in [`crate::summary`], the 0.0.4 text conversion in [`crate::text004`]; this file keeps one
@@ -64,7 +64,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
@@ -102,6 +102,8 @@ pub struct AgentMetrics {
     windows: Family<VerdictLabels, Counter>,
     requests: Family<PortLabels, Counter>,
     latency_hist: Family<PortLabels, LatencyHistogram>,
+    /// The same histograms by label set, for the protobuf answer's native buckets.
+    latency_by_labels: Mutex<HashMap<PortLabels, LatencyHistogram>>,
     /// The latest window's exact quantiles, count and sum per port (a summary; see encode).
     window_summary: WindowSummary,
     packets: Family<PortLabels, Counter>,
@@ -149,6 +151,7 @@ impl AgentMetrics {
             windows: Family::default(),
             requests: Family::default(),
             latency_hist: Family::default(),
+            latency_by_labels: Mutex::new(HashMap::new()),
             window_summary: WindowSummary::default(),
             packets: Family::default(),
             drops: Family::default(),
@@ -397,12 +400,13 @@ impl AgentMetrics {
             let x = &cap.exchanges;
             self.requests.get_or_create(&pl).inc_by(x.count);
             let hist = self.latency_hist.get_or_create(&pl);
-            if x.latency_cumulative.len() == netdoctor_core::LATENCY_BOUNDS_MS.len() {
-                hist.add_counts(x.count, &x.latency_cumulative, x.latency_ms.mean);
-            } else {
-                // A report read back from JSON has only the percentiles.
-                hist.add_window(x.count, &x.latency_ms);
-            }
+            hist.add_exchanges(x);
+            self.latency_by_labels
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(pl.clone())
+                .or_insert_with(|| hist.clone());
+            drop(hist);
             self.window_summary.set(pod, port, x.latency_ms, x.count);
         }
         if let Some(c) = &report.measurements.counters {
@@ -569,6 +573,34 @@ impl AgentMetrics {
             None => out.push_str(&summary),
         }
         out
+    }
+
+    /// The protobuf exposition (length-delimited `io.prometheus.client.MetricFamily`) of every
+    /// metric: the families of [`encode`](Self::encode), and the request-duration histogram
+    /// with its native buckets beside the classic ones. An error names what could not be read.
+    pub fn encode_protobuf(&self) -> Result<Vec<u8>, String> {
+        let mut families = crate::protobuf::families_from_openmetrics(&self.encode())?;
+        let hists = self
+            .latency_by_labels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        crate::protobuf::replace_histograms(
+            &mut families,
+            "netdoctor_request_duration_seconds",
+            |labels| {
+                let mut want = labels.to_vec();
+                want.sort_unstable();
+                hists
+                    .iter()
+                    .find(|(l, _)| {
+                        let mut have = l.pairs();
+                        have.sort_unstable();
+                        have == want
+                    })
+                    .map(|(_, h)| h.to_proto())
+            },
+        );
+        Ok(crate::proto::encode_delimited(&families))
     }
 
     /// The classic Prometheus text format (version 0.0.4) of every metric, for scrapers that

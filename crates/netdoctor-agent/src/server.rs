@@ -8,13 +8,16 @@
 //! - one connection at a time (a second scraper waits in the kernel's listen backlog);
 //! - a request head of at most [`MAX_REQUEST`] bytes, read within [`IO_TIMEOUT`], written within
 //!   the same timeout; `Connection: close` after every answer;
-//! - `GET /metrics` (any query string) → 200 with the OpenMetrics text when the `Accept` header
-//!   asks for it (Prometheus does), else the classic 0.0.4 text format; `HEAD /metrics` → 200
+//! - `GET /metrics` (any query string) → 200 with the protobuf format (native histograms) when
+//!   the `Accept` header prefers it (Prometheus with `--enable-feature=native-histograms`), the
+//!   OpenMetrics text when it asks for that (Prometheus does), else the classic 0.0.4 text
+//!   format (negotiation: [`crate::accept`]); `HEAD /metrics` → 200
 //!   without a body, any other path → 404, any other method → 405, an oversized or malformed
 //!   head → 400;
 //! - with a web configuration ([`crate::webconfig`], `--web.config.file`): TLS (rustls) and
 //!   HTTP basic auth (bcrypt), 401 with `WWW-Authenticate` without valid credentials.
 
+use crate::accept::{Format, negotiate};
 use crate::metrics::AgentMetrics;
 use crate::webconfig::WebConfig;
 use std::io::{self, Read, Write};
@@ -166,16 +169,26 @@ fn exchange<S: Read + Write>(
     let path = target.split('?').next().unwrap_or("");
     match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
-            // Prometheus asks for OpenMetrics in its Accept header; everyone else (curl,
-            // promtool, older scrapers) gets the classic text format.
-            let openmetrics = head.lines().any(|l| {
-                let l = l.to_ascii_lowercase();
-                l.starts_with("accept:") && l.contains("application/openmetrics-text")
+            // Prometheus asks for protobuf (native histograms) or OpenMetrics in its Accept
+            // header; everyone else (curl, promtool, older scrapers) gets the 0.0.4 text.
+            let accept = head.lines().filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim().eq_ignore_ascii_case("accept").then_some(v)
             });
-            let (body, ctype) = if openmetrics {
-                (metrics.encode(), CONTENT_TYPE)
-            } else {
-                (metrics.encode_text_004(), CONTENT_TYPE_004)
+            let text = |om: bool| -> (Vec<u8>, &str) {
+                match om {
+                    true => (metrics.encode().into_bytes(), CONTENT_TYPE),
+                    false => (metrics.encode_text_004().into_bytes(), CONTENT_TYPE_004),
+                }
+            };
+            let (body, ctype) = match negotiate(accept) {
+                // Should the text not read back (a bug), the scrape still gets its metrics.
+                Format::Protobuf => match metrics.encode_protobuf() {
+                    Ok(pb) => (pb, crate::proto::CONTENT_TYPE),
+                    Err(_) => text(true),
+                },
+                Format::OpenMetrics => text(true),
+                Format::Text004 => text(false),
             };
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\
@@ -184,7 +197,7 @@ fn exchange<S: Read + Write>(
             );
             stream.write_all(head.as_bytes())?;
             if method == "GET" {
-                stream.write_all(body.as_bytes())?;
+                stream.write_all(&body)?;
             }
             stream.flush()
         }

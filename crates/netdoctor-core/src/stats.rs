@@ -87,6 +87,21 @@ impl Hist {
             .collect()
     }
 
+    /// Every distinct recorded value (microseconds, the middle of its 3-significant-digit
+    /// bucket) with its count, ascending: the whole distribution, for exporters that bucket it
+    /// their own way (the agent's native histogram). At most a few thousand entries.
+    pub(crate) fn recorded_us(&self) -> Vec<(u64, u64)> {
+        self.h
+            .iter_recorded()
+            .map(|v| {
+                (
+                    self.h.median_equivalent(v.value_iterated_to()),
+                    v.count_at_value(),
+                )
+            })
+            .collect()
+    }
+
     /// The largest recorded value in milliseconds; 0 when empty.
     pub(crate) fn max_ms(&self) -> f64 {
         if self.h.is_empty() {

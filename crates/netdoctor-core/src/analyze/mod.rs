@@ -263,6 +263,12 @@ pub struct ExchangeStats {
     /// are); empty in a report read back from JSON.
     #[serde(skip)]
     pub latency_cumulative: Vec<u64>,
+    /// The latency distribution itself: each distinct latency (microseconds, at the HDR
+    /// histogram's 3 significant digits) with its count, ascending; sums to the exchanges with
+    /// a latency. For exporters with buckets of their own (the agent's native histogram). Not
+    /// in the JSON; empty in a report read back from JSON.
+    #[serde(skip)]
+    pub latency_recorded_us: Vec<(u64, u64)>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -641,6 +647,7 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
             server_time_ms: g.server_time.percentiles(),
             rtt_ms,
             latency_cumulative: g.latency.cumulative_at_bounds(),
+            latency_recorded_us: g.latency.recorded_us(),
             breakdown_p50_ms: bands.map(|b| b.p50),
             breakdown_p90_ms: bands.map(|b| b.p90),
             breakdown_p99_ms: bands.map(|b| b.p99),
