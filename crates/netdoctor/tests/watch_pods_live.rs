@@ -212,10 +212,12 @@ fn a_pod_started_later_is_watched_and_a_pod_gone_loses_its_series() {
     let m = wait_for(listen, "pod web-2's traffic", &log, &|| b.get(), &|m| {
         requests_of(m, "web-2") >= 1
     });
+    // The listener's info series (`netdoctor_pod_listener`, a gauge of 1) names the pod.
     assert!(
-        m.contains(&format!(
-            r#"netdoctor_pod_listener_info{{port="8080",namespace="shop",pod="web-2",pod_uid="{UID_B}""#
-        )),
+        m.lines().any(|l| l.starts_with("netdoctor_pod_listener")
+            && l.contains(&format!(
+                r#"{{port="8080",namespace="shop",pod="web-2",pod_uid="{UID_B}""#
+            ))),
         "{m}"
     );
     assert_eq!(
