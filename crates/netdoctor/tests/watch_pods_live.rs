@@ -111,6 +111,15 @@ fn fake_pod(root: &Path, pid: u32, uid: &str, name: &str) -> PathBuf {
     d
 }
 
+/// The fake roots, removed on drop (also when an assertion fails).
+struct TempRoot(PathBuf);
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The agent, SIGTERM'd then killed by PID on drop.
 struct Agent(Option<Child>);
 
@@ -182,7 +191,8 @@ fn a_pod_started_later_is_watched_and_a_pod_gone_loses_its_series() {
         eprintln!("skipped: needs ip netns (apt-get install iproute2)");
         return;
     };
-    let root = common::tempdir("podslive");
+    let dir = TempRoot(common::tempdir("podslive"));
+    let root = dir.0.clone();
     fake_pod(&root, a.pid(), UID_A, "web-1");
     let listen = netdoctor_lab::ports::unused_port([127, 0, 0, 1]);
     let log = root.join("agent.log");
@@ -258,5 +268,5 @@ fn a_pod_started_later_is_watched_and_a_pod_gone_loses_its_series() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     drop(a);
-    let _ = std::fs::remove_dir_all(&root);
+    drop(dir);
 }
