@@ -125,7 +125,8 @@ hostile &
 pids+=($!)
 
 # ring_MiB: resident pages of the AF_PACKET capture rings (mappings of the capture sockets),
-# part of rss_MiB: the rings' budget (--ring-mb, per ring) is touched only as traffic fills it.
+# part of rss_MiB: a ring is resident whole from its setup; it starts at 2 MiB and doubles
+# after a window with drops, up to --ring-mb.
 printf '%8s %10s %9s %8s\n' t_s rss_MiB ring_MiB loadavg
 rss_samples=()
 while true; do
@@ -145,6 +146,7 @@ windows=$(echo "$metrics" | awk '/^netdoctor_windows_total/ {s += $2} END {print
 drops=$(echo "$metrics" | awk '/^netdoctor_capture_drops_total/ {s += $2} END {print s + 0}')
 reqs=$(echo "$metrics" | awk '/^netdoctor_requests_total/ {s += $2} END {print s + 0}')
 half=$(echo "$metrics" | awk '/^netdoctor_tcp_half_open_evicted_total/ {s += $2} END {print s + 0}')
+evicted=$(echo "$metrics" | awk '/^netdoctor_tcp_connections_evicted_total/ {s += $2} END {print s + 0}')
 expected=$(echo "$elapsed / $WINDOW_S" | bc)
 stop_pid "${pids[1]}"
 wait "${pids[0]}" 2>/dev/null || true
@@ -158,11 +160,13 @@ r = [int(x) / 1024 for x in sys.argv[1:]]
 q = max(1, len(r) // 4)
 first, last = sum(r[:q]) / q, sum(r[-q:]) / q
 print(f"RSS MiB: first quarter mean {first:.1f}, last quarter mean {last:.1f}, min {min(r):.1f}, max {max(r):.1f}")
+tail = r[-18:]
+print(f"RSS MiB: start {r[0]:.1f}, end {r[-1]:.1f}, peak {max(r):.1f}; last {len(tail) * 10} s: {min(tail):.1f}-{max(tail):.1f}")
 PY
 churn=$("$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{d['requests']} requests, {d['requests_per_s']:.0f}/s, p99 {d['latency_ms']['p99']:.1f} ms\")" "$work/churn.json" 2>/dev/null || echo "n/a")
 echo "churn load: $churn"
 echo "windows: $windows counted by the agent, $expected elapsed (${elapsed%.*} s / ${WINDOW_S} s)"
-echo "exchanges analyzed: $reqs; capture drops: $drops; half-open evicted: $half; exit status on SIGTERM: $rc"
+echo "exchanges analyzed: $reqs; capture drops: $drops; evicted: $evicted idle, $half half-open; exit status on SIGTERM: $rc"
 echo "evidence dir: $(du -sh "$work/ring" | cut -f1)"
 status=0
 (( windows >= expected )) || { echo "FAIL: windows lost"; status=1; }

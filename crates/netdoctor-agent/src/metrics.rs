@@ -56,6 +56,8 @@ pub use crate::labels::{
     VerdictLabels, finding_labels, finding_labels_in, severity_value,
 };
 use crate::summary::WindowSummary;
+
+mod forget;
 pub use crate::text004::openmetrics_to_004;
 use netdoctor_core::Finding;
 use netdoctor_observe::counters::CounterDelta;

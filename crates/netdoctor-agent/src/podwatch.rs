@@ -7,15 +7,23 @@
 //! Joining needs CAP_SYS_ADMIN, and opening `/proc/PID/ns/net` of another user's process
 //! CAP_SYS_PTRACE. Each pod's evidence goes to its own subdirectory of `--dir`
 //! ([`crate::pods::evidence_subdir`]) with an even share of the size limit; each pod's capture
-//! rings get an even share of the ring budget (at least the per-port minimum).
+//! rings get an even share of the ring budget (at least the per-port minimum), over the pods
+//! watched when it starts.
 //!
-//! The pods are those found at start; a pod started later is watched after the agent restarts
-//! (a pod that ends stops its watch with an error in the log, the others go on).
+//! **Pods come and go** ([`watch_pods_live`]): discovery runs again every
+//! [`PodWatchOptions::rescan`] (`--pods-rescan`). A namespace found with listeners that is not
+//! watched yet gets its watch ([`PodEvent::Started`]); a watched one that is no longer found (its
+//! last process ended, or it has no listener left) has its watch stopped (its window in
+//! progress is still reported) and then [`PodEvent::Gone`], on which the caller removes its
+//! series; one whose ports or name changed is stopped and started again. The pod's thread
+//! holds its namespace while it runs, so the namespace is freed once the watch stopped.
 
-use crate::pods::{PodNetns, Roots};
+use crate::pods::{Options, PodNetns, Roots};
 use crate::watch::{WatchConfig, WatchError, WindowResult, watch};
-use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// How each pod's watch ended.
 #[derive(Debug)]
@@ -39,9 +47,34 @@ pub enum PodWatchError {
     Watch(#[from] WatchError),
 }
 
+/// What [`watch_pods_live`] tells its caller, in order for each pod: `Started`, its windows,
+/// then `Ended` (its watch returned: the run's end, or an error) and, when the pod went away or
+/// changed, `Gone`.
+pub enum PodEvent<'a> {
+    Started(&'a PodNetns),
+    Window(&'a PodNetns, &'a WindowResult),
+    Ended(&'a PodNetns, PodRun),
+    Gone(&'a PodNetns),
+}
+
+/// Discovery again, and how often.
+#[derive(Clone, Debug)]
+pub struct PodWatchOptions {
+    pub discovery: Options,
+    /// Interval between discoveries (`Duration::MAX`: the pods found at start only).
+    pub rescan: Duration,
+}
+
+/// Default interval between discoveries (`--pods-rescan`).
+pub const DEFAULT_RESCAN: Duration = Duration::from_secs(10);
+
+/// How often the supervisor looks at the stop flag and at ended watches.
+const TICK: Duration = Duration::from_millis(100);
+
 /// Runs one watch per pod (ports: the pod's listeners) until `stop`; `on_window` gets every
-/// window with its pod. `base` gives the window, limits and budgets: the capture ring budget
-/// (`ring_bytes` × ports of base) and the evidence size limit are split across the pods.
+/// window with its pod. The pods are those given, not discovered again. `base` gives the
+/// window, limits and budgets: the capture ring budget (`ring_bytes` × ports of base) and the
+/// evidence size limit are split across the pods.
 pub fn watch_pods(
     base: &WatchConfig,
     roots: &Roots,
@@ -49,35 +82,201 @@ pub fn watch_pods(
     stop: &AtomicBool,
     on_window: &(dyn Fn(&PodNetns, &WindowResult) + Sync),
 ) -> Vec<PodRun> {
-    let total_ports: usize = pods.iter().map(|p| p.ports.len()).sum::<usize>().max(1);
-    let ring_total = base.ring_bytes * base.ports.len().max(1);
-    let runs = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for pod in pods {
-            let mut cfg = base.clone();
-            cfg.ports = pod.ports.clone();
-            cfg.ring_bytes = crate::watch::ring_share(ring_total, total_ports);
-            cfg.ring = base
-                .ring
-                .as_ref()
-                .map(|(d, keep)| (crate::pods::evidence_subdir(d, pod), *keep));
-            cfg.evidence_max_bytes = (base.evidence_max_bytes / pods.len().max(1) as u64).max(1);
-            let runs = &runs;
-            let ns_path = pod.ns_path(roots);
-            s.spawn(move || {
-                let result = std::fs::File::open(&ns_path)
-                    .and_then(|f| netdoctor_sys::netns::join_net(&f))
-                    .map_err(|source| PodWatchError::Join {
-                        path: ns_path.display().to_string(),
-                        source,
-                    })
-                    .and_then(|()| Ok(watch(&cfg, stop, &mut || {}, &mut |w| on_window(pod, w))?));
-                runs.lock().unwrap_or_else(|e| e.into_inner()).push(PodRun {
-                    pod: pod.name(),
-                    result,
-                });
-            });
-        }
+    let opts = PodWatchOptions {
+        discovery: Options::default(),
+        rescan: Duration::MAX,
+    };
+    let runs = std::sync::Mutex::new(Vec::new());
+    watch_pods_live(base, roots, &opts, pods, stop, &|e| match e {
+        PodEvent::Window(p, w) => on_window(p, w),
+        PodEvent::Ended(_, r) => runs.lock().unwrap_or_else(|e| e.into_inner()).push(r),
+        _ => {}
     });
     runs.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One running pod watch.
+struct Running<'s> {
+    pod: PodNetns,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::ScopedJoinHandle<'s, PodRun>,
+}
+
+/// Watches `initial` and, every `opts.rescan`, the pods discovery finds then (see the module
+/// docs), until `stop`; with `base.max_windows`, until every watch started has done its
+/// windows. Events go to `on_event` from the pods' threads (`Window`) and from this one.
+pub fn watch_pods_live(
+    base: &WatchConfig,
+    roots: &Roots,
+    opts: &PodWatchOptions,
+    initial: &[PodNetns],
+    stop: &AtomicBool,
+    on_event: &(dyn Fn(PodEvent<'_>) + Sync),
+) {
+    std::thread::scope(|s| {
+        let mut running: BTreeMap<u64, Running<'_>> = BTreeMap::new();
+        start_pods(
+            s,
+            base,
+            roots,
+            stop,
+            on_event,
+            initial,
+            initial,
+            &mut running,
+        );
+        let mut next_scan = Instant::now().checked_add(opts.rescan);
+        let mut ended_for_good: BTreeMap<u64, PodNetns> = BTreeMap::new();
+        loop {
+            let stopping = stop.load(Ordering::SeqCst);
+            if stopping {
+                for r in running.values() {
+                    r.stop.store(true, Ordering::SeqCst);
+                }
+            }
+            // Watches that returned by themselves (their windows, or an error).
+            let done: Vec<u64> = running
+                .iter()
+                .filter(|(_, r)| r.thread.is_finished())
+                .map(|(k, _)| *k)
+                .collect();
+            for k in done {
+                if let Some(r) = running.remove(&k) {
+                    let run = join(r.thread, &r.pod);
+                    on_event(PodEvent::Ended(&r.pod, run));
+                    ended_for_good.insert(k, r.pod);
+                }
+            }
+            if stopping || (base.max_windows.is_some() && running.is_empty()) {
+                break;
+            }
+            if next_scan.is_some_and(|t| Instant::now() >= t) {
+                next_scan = Instant::now().checked_add(opts.rescan);
+                if let Ok(d) = crate::pods::discover(roots, &opts.discovery) {
+                    let now: BTreeMap<u64, &PodNetns> =
+                        d.pods.iter().map(|p| (p.netns, p)).collect();
+                    // Gone, or changed: stop, report, forget.
+                    let changed: Vec<u64> = running
+                        .iter()
+                        .filter(|(k, r)| now.get(k).is_none_or(|p| !same_watch(p, &r.pod)))
+                        .map(|(k, _)| *k)
+                        .collect();
+                    for k in changed {
+                        if let Some(r) = running.remove(&k) {
+                            r.stop.store(true, Ordering::SeqCst);
+                            let run = join(r.thread, &r.pod);
+                            on_event(PodEvent::Ended(&r.pod, run));
+                            on_event(PodEvent::Gone(&r.pod));
+                        }
+                    }
+                    // A watch that ended on its own is not started again for the same pod;
+                    // once the pod is gone from discovery, its series go too.
+                    let gone: Vec<u64> = ended_for_good
+                        .keys()
+                        .filter(|k| !now.contains_key(k))
+                        .copied()
+                        .collect();
+                    for k in gone {
+                        if let Some(p) = ended_for_good.remove(&k) {
+                            on_event(PodEvent::Gone(&p));
+                        }
+                    }
+                    let new: Vec<PodNetns> = d
+                        .pods
+                        .iter()
+                        .filter(|p| {
+                            !ended_for_good.contains_key(&p.netns)
+                                && !running.contains_key(&p.netns)
+                        })
+                        .cloned()
+                        .collect();
+                    if !new.is_empty() && base.max_windows.is_none() {
+                        start_pods(s, base, roots, stop, on_event, &new, &d.pods, &mut running);
+                    }
+                }
+            }
+            std::thread::sleep(TICK);
+        }
+        for (_, r) in std::mem::take(&mut running) {
+            r.stop.store(true, Ordering::SeqCst);
+            let run = join(r.thread, &r.pod);
+            on_event(PodEvent::Ended(&r.pod, run));
+        }
+    });
+}
+
+/// Starts a watch for each of `pods` not running yet; budgets are split over `all`, the pods
+/// discovery found with them.
+#[allow(clippy::too_many_arguments)]
+fn start_pods<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    base: &'env WatchConfig,
+    roots: &'env Roots,
+    stop: &'env AtomicBool,
+    on_event: &'env (dyn Fn(PodEvent<'_>) + Sync),
+    pods: &[PodNetns],
+    all: &[PodNetns],
+    running: &mut BTreeMap<u64, Running<'scope>>,
+) {
+    let ring_total = base.ring_bytes * base.ports.len().max(1);
+    let total_ports: usize = all.iter().map(|p| p.ports.len()).sum::<usize>().max(1);
+    for pod in pods {
+        if running.contains_key(&pod.netns) {
+            continue;
+        }
+        let mut cfg = base.clone();
+        cfg.ports = pod.ports.clone();
+        cfg.ring_bytes = crate::watch::ring_share(ring_total, total_ports);
+        cfg.ring = base
+            .ring
+            .as_ref()
+            .map(|(d, keep)| (crate::pods::evidence_subdir(d, pod), *keep));
+        cfg.evidence_max_bytes = (base.evidence_max_bytes / all.len().max(1) as u64).max(1);
+        let own_stop = Arc::new(AtomicBool::new(stop.load(Ordering::SeqCst)));
+        let ns_path = pod.ns_path(roots);
+        let p = pod.clone();
+        let flag = Arc::clone(&own_stop);
+        on_event(PodEvent::Started(pod));
+        let thread = s.spawn(move || {
+            let result = std::fs::File::open(&ns_path)
+                .and_then(|f| netdoctor_sys::netns::join_net(&f))
+                .map_err(|source| PodWatchError::Join {
+                    path: ns_path.display().to_string(),
+                    source,
+                })
+                .and_then(|()| {
+                    Ok(watch(&cfg, &flag, &mut || {}, &mut |w| {
+                        on_event(PodEvent::Window(&p, w))
+                    })?)
+                });
+            PodRun {
+                pod: p.name(),
+                result,
+            }
+        });
+        running.insert(
+            pod.netns,
+            Running {
+                pod: pod.clone(),
+                stop: own_stop,
+                thread,
+            },
+        );
+    }
+}
+
+/// Whether discovery found the watched pod unchanged: same ports, same name (its process id
+/// may change: the lowest one in the namespace may have ended).
+fn same_watch(found: &PodNetns, watched: &PodNetns) -> bool {
+    found.ports == watched.ports && found.labels == watched.labels && found.uid == watched.uid
+}
+
+fn join(t: std::thread::ScopedJoinHandle<'_, PodRun>, pod: &PodNetns) -> PodRun {
+    t.join().unwrap_or_else(|_| PodRun {
+        pod: pod.name(),
+        result: Err(PodWatchError::Join {
+            path: pod.name(),
+            source: std::io::Error::other("the pod's watch thread panicked"),
+        }),
+    })
 }

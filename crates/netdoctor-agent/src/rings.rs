@@ -1,10 +1,15 @@
-//! How many capture rings a watched port gets ([`netdoctor_observe::fanout::LiveRings`]).
+//! How many capture rings a watched port gets ([`netdoctor_observe::fanout::LiveRings`]), and
+//! how large.
 //!
-//! A port starts on one ring (one socket, one mapped ring: the small case's memory). With
-//! [`RingPolicy::Auto`], a window whose kernel drops were not zero, or whose packet rate
-//! reached [`FANOUT_PPS`], moves the port to `max` rings of one PACKET_FANOUT group from the
-//! next window on; it stays there for the rest of the run (a rate that came once comes again,
-//! and reopening costs a short gap). [`RingPolicy::Fixed`] keeps the count it names.
+//! A port starts on one small ring ([`START_RING_BYTES`], or its share of `--ring-mb` if that
+//! is less): the kernel allocates a ring whole and maps it at setup, so its size is resident
+//! from the first packet, and most ports need little. A window with kernel drops doubles the
+//! ring, up to the port's share of `--ring-mb` ([`next_size`]). With [`RingPolicy::Auto`], a
+//! window whose packet rate reached [`FANOUT_PPS`], or that dropped on a ring already at its
+//! largest, moves the port to `max` rings of one PACKET_FANOUT group from the next window on;
+//! it stays there for the rest of the run (a rate that came once comes again, and reopening
+//! costs a short gap: packets that arrive between the old socket's last read and the new
+//! socket's bind are not seen). [`RingPolicy::Fixed`] keeps the count it names.
 
 use std::time::Duration;
 
@@ -35,6 +40,21 @@ impl Default for RingPolicy {
 /// Most rings a port gets.
 pub const MAX_RINGS: usize = 16;
 
+/// Ring a port starts on: 32 blocks of 64 KiB at snap length 256, so the reader may be away
+/// about 320 ms at low rates before the kernel drops (the 16 MiB ring of earlier versions gave
+/// the same, in larger blocks).
+pub const START_RING_BYTES: usize = 2 << 20;
+
+/// The ring of the next window after one with `drops` kernel drops on a ring of `current`
+/// bytes: twice as large on drops, at most `max` bytes.
+pub fn next_size(current: usize, max: usize, drops: u64) -> usize {
+    if drops > 0 && current < max {
+        current.saturating_mul(2).min(max)
+    } else {
+        current
+    }
+}
+
 impl RingPolicy {
     /// Rings to open at the start.
     pub fn initial(self) -> usize {
@@ -45,7 +65,8 @@ impl RingPolicy {
     }
 
     /// Rings for the next window after one of `packets` packets and `drops` kernel drops over
-    /// `span`, on `current` rings.
+    /// `span`, on `current` rings (drops count only once the ring can grow no more: see
+    /// [`next_size`]).
     pub fn next(self, current: usize, packets: u64, drops: u64, span: Duration) -> usize {
         match self {
             RingPolicy::Fixed(_) => current,
@@ -55,6 +76,21 @@ impl RingPolicy {
                 if busy && current < max { max } else { current }
             }
         }
+    }
+
+    /// Rings and ring size for the next window: the ring grows first; the port fans out on
+    /// rate, or on drops at the largest size.
+    pub fn next_plan(
+        self,
+        (rings, bytes): (usize, usize),
+        max_bytes: usize,
+        packets: u64,
+        drops: u64,
+        span: Duration,
+    ) -> (usize, usize) {
+        let size = next_size(bytes, max_bytes, drops);
+        let drops_left = if size > bytes { 0 } else { drops };
+        (self.next(rings, packets, drops_left, span), size)
     }
 
     /// Parses `auto` or a number of rings from 1 to [`MAX_RINGS`].
@@ -85,6 +121,27 @@ mod tests {
         assert_eq!(p.next(1, 2_000_000, 0, w), 4, "200 kpps");
         assert_eq!(p.next(4, 10, 0, w), 4, "stays fanned out");
         assert_eq!(RingPolicy::Auto { max: 1 }.next(1, 9_000_000, 9, w), 1);
+    }
+
+    #[test]
+    fn the_ring_grows_on_drops_before_it_fans_out() {
+        let p = RingPolicy::Auto { max: 4 };
+        let w = Duration::from_secs(10);
+        let mb = 1 << 20;
+        assert_eq!(p.next_plan((1, 2 * mb), 8 * mb, 1000, 0, w), (1, 2 * mb));
+        assert_eq!(p.next_plan((1, 2 * mb), 8 * mb, 1000, 5, w), (1, 4 * mb));
+        assert_eq!(p.next_plan((1, 4 * mb), 6 * mb, 1000, 5, w), (1, 6 * mb));
+        assert_eq!(p.next_plan((1, 8 * mb), 8 * mb, 1000, 5, w), (4, 8 * mb));
+        // Rate alone fans out at any size.
+        assert_eq!(
+            p.next_plan((1, 2 * mb), 8 * mb, 2_000_000, 0, w),
+            (4, 2 * mb)
+        );
+        assert_eq!(
+            RingPolicy::Fixed(2).next_plan((2, 2 * mb), 8 * mb, 9, 9, w),
+            (2, 4 * mb)
+        );
+        assert_eq!(next_size(8 * mb, 8 * mb, 1), 8 * mb);
     }
 
     #[test]

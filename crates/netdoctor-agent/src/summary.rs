@@ -28,6 +28,15 @@ impl WindowSummary {
             .insert((pod.clone(), port), (latency_ms, count));
     }
 
+    /// Removes the (pod, port)'s series; whether there was one.
+    pub fn remove(&self, pod: &PodLabels, port: u16) -> bool {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(pod.clone(), port))
+            .is_some()
+    }
+
     /// The family in OpenMetrics text (`# HELP`, `# TYPE`, `# UNIT`, samples); empty before
     /// the first window.
     pub fn encode(&self) -> String {

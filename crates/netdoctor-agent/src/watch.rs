@@ -16,8 +16,12 @@
 //! the analyzer's memory on a long run. The analyzer's statistics are cumulative; each window's
 //! report carries the window's share (see [`window_stats`]).
 //!
-//! Memory: each port's capture ring is mapped whole and counts in the RSS, so the ring budget
-//! ([`WatchConfig::ring_bytes`], per port) is the largest part of the agent's memory.
+//! Memory: each port's capture ring is mapped whole and counts in the RSS. A port starts on a
+//! small ring ([`WatchConfig::ring_start_bytes`]) that doubles after a window with kernel drops,
+//! up to [`WatchConfig::ring_bytes`] ([`crate::rings`]). After a window that evicted many
+//! connections (a flood's half-open ones, a burst of idle ones), freed heap is handed back to
+//! the kernel ([`netdoctor_sys::memory::release_free_heap`]), so the RSS falls back after a
+//! flood instead of staying at its peak.
 //!
 //! Observers per window: the capture (per port), the kernel counters (once per window, shared
 //! by the ports), the host collectors ([`crate::host`]: the watched listeners through sock_diag,
@@ -51,6 +55,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Connections evicted in one window (idle or half-open) from which the freed heap is handed
+/// back to the kernel at the window's end: a flood's state is megabytes; a trim costs about a
+/// millisecond, so not after every window.
+const TRIM_AFTER: u64 = 1000;
+
 /// How often the main thread looks at the stop flag while a window runs.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -74,9 +83,11 @@ pub struct WatchConfig {
     pub pcap_limit_bytes: u64,
     /// Stop after this many windows (tests, one-shot runs); `None` runs until stopped.
     pub max_windows: Option<u64>,
-    /// Capture ring of each port, in bytes (mapped whole: it counts in the RSS); each ring of a
-    /// fanned-out port has this size.
+    /// Largest capture ring of each port, in bytes (mapped whole: it counts in the RSS); each
+    /// ring of a fanned-out port has at most this size.
     pub ring_bytes: usize,
+    /// Ring a port starts on (at most `ring_bytes`); it grows on drops.
+    pub ring_start_bytes: usize,
     /// How many capture rings a port gets ([`crate::rings`]).
     pub rings: crate::rings::RingPolicy,
     /// Connections without a packet for this long leave the analyzer.
@@ -95,6 +106,13 @@ pub fn ring_share(total_bytes: usize, ports: usize) -> usize {
 }
 
 impl WatchConfig {
+    /// The ring each port starts on.
+    pub fn start_ring(&self) -> usize {
+        self.ring_start_bytes
+            .min(self.ring_bytes)
+            .max(netdoctor_observe::live::MIN_RING_BYTES)
+    }
+
     pub fn new(ports: Vec<u16>, window: Duration) -> WatchConfig {
         let ports_len = ports.len();
         WatchConfig {
@@ -108,6 +126,7 @@ impl WatchConfig {
             pcap_limit_bytes: 64 << 20,
             max_windows: None,
             ring_bytes: ring_share(DEFAULT_RING_TOTAL_BYTES, ports_len),
+            ring_start_bytes: crate::rings::START_RING_BYTES,
             rings: crate::rings::RingPolicy::default(),
             idle_timeout: Duration::from_secs(120),
             listener_sample_every: Duration::from_secs(1),
@@ -217,12 +236,12 @@ pub fn watch(
             interface: cfg.interface.clone(),
         };
         let cap =
-            LiveRings::open(&lc, cfg.ring_bytes, cfg.rings.initial()).map_err(
-                |source| match source {
+            LiveRings::open(&lc, cfg.start_ring(), cfg.rings.initial()).map_err(|source| {
+                match source {
                     ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
                     source => WatchError::Capture { port, source },
-                },
-            )?;
+                }
+            })?;
         captures.push((port, lc, cap));
     }
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -238,6 +257,7 @@ pub fn watch(
             idle_timeout: cfg.idle_timeout,
             live,
             ring_bytes: cfg.ring_bytes,
+            ring_now: cfg.start_ring(),
             rings: cfg.rings,
             window_stop: Arc::clone(&window_stop),
             shutdown: Arc::clone(&shutdown),
@@ -481,6 +501,8 @@ struct PortCtx {
     idle_timeout: Duration,
     live: LiveConfig,
     ring_bytes: usize,
+    /// The size of the port's ring(s) now.
+    ring_now: usize,
     rings: crate::rings::RingPolicy,
     window_stop: Arc<AtomicBool>,
     shutdown: Arc<AtomicBool>,
@@ -554,7 +576,7 @@ pub fn window_stats(
 /// docs). At a window's end the capture thread takes the window from the analyzer (the
 /// detectors' reports over the window's aggregates and a sweep of idle connections: no
 /// per-connection work beyond the sweep), closes the window's pcap and returns to the ring.
-fn port_thread(mut cap: LiveRings, ctx: PortCtx) {
+fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
     let mut analyzer = Analyzer::new(AnalyzerConfig {
         server_port: Some(ctx.port),
         ..AnalyzerConfig::default()
@@ -608,18 +630,24 @@ fn port_thread(mut cap: LiveRings, ctx: PortCtx) {
             let drops = s.drops.saturating_sub(drops_so_far);
             analyzer.note_capture_drops(drops);
             drops_so_far = s.drops;
-            let more = ctx
-                .rings
-                .next(cap.rings(), s.packets, drops, started.elapsed());
-            if more != cap.rings() {
-                match LiveRings::open(&ctx.live, ctx.ring_bytes, more) {
+            let (more, size) = ctx.rings.next_plan(
+                (cap.rings(), ctx.ring_now),
+                ctx.ring_bytes,
+                s.packets,
+                drops,
+                started.elapsed(),
+            );
+            if more != cap.rings() || size != ctx.ring_now {
+                match LiveRings::open(&ctx.live, size, more) {
                     Ok(c) => {
                         s.warnings.push(format!(
-                            "{} packets/s, {drops} dropped: the capture moves to {more} rings \
-                             (PACKET_FANOUT) from the next window",
-                            (s.packets as f64 / started.elapsed().as_secs_f64().max(1e-3)) as u64
+                            "{} packets/s, {drops} dropped: the capture moves to {more} ring(s) \
+                             of {} KiB (PACKET_FANOUT past one) from the next window",
+                            (s.packets as f64 / started.elapsed().as_secs_f64().max(1e-3)) as u64,
+                            size >> 10
                         ));
                         cap = c;
+                        ctx.ring_now = size;
                         // The new sockets count their drops from zero.
                         drops_so_far = 0;
                     }
@@ -632,6 +660,9 @@ fn port_thread(mut cap: LiveRings, ctx: PortCtx) {
         let mut analysis = analyzer.take_window(now_unix_ns());
         let cumulative = std::mem::take(&mut analysis.stats);
         analysis.stats = window_stats(&prev_stats, &cumulative, first_ts);
+        if analysis.stats.connections_evicted + analysis.stats.half_open_evicted >= TRIM_AFTER {
+            netdoctor_sys::memory::release_free_heap();
+        }
         prev_stats = cumulative;
         let mut pcap = None;
         if let Some(w) = writer {

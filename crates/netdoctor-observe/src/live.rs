@@ -43,6 +43,8 @@ pub const MIN_RING_BYTES: usize = 4 * MIN_BLOCK as usize;
 /// Block sizes: powers of two between these; a block holds whole packets, so the smallest one
 /// is larger than the largest snap length (65535) plus headers.
 const MIN_BLOCK: u32 = 128 << 10;
+/// Smallest block for a short snap length ([`ring_geometry_for`]).
+pub const MIN_SMALL_BLOCK: u32 = 16 << 10;
 const MAX_BLOCK: u32 = 4 << 20;
 /// Blocks aimed at: a block is handed over when full or after [`BLOCK_TIMEOUT_MS`], so at low
 /// rates each block holds about that long of traffic, and the number of blocks is how long the
@@ -67,8 +69,19 @@ const TPACKET3_HDRLEN: usize = 48;
 /// least [`MIN_RING_BYTES`]): blocks of a power-of-two size between 128 KiB and 4 MiB, about
 /// 32 of them (32 MiB → 32 × 1 MiB, 4 MiB → 32 × 128 KiB, 1 MiB → 8 × 128 KiB).
 pub fn ring_geometry(ring_bytes: usize) -> (u32, u32) {
-    let bytes = ring_bytes.max(MIN_RING_BYTES);
-    let want = (bytes / TARGET_BLOCKS).clamp(MIN_BLOCK as usize, MAX_BLOCK as usize);
+    ring_geometry_for(ring_bytes, 65_535)
+}
+
+/// [`ring_geometry`] for packets cut to `snaplen`: the smallest block only has to hold one
+/// such packet with its headers (at least [`MIN_SMALL_BLOCK`]), so a small ring still has
+/// about 32 blocks (2 MiB at snap length 256 → 32 × 64 KiB), which is how long the reader may
+/// be away at low rates before the kernel drops (a block is handed over after 10 ms).
+pub fn ring_geometry_for(ring_bytes: usize, snaplen: u32) -> (u32, u32) {
+    let min_block = (snaplen as usize + 256)
+        .next_power_of_two()
+        .clamp(MIN_SMALL_BLOCK as usize, MIN_BLOCK as usize);
+    let bytes = ring_bytes.max(4 * min_block);
+    let want = (bytes / TARGET_BLOCKS).clamp(min_block, MAX_BLOCK as usize);
     // Largest power of two not above `want`.
     let block = 1usize << (usize::BITS - 1 - want.leading_zeros());
     let blocks = (bytes / block).min(u32::MAX as usize);
@@ -134,7 +147,6 @@ impl LiveCapture {
         cfg: &LiveConfig,
         ring_bytes: usize,
     ) -> Result<LiveCapture, ObserveError> {
-        let (block_size, block_nr) = ring_geometry(ring_bytes);
         let where_ = cfg.interface.as_deref().unwrap_or("all interfaces");
         let what = format!("tcp port {} on {where_}", cfg.port);
         let fd = sys::packet_socket().map_err(|e| match e.raw_os_error() {
@@ -150,6 +162,7 @@ impl LiveCapture {
             0 => 65_535,
             n => n.min(MIN_BLOCK / 2),
         };
+        let (block_size, block_nr) = ring_geometry_for(ring_bytes, snaplen);
         let filter = port_filter(cfg.port, snaplen);
         sys::attach_filter(&fd, &filter)
             .map_err(|e| sys_error(format!("attach BPF filter for {what}"), &e))?;

@@ -372,4 +372,10 @@ fn ring_geometry_is_whole_power_of_two_blocks() {
     assert_eq!(ring_geometry(256 << 20), (4 << 20, 64));
     // Below the minimum: the minimum.
     assert_eq!(ring_geometry(1), (128 << 10, 4));
+    // A short snap length allows small blocks: a small ring keeps about 32 of them.
+    use netdoctor_observe::live::ring_geometry_for;
+    assert_eq!(ring_geometry_for(2 << 20, 256), (64 << 10, 32));
+    assert_eq!(ring_geometry_for(512 << 10, 256), (16 << 10, 32));
+    assert_eq!(ring_geometry_for(1, 256), (16 << 10, 4));
+    assert_eq!(ring_geometry_for(2 << 20, 65_535), ring_geometry(2 << 20));
 }

@@ -20,6 +20,7 @@ pub mod target;
 pub mod throughputcmd;
 pub mod tracecmd;
 pub mod watchcmd;
+pub mod watchpods;
 
 pub use cli::{Cli, Command};
 

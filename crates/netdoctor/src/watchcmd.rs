@@ -58,9 +58,11 @@ pub struct WatchArgs {
     /// Bytes kept per captured packet.
     #[arg(long, default_value_t = 256)]
     pub snaplen: u32,
-    /// Packet ring memory for all ports together, in MiB, split evenly (at least 0.5 MiB per
-    /// port). The rings count in the agent's RSS; packets the kernel drops when a ring is full
-    /// are counted and reported per window (`netdoctor_capture_drops_total`).
+    /// Most packet ring memory for all ports together, in MiB, split evenly (at least 0.5 MiB
+    /// per port): each port starts on a 2 MiB ring (its share if less), doubled after a window
+    /// with kernel drops up to its share. The rings count in the agent's RSS; packets the
+    /// kernel drops when a ring is full are counted and reported per window
+    /// (`netdoctor_capture_drops_total`).
     #[arg(long, default_value_t = 16, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub ring_mb: u64,
     /// Capture rings per port: `auto` starts on one ring and moves to one per core (PACKET_FANOUT,
@@ -99,6 +101,10 @@ pub struct WatchArgs {
     /// At most this many pods (network namespaces) are watched; the rest are named in the log.
     #[arg(long, default_value_t = netdoctor_agent::pods::DEFAULT_MAX_PODS, value_name = "N", requires = "pods")]
     pub pods_max: usize,
+    /// How often --pods looks for pods again: a pod started later is watched from its next
+    /// look, a pod gone is dropped with its series.
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = rescan_interval, requires = "pods")]
+    pub pods_rescan: Duration,
     /// Proc directory that --pods reads (the host's).
     #[arg(long, default_value = "/proc", value_name = "DIR", requires = "pods")]
     pub proc_root: PathBuf,
@@ -140,22 +146,30 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         kubelet_pods: args.kubelet_pods_dir.clone(),
         pod_logs: args.pod_logs_dir.clone(),
     };
+    let discovery = netdoctor_agent::pods::Options {
+        max_pods: args.pods_max.max(1),
+        ports: args.ports.clone(),
+        include_non_pods: true,
+    };
     let pods = if args.pods {
-        let d = netdoctor_agent::pods::discover(
-            &roots,
-            &netdoctor_agent::pods::Options {
-                max_pods: args.pods_max.max(1),
-                ports: args.ports.clone(),
-                include_non_pods: true,
-            },
-        )
-        .with_context(|| format!("list network namespaces in {}", roots.proc.display()))?;
+        let d = netdoctor_agent::pods::discover(&roots, &discovery)
+            .with_context(|| format!("list network namespaces in {}", roots.proc.display()))?;
+        // A node may have no pod yet: the agent waits for them, unless it was asked for a
+        // fixed number of windows.
         anyhow::ensure!(
-            !d.pods.is_empty(),
+            !d.pods.is_empty() || args.windows.is_none(),
             "--pods: no listener in any other network namespace under {} ({} processes could not be read: needs CAP_SYS_PTRACE and hostPID)",
             roots.proc.display(),
             d.unreadable
         );
+        if d.pods.is_empty() {
+            eprintln!(
+                "netdoctor: --pods: no pod listener under {} yet ({} processes could not be read); looking again every {:?}",
+                roots.proc.display(),
+                d.unreadable,
+                args.pods_rescan
+            );
+        }
         if !d.over_cap.is_empty() {
             eprintln!(
                 "netdoctor: --pods-max {}: not watching {}",
@@ -171,6 +185,10 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         let mut all: Vec<u16> = p.iter().flat_map(|p| p.ports.clone()).collect();
         all.sort_unstable();
         all.dedup();
+        if all.is_empty() {
+            // No pod yet: the ring budget is that of one port per pod found later.
+            all.push(1);
+        }
         all
     } else if args.ports.is_empty() {
         netdoctor_agent::listeners::local_listen_ports(&own_port)
@@ -218,72 +236,47 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut write_err = None;
     let listen = server.as_ref().map(MetricsServer::local_addr);
     if let Some(pods) = &pods {
-        for p in pods {
-            for port in &p.ports {
-                metrics.record_pod_listener(&netdoctor_agent::metrics::PodListenerLabels {
-                    port: port.to_string(),
-                    pod: p.labels.clone(),
-                    pod_uid: p.uid.clone().unwrap_or_default(),
-                    netns: p.netns.to_string(),
-                    source: p.source.as_str().to_string(),
-                });
-            }
-            if !quiet {
-                eprintln!(
-                    "netdoctor: watching pod {}",
-                    netdoctor_agent::pods::describe(p)
-                );
-            }
-        }
         if !quiet && let Some(a) = listen {
             eprintln!("netdoctor: metrics on http://{a}/metrics");
         }
-        // The pods' watch threads hand their windows to this thread, which owns the outputs.
-        let (tx, rx) =
-            std::sync::mpsc::channel::<(netdoctor_agent::pods::PodNetns, WindowResult)>();
-        let runs = std::thread::scope(|s| {
-            let watcher = s.spawn(|| {
-                let tx = tx;
-                netdoctor_agent::podwatch::watch_pods(&cfg, &roots, pods, &stop, &|p, w| {
-                    let _ = tx.send((p.clone(), w.clone()));
-                })
-            });
-            for (p, w) in rx {
+        let opts = netdoctor_agent::podwatch::PodWatchOptions {
+            discovery,
+            rescan: args.pods_rescan,
+        };
+        let failed = crate::watchpods::run(
+            &cfg,
+            &roots,
+            &opts,
+            pods,
+            &stop,
+            &mut |p, w| {
                 record(
                     &metrics,
                     args,
                     &p.labels,
-                    &w,
+                    w,
                     otlp.as_mut(),
                     if json { Some(&mut *out) } else { None },
                     &mut write_err,
                     quiet,
                     &p.name(),
-                );
-            }
-            watcher.join()
-        })
-        .map_err(|_| anyhow::anyhow!("--pods: the watch thread panicked"))?;
+                )
+            },
+            &metrics,
+            args.slo.as_ref(),
+            quiet,
+        )?;
         if let Some(o) = otlp {
             o.shutdown().context("flush OTLP export")?;
         }
         drop(server);
-        let mut failed = 0;
-        let count = runs.len();
-        for r in runs {
-            match r.result {
-                Ok(n) if !quiet => eprintln!("netdoctor: pod {}: stopped after {n} windows", r.pod),
-                Ok(_) => {}
-                Err(e) => {
-                    failed += 1;
-                    eprintln!("netdoctor: pod {}: {:#}", r.pod, anyhow::Error::new(e));
-                }
-            }
-        }
         if let Some(e) = write_err {
             return Err(e.into());
         }
-        anyhow::ensure!(failed < count, "--pods: every pod's watch failed");
+        anyhow::ensure!(
+            failed.0 == 0 || failed.0 < failed.1,
+            "--pods: every pod's watch failed"
+        );
         return Ok(0);
     }
     let mut on_start = || {
@@ -460,6 +453,15 @@ impl Drop for StopOnSignals {
             signal_hook::low_level::unregister(id);
         }
     }
+}
+
+/// `--pods-rescan`: a duration of at least 1 s.
+fn rescan_interval(s: &str) -> Result<Duration, String> {
+    let d = crate::target::parse_duration(s)?;
+    if d < Duration::from_secs(1) {
+        return Err(format!("--pods-rescan {s}: at least 1s"));
+    }
+    Ok(d)
 }
 
 /// `--listen`: `HOST:PORT`, or a port alone for 127.0.0.1 (local unless asked otherwise).

@@ -62,8 +62,10 @@ impl Analyzer {
             Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(v) => {
                 // Only a SYN, a SYN/ACK or data opens state: trailing ACKs/FINs of a closed
-                // connection must not resurrect it.
-                if !(f.syn() || seg.payload_len > 0) || f.rst() {
+                // connection must not resurrect it. A SYN with FIN opens nothing either: no
+                // stack answers it (Linux drops it in LISTEN), it is a scan's probe, and as a
+                // half-open connection that never ends it would fill the half-open cap.
+                if !(f.syn() || seg.payload_len > 0) || f.rst() || (f.syn() && f.fin()) {
                     fl.set(SegFlags::UNTRACKED);
                     return fl;
                 }

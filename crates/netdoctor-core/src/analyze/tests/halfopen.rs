@@ -136,3 +136,27 @@ fn past_the_records_the_oldest_keep_theirs() {
     let f = a.findings.iter().find(|f| f.id == FindingId::SynRetransmit);
     assert!(f.is_some_and(|f| f.summary.contains("300 of")), "{f:?}");
 }
+
+/// SYN+FIN probes (a scan; Linux drops them in LISTEN, so nothing answers) open no state: as
+/// half-open connections that never end they filled the half-open cap and its records (about
+/// 10 MB in the watch soak's odd-flags turn).
+#[test]
+fn syn_fin_probes_open_no_connection() {
+    let s: SocketAddr = SERVER.parse().unwrap();
+    let mut f = Feed {
+        a: Analyzer::new(AnalyzerConfig::default()),
+        frame: 0,
+        t: 1_700_000_000_000_000_000,
+        max_open: 0,
+    };
+    let n = MAX_HALF_OPEN + 500;
+    for k in 0..n {
+        f.push(MS, &ipv4(spoofed(k), s, 100, 0, F::SYN | F::FIN, b""));
+    }
+    // A plain SYN still opens one.
+    f.push(MS, &ipv4(spoofed(n), s, 100, 0, F::SYN, b""));
+    assert_eq!(f.max_open, 1);
+    let a = f.a.finish();
+    assert_eq!(a.stats.half_open_evicted, 0);
+    assert_eq!(a.stats.connections, 1);
+}
