@@ -18,6 +18,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/lib.sh"
 N="${1:-$(nproc)}"
 RATES="${RATES:-50000 100000 200000 400000 800000}"
 WINDOWS="${WINDOWS:-3}"
@@ -30,24 +31,16 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    ip netns del "$G" 2>/dev/null || true
-    ip netns del "$W" 2>/dev/null || true
+    netns_del_all
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
-for tool in trafgen iptables jq ip; do
-    command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 2; }
-done
+for tool in trafgen iptables jq ip; do need "$tool"; done
 [[ "$(id -u)" == 0 ]] || { echo "needs root (namespaces, packet capture)" >&2; exit 2; }
-if [[ -z "${NETDOCTOR:-}" ]]; then
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-bench}"
-    (cd "$root" && cargo build --release -q -p netdoctor)
-    NETDOCTOR="$CARGO_TARGET_DIR/release/netdoctor"
-fi
+netdoctor_binary /tmp/target-bench
 
-ip netns add "$G"
-ip netns add "$W"
+netns_add "$G" "$W"
 ip link add vg type veth peer name vw
 ip link set vg netns "$G"
 ip link set vw netns "$W"
@@ -55,8 +48,6 @@ ip -n "$G" addr add 10.211.0.1/24 dev vg
 ip -n "$W" addr add 10.211.0.2/24 dev vw
 ip -n "$G" link set vg up
 ip -n "$W" link set vw up
-ip -n "$G" link set lo up
-ip -n "$W" link set lo up
 # In W only: the segments are dropped after the capture point, so no reset answers them.
 ip netns exec "$W" iptables -A INPUT -p tcp --dport "$PORT" -j DROP
 mac="$(ip -n "$W" -j link show vw | jq -r '.[0].address')"
@@ -71,7 +62,7 @@ cat >"$work/tcp.cfg" <<CFG
 CFG
 
 echo "netdoctor: $NETDOCTOR; cores: $(nproc); rings compared: 1 and $N; windows of 2 s: $WINDOWS"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average before
 printf '%-8s %10s %14s %12s %10s\n' rings "asked pps" "watch pps" drops "drop %"
 for rate in $RATES; do
     for rings in 1 "$N"; do
@@ -102,4 +93,4 @@ for rate in $RATES; do
                 }'
     done
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average after
