@@ -16,6 +16,12 @@ impl Case {
         let host_url = format!("http://{HOST_SERVER_IP}:{HOST_CASE_PORT}/");
         let route_srv = route_lab::SERVER_IP.to_string();
         let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // `diagnose` run from the client's namespace with `args` (options, then the target).
+        let from_client = |args: &[&str]| {
+            let mut v = argv(&["netdoctor", "diagnose", "--netns", &cli]);
+            v.extend(argv(args));
+            v
+        };
         let route_built = |resolver: &str, hop: &str| {
             vec![
                 format!(
@@ -94,11 +100,7 @@ impl Case {
                     format!("client namespace {cli} (10.213.0.2), joined by a veth pair"),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     &format!("http://{SERVER_IP}:{PORT_NODELAY_OFF}/"),
                 ]),
                 vec!["nagle_delayed_ack"],
@@ -114,11 +116,7 @@ impl Case {
                     format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     "-c",
                     "50",
                     "-d",
@@ -141,11 +139,7 @@ impl Case {
                     ),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     "--no-keepalive",
                     "-c",
                     "4",
@@ -167,11 +161,7 @@ impl Case {
                     ),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     "-c",
                     "10",
                     "-d",
@@ -207,7 +197,7 @@ impl Case {
                         format!("client namespace {cli} (10.214.0.2/24), joined by a veth pair, no default route"),
                     ],
                     None,
-                    argv(&["netdoctor", "diagnose", "--netns", &cli, &target]),
+                    from_client(&[&target]),
                     vec![expect],
                     note,
                 )
@@ -405,7 +395,7 @@ impl Case {
                         format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
                     ],
                     None,
-                    argv(&["netdoctor", "diagnose", "--netns", &cli, &url]),
+                    from_client(&[&url]),
                     vec!["tls_verify_failed"],
                     format!(
                         "the certificate's issuer is not trusted (it signed itself): the preflight stops the run in about a second, side client, and no load runs; `netdoctor diagnose --netns {cli} -k -c 4 {url}` accepts it, loads the server and finds it healthy (nginx here is one process: 100 connections of TLS saturate a small machine's CPU, which diagnose reports as such)"
