@@ -15,22 +15,17 @@ set -euo pipefail
 export NETDOCTOR_QUIET=1
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/lib.sh"
 CACHE="${CACHE:-/tmp/netdoctor-bench-cache}"
 ROUNDS="${ROUNDS:-3}"
 N="${1:-$(nproc)}"
 work="$(mktemp -d /tmp/netdoctor-jobs.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
-for tool in tshark tcptrace capinfos mergecap jq /usr/bin/time; do
-    command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 2; }
-done
+for tool in tshark tcptrace capinfos mergecap jq /usr/bin/time; do need "$tool"; done
 big="$CACHE/healthy-big.pcap"
 [[ -f "$big" ]] || CACHE="$CACHE" "$root/bench/analyze-vs-tshark.sh" captures
-if [[ -z "${NETDOCTOR:-}" ]]; then
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-bench}"
-    (cd "$root" && cargo build --release -q -p netdoctor)
-    NETDOCTOR="$CARGO_TARGET_DIR/release/netdoctor"
-fi
+netdoctor_binary /tmp/target-bench
 
 # timed CMD...: "elapsed_s max_rss_kib cpu_s" of one run (output discarded; cpu = user + sys,
 # which a busy machine inflates less than the wall time).
@@ -42,7 +37,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "netdoctor: $NETDOCTOR ($("$NETDOCTOR" --version | head -1))"
 echo "cores: $(nproc); -j $N; rounds: $ROUNDS"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average before
 
 # A capture under MIN_PACKETS (made on a busy machine) is appended to itself up to it.
 MIN_PACKETS="${MIN_PACKETS:-1000000}"
@@ -119,4 +114,4 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     unset secs rss med cpu medcpu
 done
 echo
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average after

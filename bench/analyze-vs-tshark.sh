@@ -15,6 +15,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/lib.sh"
 CACHE="${CACHE:-/tmp/netdoctor-bench-cache}"
 MIN_PACKETS="${MIN_PACKETS:-1000000}"
 CONCAT_TARGET_BYTES="${CONCAT_TARGET_BYTES:-2200000000}"
@@ -41,9 +42,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in nginx wrk tcpdump tshark mergecap capinfos tcptrace jq /usr/bin/time; do
-    command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 2; }
-done
+for tool in nginx wrk tcpdump tshark mergecap capinfos tcptrace jq /usr/bin/time; do need "$tool"; done
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,11 +118,7 @@ if [[ ! -f "$big" || ! -f "$nagle" ]]; then
 fi
 [[ "${1:-}" == captures ]] && exit 0
 
-if [[ -z "${NETDOCTOR:-}" ]]; then
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-bench}"
-    (cd "$root" && cargo build --release -q -p netdoctor)
-    NETDOCTOR="$CARGO_TARGET_DIR/release/netdoctor"
-fi
+netdoctor_binary /tmp/target-bench
 echo "netdoctor: $NETDOCTOR"
 
 # ---------------------------------------------------------------------------------------------

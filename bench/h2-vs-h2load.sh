@@ -23,6 +23,7 @@ THREADS=${THREADS:-2}
 PORT_H2C=18190
 PORT_H2=18191
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-netdoctor-load}
 
 die() { echo "h2-vs-h2load: $*" >&2; exit 2; }
@@ -121,8 +122,8 @@ bench() { # label url
         "$(echo "$nd_rss / $h2load_rss" | bc -l)"
 }
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average before
 echo "$CONNECTIONS connections x $STREAMS streams, $THREADS threads, ${SECS}s, $ROUNDS rounds (medians)"
 bench h2c "http://127.0.0.1:$PORT_H2C/"
 if [[ -n ${TLS:-} ]]; then bench h2 "https://127.0.0.1:$PORT_H2/"; fi
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average after

@@ -31,22 +31,13 @@ RING_ARGS=()
 METRICS=127.0.0.1:18196
 SAMPLE_S=10
 here="$(cd "$(dirname "$0")/.." && pwd)"
-if [[ -z "${NETDOCTOR:-}" ]]; then
-    (cd "$here" && cargo build --release -q -p netdoctor)
-    NETDOCTOR="${CARGO_TARGET_DIR:-$here/target}/release/netdoctor"
-fi
-command -v nginx >/dev/null || { echo "missing: nginx (apt-get install -y nginx-light)" >&2; exit 2; }
+. "$here/bench/lib.sh"
+netdoctor_binary "$here/target"
+need nginx nginx-light
 work="$(mktemp -d /tmp/netdoctor-watch-cost.XXXXXX)"
 watch_pid=""
 load_pids=()
 
-stop_pid() {
-    local p="$1"
-    [[ -n "$p" ]] || return 0
-    kill "$p" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.05; done
-    kill -9 "$p" 2>/dev/null || true
-}
 cleanup() {
     for p in "${load_pids[@]}"; do stop_pid "$p"; done
     stop_pid "$watch_pid"

@@ -30,6 +30,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/bench/lib.sh"
 N="${1:-$(nproc)}"
 RATES="${RATES:-10000 20000 40000 80000 160000 max}"
 WINDOWS="${WINDOWS:-3}"
@@ -44,36 +45,26 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    ip netns del "$G" 2>/dev/null || true
-    ip netns del "$W" 2>/dev/null || true
+    netns_del_all
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-for tool in trafgen iptables jq ip; do
-    command -v "$tool" >/dev/null || { echo "missing: $tool" >&2; exit 2; }
-done
+for tool in trafgen iptables jq ip; do need "$tool"; done
 if [[ -n ${EQUAL_MEMORY:-} ]] && ((RING_MB % N || RING_MB < N)); then
     echo "EQUAL_MEMORY: RING_MB ($RING_MB) must be a multiple of N ($N)" >&2; exit 2
 fi
 [[ "$(id -u)" == 0 ]] || { echo "needs root (namespaces, packet capture)" >&2; exit 2; }
-if [[ -z "${NETDOCTOR:-}" ]]; then
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/tmp/target-bench}"
-    (cd "$root" && cargo build --release -q -p netdoctor)
-    NETDOCTOR="$CARGO_TARGET_DIR/release/netdoctor"
-fi
+netdoctor_binary /tmp/target-bench
 
-ip netns add "$G"
-ip netns add "$W"
+netns_add "$G" "$W"
 # Made inside G, so the pair never exists in the caller's namespace.
 ip -n "$G" link add vg type veth peer name vw netns "$W"
 ip -n "$G" addr add 10.211.0.1/24 dev vg
 ip -n "$W" addr add 10.211.0.2/24 dev vw
 ip -n "$G" link set vg up
 ip -n "$W" link set vw up
-ip -n "$G" link set lo up
-ip -n "$W" link set lo up
 # In W only: the segments are dropped after the capture point, so no reset answers them.
 ip netns exec "$W" iptables -A INPUT -p tcp --dport "$PORT" -j DROP
 mac="$(ip -n "$W" -j link show vw | jq -r '.[0].address')"
@@ -92,7 +83,7 @@ now() { date +%s.%N; }
 
 echo "netdoctor: $NETDOCTOR; cores: $(nproc); rings compared: 1 and $N; windows of 2 s: $WINDOWS;" \
     "--ring-mb $RING_MB per ring${EQUAL_MEMORY:+ (/ rings: equal memory)}; trafgen CPUs: $GEN_CPUS"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average before
 printf '%-6s %10s %12s %12s %10s %8s\n' rings "asked pps" "arrived pps" "watch pps" drops "drop %"
 : >"$work/results"
 for rate in $RATES; do
@@ -129,7 +120,7 @@ for rate in $RATES; do
         echo "$rings $rate $arrived $drops" >>"$work/results"
     done
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+load_average after
 echo
 # Drops on a shared machine come from the reader's stalls as much as from the rate, so a step
 # can drop below one that did not: "clean up to" is the highest arrived rate with no drop at it

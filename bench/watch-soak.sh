@@ -25,35 +25,25 @@ DURATION_S="${1:-600}"
 WINDOW_S="${2:-10}"
 NS="ndsoak$$"
 here="$(cd "$(dirname "$0")/.." && pwd)"
-if [[ -z "${NETDOCTOR:-}" ]]; then
-    (cd "$here" && cargo build --release -q -p netdoctor)
-    NETDOCTOR="${CARGO_TARGET_DIR:-$here/target}/release/netdoctor"
-fi
-command -v nginx >/dev/null || { echo "missing: nginx (apt-get install -y nginx-light)" >&2; exit 2; }
-command -v hping3 >/dev/null || { echo "missing: hping3 (apt-get install -y hping3)" >&2; exit 2; }
+. "$here/bench/lib.sh"
+netdoctor_binary "$here/target"
+need nginx nginx-light
+need hping3 hping3
 PY=/usr/bin/python3
 work="$(mktemp -d /tmp/netdoctor-watch-soak.XXXXXX)"
 watch_pid=""
 pids=()
 
-stop_pid() {
-    local p="$1"
-    [[ -n "$p" ]] || return 0
-    kill "$p" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.05; done
-    kill -9 "$p" 2>/dev/null || true
-}
 cleanup() {
     for p in "${pids[@]}"; do stop_pid "$p"; done
     stop_pid "$watch_pid"
     [[ -f "$work/nginx.pid" ]] && stop_pid "$(cat "$work/nginx.pid")"
-    ip netns del "$NS" 2>/dev/null || true
+    netns_del_all
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
-ip netns add "$NS"
-ip -n "$NS" link set lo up
+netns_add "$NS"
 chmod 755 "$work"
 mkdir -p "$work/html" "$work/logs" "$work/tmp" "$work/ring"
 head -c 589 /dev/zero | tr '\0' x | sed 's/^/<html><body>/; s/$/<\/body><\/html>/' >"$work/html/index.html"

@@ -5,6 +5,18 @@
 //! own lab, removed also on failure; runs are 3 s. At one constant rate below capacity the plain
 //! HTTP stall does not start, and the comparison says no fix and no regression. Needs root and nginx-light; skips with the
 //! reason otherwise. Bad baselines fail before anything runs (no root needed).
+//!
+//! On a busy machine (load average 17–22, seen here): a closed loop's median is its
+//! connections ÷ its requests/s, so at diagnose's 100 connections it followed the CPU share of
+//! the run (the `on` server's p50 19–21 ms, against a few ms idle; two runs of the `off`
+//! server 56.5 and 46.4 ms), and nginx starved of CPU got `slow_server_processing`. The
+//! closed-loop runs use [`CONNECTIONS`]: the `off` server's median is then the delayed-ACK
+//! timer plus a little, and the fix is checked by relations (A's median holds one delayed-ACK
+//! timeout, B's is most of one below it). B may still get a finding the machine made (a
+//! starved veth's drops: `congestion_limited`); the verdict must then say so
+//! ([`assert_fix_verdict`]). Two runs of the same server take 6 s each: a scheduling stall of
+//! 100 ms holds more than 1 % of a 3-s run's requests, and the p99 of two 3-s runs differed by
+//! 39 % and 114 % with the p50 within 1 %.
 
 mod common;
 use common::*;
@@ -14,6 +26,46 @@ use std::time::{Duration, Instant};
 
 /// One load at a time: a load on a 2-core machine disturbs another.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Connections of the closed-loop runs (see the module docs).
+const CONNECTIONS: &str = "10";
+
+/// A's p50 holds one delayed-ACK timeout (the stall, ≥ 40 ms) and B's p50 is most of that
+/// timeout below it (20–60 ms): what the machine adds to every request is in both, the stall
+/// only in A.
+fn assert_stall_fixed(a: f64, b: f64) {
+    assert!(a >= 35.0, "A (off) p50 {a} ms: no delayed-ACK stall");
+    assert!(
+        (20.0..=60.0).contains(&(a - b)),
+        "p50 {a} → {b} ms: B is not a delayed-ACK timeout faster"
+    );
+}
+
+/// The verdict on the fix and the exit code agree with B's own report: "fixed" (exit 0) when B
+/// has no problem of its own; when B got one the busy machine made (see the module docs),
+/// "improved" with that finding named as new in the summary. The stall is `fixed` either way.
+fn assert_fix_verdict(o: &std::process::Output, c: &serde_json::Value) {
+    assert_eq!(finding_change(c, "nagle_delayed_ack")["change"], "fixed");
+    let summary = c["summary"].as_str().unwrap();
+    let new: Vec<&str> = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["change"] == "new")
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    if new.is_empty() {
+        assert_eq!(c["verdict"], "fixed", "{summary}");
+        assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    } else {
+        eprintln!("B has a finding of its own (busy machine): {summary}");
+        assert_eq!(c["verdict"], "improved", "{summary}");
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(o));
+        for id in new {
+            assert!(summary.contains(id), "{id} not named: {summary}");
+        }
+    }
+}
 
 fn finding_change<'a>(c: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     c["findings"]
@@ -59,7 +111,8 @@ impl TestLab {
         format!("{}-cli", self.name)
     }
 
-    /// `diagnose --compare` from the lab's client, 3 s per run, JSON, with `extra` options;
+    /// `diagnose --compare` from the lab's client, 3 s per run unless `extra` sets `-d`, JSON,
+    /// with `extra` options;
     /// the output and its comparison, checked against the schema.
     fn compare(
         &self,
@@ -68,7 +121,10 @@ impl TestLab {
         b: &str,
     ) -> (std::process::Output, serde_json::Value) {
         let client = self.client();
-        let mut args = vec!["diagnose", "--netns", &client, "-d", "3s", "--json"];
+        let mut args = vec!["diagnose", "--netns", &client, "--json"];
+        if !extra.contains(&"-d") {
+            args.extend(["-d", "3s"]);
+        }
         args.extend_from_slice(extra);
         args.extend([a, "--compare", b]);
         let o = netdoctor(&args);
@@ -142,13 +198,11 @@ fn compare_says_the_on_server_fixes_nagle() {
     let lab = TestLab::start("c");
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("compare.html");
-    let (o, c) = lab.compare(&["--html", page.to_str().unwrap()], &lab.off, &lab.on);
-    assert_eq!(c["verdict"], "fixed", "{}", c["summary"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert_eq!(finding_change(&c, "nagle_delayed_ack")["change"], "fixed");
+    let page_arg = page.to_str().unwrap();
+    let (o, c) = lab.compare(&["-c", CONNECTIONS, "--html", page_arg], &lab.off, &lab.on);
+    assert_fix_verdict(&o, &c);
     let (a, b) = compare_metric(&c, "latency_p50_ms");
-    assert!((35.0..=60.0).contains(&a), "A (off) p50 {a} ms");
-    assert!(b < 15.0, "B (on) p50 {b} ms");
+    assert_stall_fixed(a, b);
     let t = &c["latency"];
     assert_eq!(t["direction"], "faster", "{t:#}");
     assert_eq!(t["significant"], true);
@@ -159,7 +213,8 @@ fn compare_says_the_on_server_fixes_nagle() {
     assert_eq!(c["a"]["report"]["target"]["input"], lab.off);
     assert_eq!(c["b"]["report"]["target"]["input"], lab.on);
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains(r#"class="verdict c-fixed""#));
+    let verdict = c["verdict"].as_str().unwrap();
+    assert!(html.contains(&format!(r#"class="verdict c-{verdict}""#)));
     assert!(html.contains(r#"id="fc-nagle_delayed_ack""#));
     let name = lab.name.clone();
     drop(lab);
@@ -205,8 +260,11 @@ fn at_one_rate_below_capacity_plain_http_has_no_stall_and_the_comparison_says_so
         // the delayed-ACK timeout of the last answer, and the stall starts after all (seen at
         // a load average of 20: A's p50 76 ms, B's 5.8 ms). Then "fixed" is what A's own
         // report shows, not an invention: the stall is in its numbers and the verdict says it.
+        // It may hold only part of the requests (seen at a load average of 20: 42 % stalled,
+        // A's p50 12.3 ms), so its delayed-ACK timeout shows in A's p99, not always its p50.
         eprintln!("the stall started at this rate (busy machine): {summary}");
-        assert!(a50 >= 30.0, "a Nagle finding without its stall: {summary}");
+        let (a99, _) = compare_metric(&c, "latency_p99_ms");
+        assert!(a99 >= 30.0, "a Nagle finding without its stall: {summary}");
         assert_eq!(verdict, "fixed", "{summary}");
     } else {
         // No stall (as on an idle machine: A's p50 0.14–0.33 ms). A stall waits for the
@@ -256,47 +314,44 @@ fn baseline_saved_before_the_switch_to_on_says_fixed() {
     let lab = TestLab::start("b");
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("before.json");
+    let saved_arg = saved.to_str().unwrap();
     let client = lab.client();
-    let before = netdoctor(&[
-        "diagnose", "--netns", &client, "-d", "3s", "--json", &lab.off,
-    ]);
+    // diagnose of the `off` URL from the client for `secs`, with `extra` options.
+    let diagnose = |secs: &str, extra: &[&str]| {
+        let mut args = vec![
+            "diagnose",
+            "--netns",
+            &client,
+            "-d",
+            secs,
+            "-c",
+            CONNECTIONS,
+        ];
+        args.extend_from_slice(extra);
+        args.push(&lab.off);
+        netdoctor(&args)
+    };
+    let before = diagnose("3s", &["--json"]);
     assert_eq!(before.status.code(), Some(1), "stderr: {}", stderr(&before));
     std::fs::write(&saved, &before.stdout).unwrap();
     lab.switch_off_server_to_on();
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "3s",
-        "--json",
-        "--baseline",
-        saved.to_str().unwrap(),
-        &lab.off,
-    ]);
+    let o = diagnose("3s", &["--json", "--baseline", saved_arg]);
     let c = json(&o);
     assert_compare_schema(&c);
-    assert_eq!(c["verdict"], "fixed", "{}", c["summary"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_fix_verdict(&o, &c);
     assert_eq!(c["a"]["origin"], "file");
-    assert_eq!(c["a"]["file"], saved.to_str().unwrap());
+    assert_eq!(c["a"]["file"], saved_arg);
     assert_eq!(c["b"]["origin"], "run");
-    assert_eq!(finding_change(&c, "nagle_delayed_ack")["change"], "fixed");
     let (a, b) = compare_metric(&c, "latency_p50_ms");
-    assert!(a > 35.0 && b < 15.0, "p50 {a} → {b} ms");
+    assert_stall_fixed(a, b);
     // The terminal view says it too.
-    let o = netdoctor(&[
-        "diagnose",
-        "--netns",
-        &client,
-        "-d",
-        "1s",
-        "--baseline",
-        saved.to_str().unwrap(),
-        &lab.off,
-    ]);
+    let o = diagnose("1s", &["--baseline", saved_arg]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("Verdict: FIXED"), "{text}");
+    // Its own run: FIXED, or IMPROVED when the busy machine gave B a finding (as above).
+    assert!(
+        text.contains("Verdict: FIXED") || text.contains("Verdict: IMPROVED"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!("saved report {}", saved.display())),
         "{text}"
@@ -313,7 +368,7 @@ fn two_runs_of_the_same_server_are_unchanged() {
     let lab = TestLab::start("u");
     // The off server: its latency is set by the 40 ms delayed-ACK timer, not by how busy this
     // shared machine is, so two runs measure the same distribution.
-    let (o, c) = lab.compare(&[], &lab.off, &lab.off);
+    let (o, c) = lab.compare(&["-c", CONNECTIONS, "-d", "6s"], &lab.off, &lab.off);
     assert_eq!(c["verdict"], "unchanged", "{}", c["summary"]);
     assert_eq!(c["latency"]["significant"], false, "{:#}", c["latency"]);
     assert_eq!(c["latency"]["direction"], "same");

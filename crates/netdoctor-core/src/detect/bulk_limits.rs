@@ -23,6 +23,7 @@
 
 use super::{Detector, Event, Interests};
 use crate::analyze::bulk::BulkTransfer;
+use crate::event::Pkt;
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 
 /// Bytes a transfer must carry to be judged.
@@ -134,20 +135,8 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
         t.idle_ns as f64 / 1e6,
     );
     let mk = |id, sev, side, summary: String, explanation: String, fix: &str, conf: f64| {
-        let mut f = Finding::new(id, sev, side, summary);
-        f.explanation = explanation;
-        f.fix = fix.to_string();
-        f.confidence = conf;
-        let packets = [t.first, t.full_example]
-            .into_iter()
-            .flatten()
-            .map(|p| p.to_ref(0))
-            .collect();
-        f.evidence.push(Evidence::Packets {
-            connection: t.connection.clone(),
-            packets,
-            note: figures.clone(),
-        });
+        let mut f = finding(id, sev, side, summary, explanation, fix, conf);
+        f.evidence.push(packets(t, t.full_example, figures.clone()));
         f
     };
     if let Some(mss) = t.peer_mss.filter(|m| *m < SMALL_MSS) {
@@ -310,7 +299,7 @@ fn black_hole(t: &BulkTransfer) -> Option<Finding> {
         return None;
     }
     let (_, _, sname, rname) = sides(t);
-    let mut f = Finding::new(
+    let mut f = finding(
         FindingId::MssMtuProblem,
         Severity::Critical,
         Side::Network,
@@ -318,28 +307,53 @@ fn black_hole(t: &BulkTransfer) -> Option<Finding> {
             "full-size segments vanish on the path: the {sname} resent a {}-byte segment {} times by timeout and it was never acknowledged, while the {rname} kept answering",
             t.max_segment, t.stuck_full_rto
         ),
+        format!(
+            "{} bytes were acknowledged, then a full-size segment ({} bytes of payload; the {rname} announced MSS {}) was resent {} times with the timer backing off, into an open window, and the acknowledged edge never moved, though the {rname} still sent packets. Smaller packets get through and full-size ones do not: a hop with a smaller MTU whose ICMP \"fragmentation needed\" does not come back (a path MTU black hole).",
+            t.acked_bytes,
+            t.max_segment,
+            t.peer_mss.map_or("unknown".to_string(), |m| m.to_string()),
+            t.stuck_full_rto
+        ),
+        "Let ICMP type 3 code 4 (IPv6: type 2) through on the path, or clamp the MSS at the small hop (`iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`), or enable `net.ipv4.tcp_mtu_probing = 1` on the sender.",
+        0.8,
     );
-    f.confidence = 0.8;
-    f.explanation = format!(
-        "{} bytes were acknowledged, then a full-size segment ({} bytes of payload; the {rname} announced MSS {}) was resent {} times with the timer backing off, into an open window, and the acknowledged edge never moved, though the {rname} still sent packets. Smaller packets get through and full-size ones do not: a hop with a smaller MTU whose ICMP \"fragmentation needed\" does not come back (a path MTU black hole).",
-        t.acked_bytes,
-        t.max_segment,
-        t.peer_mss.map_or("unknown".to_string(), |m| m.to_string()),
-        t.stuck_full_rto
-    );
-    f.fix = "Let ICMP type 3 code 4 (IPv6: type 2) through on the path, or clamp the MSS at the small hop (`iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`), or enable `net.ipv4.tcp_mtu_probing = 1` on the sender.".into();
-    let packets = [t.first, t.stuck_example]
-        .into_iter()
-        .flatten()
-        .map(|p| p.to_ref(0))
-        .collect();
-    f.evidence.push(Evidence::Packets {
-        connection: t.connection.clone(),
-        packets,
-        note: format!(
+    f.evidence.push(packets(
+        t,
+        t.stuck_example,
+        format!(
             "{} full-size retransmissions by timeout at the same sequence number; {} bytes acknowledged before",
             t.stuck_full_rto, t.acked_bytes
         ),
-    });
+    ));
     Some(f)
+}
+
+/// A finding with its texts and confidence; the evidence comes from [`packets`].
+fn finding(
+    id: FindingId,
+    severity: Severity,
+    side: Side,
+    summary: String,
+    explanation: String,
+    fix: &str,
+    confidence: f64,
+) -> Finding {
+    let mut f = Finding::new(id, severity, side, summary);
+    f.explanation = explanation;
+    f.fix = fix.to_string();
+    f.confidence = confidence;
+    f
+}
+
+/// The evidence of a transfer's finding: its first packet and `example`, with `note`.
+fn packets(t: &BulkTransfer, example: Option<Pkt>, note: String) -> Evidence {
+    Evidence::Packets {
+        connection: t.connection.clone(),
+        packets: [t.first, example]
+            .into_iter()
+            .flatten()
+            .map(|p| p.to_ref(0))
+            .collect(),
+        note,
+    }
 }

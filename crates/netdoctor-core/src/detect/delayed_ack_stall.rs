@@ -10,9 +10,9 @@
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
 use super::nagle_delayed_ack::StallSides;
-use super::{Context, Detector, Interests, conn_label, episode_severity, ms, worst_note};
+use super::{Context, Detector, Interests, episode_severity, ms, stall_evidence, worst_note};
 use crate::event::{Event, StallKind};
-use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::finding::{Finding, FindingId, Severity, Side};
 
 /// The `delayed_ack_stall` detector: stalls whose released segment was full-size.
 #[derive(Default)]
@@ -98,20 +98,12 @@ fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) 
                 .iter()
                 .map(|e| {
                     let st = e.stall;
-                    Evidence::Packets {
-                        connection: conn_label(e.client, e.server),
-                        packets: vec![
-                            st.prev.to_ref(t0_ns),
-                            st.ack.to_ref(t0_ns),
-                            st.held.to_ref(t0_ns),
-                        ],
-                        note: format!(
+                    stall_evidence(e.client, e.server, &st, t0_ns, format!(
                             "ACK after {:.1} ms (delayed ACK), the next {}-byte segment left {:.2} ms after it",
                             ms(st.delay_ns()),
                             st.held.len,
                             ms(st.hold_ns())
-                        ),
-                    }
+                        ))
                 })
                 .collect();
         out.push(f);

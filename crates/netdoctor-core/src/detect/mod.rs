@@ -100,6 +100,26 @@ pub(crate) fn conn_label(client: SocketAddr, server: SocketAddr) -> String {
     format!("{client} → {server}")
 }
 
+/// A stall's evidence: the data, the late ACK (or window update) and the segment it released,
+/// with `note`; shared by the detectors of that signature (Nagle, delayed ACK, full window).
+pub(crate) fn stall_evidence(
+    client: SocketAddr,
+    server: SocketAddr,
+    st: &crate::event::Stall,
+    t0_ns: i64,
+    note: String,
+) -> crate::finding::Evidence {
+    crate::finding::Evidence::Packets {
+        connection: conn_label(client, server),
+        packets: vec![
+            st.prev.to_ref(t0_ns),
+            st.ack.to_ref(t0_ns),
+            st.held.to_ref(t0_ns),
+        ],
+        note,
+    }
+}
+
 pub(crate) fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }

@@ -28,10 +28,10 @@
 use std::net::SocketAddr;
 
 use super::{
-    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+    Context, Detector, Interests, MAX_EXAMPLES, episode_severity, ms, stall_evidence, worst_note,
 };
 use crate::event::{Event, Stall, StallKind};
-use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::finding::{Finding, FindingId, Severity, Side};
 use crate::observation::{Observation, ServerSocket};
 use crate::stats::Hist;
 pub use crate::track::nagle::{HOLD_BASE_NS, MIN_ACK_DELAY_NS};
@@ -213,20 +213,18 @@ fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Find
         .iter()
         .map(|e| {
             let st = e.stall;
-            Evidence::Packets {
-                connection: conn_label(e.client, e.server),
-                packets: vec![
-                    st.prev.to_ref(t0_ns),
-                    st.ack.to_ref(t0_ns),
-                    st.held.to_ref(t0_ns),
-                ],
-                note: format!(
+            stall_evidence(
+                e.client,
+                e.server,
+                &st,
+                t0_ns,
+                format!(
                     "ACK after {:.1} ms (delayed ACK), held {} bytes left {:.2} ms after it",
                     ms(st.delay_ns()),
                     st.held.len,
                     ms(st.hold_ns())
                 ),
-            }
+            )
         })
         .collect();
     let mut f = Finding::new(FindingId::NagleDelayedAck, severity, side, summary);
@@ -245,6 +243,7 @@ mod tests {
     use crate::decode::TcpFlags as F;
     use crate::detect::testkit::*;
     use crate::event::{Ends, ExchangeDone};
+    use crate::finding::Evidence;
     use crate::sockets::SocketState;
 
     /// `n` exchanges, each with a stall of `kind` on the server's data (44 ms late ACK).

@@ -17,7 +17,8 @@
 use std::net::SocketAddr;
 
 use super::{
-    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, stall_evidence,
+    worst_note,
 };
 use crate::event::{Event, Stall, StallKind, ZeroPeriod};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
@@ -398,21 +399,19 @@ fn full_evidence(server: bool, s: &SideAgg, t0_ns: i64) -> Vec<Evidence> {
         .iter()
         .map(|e| {
             let st = e.stall;
-            Evidence::Packets {
-                connection: conn_label(e.client, e.server),
-                packets: vec![
-                    st.prev.to_ref(t0_ns),
-                    st.ack.to_ref(t0_ns),
-                    st.held.to_ref(t0_ns),
-                ],
-                note: format!(
+            stall_evidence(
+                e.client,
+                e.server,
+                &st,
+                t0_ns,
+                format!(
                     "the {who}'s window was full: its update came {:.1} ms later, the next {} \
                      bytes (past the old window) left {:.2} ms after it",
                     ms(st.delay_ns()),
                     st.held.len,
                     ms(st.hold_ns())
                 ),
-            }
+            )
         })
         .collect()
 }

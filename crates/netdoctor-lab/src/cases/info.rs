@@ -16,6 +16,12 @@ impl Case {
         let host_url = format!("http://{HOST_SERVER_IP}:{HOST_CASE_PORT}/");
         let route_srv = route_lab::SERVER_IP.to_string();
         let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // `diagnose` run from the client's namespace with `args` (options, then the target).
+        let from_client = |args: &[&str]| {
+            let mut v = argv(&["netdoctor", "diagnose", "--netns", &cli]);
+            v.extend(argv(args));
+            v
+        };
         let route_built = |resolver: &str, hop: &str| {
             vec![
                 format!(
@@ -42,6 +48,26 @@ impl Case {
                 &format!("http://{route_srv}:{port}/"),
             ])
         };
+        // The bridge labs (`far-l2` and the HTTP/2 cases): no router, one subnet.
+        let bridge = |how: &str| {
+            format!(
+                "no router: {cli} {} ══ {lab}-dly (user-space bridge, {how}) ══ {srv} {route_srv}, one subnet",
+                route_lab::L2_CLIENT_IP
+            )
+        };
+        let h2_bridge = |b: H2Bridge| {
+            (
+                vec![
+                    bridge(&format!("+40 ms RTT{}", b.impairment)),
+                    b.servers,
+                    b.clients,
+                ],
+                Some(cli.clone()),
+                h2_passive(b.port),
+                vec![b.expect],
+                b.note,
+            )
+        };
         let route_url = format!("http://{}:{ROUTE_CASE_PORT}/", route_lab::SERVER_NAME);
         // The one command for the route cases: diagnose the server by name from the client
         // (`ip netns exec`, so the client's resolv.conf applies): DNS checks, the trace
@@ -49,10 +75,7 @@ impl Case {
         let route_diagnose = argv(&["netdoctor", "diagnose", &route_url]);
         let resolv_note = "`ip netns exec` gives the command the client's resolv.conf";
         let l2_built = vec![
-            format!(
-                "no router: {cli} {} ══ {lab}-dly (user-space bridge, holds frames 20 ms each way: +40 ms RTT) ══ {srv} {route_srv}, one subnet",
-                route_lab::L2_CLIENT_IP
-            ),
+            bridge("holds frames 20 ms each way: +40 ms RTT"),
             format!(
                 "HTTP server http://{route_srv}:{ROUTE_CASE_PORT}/ in {srv} (answers in microseconds); lab nameserver {} (zone lab.test: {})",
                 route_lab::NAMESERVER_IP,
@@ -73,11 +96,7 @@ impl Case {
                     format!("client namespace {cli} (10.213.0.2), joined by a veth pair"),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     &format!("http://{SERVER_IP}:{PORT_NODELAY_OFF}/"),
                 ]),
                 vec!["nagle_delayed_ack"],
@@ -93,11 +112,7 @@ impl Case {
                     format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     "-c",
                     "50",
                     "-d",
@@ -120,11 +135,7 @@ impl Case {
                     ),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     "--no-keepalive",
                     "-c",
                     "4",
@@ -146,11 +157,7 @@ impl Case {
                     ),
                 ],
                 None,
-                argv(&[
-                    "netdoctor",
-                    "diagnose",
-                    "--netns",
-                    &cli,
+                from_client(&[
                     "-c",
                     "10",
                     "-d",
@@ -186,7 +193,7 @@ impl Case {
                         format!("client namespace {cli} (10.214.0.2/24), joined by a veth pair, no default route"),
                     ],
                     None,
-                    argv(&["netdoctor", "diagnose", "--netns", &cli, &target]),
+                    from_client(&[&target]),
                     vec![expect],
                     note,
                 )
@@ -284,42 +291,24 @@ impl Case {
                 vec!["route_problem"],
                 "the loss starts at hop 2 and persists to the destination".to_string(),
             ),
-            Case::H2Window => (
-                vec![
-                    format!(
-                        "no router: {cli} {} ══ {lab}-dly (user-space bridge, +40 ms RTT) ══ {srv} {route_srv}, one subnet",
-                        route_lab::L2_CLIENT_IP
-                    ),
-                    format!(
-                        "HTTP/2 (h2c) server http://{route_srv}:{}/ in {srv}: python3-h2 with the default 65 535-byte stream and connection windows, WINDOW_UPDATE as it reads",
-                        crate::h2case::H2_WINDOW_PORT
-                    ),
-                    format!(
-                        "client in {cli}: h2load -c 1 -m 1 -n {} -d (a {} KiB body per request) in a loop, a new connection per run, for {} s",
-                        crate::h2case::RUN_REQUESTS,
-                        crate::h2case::UPLOAD_BYTES / 1024,
-                        crate::h2case::LOAD_SECS
-                    ),
-                ],
-                Some(cli.clone()),
-                h2_passive(crate::h2case::H2_WINDOW_PORT),
-                vec!["h2_flow_control_stall"],
-                "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
-            ),
+            Case::H2Window => h2_bridge(H2Bridge {
+                impairment: String::new(),
+                servers: format!(
+                    "HTTP/2 (h2c) server http://{route_srv}:{}/ in {srv}: python3-h2 with the default 65 535-byte stream and connection windows, WINDOW_UPDATE as it reads",
+                    crate::h2case::H2_WINDOW_PORT
+                ),
+                clients: format!(
+                    "client in {cli}: h2load -c 1 -m 1 -n {} -d (a {} KiB body per request) in a loop, a new connection per run, for {} s",
+                    crate::h2case::RUN_REQUESTS,
+                    crate::h2case::UPLOAD_BYTES / 1024,
+                    crate::h2case::LOAD_SECS
+                ),
+                port: crate::h2case::H2_WINDOW_PORT,
+                expect: "h2_flow_control_stall",
+                note: "passive: the case's own client makes the traffic; the snap length keeps whole HTTP/2 frames. Every 64 KB of a body waits one round trip (40 ms) for the server's WINDOW_UPDATE".to_string(),
+            }),
             Case::H2StreamLimit | Case::H2Resets | Case::H2HeadOfLine => {
                 use crate::h2case as h;
-                let bridge = format!(
-                    "no router: {cli} {} ══ {lab}-dly (user-space bridge, +40 ms RTT{}) ══ {srv} {route_srv}, one subnet",
-                    route_lab::L2_CLIENT_IP,
-                    if self == Case::H2HeadOfLine {
-                        format!(
-                            ", drops {:.0}% of frames each way; TSO/GSO/GRO off on both ends",
-                            h::HOL_LOSS * 100.0
-                        )
-                    } else {
-                        String::new()
-                    }
-                );
                 let (port, control, servers, client, expect, note) = match self {
                     Case::H2StreamLimit => (
                         h::STREAM_LIMIT_PORT,
@@ -333,7 +322,7 @@ impl Case {
                             h::UNLIMITED_PORT
                         ),
                         format!("h2load -c 1 -m {} to each", h::WANTED_STREAMS),
-                        vec!["h2_stream_limit"],
+                        "h2_stream_limit",
                         format!(
                             "the client wants {} streams, the server allows {}: the connection is filled to exactly the limit again and again; the control port (same slow answers, no limit reached) has no such finding",
                             h::WANTED_STREAMS,
@@ -351,7 +340,7 @@ impl Case {
                             h::EVERY
                         ),
                         "h2load -c 1 -m 4 to each".to_string(),
-                        vec!["h2_stream_resets"],
+                        "h2_stream_resets",
                         "a quarter of the streams end in the server's RST_STREAM, not in a response; the control port's failures are HTTP 503s (http_errors), not resets".to_string(),
                     ),
                     _ => (
@@ -364,26 +353,31 @@ impl Case {
                             h::HOL_H1_PORT
                         ),
                         "h2load -c 1 -m 10 to :8095, h2load --h1 -c 1 to :8096".to_string(),
-                        vec!["h2_head_of_line"],
+                        "h2_head_of_line",
                         "diagnosed at the client, whose capture has a hole at each loss of the server's data: the frames behind it are read when the retransmission fills it, about a round trip later. Each lost segment holds every stream of the connection until it is repaired; the HTTP/1.1 control over the same path shows the loss, not head-of-line blocking".to_string(),
                     ),
                 };
-                (
-                    vec![
-                        bridge,
-                        format!("{servers}, in {srv}"),
+                let hol = self == Case::H2HeadOfLine;
+                h2_bridge(H2Bridge {
+                    impairment: if hol {
                         format!(
-                            "clients in {cli}: {client}, in loops of short runs (a new connection each) for {} s",
-                            h::LOAD_SECS
-                        ),
-                    ],
-                    Some(cli.clone()),
-                    h2_passive(port),
-                    expect,
-                    format!(
+                            ", drops {:.0}% of frames each way; TSO/GSO/GRO off on both ends",
+                            h::HOL_LOSS * 100.0
+                        )
+                    } else {
+                        String::new()
+                    },
+                    servers: format!("{servers}, in {srv}"),
+                    clients: format!(
+                        "clients in {cli}: {client}, in loops of short runs (a new connection each) for {} s",
+                        h::LOAD_SECS
+                    ),
+                    port,
+                        expect,
+                    note: format!(
                         "passive: the case's own clients make the traffic; the snap length keeps whole HTTP/2 frames. {note}; diagnose the control with http://{route_srv}:{control}/ (same namespace)"
                     ),
-                )
+                })
             }
             Case::SelfSigned => {
                 let url = format!("https://{HOST_SERVER_IP}:{SELF_SIGNED_PORT}/");
@@ -395,7 +389,7 @@ impl Case {
                         format!("client namespace {cli} (10.214.0.2), joined by a veth pair"),
                     ],
                     None,
-                    argv(&["netdoctor", "diagnose", "--netns", &cli, &url]),
+                    from_client(&[&url]),
                     vec!["tls_verify_failed"],
                     format!(
                         "the certificate's issuer is not trusted (it signed itself): the preflight stops the run in about a second, side client, and no load runs; `netdoctor diagnose --netns {cli} -k -c 4 {url}` accepts it, loads the server and finds it healthy (nginx here is one process: 100 connections of TLS saturate a small machine's CPU, which diagnose reports as such)"
@@ -441,6 +435,18 @@ impl Case {
             pid: None,
         }
     }
+}
+
+/// An HTTP/2 case on the bridge (no router, `{lab}-dly` adds 40 ms of RTT), diagnosed passively
+/// on `port` from the client's namespace: `built` is the bridge line, `servers` and `clients`.
+struct H2Bridge {
+    /// After "+40 ms RTT" on the bridge line (loss, offloads), or empty.
+    impairment: String,
+    servers: String,
+    clients: String,
+    port: u16,
+    expect: &'static str,
+    note: String,
 }
 
 /// `built`, the namespace to run in, the command, the expected ids and the note of a bulk case.

@@ -4,17 +4,10 @@
 //! advertised (largest in flight and smallest window of each bin), as tcptrace's and
 //! Wireshark's stream graphs show them. Inline SVG, no script.
 
-use super::svg::{L, Linear, R, Svg, W, fmt_tick, linear_ticks, nice_max};
+use super::charts::{time_ticks, y_axis};
+use super::svg::{L, Linear, R, Svg, W, fmt_tick, nice_max};
 use crate::i18n::Lang;
 use netdoctor_core::analyze::bulk::BulkTransfer;
-
-fn y_axis(s: &mut Svg, y: &Linear, max: f64) {
-    for t in linear_ticks(max) {
-        let py = y.at(t);
-        s.line(L, py, W - R, py, "grid");
-        s.text(L - 6.0, py + 4.0, "end", "tick", &fmt_tick(t));
-    }
-}
 
 /// The chart of one transfer; `None` without at least two time bins.
 pub(crate) fn chart(t: &BulkTransfer, l: Lang) -> Option<String> {
@@ -52,8 +45,8 @@ pub(crate) fn chart(t: &BulkTransfer, l: Lang) -> Option<String> {
         r1: b_top,
     };
     let mut s = Svg::new(W, h, "chart", &l.t("chart-bulk"));
-    y_axis(&mut s, &ya, rmax);
-    y_axis(&mut s, &yb, kmax);
+    y_axis(&mut s, &ya, rmax, L, W - R);
+    y_axis(&mut s, &yb, kmax, L, W - R);
     s.text(
         14.0,
         a_top - 12.0,
@@ -68,28 +61,17 @@ pub(crate) fn chart(t: &BulkTransfer, l: Lang) -> Option<String> {
         "axis-title",
         &l.t("chart-inflight-window"),
     );
-    let step = [
-        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
-        120.0, 300.0, 600.0,
-    ]
-    .into_iter()
-    .find(|st| end / st <= 12.0)
-    .unwrap_or(1200.0);
-    let mut v = 0.0;
-    while v <= end + 1e-12 {
-        let px = x.at(v);
-        for bot in [a_bot, b_bot] {
-            s.line(px, bot, px, bot + 5.0, "axis");
-        }
-        s.text(
-            px,
-            b_bot + 19.0,
-            "middle",
-            "tick",
-            &format!("{}s", fmt_tick(v)),
-        );
-        v += step;
-    }
+    time_ticks(
+        &mut s,
+        &x,
+        end,
+        &[a_bot, b_bot],
+        &[
+            0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+            120.0, 300.0, 600.0,
+        ],
+        1e-12,
+    );
     let mut inflight = Vec::with_capacity(bins.len());
     let mut window = Vec::with_capacity(bins.len());
     for (k, b) in bins.iter().enumerate() {

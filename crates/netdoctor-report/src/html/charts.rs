@@ -11,11 +11,39 @@ use netdoctor_load::LoadResult;
 use std::fmt::Write as _;
 
 /// Horizontal grid lines and value labels of a linear y axis.
-fn y_axis(s: &mut Svg, y: &Linear, max: f64, x0: f64, x1: f64) {
+pub(crate) fn y_axis(s: &mut Svg, y: &Linear, max: f64, x0: f64, x1: f64) {
     for t in linear_ticks(max) {
         let py = y.at(t);
         s.line(x0, py, x1, py, "grid");
         s.text(x0 - 6.0, py + 4.0, "end", "tick", &fmt_tick(t));
+    }
+}
+
+/// Time ticks (seconds) under each of `bottoms`, labelled under the last: the first of `steps`
+/// that gives at most 12 ticks over `0..=end` (else 1200 s), up to `end + slack` (the
+/// accumulated sum may overshoot `end` by a rounding error).
+pub(crate) fn time_ticks(
+    s: &mut Svg,
+    x: &Linear,
+    end: f64,
+    bottoms: &[f64],
+    steps: &[f64],
+    slack: f64,
+) {
+    let step = steps
+        .iter()
+        .copied()
+        .find(|st| end / st <= 12.0)
+        .unwrap_or(1200.0);
+    let label_y = bottoms.last().copied().unwrap_or_default() + 19.0;
+    let mut v = 0.0;
+    while v <= end + slack {
+        let px = x.at(v);
+        for &bot in bottoms {
+            s.line(px, bot, px, bot + 5.0, "axis");
+        }
+        s.text(px, label_y, "middle", "tick", &format!("{}s", fmt_tick(v)));
+        v += step;
     }
 }
 
@@ -211,25 +239,14 @@ pub(crate) fn timeline(load: &LoadResult, l: Lang) -> Option<String> {
         "axis-title",
         &l.t("chart-latency-ms"),
     );
-    let step = [1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0]
-        .into_iter()
-        .find(|st| end / st <= 12.0)
-        .unwrap_or(1200.0);
-    let mut v = 0.0;
-    while v <= end + 1e-9 {
-        let px = x.at(v);
-        for bot in [a_bot, b_bot] {
-            s.line(px, bot, px, bot + 5.0, "axis");
-        }
-        s.text(
-            px,
-            b_bot + 19.0,
-            "middle",
-            "tick",
-            &format!("{}s", fmt_tick(v)),
-        );
-        v += step;
-    }
+    time_ticks(
+        &mut s,
+        &x,
+        end,
+        &[a_bot, b_bot],
+        &[1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0],
+        1e-9,
+    );
     for p in t {
         let (x0, x1) = (x.at(p.t_s), x.at(p.t_s + p.len_s));
         let rps = p.requests as f64 / p.len_s;
