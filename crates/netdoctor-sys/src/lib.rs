@@ -10,6 +10,7 @@
 //! - [`memory`]: `malloc_trim`, to give the heap freed after loading eBPF back to the kernel.
 //! - [`netns`]: `setns` of the calling thread into a network namespace.
 //! - [`rusage`]: this process's CPU time (`getrusage`).
+//! - [`mmap`]: a read-only map of a whole file (`analyze` reads a plain pcap file in place).
 //! - [`poll`]: waiting for one descriptor to become readable (a listener, without a timer).
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
 //! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (`--pin-threads`).
@@ -20,6 +21,7 @@
 
 pub mod affinity;
 pub mod memory;
+pub mod mmap;
 pub mod mmsg;
 pub mod netns;
 pub mod os_error;
