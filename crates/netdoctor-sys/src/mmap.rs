@@ -96,7 +96,7 @@ impl Mapped {
 
     /// `madvise` on part of the map; the advice is only a hint, so its errors are ignored.
     fn advise(&self, off: usize, len: usize, advice: libc::c_int) {
-        debug_assert!(off + len <= self.len && off % page_size() == 0);
+        debug_assert!(off + len <= self.len && off.is_multiple_of(page_size()));
         // SAFETY: `off..off + len` lies inside our own mapping (callers clamp it) and starts on
         // a page boundary; the advice values used (SEQUENTIAL, DONTNEED, POPULATE_READ) never
         // change the bytes a private read-only file mapping shows, only what is resident.
