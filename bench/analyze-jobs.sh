@@ -101,6 +101,12 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         }'
     done
     echo "  (all runs, seconds: -j 1: ${secs[j1]}; -j $N: ${secs[jn]})"
+    echo "  (all runs, CPU seconds: -j 1: ${cpu[j1]}; -j $N: ${cpu[jn]})"
+    # Total CPU of -j N over -j 1's: with N idle cores the speedup is at most N / this ratio
+    # (and at most -j 1's time over the reader thread's), whatever the load during the run.
+    awk -v a="${medcpu[j1]}" -v b="${medcpu[jn]}" -v n="$N" 'BEGIN {
+        if (a > 0) printf "  CPU -j %d / -j 1: %.2fx (speedup on %d idle cores <= %.2fx)\n", n, b / a, n, n * a / b
+    }'
     # Where -j N's CPU goes, per thread (reader "netdoctor", workers "analyze-K", merger
     # "analyze-merge"): on a busy machine the wall-time ratio says little, this split says
     # whether the reader still bounds the run.

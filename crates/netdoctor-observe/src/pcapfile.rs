@@ -19,6 +19,7 @@
 //! seek is ever made.
 
 mod input;
+mod mapped;
 mod ng;
 
 pub use input::Follow;
@@ -27,6 +28,7 @@ use ng::{NgState, read_ng};
 use crate::error::io_error;
 use crate::{BadCaptureKind, ObserveError, PacketSource, SourceSummary};
 use input::{Input, Shared};
+use mapped::{MappedState, read_mapped};
 use netdoctor_core::{LinkType, RawPacket};
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
@@ -63,14 +65,45 @@ pub struct CaptureFile {
 enum Inner {
     Legacy(Box<LegacyState>),
     Ng(Box<NgState>),
+    Mapped(Box<MappedState>),
 }
 
 struct LegacyState {
     reader: LegacyPcapReader<Input>,
+    header: LegacyHeader,
+}
+
+/// What a classic pcap file header says about its records.
+struct LegacyHeader {
     link: LinkType,
     snaplen: u32,
     nanos: bool,
     big_endian: bool,
+}
+
+impl LegacyHeader {
+    /// From the 24-byte file header (its magic already known to be a pcap one).
+    fn of(head: &[u8]) -> Result<LegacyHeader, (BadCaptureKind, String)> {
+        let m = [head[0], head[1], head[2], head[3]];
+        let big_endian = m[0] == 0xa1;
+        let u32_at = |o: usize| read_u32(&head[o..o + 4], big_endian);
+        let snaplen = u32_at(16);
+        // Bits 28..31 of the link type field may carry FCS information (libpcap's LT_LINKTYPE).
+        let raw_link = u32_at(20) & 0x03FF_FFFF;
+        let link = LinkType::from_pcap(raw_link).ok_or_else(|| {
+            (
+                BadCaptureKind::UnsupportedLinkType(raw_link),
+                format!("unsupported link type {raw_link} (netdoctor decodes Ethernet, Linux cooked, raw IP and loopback captures)"),
+            )
+        })?;
+        let nanos = matches!(m, [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]);
+        Ok(LegacyHeader {
+            link,
+            snaplen,
+            nanos,
+            big_endian,
+        })
+    }
 }
 
 impl CaptureFile {
@@ -98,6 +131,17 @@ impl CaptureFile {
         let file = File::open(path).map_err(|e| io_error("open", path, &e))?;
         let regular = file.metadata().is_ok_and(|m| m.is_file());
         let follow = follow.filter(|_| regular);
+        if regular
+            && follow.is_none()
+            && let Some(st) = MappedState::open(&file)
+        {
+            return Ok(CaptureFile {
+                path: path.display().to_string(),
+                inner: Inner::Mapped(Box::new(st)),
+                gzip: false,
+                input: Shared::default(),
+            });
+        }
         CaptureFile::from_reader(&path.display().to_string(), Box::new(file), follow)
     }
 
@@ -164,25 +208,8 @@ impl CaptureFile {
                         format!("bad pcap file header ({})", describe(&e)),
                     )
                 })?;
-                let big_endian = m[0] == 0xa1;
-                let u32_at = |o: usize| read_u32(&head[o..o + 4], big_endian);
-                let snaplen = u32_at(16);
-                // Bits 28..31 of the link type field may carry FCS information (libpcap's LT_LINKTYPE).
-                let raw_link = u32_at(20) & 0x03FF_FFFF;
-                let link = LinkType::from_pcap(raw_link).ok_or_else(|| {
-                    bad(
-                        BadCaptureKind::UnsupportedLinkType(raw_link),
-                        format!("unsupported link type {raw_link} (netdoctor decodes Ethernet, Linux cooked, raw IP and loopback captures)"),
-                    )
-                })?;
-                let nanos = matches!(m, [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]);
-                Inner::Legacy(Box::new(LegacyState {
-                    reader,
-                    link,
-                    snaplen,
-                    nanos,
-                    big_endian,
-                }))
+                let header = LegacyHeader::of(head).map_err(|(kind, msg)| bad(kind, msg))?;
+                Inner::Legacy(Box::new(LegacyState { reader, header }))
             }
             _ => {
                 return Err(bad(
@@ -312,6 +339,7 @@ impl PacketSource for CaptureFile {
                 let path = self.path.clone();
                 read_legacy(&path, st, f)?
             }
+            Inner::Mapped(st) => read_mapped(&self.path, st, f)?,
             Inner::Ng(st) => {
                 let path = self.path.clone();
                 let summary = read_ng(&path, st, f)?;
@@ -366,10 +394,11 @@ fn read_legacy(
 ) -> Result<SourceSummary, ObserveError> {
     let mut summary = SourceSummary::default();
     let mut stalled = 0u32;
-    let limit = if st.snaplen == 0 {
+    let h = &st.header;
+    let limit = if h.snaplen == 0 {
         MAX_CAPLEN
     } else {
-        st.snaplen.min(MAX_CAPLEN)
+        h.snaplen.min(MAX_CAPLEN)
     };
     loop {
         let offset = st.reader.consumed();
@@ -377,7 +406,7 @@ fn read_legacy(
         if offset > 0 {
             let data = st.reader.data();
             if data.len() >= 16 {
-                let caplen = read_u32(&data[8..12], st.big_endian);
+                let caplen = read_u32(&data[8..12], h.big_endian);
                 if caplen > limit {
                     return Err(bad(
                         path,
@@ -385,7 +414,7 @@ fn read_legacy(
                         format!(
                             "packet {} at byte {offset}: captured length {caplen} exceeds the limit of {limit} bytes (snap length {}, max {MAX_CAPLEN})",
                             summary.packets + 1,
-                            st.snaplen
+                            h.snaplen
                         ),
                     ));
                 }
@@ -394,7 +423,7 @@ fn read_legacy(
         match st.reader.next() {
             Ok((len, PcapBlockOwned::Legacy(b))) => {
                 stalled = 0;
-                let frac = if st.nanos {
+                let frac = if h.nanos {
                     i64::from(b.ts_usec)
                 } else {
                     i64::from(b.ts_usec) * 1000
@@ -403,7 +432,7 @@ fn read_legacy(
                 let pkt = RawPacket {
                     frame: summary.packets,
                     ts_ns: i64::from(b.ts_sec) * 1_000_000_000 + frac,
-                    link: st.link,
+                    link: h.link,
                     data: b.data,
                     orig_len: b.origlen,
                 };

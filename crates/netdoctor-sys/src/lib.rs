@@ -12,6 +12,7 @@
 //! - [`iface`]: interface names and indexes of the calling thread's namespace (a link-local
 //!   IPv6 address's scope).
 //! - [`rusage`]: this process's CPU time (`getrusage`).
+//! - [`mmap`]: a read-only map of a whole file (`analyze` reads a plain pcap file in place).
 //! - [`poll`]: waiting for one descriptor to become readable (a listener, without a timer).
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
 //! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (the load threads).
@@ -23,6 +24,7 @@
 pub mod affinity;
 pub mod iface;
 pub mod memory;
+pub mod mmap;
 pub mod mmsg;
 pub mod netns;
 pub mod os_error;

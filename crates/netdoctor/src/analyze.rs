@@ -80,10 +80,9 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         ..Default::default()
     };
     // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
-    let jobs = match args.jobs {
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| default_jobs(&args.file, args.follow));
     let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
         Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg, jobs)))
     } else if args.dump_flags.is_some() {
@@ -162,6 +161,31 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     report.decide(&inputs);
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Capture bytes per worker below which another worker does not pay: starting the threads,
+/// routing and replaying cost more than a few MB of packets take on one core (measured in
+/// bench/README.md).
+pub const BYTES_PER_WORKER: u64 = 16 << 20;
+
+/// `-j` when not given: the available cores, but one worker per [`BYTES_PER_WORKER`] of a
+/// regular file at most (a small capture stays on one thread); the size of a pipe or of a file
+/// followed as it grows is unknown, so they get the cores. A gzip'd file counts its compressed
+/// size (a lower bound).
+pub fn default_jobs(path: &std::path::Path, follow: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let size = (path.as_os_str() != "-" && !follow)
+        .then(|| std::fs::metadata(path).ok())
+        .flatten()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len());
+    match size {
+        Some(bytes) => {
+            let fit = usize::try_from(bytes / BYTES_PER_WORKER).unwrap_or(usize::MAX);
+            cores.min(fit.max(1))
+        }
+        None => cores,
+    }
 }
 
 /// Writes `frame<TAB>flag,flag` lines (`--dump-flags`).

@@ -104,6 +104,29 @@ fn corpus_captures_give_the_same_json_with_any_worker_count() {
     assert!(compared > 0, "no corpus capture could be read");
 }
 
+/// The default `-j`: never more workers than cores, one for a small capture, one per
+/// `BYTES_PER_WORKER` of a larger file, the cores for input of unknown size.
+#[test]
+fn default_jobs_fit_the_capture_and_the_cores() {
+    use netdoctor::analyze::{BYTES_PER_WORKER, default_jobs};
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let small = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures/reset.pcap");
+    assert!(small.metadata().unwrap().len() < BYTES_PER_WORKER);
+    assert_eq!(default_jobs(&small, false), 1);
+    // Standard input and a file followed as it grows: size unknown.
+    assert_eq!(default_jobs(Path::new("-"), false), cores);
+    assert_eq!(default_jobs(&small, true), cores);
+    let dir = tempdir("jobs");
+    for k in [1u64, 2, 3, 64] {
+        let f = dir.join(format!("sparse-{k}.pcap"));
+        let file = std::fs::File::create(&f).unwrap();
+        file.set_len(k * BYTES_PER_WORKER + 1).unwrap();
+        let want = cores.min(k as usize);
+        assert_eq!(default_jobs(&f, false), want, "{k} x BYTES_PER_WORKER");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_job_counts_are_one_line_errors() {
     let cap = captures_dir().join("reset.pcap");

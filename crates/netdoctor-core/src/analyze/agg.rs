@@ -9,7 +9,7 @@
 
 use super::h2::H2Done;
 use super::http::Found;
-use crate::breakdown::{BreakdownAgg, ExchangeParts};
+use crate::breakdown::{BreakdownAgg, SYN_RETRANSMIT};
 use crate::detect::{self, Detector};
 use crate::event::{ConnDone, Event, ExchangeDone, Interests};
 use crate::stats::Hist;
@@ -35,24 +35,31 @@ pub(super) struct Agg {
     by_kind: [Vec<u8>; Interests::KINDS],
 }
 
+/// What a first exchange's client waited for a repeated SYN or SYN/ACK, added to its
+/// breakdown (zero for every other exchange): from the first SYN to the request, of which one
+/// handshake RTT is network and the rest is charged to the SYN retransmission on `sides`.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Setup {
+    pub setup_ns: i64,
+    pub handshake_ns: i64,
+    pub sides: u8,
+}
+
 /// One conclusion of the per-connection side.
 #[derive(Clone)]
 pub(super) enum Entry {
     /// A handshake RTT, ns.
     Rtt(i64),
-    /// A finished exchange's figures; `breakdown` (waited, network, stall parts) when its
-    /// latency is known.
+    /// A finished exchange (or one cut by the end of the capture, `done.cut`): its figures
+    /// for the aggregates, then [`Event::ExchangeDone`] (or [`Event::ExchangeCut`]) for the
+    /// detectors. One entry, not two: the log is copied once per exchange.
     Exchange {
         found: Found,
-        cut: bool,
-        server_time: i64,
-        latency: i64,
-        breakdown: Option<(i64, i64, ExchangeParts)>,
+        setup: Setup,
+        done: ExchangeDone,
     },
     /// An event without borrowed parts (stall, loss episode, zero window, reset).
     Event(Event<'static>),
-    Done(ExchangeDone),
-    Cut(ExchangeDone),
     ConnDone(ConnDone),
     /// A bulk transfer's summary (boxed: it holds its series).
     Bulk(Box<super::bulk::BulkTransfer>),
@@ -98,8 +105,8 @@ impl Entry {
                 req,
                 context,
             }),
-            Event::ExchangeDone(d) => Entry::Done(*d),
-            Event::ExchangeCut(d) => Entry::Cut(*d),
+            // Logged with their figures ([`Entry::Exchange`]), never alone.
+            Event::ExchangeDone(_) | Event::ExchangeCut(_) => return None,
             Event::ConnDone(d) => Entry::ConnDone(*d),
             Event::H2 { ends, rtt_ns, done } => Entry::H2 {
                 ends,
@@ -157,29 +164,30 @@ impl Agg {
     pub(super) fn apply(&mut self, e: &Entry) {
         match e {
             Entry::Rtt(ns) => self.handshake_rtt.record_ns(*ns),
-            Entry::Exchange {
-                found,
-                cut,
-                server_time,
-                latency,
-                breakdown,
-            } => {
+            Entry::Exchange { found, setup, done } => {
+                let cut = done.cut;
                 self.exchanges += 1;
-                self.incomplete += u64::from(*cut);
+                self.incomplete += u64::from(cut);
                 self.http1_exchanges += u64::from(*found == Found::Http1);
                 self.h2_exchanges += u64::from(*found == Found::H2);
-                self.server_time.record_ns(*server_time);
+                self.server_time.record_ns(done.server_time_ns);
                 if !cut {
-                    self.latency.record_ns(*latency);
-                }
-                if let Some((waited, network, parts)) = breakdown {
-                    self.breakdown
-                        .record(*waited, *network, *server_time, parts);
+                    self.latency.record_ns(done.latency_ns);
+                    let mut parts = done.parts;
+                    parts.stalls[SYN_RETRANSMIT] += setup.setup_ns - setup.handshake_ns;
+                    parts.sides[SYN_RETRANSMIT] |= setup.sides;
+                    self.breakdown.record(
+                        done.latency_ns + setup.setup_ns,
+                        done.rtt_ns.unwrap_or(0) + setup.handshake_ns,
+                        done.server_time_ns,
+                        &parts,
+                    );
+                    self.emit(&Event::ExchangeDone(done));
+                } else {
+                    self.emit(&Event::ExchangeCut(done));
                 }
             }
             Entry::Event(ev) => self.emit(ev),
-            Entry::Done(d) => self.emit(&Event::ExchangeDone(d)),
-            Entry::Cut(d) => self.emit(&Event::ExchangeCut(d)),
             Entry::ConnDone(d) => self.emit(&Event::ConnDone(d)),
             Entry::H2 { ends, rtt_ns, done } => self.emit(&Event::H2 {
                 ends: *ends,

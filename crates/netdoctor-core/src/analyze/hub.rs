@@ -3,10 +3,10 @@
 //! a shard worker's log). Kept apart from the connection table so both can be borrowed at once
 //! (one hash lookup per packet).
 
-use super::agg::{Agg, Entry, Out};
+use super::agg::{Agg, Entry, Out, Setup};
 use super::conn::Conn;
 use super::http::Exchange;
-use crate::breakdown::{DELAYED_ACK, LOSS, NAGLE, SYN_RETRANSMIT, TIMEOUT, ZERO_WINDOW};
+use crate::breakdown::{DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
 use crate::event::{
     ConnDone, Episode, Event, ExchangeDone, Pkt, ResetContext, ResetKind, Stall, StallKind,
     ZeroPeriod,
@@ -300,32 +300,20 @@ impl Hub {
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
-        let breakdown = (!cut).then(|| {
-            // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
-            // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
-            let mut parts = x.parts;
-            let mut waited = latency;
-            let mut network = rtt.unwrap_or(0);
-            if first
-                && (c.syn.syns > 1 || c.syn.synacks > 1)
-                && let Some(syn) = c.syn.first_syn
-            {
-                let setup = (x.first_req.ts_ns - syn.ts_ns).max(0);
-                let hs = rtt.unwrap_or(0).min(setup);
-                parts.stalls[SYN_RETRANSMIT] += setup - hs;
-                parts.sides[SYN_RETRANSMIT] |= crate::event::side_bit(c.syn.synacks > 1);
-                waited += setup;
-                network += hs;
-            }
-            (waited, network, parts)
-        });
-        self.out.put(Entry::Exchange {
-            found: x.found,
-            cut,
-            server_time,
-            latency,
-            breakdown,
-        });
+        // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
+        // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
+        let mut setup = Setup::default();
+        if first
+            && (c.syn.syns > 1 || c.syn.synacks > 1)
+            && let Some(syn) = c.syn.first_syn
+        {
+            let waited = (x.first_req.ts_ns - syn.ts_ns).max(0);
+            setup = Setup {
+                setup_ns: waited,
+                handshake_ns: rtt.unwrap_or(0).min(waited),
+                sides: crate::event::side_bit(c.syn.synacks > 1),
+            };
+        }
         let done = ExchangeDone {
             ends: c.ends(),
             first_req: x.first_req,
@@ -340,11 +328,11 @@ impl Hub {
             req_ack: x.req_ack,
             cut,
         };
-        if cut {
-            self.emit(&Event::ExchangeCut(&done));
-        } else {
-            self.emit(&Event::ExchangeDone(&done));
-        }
+        self.out.put(Entry::Exchange {
+            found: x.found,
+            setup,
+            done,
+        });
     }
 
     pub(super) fn finish_exchange(&mut self, c: &mut Conn, x: Exchange) {

@@ -7,6 +7,8 @@
 //!   ports): the hash of the connection key (both ends, lower first) is symmetric, so both
 //!   directions of a connection go to one worker. It copies the frame into that worker's batch
 //!   (one buffer per batch, frames as offsets into it) and leaves the decoding to the worker.
+//!   (Workers reading frames in place from a mapped capture instead cost more CPU in all than
+//!   the copy: the copy leaves the frames packed and warm for them.)
 //!   Only the frames `tcp_ends` does not take (fragments, IPv6 extension headers, other
 //!   protocols, malformed headers) are decoded on the reader: a segment goes to the worker of
 //!   its key (decoded there again), anything else is counted there. Frames go in rounds of
@@ -82,8 +84,21 @@ impl Batch {
 /// A worker's log of one round, or its last one (the connections open at the end) with its
 /// counters.
 enum Msg {
-    Round(Vec<(u64, Entry)>),
-    End(Vec<(u64, Entry)>, Box<CaptureStats>),
+    Round(Log),
+    End(Log, Box<CaptureStats>),
+}
+
+/// A worker's conclusions of one round, each with its frame. The merger hands the emptied
+/// vector back, so a worker logs into memory it has used before (a fresh vector per round
+/// cost page faults and a cold copy of every entry).
+type Log = Vec<(u64, Entry)>;
+
+/// A worker's channels: batches in and back to the reader, logs out and back from the merger.
+struct WorkerChans {
+    rx: Receiver<Batch>,
+    log: SyncSender<Msg>,
+    recycle: SyncSender<Batch>,
+    logs_back: Receiver<Log>,
 }
 
 /// [`Analyzer`]'s offline path over `workers` threads. See the module docs.
@@ -110,23 +125,34 @@ impl ShardedAnalyzer {
         let mut to_workers = Vec::new();
         let mut from_workers = Vec::new();
         let mut handles = Vec::new();
+        let mut logs_back = Vec::new();
         for me in 0..n {
             let (tx, rx) = sync_channel::<Batch>(DEPTH);
             let (log_tx, log_rx) = sync_channel::<Msg>(DEPTH);
+            let (back_tx, back_rx) = sync_channel::<Log>(DEPTH + 1);
             let cfg = cfg.clone();
             let global = Arc::clone(&global);
             let recycle_tx = recycle_tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("analyze-{me}"))
-                .spawn(move || worker(me, cfg, global, rx, log_tx, recycle_tx))
+                .spawn(move || {
+                    let chans = WorkerChans {
+                        rx,
+                        log: log_tx,
+                        recycle: recycle_tx,
+                        logs_back: back_rx,
+                    };
+                    worker(me, cfg, global, chans);
+                })
                 .expect("spawn an analyzer worker");
             to_workers.push(tx);
             from_workers.push(log_rx);
+            logs_back.push(back_tx);
             handles.push(h);
         }
         let merger = std::thread::Builder::new()
             .name("analyze-merge".into())
-            .spawn(move || merge(from_workers))
+            .spawn(move || merge(from_workers, logs_back))
             .expect("spawn the analyzer's merger");
         ShardedAnalyzer {
             stats: CaptureStats::default(),
@@ -224,14 +250,13 @@ impl ShardedAnalyzer {
 }
 
 /// One worker: an analyzer over its connections, logging.
-fn worker(
-    me: usize,
-    cfg: AnalyzerConfig,
-    global: Arc<shared::Global>,
-    rx: Receiver<Batch>,
-    log: SyncSender<Msg>,
-    recycle: SyncSender<Batch>,
-) {
+fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: WorkerChans) {
+    let WorkerChans {
+        rx,
+        log,
+        recycle,
+        logs_back,
+    } = chans;
     /// Others never wait on a worker that ended, also by a panic.
     struct Done(Arc<shared::Global>, usize);
     impl Drop for Done {
@@ -243,7 +268,6 @@ fn worker(
     let mut a = Analyzer::new(cfg);
     a.hub = Hub::logging();
     a.shared = Shared::global(shared::Handle::new(global, me));
-    let mut entries_cap = 0;
     for b in rx {
         for f in &b.frames {
             let pkt = RawPacket {
@@ -269,8 +293,7 @@ fn worker(
         if let Some(h) = a.shared.handle() {
             h.publish(b.cut);
         }
-        let entries = take_log(&mut a.hub, entries_cap);
-        entries_cap = entries_cap.max(entries.len());
+        let entries = take_log(&mut a.hub, logs_back.try_recv().unwrap_or_default());
         if log.send(Msg::Round(entries)).is_err() {
             return;
         }
@@ -280,24 +303,24 @@ fn worker(
         h.publish(u64::MAX);
     }
     a.flush_open();
-    let entries = take_log(&mut a.hub, 0);
+    let entries = take_log(&mut a.hub, Vec::new());
     let _ = log.send(Msg::End(entries, Box::new(a.stats.clone())));
 }
 
-fn take_log(hub: &mut Hub, cap: usize) -> Vec<(u64, Entry)> {
+/// The hub's log so far, `fresh` (empty) taking its place.
+fn take_log(hub: &mut Hub, fresh: Log) -> Log {
     match &mut hub.out {
-        super::agg::Out::Log { entries, .. } => std::mem::replace(entries, Vec::with_capacity(cap)),
+        super::agg::Out::Log { entries, .. } => std::mem::replace(entries, fresh),
         super::agg::Out::Direct(_) => Vec::new(),
     }
 }
 
 /// The merger: each round's logs, in frame order, into one `Agg`; then the ends.
-fn merge(from: Vec<Receiver<Msg>>) -> (Agg, CaptureStats) {
+fn merge(from: Vec<Receiver<Msg>>, back: Vec<SyncSender<Log>>) -> (Agg, CaptureStats) {
     let mut agg = Agg::new();
     let mut counts = CaptureStats::default();
-    let mut logs: Vec<Vec<(u64, Entry)>> = Vec::with_capacity(from.len());
+    let mut logs: Vec<Log> = Vec::with_capacity(from.len());
     loop {
-        logs.clear();
         let mut ended = 0;
         for rx in &from {
             match rx.recv() {
@@ -315,11 +338,16 @@ fn merge(from: Vec<Receiver<Msg>>) -> (Agg, CaptureStats) {
         if ended == from.len() {
             return (agg, counts);
         }
+        for (mut l, tx) in logs.drain(..).zip(&back) {
+            l.clear();
+            // Full (the worker has not taken the last ones) or gone: dropped.
+            let _ = tx.try_send(l);
+        }
     }
 }
 
 /// Applies the entries of `logs` (each in tag order; a tag in one log only) in tag order.
-fn replay(agg: &mut Agg, logs: &[Vec<(u64, Entry)>]) {
+fn replay(agg: &mut Agg, logs: &[Log]) {
     let mut at = vec![0usize; logs.len()];
     loop {
         let mut best: Option<(u64, usize)> = None;

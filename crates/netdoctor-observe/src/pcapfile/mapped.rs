@@ -1,0 +1,109 @@
+//! A classic pcap file read in place from a map of it ([`netdoctor_sys::mmap::Mapped`]) instead
+//! of through `read(2)` and the parser's buffer: the kernel's copy of every byte goes.
+//!
+//! Taken only for a regular file that is not followed, not gzip'd, with one of the four usual
+//! pcap magics and a file header `pcap-parser` accepts; everything else (pcapng, the "modified"
+//! format, pipes, `--follow`) stays on the streaming path. The record checks are that path's:
+//! the same limit on the captured length with the same error, a cut record a warning.
+
+use super::{LegacyHeader, MAX_CAPLEN, bad, read_u32, truncated_warning};
+use crate::{BadCaptureKind, ObserveError, SourceSummary};
+use netdoctor_core::RawPacket;
+use netdoctor_sys::mmap::Mapped;
+use std::fs::File;
+use std::ops::ControlFlow;
+
+/// Pages are released behind the reader (and the next ones mapped in advance) in steps of
+/// this many bytes: what is resident of the file stays within about two steps. A consumer that
+/// keeps frames past the callback (`analyze -j N`'s reader) copies them.
+const STEP: usize = 1 << 20;
+
+pub(super) struct MappedState {
+    pub map: Mapped,
+    pub header: LegacyHeader,
+}
+
+impl MappedState {
+    /// The map of `file` when it is a plain classic pcap file (see the module docs).
+    pub(super) fn open(file: &File) -> Option<MappedState> {
+        let map = Mapped::of(file).ok()??;
+        let head = map.bytes().get(..24)?;
+        let m = [head[0], head[1], head[2], head[3]];
+        let usual = matches!(
+            u32::from_le_bytes(m),
+            0xa1b2_c3d4 | 0xd4c3_b2a1 | 0xa1b2_3c4d | 0x4d3c_b2a1
+        );
+        if !usual || pcap_parser::pcap::parse_pcap_header(head).is_err() {
+            return None;
+        }
+        let header = LegacyHeader::of(head).ok()?;
+        Some(MappedState { map, header })
+    }
+}
+
+/// Delivers every record of the map (as `read_legacy` does from a stream).
+pub(super) fn read_mapped(
+    path: &str,
+    st: &MappedState,
+    f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
+) -> Result<SourceSummary, ObserveError> {
+    let h = &st.header;
+    let data = st.map.bytes();
+    let mut summary = SourceSummary::default();
+    let limit = if h.snaplen == 0 {
+        MAX_CAPLEN
+    } else {
+        h.snaplen.min(MAX_CAPLEN)
+    };
+    let mut pos = 24usize;
+    let mut next_step = STEP;
+    st.map.prefetch(0, STEP);
+    while pos < data.len() {
+        let Some(rec) = data.get(pos..pos + 16) else {
+            summary.warnings.push(truncated_warning(summary.packets));
+            break;
+        };
+        let u32_at = |o: usize| read_u32(&rec[o..o + 4], h.big_endian);
+        let caplen = u32_at(8);
+        if caplen > limit {
+            return Err(bad(
+                path,
+                BadCaptureKind::HostileLength,
+                format!(
+                    "packet {} at byte {pos}: captured length {caplen} exceeds the limit of {limit} bytes (snap length {}, max {MAX_CAPLEN})",
+                    summary.packets + 1,
+                    h.snaplen
+                ),
+            ));
+        }
+        let start = pos + 16;
+        let Some(bytes) = data.get(start..start + caplen as usize) else {
+            summary.warnings.push(truncated_warning(summary.packets));
+            break;
+        };
+        let frac = if h.nanos {
+            i64::from(u32_at(4))
+        } else {
+            i64::from(u32_at(4)) * 1000
+        };
+        summary.packets += 1;
+        let pkt = RawPacket {
+            frame: summary.packets,
+            ts_ns: i64::from(u32_at(0)) * 1_000_000_000 + frac,
+            link: h.link,
+            data: bytes,
+            orig_len: u32_at(12),
+        };
+        let flow = f(&pkt);
+        pos = start + caplen as usize;
+        if pos >= next_step {
+            st.map.prefetch(next_step, next_step + STEP);
+            st.map.release(next_step - STEP, next_step);
+            next_step += STEP;
+        }
+        if flow.is_break() {
+            break;
+        }
+    }
+    Ok(summary)
+}
