@@ -134,6 +134,9 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         MssMtuProblem => {
             "Full-size segments are lost on the path (an MTU black hole) or the MSS is small. Allow ICMP fragmentation-needed / packet-too-big, clamp the MSS to the path MTU on the router, or enable tcp_mtu_probing on the sender."
         }
+        ReceiverSoftirqSaturated => {
+            "One CPU of the receiving host is saturated and its receive softirq cannot keep up: packet processing there (netfilter rules, no GRO, one receive queue) bounds the transfer. Spread receive work (RSS queues, RPS/RFS, IRQ affinity), cut per-packet cost (fewer or set-based netfilter rules, GRO on), then test again."
+        }
     }
 }
 

@@ -46,12 +46,13 @@ pub enum FindingId {
     CongestionLimited,
     ShaperLimited,
     MssMtuProblem,
+    ReceiverSoftirqSaturated,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 36] = {
+    pub const ALL: [FindingId; 37] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -90,6 +91,7 @@ impl FindingId {
             CongestionLimited,
             ShaperLimited,
             MssMtuProblem,
+            ReceiverSoftirqSaturated,
         ]
     };
 
@@ -107,9 +109,11 @@ impl FindingId {
             | ReceiveWindowLimited
             | H2HeadOfLine
             | SendBufferLimited => Layer::Transport,
-            ListenQueueOverflow | SynFlood | ConntrackTableFull | EphemeralPortExhaustion => {
-                Layer::Host
-            }
+            ListenQueueOverflow
+            | SynFlood
+            | ConntrackTableFull
+            | EphemeralPortExhaustion
+            | ReceiverSoftirqSaturated => Layer::Host,
             InterfaceErrors | NeighbourUnreachable => Layer::Link,
             SlowServerProcessing | ShortConnections | ServerNotListening | HttpErrors
             | ApplicationLimited | TlsVerifyFailed | H2FlowControlStall | H2StreamLimit
@@ -161,6 +165,7 @@ impl FindingId {
             CongestionLimited => "congestion_limited",
             ShaperLimited => "shaper_limited",
             MssMtuProblem => "mss_mtu_problem",
+            ReceiverSoftirqSaturated => "receiver_softirq_saturated",
         }
     }
 }

@@ -17,6 +17,7 @@
 //! | `Shaper` | htb at 100 Mbit/s with a 100-packet pfifo on the router's link to the server |
 //! | `MtuBlackhole` | the router's link to the server has MTU 1280 and the router drops its own ICMP fragmentation-needed, so full-size segments vanish |
 //! | `SlowWriter` | nothing: the client writes at a target rate (`-b`) |
+//! | `SoftirqBound` | [`SOFTIRQ_RULES`] non-matching iptables rules in the server's INPUT chain (netfilter runs in the receive softirq, so every packet walks them) and RPS steering the server link's receive to one CPU (the last), as a NIC queue's interrupt would; the client's TSO/GSO off (a rule walk per 1500-byte packet, not per 64 KB) |
 //! | `SmallMss` | the router clamps the MSS of every SYN it forwards to 536 (`iptables -t mangle … -j TCPMSS --set-mss 536`): every segment is small, none is lost |
 //!
 //! Everything is removed on drop: the server process is killed by PID, the namespaces (and with
@@ -47,6 +48,11 @@ pub const CLAMPED_MSS: u16 = 536;
 /// The `SlowWriter` case's target bitrate (bits/s, as `-b` takes it).
 pub const WRITER_RATE: &str = "50M";
 
+/// The `SoftirqBound` case's count of iptables rules in the server's INPUT chain: on this 2-core
+/// VM 10,000 kept the receiving CPU 79–95 % in softirq (5,000: 58–72 %) with other builds
+/// running.
+pub const SOFTIRQ_RULES: u32 = 10_000;
+
 /// What limits the transfer in a bulk lab.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
@@ -57,6 +63,7 @@ pub enum Limit {
     MtuBlackhole,
     SlowWriter,
     SmallMss,
+    SoftirqBound,
 }
 
 /// The three namespaces of one bulk case; everything is removed on drop.
@@ -211,6 +218,19 @@ impl BulkLab {
                 )
             }
             Limit::SlowWriter => Ok(()),
+            Limit::SoftirqBound => {
+                self.exec(c, &["ethtool", "-K", "b-cli", "tso", "off", "gso", "off"])?;
+                self.load_rules(s, SOFTIRQ_RULES)?;
+                let mask = rps_mask(softirq_cpu());
+                self.exec(
+                    s,
+                    &[
+                        "sh",
+                        "-c",
+                        &format!("echo {mask} > /sys/class/net/b-srv/queues/rx-0/rps_cpus"),
+                    ],
+                )
+            }
             Limit::SmallMss => self.exec(
                 r,
                 &[
@@ -231,6 +251,31 @@ impl BulkLab {
                 ],
             ),
         }
+    }
+
+    /// Loads `n` INPUT rules that match nothing the lab sends (UDP from 10.0.0.0/8 hosts to
+    /// ports 1000–60999) into `ns` with one `iptables-restore` (one rule per `iptables` call
+    /// would take minutes). The rules file is removed whatever happens.
+    fn load_rules(&self, ns: &str, n: u32) -> Result<(), LabError> {
+        let mut text = String::from("*filter\n");
+        for i in 0..n {
+            text.push_str(&format!(
+                "-A INPUT -s 10.{}.{}.9/32 -p udp --dport {} -j DROP\n",
+                i / 250 % 250,
+                i % 250,
+                1000 + i % 60000
+            ));
+        }
+        text.push_str("COMMIT\n");
+        let path = std::env::temp_dir().join(format!("{ns}-{}.rules", std::process::id()));
+        let io = |source| LabError::Io {
+            op: format!("write {}", path.display()),
+            source,
+        };
+        std::fs::write(&path, text).map_err(io)?;
+        let r = self.exec(ns, &["iptables-restore", &path.to_string_lossy()]);
+        let _ = std::fs::remove_file(&path);
+        r
     }
 
     /// Starts `<exe> throughput --server --bind SERVER_IP` in the server namespace and waits
@@ -315,6 +360,26 @@ impl BulkLab {
     }
 }
 
+/// The CPU the `SoftirqBound` case steers the server's receive to: the last one.
+pub fn softirq_cpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+}
+
+/// An `rps_cpus` mask naming one CPU: hex, comma-separated 32-bit groups (the sysfs format).
+fn rps_mask(cpu: usize) -> String {
+    let mut groups: Vec<String> = (0..=cpu / 32)
+        .map(|g| {
+            if g == cpu / 32 {
+                format!("{:08x}", 1u32 << (cpu % 32))
+            } else {
+                "00000000".to_string()
+            }
+        })
+        .collect();
+    groups.reverse();
+    groups.join(",")
+}
+
 impl Drop for BulkLab {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -326,5 +391,15 @@ impl Drop for BulkLab {
                 let _ = run("ip", &["netns", "del", ns]);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rps_masks() {
+        assert_eq!(super::rps_mask(0), "00000001");
+        assert_eq!(super::rps_mask(1), "00000002");
+        assert_eq!(super::rps_mask(33), "00000002,00000000");
     }
 }

@@ -7,7 +7,8 @@
 //!   namespace), their deltas and the meaning of the counters that matter.
 //! - Host collectors, each reading the calling thread's network namespace: [`sockdiag`]
 //!   (listeners, accept queues, SYN_RECV/TIME_WAIT, tcp_info), [`kmsg`] (kernel log lines),
-//!   [`conntrack`] (count vs max), [`netdev`] (interface errors), [`sysctl`]; and
+//!   [`conntrack`] (count vs max), [`netdev`] (interface errors), [`sysctl`]; the host's
+//!   per-CPU time and softirq counts ([`cpustat`]) and softnet counters ([`softnet`]); and
 //!   [`host_findings`], the pure functions that turn what they saw into findings;
 //!   [`host_run`] runs them all around one run (start before the load, finish after).
 //! - [`sockopt`]: socket options (TCP_NODELAY, TCP_CORK, buffers) of the process serving a port.
@@ -18,6 +19,7 @@
 pub mod conntrack;
 mod counter_meaning;
 pub mod counters;
+pub mod cpustat;
 mod error;
 pub mod fanout;
 pub mod host_error;

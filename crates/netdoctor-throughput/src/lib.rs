@@ -7,7 +7,8 @@
 //! - [`report`]: what a test measured, in the shape of iperf3's `--json`; [`text`] its text
 //!   lines and iperf3's units.
 //! - [`limits`]: what limited a TCP transfer, from the sender's `TCP_INFO` per interval
-//!   (`receive_window_limited`, `application_limited`).
+//!   (`receive_window_limited`, `application_limited` …), and the receiver's CPUs ([`cpu`]:
+//!   softirq time per CPU, for `receiver_softirq_saturated`).
 //! - [`pktrate`]: packets per second with small UDP datagrams (`sendmmsg`/`recvmmsg`), and
 //!   where the lost ones went (receive-buffer, backlog and interface drop counters).
 //!
@@ -15,6 +16,7 @@
 //! (the protocol is small: a cookie, state bytes, length-prefixed JSON).
 
 pub mod client;
+pub mod cpu;
 pub mod limits;
 pub mod pktrate;
 pub mod proto;

@@ -318,6 +318,10 @@ pub struct Results {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub congestion_used: Option<String>,
     pub streams: Vec<StreamResult>,
+    /// netdoctor's addition (iperf3 ignores keys it does not know): this host's CPUs over the
+    /// test, so the peer can judge the receiver's softirq load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netdoctor_cpu: Option<crate::cpu::HostCpu>,
 }
 
 /// iperf3's stream numbering: 1, then 3, 4, 5, … (kept for compatibility with old versions).

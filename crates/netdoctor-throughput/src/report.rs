@@ -280,6 +280,10 @@ pub struct Report {
     /// evidence.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub sysctls: std::collections::BTreeMap<String, String>,
+    /// The receiving host's CPUs over the test (the busiest in softirq first): this host's
+    /// when it received, the peer's (a netdoctor server sends them) when it sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu: Option<crate::cpu::HostCpu>,
     /// Checks that could not run, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,

@@ -2,6 +2,7 @@
 //! counters (and the senders' `TCP_INFO`) per interval, stop, and turn the totals into this
 //! side's results for the exchange.
 
+use crate::cpu::{CpuSnapshot, HostCpu};
 use crate::proto::{Results, StreamResult};
 use crate::report::{
     self, End, Interval, IntervalStream, Report, StreamTcpInfo, TcpSnapshot, TestSetup,
@@ -23,6 +24,10 @@ pub struct Session {
     last_retrans: Vec<u32>,
     last_sched: Vec<(u64, u64)>,
     cpu0: (Duration, Duration),
+    /// The host's CPU counters at the start (an error names the file that could not be read).
+    host0: Result<CpuSnapshot, String>,
+    /// The host's CPUs from the start to the end of the data phase (set by `mark_end`).
+    pub host_cpu: Result<HostCpu, String>,
     /// The senders' last `TCP_INFO`, by stream id.
     pub tcp_final: Vec<(u32, TcpSnapshot)>,
     /// The congestion control of the first TCP stream (read at the end).
@@ -34,6 +39,7 @@ impl Session {
     pub fn start(socks: Vec<(StreamPlan, DataSocket)>) -> std::io::Result<Session> {
         let counting = Arc::new(AtomicBool::new(true));
         let cpu0 = netdoctor_sys::rusage::own_cpu_times();
+        let host0 = CpuSnapshot::take();
         let start = Instant::now();
         let mut streams = Vec::new();
         for (plan, sock) in socks {
@@ -51,6 +57,8 @@ impl Session {
             last_retrans: vec![0; n],
             last_sched: vec![(0, 0); n],
             cpu0,
+            host0,
+            host_cpu: Err("the test has not ended".into()),
             tcp_final: Vec::new(),
             congestion: None,
         })
@@ -133,6 +141,10 @@ impl Session {
         if self.end.is_none() {
             self.counting.store(false, Ordering::Relaxed);
             self.end = Some(Instant::now());
+            self.host_cpu = match &self.host0 {
+                Ok(a) => CpuSnapshot::take().map(|b| b.since(a)),
+                Err(e) => Err(e.clone()),
+            };
             self.tcp_final = self
                 .streams
                 .iter()
@@ -222,6 +234,7 @@ impl Session {
                     }
                 })
                 .collect(),
+            netdoctor_cpu: self.host_cpu.as_ref().ok().cloned(),
         }
     }
 }
@@ -257,6 +270,22 @@ impl Session {
         } else {
             peer.congestion_used.clone()
         };
+        // The receiver's CPUs: the peer's when this side sends (its findings are about its own
+        // sending), else this host's.
+        let sends = self.streams.iter().any(|s| s.plan.sender);
+        let tcp = self.streams.iter().any(|s| s.tcp.is_some());
+        let mut skipped = Vec::new();
+        let receiver_cpu = if sends {
+            peer.netdoctor_cpu.clone()
+        } else {
+            local.netdoctor_cpu.clone()
+        };
+        if receiver_cpu.is_none() && tcp {
+            skipped.push(match &self.host_cpu {
+                Err(e) if !sends => format!("receiver softirq: {e}"),
+                _ => "receiver softirq: the receiver did not report its CPUs (not a netdoctor server, e.g. a stock iperf3 -s, or it could not read /proc/stat): its softirq load is unknown".to_string(),
+            });
+        }
         let mut r = Report {
             schema: report::SCHEMA.into(),
             role: if cx.is_client { "client" } else { "server" }.into(),
@@ -275,7 +304,8 @@ impl Session {
                 .collect(),
             findings: Vec::new(),
             sysctls: crate::limits::read_sysctls(),
-            skipped: Vec::new(),
+            receiver_cpu,
+            skipped,
         };
         r.findings = crate::limits::findings(&r);
         r

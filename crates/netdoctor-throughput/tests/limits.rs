@@ -88,9 +88,42 @@ fn a_flat_out_transfer_is_not_application_limited() {
         FindingId::CongestionLimited,
         FindingId::ShaperLimited,
         FindingId::MssMtuProblem,
+        FindingId::ReceiverSoftirqSaturated,
     ] {
         assert!(!ids(&r).contains(&id), "{id}: {:#?}", r.findings);
     }
+    // Our server sent its CPUs: the receiver's softirq was judged, not skipped.
+    assert!(r.receiver_cpu.is_some(), "{:?}", r.skipped);
+}
+
+/// A CPU saturated by a user-space hog (a spinning thread beside the transfer) is busy, but
+/// not in softirq: not `receiver_softirq_saturated`.
+#[test]
+fn a_cpu_busy_in_user_space_is_not_softirq_saturation() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let hog = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut x = 0u64;
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) && std::time::Instant::now() < deadline
+        {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            std::hint::black_box(x);
+        }
+    });
+    let r = transfer(None, Some(1_000_000_000));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    hog.join().unwrap();
+    let cpu = r.receiver_cpu.as_ref().expect("our server sends its CPUs");
+    assert!(
+        cpu.busiest.iter().any(|c| c.user + c.system >= 0.5),
+        "a CPU ran the hog: {cpu:?}"
+    );
+    assert!(
+        !ids(&r).contains(&FindingId::ReceiverSoftirqSaturated),
+        "{:#?}",
+        r.findings
+    );
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! The bulk-transfer lab cases (`lab start --case small-wmem|small-rmem|path-loss|shaper|
-//! mtu-blackhole|slow-writer|small-mss`): each is started through the real binary, the command it prints
+//! mtu-blackhole|slow-writer|small-mss|softirq-bound`): each is started through the real binary, the command it prints
 //! is run (plus `--json`), and the report must name that case's limit and none of the others
 //! (the look-alikes: a shaper, a small receive window and a slow writer all give a flat rate;
-//! a shaper's full queue and random loss both retransmit). Then the lab is stopped by name and
+//! a shaper's full queue and random loss both retransmit; a saturated receive softirq queues
+//! like a shaper; the small receive window and the slow writer must not read as softirq). Then the lab is stopped by name and
 //! nothing of it may be left. Needs root, iptables, tc and ethtool (skips with one line).
 
 mod common;
@@ -14,13 +15,14 @@ use std::process::Command;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The transfer-limit ids: a report names exactly one of them.
-const LIMITS: [&str; 6] = [
+const LIMITS: [&str; 7] = [
     "send_buffer_limited",
     "receive_window_limited",
     "congestion_limited",
     "shaper_limited",
     "mss_mtu_problem",
     "application_limited",
+    "receiver_softirq_saturated",
 ];
 
 struct Stop(String);
@@ -217,4 +219,33 @@ fn an_mss_clamp_is_a_small_mss_not_a_black_hole() {
     assert!(summary.contains("MSS is 524 bytes"), "{summary}");
     assert!(!summary.contains("vanish"), "{summary}");
     assert!(r["end"]["sum_received"]["bytes"].as_u64().unwrap() > 10_000_000);
+}
+
+/// 10,000 iptables rules walked per packet in the receiver's softirq on the one CPU RPS
+/// steers to: `receiver_softirq_saturated` names that CPU, and not a shaper (its backlog queues
+/// like one) or loss.
+#[test]
+fn a_receiver_cpu_saturated_in_softirq() {
+    if skipped() {
+        return;
+    }
+    let r = run_case("softirq-bound");
+    let f = finding(&r, "receiver_softirq_saturated");
+    assert_eq!(f["side"], "server", "{f}");
+    let cpu = netdoctor_lab::bulk_lab::softirq_cpu();
+    let summary = f["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("CPU {cpu} was saturated")),
+        "{summary}\n{}",
+        r["receiver_cpu"]
+    );
+    let top = &r["receiver_cpu"]["busiest"][0];
+    assert_eq!(
+        top["cpu"].as_u64(),
+        Some(cpu as u64),
+        "{}",
+        r["receiver_cpu"]
+    );
+    assert!(top["softirq"].as_f64().unwrap() >= 0.25, "{top}");
+    assert!(top["time_squeeze"].as_u64().unwrap() > 0, "{top}");
 }

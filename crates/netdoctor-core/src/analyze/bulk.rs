@@ -10,7 +10,10 @@
 //!
 //! The state ([`BulkDir`]) is allocated once a direction has sent [`BULK_MIN_BYTES`], or at its
 //! first retransmission by timeout (a black hole stops a transfer early), so request/response
-//! connections pay one comparison per segment. When the connection ends it becomes one
+//! connections pay one comparison per segment. Until then each direction keeps 24 bytes
+//! ([`PreBulk`]): the time of its first data and of each [`PRE_STEP`] bytes after it, so the
+//! throughput series starts at the transfer's first byte (its first bins at 16 KB resolution;
+//! in flight and the window are charted from the watch on). When the connection ends it becomes one
 //! [`BulkTransfer`] (one event, [`crate::event::Event::Bulk`]), which also carries the series
 //! the HTML report charts. Hand-written: no crate computes these figures from a stream of
 //! headers without keeping the packets.
@@ -23,6 +26,34 @@ use crate::event::Pkt;
 
 /// Bytes a direction sends before it is watched as a bulk transfer.
 pub const BULK_MIN_BYTES: u32 = 64 * 1024;
+/// The resolution of the series before the watch: one checkpoint per this many bytes.
+pub const PRE_STEP: u32 = 16 * 1024;
+/// Checkpoints before the watch (the last step is where the watch starts).
+const PRE_POINTS: usize = (BULK_MIN_BYTES / PRE_STEP) as usize - 1;
+
+/// A direction's first bytes before it is watched: when its first data segment went, and how
+/// long after that each [`PRE_STEP`] bytes were out (µs, saturating at ~71 minutes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PreBulk {
+    first_ns: Option<i64>,
+    at_us: [u32; PRE_POINTS],
+    n: u8,
+}
+
+impl PreBulk {
+    /// New data: `sent` bytes of the direction are out at `ts` (this segment included).
+    #[inline]
+    fn note(&mut self, ts: i64, sent: u32) {
+        let first = *self.first_ns.get_or_insert(ts);
+        let due = ((sent / PRE_STEP) as usize).min(PRE_POINTS);
+        while usize::from(self.n) < due {
+            self.at_us[usize::from(self.n)] =
+                u32::try_from((ts - first).max(0) / 1000).unwrap_or(u32::MAX);
+            self.n += 1;
+        }
+    }
+}
+
 /// Bulk transfers kept in [`super::Analysis::bulk`] for charts (the largest by bytes).
 pub const MAX_CHARTED: usize = 8;
 /// Samples kept of in-flight bytes and of RTTs (decimated by 2 each time the buffer fills).
@@ -143,6 +174,11 @@ pub struct BulkTransfer {
     pub full_example: Option<Pkt>,
     #[serde(skip)]
     pub stuck_example: Option<Pkt>,
+    /// Where the series (`bins`) starts: the direction's first data segment, ns since the
+    /// epoch (before `start_ns`, the watch's start: its bytes before the watch are in the bins,
+    /// not in `bytes`).
+    #[serde(default)]
+    pub chart_start_ns: i64,
     /// Width of each bin of `bins`, ns.
     pub bin_ns: i64,
     pub bins: Vec<BulkBin>,
@@ -197,22 +233,38 @@ pub(super) struct BulkDir {
 }
 
 impl BulkDir {
-    fn new(pkt: Pkt) -> Self {
-        BulkDir {
+    /// Watching starts at `pkt`, `before` bytes after the direction's first (`pre` says when
+    /// they went): the series starts at the first byte.
+    fn new(pkt: Pkt, pre: &PreBulk, before: u32) -> Self {
+        let first = pre.first_ns.unwrap_or(pkt.ts_ns).min(pkt.ts_ns);
+        let mut b = BulkDir {
             t: BulkTransfer {
                 start_ns: pkt.ts_ns,
                 end_ns: pkt.ts_ns,
                 first: Some(pkt),
+                chart_start_ns: first,
                 bin_ns: FIRST_BIN_NS,
                 ..Default::default()
             },
             ..Default::default()
+        };
+        let mut charted = 0u32;
+        for &us in &pre.at_us[..usize::from(pre.n)] {
+            if charted + PRE_STEP > before {
+                break;
+            }
+            b.bin(first + i64::from(us) * 1000).bytes += u64::from(PRE_STEP);
+            charted += PRE_STEP;
         }
+        if before > charted {
+            b.bin(pkt.ts_ns).bytes += u64::from(before - charted);
+        }
+        b
     }
 
     fn bin(&mut self, ts: i64) -> &mut BulkBin {
         let t = &mut self.t;
-        let mut k = ((ts - t.start_ns).max(0) / t.bin_ns) as usize;
+        let mut k = ((ts - t.chart_start_ns).max(0) / t.bin_ns) as usize;
         while k >= MAX_BINS {
             let merged: Vec<BulkBin> = t
                 .bins
@@ -230,7 +282,7 @@ impl BulkDir {
                 .collect();
             t.bins = merged;
             t.bin_ns *= 2;
-            k = ((ts - t.start_ns).max(0) / t.bin_ns) as usize;
+            k = ((ts - t.chart_start_ns).max(0) / t.bin_ns) as usize;
         }
         if t.bins.len() <= k {
             t.bins.resize(k + 1, BulkBin::default());
@@ -249,10 +301,14 @@ pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) 
         p.peer_spoke = true;
     }
     if c.bulk[i].is_none() {
-        if c.dirs[i].nxt.wrapping_sub(c.dirs[i].isn) < BULK_MIN_BYTES {
+        let d = &mut c.dirs[i];
+        let sent = d.nxt.wrapping_sub(d.isn);
+        if sent < BULK_MIN_BYTES {
+            d.pre_bulk.note(pkt.ts_ns, sent);
             return;
         }
-        c.bulk[i] = Some(Box::new(BulkDir::new(pkt)));
+        let before = seq.wrapping_sub(d.isn.wrapping_add(1)).min(sent);
+        c.bulk[i] = Some(Box::new(BulkDir::new(pkt, &d.pre_bulk, before)));
     }
     let known = c.dirs[i].syn_seen && c.dirs[j].syn_seen;
     let acked = c.dirs[i].acked;
@@ -369,7 +425,9 @@ pub(super) fn on_retransmission(
     timeout: bool,
 ) {
     if c.bulk[i].is_none() && timeout {
-        c.bulk[i] = Some(Box::new(BulkDir::new(pkt)));
+        let d = &c.dirs[i];
+        let before = seq.wrapping_sub(d.isn.wrapping_add(1)).min(BULK_MIN_BYTES);
+        c.bulk[i] = Some(Box::new(BulkDir::new(pkt, &d.pre_bulk, before)));
         c.bulk[i].as_deref_mut().expect("just set").acked = c.dirs[i].acked;
     }
     let acked = c.dirs[i].acked;

@@ -57,6 +57,9 @@ pub(super) struct Dir {
     /// An ACK of data the capture never saw was flagged since this direction's last
     /// captured data (flagged once per gap, as tshark does).
     pub unseen_flagged: bool,
+    /// Before a bulk transfer is watched: when its first bytes went, so its chart starts
+    /// there ([`super::bulk::PreBulk`], 24 bytes).
+    pub pre_bulk: super::bulk::PreBulk,
 }
 
 /// Where a connection's exchanges come from: direction turns (HTTP/1 recognised, TLS

@@ -402,7 +402,8 @@ impl Case {
             | Case::Shaper
             | Case::MtuBlackhole
             | Case::SlowWriter
-            | Case::SmallMss => bulk_info(self, &cli, &srv, lab),
+            | Case::SmallMss
+            | Case::SoftirqBound => bulk_info(self, &cli, &srv, lab),
             Case::FarL2 => (
                 l2_built,
                 Some(cli.clone()),
@@ -514,6 +515,15 @@ fn bulk_info(
             ),
             "mss_mtu_problem",
             "every segment carries at most 536 bytes and arrives: the transfer is bound by packets per second, not lost in a black hole",
+        ),
+        Case::SoftirqBound => (
+            format!(
+                "{srv}: {} non-matching iptables rules in INPUT, RPS steering b-srv's receive to CPU {}; {cli}: TSO/GSO off",
+                bulk_lab::SOFTIRQ_RULES,
+                bulk_lab::softirq_cpu()
+            ),
+            "receiver_softirq_saturated",
+            "netfilter runs in the receive softirq: every packet walks the rules on the one CPU RPS picked, which spends most of its time in softirq while the server program idles; the sender, the window and the path have room",
         ),
         _ => {
             command.extend(["-b".to_string(), bulk_lab::WRITER_RATE.to_string()]);

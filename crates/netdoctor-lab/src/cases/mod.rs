@@ -28,6 +28,7 @@
 //! | `mtu-blackhole` | the same; a 1280-byte MTU hop whose ICMP fragmentation-needed is dropped | `throughput` from the client | `mss_mtu_problem` |
 //! | `slow-writer` | the same, unimpaired; the client writes at 50 Mbit/s | `throughput -b 50M` from the client | `application_limited` |
 //! | `small-mss` | the same; the router clamps every SYN's MSS to 536 | `throughput` from the client | `mss_mtu_problem` (small MSS, not a black hole) |
+//! | `softirq-bound` | the same; 10,000 non-matching iptables INPUT rules in the server, RPS steers its receive to the last CPU, the client's TSO/GSO off | `throughput` from the client | `receiver_softirq_saturated` |
 //!
 //! Every case but `nagle` runs in a detached process of the netdoctor binary (`lab run-case`,
 //! hidden; started by [`spawn::start_case`], body in [`run::run_case`]), so its servers,
@@ -80,10 +81,11 @@ pub enum Case {
     SlowWriter,
     SmallMss,
     Ipv6,
+    SoftirqBound,
 }
 
 /// Every case, in the order `--help` lists them.
-pub const ALL: [Case; 27] = [
+pub const ALL: [Case; 28] = [
     Case::Nagle,
     Case::Backlog,
     Case::PortExhaustion,
@@ -111,6 +113,7 @@ pub const ALL: [Case; 27] = [
     Case::SlowWriter,
     Case::SmallMss,
     Case::Ipv6,
+    Case::SoftirqBound,
 ];
 
 /// Port of the host cases' HTTP server.
@@ -165,6 +168,7 @@ impl Case {
             Case::SlowWriter => "slow-writer",
             Case::SmallMss => "small-mss",
             Case::Ipv6 => "ipv6",
+            Case::SoftirqBound => "softirq-bound",
         }
     }
 
@@ -223,6 +227,9 @@ impl Case {
             Case::SlowWriter => "a bulk transfer whose writer sends at 50 Mbit/s",
             Case::SmallMss => "a bulk transfer through a router that clamps the MSS to 536 bytes",
             Case::Ipv6 => "the server is reached over IPv6, behind a hop that adds 37 ms of RTT",
+            Case::SoftirqBound => {
+                "a bulk transfer to a server whose receive CPU walks 10,000 iptables rules per packet in softirq"
+            }
         }
     }
 
@@ -280,6 +287,7 @@ impl Case {
             Case::MtuBlackhole => Limit::MtuBlackhole,
             Case::SlowWriter => Limit::SlowWriter,
             Case::SmallMss => Limit::SmallMss,
+            Case::SoftirqBound => Limit::SoftirqBound,
             _ => return None,
         })
     }

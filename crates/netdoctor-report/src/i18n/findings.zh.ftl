@@ -320,3 +320,8 @@ mss_mtu_problem-summary = MSS/MTU 问题：大包在路径上丢失（路径 MTU
 mss_mtu_problem-explanation = 连接的握手和小的控制报文都能通过同一条路径，但满尺寸的数据段一直得不到确认，发送方反复超时重传并退避：路径上某一跳的 MTU 比两端的小，而告知发送方的 ICMP“需要分片”消息被拦截了。或者协商出的 MSS 远小于链路能承载的大小，每个包的开销变大。
 mss_mtu_problem-fix = 允许 ICMP“需要分片”（类型 3 代码 4）和 ICMPv6“包过大”通过防火墙；或者在路由器上把 MSS 钳制到路径 MTU（iptables TCPMSS --clamp-mss-to-pmtu），或在发送方启用 net.ipv4.tcp_mtu_probing=1；MSS 过小时检查两端的接口 MTU 和 MSS 钳制规则。
 
+## receiver_softirq_saturated
+
+receiver_softirq_saturated-summary = 接收方的一个 CPU 被占满，大量时间花在软中断（softirq）里且收包处理跟不上：收包的开销限制了传输
+receiver_softirq_saturated-explanation = 传输期间，接收主机上处理收包的那个 CPU 没有空闲，很大一部分时间花在软中断里（NET_RX：协议栈、netfilter 规则、转发），软中断多次用完预算仍有积压（time_squeeze）；同一 CPU 上的繁忙任务会进一步挤占软中断（推迟到 ksoftirqd 后只能分到普通任务的份额）；接收程序本身并不忙，接收窗口和发送方也没有卡住数据。每个包的处理开销太大，或者所有收包都压在同一个 CPU 上。
+receiver_softirq_saturated-fix = 把收包分散到多个 CPU（网卡多队列/RSS、RPS/RFS、调整中断亲和性，让繁忙任务避开这个 CPU），降低每个包的开销（减少或合并 netfilter 规则，改用 ipset/nft 集合，打开 GRO），然后用 `netdoctor throughput` 复测。

@@ -13,14 +13,16 @@
 //! | `mss_mtu_problem` (small MSS) | `snd_mss` < 1200 while the path MTU allows ≥ 240 bytes more, ≥ 90 % of the bytes acknowledged | the black hole (little acknowledged), a 1280-byte IPv6-minimum path (MSS ≥ 1220) |
 //! | `application_limited` | a target bitrate was set and reached (±10 %), in flight under half of both windows | a target the window cannot reach (missed) |
 //! | `receive_window_limited` | in ≥ 60 % of the samples with data to send, ≥ 80 % of the peer's window in flight and cwnd above it, or the window closed (zero); with one such sample, tcp_info's rwnd-limited time ≥ 30 % of busy | a shaper or loss (cwnd ≤ window) |
+//! | `receiver_softirq_saturated` | the receiver's busiest CPU in softirq had no time left (idle ≤ 10 %), ≥ 25 % of it in softirq, and its receive softirq squeezed (out of budget with packets left) or dropped at its backlog ≥ 2/s (the receiver's `/proc/stat`, `/proc/softirqs`, `/proc/net/softnet_stat`, sent by a netdoctor server) | a CPU busy in user space (little softirq, no squeeze), softirq that kept up (no squeeze, idle time), a shaper's queue and a lossy path (their CPU is not in softirq) |
 //! | `shaper_limited` | flat rate (interval CV ≤ 10 %), RTT ≥ 2 ms and ≥ 2× over its minimum (a standing queue), in flight ≥ half of cwnd in ≥ 60 % of samples | random loss (no queue, rate varies), the writer (not cwnd-bound) |
 //! | `congestion_limited` | ≥ 0.5 % of the bytes retransmitted and cwnd the bound (in flight ≥ 80 % of cwnd, or cwnd under half the window) | a shaper's drops (queue and flat rate, caught above) |
 //! | `send_buffer_limited` | no target reached; the writing thread asleep ≥ 30 % of each interval (median; `/proc/thread-self/schedstat`: neither running nor runnable, which an unthrottled writer is only in `write()` waiting for buffer space), little unsent (< half of in flight) in most samples, in flight < 80 % of both windows in ≥ 60 %, the connection idle ≥ 10 % of the test (`tcpi_busy_time`) | a CPU-bound writer (idle connection too, but never asleep), a flat-out sender with a big buffer (unsent bytes pile up behind cwnd), a rate-limited writer (target reached) |
 //!
-//! [`window`] has the endpoint limits (receive window, send buffer, the writer), [`path`] the
-//! path's (shaper, loss, MTU).
+//! [`window`] has the endpoint limits (receive window, send buffer, the writer), [`softirq`] the
+//! receiver's CPU, [`path`] the path's (shaper, loss, MTU).
 
 mod path;
+mod softirq;
 mod window;
 
 use crate::report::{IntervalStream, Report, Sum, TcpSnapshot};
@@ -200,9 +202,10 @@ pub fn findings(r: &Report) -> Vec<Finding> {
     if facts.n() < 2 {
         return Vec::new();
     }
-    let detectors: [fn(&Facts) -> Option<Finding>; 5] = [
+    let detectors: [fn(&Facts) -> Option<Finding>; 6] = [
         window::application_limited,
         window::receive_window_limited,
+        softirq::receiver_softirq_saturated,
         path::shaper_limited,
         path::congestion_limited,
         window::send_buffer_limited,
