@@ -1,0 +1,181 @@
+//! The reset kinds, their sides and severities, and the own-timeout split.
+
+use super::*;
+use crate::decode::TcpFlags as F;
+use crate::detect::testkit::*;
+
+fn reset(kind: ResetKind, from_server: bool, k: u64) -> Event<'static> {
+    Event::Reset {
+        ends: ends(),
+        kind,
+        before: Some(pkt(k * 2, k as i64, !from_server, F::PSH, 100)),
+        rst: pkt(k * 2 + 1, k as i64 + 1, from_server, F::RST, 0),
+        req: None,
+        context: Default::default(),
+    }
+}
+
+#[test]
+fn a_reset_before_any_byte_is_a_refusal_at_setup_not_an_idle_timeout() {
+    let ev: Vec<Event<'_>> = (1..=10).map(|k| reset(ResetKind::Setup, true, k)).collect();
+    let v = run::<ConnectionReset>(&ev, &cx(0));
+    assert_eq!(v.len(), 1);
+    assert_eq!(
+        (v[0].side, v[0].severity),
+        (Side::Server, Severity::Critical)
+    );
+    assert!(
+        v[0].summary.contains("right after the handshake"),
+        "{}",
+        v[0].summary
+    );
+    assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
+    assert!(!v[0].fix.contains("idle timeouts"), "{}", v[0].fix);
+    assert!(v[0].explanation.contains("tcp_abort_on_overflow"));
+}
+
+#[test]
+fn the_load_generators_own_timeouts_are_not_the_servers_resets() {
+    // Requests that waited 2 s, reset by the client: with a 2000 ms timeout they are
+    // netdoctor's own; a 300 ms one is not.
+    let waited = |k: u64, ms: i64| Event::Reset {
+        ends: ends(),
+        kind: ResetKind::DuringExchange,
+        before: None,
+        rst: pkt(k * 2 + 1, k as i64 * 10_000 + ms, false, F::RST, 0),
+        req: Some(pkt(k * 2, k as i64 * 10_000, false, F::PSH, 78)),
+        context: Default::default(),
+    };
+    let cfg = Observation::RunConfig {
+        keepalive: true,
+        timeout_ms: 2000,
+        connections: 10,
+    };
+    let mut ev: Vec<Event<'_>> = (0..4).map(|k| waited(k, 2001)).collect();
+    ev.push(waited(5, 300));
+    ev.push(Event::Observed(&cfg));
+    let v = run::<ConnectionReset>(&ev, &cx(100));
+    assert_eq!(v.len(), 1, "one finding for every kind: {v:?}");
+    // The client's one reset of a 300 ms request leads (a warning); netdoctor's own
+    // timeouts follow, at info.
+    assert_eq!(v[0].severity, Severity::Warning, "{}", v[0].summary);
+    assert!(
+        v[0].summary.starts_with("The client reset 1 connections"),
+        "{}",
+        v[0].summary
+    );
+    assert!(
+        v[0].summary
+            .contains("; also, netdoctor's load generator reset 4 connections itself"),
+        "{}",
+        v[0].summary
+    );
+    // Without the run's config nothing is discounted.
+    ev.pop();
+    let v = run::<ConnectionReset>(&ev, &cx(100));
+    assert_eq!(v.len(), 1);
+    assert!(
+        v[0].summary.contains("reset 5 connections"),
+        "{}",
+        v[0].summary
+    );
+}
+
+#[test]
+fn kinds_get_their_own_finding_side_and_severity() {
+    let ev = [
+        reset(ResetKind::DuringExchange, true, 1),
+        reset(ResetKind::DuringExchange, true, 2),
+        reset(ResetKind::ClientAbort, false, 3),
+    ];
+    let v = run::<ConnectionReset>(&ev, &cx(10));
+    assert_eq!(v.len(), 1, "merged: {v:?}");
+    assert_eq!(
+        (v[0].side, v[0].severity),
+        (Side::Server, Severity::Critical)
+    );
+    assert!(
+        v[0].summary
+            .starts_with("The server reset 2 connections in the middle"),
+        "{}",
+        v[0].summary
+    );
+    assert!(
+        v[0].summary
+            .contains("; also, the client reset 1 connections while a response was arriving"),
+        "{}",
+        v[0].summary
+    );
+    assert_eq!(v[0].evidence.len(), 3);
+}
+
+#[test]
+fn a_reset_after_the_close_is_info_not_a_failed_request() {
+    let v = run::<ConnectionReset>(&[reset(ResetKind::AfterClose, true, 1)], &cx(1));
+    assert_eq!((v[0].side, v[0].severity), (Side::Server, Severity::Info));
+    assert!(
+        v[0].summary.contains("it had already closed (FIN sent)"),
+        "{}",
+        v[0].summary
+    );
+    assert!(!v[0].summary.contains("middle"), "{}", v[0].summary);
+    // Refusals are server_not_listening's.
+    assert!(run::<ConnectionReset>(&[reset(ResetKind::Refused, true, 1)], &cx(1)).is_empty());
+}
+
+#[test]
+fn a_reset_answering_the_peers_close_of_an_unused_connection_is_info_on_the_closer() {
+    let v = run::<ConnectionReset>(&[reset(ResetKind::UnusedClosed, true, 1)], &cx(1));
+    assert_eq!(v.len(), 1);
+    assert_eq!((v[0].side, v[0].severity), (Side::Client, Severity::Info));
+    assert!(
+        v[0].summary
+            .starts_with("The client closed 1 connections before any byte"),
+        "{}",
+        v[0].summary
+    );
+    assert!(!v[0].summary.contains("refused"), "{}", v[0].summary);
+}
+
+#[test]
+fn a_listener_seen_in_the_run_contradicts_nothing_listens() {
+    let ev: Vec<Event<'_>> = (1..=3)
+        .map(|k| reset(ResetKind::Refused, true, k))
+        .collect();
+    // Without a listener seen, refusals are server_not_listening's alone.
+    assert!(run::<ConnectionReset>(&ev, &cx(10)).is_empty());
+    let nl = run::<crate::detect::server_not_listening::ServerNotListening>(&ev, &cx(10));
+    assert_eq!(nl.len(), 1);
+    let socks = Observation::ServerSockets(vec![crate::observation::ServerSocket {
+        pid: 7,
+        process: "nginx".into(),
+        fd: 6,
+        state: crate::observation::SocketState::Listen,
+        local: "0.0.0.0:80".into(),
+        tcp_nodelay: false,
+        tcp_cork: false,
+        sndbuf: 0,
+        rcvbuf: 0,
+    }]);
+    let mut ev = ev;
+    ev.push(Event::Observed(&socks));
+    let v = run::<ConnectionReset>(&ev, &cx(10));
+    assert!(
+        v[0].summary.contains("although nginx (pid 7) listens"),
+        "{}",
+        v[0].summary
+    );
+    assert!(!v[0].fix.contains("Start the server"), "{}", v[0].fix);
+    // And server_not_listening, which the listener contradicts, stays silent.
+    assert!(
+        run::<crate::detect::server_not_listening::ServerNotListening>(&ev, &cx(10)).is_empty()
+    );
+}
+
+#[test]
+fn a_few_idle_resets_are_info() {
+    let ev = [reset(ResetKind::Idle, true, 1)];
+    let v = run::<ConnectionReset>(&ev, &cx(10));
+    assert_eq!(v[0].severity, Severity::Info);
+    assert!(run::<ConnectionReset>(&[], &cx(10)).is_empty());
+}
