@@ -253,9 +253,9 @@ no_route-fix = 为目标网段添加路由或默认网关（`ip route add 目标
 
 ## neighbour_unreachable
 
-neighbour_unreachable-summary = 下一跳不应答 ARP/NDP：数据包发不出本地链路
-neighbour_unreachable-explanation = 目标地址（或通往它的网关）在直连网段上，但没有任何设备回应 ARP（IPv4）或邻居发现（IPv6）请求，邻居表项停留在 INCOMPLETE 或 FAILED 状态。没有链路层地址，内核无法发出 SYN：那个地址上没有主机，或者主机关机、网线断开、VLAN 配错。服务端从未收到请求。
-neighbour_unreachable-fix = 检查这个地址上是否真的有主机在线、地址是否写对（`ip neigh show` 查看表项状态，`arping` 试探），以及链路和 VLAN 配置；如果走网关，检查网关本身是否在线。
+neighbour_unreachable-summary = 下一跳不可达：直连链路上的邻居不应答 ARP/NDP，或途中的路由器报告目标不可达
+neighbour_unreachable-explanation = 两种情形之一：目标地址（或通往它的网关）在直连网段上，却没有任何设备回应 ARP（IPv4）或邻居发现（IPv6）请求，邻居表项停留在 INCOMPLETE 或 FAILED 状态，内核没有链路层地址，发不出 SYN；或者途中的路由器回复了“主机不可达”或“网络不可达”：它自己解析不到下一跳，或没有通往目标的路由。无论哪种情形，服务端都从未收到请求，问题在网络一侧，不在客户端或服务端。
+neighbour_unreachable-fix = 直连地址：检查这个地址上是否真的有主机在线、地址是否写对（`ip neigh show` 或 `ip -6 neigh show` 查看表项状态，`arping` 试探），以及链路和 VLAN 配置。经过网关：检查网关本身是否在线，以及报告不可达的路由器上是否有通往目标的路由（`netdoctor trace` 找出是哪一跳）。
 
 ## tls_verify_failed
 
