@@ -199,12 +199,21 @@ impl BulkTransfer {
     }
     /// Coefficient of variation of the bins' rates, first and last bins left out (ramp and
     /// cut); infinite with fewer than 4 bins left.
+    ///
+    /// Only the watched part counts: the bins before the one holding `start_ns` chart the
+    /// transfer's start (slow start), and that bin is the ramp.
     pub fn rate_cv(&self) -> f64 {
-        let n = self.bins.len();
+        let first = if self.bin_ns > 0 {
+            ((self.start_ns - self.chart_start_ns).max(0) / self.bin_ns) as usize
+        } else {
+            0
+        };
+        let bins = self.bins.get(first..).unwrap_or_default();
+        let n = bins.len();
         if n < 6 {
             return f64::INFINITY;
         }
-        let v: Vec<f64> = self.bins[1..n - 1].iter().map(|b| b.bytes as f64).collect();
+        let v: Vec<f64> = bins[1..n - 1].iter().map(|b| b.bytes as f64).collect();
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         if mean <= 0.0 {
             return f64::INFINITY;
