@@ -181,30 +181,21 @@ for ((round = 1; round <= ROUNDS; round++)); do
             read -r packets exch drops < <(jq -r '.measurements.capture
                 | "\(.stats.packets) \(.exchanges.count // 0) \(.stats.capture_drops)"' "$out" |
                 awk '{ p += $1; x += $2; d += $3 } END { printf "%d %d %d\n", p, x, d }')
-            # Drops per window, and per ring: each window's warnings carry each socket's count
-            # since it was opened ("ring k of n: the kernel dropped D ..."; one ring's has no
-            # prefix, and a socket without drops no line); after a window that says "the
-            # capture moves to", the sockets are new and count from 0.
+            # Drops per window, and per ring: a window's warnings name each socket's drops in
+            # that window ("ring k of n: the kernel dropped D packets ..."; one ring's line has
+            # no prefix, a socket without drops no line).
             perwin=$(jq -r '.measurements.capture.stats.capture_drops' "$out" | paste -sd+)
-            perring=$(jq -c '[.measurements.capture.warnings[]?]' "$out" | awk '
-                {
-                    delete cur; line = $0
-                    while (match(line, /(ring [0-9]+ of [0-9]+: )?the kernel dropped [0-9]+/)) {
-                        m = substr(line, RSTART, RLENGTH); line = substr(line, RSTART + RLENGTH)
-                        k = 1; if (m ~ /^ring/) { split(m, w, " "); k = w[2]; if (w[4] > n) n = w[4] }
-                        sub(/.* /, "", m); cur[k] = m; if (k > n) n = k
-                    }
-                    for (k = 1; k <= n; k++) {
-                        c = cur[k] + 0; p = prev[k] + 0
-                        sum[k] += c >= p ? c - p : c; prev[k] = c
-                    }
-                    if ($0 ~ /the capture moves to/) delete prev
+            perring=$(jq -r '.measurements.capture.warnings[]?' "$out" | awk '
+                match($0, /^(ring [0-9]+ of [0-9]+: )?the kernel dropped [0-9]+/) {
+                    m = substr($0, 1, RLENGTH); k = 1
+                    if (m ~ /^ring/) { split(m, w, " "); k = w[2]; if (w[4] > n) n = w[4] }
+                    sub(/.* /, "", m); sum[k] += m; if (k > n) n = k
                 }
                 END { s = ""; for (k = 1; k <= n; k++) s = s (k > 1 ? "/" : "") sum[k] + 0; print n ? s : "-" }')
             moved=$(jq -r '.measurements.capture.warnings[]?' "$out" |
                 sed -n 's/.*the capture moves to \([0-9]*\) ring(s) of \([0-9]*\) KiB.*/\1x\2K/p' | tr '\n' ' ')
             ended="${moved:-as started}"
-            read -r el us sy <"$work/time"
+            read -r el us sy < <(tail -1 "$work/time")
             cpu=$(awk -v e="$el" -v u="$us" -v s="$sy" 'BEGIN { printf "%.1f", (e > 0) ? 100 * (u + s) / e : 0 }')
             uspp=$(awk -v p="$packets" -v u="$us" -v s="$sy" 'BEGIN { printf "%.2f", p ? 1e6 * (u + s) / p : 0 }')
             secs=$((2 * WINDOWS))
