@@ -16,10 +16,11 @@ use std::time::Duration;
 /// Packet rate (per second, over a window) from which the port moves to N rings before any
 /// drop: one thread reads the ring, runs the analyzer and writes the window's pcap, and at this
 /// rate it is near half a core. `bench/watch-rings.sh` (bench/watch.md) measured one ring's
-/// reader at 0.36–0.46 µs of CPU per packet, drop-free up to the ~220k packets/s its generator
-/// reaches, and N rings at ~1.5× the CPU per packet (each packet is copied once more, to the
-/// analyzing thread): fanning out at 150k packets/s, as before, cost CPU and saved no drop.
-/// Drops on a ring already at its largest fan out at any rate.
+/// reader at 0.47 µs of CPU per packet (mean over 16 steps on a shared machine), drop-free at
+/// the 200k packets/s its generator reaches (drops there came from stalls, at any rate and
+/// ring count), and N rings at ~1.3× the CPU per packet (each packet is copied once more, to
+/// the analyzing thread): fanning out at 150k packets/s, as before, cost CPU and saved no
+/// drop. Drops on a ring already at its largest fan out at any rate.
 pub const FANOUT_PPS: f64 = 1_000_000.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
