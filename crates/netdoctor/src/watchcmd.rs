@@ -66,7 +66,7 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = 16, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub ring_mb: u64,
     /// Capture rings per port: `auto` starts on one ring and moves to one per core (PACKET_FANOUT,
-    /// flow hash) after a window with kernel drops or 150k packets/s; a number fixes it (each
+    /// flow hash) after a window with kernel drops or 1M packets/s; a number fixes it (each
     /// ring is --ring-mb's share, drops are counted per ring).
     #[arg(long, default_value = "auto", value_name = "auto|N", value_parser = netdoctor_agent::rings::RingPolicy::parse)]
     pub capture_rings: netdoctor_agent::rings::RingPolicy,
