@@ -523,41 +523,7 @@ pub fn window_stats(
     now: &CaptureStats,
     first_ts_ns: Option<i64>,
 ) -> CaptureStats {
-    let d = |a: u64, b: u64| a.saturating_sub(b);
-    let mut s = now.clone();
-    s.packets = d(now.packets, prev.packets);
-    s.bytes = d(now.bytes, prev.bytes);
-    s.tcp_segments = d(now.tcp_segments, prev.tcp_segments);
-    s.other_packets = d(now.other_packets, prev.other_packets);
-    s.decode_errors = d(now.decode_errors, prev.decode_errors);
-    s.connections = d(now.connections, prev.connections);
-    s.connections_with_handshake = d(
-        now.connections_with_handshake,
-        prev.connections_with_handshake,
-    );
-    s.connections_untracked = d(now.connections_untracked, prev.connections_untracked);
-    s.retransmitted_segments = d(now.retransmitted_segments, prev.retransmitted_segments);
-    s.capture_drops = d(now.capture_drops, prev.capture_drops);
-    s.data_segments = d(now.data_segments, prev.data_segments);
-    s.out_of_order_segments = d(now.out_of_order_segments, prev.out_of_order_segments);
-    s.spurious_retransmissions = d(now.spurious_retransmissions, prev.spurious_retransmissions);
-    s.duplicate_acks = d(now.duplicate_acks, prev.duplicate_acks);
-    s.capture_gaps = d(now.capture_gaps, prev.capture_gaps);
-    s.syn_retransmits = d(now.syn_retransmits, prev.syn_retransmits);
-    s.resets = d(now.resets, prev.resets);
-    s.connections_evicted = d(now.connections_evicted, prev.connections_evicted);
-    s.half_open_evicted = d(now.half_open_evicted, prev.half_open_evicted);
-    s.pipelined_connections = d(now.pipelined_connections, prev.pipelined_connections);
-    s.fast_retransmissions = d(now.fast_retransmissions, prev.fast_retransmissions);
-    s.rto_retransmissions = d(now.rto_retransmissions, prev.rto_retransmissions);
-    s.tail_loss_probes = d(now.tail_loss_probes, prev.tail_loss_probes);
-    s.keep_alives = d(now.keep_alives, prev.keep_alives);
-    let (q, p) = (&now.quality, &prev.quality);
-    s.quality.duplicate_frames = d(q.duplicate_frames, p.duplicate_frames);
-    s.quality.missing_segments = d(q.missing_segments, p.missing_segments);
-    s.quality.missing_bytes = d(q.missing_bytes, p.missing_bytes);
-    s.quality.captured_bytes = d(q.captured_bytes, p.captured_bytes);
-    s.quality.sequence_gaps = d(q.sequence_gaps, p.sequence_gaps);
+    let mut s = now.since(prev);
     if s.packets == 0 {
         s.first_ts_ns = None;
         s.last_ts_ns = None;

@@ -249,3 +249,50 @@ fn a_reset_after_the_servers_fin_on_real_traffic_is_the_end_of_a_closed_connecti
     );
     assert!(!f.summary.contains("middle"), "{}", f.summary);
 }
+
+/// A long run (`watch`) judges each window on its own counts: a capture gap and ring drops in
+/// one window are not repeated in the next, clean window, and do not cut the confidence of
+/// that window's findings. Window 1 is `gap-delack.pcap` (3 segments never captured) with
+/// 50 ring drops noted; window 2 is `nagle-eth.pcap`, moved in time to follow it.
+#[test]
+fn a_gap_or_drops_in_one_window_are_not_repeated_in_the_next() {
+    let alone = analyze("nagle-eth.pcap");
+    let nagle = |an: &Analysis| {
+        an.findings
+            .iter()
+            .find(|f| f.id == FindingId::NagleDelayedAck)
+            .map(|f| f.confidence)
+    };
+    let clean = nagle(&alone).expect("nagle-eth.pcap alone finds Nagle");
+    assert!(alone.warnings.is_empty(), "{:?}", alone.warnings);
+
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let mut last = 0;
+    let mut frame = 0;
+    for_each_packet("gap-delack.pcap", |p| {
+        last = p.ts_ns;
+        frame = p.frame;
+        a.push(p);
+    });
+    a.note_capture_drops(50);
+    let w1 = a.take_window(last + 1);
+    let joined = w1.warnings.join(" | ");
+    assert!(joined.contains("capture dropped 50"), "{joined}");
+    assert!(joined.contains("never captured"), "{joined}");
+
+    let mut shift = None;
+    for_each_packet("nagle-eth.pcap", |p| {
+        let d = *shift.get_or_insert(last + 1_000_000_000 - p.ts_ns);
+        a.push(&RawPacket {
+            frame: frame + p.frame,
+            ts_ns: p.ts_ns + d,
+            ..*p
+        });
+    });
+    let w2 = a.finish();
+    assert!(w2.warnings.is_empty(), "{:?}", w2.warnings);
+    assert_eq!(nagle(&w2), Some(clean), "{:?}", w2.findings);
+    // The cumulative figures still hold the whole run.
+    assert_eq!(w2.stats.capture_drops, 50);
+    assert_eq!(w2.stats.quality.missing_segments, 3);
+}

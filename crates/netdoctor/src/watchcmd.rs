@@ -83,8 +83,6 @@ pub struct WatchArgs {
     /// Print the same rules as a Prometheus Operator PrometheusRule and exit.
     #[arg(long)]
     pub print_prometheus_rule: bool,
-    /// `--json` / `--format json`: every window's report as one JSON line (schema
-    /// netdoctor.report/v1) on stdout.
     /// Service-level objectives judged on every window, e.g. 'p99<50ms,stalled<5%' (as
     /// diagnose's --slo, on the window's exchanges): exported as `netdoctor_slo_status` (0
     /// pass, 1 fail, 3 inconclusive) and `netdoctor_slo_margin` per port and objective, for

@@ -43,6 +43,7 @@ pub mod shard;
 mod tcp;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use std::collections::HashMap;
 
@@ -330,6 +331,8 @@ pub struct Analyzer {
     window_start_ns: Option<i64>,
     /// Per-segment analysis flags, when asked for ([`Analyzer::record_flags`]).
     flags: Option<Vec<(u64, SegFlags)>>,
+    /// The totals when the current window started ([`window`]).
+    window_base: window::Base,
 }
 
 impl Analyzer {
@@ -346,6 +349,7 @@ impl Analyzer {
             next_sweep_ns: i64::MIN,
             window_start_ns: None,
             flags: None,
+            window_base: window::Base::default(),
         }
     }
 
@@ -499,12 +503,14 @@ impl Analyzer {
     /// starts over. Connections still open keep their state and go on into the next window;
     /// events count in the window they are raised in (a stall when its held data leaves, an
     /// exchange when it completes). `stats` in the result
-    /// are cumulative since the start. Observations belong to the window they arrived in.
+    /// are cumulative since the start, but the findings and warnings are judged on the
+    /// window's own counts ([`window`]). Observations belong to the window they arrived in.
     pub fn take_window(&mut self, now_ns: i64) -> Analysis {
         if self.idle_ns.is_some() {
             self.evict_idle(now_ns);
         }
         let a = self.conclude();
+        self.window_base = window::Base::at(&self.stats, self.clamped_ts, self.conns.len());
         self.hub.reset_window();
         self.window_start_ns = Some(now_ns);
         a
@@ -563,7 +569,8 @@ impl Analyzer {
     /// Runs the detectors' reports over what the hub holds now.
     fn conclude(&mut self) -> Analysis {
         let agg = self.hub.agg().expect("a logging hub is never concluded");
-        conclude(&mut self.stats, self.clamped_ts, agg)
+        let (judged, clamped_ts) = self.window_base.judge(&self.stats, self.clamped_ts);
+        conclude_judged(&mut self.stats, &judged, clamped_ts, agg)
     }
 }
 
@@ -603,6 +610,19 @@ fn stamp(stats: &mut CaptureStats, clamped_ts: &mut u64, pkt: &RawPacket<'_>) ->
 
 /// The detectors' reports and the exchange figures over `g`, with the capture's `stats`.
 fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Analysis {
+    let judged = stats.clone();
+    conclude_judged(stats, &judged, clamped_ts, g)
+}
+
+/// [`conclude`] for one window: the findings and warnings read the window's own counts
+/// (`judged`, with `clamped_ts` since the window started); the result carries the
+/// cumulative `stats`.
+fn conclude_judged(
+    stats: &mut CaptureStats,
+    judged: &CaptureStats,
+    clamped_ts: u64,
+    g: &mut agg::Agg,
+) -> Analysis {
     let t0 = stats.first_ts_ns.unwrap_or(0);
     if let (Some(a), Some(b)) = (stats.first_ts_ns, stats.last_ts_ns) {
         stats.duration_s = (b - a).max(0) as f64 / 1e9;
@@ -611,8 +631,8 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
         t0_ns: t0,
         exchanges: g.exchanges - g.incomplete,
         incomplete: g.incomplete,
-        connections: stats.connections,
-        data_segments: stats.data_segments,
+        connections: judged.connections,
+        data_segments: judged.data_segments,
         latency_p50_ms: g.latency.quantile_ms(0.5),
         server_time_p50_ms: g.server_time.quantile_ms(0.5),
     };
@@ -620,7 +640,7 @@ fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Anal
     for d in &mut g.detectors {
         d.finish(&cx, &mut findings);
     }
-    let warnings = quality::warnings(stats, clamped_ts, &mut findings);
+    let warnings = quality::warnings(judged, clamped_ts, &mut findings);
     rank(&mut findings);
     let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
     let bands = g.breakdown.finish();
