@@ -100,13 +100,23 @@ run_pps() {
 
 echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # PPS_ONLY=1: only the packet-rate part.
+# ROUNDS=N: N rounds per case, the order alternating each round; the medians of the per-round
+# ratios are printed after them (on a shared machine one round is noise).
+ROUNDS=${ROUNDS:-1}
 for where in $([ -n "${PPS_ONLY:-}" ] || echo veth loopback); do
   for p in 1 4; do
-    if [ $p = 1 ]; then order="iperf3 netdoctor"; else order="netdoctor iperf3"; fi
-    declare -A R=()
-    for tool in $order; do R[$tool]=$(run_tcp $where $tool $p); echo "tcp $where P=$p $tool: ${R[$tool]} (Gbit/s, CPU s/GB)"; done
-    read -r ng nc <<<"${R[netdoctor]}"; read -r ig ic <<<"${R[iperf3]}"
-    python3 -c "print(f'tcp $where P=$p ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+    GR=(); CR=()
+    for round in $(seq "$ROUNDS"); do
+      if [ $(( (p + round) % 2 )) = 0 ]; then order="iperf3 netdoctor"; else order="netdoctor iperf3"; fi
+      declare -A R=()
+      for tool in $order; do R[$tool]=$(run_tcp $where $tool $p); echo "tcp $where P=$p $tool: ${R[$tool]} (Gbit/s, CPU s/GB)"; done
+      read -r ng nc <<<"${R[netdoctor]}"; read -r ig ic <<<"${R[iperf3]}"
+      GR+=("$(python3 -c "print($ng/$ig)")"); CR+=("$(python3 -c "print($nc/$ic)")")
+      python3 -c "print(f'tcp $where P=$p ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+    done
+    if [ "$ROUNDS" -gt 1 ]; then
+      python3 -c "import statistics as s; g=[$(IFS=,; echo "${GR[*]}")]; c=[$(IFS=,; echo "${CR[*]}")]; print(f'tcp $where P=$p median of $ROUNDS rounds netdoctor/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
+    fi
   done
 done
 declare -A S=()

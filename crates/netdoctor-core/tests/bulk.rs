@@ -279,3 +279,57 @@ fn the_chart_starts_at_the_first_byte() {
         }
     }
 }
+
+/// `send_buffer_limited`'s second sign, the timing (issue 22): a sender held by its buffer is
+/// ACK-clocked (each ACK frees space the blocked writer refills), so most of its new segments
+/// leave right after a peer ACK. The `tcp_wmem` 16 KB capture has both signs (flat level and
+/// ACK-clocked) and gets confidence 0.8; its look-alikes that send on their own schedule, the
+/// unimpaired bbr-paced transfer and the rate-limited writer, are not ACK-clocked; the window-
+/// bound and shaped ones are (a window or cwnd clocks a sender too), and the level rule keeps
+/// them apart (at the window; queued). The same transfer with the timing sign taken away keeps
+/// the level's 0.6 and says the timing does not confirm it.
+#[test]
+fn a_send_buffer_limit_is_ack_clocked_and_its_look_alikes_are_told_apart() {
+    let big = |name| {
+        analyze_skipping(name, |_| false)
+            .stats
+            .bulk
+            .into_iter()
+            .max_by_key(|t| t.bytes)
+            .unwrap()
+    };
+    let share = |t: &netdoctor_core::analyze::bulk::BulkTransfer| {
+        t.ack_clocked as f64 / t.segments.max(1) as f64
+    };
+    let clocked = netdoctor_core::detect::bulk_limits::ACK_CLOCKED;
+    let w = big("bulk-wmem.pcap.gz");
+    assert!(share(&w) >= clocked + 0.1, "{} {w:?}", share(&w));
+    assert!(w.ack_reaction_p50_us > 0, "{w:?}");
+    for name in ["bulk-clean.pcap.gz", "bulk-writer.pcap.gz"] {
+        let t = big(name);
+        assert!(share(&t) < clocked, "{name}: {} {t:?}", share(&t));
+    }
+    for name in ["bulk-rmem.pcap.gz", "bulk-shaper.pcap.gz"] {
+        let t = big(name);
+        assert!(share(&t) >= clocked, "{name}: {} {t:?}", share(&t));
+    }
+    let judge = netdoctor_core::detect::bulk_limits::judge;
+    let f = judge(&w).unwrap();
+    assert_eq!(f.id, FindingId::SendBufferLimited);
+    assert_eq!(f.confidence, 0.8);
+    let pct = format!("{:.0} %", share(&w) * 100.0);
+    assert!(
+        f.explanation.contains("Both signs agree") && f.explanation.contains(&pct),
+        "{}",
+        f.explanation
+    );
+    let mut unclocked = w.clone();
+    unclocked.ack_clocked = unclocked.segments / 4;
+    let f = judge(&unclocked).unwrap();
+    assert_eq!((f.id, f.confidence), (FindingId::SendBufferLimited, 0.6));
+    assert!(
+        f.explanation.contains("Only 25 %") && !f.explanation.contains("Both signs agree"),
+        "{}",
+        f.explanation
+    );
+}

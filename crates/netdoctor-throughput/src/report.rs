@@ -121,7 +121,36 @@ pub struct IntervalStream {
     /// waiting for one; 0–1). Unthrottled, it sleeps only waiting for send-buffer space.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_asleep: Option<f64>,
+    /// TCP sender: `TCP_INFO` read inside the interval (every 100 ms by the writer, and at
+    /// the edge), not only at its edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_reads: Option<TcpReads>,
     pub sender: bool,
+}
+
+/// A sending stream's `TCP_INFO` over one interval: the limited-time shares from the
+/// kernel's cumulative counters between the interval's edges, and what the reads inside it
+/// saw (cwnd's range, the window full, the busiest 100 ms slice).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct TcpReads {
+    /// Reads inside the interval (the writer's, every 100 ms) plus the edge's.
+    pub reads: u32,
+    /// Of them, with ≥ 80 % of the peer's window in flight and cwnd above it, or the window
+    /// closed.
+    pub at_window: u32,
+    /// Congestion window lowest and highest (bytes), bytes in flight highest.
+    pub cwnd_min: u64,
+    pub cwnd_max: u64,
+    pub inflight_max: u64,
+    /// Shares of the interval's wall time with data in flight (`tcpi_busy_time`), limited by
+    /// the peer's window (`tcpi_rwnd_limited`) and by the send buffer
+    /// (`tcpi_sndbuf_limited`), 0–1.
+    pub busy: f64,
+    pub rwnd_limited: f64,
+    pub sndbuf_limited: f64,
+    /// The largest rwnd-limited and sndbuf-limited shares of one slice between two reads.
+    pub rwnd_limited_peak: f64,
+    pub sndbuf_limited_peak: f64,
 }
 
 /// One interval: its streams and their sums (one per direction).

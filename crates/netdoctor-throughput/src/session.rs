@@ -5,9 +5,9 @@
 use crate::cpu::{CpuSnapshot, HostCpu};
 use crate::proto::{Results, StreamResult};
 use crate::report::{
-    self, End, Interval, IntervalStream, Report, StreamTcpInfo, TcpSnapshot, TestSetup,
+    self, End, Interval, IntervalStream, Report, StreamTcpInfo, TcpReads, TcpSnapshot, TestSetup,
 };
-use crate::stream::{DataSocket, Running, StreamPlan};
+use crate::stream::{DataSocket, Running, StreamPlan, SubReads};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ pub struct Session {
     last_packets: Vec<u64>,
     last_retrans: Vec<u32>,
     last_sched: Vec<(u64, u64)>,
+    /// Each sender's cumulative busy, rwnd-limited and sndbuf-limited µs at the last edge.
+    last_limited: Vec<(u64, u64, u64)>,
     cpu0: (Duration, Duration),
     /// The host's CPU counters at the start (an error names the file that could not be read).
     host0: Result<CpuSnapshot, String>,
@@ -56,6 +58,7 @@ impl Session {
             last_packets: vec![0; n],
             last_retrans: vec![0; n],
             last_sched: vec![(0, 0); n],
+            last_limited: vec![(0, 0, 0); n],
             cpu0,
             host0,
             host_cpu: Err("the test has not ended".into()),
@@ -103,6 +106,14 @@ impl Session {
                 (sched.0.saturating_sub(l_run) + sched.1.saturating_sub(l_wait)) as f64 / 1e9
             });
             self.last_sched[i] = sched;
+            let tcp_reads = tcp.as_ref().map(|t| {
+                tcp_reads(
+                    &mut self.last_limited[i],
+                    t,
+                    &s.counters.take_reads(),
+                    seconds,
+                )
+            });
             let udp = s.tcp.is_none();
             streams.push(IntervalStream {
                 id: s.plan.id,
@@ -129,6 +140,7 @@ impl Session {
                     .as_ref()
                     .and(awake)
                     .map(|a| (1.0 - a / seconds).clamp(0.0, 1.0)),
+                tcp_reads,
                 sender: s.plan.sender,
             });
         }
@@ -317,4 +329,40 @@ fn congestion_of(s: &std::net::TcpStream) -> Option<String> {
     let name = socket2::SockRef::from(s).tcp_congestion().ok()?;
     let end = name.iter().position(|b| *b == 0).unwrap_or(name.len());
     Some(String::from_utf8_lossy(&name[..end]).into_owned())
+}
+
+/// A sending stream's reads inside the interval with the edge's (`t`) folded in, and the
+/// limited-time shares since the last edge (`last`: its cumulative counters then, updated).
+fn tcp_reads(
+    last: &mut (u64, u64, u64),
+    t: &TcpSnapshot,
+    sub: &SubReads,
+    seconds: f64,
+) -> TcpReads {
+    let (cwnd, inflight, wnd) = (
+        u64::from(t.snd_cwnd) * u64::from(t.snd_mss),
+        u64::from(t.unacked) * u64::from(t.snd_mss),
+        u64::from(t.snd_wnd),
+    );
+    let edge_at_window = (inflight > 0 || t.notsent_bytes > 0)
+        && (wnd == 0 || (inflight * 10 >= wnd * 8 && wnd < cwnd));
+    let (b0, r0, s0) = *last;
+    *last = (t.busy_time_us, t.rwnd_limited_us, t.sndbuf_limited_us);
+    let share = |cur: u64, prev: u64| (cur.saturating_sub(prev) as f64 / 1e6 / seconds).min(1.0);
+    TcpReads {
+        reads: sub.reads + 1,
+        at_window: sub.at_window + u32::from(edge_at_window),
+        cwnd_min: if sub.reads == 0 {
+            cwnd
+        } else {
+            sub.cwnd_min.min(cwnd)
+        },
+        cwnd_max: sub.cwnd_max.max(cwnd),
+        inflight_max: sub.inflight_max.max(inflight),
+        busy: share(t.busy_time_us, b0),
+        rwnd_limited: share(t.rwnd_limited_us, r0),
+        sndbuf_limited: share(t.sndbuf_limited_us, s0),
+        rwnd_limited_peak: sub.rwnd_limited_peak,
+        sndbuf_limited_peak: sub.sndbuf_limited_peak,
+    }
 }

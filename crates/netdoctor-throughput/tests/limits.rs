@@ -75,6 +75,42 @@ fn a_small_receive_buffer_is_receive_window_limited() {
         netdoctor_core::Side::Server,
         "the receiver is the server"
     );
+    // TCP_INFO is read inside each interval too (every 100 ms by the writer, plus the edge):
+    // more reads than interval edges, figures that hold together, and the evidence says so.
+    let reads: Vec<_> = r
+        .intervals
+        .iter()
+        .flat_map(|i| &i.streams)
+        .filter(|s| s.sender)
+        .map(|s| s.tcp_reads.expect("a TCP sender's interval has its reads"))
+        .collect();
+    let total: u32 = reads.iter().map(|x| x.reads).sum();
+    assert!(total as usize > reads.len(), "{reads:#?}");
+    for x in &reads {
+        assert!(x.reads >= 1 && x.at_window <= x.reads, "{x:?}");
+        assert!(x.cwnd_min <= x.cwnd_max && x.cwnd_max > 0, "{x:?}");
+        for share in [
+            x.busy,
+            x.rwnd_limited,
+            x.sndbuf_limited,
+            x.rwnd_limited_peak,
+        ] {
+            assert!((0.0..=1.0).contains(&share), "{x:?}");
+        }
+        // The kernel's busy time includes its limited times.
+        assert!(x.rwnd_limited + x.sndbuf_limited <= x.busy + 0.02, "{x:?}");
+    }
+    assert!(
+        reads.iter().map(|x| x.at_window).sum::<u32>() >= 1,
+        "{reads:#?}"
+    );
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| format!("{e:?}").contains("tcp_info read")),
+        "{:#?}",
+        f.evidence
+    );
 }
 
 #[test]

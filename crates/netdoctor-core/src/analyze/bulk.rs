@@ -156,6 +156,14 @@ pub struct BulkTransfer {
     pub rtt_min_us: u32,
     pub rtt_p50_us: u32,
     pub rtt_samples: u64,
+    /// New data segments sent with a peer ACK since the sender's previous new data (the
+    /// sender answered an ACK: ACK-clocked, as a window, cwnd or a full send buffer makes it),
+    /// and the median time from that ACK to the data, µs. A paced or CPU-bound sender sends
+    /// on its own schedule, several segments per ACK; a rate-limited writer, on its timer.
+    #[serde(default)]
+    pub ack_clocked: u64,
+    #[serde(default)]
+    pub ack_reaction_p50_us: u32,
     /// Full-size segments retransmitted by timeout at the acknowledged edge without the edge
     /// ever moving after the first of them, while the peer kept sending packets.
     pub stuck_full_rto: u64,
@@ -230,6 +238,10 @@ pub(super) struct BulkDir {
     inflight: Samples,
     window: Samples,
     rtt: Samples,
+    /// Time from a peer ACK to the sender's next new data, µs (ACK-clocked segments only).
+    reaction: Samples,
+    /// The latest peer ACK since the sender's last new data.
+    ack_since_data: Option<i64>,
     /// Segment being timed: its end and when it was sent.
     timed: Option<(u32, i64)>,
     /// Since when nothing was in flight (all acknowledged), and whether the peer sent data since.
@@ -335,6 +347,11 @@ pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) 
         }
     }
     b.peer_spoke = false;
+    if let Some(at) = b.ack_since_data.take() {
+        b.t.ack_clocked += 1;
+        b.reaction
+            .push(u32::try_from((pkt.ts_ns - at).max(0) / 1000).unwrap_or(u32::MAX));
+    }
     b.t.peer_mss = peer_mss;
     b.t.window_known = known;
     b.t.bytes += u64::from(end.wrapping_sub(seq));
@@ -383,6 +400,7 @@ pub(super) fn on_ack(c: &mut Conn, i: usize, pkt: Pkt, ack: u32, gap_bytes: u64)
     };
     b.t.missing_bytes += gap_bytes;
     b.t.end_ns = b.t.end_ns.max(pkt.ts_ns);
+    b.ack_since_data = Some(pkt.ts_ns);
     if b.stuck_at.is_some() {
         b.t.peer_alive_after_stuck = true;
     }
@@ -487,6 +505,7 @@ pub(super) fn take(c: &mut Conn) -> impl Iterator<Item = BulkTransfer> + '_ {
         t.inflight_p90 = b.inflight.quantile(0.9);
         t.window_p50 = b.window.quantile(0.5);
         t.rtt_p50_us = b.rtt.quantile(0.5);
+        t.ack_reaction_p50_us = b.reaction.quantile(0.5);
         Some(t)
     })
 }

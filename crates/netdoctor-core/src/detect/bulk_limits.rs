@@ -10,7 +10,7 @@
 //! | `receive_window_limited` | the window's scale known (both SYNs), ≥ 60 % of samples within one segment of the advertised window | a shaper or loss (in flight far below the window) |
 //! | `shaper_limited` | ACK RTT median ≥ 2 ms and ≥ 2× its minimum (a standing queue), the rate flat (bins' CV ≤ 0.2) | random loss (no queue), a window-bound transfer |
 //! | `congestion_limited` | ≥ 0.5 % of the segments (≥ 3) retransmitted, not spurious | segments the capture missed (acknowledged but never seen: capture gaps, not retransmissions) |
-//! | `send_buffer_limited` | in flight flat-topped (median ≥ 70 % of the 90th percentile) and under half the window, nothing lost, no queue | a flat-out transfer (in flight grows with cwnd), a writer that idles (caught above) |
+//! | `send_buffer_limited` | in flight flat-topped (median ≥ 70 % of the 90th percentile) and under half the window, nothing lost, no queue; confidence 0.8 when the sender was also ACK-clocked (≥ [`ACK_CLOCKED`] of new segments right after a peer ACK), else 0.6 | a flat-out transfer (in flight grows with cwnd; paced or CPU-bound, not ACK-clocked), a writer that idles (caught above), the window (caught above), a shaper's cwnd-bound sender (ACK-clocked too, but queued: caught above), a capture at the receiver (judged only near the sender) |
 //!
 //! `application_limited`, `shaper_limited` and `send_buffer_limited` need the capture taken
 //! near the sender (`BulkTransfer::sender_side`, from the handshake): near the receiver the
@@ -33,6 +33,10 @@ use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 pub const MIN_BYTES: u64 = 512 * 1024;
 /// In-flight samples a transfer must have to be judged.
 pub const MIN_SAMPLES: u64 = 100;
+/// The share of new segments sent right after a peer ACK above which a sender is ACK-clocked
+/// (`send_buffer_limited`'s second sign). Measured on the lab captures: `tcp_wmem` 16 KB 0.75,
+/// the unimpaired (bbr-paced, CPU-bound) transfer 0.28.
+pub const ACK_CLOCKED: f64 = 0.5;
 /// Below this announced MSS a path is a small-MSS one.
 pub const SMALL_MSS: u16 = 1200;
 
@@ -102,7 +106,7 @@ fn sides(t: &BulkTransfer) -> (Side, Side, &'static str, &'static str) {
 }
 
 /// The one limit of a transfer, if any.
-pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
+pub fn judge(t: &BulkTransfer) -> Option<Finding> {
     if let Some(f) = black_hole(t) {
         return Some(f);
     }
@@ -281,6 +285,24 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
         && lost == 0
         && t.rtt_p50_us < 2 * t.rtt_min_us.max(1) + 1000
     {
+        // The second sign, from the timing: a sender whose buffer is the bound answers ACKs
+        // (each frees buffer space the blocked writer refills), while a paced or CPU-bound
+        // sender (the unimpaired look-alike: 28 % of its segments after an ACK) and a
+        // rate-limited writer send on their own schedule.
+        let clocked = t.ack_clocked as f64 / t.segments.max(1) as f64;
+        let both = clocked >= ACK_CLOCKED;
+        let clock_note = if both {
+            format!(
+                " Both signs agree: {:.0} % of the new segments left right after an ACK (median {} µs after it), nothing sent in between: the {sname} was ACK-clocked, each ACK freeing buffer space the writer refilled, rather than sending on its own schedule as a paced or CPU-bound sender does.",
+                clocked * 100.0,
+                t.ack_reaction_p50_us
+            )
+        } else {
+            format!(
+                " Only {:.0} % of the new segments left right after an ACK (a send-buffer limit makes the sender ACK-clocked, usually most of them), so the timing does not confirm the buffer as the bound; the flat level alone suggests it.",
+                clocked * 100.0
+            )
+        };
         return Some(mk(
             FindingId::SendBufferLimited,
             Severity::Info,
@@ -292,13 +314,13 @@ pub(crate) fn judge(t: &BulkTransfer) -> Option<Finding> {
                 mbit(t)
             ),
             format!(
-                "The data in flight stayed at {} (median; 90th percentile {}) while the {rname} offered {} and nothing was lost or queued, so neither the window nor the path capped it: the {sname} had no more to send each round trip, which a small send buffer (`tcp_wmem`) does. A congestion window is not on the wire; the {sname}'s socket figures (`ss -tmi`) confirm it.",
+                "The data in flight stayed at {} (median; 90th percentile {}) while the {rname} offered {} and nothing was lost or queued, so neither the window nor the path capped it: the {sname} had no more to send each round trip, which a small send buffer (`tcp_wmem`) does.{clock_note} A congestion window is not on the wire; the {sname}'s socket figures (`ss -tmi`) confirm it.",
                 kb(f64::from(t.inflight_p50)),
                 kb(f64::from(t.inflight_p90)),
                 kb(f64::from(t.window_p50))
             ),
             "Raise the sender's send buffer: `net.ipv4.tcp_wmem` (its maximum at least the bandwidth × RTT), `net.core.wmem_max` if the application sets SO_SNDBUF, and check the application does not set a small SO_SNDBUF.",
-            0.6,
+            if both { 0.8 } else { 0.6 },
         ));
     }
     None

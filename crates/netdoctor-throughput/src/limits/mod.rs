@@ -98,6 +98,37 @@ impl Facts<'_> {
         )
     }
 
+    /// The `TCP_INFO` reads inside the intervals (every 100 ms by the writer) as one evidence
+    /// line; `None` without them.
+    pub fn reads_note(&self) -> Option<String> {
+        let rs: Vec<_> = self.ss.iter().filter_map(|s| s.tcp_reads).collect();
+        if rs.is_empty() {
+            return None;
+        }
+        let n: u32 = rs.iter().map(|r| r.reads).sum();
+        let at: u32 = rs.iter().map(|r| r.at_window).sum();
+        let lo = rs.iter().map(|r| r.cwnd_min).min().unwrap_or(0);
+        let hi = rs.iter().map(|r| r.cwnd_max).max().unwrap_or(0);
+        let med = |f: fn(&crate::report::TcpReads) -> f64| {
+            let mut v: Vec<f64> = rs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2] * 100.0
+        };
+        let peak =
+            |f: fn(&crate::report::TcpReads) -> f64| rs.iter().map(f).fold(0.0, f64::max) * 100.0;
+        Some(format!(
+            "tcp_info read {n} times inside {} intervals (every 100 ms and at each edge): the peer's window full in {at} of {n}, cwnd {}–{}; per interval (median) busy {:.0} %, rwnd-limited {:.0} % (busiest 100 ms {:.0} %), sndbuf-limited {:.0} % (busiest 100 ms {:.0} %)",
+            rs.len(),
+            fmt_bytes(lo as f64),
+            fmt_bytes(hi as f64),
+            med(|r| r.busy),
+            med(|r| r.rwnd_limited),
+            peak(|r| r.rwnd_limited_peak),
+            med(|r| r.sndbuf_limited),
+            peak(|r| r.sndbuf_limited_peak),
+        ))
+    }
+
     /// The end-of-test `TCP_INFO` counters as one evidence line.
     pub fn counters(&self) -> Option<String> {
         self.info.map(|t| {
@@ -132,7 +163,11 @@ impl Facts<'_> {
     /// Adds the window medians, the counters and the given sysctls as evidence.
     pub fn evidence(&self, f: &mut Finding, sysctls: &[&str]) {
         let notes = std::iter::once(Some(self.window_note()))
-            .chain([self.counters(), self.sysctl_note(sysctls)])
+            .chain([
+                self.reads_note(),
+                self.counters(),
+                self.sysctl_note(sysctls),
+            ])
             .flatten();
         for note in notes {
             f.evidence.push(Evidence::Probe {
