@@ -9,7 +9,8 @@
 #      (default 4), alternating A-B then B-A so a drift of the machine cancels; p50 and p99 of
 #      each run and their mean deltas.
 # The 1-minute load average is printed beside every figure: the machine may be shared.
-# RATES="1000 5000 10000" (default) sets the cost phase's rates; SKIP_COST=1 runs only the A/B.
+# RATES="1000 5000 10000" (default) sets the cost phase's rates; SKIP_COST=1 runs only the A/B,
+# SKIP_AB=1 only the cost phase.
 # A rate the load generator does not reach (see req/s) makes that row's latency a backlog, not a
 # service time: compare A/B rows only where both reached AB_RATE.
 #
@@ -135,6 +136,7 @@ done
 stop_watch
 fi
 
+[[ -n "${SKIP_AB:-}" ]] && exit 0
 echo "== added latency at $AB_RATE req/s, CO-corrected (netdoctor load --rate), $AB_ROUNDS rounds of ${AB_S}s =="
 printf '%-6s %-8s %10s %10s %10s %8s\n' round agent req/s p50_ms p99_ms loadavg
 : >"$work/ab.tsv"
