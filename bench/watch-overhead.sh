@@ -9,13 +9,19 @@
 #      (default 4), alternating A-B then B-A so a drift of the machine cancels; p50 and p99 of
 #      each run and their mean deltas.
 # The 1-minute load average is printed beside every figure: the machine may be shared.
-# RATES="1000 5000 10000" (default) sets the cost phase's rates; SKIP_COST=1 runs only the A/B.
+# RATES="1000 5000 10000" (default) sets the cost phase's rates; SKIP_COST=1 runs only the A/B,
+# SKIP_AB=1 only the cost phase.
 # A rate the load generator does not reach (see req/s) makes that row's latency a backlog, not a
 # service time: compare A/B rows only where both reached AB_RATE.
 #
-# Everything runs in a network namespace it creates (ndwo<PID>): nginx (worker_processes 1,
-# access_log off, a 615-byte page) on 127.0.0.1:80 there, `netdoctor watch -p 80 --window 30s`
-# there, `netdoctor load -c 50 -t 1` there. The namespace, nginx and the agent are removed or
+# Beside every cost row: the CPU the load generator and nginx used (% of one core) and how idle
+# the whole machine was (% of both cores, from /proc/stat) over the phase. A rate not reached
+# with an idle share near 0 was starved by other work on the machine, not limited by the
+# generator or nginx (which then use far less than a core each).
+#
+# Everything runs in a network namespace it creates (ndwo<PID>): nginx (NGINX_WORKERS worker
+# processes, default 2, access_log off, a 615-byte page) on 127.0.0.1:80 there, `netdoctor watch
+# -p 80 --window 30s` there, `netdoctor load -c 50 -t LOAD_THREADS` (default 1) there. The namespace, nginx and the agent are removed or
 # stopped by PID on exit, also on failure or Ctrl-C. Needs root.
 #
 # NETDOCTOR=/path/to/netdoctor skips the build (`cargo build --release -p netdoctor`).
@@ -48,7 +54,7 @@ chmod 755 "$work"
 mkdir -p "$work/html" "$work/logs" "$work/tmp"
 head -c 589 /dev/zero | tr '\0' x | sed 's/^/<html><body>/; s/$/<\/body><\/html>/' >"$work/html/index.html"
 cat >"$work/nginx.conf" <<CONF
-worker_processes 1;
+worker_processes ${NGINX_WORKERS:-2};
 pid $work/nginx.pid;
 error_log $work/logs/error.log;
 events { worker_connections 1024; }
@@ -65,6 +71,13 @@ CONF
 ip netns exec "$NS" nginx -c "$work/nginx.conf" -p "$work"
 
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
+# idle and total jiffies of all CPUs
+cpu_idle() { awk '/^cpu / {print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+nginx_ticks() {
+    local s=0 p
+    for p in $(pgrep -P "$(cat "$work/nginx.pid")"); do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+    echo "$s"
+}
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
@@ -84,35 +97,46 @@ start_watch() {
 }
 stop_watch() { stop_pid "$watch_pid"; watch_pid=""; }
 # load RATE SECONDS OUT.json
+# The generator's CPU seconds (user+sys) go to OUT.json.cpu when /usr/bin/time is there.
 load() {
-    ip netns exec "$NS" "$NETDOCTOR" load --rate "$1" -c 50 -t 1 -d "${2}s" --json \
-        http://127.0.0.1:80/ >"$3" 2>/dev/null || true
+    local timer=()
+    [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f "%U %S" -o "$3.cpu")
+    "${timer[@]}" ip netns exec "$NS" "$NETDOCTOR" load --rate "$1" -c 50 -t "${LOAD_THREADS:-1}" \
+        -d "${2}s" --json http://127.0.0.1:80/ >"$3" 2>/dev/null || true
 }
+gen_cpu() { [[ -f "$1.cpu" ]] && awk -v s="$2" 'NF == 2 {printf "%.1f", ($1 + $2) / s * 100}' "$1.cpu" || echo n/a; }
 field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 if [[ -z "${SKIP_COST:-}" ]]; then
 echo "== cost: CPU of one core and RSS of the watch process (load average beside each) =="
-printf '%-8s %10s %12s %10s %8s\n' phase req/s "cpu_%core" rss_MiB loadavg
+printf '%-8s %8s %10s %12s %10s %8s %8s %8s %8s\n' phase offered req/s "cpu_%core" rss_MiB \
+    "gen_%" "nginx_%" "idle_%" loadavg
 start_watch
 sleep 2
-t0=$(ticks "$watch_pid"); s0=$(date +%s.%N)
+t0=$(ticks "$watch_pid"); s0=$(date +%s.%N); read -r i0 j0 < <(cpu_idle)
 sleep "$IDLE_S"
-t1=$(ticks "$watch_pid"); s1=$(date +%s.%N)
-printf '%-8s %10s %12.2f %10.1f %8s\n' idle 0 \
+t1=$(ticks "$watch_pid"); s1=$(date +%s.%N); read -r i1 j1 < <(cpu_idle)
+printf '%-8s %8s %10s %12.2f %10.1f %8s %8s %8.0f %8s\n' idle 0 0 \
     "$(echo "($t1 - $t0) / $hz / ($s1 - $s0) * 100" | bc -l)" \
-    "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" "$(loadavg)"
+    "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" - - \
+    "$(echo "($i1 - $i0) / ($j1 - $j0) * 100" | bc -l)" "$(loadavg)"
 for rate in ${RATES:-1000 5000 10000}; do
-    t0=$(ticks "$watch_pid"); s0=$(date +%s.%N)
+    t0=$(ticks "$watch_pid"); s0=$(date +%s.%N); n0=$(nginx_ticks); read -r i0 j0 < <(cpu_idle)
     load "$rate" "$RATE_S" "$work/cost-$rate.json"
-    t1=$(ticks "$watch_pid"); s1=$(date +%s.%N)
-    printf '%-8s %10.0f %12.2f %10.1f %8s\n' "load" \
+    t1=$(ticks "$watch_pid"); s1=$(date +%s.%N); n1=$(nginx_ticks); read -r i1 j1 < <(cpu_idle)
+    wall=$(echo "$s1 - $s0" | bc -l)
+    printf '%-8s %8s %10.0f %12.2f %10.1f %8s %8.1f %8.0f %8s\n' "load" "$rate" \
         "$(field "$work/cost-$rate.json" "d['requests_per_s']")" \
-        "$(echo "($t1 - $t0) / $hz / ($s1 - $s0) * 100" | bc -l)" \
-        "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" "$(loadavg)"
+        "$(echo "($t1 - $t0) / $hz / $wall * 100" | bc -l)" \
+        "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" \
+        "$(gen_cpu "$work/cost-$rate.json" "$wall")" \
+        "$(echo "($n1 - $n0) / $hz / $wall * 100" | bc -l)" \
+        "$(echo "($i1 - $i0) / ($j1 - $j0) * 100" | bc -l)" "$(loadavg)"
 done
 stop_watch
 fi
 
+[[ -n "${SKIP_AB:-}" ]] && exit 0
 echo "== added latency at $AB_RATE req/s, CO-corrected (netdoctor load --rate), $AB_ROUNDS rounds of ${AB_S}s =="
 printf '%-6s %-8s %10s %10s %10s %8s\n' round agent req/s p50_ms p99_ms loadavg
 : >"$work/ab.tsv"

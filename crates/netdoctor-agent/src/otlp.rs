@@ -29,6 +29,11 @@
 //! | `netdoctor.listen.queue.depth`, `netdoctor.listen.queue.limit`, `netdoctor.syn_recv.connections` | gauge | {connection} | server.port |
 //! | `netdoctor.kernel.stat` | counter | 1 | stat (its increase over each window) |
 //!
+//! In pod mode a pod gone ([`OtlpExporter::forget_pod`]) is no longer sent from the next export
+//! on: the instruments are observable ones over the exporter's own values (see [`Series`]).
+//! OTLP has no "series ended" message; a collector's Prometheus exporter drops it after its
+//! `metric_expiration`.
+//!
 //! Findings become log records: body = the finding's summary, severity WARN (warning), ERROR
 //! (critical) or INFO, attributes `finding.id`, `finding.side`, `finding.severity`, `server.port`,
 //! `finding.added_latency_ms`, `finding.fix`.
@@ -38,15 +43,16 @@ use crate::watch::WindowResult;
 use bytes::Bytes;
 use opentelemetry::KeyValue;
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
-use opentelemetry::metrics::{Counter, Gauge, MeterProvider as _};
+use opentelemetry::metrics::{Meter, MeterProvider as _, ObservableCounter, ObservableGauge};
 use opentelemetry_http::{HttpClient, HttpError, Request, Response};
 use opentelemetry_otlp::{LogExporter, MetricExporter, Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Connect, read and write timeout of one export.
@@ -64,19 +70,170 @@ pub enum OtlpError {
     Export(String),
 }
 
+/// The values every metric reports at the next export, per pod and port. The metrics are
+/// OpenTelemetry *observable* instruments whose callbacks read this at each collection: the
+/// SDK exports only the attribute sets a callback observed in that collection (for cumulative
+/// observable counters and for observable gauges alike; see `PrecomputedSum::cumulative` and
+/// the delta `LastValue` of opentelemetry_sdk 0.32), so a pod removed from here
+/// ([`OtlpExporter::forget_pod`]) is no longer sent. Synchronous instruments keep every
+/// attribute set they ever saw until the provider ends.
+#[derive(Default)]
+struct Series {
+    ports: BTreeMap<(PodLabels, u16), PortSeries>,
+    /// Kernel counters' totals over the run, per pod and counter.
+    kernel: BTreeMap<(PodLabels, String), u64>,
+}
+
+/// One port's values (counters are totals since the start).
+#[derive(Default)]
+struct PortSeries {
+    requests: u64,
+    packets: u64,
+    drops: u64,
+    retransmits: u64,
+    resets: u64,
+    /// p50, p90, p99, max of the last window, seconds.
+    latency: Option<[f64; 4]>,
+    /// Accept queue depth, limit, SYN_RECV of the last window.
+    listener: Option<[u64; 3]>,
+    /// (id, side) → (active, added latency in seconds) of every finding seen on the port.
+    findings: BTreeMap<(String, String), (u64, f64)>,
+}
+
+type Shared = Arc<Mutex<Series>>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Series> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The observable instruments; held so they live as long as the exporter.
 struct Instruments {
-    finding_active: Gauge<u64>,
-    finding_latency: Gauge<f64>,
-    requests: Counter<u64>,
-    window_latency: Gauge<f64>,
-    packets: Counter<u64>,
-    drops: Counter<u64>,
-    retransmits: Counter<u64>,
-    resets: Counter<u64>,
-    kernel: Counter<u64>,
-    listen_depth: Gauge<u64>,
-    listen_limit: Gauge<u64>,
-    syn_recv: Gauge<u64>,
+    _u64_counters: Vec<ObservableCounter<u64>>,
+    _u64_gauges: Vec<ObservableGauge<u64>>,
+    _f64_gauges: Vec<ObservableGauge<f64>>,
+}
+
+fn port_attrs(pod: &PodLabels, port: u16) -> Vec<KeyValue> {
+    let mut v = vec![KeyValue::new("server.port", i64::from(port))];
+    v.extend(pod_attrs(pod));
+    v
+}
+
+/// A per-port counter: `f` picks its total from a port's values.
+fn port_counter(
+    m: &Meter,
+    st: &Shared,
+    name: &'static str,
+    unit: &'static str,
+    f: fn(&PortSeries) -> u64,
+) -> ObservableCounter<u64> {
+    let st = Arc::clone(st);
+    m.u64_observable_counter(name)
+        .with_unit(unit)
+        .with_callback(move |o| {
+            for ((pod, port), p) in &lock(&st).ports {
+                o.observe(f(p), &port_attrs(pod, *port));
+            }
+        })
+        .build()
+}
+
+/// A per-port gauge of the listener samples (`k`: depth, limit, SYN_RECV).
+fn listener_gauge(m: &Meter, st: &Shared, name: &'static str, k: usize) -> ObservableGauge<u64> {
+    let st = Arc::clone(st);
+    m.u64_observable_gauge(name)
+        .with_unit("{connection}")
+        .with_callback(move |o| {
+            for ((pod, port), p) in &lock(&st).ports {
+                if let Some(l) = p.listener {
+                    o.observe(l[k], &port_attrs(pod, *port));
+                }
+            }
+        })
+        .build()
+}
+
+fn instruments(m: &Meter, st: &Shared) -> Instruments {
+    let counters = vec![
+        port_counter(m, st, "netdoctor.requests", "{request}", |p| p.requests),
+        port_counter(m, st, "netdoctor.capture.packets", "{packet}", |p| {
+            p.packets
+        }),
+        port_counter(m, st, "netdoctor.capture.drops", "{packet}", |p| p.drops),
+        port_counter(
+            m,
+            st,
+            "netdoctor.tcp.retransmitted_segments",
+            "{segment}",
+            |p| p.retransmits,
+        ),
+        port_counter(m, st, "netdoctor.tcp.resets", "{segment}", |p| p.resets),
+        {
+            let st = Arc::clone(st);
+            m.u64_observable_counter("netdoctor.kernel.stat")
+                .with_unit("1")
+                .with_callback(move |o| {
+                    for ((pod, stat), v) in &lock(&st).kernel {
+                        let attrs = [
+                            &[KeyValue::new("stat", stat.clone())],
+                            pod_attrs(pod).as_slice(),
+                        ]
+                        .concat();
+                        o.observe(*v, &attrs);
+                    }
+                })
+                .build()
+        },
+    ];
+    let st_active = Arc::clone(st);
+    let u64_gauges = vec![
+        m.u64_observable_gauge("netdoctor.finding.active")
+            .with_unit("1")
+            .with_callback(move |o| {
+                for ((pod, port), p) in &lock(&st_active).ports {
+                    for ((id, side), (active, _)) in &p.findings {
+                        o.observe(*active, &finding_attrs(*port, id, side, pod));
+                    }
+                }
+            })
+            .build(),
+        listener_gauge(m, st, "netdoctor.listen.queue.depth", 0),
+        listener_gauge(m, st, "netdoctor.listen.queue.limit", 1),
+        listener_gauge(m, st, "netdoctor.syn_recv.connections", 2),
+    ];
+    let (st_lat, st_win) = (Arc::clone(st), Arc::clone(st));
+    let f64_gauges = vec![
+        m.f64_observable_gauge("netdoctor.finding.added_latency")
+            .with_unit("s")
+            .with_callback(move |o| {
+                for ((pod, port), p) in &lock(&st_lat).ports {
+                    for ((id, side), (_, added)) in &p.findings {
+                        o.observe(*added, &finding_attrs(*port, id, side, pod));
+                    }
+                }
+            })
+            .build(),
+        m.f64_observable_gauge("netdoctor.window.request.duration")
+            .with_unit("s")
+            .with_callback(move |o| {
+                for ((pod, port), p) in &lock(&st_win).ports {
+                    let Some(q) = p.latency else { continue };
+                    let base = port_attrs(pod, *port);
+                    for (name, v) in ["0.5", "0.9", "0.99", "1"].into_iter().zip(q) {
+                        o.observe(
+                            v,
+                            &[base.as_slice(), &[KeyValue::new("quantile", name)]].concat(),
+                        );
+                    }
+                }
+            })
+            .build(),
+    ];
+    Instruments {
+        _u64_counters: counters,
+        _u64_gauges: u64_gauges,
+        _f64_gauges: f64_gauges,
+    }
 }
 
 /// A running OTLP export (metrics + logs).
@@ -84,9 +241,8 @@ pub struct OtlpExporter {
     meters: SdkMeterProvider,
     logs: SdkLoggerProvider,
     logger: SdkLogger,
-    inst: Instruments,
-    /// (port, id, side, severity) of every finding series set so far.
-    seen: BTreeSet<(PodLabels, u16, String, String)>,
+    _inst: Instruments,
+    series: Shared,
 }
 
 /// Checks an endpoint (`http://host:port`, optional path prefix) and returns it without a
@@ -142,62 +298,14 @@ impl OtlpExporter {
             .build();
         let logger = logs.logger("netdoctor");
         let m = meters.meter("netdoctor");
-        let inst = Instruments {
-            finding_active: m
-                .u64_gauge("netdoctor.finding.active")
-                .with_unit("1")
-                .build(),
-            finding_latency: m
-                .f64_gauge("netdoctor.finding.added_latency")
-                .with_unit("s")
-                .build(),
-            requests: m
-                .u64_counter("netdoctor.requests")
-                .with_unit("{request}")
-                .build(),
-            window_latency: m
-                .f64_gauge("netdoctor.window.request.duration")
-                .with_unit("s")
-                .build(),
-            packets: m
-                .u64_counter("netdoctor.capture.packets")
-                .with_unit("{packet}")
-                .build(),
-            drops: m
-                .u64_counter("netdoctor.capture.drops")
-                .with_unit("{packet}")
-                .build(),
-            retransmits: m
-                .u64_counter("netdoctor.tcp.retransmitted_segments")
-                .with_unit("{segment}")
-                .build(),
-            resets: m
-                .u64_counter("netdoctor.tcp.resets")
-                .with_unit("{segment}")
-                .build(),
-            listen_depth: m
-                .u64_gauge("netdoctor.listen.queue.depth")
-                .with_unit("{connection}")
-                .build(),
-            listen_limit: m
-                .u64_gauge("netdoctor.listen.queue.limit")
-                .with_unit("{connection}")
-                .build(),
-            syn_recv: m
-                .u64_gauge("netdoctor.syn_recv.connections")
-                .with_unit("{connection}")
-                .build(),
-            kernel: m
-                .u64_counter("netdoctor.kernel.stat")
-                .with_unit("1")
-                .build(),
-        };
+        let series = Shared::default();
+        let inst = instruments(&m, &series);
         Ok(OtlpExporter {
             meters,
             logs,
             logger,
-            inst,
-            seen: BTreeSet::new(),
+            _inst: inst,
+            series,
         })
     }
 
@@ -211,23 +319,52 @@ impl OtlpExporter {
     /// record also carries `k8s.namespace.name` and `k8s.pod.name` (when known).
     pub fn record_window_in(&mut self, pod: &PodLabels, w: &WindowResult) -> Result<(), OtlpError> {
         let r = &w.report;
-        let mut base = vec![KeyValue::new("server.port", i64::from(w.port))];
-        base.extend(pod_attrs(pod));
-        for (_, p, id, side) in self.seen.iter().filter(|s| s.0 == *pod && s.1 == w.port) {
-            let attrs = finding_attrs(*p, id, side, pod);
-            self.inst.finding_active.record(0, &attrs);
-            self.inst.finding_latency.record(0.0, &attrs);
+        let mut series = lock(&self.series);
+        let ps = series.ports.entry((pod.clone(), w.port)).or_default();
+        for v in ps.findings.values_mut() {
+            *v = (0, 0.0);
         }
         for f in &r.findings {
             let l = crate::metrics::finding_labels(w.port, f);
-            let attrs = finding_attrs(w.port, &l.id, &l.side, pod);
+            let added_s = f.impact.added_latency_ms.unwrap_or(0.0) / 1000.0;
+            ps.findings.insert((l.id, l.side), (1, added_s));
+        }
+        if let Some(c) = &r.measurements.capture {
+            ps.requests += c.exchanges.count;
+            ps.packets += c.stats.packets;
+            ps.drops += c.stats.capture_drops;
+            ps.retransmits += c.stats.retransmitted_segments;
+            ps.resets += c.stats.resets;
+            let q = &c.exchanges.latency_ms;
+            ps.latency = Some([q.p50, q.p90, q.p99, q.max].map(|v| v / 1000.0));
+        }
+        if let Some(l) = &w.listener {
+            ps.listener = Some([
+                u64::from(l.max_accept_queue),
+                u64::from(l.backlog),
+                u64::from(l.max_syn_recv),
+            ]);
+        }
+        if let Some(c) = &r.measurements.counters {
+            for x in &c.changed {
+                if !KERNEL_COUNTERS.contains(&x.name.as_str()) {
+                    continue;
+                }
+                let d = u64::try_from(x.change()).unwrap_or(0);
+                *series
+                    .kernel
+                    .entry((pod.clone(), x.name.clone()))
+                    .or_default() += d;
+            }
+        }
+        // Not held while the log records go out (each is an HTTP POST).
+        drop(series);
+        for f in &r.findings {
+            let l = crate::metrics::finding_labels(w.port, f);
             let severity = serde_json::to_value(f.severity)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            self.inst.finding_active.record(1, &attrs);
-            let added_s = f.impact.added_latency_ms.unwrap_or(0.0) / 1000.0;
-            self.inst.finding_latency.record(added_s, &attrs);
             let mut rec = self.logger.create_log_record();
             rec.set_body(AnyValue::from(f.summary.clone()));
             let (num, text) = match severity.as_str() {
@@ -238,8 +375,8 @@ impl OtlpExporter {
             rec.set_severity_number(num);
             rec.set_severity_text(text);
             rec.set_timestamp(std::time::SystemTime::now());
-            rec.add_attribute("finding.id", l.id.clone());
-            rec.add_attribute("finding.side", l.side.clone());
+            rec.add_attribute("finding.id", l.id);
+            rec.add_attribute("finding.side", l.side);
             rec.add_attribute("finding.severity", severity);
             rec.add_attribute("server.port", i64::from(w.port));
             if let Some(n) = &pod.namespace {
@@ -253,57 +390,26 @@ impl OtlpExporter {
             }
             rec.add_attribute("finding.fix", f.fix.clone());
             self.logger.emit(rec);
-            self.seen.insert((pod.clone(), w.port, l.id, l.side));
-        }
-        if let Some(c) = &r.measurements.capture {
-            let pa = base.as_slice();
-            self.inst.requests.add(c.exchanges.count, pa);
-            self.inst.packets.add(c.stats.packets, pa);
-            self.inst.drops.add(c.stats.capture_drops, pa);
-            self.inst
-                .retransmits
-                .add(c.stats.retransmitted_segments, pa);
-            self.inst.resets.add(c.stats.resets, pa);
-            let q = &c.exchanges.latency_ms;
-            for (name, v) in [
-                ("0.5", q.p50),
-                ("0.9", q.p90),
-                ("0.99", q.p99),
-                ("1", q.max),
-            ] {
-                self.inst.window_latency.record(
-                    v / 1000.0,
-                    &[base.as_slice(), &[KeyValue::new("quantile", name)]].concat(),
-                );
-            }
-        }
-        if let Some(l) = &w.listener {
-            let pa = base.as_slice();
-            self.inst
-                .listen_depth
-                .record(u64::from(l.max_accept_queue), pa);
-            self.inst.listen_limit.record(u64::from(l.backlog), pa);
-            self.inst.syn_recv.record(u64::from(l.max_syn_recv), pa);
-        }
-        if let Some(c) = &r.measurements.counters {
-            for x in &c.changed {
-                if !KERNEL_COUNTERS.contains(&x.name.as_str()) {
-                    continue;
-                }
-                let d = u64::try_from(x.change()).unwrap_or(0);
-                self.inst.kernel.add(
-                    d,
-                    &[
-                        &[KeyValue::new("stat", x.name.clone())],
-                        pod_attrs(pod).as_slice(),
-                    ]
-                    .concat(),
-                );
-            }
         }
         self.meters
             .force_flush()
             .map_err(|e| OtlpError::Export(e.to_string()))
+    }
+
+    /// Stops sending `pod`'s series (its ports' metrics and its kernel counters: the pod went
+    /// away) and exports at once, so the collector's next push is without them. Other pods'
+    /// series stay. Returns how many ports' series went.
+    pub fn forget_pod(&mut self, pod: &PodLabels) -> Result<usize, OtlpError> {
+        let mut series = lock(&self.series);
+        let before = series.ports.len();
+        series.ports.retain(|(p, _), _| p != pod);
+        series.kernel.retain(|(p, _), _| p != pod);
+        let n = before - series.ports.len();
+        drop(series);
+        self.meters
+            .force_flush()
+            .map_err(|e| OtlpError::Export(e.to_string()))?;
+        Ok(n)
     }
 
     /// Flushes and stops both providers.

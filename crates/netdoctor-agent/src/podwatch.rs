@@ -100,11 +100,15 @@ struct Running<'s> {
     pod: PodNetns,
     stop: Arc<AtomicBool>,
     thread: std::thread::ScopedJoinHandle<'s, PodRun>,
+    /// Found after the start of a `--windows N` run: stopped when the run's time is up.
+    late: bool,
 }
 
 /// Watches `initial` and, every `opts.rescan`, the pods discovery finds then (see the module
-/// docs), until `stop`; with `base.max_windows`, until every watch started has done its
-/// windows. Events go to `on_event` from the pods' threads (`Window`) and from this one.
+/// docs), until `stop`. With `base.max_windows` (N), the run lasts N windows: the pods found at
+/// the start do their N windows, a pod found later is watched from then until the N windows'
+/// time is up (its last window ends there, shorter), and the run ends when every watch has.
+/// Events go to `on_event` from the pods' threads (`Window`) and from this one.
 pub fn watch_pods_live(
     base: &WatchConfig,
     roots: &Roots,
@@ -115,22 +119,27 @@ pub fn watch_pods_live(
 ) {
     std::thread::scope(|s| {
         let mut running: BTreeMap<u64, Running<'_>> = BTreeMap::new();
+        // With --windows: when the run's windows are over.
+        let run_end = base.max_windows.and_then(|n| {
+            Instant::now().checked_add(base.window.checked_mul(u32::try_from(n).ok()?)?)
+        });
         start_pods(
             s,
             base,
             roots,
             stop,
             on_event,
-            initial,
-            initial,
+            (initial, initial),
+            false,
             &mut running,
         );
         let mut next_scan = Instant::now().checked_add(opts.rescan);
         let mut ended_for_good: BTreeMap<u64, PodNetns> = BTreeMap::new();
         loop {
             let stopping = stop.load(Ordering::SeqCst);
-            if stopping {
-                for r in running.values() {
+            let over = run_end.is_some_and(|t| Instant::now() >= t);
+            for r in running.values() {
+                if stopping || (over && r.late) {
                     r.stop.store(true, Ordering::SeqCst);
                 }
             }
@@ -147,7 +156,7 @@ pub fn watch_pods_live(
                     ended_for_good.insert(k, r.pod);
                 }
             }
-            if stopping || (base.max_windows.is_some() && running.is_empty()) {
+            if stopping || (base.max_windows.is_some() && running.is_empty() && over) {
                 break;
             }
             if next_scan.is_some_and(|t| Instant::now() >= t) {
@@ -190,8 +199,18 @@ pub fn watch_pods_live(
                         })
                         .cloned()
                         .collect();
-                    if !new.is_empty() && base.max_windows.is_none() {
-                        start_pods(s, base, roots, stop, on_event, &new, &d.pods, &mut running);
+                    if !new.is_empty() && !over {
+                        let late = base.max_windows.is_some();
+                        start_pods(
+                            s,
+                            base,
+                            roots,
+                            stop,
+                            on_event,
+                            (&new, &d.pods),
+                            late,
+                            &mut running,
+                        );
                     }
                 }
             }
@@ -206,7 +225,8 @@ pub fn watch_pods_live(
 }
 
 /// Starts a watch for each of `pods` not running yet; budgets are split over `all`, the pods
-/// discovery found with them.
+/// discovery found with them. A `late` watch (found after the start of a run of
+/// `--windows N`) runs until the supervisor stops it at the run's end.
 #[allow(clippy::too_many_arguments)]
 fn start_pods<'scope, 'env>(
     s: &'scope std::thread::Scope<'scope, 'env>,
@@ -214,8 +234,8 @@ fn start_pods<'scope, 'env>(
     roots: &'env Roots,
     stop: &'env AtomicBool,
     on_event: &'env (dyn Fn(PodEvent<'_>) + Sync),
-    pods: &[PodNetns],
-    all: &[PodNetns],
+    (pods, all): (&[PodNetns], &[PodNetns]),
+    late: bool,
     running: &mut BTreeMap<u64, Running<'scope>>,
 ) {
     let ring_total = base.ring_bytes * base.ports.len().max(1);
@@ -225,6 +245,9 @@ fn start_pods<'scope, 'env>(
             continue;
         }
         let mut cfg = base.clone();
+        if late {
+            cfg.max_windows = None;
+        }
         cfg.ports = pod.ports.clone();
         cfg.ring_bytes = crate::watch::ring_share(ring_total, total_ports);
         cfg.ring = base
@@ -260,6 +283,7 @@ fn start_pods<'scope, 'env>(
                 pod: pod.clone(),
                 stop: own_stop,
                 thread,
+                late,
             },
         );
     }

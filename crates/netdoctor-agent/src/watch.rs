@@ -18,7 +18,7 @@
 //!
 //! Memory: each port's capture ring is mapped whole and counts in the RSS. A port starts on a
 //! small ring ([`WatchConfig::ring_start_bytes`]) that doubles after a window with kernel drops,
-//! up to [`WatchConfig::ring_bytes`] ([`crate::rings`]). After a window that evicted many
+//! up to [`WatchConfig::ring_bytes`], and is halved again after quiet windows ([`crate::rings`]). After a window that evicted many
 //! connections (a flood's half-open ones, a burst of idle ones), freed heap is handed back to
 //! the kernel ([`netdoctor_sys::memory::release_free_heap`]), so the RSS falls back after a
 //! flood instead of staying at its peak.
@@ -106,6 +106,16 @@ pub fn ring_share(total_bytes: usize, ports: usize) -> usize {
 }
 
 impl WatchConfig {
+    /// Block size and count of a ring of `bytes` at the configured snap length.
+    pub fn geometry(&self, bytes: usize) -> (u32, u32) {
+        let snaplen = if self.snaplen == 0 {
+            65_535
+        } else {
+            self.snaplen
+        };
+        netdoctor_observe::live::ring_geometry_for(bytes, snaplen)
+    }
+
     /// The ring each port starts on.
     pub fn start_ring(&self) -> usize {
         self.ring_start_bytes
@@ -236,12 +246,11 @@ pub fn watch(
             interface: cfg.interface.clone(),
         };
         let cap =
-            LiveRings::open(&lc, cfg.start_ring(), cfg.rings.initial()).map_err(|source| {
-                match source {
+            LiveRings::open_geometry(&lc, cfg.geometry(cfg.start_ring()), cfg.rings.initial())
+                .map_err(|source| match source {
                     ObserveError::NeedsCapNetRaw => WatchError::NeedsCapNetRaw(port),
                     source => WatchError::Capture { port, source },
-                }
-            })?;
+                })?;
         captures.push((port, lc, cap));
     }
     let shutdown = Arc::new(AtomicBool::new(false));
@@ -256,8 +265,8 @@ pub fn watch(
             pcap_limit: cfg.pcap_limit_bytes,
             idle_timeout: cfg.idle_timeout,
             live,
-            ring_bytes: cfg.ring_bytes,
-            ring_now: cfg.start_ring(),
+            ring_size: crate::rings::RingSize::new(cfg.start_ring(), cfg.ring_bytes),
+            block: cfg.geometry(cfg.start_ring()).0,
             rings: cfg.rings,
             window_stop: Arc::clone(&window_stop),
             shutdown: Arc::clone(&shutdown),
@@ -500,9 +509,10 @@ struct PortCtx {
     pcap_limit: u64,
     idle_timeout: Duration,
     live: LiveConfig,
-    ring_bytes: usize,
-    /// The size of the port's ring(s) now.
-    ring_now: usize,
+    /// The size of the port's ring(s) now, and how it changes.
+    ring_size: crate::rings::RingSize,
+    /// The block size of every ring of the port (the start ring's): rings grow in blocks.
+    block: u32,
     rings: crate::rings::RingPolicy,
     window_stop: Arc<AtomicBool>,
     shutdown: Arc<AtomicBool>,
@@ -596,30 +606,41 @@ fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
             let drops = s.drops.saturating_sub(drops_so_far);
             analyzer.note_capture_drops(drops);
             drops_so_far = s.drops;
+            let before = ctx.ring_size;
             let (more, size) = ctx.rings.next_plan(
-                (cap.rings(), ctx.ring_now),
-                ctx.ring_bytes,
+                cap.rings(),
+                &mut ctx.ring_size,
                 s.packets,
                 drops,
+                s.ring_fill,
                 started.elapsed(),
             );
-            if more != cap.rings() || size != ctx.ring_now {
-                match LiveRings::open(&ctx.live, size, more) {
+            if more != cap.rings() || size != before.bytes {
+                let blocks = (size / ctx.block as usize).max(4) as u32;
+                match LiveRings::open_geometry(&ctx.live, (ctx.block, blocks), more) {
                     Ok(c) => {
                         s.warnings.push(format!(
-                            "{} packets/s, {drops} dropped: the capture moves to {more} ring(s) \
-                             of {} KiB (PACKET_FANOUT past one) from the next window",
+                            "{} packets/s, {drops} dropped, ring at most {:.0} % full: the \
+                             capture moves to {more} ring(s) of {} KiB (PACKET_FANOUT past one) \
+                             from the next window",
                             (s.packets as f64 / started.elapsed().as_secs_f64().max(1e-3)) as u64,
+                            s.ring_fill * 100.0,
                             size >> 10
                         ));
                         cap = c;
-                        ctx.ring_now = size;
                         // The new sockets count their drops from zero.
                         drops_so_far = 0;
+                        if size < before.bytes {
+                            // The old ring's pages are unmapped; hand back what the window's
+                            // analysis freed as well.
+                            netdoctor_sys::memory::release_free_heap();
+                        }
                     }
-                    Err(e) => s
-                        .warnings
-                        .push(format!("could not open {more} capture rings: {e}")),
+                    Err(e) => {
+                        ctx.ring_size = before;
+                        s.warnings
+                            .push(format!("could not open {more} capture rings: {e}"))
+                    }
                 }
             }
         }

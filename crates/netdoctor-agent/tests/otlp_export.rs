@@ -353,3 +353,111 @@ fn a_down_collector_is_an_error_not_a_hang_or_panic() {
     assert!(OtlpExporter::start("https://collector:4318").is_err());
     assert!(OtlpExporter::start("collector:4318").is_err());
 }
+
+/// The pods (`k8s.pod.name`) of every data point, per metric, in one metrics POST.
+fn pods_per_metric(p: &Post) -> Vec<(String, String)> {
+    let req = ExportMetricsServiceRequest::decode(p.body.as_slice()).expect("protobuf");
+    let mut out = Vec::new();
+    for metric in req
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+    {
+        let points = match &metric.data {
+            Some(Data::Sum(s)) => &s.data_points,
+            Some(Data::Gauge(g)) => &g.data_points,
+            _ => continue,
+        };
+        for d in points {
+            let pod = d
+                .attributes
+                .iter()
+                .find(|a| a.key == "k8s.pod.name")
+                .and_then(|a| match a.value.as_ref()?.value.as_ref()? {
+                    AnyV::StringValue(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            out.push((metric.name.clone(), pod));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_gone_pods_series_are_no_longer_sent_and_the_other_pods_stay() {
+    let col = Collector::start();
+    let mut exp = OtlpExporter::start(&format!("http://{}", col.addr)).unwrap();
+    let pod = |name: &str| netdoctor_agent::metrics::PodLabels {
+        namespace: Some("shop".into()),
+        pod: Some(name.into()),
+    };
+    let mut w = window();
+    w.report.measurements.counters = Some(netdoctor_report::CountersSection {
+        changed: vec![netdoctor_core::CounterDelta {
+            name: "TcpExt.ListenOverflows".into(),
+            before: 1,
+            after: 4,
+        }],
+    });
+    exp.record_window_in(&pod("web-1"), &w).expect("export");
+    exp.record_window_in(&pod("web-2"), &w).expect("export");
+    let before = col.posts("/v1/metrics");
+    let last = pods_per_metric(before.last().expect("a metrics POST"));
+    for name in [
+        "netdoctor.requests",
+        "netdoctor.finding.active",
+        "netdoctor.finding.added_latency",
+        "netdoctor.window.request.duration",
+        "netdoctor.listen.queue.depth",
+        "netdoctor.kernel.stat",
+    ] {
+        for p in ["web-1", "web-2"] {
+            assert!(
+                last.iter().any(|(n, q)| n == name && q == p),
+                "{name} of {p} before the pod went: {last:?}"
+            );
+        }
+    }
+    let sent = before.len();
+    assert_eq!(exp.forget_pod(&pod("web-1")).expect("export"), 1);
+    // The export right after the pod went, and every later one, are without it.
+    exp.record_window_in(&pod("web-2"), &w).expect("export");
+    exp.shutdown().expect("shutdown");
+    let after = col.posts("/v1/metrics");
+    assert!(
+        after.len() >= sent + 2,
+        "{} POSTs after {sent}",
+        after.len()
+    );
+    for p in &after[sent..] {
+        let series = pods_per_metric(p);
+        assert!(
+            !series.iter().any(|(_, q)| q == "web-1"),
+            "web-1 still sent after it went: {series:?}"
+        );
+        for name in ["netdoctor.requests", "netdoctor.finding.active"] {
+            assert!(
+                series.iter().any(|(n, q)| n == name && q == "web-2"),
+                "{name} of web-2 missing: {series:?}"
+            );
+        }
+    }
+    // Counters stay cumulative for the pod that stays: two windows of 1234 requests.
+    let req = ExportMetricsServiceRequest::decode(after.last().unwrap().body.as_slice()).unwrap();
+    let total = req
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+        .filter(|m| m.name == "netdoctor.requests")
+        .find_map(|m| match &m.data {
+            Some(Data::Sum(s)) => s.data_points.first().and_then(|d| match d.value {
+                Some(NumV::AsInt(i)) => Some(i),
+                _ => None,
+            }),
+            _ => None,
+        });
+    assert_eq!(total, Some(2 * 1234));
+}

@@ -62,10 +62,25 @@ impl LiveRings {
         ring_bytes: usize,
         rings: usize,
     ) -> Result<LiveRings, ObserveError> {
+        let snaplen = match cfg.snaplen {
+            0 => 65_535,
+            n => n,
+        };
+        let (block, blocks) = crate::live::ring_geometry_for(ring_bytes, snaplen);
+        LiveRings::open_geometry(cfg, (block, blocks), rings)
+    }
+
+    /// Like [`open`](Self::open), each ring `blocks.1` blocks of `blocks.0` bytes (see
+    /// [`LiveCapture::open_with_geometry`]).
+    pub fn open_geometry(
+        cfg: &LiveConfig,
+        (block, blocks): (u32, u32),
+        rings: usize,
+    ) -> Result<LiveRings, ObserveError> {
         let n = rings.max(1);
         if n == 1 {
             return Ok(LiveRings {
-                rings: vec![LiveCapture::open_with_ring(cfg, ring_bytes)?],
+                rings: vec![LiveCapture::open_with_geometry(cfg, block, blocks)?],
                 frames: 0,
                 max_packets: None,
             });
@@ -78,7 +93,7 @@ impl LiveRings {
         let mut all: Vec<LiveCapture> = Vec::with_capacity(n);
         let mut group = None;
         for _ in 0..n {
-            let c = LiveCapture::open_with_ring(&each, ring_bytes)?;
+            let c = LiveCapture::open_with_geometry(&each, block, blocks)?;
             group = Some(c.join_fanout(group)?);
             all.push(c);
         }
@@ -170,6 +185,7 @@ impl LiveRings {
         for (k, r) in results.into_iter().enumerate() {
             let r = r?;
             summary.drops += r.drops;
+            summary.ring_fill = summary.ring_fill.max(r.ring_fill);
             per_ring.push(r.drops);
             summary.warnings.extend(
                 r.warnings

@@ -61,6 +61,10 @@ pub struct SourceSummary {
     pub packets: u64,
     /// Kernel ring drops for live capture; 0 for files.
     pub drops: u64,
+    /// Live capture: the largest share (0–1) of the ring's blocks that waited for the reader
+    /// at once during the call, sampled whenever the reader came back from a wait (1 when the
+    /// ring was full); 0 for files. How close the ring came to dropping.
+    pub ring_fill: f64,
     /// Non-fatal problems, one line each (e.g. a truncated capture file).
     pub warnings: Vec<String>,
 }

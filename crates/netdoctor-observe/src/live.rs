@@ -147,6 +147,24 @@ impl LiveCapture {
         cfg: &LiveConfig,
         ring_bytes: usize,
     ) -> Result<LiveCapture, ObserveError> {
+        let snaplen = match cfg.snaplen {
+            0 => 65_535,
+            n => n.min(MIN_BLOCK / 2),
+        };
+        let (block_size, block_nr) = ring_geometry_for(ring_bytes, snaplen);
+        LiveCapture::open_with_geometry(cfg, block_size, block_nr)
+    }
+
+    /// Like [`open_with_ring`](Self::open_with_ring) with the ring's blocks given: `blocks`
+    /// blocks of `block_size` bytes (a power of two, at least one packet at the snap length;
+    /// see [`ring_geometry_for`]). A caller that grows a ring keeps the block size and adds
+    /// blocks: at rates where blocks are handed over by their timeout (10 ms) rather than
+    /// full, larger blocks hold no more time, more blocks do.
+    pub fn open_with_geometry(
+        cfg: &LiveConfig,
+        block_size: u32,
+        block_nr: u32,
+    ) -> Result<LiveCapture, ObserveError> {
         let where_ = cfg.interface.as_deref().unwrap_or("all interfaces");
         let what = format!("tcp port {} on {where_}", cfg.port);
         let fd = sys::packet_socket().map_err(|e| match e.raw_os_error() {
@@ -162,7 +180,11 @@ impl LiveCapture {
             0 => 65_535,
             n => n.min(MIN_BLOCK / 2),
         };
-        let (block_size, block_nr) = ring_geometry_for(ring_bytes, snaplen);
+        // At least the smallest block that holds one packet at the snap length.
+        let block_size = block_size
+            .max(ring_geometry_for(1, snaplen).0)
+            .next_power_of_two();
+        let block_nr = block_nr.max(4);
         let filter = port_filter(cfg.port, snaplen);
         sys::attach_filter(&fd, &filter)
             .map_err(|e| sys_error(format!("attach BPF filter for {what}"), &e))?;
@@ -246,6 +268,10 @@ impl LiveCapture {
         // Blocks read after the drain's end: only ones the kernel had already handed over, at
         // most one lap of the ring.
         let mut late = 0;
+        // The reader comes back from a wait (the call's start: the window's end was handled
+        // meanwhile; a poll): how many blocks wait for it then.
+        let mut back = true;
+        let mut peak_ready = 0usize;
         loop {
             if self.max_packets.is_some_and(|m| self.frames >= m) {
                 break;
@@ -265,6 +291,10 @@ impl LiveCapture {
                 }
             }
             if ready {
+                if back {
+                    back = false;
+                    peak_ready = peak_ready.max(self.ready_blocks(idx));
+                }
                 let flow = self.walk_block(idx, f);
                 self.ring
                     .status(idx)
@@ -275,6 +305,7 @@ impl LiveCapture {
                 }
                 continue;
             }
+            back = true;
             let timeout = if drain_until.is_some() { 10 } else { POLL_MS };
             sys::poll_in(&self.fd, timeout)
                 .map_err(|e| sys_error(format!("poll packet socket for {}", self.what), &e))?;
@@ -293,11 +324,27 @@ impl LiveCapture {
                 self.freezes - start_freezes
             ));
         }
+        let ring_fill = if self.drops > start_drops {
+            1.0
+        } else {
+            peak_ready as f64 / self.ring.blocks as f64
+        };
         Ok(SourceSummary {
             packets: self.frames - start_frames,
             drops: self.drops,
+            ring_fill,
             warnings,
         })
+    }
+
+    /// Blocks handed to user space in a row from `idx` (status words only, at most one lap).
+    fn ready_blocks(&self, idx: usize) -> usize {
+        (0..self.ring.blocks)
+            .take_while(|k| {
+                let i = (idx + k) % self.ring.blocks;
+                self.ring.status(i).load(Ordering::Acquire) & TP_STATUS_USER != 0
+            })
+            .count()
     }
 
     /// Hands every packet of user-owned block `idx` to `f`.

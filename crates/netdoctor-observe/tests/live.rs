@@ -356,6 +356,7 @@ fn a_small_ring_counts_its_drops() {
     let summary = cap.run(&stop, &mut |_| seen += 1).unwrap();
     assert!(seen > 0, "a small ring still captures");
     assert!(summary.drops > 0, "{seen} packets seen, no drops counted");
+    assert_eq!(summary.ring_fill, 1.0, "a ring that dropped was full");
     assert!(
         summary.warnings.iter().any(|w| w.contains("dropped")),
         "{:?}",
@@ -378,4 +379,39 @@ fn ring_geometry_is_whole_power_of_two_blocks() {
     assert_eq!(ring_geometry_for(512 << 10, 256), (16 << 10, 32));
     assert_eq!(ring_geometry_for(1, 256), (16 << 10, 4));
     assert_eq!(ring_geometry_for(2 << 20, 65_535), ring_geometry(2 << 20));
+}
+
+#[test]
+fn ring_fill_is_the_share_of_blocks_that_waited_for_the_reader() {
+    if !is_root() {
+        eprintln!("skipped: live capture needs root (CAP_NET_RAW)");
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // 64 blocks of 64 KiB: the geometry a grown ring of `watch` has (more blocks, same size).
+    let mut cap = LiveCapture::open_with_geometry(&LiveConfig::new(port), 64 << 10, 64).unwrap();
+    // Nothing reads the ring for at least 200 ms of exchanges: each block is handed over after
+    // 10 ms (or when full), so blocks pile up, but far fewer than 64 × 64 KiB hold.
+    let t0 = std::time::Instant::now();
+    let mut n = 0;
+    while t0.elapsed() < std::time::Duration::from_millis(200) || n < 20 {
+        exchange(&listener);
+        n += 1;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let stop = AtomicBool::new(true);
+    let mut seen = 0u64;
+    let s = cap.run(&stop, &mut |_| seen += 1).unwrap();
+    assert!(seen >= 20 * 8, "{seen} packets of {n} exchanges");
+    assert_eq!(s.drops, 0);
+    assert!(
+        s.ring_fill >= 2.0 / 64.0 && s.ring_fill < 1.0,
+        "{} of the blocks waited ({seen} packets over {:?})",
+        s.ring_fill,
+        t0.elapsed()
+    );
+    // Read at once: nothing waited.
+    let s = cap.run(&stop, &mut |_| {}).unwrap();
+    assert_eq!(s.ring_fill, 0.0);
 }

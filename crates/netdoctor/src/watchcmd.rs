@@ -60,7 +60,7 @@ pub struct WatchArgs {
     pub snaplen: u32,
     /// Most packet ring memory for all ports together, in MiB, split evenly (at least 0.5 MiB
     /// per port): each port starts on a 2 MiB ring (its share if less), doubled after a window
-    /// with kernel drops up to its share. The rings count in the agent's RSS; packets the
+    /// with kernel drops up to its share, halved after 6 quiet windows in a row. The rings count in the agent's RSS; packets the
     /// kernel drops when a ring is full are counted and reported per window
     /// (`netdoctor_capture_drops_total`).
     #[arg(long, default_value_t = 16, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
@@ -100,7 +100,8 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = netdoctor_agent::pods::DEFAULT_MAX_PODS, value_name = "N", requires = "pods")]
     pub pods_max: usize,
     /// How often --pods looks for pods again: a pod started later is watched from its next
-    /// look, a pod gone is dropped with its series.
+    /// look (with --windows, until the run's windows are over), a pod gone is dropped with its
+    /// series (in /metrics and OTLP).
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = rescan_interval, requires = "pods")]
     pub pods_rescan: Duration,
     /// Proc directory that --pods reads (the host's).
@@ -247,8 +248,8 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             &opts,
             pods,
             &stop,
-            &mut |p, w| {
-                record(
+            &mut |o| match o {
+                crate::watchpods::PodOutput::Window(p, w) => record(
                     &metrics,
                     args,
                     &p.labels,
@@ -258,7 +259,14 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                     &mut write_err,
                     quiet,
                     &p.name(),
-                )
+                ),
+                crate::watchpods::PodOutput::Gone(p) => {
+                    if let Some(o) = otlp.as_mut()
+                        && let Err(e) = o.forget_pod(&p.labels)
+                    {
+                        eprintln!("netdoctor: {e} (pod {} gone)", p.name());
+                    }
+                }
             },
             &metrics,
             args.slo.as_ref(),

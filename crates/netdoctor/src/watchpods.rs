@@ -1,7 +1,7 @@
 //! `watch --pods`: the pods' watch threads ([`netdoctor_agent::podwatch::watch_pods_live`])
 //! hand their events to this thread, which owns the outputs: a pod found is named in
 //! `netdoctor_pod_listener_info` and the log, its windows are recorded, a pod gone has its
-//! series removed.
+//! series removed (from `/metrics` here, from OTLP by the caller: [`PodOutput::Gone`]).
 
 use netdoctor_agent::metrics::PodListenerLabels;
 use netdoctor_agent::pods::{PodNetns, Roots, describe};
@@ -30,6 +30,13 @@ fn listener_labels(p: &PodNetns) -> Vec<PodListenerLabels> {
         .collect()
 }
 
+/// What the caller's outputs get: a pod's window to record, or a pod gone (its series leave
+/// the outputs that push, such as OTLP; `/metrics` is handled here).
+pub enum PodOutput<'a> {
+    Window(&'a PodNetns, &'a WindowResult),
+    Gone(&'a PodNetns),
+}
+
 /// Runs the pods' watches until `stop` (see the module docs); returns (watches that failed,
 /// watches run).
 #[allow(clippy::too_many_arguments)]
@@ -39,7 +46,7 @@ pub fn run(
     opts: &PodWatchOptions,
     initial: &[PodNetns],
     stop: &AtomicBool,
-    record: &mut dyn FnMut(&PodNetns, &WindowResult),
+    output: &mut dyn FnMut(PodOutput<'_>),
     metrics: &AgentMetrics,
     slo: Option<&netdoctor_report::Slo>,
     quiet: bool,
@@ -72,7 +79,7 @@ pub fn run(
                         eprintln!("netdoctor: watching pod {}", describe(&p));
                     }
                 }
-                Msg::Window(p, w) => record(&p, &w),
+                Msg::Window(p, w) => output(PodOutput::Window(&p, &w)),
                 Msg::Ended(p, r) => {
                     count += 1;
                     match r.result {
@@ -89,6 +96,7 @@ pub fn run(
                 Msg::Gone(p) => {
                     let n =
                         metrics.forget_pod(&p.labels, &p.ports, &objectives, &listener_labels(&p));
+                    output(PodOutput::Gone(&p));
                     if !quiet {
                         eprintln!("netdoctor: pod {} is gone: {n} series removed", p.name());
                     }
