@@ -132,6 +132,8 @@ pub struct AgentMetrics {
     pod_listener: Family<PodListenerLabels, Gauge>,
     /// Finding series ever set, per (pod, port), so a finding that went away drops to 0.
     seen: Mutex<BTreeMap<(PodLabels, u16), BTreeSet<FindingLabels>>>,
+    /// The protobuf answer's families, kept until their text changes.
+    proto_cache: crate::protobuf::ProtoCache,
 }
 
 impl Default for AgentMetrics {
@@ -178,6 +180,7 @@ impl AgentMetrics {
             rss: Gauge::default(),
             pod_listener: Family::default(),
             seen: Mutex::new(BTreeMap::new()),
+            proto_cache: Default::default(),
         };
         r.register(
             "netdoctor_finding_active",
@@ -581,15 +584,14 @@ impl AgentMetrics {
     /// metric: the families of [`encode`](Self::encode), and the request-duration histogram
     /// with its native buckets beside the classic ones. An error names what could not be read.
     pub fn encode_protobuf(&self) -> Result<Vec<u8>, String> {
-        let mut families = crate::protobuf::families_from_openmetrics(&self.encode())?;
+        const HIST: &str = "netdoctor_request_duration_seconds";
+        let text = self.encode();
         let hists = self
             .latency_by_labels
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        crate::protobuf::replace_histograms(
-            &mut families,
-            "netdoctor_request_duration_seconds",
-            |labels| {
+        self.proto_cache.encode(&text, |families| {
+            crate::protobuf::replace_histograms(families, HIST, |labels| {
                 let mut want = labels.to_vec();
                 want.sort_unstable();
                 hists
@@ -600,9 +602,14 @@ impl AgentMetrics {
                         have == want
                     })
                     .map(|(_, h)| h.to_proto())
-            },
-        );
-        Ok(crate::proto::encode_delimited(&families))
+            });
+        })
+    }
+
+    /// Families the last protobuf answer read from the text (the others were copied from the
+    /// answer before: their text had not changed).
+    pub fn protobuf_families_read(&self) -> usize {
+        self.proto_cache.last_read()
     }
 
     /// The classic Prometheus text format (version 0.0.4) of every metric, for scrapers that

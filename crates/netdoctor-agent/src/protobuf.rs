@@ -20,11 +20,84 @@
 //!
 //! `_created` samples are dropped (the agent writes none). The request-duration histogram
 //! then gets its native buckets from [`crate::histogram::LatencyHistogram::to_proto`].
+//!
+//! Reading the text back is not done twice for what did not change: [`ProtoCache`] keeps each
+//! family's encoded bytes with the text block they came from (`# HELP` to the next `# HELP`),
+//! and a family whose block is the same as at the last scrape is copied, not read again. The
+//! registry changes at window ends; between two, a scrape reads back only the process metrics.
+//! The request-duration histogram's native buckets are not in the text, but they change only
+//! together with its classic `_count` (one window's exchanges, added under one lock), so its
+//! block's text says when they changed too.
 
 use crate::proto::{
     Bucket, Counter, Gauge, Histogram, LabelPair, Metric, MetricFamily, MetricType, Quantile,
     Untyped,
 };
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Each family's encoded bytes (length-delimited), by its `# HELP` line, with its text block.
+#[derive(Default)]
+pub struct ProtoCache {
+    blocks: Mutex<CacheState>,
+}
+
+#[derive(Default)]
+struct CacheState {
+    by_help: HashMap<String, (String, Vec<u8>)>,
+    /// Blocks read (not copied) by the last answer.
+    read: usize,
+}
+
+impl ProtoCache {
+    /// The protobuf answer of the OpenMetrics `text`: each block copied from the last answer
+    /// when its text is the same, else read ([`families_from_openmetrics`]) and passed through
+    /// `fix` (the native buckets) first.
+    pub fn encode(&self, text: &str, fix: impl Fn(&mut [MetricFamily])) -> Result<Vec<u8>, String> {
+        let mut st = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut old = std::mem::take(&mut st.by_help);
+        let mut out = Vec::with_capacity(text.len());
+        st.read = 0;
+        for block in blocks(text) {
+            let help = block.lines().next().unwrap_or("");
+            if let Some((t, bytes)) = old.remove(help)
+                && t == block
+            {
+                out.extend_from_slice(&bytes);
+                st.by_help.insert(help.to_string(), (t, bytes));
+                continue;
+            }
+            let mut families = families_from_openmetrics(block)?;
+            fix(&mut families);
+            let bytes = crate::proto::encode_delimited(&families);
+            out.extend_from_slice(&bytes);
+            st.read += 1;
+            st.by_help
+                .insert(help.to_string(), (block.to_string(), bytes));
+        }
+        Ok(out)
+    }
+
+    /// Blocks the last answer read from the text (the rest were copied).
+    pub fn last_read(&self) -> usize {
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).read
+    }
+}
+
+/// The text cut before each `# HELP` line (a family's first line; help texts escape their
+/// newlines, so the marker is never inside one).
+fn blocks(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest.find("\n# HELP ").map_or(rest.len(), |i| i + 1);
+        let (block, tail) = rest.split_at(end);
+        rest = tail;
+        Some(block)
+    })
+}
 
 /// One parsed sample line: name, labels (in order), value.
 type Sample = (String, Vec<(String, String)>, f64);
@@ -374,6 +447,47 @@ mod tests {
         assert_eq!((s.sample_count, s.quantile.len()), (Some(50), 1));
         assert_eq!(label_pairs(&f[6].metric[0]), [("x", "say \"hi\", {ok}")]);
         assert!(f[6].metric[0].untyped.unwrap().value.unwrap().is_nan());
+    }
+
+    /// The cached answer is the uncached one, block for block; a block whose text did not
+    /// change is copied, one that changed is read again (and passed through `fix`).
+    #[test]
+    fn the_cache_reads_only_the_blocks_that_changed() {
+        let text = |cpu: f64, req: u64| {
+            format!(
+                "# HELP a_requests Requests.\n# TYPE a_requests counter\na_requests_total{{port=\"80\"}} {req}\n\
+                 # HELP a_dur Duration.\n# TYPE a_dur histogram\na_dur_bucket{{le=\"+Inf\"}} 1\na_dur_sum 1\na_dur_count 1\n\
+                 # HELP a_up Up.\n# TYPE a_up gauge\na_up 1\n\
+                 # HELP a_cpu Cpu.\n# TYPE a_cpu counter\na_cpu_total {cpu}\n# EOF\n"
+            )
+        };
+        let plain = |t: &str| {
+            let mut f = families_from_openmetrics(t).unwrap();
+            mark(&mut f);
+            crate::proto::encode_delimited(&f)
+        };
+        // What `fix` does, visible in the bytes: the histogram's count doubled.
+        fn mark(f: &mut [MetricFamily]) {
+            for m in f.iter_mut().flat_map(|f| f.metric.iter_mut()) {
+                if let Some(h) = m.histogram.as_mut() {
+                    h.sample_count = h.sample_count.map(|c| c * 2);
+                }
+            }
+        }
+        let c = ProtoCache::default();
+        let t1 = text(0.5, 7);
+        assert_eq!(c.encode(&t1, mark).unwrap(), plain(&t1));
+        assert_eq!(c.last_read(), 4, "first answer: every block read");
+        let t2 = text(0.75, 7);
+        assert_eq!(c.encode(&t2, mark).unwrap(), plain(&t2));
+        assert_eq!(c.last_read(), 1, "the cpu block");
+        let t3 = text(0.75, 9);
+        assert_eq!(c.encode(&t3, mark).unwrap(), plain(&t3));
+        assert_eq!(c.last_read(), 1, "the requests block");
+        // A family that goes away is not answered from the cache.
+        let t4 = t3.replace("# HELP a_up Up.\n# TYPE a_up gauge\na_up 1\n", "");
+        assert_eq!(c.encode(&t4, mark).unwrap(), plain(&t4));
+        assert!(c.encode("# TYPE a gauge\na{x=\"1} 1\n", mark).is_err());
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The exposition from window reports, and the `/metrics` endpoint's answers and bounds.
 
+mod common;
+
 use netdoctor_agent::server::MAX_REQUEST;
 use netdoctor_agent::{AgentMetrics, MetricsServer};
 use netdoctor_core::{Finding, FindingId, Percentiles, Severity, Side};
@@ -388,19 +390,7 @@ fn every_exported_kernel_counter_exists_in_the_running_kernel() {
 /// buckets checked against the exchanges' own latencies.
 #[test]
 fn the_request_histogram_counts_each_exchange_in_its_bucket() {
-    use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
-    use netdoctor_observe::PacketSource;
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/captures/nagle-raw.pcap");
-    let mut file =
-        netdoctor_observe::pcapfile::CaptureFile::open(&path).expect("committed capture");
-    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
-    file.for_each_packet(&mut |p| {
-        analyzer.push(p);
-        std::ops::ControlFlow::Continue(())
-    })
-    .expect("capture reads");
-    let analysis = analyzer.finish();
+    let analysis = common::analyze_nagle_capture();
     let x = &analysis.exchanges;
     assert!(x.count >= 20, "{}", x.count);
     assert_eq!(

@@ -3,10 +3,11 @@
 //! classic buckets; every series of the text answer in the protobuf answer with the same
 //! value; and the endpoint answering protobuf only to a scrape that asks for it.
 
+mod common;
+
 use netdoctor_agent::proto::{self, MetricFamily, MetricType};
 use netdoctor_agent::{AgentMetrics, MetricsServer};
-use netdoctor_core::analyze::{Analyzer, AnalyzerConfig, ExchangeStats};
-use netdoctor_observe::PacketSource;
+use netdoctor_core::analyze::ExchangeStats;
 use netdoctor_report::{CaptureSection, Report, Target};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -18,17 +19,7 @@ const ACCEPT_PB: &str = "application/vnd.google.protobuf;proto=io.prometheus.cli
 
 /// A watch window over the committed Nagle capture, analyzed by the core.
 fn nagle_window() -> (Report, ExchangeStats) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/captures/nagle-raw.pcap");
-    let mut file =
-        netdoctor_observe::pcapfile::CaptureFile::open(&path).expect("committed capture");
-    let mut analyzer = Analyzer::new(AnalyzerConfig::default());
-    file.for_each_packet(&mut |p| {
-        analyzer.push(p);
-        std::ops::ControlFlow::Continue(())
-    })
-    .expect("capture reads");
-    let a = analyzer.finish();
+    let a = common::analyze_nagle_capture();
     let mut r = Report::new(
         netdoctor_report::ReportCommand::Watch,
         Target {

@@ -5,40 +5,21 @@
 //! the first pod and a kubelet `pods/<uid>/etc-hosts` for the second; the third has no pod
 //! cgroup. Discovery must find the three listeners with their names (the third by its netns
 //! inode), and the watch must see each pod's traffic in that pod's series only.
-//! Needs root (namespaces, setns, capture); everything made is removed on drop.
+//! Needs root (namespaces, setns, capture); everything made is removed on drop. The pods are
+//! `netdoctor_lab::fakepod`'s, shared with the CLI's live `watch --pods` test.
 
 use netdoctor_agent::pods::{self, NameSource, Options, Roots};
 use netdoctor_agent::{AgentMetrics, WatchConfig};
+use netdoctor_lab::fakepod::{self, FakePod, PORT};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-const PORT: u16 = 8080;
 const UID_A: &str = "11111111-2222-4333-8444-555555555555";
 const UID_B: &str = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
-
-/// The namespaces and servers of the test, removed on drop.
-struct Netns {
-    names: Vec<String>,
-    servers: Vec<Child>,
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for c in &mut self.servers {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
 
 /// A running (bound) packet socket in the network namespace of `pid`: the watch's capture
 /// there is open, so the traffic sent from now on is seen.
@@ -50,75 +31,17 @@ fn capturing(pid: u32) -> bool {
         .any(|l| l.split_whitespace().nth(5) == Some("1"))
 }
 
-fn listening(pid: u32, port: u16) -> bool {
-    let t = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-    netdoctor_agent::listeners::parse_listen_ports(&t).contains(&port)
+/// Three fake pods (namespaces with a server each); `None` without `ip netns`.
+fn setup(n: usize) -> Option<Vec<FakePod>> {
+    (0..n)
+        .map(|i| FakePod::start(&format!("ndagent{}p{i}", std::process::id() % 100_000)))
+        .collect()
 }
 
-fn setup(n: usize) -> Option<Netns> {
-    let mut ns = Netns {
-        names: Vec::new(),
-        servers: Vec::new(),
-    };
-    for i in 0..n {
-        let name = format!("ndagent{}p{i}", std::process::id() % 100_000);
-        let ok = Command::new("ip")
-            .args(["netns", "add", &name])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return None;
-        }
-        ns.names.push(name.clone());
-        Command::new("ip")
-            .args(["-n", &name, "link", "set", "lo", "up"])
-            .status()
-            .ok()?;
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &name,
-                "/usr/bin/python3",
-                "-m",
-                "http.server",
-            ])
-            .args([&PORT.to_string(), "--bind", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        ns.servers.push(child);
+fn get(pod: &FakePod, n: usize) {
+    for _ in 0..n {
+        pod.get().expect("a request to the pod's server");
     }
-    let t0 = Instant::now();
-    while !ns.servers.iter().all(|c| listening(c.id(), PORT)) {
-        if t0.elapsed() > Duration::from_secs(10) {
-            panic!("the test's servers did not listen within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Some(ns)
-}
-
-/// A fake proc root: `PID/ns` and `PID/net` link to the real ones, `PID/cgroup` is given.
-fn fake_proc(root: &Path, pid: u32, cgroup: &str) {
-    let d = root.join(pid.to_string());
-    std::fs::create_dir_all(&d).unwrap();
-    std::os::unix::fs::symlink(format!("/proc/{pid}/ns"), d.join("ns")).unwrap();
-    std::os::unix::fs::symlink(format!("/proc/{pid}/net"), d.join("net")).unwrap();
-    std::fs::write(d.join("cgroup"), cgroup).unwrap();
-}
-
-fn get(ns: &str, n: usize) {
-    netdoctor_lab::in_netns(ns, || {
-        for _ in 0..n {
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", PORT)).unwrap();
-            s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-            let mut b = Vec::new();
-            let _ = s.read_to_end(&mut b);
-        }
-    })
-    .expect("enter namespace");
 }
 
 #[test]
@@ -142,23 +65,12 @@ fn finds_and_labels_the_listeners_of_each_pod_namespace() {
         kubelet_pods: tmp.path().join("kubelet/pods"),
         pod_logs: tmp.path().join("log/pods"),
     };
-    let pids: Vec<u32> = ns.servers.iter().map(Child::id).collect();
+    let pids: Vec<u32> = ns.iter().map(FakePod::pid).collect();
     // Pod A: systemd cgroup driver, named by the kubelet's log directory.
-    fake_proc(
-        &roots.proc,
-        pids[0],
-        &format!(
-            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-1.scope\n",
-            UID_A.replace('-', "_")
-        ),
-    );
+    ns[0].proc_entry(&roots.proc, &fakepod::cgroup_systemd(UID_A));
     std::fs::create_dir_all(roots.pod_logs.join(format!("shop_web-1_{UID_A}"))).unwrap();
     // Pod B: cgroupfs driver, no log directory, named by its etc-hosts.
-    fake_proc(
-        &roots.proc,
-        pids[1],
-        &format!("0::/kubepods/besteffort/pod{UID_B}/0123\n"),
-    );
+    ns[1].proc_entry(&roots.proc, &fakepod::cgroup_cgroupfs(UID_B));
     std::fs::create_dir_all(roots.kubelet_pods.join(UID_B)).unwrap();
     std::fs::write(
         roots.kubelet_pods.join(UID_B).join("etc-hosts"),
@@ -166,7 +78,7 @@ fn finds_and_labels_the_listeners_of_each_pod_namespace() {
     )
     .unwrap();
     // The third: not in a pod cgroup.
-    fake_proc(&roots.proc, pids[2], "0::/system.slice/other.service\n");
+    ns[2].proc_entry(&roots.proc, "0::/system.slice/other.service\n");
     let inode = |pid: u32| {
         std::fs::metadata(format!("/proc/{pid}/ns/net"))
             .unwrap()
@@ -236,8 +148,8 @@ fn finds_and_labels_the_listeners_of_each_pod_namespace() {
                 );
                 std::thread::sleep(Duration::from_millis(20));
             }
-            get(&ns.names[0], 5);
-            get(&ns.names[1], 2);
+            get(&ns[0], 5);
+            get(&ns[1], 2);
         });
         let runs = netdoctor_agent::podwatch::watch_pods(&cfg, &roots, &d.pods, &stop, &|p, w| {
             metrics.record_window_in(&p.labels, w.port, &w.report, 1.0);

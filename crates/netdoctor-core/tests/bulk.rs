@@ -190,8 +190,11 @@ fn corpus() -> std::path::PathBuf {
 /// and neither do downloads captured near their receiver (the sender's idle time and in-flight
 /// data are not visible there: `zeek-timestamp.pcap`'s slow-start bursts one RTT apart looked
 /// application-limited before that rule). The one limit found is `zeek-206_example_b.pcap`'s
-/// loss: a 940 KB download with 107 retransmissions, where tshark's expert info counts 56
-/// suspected retransmissions and 52 overlapping ones (108).
+/// loss: two range requests on one connection, answered with 817 KB and 206 KB (two transfers,
+/// one per turn); the first is judged, 31 of its segments retransmitted (tshark's expert info
+/// counts 32 retransmissions before the second request). A keep-alive capture of 1000 small
+/// answers (`zeek-1000-requests-one-dropped-response.pcap.gz`, 788 KB from the server) has no
+/// bulk transfer at all.
 #[test]
 fn corpus_captures_get_only_the_limits_they_show() {
     let dir = corpus();
@@ -208,6 +211,7 @@ fn corpus_captures_get_only_the_limits_they_show() {
         .collect();
     names.sort();
     let mut seen = Vec::new();
+    let mut transfers = std::collections::BTreeMap::new();
     for n in &names {
         let p = dir.join(n);
         // A few corpus files are not readable by the test reader (the CLI's reader is checked
@@ -219,6 +223,13 @@ fn corpus_captures_get_only_the_limits_they_show() {
         for f in an.findings.iter().filter(|f| LIMITS.contains(&f.id)) {
             seen.push((n.clone(), f.id));
         }
+        let charted = |t: &netdoctor_core::analyze::bulk::BulkTransfer| {
+            (t.turn, t.bins.iter().map(|b| b.bytes).sum::<u64>())
+        };
+        transfers.insert(
+            n.clone(),
+            an.stats.bulk.iter().map(charted).collect::<Vec<_>>(),
+        );
     }
     let expected = [(
         "zeek-206_example_b.pcap".to_string(),
@@ -229,6 +240,26 @@ fn corpus_captures_get_only_the_limits_they_show() {
         .filter(|(n, _)| names.contains(n))
         .collect();
     assert_eq!(seen, expected);
+    if let Some(t) = transfers.get("zeek-206_example_b.pcap") {
+        // Both answers of the range requests, each from its first byte (the HTTP bodies are
+        // 206,024 bytes and the rest of the first answer; headers included).
+        assert!(
+            t.iter()
+                .any(|&(turn, b)| turn == 0 && (810_000..830_000).contains(&b)),
+            "{t:?}"
+        );
+        assert!(
+            t.iter()
+                .any(|&(turn, b)| turn == 1 && (206_024..210_000).contains(&b)),
+            "{t:?}"
+        );
+    }
+    if let Some(t) = transfers.get("zeek-1000-requests-one-dropped-response.pcap.gz") {
+        assert!(
+            t.is_empty(),
+            "keep-alive answers are no bulk transfer: {t:?}"
+        );
+    }
 }
 
 /// The chart covers the transfer from its first byte (issue 22: it used to start at 64 KB,

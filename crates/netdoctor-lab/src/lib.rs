@@ -34,13 +34,15 @@
 //! records, so `stop` ends and removes them); `tools` (is an external tool installed; the
 //! one-line skip of tests whose tool is missing); `ports` (ports for tests that never collide:
 //! a held closed port, a port below the ephemeral range for another process to bind);
-//! `bulk_lab` (client — router — throughput server, one transfer limit per case).
+//! `bulk_lab` (client — router — throughput server, one transfer limit per case); `fakepod`
+//! (a namespace with an HTTP server and its fake kubelet proc entry, for pod-mode tests).
 
 pub mod builtin;
 pub mod bulk_lab;
 pub mod cases;
 mod config;
 mod error;
+pub mod fakepod;
 pub mod forwarder;
 pub mod h2case;
 pub mod hostcases;

@@ -31,7 +31,9 @@
 //! root namespace) and answer Time Exceeded without rate limit (`icmp_ratelimit=0`) unless a
 //! test asks for one (`r1_icmp_ratelimit_ms`, to reproduce a router that rate-limits its own
 //! ICMP). `dly` has no addresses and no forwarding: the [`Forwarder`] bridges its two veths and
-//! holds frames there, so hop 2 and everything after it see the added RTT. The client's
+//! holds frames there, so hop 2 and everything after it see the added RTT. ARP between r1 and r2
+//! is fixed (permanent entries on fixed MACs), so the bridge's loss drops probes, never a
+//! neighbour resolution. The client's
 //! `/etc/netns/<cli>/resolv.conf` is written from the config, so `ip netns exec <cli> …` sees the
 //! lab's resolver.
 //!
@@ -74,8 +76,8 @@ pub const SERVER_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x231, 3, 0, 0, 0, 0, 2);
 pub const R1_LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1);
 /// r2's link-local address on both its links.
 pub const R2_LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 2);
-/// MAC addresses of r1's and r2's ends of the bridged link in an IPv6 lab (for their
-/// permanent neighbour entries).
+/// MAC addresses of r1's and r2's ends of the bridged link (for their permanent neighbour
+/// entries).
 const R1_BRIDGE_MAC: &str = "02:31:00:00:01:02";
 const R2_BRIDGE_MAC: &str = "02:31:00:00:02:01";
 /// The names the lab nameserver serves.
@@ -261,6 +263,42 @@ fn run(program: &str, args: &[&str]) -> Result<(), LabError> {
     }
 }
 
+/// Fixes the neighbours across the delay/loss bridge: r1's and r2's ends get fixed MACs and
+/// permanent entries for each other's address (`r1_addr` in r2, `r2_addr` in r1).
+fn pin_bridge_neighbours(
+    r1: &str,
+    r2: &str,
+    r1_addr: std::net::IpAddr,
+    r2_addr: std::net::IpAddr,
+) -> Result<(), LabError> {
+    for (ns, dev, mac, peer, peer_mac) in [
+        (r1, "r1-b", R1_BRIDGE_MAC, r2_addr, R2_BRIDGE_MAC),
+        (r2, "r2-b", R2_BRIDGE_MAC, r1_addr, R1_BRIDGE_MAC),
+    ] {
+        run("ip", &["-n", ns, "link", "set", dev, "address", mac])?;
+        let family = if peer.is_ipv6() { "-6" } else { "-4" };
+        let peer = peer.to_string();
+        run(
+            "ip",
+            &[
+                "-n",
+                ns,
+                family,
+                "neigh",
+                "replace",
+                &peer,
+                "lladdr",
+                peer_mac,
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ],
+        )?;
+    }
+    Ok(())
+}
+
 fn sysctl(ns: &str, kv: &str) -> Result<(), LabError> {
     run("ip", &["netns", "exec", ns, "sysctl", "-qw", kv])
 }
@@ -407,6 +445,12 @@ impl RouteLab {
         if let Some(ms) = cfg.r1_icmp_ratelimit_ms {
             sysctl(&r1, &format!("net.ipv4.icmp_ratelimit={ms}"))?;
         }
+        // ARP across the delay/loss bridge is fixed (permanent entries, as the IPv6 half's
+        // neighbours): a lossy-hop lab loses probes, not r1's resolution of r2. With 15 % loss
+        // each way, three ARP requests in a row went unanswered now and then (about 2 % of
+        // resolutions, and every entry is re-confirmed after ~30 s): r1 dropped everything
+        // for r2 for 3 s, and a trace saw hop 2 answer none of its probes.
+        pin_bridge_neighbours(&r1, &r2, R1_FAR_IP.into(), R2_IP.into())?;
         if cfg.ipv6 {
             self.build_ipv6(cfg)?;
         }

@@ -230,6 +230,34 @@ fn dns_tells_dead_from_slow_from_empty_and_finds_ptr_timeouts() {
     deaf.stop().unwrap();
 }
 
+/// The bridge's loss drops probes, never r1's neighbour resolution of r2 (the ARP entries across
+/// the bridge are fixed): with every frame dropped on the r1–r2 link, r1's entry for r2 is
+/// still usable 3.5 s after traffic for r2 arrived. Resolved over the bridge, r1's three ARP
+/// requests (1 s apart) would go unanswered and the entry would be FAILED: r1 drops everything
+/// for r2 and answers host unreachable (what left the lossy-hop trace with 0 of 60 answers
+/// from hop 2 once in CI).
+#[test]
+fn a_lossy_bridge_never_fails_a_neighbour_resolution() {
+    let Some(_serial) = routelab::begin() else {
+        return;
+    };
+    let dead = lab(0.0, 1.0, Resolver::Empty);
+    netdoctor_lab::in_netns(dead.client_netns(), || {
+        let s = std::net::UdpSocket::bind(("0.0.0.0", 0)).expect("bind");
+        s.send_to(b"probe", (SERVER_IP, 9)).expect("send");
+    })
+    .expect("enter the client namespace");
+    std::thread::sleep(Duration::from_millis(3500));
+    let r1 = &dead.namespaces()[1];
+    let out = std::process::Command::new("ip")
+        .args(["-n", r1, "neigh", "show", &R2_IP.to_string()])
+        .output()
+        .expect("run ip neigh");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PERMANENT"), "r1's entry for r2: {text:?}");
+    dead.stop().unwrap();
+}
+
 #[test]
 fn labs_leave_nothing_behind() {
     let Some(_serial) = routelab::begin() else {

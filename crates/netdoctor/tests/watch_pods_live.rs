@@ -1,112 +1,32 @@
 //! `watch --pods` while pods come and go: the agent starts with one pod; a second pod (a
 //! network namespace made here with an HTTP server, and a fake proc root entry naming it as a
-//! kubelet pod, as in crates/netdoctor-agent/tests/pods.rs) started later must appear in
+//! kubelet pod: `netdoctor_lab::fakepod`, shared with crates/netdoctor-agent/tests/pods.rs) started later must appear in
 //! /metrics with its labels and traffic; once it is deleted its series must go, the first pod's
 //! must stay, and the agent must exit 0 on SIGTERM. Needs root; everything made is removed on
 //! drop, also on failure.
 
 mod common;
 
+use netdoctor_lab::fakepod::{self, FakePod};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PORT: u16 = 8080;
 const UID_A: &str = "11111111-2222-4333-8444-555555555555";
 const UID_B: &str = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
 
-/// A namespace with a python HTTP server on 127.0.0.1:8080, removed on drop.
-struct Pod {
-    ns: String,
-    server: Option<Child>,
+/// A fake pod named by `tag` (`netdoctor_lab::fakepod`: a namespace with a server on
+/// 127.0.0.1:8080); `None` without `ip netns`.
+fn start_pod(tag: &str) -> Option<FakePod> {
+    FakePod::start(&format!("ndsoak{}{tag}", std::process::id() % 100_000))
 }
 
-impl Pod {
-    fn start(tag: &str) -> Option<Pod> {
-        let ns = format!("ndsoak{}{tag}", std::process::id() % 100_000);
-        let ok = Command::new("ip")
-            .args(["netns", "add", &ns])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return None;
-        }
-        let mut pod = Pod { ns, server: None };
-        Command::new("ip")
-            .args(["-n", &pod.ns, "link", "set", "lo", "up"])
-            .status()
-            .ok()?;
-        let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &pod.ns,
-                "/usr/bin/python3",
-                "-m",
-                "http.server",
-            ])
-            .args([&PORT.to_string(), "--bind", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        pod.server = Some(child);
-        let pid = pod.pid();
-        let t0 = Instant::now();
-        while !listening(pid) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "the test's server did not listen within 20 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(pod)
-    }
-
-    fn pid(&self) -> u32 {
-        self.server.as_ref().map_or(0, Child::id)
-    }
-
-    fn get(&self) {
-        let _ = netdoctor_lab::in_netns(&self.ns, || {
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", PORT)) {
-                let _ = s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n");
-                let mut b = Vec::new();
-                let _ = s.read_to_end(&mut b);
-            }
-        });
-    }
-}
-
-impl Drop for Pod {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.server.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-    }
-}
-
-fn listening(pid: u32) -> bool {
-    let t = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-    netdoctor_agent::listeners::parse_listen_ports(&t).contains(&PORT)
-}
-
-/// The pod's entry in the fake proc root (`ns`, `net` link to the real ones) and its kubelet
-/// log directory (its namespace and name).
-fn fake_pod(root: &Path, pid: u32, uid: &str, name: &str) -> PathBuf {
-    let d = root.join("proc").join(pid.to_string());
-    std::fs::create_dir_all(&d).unwrap();
-    std::os::unix::fs::symlink(format!("/proc/{pid}/ns"), d.join("ns")).unwrap();
-    std::os::unix::fs::symlink(format!("/proc/{pid}/net"), d.join("net")).unwrap();
-    std::fs::write(
-        d.join("cgroup"),
-        format!("0::/kubepods/besteffort/pod{uid}/0123\n"),
-    )
-    .unwrap();
+/// The pod's entry in the fake proc root (cgroupfs driver) and its kubelet log directory
+/// (its namespace and name).
+fn fake_pod(root: &Path, pod: &FakePod, uid: &str, name: &str) -> PathBuf {
+    let d = pod.proc_entry(&root.join("proc"), &fakepod::cgroup_cgroupfs(uid));
     std::fs::create_dir_all(root.join("logs").join(format!("shop_{name}_{uid}"))).unwrap();
     d
 }
@@ -187,13 +107,13 @@ fn a_pod_started_later_is_watched_and_a_pod_gone_loses_its_series() {
         eprintln!("skipped: needs python3 (apt-get install python3)");
         return;
     }
-    let Some(a) = Pod::start("a") else {
+    let Some(a) = start_pod("a") else {
         eprintln!("skipped: needs ip netns (apt-get install iproute2)");
         return;
     };
     let dir = TempRoot(common::tempdir("podslive"));
     let root = dir.0.clone();
-    fake_pod(&root, a.pid(), UID_A, "web-1");
+    fake_pod(&root, &a, UID_A, "web-1");
     let listen = netdoctor_lab::ports::unused_port([127, 0, 0, 1]);
     let log = root.join("agent.log");
     let agent = Agent(Some(
@@ -217,11 +137,17 @@ fn a_pod_started_later_is_watched_and_a_pod_gone_loses_its_series() {
     });
 
     // A second pod after the start.
-    let b = Pod::start("b").expect("second namespace");
-    let b_dir = fake_pod(&root, b.pid(), UID_B, "web-2");
-    let m = wait_for(listen, "pod web-2's traffic", &log, &|| b.get(), &|m| {
-        requests_of(m, "web-2") >= 1
-    });
+    let b = start_pod("b").expect("second namespace");
+    let b_dir = fake_pod(&root, &b, UID_B, "web-2");
+    let m = wait_for(
+        listen,
+        "pod web-2's traffic",
+        &log,
+        &|| {
+            let _ = b.get();
+        },
+        &|m| requests_of(m, "web-2") >= 1,
+    );
     // The listener's info series (`netdoctor_pod_listener`, a gauge of 1) names the pod.
     assert!(
         m.lines().any(|l| l.starts_with("netdoctor_pod_listener")

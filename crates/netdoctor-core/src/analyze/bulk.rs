@@ -8,13 +8,25 @@
 //! bounds the in-flight data when neither the window nor the writer does is judged from
 //! these ([`crate::detect::bulk_limits`]).
 //!
-//! The state ([`BulkDir`]) is allocated once a direction has sent [`BULK_MIN_BYTES`], or at its
+//! A transfer is one request/response turn of one direction: the data it sends until the peer
+//! answers. The peer's new data is an answer when everything the direction had sent was
+//! acknowledged by then (it was done); the direction's next new data then starts a new turn,
+//! and the watched transfer of the turn before ends ([`on_new_data`] returns it). So a
+//! keep-alive connection of many small answers never adds up to one large transfer, and each
+//! download of a connection gets its own transfer and chart. The peer's data that comes while
+//! data is in flight (a pipelined request, an HTTP/2 WINDOW_UPDATE, the other half of a
+//! bidirectional transfer) is not an answer. A sender that waits for each answer with
+//! everything acknowledged (an HTTP/2 download held by its flow-control window, a lock-step
+//! exchange of single segments) gets a transfer per turn: each is judged, or not, on its own.
+//!
+//! The state ([`BulkDir`]) is allocated once a turn has sent [`BULK_MIN_BYTES`], or at its
 //! first retransmission by timeout (a black hole stops a transfer early), so request/response
-//! connections pay one comparison per segment. Until then each direction keeps 24 bytes
-//! ([`PreBulk`]): the time of its first data and of each [`PRE_STEP`] bytes after it, so the
-//! throughput series starts at the transfer's first byte (its first bins at 16 KB resolution;
-//! in flight and the window are charted from the watch on). When the connection ends it becomes one
-//! [`BulkTransfer`] (one event, [`crate::event::Event::Bulk`]), which also carries the series
+//! connections pay a few comparisons per segment. Until then each direction keeps its turn's
+//! start and 24 bytes of times ([`PreBulk`]): the time of the turn's first data and of each
+//! [`PRE_STEP`] bytes after it, so the throughput series starts at the turn's first byte (its
+//! first bins at 16 KB resolution; in flight and the window are charted from the watch on).
+//! When the turn or the connection ends it becomes one [`BulkTransfer`] (one event,
+//! [`crate::event::Event::Bulk`]), which also carries the series
 //! the HTML report charts. Hand-written: no crate computes these figures from a stream of
 //! headers without keeping the packets.
 
@@ -31,17 +43,25 @@ pub const PRE_STEP: u32 = 16 * 1024;
 /// Checkpoints before the watch (the last step is where the watch starts).
 const PRE_POINTS: usize = (BULK_MIN_BYTES / PRE_STEP) as usize - 1;
 
-/// A direction's first bytes before it is watched: when its first data segment went, and how
+/// A direction's current turn (the data it sends between the peer's data) and its first bytes
+/// before they are watched: where the turn starts, when its first data segment went, and how
 /// long after that each [`PRE_STEP`] bytes were out (µs, saturating at ~71 minutes).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct PreBulk {
     first_ns: Option<i64>,
     at_us: [u32; PRE_POINTS],
     n: u8,
+    /// The peer sent new data while everything this direction had sent was acknowledged: this
+    /// direction's next new data starts a new turn.
+    answered: bool,
+    /// The sequence number of the turn's first byte (`None` before the direction's first data).
+    start: Option<u32>,
+    /// Turns of this direction before the current one.
+    turn: u32,
 }
 
 impl PreBulk {
-    /// New data: `sent` bytes of the direction are out at `ts` (this segment included).
+    /// New data: `sent` bytes of the turn are out at `ts` (this segment included).
     #[inline]
     fn note(&mut self, ts: i64, sent: u32) {
         let first = *self.first_ns.get_or_insert(ts);
@@ -50,6 +70,14 @@ impl PreBulk {
             self.at_us[usize::from(self.n)] =
                 u32::try_from((ts - first).max(0) / 1000).unwrap_or(u32::MAX);
             self.n += 1;
+        }
+    }
+
+    /// Bytes of the turn before `seq` (0 before the turn's start).
+    fn before(&self, seq: u32) -> u32 {
+        match self.start {
+            Some(s) if !seq_gt(s, seq) => seq.wrapping_sub(s),
+            _ => 0,
         }
     }
 }
@@ -148,8 +176,14 @@ pub struct BulkTransfer {
     /// next new data, ns; and how many such gaps.
     pub idle_ns: i64,
     pub idle_gaps: u64,
-    /// Gaps in which the peer sent data (a request/response turn, not idling).
+    /// Gaps in which the peer sent data (not idling). A request/response turn starts a new
+    /// transfer, so these are gaps where the peer's data came while this side still had data
+    /// in flight (pipelined requests, flow-control updates).
     pub turns: u64,
+    /// The sender's turns before this transfer's (0: its first data on the connection; a
+    /// second download on a keep-alive connection is turn 1 of the server).
+    #[serde(default)]
+    pub turn: u64,
     /// New bytes the peer sent while watched.
     pub peer_bytes: u64,
     /// ACK RTT samples, µs: minimum and median.
@@ -312,31 +346,64 @@ impl BulkDir {
     }
 }
 
-/// New data from endpoint `i` (`pkt`, bytes `seq..end`) after the trackers saw it: starts
-/// watching the direction once it has sent [`BULK_MIN_BYTES`], then samples in flight.
+/// New data from endpoint `i` (`pkt`, bytes `seq..end`) after the trackers saw it: starts a
+/// new turn when the peer answered this direction's data (a request/response turn: the
+/// transfer of the turn before ends and is returned), starts watching the turn once it has
+/// sent [`BULK_MIN_BYTES`], then samples in flight.
 #[inline]
-pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) {
+pub(super) fn on_new_data(
+    c: &mut Conn,
+    i: usize,
+    pkt: Pkt,
+    seq: u32,
+    end: u32,
+) -> Option<Box<BulkDir>> {
     let j = 1 - i;
     if let Some(p) = c.bulk[j].as_deref_mut() {
         p.t.peer_bytes += u64::from(pkt.len);
         p.peer_spoke = true;
     }
-    if c.bulk[i].is_none() {
-        let d = &mut c.dirs[i];
-        let sent = d.nxt.wrapping_sub(d.isn);
-        if sent < BULK_MIN_BYTES {
-            d.pre_bulk.note(pkt.ts_ns, sent);
-            return;
+    // The peer's data answers the other direction's turn only when that direction had all its
+    // data acknowledged (it was done): data that comes while it is still sending (an HTTP/2
+    // WINDOW_UPDATE, the other half of a bidirectional transfer, a pipelined request) is not
+    // an answer.
+    let other = &mut c.dirs[j];
+    if other.started && other.acked.is_some_and(|a| !seq_gt(other.nxt, a)) {
+        other.pre_bulk.answered = true;
+    }
+    let d = &mut c.dirs[i];
+    let mut ended = None;
+    let turn = &mut d.pre_bulk;
+    match turn.start {
+        None => turn.start = Some(seq),
+        Some(s) if turn.answered && seq_gt(seq, s) => {
+            ended = c.bulk[i].take();
+            *turn = PreBulk {
+                start: Some(seq),
+                turn: turn.turn.saturating_add(1),
+                ..PreBulk::default()
+            };
         }
-        let before = seq.wrapping_sub(d.isn.wrapping_add(1)).min(sent);
-        c.bulk[i] = Some(Box::new(BulkDir::new(pkt, &d.pre_bulk, before)));
+        _ => {}
+    }
+    turn.answered = false;
+    if c.bulk[i].is_none() {
+        let sent = d.nxt.wrapping_sub(turn.start.unwrap_or(seq));
+        if sent < BULK_MIN_BYTES {
+            turn.note(pkt.ts_ns, sent);
+            return ended;
+        }
+        let before = turn.before(seq).min(sent);
+        let mut b = BulkDir::new(pkt, turn, before);
+        b.t.turn = u64::from(turn.turn);
+        c.bulk[i] = Some(Box::new(b));
     }
     let known = c.dirs[i].syn_seen && c.dirs[j].syn_seen;
     let acked = c.dirs[i].acked;
     let window = c.dirs[j].window;
     let peer_mss = c.dirs[j].mss;
     let Some(b) = c.bulk[i].as_deref_mut() else {
-        return;
+        return ended;
     };
     if let Some(since) = b.empty_since.take() {
         if b.peer_spoke {
@@ -364,7 +431,7 @@ pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) 
     let Some(a) = acked else {
         let bin = b.bin(pkt.ts_ns);
         bin.bytes += u64::from(pkt.len);
-        return;
+        return ended;
     };
     b.acked.get_or_insert(a);
     let inflight = if seq_gt(end, a) {
@@ -387,6 +454,7 @@ pub(super) fn on_new_data(c: &mut Conn, i: usize, pkt: Pkt, seq: u32, end: u32) 
     if known && (bin.window_min == 0 || window < bin.window_min) {
         bin.window_min = window;
     }
+    ended
 }
 
 /// An ACK from endpoint `i` of the peer's (`1 - i`) data, after the trackers took it.
@@ -453,9 +521,11 @@ pub(super) fn on_retransmission(
 ) {
     if c.bulk[i].is_none() && timeout {
         let d = &c.dirs[i];
-        let before = seq.wrapping_sub(d.isn.wrapping_add(1)).min(BULK_MIN_BYTES);
-        c.bulk[i] = Some(Box::new(BulkDir::new(pkt, &d.pre_bulk, before)));
-        c.bulk[i].as_deref_mut().expect("just set").acked = c.dirs[i].acked;
+        let before = d.pre_bulk.before(seq).min(BULK_MIN_BYTES);
+        let mut b = BulkDir::new(pkt, &d.pre_bulk, before);
+        b.t.turn = u64::from(d.pre_bulk.turn);
+        b.acked = d.acked;
+        c.bulk[i] = Some(Box::new(b));
     }
     let acked = c.dirs[i].acked;
     let window = c.dirs[1 - i].window;
@@ -482,30 +552,33 @@ pub(super) fn on_retransmission(
 
 /// The connection ends: its watched directions as [`BulkTransfer`]s.
 pub(super) fn take(c: &mut Conn) -> impl Iterator<Item = BulkTransfer> + '_ {
-    let label = crate::detect::conn_label(c.ends().client, c.ends().server);
-    let server = c.server;
+    (0..2).filter_map(move |i| {
+        let b = c.bulk[i].take()?;
+        Some(finish(c, i, *b))
+    })
+}
+
+/// The transfer of endpoint `i`'s watched turn `b` (ended by a new turn or the connection's end).
+pub(super) fn finish(c: &Conn, i: usize, b: BulkDir) -> BulkTransfer {
     let near_client = match (c.syn.last_syn, c.syn.last_synack, c.syn.done) {
         (Some(a), Some(b), Some(d)) => Some(b.ts_ns - a.ts_ns >= d.ts_ns - b.ts_ns),
         _ => None,
     };
-    (0..2).filter_map(move |i| {
-        let b = c.bulk[i].take()?;
-        let mut t = b.t;
-        t.connection = label.clone();
-        t.sender_is_server = i == server;
-        t.sender_side = near_client.map(|n| n != t.sender_is_server);
-        for p in [&mut t.first, &mut t.full_example, &mut t.stuck_example]
-            .into_iter()
-            .flatten()
-        {
-            p.from_server = t.sender_is_server;
-        }
-        t.inflight_p10 = b.inflight.quantile(0.1);
-        t.inflight_p50 = b.inflight.quantile(0.5);
-        t.inflight_p90 = b.inflight.quantile(0.9);
-        t.window_p50 = b.window.quantile(0.5);
-        t.rtt_p50_us = b.rtt.quantile(0.5);
-        t.ack_reaction_p50_us = b.reaction.quantile(0.5);
-        Some(t)
-    })
+    let mut t = b.t;
+    t.connection = crate::detect::conn_label(c.ends().client, c.ends().server);
+    t.sender_is_server = i == c.server;
+    t.sender_side = near_client.map(|n| n != t.sender_is_server);
+    for p in [&mut t.first, &mut t.full_example, &mut t.stuck_example]
+        .into_iter()
+        .flatten()
+    {
+        p.from_server = t.sender_is_server;
+    }
+    t.inflight_p10 = b.inflight.quantile(0.1);
+    t.inflight_p50 = b.inflight.quantile(0.5);
+    t.inflight_p90 = b.inflight.quantile(0.9);
+    t.window_p50 = b.window.quantile(0.5);
+    t.rtt_p50_us = b.rtt.quantile(0.5);
+    t.ack_reaction_p50_us = b.reaction.quantile(0.5);
+    t
 }

@@ -57,8 +57,8 @@ pub(super) struct Dir {
     /// An ACK of data the capture never saw was flagged since this direction's last
     /// captured data (flagged once per gap, as tshark does).
     pub unseen_flagged: bool,
-    /// Before a bulk transfer is watched: when its first bytes went, so its chart starts
-    /// there ([`super::bulk::PreBulk`], 24 bytes).
+    /// This direction's request/response turn, and before it is watched as a bulk transfer
+    /// when its first bytes went, so its chart starts there ([`super::bulk::PreBulk`]).
     pub pre_bulk: super::bulk::PreBulk,
 }
 

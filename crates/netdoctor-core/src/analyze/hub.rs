@@ -355,7 +355,6 @@ impl Hub {
         }
     }
 
-    /// The connection is done, once its last exchange was finished.
     /// The connection's bulk transfers ([`super::bulk`]), once it ends.
     pub(super) fn flush_bulk(&mut self, c: &mut Conn) {
         if c.bulk.iter().all(Option::is_none) {
@@ -364,6 +363,13 @@ impl Hub {
         for t in super::bulk::take(c) {
             self.out.bulk(t);
         }
+    }
+
+    /// Endpoint `i` started a new request/response turn: the watched transfer of its turn
+    /// before ends here.
+    #[cold]
+    pub(super) fn bulk_turn_ended(&mut self, c: &Conn, i: usize, b: super::bulk::BulkDir) {
+        self.out.bulk(super::bulk::finish(c, i, b));
     }
 
     pub(super) fn flush_counts(&mut self, c: &Conn) {

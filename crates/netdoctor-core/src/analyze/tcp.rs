@@ -326,7 +326,9 @@ impl Analyzer {
                 let from_server = c.server == i;
                 let pkt = Pkt { from_server, ..pkt };
                 self.hub.on_new_data(c, i, pkt, end, seg.payload);
-                super::bulk::on_new_data(c, i, pkt, seg.seq, end);
+                if let Some(b) = super::bulk::on_new_data(c, i, pkt, seg.seq, end) {
+                    self.hub.bulk_turn_ended(c, i, *b);
+                }
             } else {
                 let old = d
                     .loss

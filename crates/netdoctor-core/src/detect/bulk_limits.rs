@@ -18,11 +18,12 @@
 //! waits one round trip per burst looks idle (seen on the corpus's `zeek-timestamp.pcap`).
 //!
 //! Judged only on transfers of at least [`MIN_BYTES`] with [`MIN_SAMPLES`] in-flight samples
-//! (the black hole excepted: it stops a transfer early), and, past the small-MSS check, only
-//! when each request/response turn carried [`MIN_BYTES`] on average: keep-alive traffic of
-//! many small answers is not a bulk transfer (the reference demo's healthy server once read
-//! as `congestion_limited` from 8 retransmissions among 1,499 segments of 600-byte answers). The congestion window is not on the
-//! wire; the transfer bound by neither end nor the path's queue or loss gets no finding.
+//! (the black hole excepted: it stops a transfer early). A transfer is one request/response
+//! turn of one side (`analyze::bulk` starts a new one when the peer answered), so keep-alive
+//! traffic of many small answers is never one large transfer (the reference demo's healthy
+//! server once read as `congestion_limited` from 8 retransmissions among 1,499 segments of
+//! 600-byte answers, when a connection's whole direction was one transfer). The congestion
+//! window is not on the wire; the transfer bound by neither end nor the path's queue or loss gets no finding.
 
 use super::{Detector, Event, Interests};
 use crate::analyze::bulk::BulkTransfer;
@@ -170,14 +171,6 @@ pub fn judge(t: &BulkTransfer) -> Option<Finding> {
     let long_gaps = mean_gap >= 1_000_000 && mean_gap >= 4_000 * i64::from(t.rtt_p50_us);
     // Idle time, the ACK RTT and the in-flight level mean what they say only when the capture
     // was taken near the sender.
-    // A request/response connection is not a bulk transfer: keep-alive traffic whose small
-    // answers add up past MIN_BYTES (a load of 600-byte responses, ten 55 KB ones) has its own
-    // findings (loss, stalls); judged as one transfer, a few retransmissions read as
-    // "limited by loss" and the small answers as a flat in-flight level. Each turn must carry
-    // MIN_BYTES on average (a download with one turn in it, a second request, still counts).
-    if t.bytes / t.turns.max(1) < MIN_BYTES {
-        return None;
-    }
     let here = t.sender_side == Some(true);
     if here && t.turns <= 1 && idle >= 0.2 && long_gaps && at_window < 0.2 {
         return Some(mk(

@@ -3,8 +3,8 @@
 //! look-alikes of a bad IPv6 hop (see the parent module's docs for the addressing plan).
 
 use super::{
-    CLIENT_IP6, R1_BRIDGE_MAC, R1_FAR_IP6, R1_IP6, R1_LINK_LOCAL, R2_BRIDGE_MAC, R2_FAR_IP6,
-    R2_IP6, R2_LINK_LOCAL, RouteLab, RouteLabConfig, SERVER_IP6, run, sysctl,
+    CLIENT_IP6, R1_FAR_IP6, R1_IP6, R1_LINK_LOCAL, R2_FAR_IP6, R2_IP6, R2_LINK_LOCAL, RouteLab,
+    RouteLabConfig, SERVER_IP6, pin_bridge_neighbours, run, sysctl,
 };
 use crate::LabError;
 use std::net::Ipv6Addr;
@@ -73,29 +73,7 @@ impl RouteLab {
         // Neighbour discovery across the delay/loss bridge is fixed (permanent entries), so a
         // lossy-hop lab loses probes, not a resolution of r1's next hop (whose failure r1 would
         // answer with Address Unreachable, ending the route).
-        for (ns, dev, mac, peer, peer_mac) in [
-            (&r1, "r1-b", R1_BRIDGE_MAC, R2_LINK_LOCAL, R2_BRIDGE_MAC),
-            (&r2, "r2-b", R2_BRIDGE_MAC, R1_LINK_LOCAL, R1_BRIDGE_MAC),
-        ] {
-            run("ip", &["-n", ns, "link", "set", dev, "address", mac])?;
-            run(
-                "ip",
-                &[
-                    "-n",
-                    ns,
-                    "-6",
-                    "neigh",
-                    "replace",
-                    &peer.to_string(),
-                    "lladdr",
-                    peer_mac,
-                    "dev",
-                    dev,
-                    "nud",
-                    "permanent",
-                ],
-            )?;
-        }
+        pin_bridge_neighbours(&r1, &r2, R1_LINK_LOCAL.into(), R2_LINK_LOCAL.into())?;
         for ns in [&r1, &r2] {
             sysctl(ns, "net.ipv6.conf.all.forwarding=1")?;
             sysctl(ns, "net.ipv6.icmp.ratelimit=0")?;

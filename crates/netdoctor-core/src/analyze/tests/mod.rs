@@ -1,5 +1,6 @@
 //! The analyzer on scripted conversations (see [`script`]).
 
+mod bulk_turns;
 mod h2;
 mod halfopen;
 mod script;
