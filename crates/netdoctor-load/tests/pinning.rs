@@ -184,3 +184,51 @@ fn default_pins_one_thread_per_cpu_and_never_leaves_them_free() {
     let never = cpus_while_running(allowed.len().min(8), Pinning::Never, false);
     assert!(free(&never), "pinned without asking: {never:?}");
 }
+
+/// The scheduling policy of the thread named `name` (field 41 of /proc/self/task/TID/stat).
+fn policy_of_thread(name: &str) -> Option<i32> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // Fields after the command name start at field 3 (the state).
+            let rest = &stat[stat.rfind(')')? + 1..];
+            return rest.split_whitespace().nth(41 - 3)?.parse().ok();
+        }
+    }
+    None
+}
+
+/// `LoadConfig::batch_sched` (default on, `--no-batch-sched`): the load threads run as
+/// SCHED_BATCH or keep the policy of the thread that started them (SCHED_OTHER unless the test
+/// itself runs under `chrt`), and the run counts the same.
+#[test]
+fn load_threads_run_as_sched_batch_unless_turned_off() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let inherited = netdoctor_sys::affinity::current_thread_policy().unwrap();
+    for (batch, want) in [(true, libc::SCHED_BATCH), (false, inherited)] {
+        let server = Server::start();
+        let mut cfg = LoadConfig::new(server.target.clone());
+        cfg.connections = 2;
+        cfg.threads = 2;
+        cfg.duration = std::time::Duration::from_secs(20);
+        assert!(cfg.batch_sched, "on by default");
+        cfg.batch_sched = batch;
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let mut calls = 0;
+        let res = run(&cfg, &stop, &mut |_| {
+            calls += 1;
+            seen = (0..2)
+                .map(|i| policy_of_thread(&format!("load-{i}")))
+                .collect();
+            if seen.iter().all(Option::is_some) || calls >= 40 {
+                stop.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        assert!(res.requests > 0, "no requests: {res:?}");
+        assert_eq!(res.errors.total(), 0, "{res:?}");
+        assert_eq!(seen, vec![Some(want); 2], "batch_sched = {batch}");
+    }
+}
