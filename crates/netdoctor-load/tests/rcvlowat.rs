@@ -6,111 +6,34 @@
 //! The servers are threads of this test on 127.0.0.1 (port 0, kept bound for the whole test);
 //! the client's socket options are read from this process's own descriptors (`pidfd_getfd`).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::RawFd;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use netdoctor_load::{HttpTarget, LoadConfig, LoadResult, run};
+use common::Server;
+use netdoctor_load::{LoadConfig, LoadResult, run};
 
-/// Body size of the `k`-th response (1-based) on a connection.
-type Sizes = fn(u64) -> usize;
-
-struct Server {
-    addr: SocketAddr,
-    requests: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    /// Answers every request with a 200 of `sizes(k)` body bytes: head and body in separate
-    /// writes (as nginx), a body over 1,000 bytes in two writes 1 ms apart.
-    fn start(sizes: Sizes) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let requests = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (r, s) = (requests.clone(), stop.clone());
-        let accept = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(stream) = stream else { continue };
-                let r = r.clone();
-                std::thread::spawn(move || serve(stream, sizes, &r));
-            }
-        });
-        Server {
-            addr,
-            requests,
-            stop,
-            accept: Some(accept),
-        }
-    }
-
-    fn target(&self) -> HttpTarget {
-        HttpTarget {
-            addr: self.addr,
-            host: self.addr.to_string(),
-            path: "/".to_string(),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop, which then sees the flag.
-        let _ = TcpStream::connect(self.addr);
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn serve(mut s: TcpStream, sizes: Sizes, count: &AtomicU64) {
-    s.set_nodelay(true).unwrap();
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    let mut k = 0u64;
-    loop {
-        let end = loop {
-            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break p + 4;
-            }
-            match s.read(&mut tmp) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&tmp[..n]),
-            }
-        };
-        buf.drain(..end);
-        k += 1;
-        count.fetch_add(1, Ordering::SeqCst);
-        let body = vec![b'x'; sizes(k)];
-        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
-        let mut ok = s.write_all(head.as_bytes());
-        if body.len() > 1000 {
-            let (a, b) = body.split_at(body.len() / 2);
-            ok = ok.and_then(|_| s.write_all(a));
-            // The second half comes later: the client sees the response in parts.
-            std::thread::sleep(Duration::from_millis(1));
-            ok = ok.and_then(|_| s.write_all(b));
-        } else {
-            ok = ok.and_then(|_| s.write_all(&body));
-        }
-        if ok.is_err() {
-            return;
-        }
+/// A 200 of `body` bytes: head and body in separate writes (as nginx), a body over 1,000 bytes
+/// in two writes 1 ms apart (the client sees it in parts).
+fn answer(s: &mut TcpStream, body: usize) -> io::Result<()> {
+    let body = vec![b'x'; body];
+    s.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes())?;
+    if body.len() > 1000 {
+        let (a, b) = body.split_at(body.len() / 2);
+        s.write_all(a)?;
+        std::thread::sleep(Duration::from_millis(1));
+        s.write_all(b)
+    } else {
+        s.write_all(&body)
     }
 }
 
 fn config(server: &Server, ms: u64) -> LoadConfig {
-    let mut cfg = LoadConfig::new(server.target());
+    let mut cfg = LoadConfig::new(server.target.clone());
     cfg.connections = 4;
     cfg.threads = 1;
     cfg.duration = Duration::from_millis(ms);
@@ -188,11 +111,11 @@ fn assert_clean(res: &LoadResult, server: &Server, at_least: u64) {
 fn a_steady_size_sets_the_mark_and_the_flag_turns_it_off() {
     let want = response_len(615);
     for on in [true, false] {
-        let server = Server::start(|_| 615);
+        let server = Server::start(|_, s| answer(s, 615));
         let mut cfg = config(&server, 1_200);
         cfg.rcvlowat = on;
         let mut lowats = None;
-        let res = load_sampling(&cfg, || lowats = client_lowats(server.addr));
+        let res = load_sampling(&cfg, || lowats = client_lowats(server.target.addr));
         let Some(lowats) = lowats else {
             println!("skipped: pidfd_getfd on this process is not allowed here");
             return;
@@ -212,10 +135,10 @@ fn a_steady_size_sets_the_mark_and_the_flag_turns_it_off() {
 fn a_smaller_response_is_not_held_back() {
     // 615-byte bodies, then 40-byte ones: smaller than the mark, never signalled by the kernel
     // alone. Every connection switches, so each has a response below its mark.
-    let server = Server::start(|k| if k <= 10 { 615 } else { 40 });
+    let server = Server::start(|k, s| answer(s, if k <= 10 { 615 } else { 40 }));
     let mut lowats = None;
     let res = load_sampling(&config(&server, 1_500), || {
-        lowats = client_lowats(server.addr)
+        lowats = client_lowats(server.target.addr)
     });
     assert_clean(&res, &server, 4 * 10 + 100);
     // The thread gave up on the mark.
@@ -226,7 +149,7 @@ fn a_smaller_response_is_not_held_back() {
 
 #[test]
 fn a_larger_response_in_parts_is_read_whole() {
-    let server = Server::start(|k| if k <= 10 { 40 } else { 5_000 });
+    let server = Server::start(|k, s| answer(s, if k <= 10 { 40 } else { 5_000 }));
     let res = load_sampling(&config(&server, 1_500), || {});
     // A framing slip would be a read error ("unexpected bytes after a response").
     assert_clean(&res, &server, 4 * 10 + 100);
@@ -234,7 +157,7 @@ fn a_larger_response_in_parts_is_read_whole() {
 
 #[test]
 fn at_a_constant_rate_a_smaller_response_is_not_held_back() {
-    let server = Server::start(|k| if k <= 5 { 615 } else { 40 });
+    let server = Server::start(|k, s| answer(s, if k <= 5 { 615 } else { 40 }));
     let mut cfg = config(&server, 1_500);
     cfg.rate = Some(200.0);
     let res = load_sampling(&cfg, || {});
