@@ -135,14 +135,18 @@ fn policy_of_thread(name: &str) -> Option<i32> {
     None
 }
 
-/// `LoadConfig::batch_sched` (default on, `--no-batch-sched`): the load threads run as
-/// SCHED_BATCH or keep the policy of the thread that started them (SCHED_OTHER unless the test
-/// itself runs under `chrt`), and the run counts the same.
+/// `LoadConfig::batch_sched` (default on, `--no-batch-sched`): closed-loop load threads run as
+/// SCHED_BATCH, or keep the policy of the thread that started them (SCHED_OTHER unless the test
+/// itself runs under `chrt`) when it is off or at a constant rate; the run counts the same.
 #[test]
 fn load_threads_run_as_sched_batch_unless_turned_off() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let inherited = netdoctor_sys::affinity::current_thread_policy().unwrap();
-    for (batch, want) in [(true, libc::SCHED_BATCH), (false, inherited)] {
+    for (batch, rate, want) in [
+        (true, None, libc::SCHED_BATCH),
+        (false, None, inherited),
+        (true, Some(500.0), inherited),
+    ] {
         let server = start_server();
         let mut cfg = LoadConfig::new(server.target.clone());
         cfg.connections = 2;
@@ -150,6 +154,7 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
         cfg.duration = std::time::Duration::from_secs(20);
         assert!(cfg.batch_sched, "on by default");
         cfg.batch_sched = batch;
+        cfg.rate = rate;
         let stop = AtomicBool::new(false);
         let mut seen = Vec::new();
         let mut calls = 0;
@@ -165,6 +170,10 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
         .unwrap();
         assert!(res.requests > 0, "no requests: {res:?}");
         assert_eq!(res.errors.total(), 0, "{res:?}");
-        assert_eq!(seen, vec![Some(want); 2], "batch_sched = {batch}");
+        assert_eq!(
+            seen,
+            vec![Some(want); 2],
+            "batch_sched = {batch}, rate {rate:?}"
+        );
     }
 }

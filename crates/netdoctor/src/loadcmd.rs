@@ -64,9 +64,10 @@ pub struct LoadArgs {
     /// Leave the load threads to the scheduler (no pinning at all).
     #[arg(long, overrides_with = "pin_threads")]
     pub no_pin_threads: bool,
-    /// Keep the load threads on the default scheduling policy. By default they run as
-    /// SCHED_BATCH: a response does not make them preempt the task on their CPU (a local
-    /// server keeps running and they find several responses per wake-up).
+    /// Keep the load threads on the default scheduling policy. By default (closed loop; not
+    /// with --rate, where a late wake-up would be a late send) they run as SCHED_BATCH: a
+    /// response does not make them preempt the task on their CPU (a local server keeps running
+    /// and they find several responses per wake-up).
     #[arg(long)]
     pub no_batch_sched: bool,
     /// Do not wake on the learned response size (SO_RCVLOWAT). By default, once a connection's
