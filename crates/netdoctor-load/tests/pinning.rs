@@ -4,84 +4,20 @@
 //! A binary of its own, and one test at a time (a lock): the threads are found by their names
 //! (`load-0`, `load-1`, …), which every concurrent run in the same process would share.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+mod common;
 
-use netdoctor_load::{HttpTarget, LoadConfig, Pinning, run};
+use std::io::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::Server;
+use netdoctor_load::{LoadConfig, Pinning, run};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// A keep-alive HTTP/1.1 server on 127.0.0.1 that answers every request with a short 200 and
-/// counts them; bound until dropped.
-struct Server {
-    target: HttpTarget,
-    requests: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let requests = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (r, s) = (requests.clone(), stop.clone());
-        let accept = std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let r = r.clone();
-                std::thread::spawn(move || serve(stream, &r));
-            }
-        });
-        Server {
-            target: HttpTarget {
-                addr,
-                host: addr.to_string(),
-                path: "/".into(),
-            },
-            requests,
-            stop,
-            accept: Some(accept),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.target.addr);
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// Answers each request head (ended by an empty line) with one response.
-fn serve(mut s: TcpStream, requests: &AtomicU64) {
-    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-    let mut buf = [0u8; 4096];
-    let mut tail: Vec<u8> = Vec::new();
-    loop {
-        let n = match s.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        tail.extend_from_slice(&buf[..n]);
-        while let Some(end) = tail.windows(4).position(|w| w == b"\r\n\r\n") {
-            tail.drain(..end + 4);
-            requests.fetch_add(1, Ordering::SeqCst);
-            if s.write_all(RESPONSE).is_err() {
-                return;
-            }
-        }
-    }
+/// A short 200 to every request.
+fn start_server() -> Server {
+    Server::start(|_, s| s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
 }
 
 /// The CPUs a thread named `name` of this process may run on (from /proc), if one exists.
@@ -105,7 +41,7 @@ fn cpus_of_thread(name: &str) -> Option<String> {
 /// may start a thread late, so it looks again until each thread is seen (and on one CPU when
 /// `pinned`), or 10 s passed.
 fn cpus_while_running(threads: usize, pinning: Pinning, pinned: bool) -> Vec<Option<String>> {
-    let server = Server::start();
+    let server = start_server();
     let mut cfg = LoadConfig::new(server.target.clone());
     cfg.connections = threads;
     cfg.threads = threads;
@@ -183,4 +119,61 @@ fn default_pins_one_thread_per_cpu_and_never_leaves_them_free() {
     );
     let never = cpus_while_running(allowed.len().min(8), Pinning::Never, false);
     assert!(free(&never), "pinned without asking: {never:?}");
+}
+
+/// The scheduling policy of the thread named `name` (field 41 of /proc/self/task/TID/stat).
+fn policy_of_thread(name: &str) -> Option<i32> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // Fields after the command name start at field 3 (the state).
+            let rest = &stat[stat.rfind(')')? + 1..];
+            return rest.split_whitespace().nth(41 - 3)?.parse().ok();
+        }
+    }
+    None
+}
+
+/// `LoadConfig::batch_sched` (default on, `--no-batch-sched`): closed-loop load threads run as
+/// SCHED_BATCH, or keep the policy of the thread that started them (SCHED_OTHER unless the test
+/// itself runs under `chrt`) when it is off or at a constant rate; the run counts the same.
+#[test]
+fn load_threads_run_as_sched_batch_unless_turned_off() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let inherited = netdoctor_sys::affinity::current_thread_policy().unwrap();
+    for (batch, rate, want) in [
+        (true, None, libc::SCHED_BATCH),
+        (false, None, inherited),
+        (true, Some(500.0), inherited),
+    ] {
+        let server = start_server();
+        let mut cfg = LoadConfig::new(server.target.clone());
+        cfg.connections = 2;
+        cfg.threads = 2;
+        cfg.duration = std::time::Duration::from_secs(20);
+        assert!(cfg.batch_sched, "on by default");
+        cfg.batch_sched = batch;
+        cfg.rate = rate;
+        let stop = AtomicBool::new(false);
+        let mut seen = Vec::new();
+        let mut calls = 0;
+        let res = run(&cfg, &stop, &mut |_| {
+            calls += 1;
+            seen = (0..2)
+                .map(|i| policy_of_thread(&format!("load-{i}")))
+                .collect();
+            if seen.iter().all(Option::is_some) || calls >= 40 {
+                stop.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+        assert!(res.requests > 0, "no requests: {res:?}");
+        assert_eq!(res.errors.total(), 0, "{res:?}");
+        assert_eq!(
+            seen,
+            vec![Some(want); 2],
+            "batch_sched = {batch}, rate {rate:?}"
+        );
+    }
 }

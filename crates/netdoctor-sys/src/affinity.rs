@@ -1,5 +1,6 @@
 //! Pinning the calling thread to one CPU (`sched_getaffinity`/`sched_setaffinity`), for the
-//! load engine's threads (`netdoctor_load::Pinning`). `std` has no affinity call.
+//! load engine's threads (`netdoctor_load::Pinning`), and giving it the `SCHED_BATCH` policy
+//! (`sched_setscheduler`; see `netdoctor_load::LoadConfig::batch_sched`). `std` has neither.
 
 use std::io;
 
@@ -35,6 +36,25 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     check(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })
 }
 
+/// Gives the calling thread the `SCHED_BATCH` policy: same share of the CPU as
+/// `SCHED_OTHER`, but its wake-ups do not preempt the task running on its CPU. No privilege is
+/// needed to move from `SCHED_OTHER` to `SCHED_BATCH`.
+pub fn set_current_thread_batch() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param read by the call.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) })
+}
+
+/// The calling thread's scheduling policy (`SCHED_OTHER`, `SCHED_BATCH`, ...).
+pub fn current_thread_policy() -> io::Result<libc::c_int> {
+    // SAFETY: pid 0 is the calling thread; the call has no memory arguments.
+    let p = unsafe { libc::sched_getscheduler(0) };
+    if p < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p)
+}
+
 /// 0 from a sched_* call is success; otherwise the OS error it left.
 fn check(rc: libc::c_int) -> io::Result<()> {
     match rc {
@@ -61,6 +81,19 @@ mod tests {
         assert_eq!(seen, vec![last]);
         // The calling thread keeps its own set.
         assert_eq!(allowed_cpus().unwrap(), cpus);
+    }
+
+    #[test]
+    fn a_batch_thread_reports_sched_batch_and_others_keep_theirs() {
+        let before = current_thread_policy().unwrap();
+        let seen = std::thread::spawn(|| {
+            set_current_thread_batch().unwrap();
+            current_thread_policy().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(seen, libc::SCHED_BATCH);
+        assert_eq!(current_thread_policy().unwrap(), before);
     }
 
     #[test]

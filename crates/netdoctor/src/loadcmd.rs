@@ -64,6 +64,17 @@ pub struct LoadArgs {
     /// Leave the load threads to the scheduler (no pinning at all).
     #[arg(long, overrides_with = "pin_threads")]
     pub no_pin_threads: bool,
+    /// Keep the load threads on the default scheduling policy. By default (closed loop; not
+    /// with --rate, where a late wake-up would be a late send) they run as SCHED_BATCH: a
+    /// response does not make them preempt the task on their CPU (a local server keeps running
+    /// and they find several responses per wake-up).
+    #[arg(long)]
+    pub no_batch_sched: bool,
+    /// Do not wake on the learned response size (SO_RCVLOWAT). By default, once a connection's
+    /// responses have the same size twice, the kernel wakes the thread once per response, not
+    /// for head and body apart; a response of another size turns it off for the thread.
+    #[arg(long)]
+    pub no_rcvlowat: bool,
     /// Duration of the test, e.g. 10s, 500ms, 1m.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -137,6 +148,8 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         (_, true) => Pinning::Never,
         _ => Pinning::Auto,
     };
+    cfg.batch_sched = !args.no_batch_sched;
+    cfg.rcvlowat = !args.no_rcvlowat;
     cfg.duration = args.duration;
     cfg.timeout = args.timeout;
     cfg.keepalive = !args.no_keepalive;

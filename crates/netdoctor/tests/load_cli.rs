@@ -164,7 +164,8 @@ fn load_json_counts_agree_with_the_server() {
 }
 
 /// `--no-pin-threads` and `--pin-threads` both run; given together the last one wins (no
-/// "cannot be used with" error), so a wrapper can append either to a command line.
+/// "cannot be used with" error), so a wrapper can append either to a command line. So do
+/// `--no-batch-sched` and `--no-rcvlowat`.
 #[test]
 fn pin_flags_run_and_the_last_one_wins() {
     let server = Server::start(Duration::ZERO);
@@ -173,6 +174,9 @@ fn pin_flags_run_and_the_last_one_wins() {
         &["--no-pin-threads"][..],
         &["--pin-threads", "--no-pin-threads"],
         &["--no-pin-threads", "--pin-threads"],
+        // The wake-up opt-outs (SCHED_BATCH, SO_RCVLOWAT) run too, alone and together.
+        &["--no-batch-sched"],
+        &["--no-rcvlowat", "--no-batch-sched"],
     ] {
         let mut args = vec![
             "load",

@@ -160,6 +160,12 @@ pub(super) trait Protocol<'a> {
     fn start_drain(&mut self);
     /// Some connection still has a request in flight.
     fn in_flight(&self) -> bool;
+    /// Looks for responses held back below `SO_RCVLOWAT` (see the `lowat` module).
+    fn watch(&mut self, _now: Instant) {}
+    /// `watch` must run every [`LOWAT_WATCH`] even when no event comes.
+    fn watching(&self) -> bool {
+        false
+    }
 }
 
 /// Runs `lp` until the deadline or `done`, then reads in-flight responses for a short grace
@@ -192,6 +198,7 @@ pub(super) fn drive<'a>(
     let mut events = Events::with_capacity(connections.clamp(16, 1024) + 1);
     let scan_every = (spec.timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let mut next_scan = start + scan_every;
+    let mut next_watch = start + LOWAT_WATCH;
     loop {
         let mut now = Instant::now();
         if now >= deadline || done.load(Ordering::Relaxed) {
@@ -201,10 +208,17 @@ pub(super) fn drive<'a>(
             lp.scan(&poll, now);
             next_scan = now + scan_every;
         }
+        if now >= next_watch {
+            lp.watch(now);
+            next_watch = now + LOWAT_WATCH;
+        }
         if lp.run_due(&poll, now) {
             now = Instant::now();
         }
         let mut wake = deadline.min(next_scan);
+        if lp.watching() {
+            wake = wake.min(next_watch);
+        }
         if let Some(t) = lp.base().retry_at {
             wake = wake.min(t);
         }

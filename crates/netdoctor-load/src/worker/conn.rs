@@ -39,6 +39,11 @@ pub(super) struct Conn {
     /// A readable edge arrived while still writing.
     pub(super) readable: bool,
     pub(super) parser: ResponseParser,
+    /// `SO_RCVLOWAT` set on the socket (0: the kernel's default of 1), see `lowat`.
+    pub(super) lowat: u32,
+    /// Bytes of the current response read so far, and the size of the previous one (0: none).
+    pub(super) resp_bytes: u32,
+    pub(super) last_size: u32,
 }
 
 impl Conn {
@@ -69,11 +74,16 @@ pub(super) struct Loop<'a> {
     pub(super) due: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Connections whose next request waits for the end of the current batch of events.
     pub(super) queued: Vec<usize>,
+    /// `SO_RCVLOWAT` may still be used on this thread (no response of another size yet).
+    pub(super) lowat_ok: bool,
+    /// Some connection may have `SO_RCVLOWAT` set (the watch in `lowat` then runs).
+    pub(super) lowat_active: bool,
 }
 
 impl<'a> Loop<'a> {
     pub(super) fn new(b: Base<'a>, connections: usize, first: usize) -> Self {
         let (start, head) = (b.start, b.spec.head);
+        let lowat_ok = b.spec.rcvlowat && b.spec.tls.is_none();
         Loop {
             b,
             conns: (0..connections)
@@ -88,10 +98,15 @@ impl<'a> Loop<'a> {
                     seq: 0,
                     readable: false,
                     parser: ResponseParser::new(head),
+                    lowat: 0,
+                    resp_bytes: 0,
+                    last_size: 0,
                 })
                 .collect(),
             due: BinaryHeap::new(),
             queued: Vec::with_capacity(connections),
+            lowat_ok,
+            lowat_active: false,
         }
     }
 }
@@ -128,6 +143,10 @@ impl<'a> Protocol<'a> for Loop<'a> {
     }
 
     fn start_drain(&mut self) {
+        // In-flight responses are read to the end, whatever their size.
+        if self.lowat_active {
+            self.disable_lowat();
+        }
         for i in 0..self.conns.len() {
             if !self.conns[i].in_flight() {
                 self.close(i);
@@ -137,6 +156,14 @@ impl<'a> Protocol<'a> for Loop<'a> {
 
     fn in_flight(&self) -> bool {
         self.conns.iter().any(Conn::in_flight)
+    }
+
+    fn watch(&mut self, now: Instant) {
+        self.watch_lowat(now);
+    }
+
+    fn watching(&self) -> bool {
+        self.lowat_active
     }
 }
 
@@ -175,6 +202,10 @@ impl Loop<'_> {
         c.readable = false;
         c.sent = now;
         c.parser.reset();
+        // A new socket: nothing learned, SO_RCVLOWAT at the kernel's default.
+        c.lowat = 0;
+        c.resp_bytes = 0;
+        c.last_size = 0;
         match self.b.open(poll, i, now) {
             Some(s) => {
                 c.stream = Some(s);
@@ -336,6 +367,7 @@ impl Loop<'_> {
                 }
             };
             self.b.out.bytes_read += n as u64;
+            c.resp_bytes = c.resp_bytes.saturating_add(n as u32);
             match c.parser.feed(&self.b.buf[..n]) {
                 Ok(Feed::NeedMore) => {}
                 Ok(Feed::Complete { consumed }) => {
@@ -356,6 +388,7 @@ impl Loop<'_> {
                         });
                         return self.reopen(poll, i, now);
                     }
+                    self.learn_size(i);
                     let c = &mut self.conns[i];
                     c.pending = false;
                     if c.parser.close || !self.b.spec.keepalive {
@@ -383,7 +416,11 @@ impl Loop<'_> {
                 }
             }
             if !more && !closed {
-                // A short TCP read drained the receive queue; new data raises a new edge.
+                // A short TCP read drained the receive queue; new data raises a new edge
+                // (once SO_RCVLOWAT is back at 1 if this response outgrew it).
+                if self.conns[i].lowat > 1 {
+                    self.lowat_missed(i);
+                }
                 return;
             }
         }

@@ -22,12 +22,14 @@
 //! HTTP/2 loops share (the event loop driver, opening connections, error notes); `conn` is one
 //! HTTP/1.1 connection's life (connect, write, read, complete, timeouts, errors); `h2` is the
 //! HTTP/2 loop; `schedule` decides when a connection's next request
-//! goes out (closed loop or the constant-rate schedule); `timer` is the timerfd; `tls` is the
+//! goes out (closed loop or the constant-rate schedule); `lowat` wakes a connection once per
+//! response (`SO_RCVLOWAT` set to the learned response size); `timer` is the timerfd; `tls` is the
 //! transport enum (plain TCP or a TLS session) and the handshake step of HTTPS connections.
 
 mod base;
 mod conn;
 pub(crate) mod h2;
+mod lowat;
 mod schedule;
 mod timer;
 mod tls;
@@ -50,6 +52,7 @@ use crate::http::ResponseParser;
 use crate::tls::TlsClient;
 use base::{Base, Protocol, connect_outcome, drive};
 use conn::{DRAIN_GRACE, Kind, Loop, State};
+use lowat::LOWAT_WATCH;
 use netdoctor_sys::os_error::describe;
 use timer::Timer;
 use tls::Stream;
@@ -77,6 +80,8 @@ pub(crate) struct Spec {
     pub connections: usize,
     /// HTTP/2 (h2 or h2c): the `h2` loop runs instead of the HTTP/1.1 one.
     pub h2: Option<h2::H2Spec>,
+    /// Plain HTTP/1.1: learn the response size and wake on it (`SO_RCVLOWAT`, see `lowat`).
+    pub rcvlowat: bool,
 }
 
 /// Live counters read by the progress loop; on its own cache lines (no false sharing).

@@ -35,6 +35,7 @@ impl Loop<'_> {
         c.sent = now;
         c.written = 0;
         c.parser.reset();
+        c.resp_bytes = 0;
         if c.stream.is_none() {
             return self.connect(poll, i, now);
         }
