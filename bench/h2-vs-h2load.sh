@@ -13,6 +13,7 @@
 #
 # Usage: bench/h2-vs-h2load.sh
 #   env: ROUNDS=3 SECONDS_RUN=10 CONNECTIONS=100 STREAMS=10 THREADS=2 TLS=1 NETDOCTOR=path
+#        PORT_H2C=18190 PORT_H2=18191 (other ports when those are taken)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -20,8 +21,8 @@ SECS=${SECONDS_RUN:-10}
 CONNECTIONS=${CONNECTIONS:-100}
 STREAMS=${STREAMS:-10}
 THREADS=${THREADS:-2}
-PORT_H2C=18190
-PORT_H2=18191
+PORT_H2C=${PORT_H2C:-18190}
+PORT_H2=${PORT_H2:-18191}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-netdoctor-load}

@@ -130,4 +130,16 @@ ip netns exec "$cns" iptables -A INPUT -p tcp --sport 18484 -m statistic --mode 
 capture h2c-hol.pcap 18484 h2load -n 24 -c 1 -m 10 http://10.248.0.2:18484/6k.html \
     >"$work/h2load.log"
 grep -E "requests:|status codes:" "$work/h2load.log"
+
+# --- a server's GOAWAY: nginx keepalive_requests 15 answers 15 streams of the connection, then
+# sends GOAWAY (NO_ERROR, last stream 29) and leaves the client's later streams unanswered ---
+iptables_off() { ip netns exec "$cns" iptables -F INPUT; }
+iptables_off
+kill "$(cat "$work/nginx.pid")"; sleep 0.3
+write_nginx_conf 'server { listen 10.248.0.2:18485 http2; root '"$work"'/html; keepalive_requests 15; }'
+ip netns exec "$sns" nginx -c "$work/nginx.conf" -p "$work"
+wait_port 18485
+capture h2c-goaway.pcap 18485 timeout 10 h2load -n 40 -c 1 -m 10 http://10.248.0.2:18485/index.html \
+    >"$work/h2load.log" || true
+grep -E "requests:|status codes:" "$work/h2load.log"
 ls -l "$out"/h2c-*.pcap

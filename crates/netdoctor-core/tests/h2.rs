@@ -233,3 +233,114 @@ fn capture_gaps_and_copies_of_a_lossless_h2_run_are_not_head_of_line_blocking() 
     assert!(find(&merged, FindingId::H2HeadOfLine).is_none());
     assert_eq!(merged.exchanges.count, clean.exchanges.count);
 }
+
+/// `editcap ARGS IN OUT` on committed capture `name` (frames cut out, or a range kept), the
+/// result analyzed; `None` after the skip line where editcap is missing.
+fn editcap(name: &str, args: &[&str]) -> Option<Analysis> {
+    let have = std::process::Command::new("editcap")
+        .arg("-h")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!("skipped: needs editcap (apt-get install tshark)");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("nd-h2gap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{}-{}.pcap", name, args.join("_")));
+    let ok = std::process::Command::new("editcap")
+        .args(args.iter().take_while(|a| a.starts_with('-')))
+        .arg(common::capture_path(name))
+        .arg(&out)
+        .args(args.iter().skip_while(|a| a.starts_with('-')))
+        .status()
+        .unwrap();
+    assert!(ok.success(), "editcap {args:?}");
+    let an = analyze(out.to_str().unwrap());
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir(&dir);
+    Some(an)
+}
+
+#[test]
+fn an_end_stream_in_a_capture_gap_ends_the_stream_there() {
+    // h2c-nginx.pcap, first connection: frame 21 is the server's HEADERS of stream 1, frame 23
+    // its DATA with END_STREAM, acknowledged by the client in frame 24. Cut out with editcap,
+    // the capture has a real gap (the receiver acknowledged bytes the capture never held) and
+    // stream 1's end is in it: it ends there, counted as incomplete like an exchange the end
+    // of the capture cut, not open until the connection closes.
+    let clean = analyze("h2c-nginx.pcap");
+    assert_eq!(clean.stats.h2_streams_cut_by_gap, 0);
+    let Some(gap) = editcap("h2c-nginx.pcap", &["23"]) else {
+        return;
+    };
+    assert!(gap.stats.capture_gaps >= 1, "{:?}", gap.stats);
+    assert_eq!(gap.stats.h2_streams_cut_by_gap, 1, "{:?}", gap.stats);
+    assert_eq!(gap.exchanges.incomplete, 1, "{:?}", gap.exchanges);
+    // Still one exchange per stream (incomplete ones included).
+    assert_eq!(gap.exchanges.count, clean.exchanges.count);
+    // The other streams of the connection, set aside at the gap with it, came back with
+    // their own frames; nothing reads as queueing or blocking, and the latency is the clean
+    // run's.
+    for id in [FindingId::H2StreamLimit, FindingId::H2HeadOfLine] {
+        assert!(find(&gap, id).is_none(), "{:#?}", gap.findings);
+    }
+    let (p50, clean_p50) = (gap.exchanges.latency_ms.p50, clean.exchanges.latency_ms.p50);
+    assert!(
+        (p50 - clean_p50).abs() <= 0.5 * clean_p50.max(0.1),
+        "{p50} vs {clean_p50}"
+    );
+    assert!(
+        gap.warnings
+            .iter()
+            .any(|w| w.contains("1 streams whose end")),
+        "{:?}",
+        gap.warnings
+    );
+
+    // Look-alike: a gap that swallows a stream's HEADERS (frame 25, stream 3) but not its
+    // END_STREAM (frame 27): the stream goes on after the gap and ends with its latency.
+    let Some(headers_gap) = editcap("h2c-nginx.pcap", &["25"]) else {
+        return;
+    };
+    assert!(headers_gap.stats.capture_gaps >= 1);
+    assert_eq!(headers_gap.stats.h2_streams_cut_by_gap, 0);
+    assert_eq!(headers_gap.exchanges.incomplete, 0);
+    assert_eq!(headers_gap.exchanges.count, clean.exchanges.count);
+
+    // Look-alike: the stream really still open when the capture ends (frames 1-22 kept): cut
+    // by the end of the capture, no gap.
+    let Some(open) = editcap("h2c-nginx.pcap", &["-r", "1-22"]) else {
+        return;
+    };
+    assert_eq!(open.stats.capture_gaps, 0, "{:?}", open.stats);
+    assert_eq!(open.stats.h2_streams_cut_by_gap, 0);
+    assert!(open.exchanges.incomplete >= 1, "{:?}", open.exchanges);
+}
+
+#[test]
+fn resets_goaway_and_real_loss_are_not_streams_cut_by_a_gap() {
+    // Streams reset by RST_STREAM end at the reset.
+    let refused = analyze("h2c-refused.pcap");
+    assert_eq!(refused.stats.h2_streams_cut_by_gap, 0);
+    assert_eq!(refused.exchanges.count, 40);
+    // nginx keepalive_requests 15: 15 streams answered, then its GOAWAY (last stream 29) and
+    // the close leave streams 31-39 unanswered: no exchange, and nothing was missed.
+    let goaway = analyze("h2c-goaway.pcap");
+    assert_eq!(goaway.exchanges.method, Some(ExchangeMethod::H2));
+    assert_eq!(goaway.exchanges.count, 15, "{:?}", goaway.exchanges);
+    assert_eq!(goaway.exchanges.incomplete, 0, "{:?}", goaway.exchanges);
+    assert_eq!(goaway.stats.capture_gaps, 0);
+    assert_eq!(goaway.stats.h2_streams_cut_by_gap, 0);
+    // Holes that the retransmission fills (a client-side capture behind loss) and the other
+    // committed captures: no stream ends in a gap.
+    for name in [
+        "h2c-hol-client.pcap.gz",
+        "h2c-hol.pcap",
+        "h2c-nagle.pcap",
+        "h2c-stream-limit.pcap",
+    ] {
+        let an = analyze(name);
+        assert_eq!(an.stats.h2_streams_cut_by_gap, 0, "{name}: {:?}", an.stats);
+    }
+}

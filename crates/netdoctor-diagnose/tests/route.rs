@@ -355,6 +355,8 @@ fn far_trace() -> TraceResult {
     let ex = ReplyKind::TimeExceeded;
     TraceResult {
         target: "10.0.3.2".parse().unwrap(),
+        scope: None,
+        scope_id: None,
         protocol: Protocol::Tcp,
         port: Some(8080),
         method: "tcp connect()",

@@ -113,6 +113,13 @@ fn parse(input: &str, tcp: bool) -> Result<HttpUrl, TargetError> {
     if trimmed.is_empty() {
         return Err(bad("empty".into()));
     }
+    if let Some(zone) = ipv6_zone(trimmed) {
+        return Err(bad(format!(
+            "an IPv6 zone in a URL ('%{zone}', RFC 6874) is not supported: a link-local \
+             server cannot be loaded or diagnosed yet; use one of its global or ULA addresses \
+             (`netdoctor trace fe80::…%IFACE` does take a zone)"
+        )));
+    }
     let with_scheme = if trimmed.contains("://") {
         trimmed.to_string()
     } else {
@@ -180,6 +187,18 @@ fn parse(input: &str, tcp: bool) -> Result<HttpUrl, TargetError> {
         path,
         host_header,
     })
+}
+
+/// The zone of a bracketed IPv6 host (`[fe80::1%25eth0]` gives `25eth0`), if any.
+fn ipv6_zone(url: &str) -> Option<&str> {
+    let open = url.find('[')?;
+    let close = open + url[open..].find(']')?;
+    let zone = url[open..close].split_once('%')?.1;
+    Some(
+        zone.strip_prefix("25")
+            .filter(|z| !z.is_empty())
+            .unwrap_or(zone),
+    )
 }
 
 /// `tcp://host:port` from its parsed URL (a non-special scheme: the host is opaque text).
@@ -353,6 +372,15 @@ mod tests {
             e,
             "invalid URL 'ftp://x/': scheme 'ftp' is not supported (use http://, https://, grpc:// or grpcs://)"
         );
+        for zoned in [
+            "http://[fe80::1%25eth0]:8080/",
+            "[fe80::1%eth0]:80",
+            "grpc://[fe80::2%253]/",
+        ] {
+            let e = parse_url(zoned).unwrap_err().to_string();
+            assert!(e.contains("IPv6 zone in a URL") && !e.contains('\n'), "{e}");
+            assert!(e.contains("'%eth0'") || e.contains("'%3'"), "{e}");
+        }
         for bad in ["http://", "http://[::1/", "not a url", "http://h:99999/"] {
             let e = parse_url(bad).unwrap_err().to_string();
             assert!(

@@ -2,7 +2,7 @@
 //! per-hop statistics ([`trace`]), and the findings drawn from them ([`findings`]: pure
 //! functions over the result structs, one file each), and how this namespace reaches an address
 //! ([`route_table`]: whether a trace has hops to show), and whether its next hop answered ARP
-//! ([`neighbour`]).
+//! ([`neighbour`]); an address with its zone as a target is written (`fe80::1%eth0`: [`scoped`]).
 //!
 //! Collectors return plain data (serde-serializable) so the binary can print it and the
 //! detectors can be fed recorded results in tests.
@@ -12,4 +12,5 @@ pub mod findings;
 pub mod names;
 pub mod neighbour;
 pub mod route_table;
+pub mod scoped;
 pub mod trace;

@@ -6,6 +6,7 @@ use crate::target::parse_duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use netdoctor_route::findings::{Thresholds, trace_findings};
+use netdoctor_route::scoped::{self, ScopedIp};
 use netdoctor_route::trace::assess::{HopNote, assess};
 use netdoctor_route::trace::{self, Protocol, TraceOptions, TraceResult};
 use std::io::{IsTerminal, Write};
@@ -14,7 +15,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Args)]
 pub struct TraceArgs {
-    /// Destination: an IPv4 or IPv6 address or a host name (its first address, unless -4/-6).
+    /// Destination: an IPv4 or IPv6 address or a host name (its first address, unless -4/-6);
+    /// a link-local IPv6 address with its interface: fe80::1%eth0 (or %INDEX).
     pub host: String,
     /// Trace the host name's IPv4 address.
     #[arg(short = '4', conflicts_with = "ipv6")]
@@ -54,8 +56,9 @@ pub struct TraceArgs {
 }
 
 /// The address to trace: `host` itself when it is an address (an IPv4-mapped one becomes
-/// IPv4), else its first address of the family asked for (`v4`/`v6`; either when both false).
-fn resolve(host: &str, v4: bool, v6: bool) -> anyhow::Result<IpAddr> {
+/// IPv4; a link-local one with its zone, `fe80::1%eth0`), else its first address of the
+/// family asked for (`v4`/`v6`; either when both false).
+fn resolve(host: &str, v4: bool, v6: bool) -> anyhow::Result<ScopedIp> {
     let wanted = |ip: &IpAddr| (!v4 || ip.is_ipv4()) && (!v6 || ip.is_ipv6());
     let family = if v4 {
         "IPv4 "
@@ -64,6 +67,13 @@ fn resolve(host: &str, v4: bool, v6: bool) -> anyhow::Result<IpAddr> {
     } else {
         ""
     };
+    let not_wanted = || anyhow::anyhow!("trace {host}: not an {family}address");
+    if let Some(zoned) = scoped::parse_zoned(host).map_err(|e| anyhow::anyhow!("trace {e}"))? {
+        if !wanted(&zoned.ip) {
+            return Err(not_wanted());
+        }
+        return Ok(zoned);
+    }
     let literal = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
@@ -71,9 +81,12 @@ fn resolve(host: &str, v4: bool, v6: bool) -> anyhow::Result<IpAddr> {
     if let Ok(ip) = literal.parse::<IpAddr>() {
         let ip = ip.to_canonical();
         if !wanted(&ip) {
-            bail!("trace {host}: not an {family}address");
+            return Err(not_wanted());
         }
-        return Ok(ip);
+        if scoped::needs_scope(ip) {
+            bail!("trace {host}: a link-local address needs its interface, e.g. {ip}%eth0");
+        }
+        return Ok(ScopedIp::plain(ip));
     }
     let addrs = (host, 0u16)
         .to_socket_addrs()
@@ -81,12 +94,14 @@ fn resolve(host: &str, v4: bool, v6: bool) -> anyhow::Result<IpAddr> {
     addrs
         .map(|a| a.ip().to_canonical())
         .find(wanted)
+        .map(ScopedIp::plain)
         .with_context(|| format!("resolve {host}: no {family}address"))
 }
 
 pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let target = resolve(&args.host, args.ipv4, args.ipv6)?;
+    let scoped = resolve(&args.host, args.ipv4, args.ipv6)?;
+    let target = scoped.ip;
     let protocol = if args.udp {
         Protocol::Udp
     } else if args.icmp {
@@ -98,6 +113,7 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         bail!("trace: -p/--port does not apply to --icmp");
     }
     let mut opts = TraceOptions::new(target, protocol);
+    opts.scope_id = scoped.scope_id;
     if let Some(p) = args.port {
         opts.port = p;
         opts.udp_fixed_port = true;
@@ -111,8 +127,9 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let live = !quiet && std::io::stderr().is_terminal();
     if !quiet {
         eprintln!(
-            "netdoctor trace {} ({target}): {} rounds of {} probes…",
+            "netdoctor trace {} ({}): {} rounds of {} probes…",
             args.host,
+            scoped.to_text(),
             args.rounds,
             format!("{protocol:?}").to_lowercase()
         );
@@ -130,7 +147,7 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut findings = trace_findings(&result, None, &th);
     let outcome = routeout::conclude(
         &mut findings,
-        (!result.reached).then(|| format!("{} did not answer", result.target)),
+        (!result.reached).then(|| format!("{} did not answer", result.target_text())),
     );
     let (verdict, code) = (outcome.verdict, outcome.verdict.exit_code());
     let format = args.output.format().map_err(anyhow::Error::msg)?;
@@ -140,7 +157,7 @@ pub fn command(args: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             routeout::Run {
                 command: "trace",
                 input: &args.host,
-                address: Some(target.to_string()),
+                address: Some(result.target_text()),
                 verdict: &outcome,
                 checks: result.notes.iter().map(|n| ("ok", n.clone())).collect(),
                 measurements: serde_json::json!({ "trace": result, "hop_assessment": assessment }),
@@ -189,7 +206,7 @@ fn render(r: &TraceResult, th: &Thresholds, out: &mut dyn Write) -> std::io::Res
     writeln!(
         out,
         "trace to {} ({}{port}), {} rounds every {} ms; {}",
-        r.target,
+        r.target_text(),
         format!("{:?}", r.protocol).to_lowercase(),
         r.rounds,
         ms(Some(r.interval_ms)),

@@ -190,3 +190,86 @@ fn http1_against_an_h2c_only_port_stops_at_the_preflight() {
     assert_eq!(v["measurements"]["load"]["protocol"], "http/1.1", "{v:#}");
     drop(nginx);
 }
+
+/// A Nagle-on HTTP/2 server (the lab's python3-h2 server with `--nagle`: no TCP_NODELAY,
+/// HEADERS and DATA in two writes, so Nagle holds the DATA until the client's delayed ACK)
+/// diagnosed over h2c: `nagle_delayed_ack` on the server's side, read from the capture's
+/// HTTP/2 streams; the same server with TCP_NODELAY, in the same namespace, has none.
+#[test]
+fn a_nagle_on_h2_server_is_nagle_delayed_ack_and_a_nodelay_one_is_not() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, packet capture)");
+        return;
+    }
+    let h2 = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import h2"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !h2 {
+        eprintln!("skipped: needs python3-h2 (apt-get install python3-h2)");
+        return;
+    }
+    let mut lab = HostLab::create(&format!("ndh2n-{}", std::process::id()), false).expect("netns");
+    let dir = std::env::temp_dir().join(format!("nd-h2nagle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("h2server.py");
+    std::fs::write(&script, netdoctor_lab::h2case::SERVER_PY).unwrap();
+    let ip = netdoctor_lab::hostcases::HOST_SERVER_IP;
+    let (nagle_port, nodelay_port) = (18471u16, 18472u16);
+    for (port, nagle) in [(nagle_port, true), (nodelay_port, false)] {
+        let mut cmd = lab.command(lab.server_netns(), "/usr/bin/python3").unwrap();
+        cmd.arg(&script)
+            .args([
+                ip.to_string(),
+                port.to_string(),
+                "--body".into(),
+                "600".into(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if nagle {
+            cmd.arg("--nagle");
+        }
+        lab.keep_child(cmd.spawn().expect("start h2server.py"));
+        let addr = std::net::SocketAddr::from((ip, port));
+        let up = (0..100).any(|_| {
+            let ok = lab
+                .in_ns(lab.server_netns(), move || {
+                    std::net::TcpStream::connect_timeout(
+                        &addr,
+                        std::time::Duration::from_millis(100),
+                    )
+                    .is_ok()
+                })
+                .unwrap();
+            if !ok {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            ok
+        });
+        assert!(up, "h2server.py on {addr} did not listen");
+    }
+    let (code, v) = diagnose(&lab, &format!("http://{ip}:{nagle_port}/"), &["--http2"]);
+    assert_schema(&v);
+    let m = &v["measurements"];
+    assert_eq!(m["load"]["protocol"], "h2c", "{m:#}");
+    assert_eq!(m["capture"]["exchanges"]["method"], "h2", "{m:#}");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "nagle_delayed_ack")
+        .unwrap_or_else(|| panic!("no nagle_delayed_ack: {v:#}"));
+    assert_eq!(f["side"], "server", "{f:#}");
+    assert_eq!(code, 1, "{v:#}");
+    let p50 = m["load"]["latency_ms"]["p50"].as_f64().unwrap();
+    assert!(p50 >= 30.0, "p50 {p50} ms: {m:#}");
+
+    let (_, v) = diagnose(&lab, &format!("http://{ip}:{nodelay_port}/"), &["--http2"]);
+    assert_schema(&v);
+    assert_eq!(v["measurements"]["capture"]["exchanges"]["method"], "h2");
+    assert!(!ids(&v).contains(&"nagle_delayed_ack".to_string()), "{v:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(lab);
+}

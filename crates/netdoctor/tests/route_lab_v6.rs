@@ -388,3 +388,136 @@ fn icmpv6_over_a_ping_socket_finds_the_same_hops() {
     assert!((6.5..20.0).contains(&added), "hop 2 adds {added} ms");
     lab.stop().unwrap();
 }
+
+/// A link-local target with its zone: `trace fe80::1%cli-r1` (r1's link-local address on the
+/// client's link) reaches r1 in one hop in TCP, UDP and ICMP modes, the target and its hop
+/// kept with their scope in JSON and text, as `traceroute -6` prints it in the same run. A
+/// zone that names no interface, a bare link-local address, a zone on an IPv4 or global
+/// address, and a zone in a URL for `diagnose` are one-line errors naming what was wrong.
+#[test]
+fn a_link_local_target_is_traced_on_its_interface() {
+    let Some(_serial) = routelab::begin() else {
+        return;
+    };
+    let lab = lab_v6(0.0, 0.0, |_| {});
+    let scoped = format!("{R1_LINK_LOCAL}%cli-r1");
+    let have_traceroute = netdoctor_lab::tools::have(&[("traceroute", "traceroute")]);
+    for (ours, theirs) in [
+        ("--tcp", &["-T", "-p", "80"][..]),
+        ("--udp", &[][..]),
+        ("--icmp", &["-I"][..]),
+    ] {
+        let args = [
+            "trace",
+            &scoped,
+            "-n",
+            "--json",
+            ours,
+            "--rounds",
+            "3",
+            "--interval",
+            "100ms",
+        ];
+        let (code, r, err, _) = netdoctor_in(&lab, &args);
+        assert_eq!(code, 0, "{ours}: {r} {err}");
+        assert_eq!(r["target"]["address"], scoped.as_str(), "{ours}: {r}");
+        let t = &r["measurements"]["trace"];
+        assert_eq!(t["target"], R1_LINK_LOCAL.to_string(), "{ours}: {t}");
+        assert_eq!(t["scope"], "cli-r1", "{ours}: {t}");
+        let scope_id = t["scope_id"].as_u64().unwrap_or(0);
+        assert!(scope_id > 0, "{ours}: {t}");
+        let hs = hops(&r);
+        assert_eq!(hs.len(), 1, "{ours}: {r}");
+        assert!(hs[0]["destination"].as_bool().unwrap(), "{ours}: {r}");
+        assert_eq!(hs[0]["received"], 3, "{ours}: {}", hs[0]);
+        let a = &hs[0]["addrs"][0];
+        assert_eq!(a["ip"], R1_LINK_LOCAL.to_string(), "{ours}: {a}");
+        assert_eq!(a["scope"], "cli-r1", "{ours}: {a}");
+        assert_eq!(a["scope_id"].as_u64(), Some(scope_id), "{ours}: {a}");
+        if have_traceroute {
+            let out = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    lab.client_netns(),
+                    "traceroute",
+                    "-6",
+                    "-n",
+                ])
+                .args(["-q", "3", "-w", "2", "-m", "4"])
+                .args(theirs)
+                .arg(&scoped)
+                .output()
+                .expect("run traceroute");
+            let text = common::stdout(&out);
+            let tr = parse_traceroute(&text);
+            assert_eq!(tr.len(), 1, "traceroute -6 {theirs:?}: {text}");
+            assert_eq!(
+                tr[0].addr.as_deref(),
+                Some(scoped.as_str()),
+                "traceroute -6 {theirs:?}: {text}"
+            );
+            eprintln!(
+                "{ours}: netdoctor 1 hop {scoped} best {:.3} ms; traceroute -6 {theirs:?} 1 hop {:?} {:?} ms",
+                best(&hs[0]),
+                tr[0].addr,
+                tr[0].rtts
+            );
+        }
+    }
+    let run = |args: &[&str]| {
+        Command::new("ip")
+            .args(["netns", "exec", lab.client_netns()])
+            .arg(env!("CARGO_BIN_EXE_netdoctor"))
+            .args(args)
+            .env("NETDOCTOR_QUIET", "1")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run netdoctor")
+    };
+    // The text names the target with its scope.
+    let out = run(&[
+        "trace",
+        &scoped,
+        "-n",
+        "--rounds",
+        "2",
+        "--interval",
+        "100ms",
+    ]);
+    let text = common::stdout(&out);
+    assert!(
+        text.starts_with(&format!("trace to {scoped} (tcp port 80)")),
+        "{text} {}",
+        common::stderr(&out)
+    );
+    let ll = R1_LINK_LOCAL.to_string();
+    for (target, says) in [
+        (
+            format!("{ll}%nd-nosuch0"),
+            "no interface named 'nd-nosuch0'",
+        ),
+        (ll.clone(), "needs its interface"),
+        (format!("{SERVER_IP6}%cli-r1"), "is not link-local"),
+        ("10.231.1.1%cli-r1".to_string(), "is an IPv4 address"),
+    ] {
+        let out = run(&["trace", &target, "--rounds", "1"]);
+        let err = common::stderr(&out);
+        assert_ne!(out.status.code(), Some(0), "{target}: {err}");
+        assert!(err.contains(says), "{target}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{target}: {err}");
+    }
+    // RFC 6874: a zone in a URL, for diagnose and load.
+    let url = format!("http://[{ll}%25cli-r1]:8080/");
+    for cmd in ["diagnose", "load"] {
+        let out = run(&[cmd, &url, "-d", "1s"]);
+        let err = common::stderr(&out);
+        assert_ne!(out.status.code(), Some(0), "{cmd}: {err}");
+        assert!(
+            err.contains("IPv6 zone in a URL ('%cli-r1'"),
+            "{cmd}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{cmd}: {err}");
+    }
+    lab.stop().unwrap();
+}

@@ -184,6 +184,14 @@ impl Conn {
         }
     }
 
+    /// HTTP/2 streams ended in a capture gap (0 for the turns source).
+    pub(super) fn h2_gap_cut(&self) -> u32 {
+        match &self.source {
+            Source::Turns => 0,
+            Source::H2(h) => h.facts().gap_cut,
+        }
+    }
+
     /// Times the HTTP/2 framing was lost (0 for the turns source).
     pub(super) fn h2_framing_lost(&self) -> u32 {
         match &self.source {

@@ -56,6 +56,9 @@ pub(super) struct Exchange {
     pub req_ack: Option<Pkt>,
     /// The HTTP status code of the response (0: not HTTP, or not seen).
     pub status: u16,
+    /// Its end fell in a capture gap (an HTTP/2 stream whose END_STREAM the capture missed):
+    /// counted as cut, like an exchange the end of the capture cut.
+    pub gap_cut: bool,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -145,6 +148,7 @@ impl Conn {
                         req_end: 0,
                         req_ack: None,
                         status: 0,
+                        gap_cut: false,
                     });
                     self.phase = Phase::Request;
                 }

@@ -288,12 +288,14 @@ impl Hub {
     }
 
     /// An exchange is complete (the next request started, or the connection closed), or,
-    /// with `cut`, the capture ended while its response was arriving: its first-byte time
-    /// counts, its latency (the end of the response is unknown) does not.
+    /// with `cut`, the capture ended while its response was arriving (or its end fell in a
+    /// capture gap, `Exchange::gap_cut`): its first-byte time counts, its latency (the end of
+    /// the response is unknown) does not.
     pub(super) fn finish_exchange_as(&mut self, c: &mut Conn, x: Exchange, cut: bool) {
         let Some(first_resp) = x.first_resp else {
             return;
         };
+        let cut = cut || x.gap_cut;
         let rtt = c.rtt_ns;
         let first = c.exchanges == 0;
         c.exchanges += 1;

@@ -140,6 +140,11 @@ pub struct CaptureStats {
     /// waited behind them than the reassembler holds (`reasm::MAX_HELD_BYTES`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub h2_reassembly_overflows: u64,
+    /// HTTP/2 streams that were open when the server's frames went missing (a capture gap,
+    /// the snap length) and never showed again: ended there, counted as incomplete exchanges
+    /// when answered (`analyze::h2`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub h2_streams_cut_by_gap: u64,
     /// Retransmissions by what made the sender resend (see [`crate::track::loss::RetxClass`]):
     /// after duplicate ACKs or SACK (with RACK's and unexplained quick ones), after the
     /// retransmission timer, tail-loss probes. Their sum is `retransmitted_segments`.
@@ -228,8 +233,8 @@ impl ExchangeMethod {
 pub struct ExchangeStats {
     /// Completed request/response exchanges (HTTP/1.x, or found from direction turns).
     pub count: u64,
-    /// Of `count`, exchanges cut by the end of the capture while their response was arriving:
-    /// their server time counts, their latency (the response's end is unknown) does not.
+    /// Of `count`, exchanges cut by the end of the capture while their response was arriving
+    /// (or an HTTP/2 stream whose end fell in a capture gap): their server time counts, their latency (the response's end is unknown) does not.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub incomplete: u64,
     /// How they were found (absent without exchanges).
@@ -480,11 +485,18 @@ impl Analyzer {
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
         self.stats.pipelined_connections += u64::from(c.ambiguous);
-        for x in c.take_answered() {
-            self.hub.finish_exchange(&mut c, x);
-        }
+        self.take_answered(&mut c, false);
         self.hub.flush_counts(&c);
         self.hub.flush_bulk(&mut c);
+    }
+
+    /// A connection ends: its answered exchanges are finished (`cut`: by the end of the
+    /// capture), and its HTTP/2 streams that ended in a capture gap are counted.
+    fn take_answered(&mut self, c: &mut Conn, cut: bool) {
+        for x in c.take_answered() {
+            self.hub.finish_exchange_as(c, x, cut);
+        }
+        self.stats.h2_streams_cut_by_gap += u64::from(c.h2_gap_cut());
     }
 
     /// A connection ends: the bytes its HTTP/2 reassemblers held are read (the streams they
@@ -558,9 +570,7 @@ impl Analyzer {
             self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.flush_held(&mut c);
             self.hub.flush_stalls(&mut c);
-            for x in c.take_answered() {
-                self.hub.finish_exchange_as(&mut c, x, true);
-            }
+            self.take_answered(&mut c, true);
             self.hub.flush_counts(&c);
             self.hub.flush_bulk(&mut c);
         }

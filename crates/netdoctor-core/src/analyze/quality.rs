@@ -87,9 +87,10 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
     if s.h2_framing_lost > 0 {
         warnings.push(format!(
             "HTTP/2 framing was lost {} times (frame headers past the snap length or in a \
-             capture gap): the streams whose frames went missing are not counted as \
-             exchanges; capture with a larger snap length (--snaplen 65535) to see them all",
-            s.h2_framing_lost
+             capture gap): a stream whose request went missing is not counted, and {} streams \
+             whose end may have gone missing were ended there (answered ones as incomplete: no \
+             latency); capture with a larger snap length (--snaplen 65535) to see them all",
+            s.h2_framing_lost, s.h2_streams_cut_by_gap
         ));
     }
     if s.h2_reassembly_overflows > 0 {

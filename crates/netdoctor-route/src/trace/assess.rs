@@ -286,6 +286,8 @@ pub(crate) mod tests {
             .collect();
         TraceResult {
             target: "10.0.9.9".parse().unwrap(),
+            scope: None,
+            scope_id: None,
             protocol: Protocol::Tcp,
             port: Some(80),
             method: "test",

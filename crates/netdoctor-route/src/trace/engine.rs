@@ -138,19 +138,23 @@ fn send_round(
     in_flight: &mut Vec<InFlight>,
     out: &mut Probed,
 ) -> Result<(), TraceError> {
+    let to = crate::scoped::ScopedIp {
+        ip: opts.target,
+        scope_id: opts.scope_id,
+        scope: None,
+    };
     for ttl in opts.first_ttl..=limit {
         let port = match (opts.protocol, opts.udp_fixed_port) {
             (Protocol::Udp, false) => opts.port.wrapping_add(u16::from(ttl) - 1),
             _ => opts.port,
         };
         let seq = (((round % 256) as u16) << 8) | u16::from(ttl);
-        let p = Probe::send(method, opts.target, port, ttl, ident, seq).map_err(|source| {
-            TraceError::Send {
+        let p =
+            Probe::send(method, &to, port, ttl, ident, seq).map_err(|source| TraceError::Send {
                 ttl,
                 target: opts.target,
                 source,
-            }
-        })?;
+            })?;
         out.sent[usize::from(ttl)] += 1;
         out.probed_rounds[usize::from(ttl)].push(round);
         in_flight.push(InFlight {

@@ -20,6 +20,7 @@ pub mod probe;
 pub mod stats;
 mod sys;
 
+use crate::scoped::{ScopedIp, needs_scope};
 use probe::Method;
 use serde::Serialize;
 use stats::Hop;
@@ -43,6 +44,9 @@ pub const MAX_TTL: u8 = 64;
 pub struct TraceOptions {
     /// IPv4 or IPv6; never IPv4-mapped (see [`TraceOptions::new`]).
     pub target: IpAddr,
+    /// The target's scope id (interface index) when it is an IPv6 link-local address: every
+    /// probe is sent with it (`sin6_scope_id`), which also binds the probe to that interface.
+    pub scope_id: Option<u32>,
     pub protocol: Protocol,
     /// Destination port (TCP, UDP); UDP uses port + ttl - 1 when `udp_fixed_port` is false,
     /// as traceroute does.
@@ -71,6 +75,7 @@ impl TraceOptions {
     pub fn new(target: impl Into<IpAddr>, protocol: Protocol) -> Self {
         TraceOptions {
             target: target.into().to_canonical(),
+            scope_id: None,
             protocol,
             port: match protocol {
                 Protocol::Udp => 33434,
@@ -110,6 +115,11 @@ pub enum TraceError {
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceResult {
     pub target: IpAddr,
+    /// A link-local target's interface, by name and index (as a hop's `scope`/`scope_id`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope_id: Option<u32>,
     pub protocol: Protocol,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
@@ -127,6 +137,16 @@ pub struct TraceResult {
 }
 
 impl TraceResult {
+    /// The target as `ping` writes it: `fe80::1%eth0` for a link-local one.
+    pub fn target_text(&self) -> String {
+        ScopedIp {
+            ip: self.target,
+            scope_id: self.scope_id,
+            scope: self.scope.clone(),
+        }
+        .to_text()
+    }
+
     /// The destination's hop, when reached.
     pub fn destination(&self) -> Option<&Hop> {
         self.hops.iter().find(|h| h.destination)
@@ -161,6 +181,21 @@ pub fn run(
             "rounds {} (use 1..={MAX_ROUNDS})",
             opts.rounds
         )));
+    }
+    match (needs_scope(opts.target), opts.scope_id) {
+        (true, None) => {
+            return Err(TraceError::Invalid(format!(
+                "{} is link-local: name its interface, e.g. {}%eth0",
+                opts.target, opts.target
+            )));
+        }
+        (false, Some(_)) => {
+            return Err(TraceError::Invalid(format!(
+                "a scope id applies only to an IPv6 link-local target, not {}",
+                opts.target
+            )));
+        }
+        _ => {}
     }
     let method = method_for(opts)?;
     let mut notes = Vec::new();
@@ -216,6 +251,8 @@ pub fn run(
     }
     Ok(TraceResult {
         target: opts.target,
+        scope: opts.scope_id.and_then(netdoctor_sys::iface::name_of),
+        scope_id: opts.scope_id,
         protocol: opts.protocol,
         port: (opts.protocol != Protocol::Icmp).then_some(opts.port),
         method: method.describe(),
@@ -332,5 +369,17 @@ mod tests {
             run(&o, &mut |_, _| {}),
             Err(TraceError::Invalid(_))
         ));
+        // A link-local target needs its scope; a scope needs a link-local target.
+        let ll: std::net::Ipv6Addr = "fe80::1".parse().unwrap();
+        let o = TraceOptions::new(ll, Protocol::Udp);
+        let e = run(&o, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(
+            e.contains("fe80::1 is link-local: name its interface"),
+            "{e}"
+        );
+        let mut o = TraceOptions::new(Ipv4Addr::LOCALHOST, Protocol::Udp);
+        o.scope_id = Some(1);
+        let e = run(&o, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("only to an IPv6 link-local target"), "{e}");
     }
 }

@@ -26,13 +26,17 @@
 //! IPv4 ([`super::TraceOptions::new`] turns it into `a.b.c.d`). A router that answers from its
 //! link-local address (`fe80::/10`, valid on one link only) is kept with the scope id the kernel
 //! gives its error or datagram (the index of the interface it arrived on): the address alone
-//! does not say which link, and anything that later sends to it needs that index.
+//! does not say which link, and anything that later sends to it needs that index. A link-local
+//! target is probed the same way with its scope id in the destination (`sin6_scope_id`: the
+//! kernel binds a connected socket to that interface and routes a raw or ping socket's echo
+//! out of it; no SO_BINDTODEVICE is needed), and the destination's answers keep that scope.
 
 use super::packet::Family;
 use super::sys;
+use crate::scoped::ScopedIp;
 use serde::Serialize;
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Instant, SystemTime};
 
@@ -90,6 +94,9 @@ pub struct Probe {
     sock: Socket,
     method: Method,
     target: IpAddr,
+    /// The target's scope id (0: none), for a link-local target: sent with every probe and
+    /// kept for its replies.
+    scope_id: u32,
     family: Family,
     /// Raw ICMP: our echo id and sequence number.
     ident: u16,
@@ -100,15 +107,17 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// Opens the socket for `method` and sends the probe.
+    /// Opens the socket for `method` and sends the probe to `to` (with its scope id, for a
+    /// link-local target: the kernel then sends on that interface).
     pub fn send(
         method: Method,
-        target: IpAddr,
+        to: &ScopedIp,
         port: u16,
         ttl: u8,
         ident: u16,
         seq: u16,
     ) -> std::io::Result<Probe> {
+        let target = to.ip;
         let family = Family::of(target);
         let sock = open(method, family)?;
         match family {
@@ -128,27 +137,29 @@ impl Probe {
             sock,
             method,
             target,
+            scope_id: to.scope_id.unwrap_or(0),
             family,
             ident,
             seq,
             reply: None,
             error: None,
         };
-        let to = |port| SockAddr::from(SocketAddr::new(target, port));
+        let addr = |port| SockAddr::from(to.socket_addr(port));
+        let scope = probe.scope_id;
         match method {
-            Method::TcpConnect => match probe.sock.connect(&to(port)) {
-                Ok(()) => probe.finish(target, 0, ReplyKind::Reached, None),
+            Method::TcpConnect => match probe.sock.connect(&addr(port)) {
+                Ok(()) => probe.finish(target, scope, ReplyKind::Reached, None),
                 Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
                 Err(e) => return Err(e),
             },
             Method::Udp => {
-                probe.sock.connect(&to(port))?;
+                probe.sock.connect(&addr(port))?;
                 probe.sock.send(b"netdoctor trace probe")?;
             }
             Method::IcmpDgram | Method::IcmpRaw => {
                 probe
                     .sock
-                    .send_to(&family.echo_request(ident, seq), &to(0))?;
+                    .send_to(&family.echo_request(ident, seq), &addr(0))?;
             }
         }
         Ok(probe)
@@ -221,7 +232,11 @@ impl Probe {
             match sys::recv_errqueue(&self.sock) {
                 Ok(Some(e)) => {
                     let (from, kind) = self.classify(e);
-                    let scope = if e.offender.is_some() { e.scope_id } else { 0 };
+                    let scope = if e.offender.is_some() {
+                        e.scope_id
+                    } else {
+                        self.scope_id
+                    };
                     return self.finish(from, scope, kind, e.received);
                 }
                 Ok(None) => {}
@@ -231,12 +246,12 @@ impl Probe {
                 }
             }
         }
-        let target = self.target;
+        let (target, scope) = (self.target, self.scope_id);
         match self.method {
             Method::TcpConnect => match self.sock.take_error() {
-                Ok(None) => self.finish(target, 0, ReplyKind::Reached, None),
+                Ok(None) => self.finish(target, scope, ReplyKind::Reached, None),
                 Ok(Some(e)) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                    self.finish(target, 0, ReplyKind::Reached, None)
+                    self.finish(target, scope, ReplyKind::Reached, None)
                 }
                 Ok(Some(e)) => self.error = Some(e.to_string()),
                 Err(e) => self.error = Some(e.to_string()),
@@ -244,10 +259,10 @@ impl Probe {
             Method::Udp | Method::IcmpDgram => {
                 let mut buf = [0u8; 1500];
                 match sys::recv_nonblocking(&self.sock, &mut buf) {
-                    Ok(Some(r)) => self.finish(target, 0, ReplyKind::Reached, r.at),
+                    Ok(Some(r)) => self.finish(target, scope, ReplyKind::Reached, r.at),
                     Ok(None) => {}
                     Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                        self.finish(target, 0, ReplyKind::Reached, None)
+                        self.finish(target, scope, ReplyKind::Reached, None)
                     }
                     Err(e) => self.error = Some(e.to_string()),
                 }
@@ -334,7 +349,7 @@ mod tests {
             let listener = std::net::TcpListener::bind((lo, 0)).unwrap();
             let port = listener.local_addr().unwrap().port();
             for (method, port) in [(Method::TcpConnect, port), (Method::Udp, 9)] {
-                let mut p = Probe::send(method, lo, port, 1, 0, 0).unwrap();
+                let mut p = Probe::send(method, &ScopedIp::plain(lo), port, 1, 0, 0).unwrap();
                 let deadline = Instant::now() + std::time::Duration::from_secs(5);
                 while !p.done() && Instant::now() < deadline {
                     let mut fds = [sys::pollfd(p.fd(), p.events())];

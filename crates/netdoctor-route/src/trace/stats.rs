@@ -2,8 +2,9 @@
 //! deviation, and jitter (mean absolute difference of consecutive RTTs, mtr's "Javg").
 
 use super::probe::ReplyKind;
+use crate::scoped::ScopedIp;
 use serde::Serialize;
-use std::net::{IpAddr, SocketAddr, SocketAddrV6};
+use std::net::{IpAddr, SocketAddr};
 
 /// One answered probe.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -36,18 +37,19 @@ impl HopAddr {
     /// The address as `ping`/`ip` write it: `fe80::1%cli-r1` for a link-local address with its
     /// scope (the index when the interface has no name), else the address alone.
     pub fn scoped(&self) -> String {
-        match (&self.scope, self.scope_id) {
-            (Some(name), _) => format!("{}%{name}", self.ip),
-            (None, Some(id)) => format!("{}%{id}", self.ip),
-            (None, None) => self.ip.to_string(),
-        }
+        self.as_scoped().to_text()
     }
 
     /// The socket address to send to or look up this address, scope id included.
     pub fn socket_addr(&self, port: u16) -> SocketAddr {
-        match (self.ip, self.scope_id) {
-            (IpAddr::V6(v6), Some(id)) => SocketAddr::V6(SocketAddrV6::new(v6, port, 0, id)),
-            (ip, _) => SocketAddr::new(ip, port),
+        self.as_scoped().socket_addr(port)
+    }
+
+    fn as_scoped(&self) -> ScopedIp {
+        ScopedIp {
+            ip: self.ip,
+            scope_id: self.scope_id,
+            scope: self.scope.clone(),
         }
     }
 }
@@ -201,7 +203,12 @@ mod tests {
         assert_eq!(h.addrs[0].scoped(), "fe80::1%cli-r1");
         assert_eq!(
             h.addrs[0].socket_addr(0),
-            SocketAddr::V6(SocketAddrV6::new("fe80::1".parse().unwrap(), 0, 0, 2))
+            SocketAddr::V6(std::net::SocketAddrV6::new(
+                "fe80::1".parse().unwrap(),
+                0,
+                0,
+                2
+            ))
         );
         let json = serde_json::to_value(&h.addrs[0]).unwrap();
         assert_eq!(json["ip"], "fe80::1");

@@ -80,6 +80,9 @@ pub(crate) struct Frame<'a> {
     pub first: Pkt,
     pub last: Pkt,
     pub payload: Option<&'a [u8]>,
+    /// The first frame read after the framing was lost and found again: frames before it
+    /// (back to the loss) were missed.
+    pub resync: bool,
 }
 
 /// The frame reader of one direction.
@@ -98,6 +101,8 @@ pub(crate) struct Reader {
     /// The framing was lost (missing bytes over a frame header): waiting for a segment that
     /// starts with a plausible one.
     lost: bool,
+    /// The framing was found again after a loss, and no frame was read since.
+    resynced: bool,
     /// The largest frame the receiver allows (its SETTINGS_MAX_FRAME_SIZE, for resyncing).
     pub max_frame: u32,
     /// Times the framing was lost.
@@ -118,6 +123,7 @@ impl Reader {
             buf: Vec::new(),
             whole: true,
             lost: false,
+            resynced: false,
             max_frame: 16_384,
             losses: 0,
         }
@@ -162,6 +168,7 @@ impl Reader {
                 return;
             }
             self.lost = false;
+            self.resynced = true;
             self.have = 0;
             self.head = None;
         }
@@ -237,6 +244,11 @@ impl Reader {
         }
     }
 
+    /// The framing is lost now (frames are being missed until a segment starts with one).
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost
+    }
+
     fn lose(&mut self) {
         self.lost = true;
         self.losses += 1;
@@ -253,8 +265,49 @@ impl Reader {
             first: self.first.unwrap_or(pkt),
             last: pkt,
             payload: self.whole.then_some(&self.buf[..]),
+            resync: std::mem::take(&mut self.resynced),
         };
         out(&frame);
+    }
+}
+
+/// A header block fragment without the padding and priority fields of its HEADERS frame.
+pub(crate) fn strip(p: &[u8], flags: u8) -> Option<&[u8]> {
+    let mut p = p;
+    if flags & PADDED != 0 {
+        let pad = usize::from(*p.first()?);
+        p = p.get(1..p.len().checked_sub(pad)?)?;
+    }
+    if flags & PRIORITY != 0 {
+        p = p.get(5..)?;
+    }
+    Some(p)
+}
+
+/// An error code (the first four bytes of `p`).
+pub(crate) fn code(p: &[u8]) -> Option<u32> {
+    p.first_chunk::<4>().map(|b| u32::from_be_bytes(*b))
+}
+
+/// The name of an HTTP/2 error code (RFC 9113 §7).
+pub fn error_name(code: u32) -> &'static str {
+    match code {
+        0x0 => "NO_ERROR",
+        0x1 => "PROTOCOL_ERROR",
+        0x2 => "INTERNAL_ERROR",
+        0x3 => "FLOW_CONTROL_ERROR",
+        0x4 => "SETTINGS_TIMEOUT",
+        0x5 => "STREAM_CLOSED",
+        0x6 => "FRAME_SIZE_ERROR",
+        0x7 => "REFUSED_STREAM",
+        0x8 => "CANCEL",
+        0x9 => "COMPRESSION_ERROR",
+        0xa => "CONNECT_ERROR",
+        0xb => "ENHANCE_YOUR_CALM",
+        0xc => "INADEQUATE_SECURITY",
+        0xd => "HTTP_1_1_REQUIRED",
+        u32::MAX => "unknown (not captured)",
+        _ => "unknown code",
     }
 }
 

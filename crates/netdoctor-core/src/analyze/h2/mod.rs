@@ -13,6 +13,8 @@
 //! the frames behind it with it. A loss episode's head-of-line figure is the most streams in
 //! progress at once during its stall ([`H2Conn::on_loss`]).
 //!
+//! Streams whose end may be in frames the capture missed are set aside (`gap`).
+//!
 //! It sits beside the direction-turns source (`super::http`: HTTP/1, TLS records, any other
 //! request/response protocol) behind the connection's [`super::conn::Source`]; TLS-wrapped
 //! HTTP/2 cannot be read and stays with turns. A connection picked up after its preface
@@ -20,11 +22,15 @@
 //! concurrency, flow-control waits) are kept for the HTTP/2 findings.
 
 pub(crate) mod frame;
+mod gap;
+
+pub use frame::error_name;
+use frame::{code, strip};
 
 use super::reasm::{Reassembler, Run};
 use frame::{
-    CONTINUATION, DATA, END_HEADERS, END_STREAM, Frame, GOAWAY, HEADERS, PADDED, PRIORITY,
-    RST_STREAM, Reader, SETTINGS, WINDOW_UPDATE,
+    CONTINUATION, DATA, END_HEADERS, END_STREAM, Frame, GOAWAY, HEADERS, RST_STREAM, Reader,
+    SETTINGS, WINDOW_UPDATE,
 };
 
 use super::http::{Exchange, Found, Phase};
@@ -128,6 +134,9 @@ pub struct H2Done {
     pub hol: Vec<HolEpisode>,
     pub hol_count: u32,
     pub hol_streams: u64,
+    /// Streams that were open when the server's frames went missing (a capture gap, the
+    /// snap length) and never showed again: ended as cut by the gap.
+    pub gap_cut: u32,
 }
 
 /// A loss repaired faster than this (a LAN's fast retransmit, in microseconds) held the
@@ -162,6 +171,11 @@ pub(in crate::analyze) struct H2Conn {
     ended: std::collections::VecDeque<(i64, i64)>,
     /// The server's bytes being read waited behind a hole until this segment filled it.
     fill: Option<Pkt>,
+    /// Streams set aside at a loss of the server's framing (their end may be in what was
+    /// missed), with the time they were set aside (`gap`).
+    gapped: Vec<(Stream, i64)>,
+    /// Framing losses of each side already acted on.
+    losses_seen: [u32; 2],
 }
 
 /// Ended streams remembered for [`H2Conn::on_loss`].
@@ -185,6 +199,8 @@ impl H2Conn {
             last_end: None,
             ended: std::collections::VecDeque::new(),
             fill: None,
+            gapped: Vec::new(),
+            losses_seen: [0; 2],
         })
     }
 
@@ -233,6 +249,12 @@ impl H2Conn {
         reader.feed(pkt, r.seq, r.bytes, r.len, &mut |f| {
             self.on_frame(f, side == 1, done)
         });
+        // The server's framing was lost and not found again yet: the streams may be ending
+        // in what is being missed.
+        if reader.losses > self.losses_seen[side] && reader.is_lost() && side == 1 {
+            self.set_aside(r.pkt.ts_ns, done);
+        }
+        self.losses_seen[side] = reader.losses;
         self.readers[side] = reader;
         self.fill = None;
     }
@@ -296,6 +318,7 @@ impl H2Conn {
             .streams
             .iter()
             .map(|s| (s.x.first_req.ts_ns, i64::MAX))
+            .chain(self.gapped.iter().map(|(s, at)| (s.x.first_req.ts_ns, *at)))
             .chain(self.ended.iter().copied())
             .filter(|&(open, end)| open <= to && end > from)
             .collect();
@@ -320,18 +343,25 @@ impl H2Conn {
         done
     }
 
-    /// The streams whose response began, taken out when the connection ends, and what the
-    /// connection showed.
+    /// The streams whose response began, taken out when the connection ends (those set aside
+    /// at a gap as cut by it), and what the connection showed.
     pub(in crate::analyze) fn take_answered(&mut self) -> Vec<Exchange> {
-        let open: Vec<Stream> = self.streams.drain(..).collect();
         let mut out = Vec::new();
+        // Still lost at the end: what was open may have ended in the missed frames.
+        if self.readers[1].is_lost() {
+            self.set_aside(i64::MAX, &mut out);
+        }
+        for (s, at) in std::mem::take(&mut self.gapped) {
+            self.end_in_gap(s, at, &mut out);
+        }
+        let open: Vec<Stream> = self.streams.drain(..).collect();
         for s in open {
             self.note_waits(&s);
             if s.x.first_resp.is_some() {
                 out.push(s.x);
             }
         }
-        self.done.streams += out.len() as u32;
+        self.done.streams += out.iter().filter(|x| !x.gap_cut).count() as u32;
         out
     }
 
@@ -355,19 +385,31 @@ impl H2Conn {
         let s = self.streams.remove(k);
         self.note_waits(&s);
         self.last_end = Some(last);
-        if self.ended.len() == ENDED_KEPT {
-            self.ended.pop_front();
-        }
-        let end = last.ts_ns.max(s.x.delivered_ns);
-        self.ended.push_back((s.x.first_req.ts_ns, end));
+        self.remember_end(s.x.first_req.ts_ns, last.ts_ns.max(s.x.delivered_ns));
         if s.x.first_resp.is_some() {
             self.done.streams += 1;
             done.push(s.x);
         }
     }
 
+    /// A stream that opened at `open` ended at `end` (ns), for [`H2Conn::held_by`].
+    fn remember_end(&mut self, open: i64, end: i64) {
+        if self.ended.len() == ENDED_KEPT {
+            self.ended.pop_front();
+        }
+        self.ended.push_back((open, end));
+    }
+
     fn on_frame(&mut self, f: &Frame<'_>, server: bool, done: &mut Vec<Exchange>) {
         let h = f.head;
+        if f.resync && server {
+            self.set_aside(f.first.ts_ns, done);
+        }
+        // A set-aside stream's own frame from the server (or a reset from either side): it
+        // did not end in the gap.
+        if !self.gapped.is_empty() && h.stream != 0 && (server || h.kind == RST_STREAM) {
+            self.revive(h.stream);
+        }
         // A frame of the server's that waited behind a hole: its stream had it only when the
         // hole was filled, and the wait was the loss's.
         if let Some(by) = self.fill
@@ -581,6 +623,7 @@ impl H2Conn {
                     req_end: 0,
                     req_ack: None,
                     status: 0,
+                    gap_cut: false,
                 },
                 req_done: b.end_stream,
                 win,
@@ -634,45 +677,5 @@ impl H2Conn {
                     .copied()
             })
             .flatten()
-    }
-}
-
-/// A header block fragment without the padding and priority fields of its HEADERS frame.
-fn strip(p: &[u8], flags: u8) -> Option<&[u8]> {
-    let mut p = p;
-    if flags & PADDED != 0 {
-        let pad = usize::from(*p.first()?);
-        p = p.get(1..p.len().checked_sub(pad)?)?;
-    }
-    if flags & PRIORITY != 0 {
-        p = p.get(5..)?;
-    }
-    Some(p)
-}
-
-/// An error code (the first four bytes of `p`).
-fn code(p: &[u8]) -> Option<u32> {
-    p.first_chunk::<4>().map(|b| u32::from_be_bytes(*b))
-}
-
-/// The name of an HTTP/2 error code (RFC 9113 §7).
-pub fn error_name(code: u32) -> &'static str {
-    match code {
-        0x0 => "NO_ERROR",
-        0x1 => "PROTOCOL_ERROR",
-        0x2 => "INTERNAL_ERROR",
-        0x3 => "FLOW_CONTROL_ERROR",
-        0x4 => "SETTINGS_TIMEOUT",
-        0x5 => "STREAM_CLOSED",
-        0x6 => "FRAME_SIZE_ERROR",
-        0x7 => "REFUSED_STREAM",
-        0x8 => "CANCEL",
-        0x9 => "COMPRESSION_ERROR",
-        0xa => "CONNECT_ERROR",
-        0xb => "ENHANCE_YOUR_CALM",
-        0xc => "INADEQUATE_SECURITY",
-        0xd => "HTTP_1_1_REQUIRED",
-        u32::MAX => "unknown (not captured)",
-        _ => "unknown code",
     }
 }

@@ -402,6 +402,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         keep_alives,
         h2_framing_lost,
         h2_reassembly_overflows,
+        h2_streams_cut_by_gap,
         // The merger's own aggregates hold the bulk transfers (replayed in frame order).
         bulk: _,
         quality:
@@ -416,6 +417,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     a.packets += packets;
     a.h2_framing_lost += h2_framing_lost;
     a.h2_reassembly_overflows += h2_reassembly_overflows;
+    a.h2_streams_cut_by_gap += h2_streams_cut_by_gap;
     a.bytes += bytes;
     a.tcp_segments += tcp_segments;
     a.other_packets += other_packets;
