@@ -578,7 +578,7 @@ mod tests {
         c.connections = 31;
         let scan = conns(false);
         let mut ev: Vec<Event<'_>> = scan.iter().map(Event::ConnDone).collect();
-        ev.push(refused.clone());
+        ev.push(refused);
         let v = run::<ServerNotListening>(&ev, &c);
         assert_eq!(v.len(), 1);
         assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
