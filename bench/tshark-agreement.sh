@@ -13,7 +13,7 @@
 # - duplicate_frame: copies of a frame (same IPv4 id, seq, ACK, TSval, checksum) that
 #   netdoctor drops before the analysis; tshark calls each copy a retransmission or a
 #   duplicate ACK.
-# - refused: captures netdoctor does not decode (802.11, NFLOG link types).
+# - refused: captures netdoctor does not decode (a link type it does not read); 802.11 and NFLOG are read since session 8.
 # - untracked: segments outside any connection netdoctor tracks (after both FINs or a reset).
 # - fast_recovery: netdoctor's wider fast-retransmit class (SACK recovery of other segments, a
 #   resend within an RTT but > 20 ms after the duplicate ACKs); "fast_retransmission" itself is

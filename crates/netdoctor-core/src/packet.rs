@@ -19,6 +19,14 @@ pub enum LinkType {
     Ipv6,
     /// LINKTYPE_LINUX_SLL2 (276): `tcpdump -i any` with libpcap ≥ 1.10.
     LinuxSll2,
+    /// LINKTYPE_IEEE802_11 (105): 802.11 frames (a Wi-Fi capture in monitor mode without a
+    /// radio header); unencrypted data frames carry LLC/SNAP and an ethertype.
+    Ieee80211,
+    /// LINKTYPE_IEEE802_11_RADIOTAP (127): a radiotap header, then an 802.11 frame.
+    Radiotap,
+    /// LINKTYPE_NFLOG (239): Linux netfilter log messages (`tcpdump -i nflog:N`): a 4-byte
+    /// header, then TLVs, the packet in the NFULA_PAYLOAD one.
+    Nflog,
 }
 
 impl LinkType {
@@ -33,6 +41,9 @@ impl LinkType {
             228 => LinkType::Ipv4,
             229 => LinkType::Ipv6,
             276 => LinkType::LinuxSll2,
+            105 => LinkType::Ieee80211,
+            127 => LinkType::Radiotap,
+            239 => LinkType::Nflog,
             _ => return None,
         })
     }
@@ -48,6 +59,9 @@ impl LinkType {
             LinkType::Ipv4 => 228,
             LinkType::Ipv6 => 229,
             LinkType::LinuxSll2 => 276,
+            LinkType::Ieee80211 => 105,
+            LinkType::Radiotap => 127,
+            LinkType::Nflog => 239,
         }
     }
 }

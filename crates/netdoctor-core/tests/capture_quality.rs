@@ -296,3 +296,71 @@ fn a_gap_or_drops_in_one_window_are_not_repeated_in_the_next() {
     assert_eq!(w2.stats.capture_drops, 50);
     assert_eq!(w2.stats.quality.missing_segments, 3);
 }
+
+/// The frames of `name` as owned (link, ts_ns, data, orig_len).
+fn frames(name: &str) -> Vec<(netdoctor_core::LinkType, i64, Vec<u8>, u32)> {
+    let mut v = Vec::new();
+    for_each_packet(name, |p| {
+        v.push((p.link, p.ts_ns, p.data.to_vec(), p.orig_len))
+    });
+    v
+}
+
+fn analyze_frames(v: &[(netdoctor_core::LinkType, i64, Vec<u8>, u32)]) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for (i, (link, ts, d, orig)) in v.iter().enumerate() {
+        a.push(&RawPacket {
+            frame: i as u64 + 1,
+            ts_ns: *ts,
+            link: *link,
+            data: d,
+            orig_len: *orig,
+        });
+    }
+    a.finish()
+}
+
+/// Capture artefacts made from real lab captures change no finding: a SPAN port that mirrors
+/// each frame twice (once untagged, once 12 µs later with an 802.1Q tag), timestamps of a
+/// multi-queue capture a few µs out of order (every 7th frame swapped with the next), and a
+/// 96-byte snap length.
+#[test]
+fn span_copies_reordered_clocks_and_short_snaplens_are_not_findings() {
+    for name in ["healthy-eth.pcap", "loss.pcap", "nagle-eth.pcap"] {
+        let orig = frames(name);
+        assert!(
+            orig.iter()
+                .all(|f| f.0 == netdoctor_core::LinkType::Ethernet),
+            "{name}"
+        );
+        let ok = analyze_frames(&orig);
+        let span: Vec<_> = orig
+            .iter()
+            .flat_map(|(l, ts, d, o)| {
+                let mut tagged = d[..12].to_vec();
+                tagged.extend_from_slice(&[0x81, 0x00, 0x00, 0x0a]);
+                tagged.extend_from_slice(&d[12..]);
+                [(*l, *ts, d.clone(), *o), (*l, ts + 12_000, tagged, o + 4)]
+            })
+            .collect();
+        let mut reordered = orig.clone();
+        for i in (3..reordered.len().saturating_sub(1)).step_by(7) {
+            let t = reordered[i].1;
+            reordered[i].1 = reordered[i + 1].1;
+            reordered[i + 1].1 = t;
+        }
+        let snap: Vec<_> = orig
+            .iter()
+            .map(|(l, ts, d, o)| (*l, *ts, d[..d.len().min(96)].to_vec(), *o))
+            .collect();
+        for (kind, v) in [("span", span), ("reordered", reordered), ("snap96", snap)] {
+            let an = analyze_frames(&v);
+            assert_eq!(ids(&an), ids(&ok), "{name} {kind}: {:#?}", an.findings);
+            assert_eq!(an.exchanges.count, ok.exchanges.count, "{name} {kind}");
+            assert_eq!(
+                an.stats.retransmitted_segments, ok.stats.retransmitted_segments,
+                "{name} {kind}"
+            );
+        }
+    }
+}

@@ -203,3 +203,93 @@ fn a_reset_answering_the_clients_close_is_not_a_refusal() {
     assert!(!f.summary.contains("refused"), "{}", f.summary);
     one(&an, FindingId::HighBaseRtt);
 }
+
+#[test]
+fn a_port_scan_is_neither_a_slow_setup_nor_a_dead_server() {
+    // ppa-synscan: 172.16.0.8 sends 1,994 SYNs to 1,000 ports of 64.13.134.52 and never
+    // answers: 3 open ports repeat their SYN/ACK (at 3, 9, 21 s) to nobody, 5 closed ports
+    // reset. Neither is the server's fault; the listen queue has nothing to do with it.
+    let Some(an) = analyze("ppa-synscan.pcapng") else {
+        return;
+    };
+    let f = one(&an, FindingId::SynRetransmit);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Info, Side::Client),
+        "{f:#?}"
+    );
+    assert_eq!(f.impact.added_latency_ms, None);
+    assert!(
+        f.summary
+            .starts_with("The server repeated its SYN/ACK on 3 of 1994 connections whose client"),
+        "{}",
+        f.summary
+    );
+    let f = one(&an, FindingId::ServerNotListening);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Info, Side::Client),
+        "{f:#?}"
+    );
+    assert!(
+        f.summary
+            .starts_with("A port scan: 172.16.0.8 sent SYNs to 1000 ports of 64.13.134.52; 5"),
+        "{}",
+        f.summary
+    );
+    assert!(an.findings.iter().all(|f| f.severity == Severity::Info));
+    // The look-alike that is the server's: ppa-sessionhijacking's server repeats its SYN/ACK
+    // 31 s after the client's ACK, which it did not take; the client answers again.
+    let Some(an) = analyze("ppa-sessionhijacking.pcapng") else {
+        return;
+    };
+    let f = one(&an, FindingId::SynRetransmit);
+    assert_eq!(f.side, Side::Server, "{f:#?}");
+    assert!(f.severity >= Severity::Warning, "{f:#?}");
+}
+
+#[test]
+fn a_response_before_the_servers_fin_is_complete() {
+    // ppa-http_post: a POST answered by a 302, a GET answered by a 200 (Content-Length 8388,
+    // all of it captured), the server's FIN 1.9 s later and the client's ACK of it; the
+    // capture ends before the client closes. The 200 is complete: the server closed.
+    let Some(an) = analyze("ppa-http_post.pcapng") else {
+        return;
+    };
+    assert_eq!((an.exchanges.count, an.exchanges.incomplete), (2, 0));
+    let f = one(&an, FindingId::SlowServerProcessing);
+    assert_eq!(f.side, Side::Server);
+    // A response still arriving when the capture ends stays cut (ppa-latency4's, tested
+    // above, has no FIN).
+    let Some(an) = analyze("ppa-latency4.pcapng") else {
+        return;
+    };
+    assert_eq!((an.exchanges.count, an.exchanges.incomplete), (1, 1));
+}
+
+#[test]
+fn wifi_and_nflog_captures_are_read() {
+    // arkime-80211http: HTTP over 802.11 with radiotap (link type 127);
+    // zeek-nflog-http: the same kind of GET logged by netfilter (link type 239), its SYN
+    // logged three times (the same packet at several rules): copies, not retransmissions.
+    let Some(an) = analyze("arkime-80211http.pcap") else {
+        return;
+    };
+    assert!(an.stats.connections_with_handshake >= 1, "{:#?}", an.stats);
+    assert_eq!(an.exchanges.count, 7, "{:#?}", an.exchanges);
+    // Two of its seven requests are answered 405 Not Allowed (tshark agrees): the client's.
+    let f = one(&an, FindingId::HttpErrors);
+    assert_eq!(f.side, Side::Client);
+    assert!(
+        f.summary
+            .starts_with("2 of 7 captured HTTP requests failed"),
+        "{}",
+        f.summary
+    );
+    let Some(an) = analyze("zeek-nflog-http.pcap") else {
+        return;
+    };
+    assert_eq!(an.stats.connections_with_handshake, 1, "{:#?}", an.stats);
+    assert_eq!(an.exchanges.count, 1, "{:#?}", an.exchanges);
+    none(&an, FindingId::SynRetransmit);
+}

@@ -93,7 +93,7 @@ impl LegacyHeader {
         let link = LinkType::from_pcap(raw_link).ok_or_else(|| {
             (
                 BadCaptureKind::UnsupportedLinkType(raw_link),
-                format!("unsupported link type {raw_link} (netdoctor decodes Ethernet, Linux cooked, raw IP and loopback captures)"),
+                format!("unsupported link type {raw_link} (netdoctor decodes Ethernet, Linux cooked, raw IP, loopback, 802.11 and NFLOG captures)"),
             )
         })?;
         let nanos = matches!(m, [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d]);
@@ -348,7 +348,7 @@ impl PacketSource for CaptureFile {
                 {
                     return Err(self.bad(
                         BadCaptureKind::UnsupportedLinkType(link),
-                        format!("unsupported link type {link} (netdoctor decodes Ethernet, Linux cooked, raw IP and loopback captures)"),
+                        format!("unsupported link type {link} (netdoctor decodes Ethernet, Linux cooked, raw IP, loopback, 802.11 and NFLOG captures)"),
                     ));
                 }
                 summary

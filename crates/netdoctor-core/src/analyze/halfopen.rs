@@ -232,6 +232,7 @@ impl Analyzer {
         }
         if !f.syn() && f.ack() && !from_server && t.syn.synacks > 0 && t.syn.done.is_none() {
             t.syn.done = Some(pkt);
+            t.syn.client_answered = true;
         }
         if f.fin() || f.rst() {
             t.first_close.get_or_insert(pkt);

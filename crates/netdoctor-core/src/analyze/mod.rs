@@ -534,7 +534,7 @@ impl Analyzer {
     }
 
     /// Ends the analysis. An exchange whose response was still arriving when the capture
-    /// ended counts as incomplete ([`ExchangeStats::incomplete`]): its first-byte time is
+    /// ended (the server had not sent its FIN) counts as incomplete ([`ExchangeStats::incomplete`]): its first-byte time is
     /// known, its latency is not. A request still unanswered is not an exchange.
     pub fn finish(mut self) -> Analysis {
         self.flush_open();
@@ -570,7 +570,12 @@ impl Analyzer {
             self.stats.pipelined_connections += u64::from(c.ambiguous);
             self.flush_held(&mut c);
             self.hub.flush_stalls(&mut c);
-            self.take_answered(&mut c, true);
+            // The server's FIN ends its responses: an exchange answered before it is complete
+            // although the client's close is not in the capture (ppa-http_post: the server
+            // closes an idle keep-alive connection 2 s after its last response, and the
+            // capture ends with the client's ACK of that FIN).
+            let cut = !c.dirs[c.server].fin;
+            self.take_answered(&mut c, cut);
             self.hub.flush_counts(&c);
             self.hub.flush_bulk(&mut c);
         }
@@ -687,14 +692,5 @@ fn conclude_judged(
         },
         findings,
         warnings,
-    }
-}
-
-impl Hub {
-    /// Starts a new window: fresh aggregates and detectors.
-    fn reset_window(&mut self) {
-        if let agg::Out::Direct(a) = &mut self.out {
-            **a = agg::Agg::new();
-        }
     }
 }

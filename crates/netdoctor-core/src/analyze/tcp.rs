@@ -126,6 +126,7 @@ impl Analyzer {
         } else if f.ack() && !from_server && c.synack_seen && c.syn.done.is_none() {
             // The client's first ACK after the (last) SYN/ACK completes the handshake.
             c.syn.done = Some(pkt);
+            c.syn.client_answered = true;
             if c.rtt_ns.is_none()
                 && let Some(t) = c.syn_ts
             {

@@ -8,7 +8,8 @@
 //! confidence, and shares such as "N of M connections" divided a window's events by the
 //! whole run's connections.
 
-use super::CaptureStats;
+use super::hub::Hub;
+use super::{CaptureStats, agg};
 
 /// The analyzer's totals at the end of the previous window (all zero before the first).
 #[derive(Default)]
@@ -93,6 +94,15 @@ impl CaptureStats {
                 sequence_gaps: d(q.sequence_gaps, p.sequence_gaps),
             },
             ..self.clone()
+        }
+    }
+}
+
+impl Hub {
+    /// Starts a new window: fresh aggregates and detectors.
+    pub(super) fn reset_window(&mut self) {
+        if let agg::Out::Direct(a) = &mut self.out {
+            **a = agg::Agg::new();
         }
     }
 }

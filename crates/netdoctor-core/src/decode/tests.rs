@@ -350,6 +350,86 @@ fn flags_display_like_tcpdump() {
 }
 
 /// Random bytes of every length on every link type: never a panic.
+/// An 802.11 data frame (From DS, QoS when `qos`) around `ip`, with LLC/SNAP.
+fn wifi(ip: &[u8], qos: bool, protected: bool) -> Vec<u8> {
+    let fc0 = if qos { 0x88 } else { 0x08 };
+    let fc1 = 0x02 | if protected { 0x40 } else { 0 };
+    let mut f = vec![fc0, fc1, 0, 0];
+    f.extend_from_slice(&[0x11; 18]); // three addresses
+    f.extend_from_slice(&[0x10, 0x00]); // sequence control
+    if qos {
+        f.extend_from_slice(&[0, 0]);
+    }
+    f.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+    f.extend_from_slice(ip);
+    f
+}
+
+#[test]
+fn wifi_with_and_without_radiotap() {
+    let ip = ipv4_tcp(b"GET ");
+    for qos in [false, true] {
+        let f = wifi(&ip, qos, false);
+        check_v4(&decode(&raw(LinkType::Ieee80211, &f)).unwrap().unwrap());
+        // Radiotap: version 0, pad, length 12 (little-endian), present flags, 4 bytes of fields.
+        let mut rt = vec![0, 0, 12, 0, 0x06, 0, 0, 0, 0x10, 0x02, 0x6c, 0x09];
+        rt.extend_from_slice(&f);
+        check_v4(&decode(&raw(LinkType::Radiotap, &rt)).unwrap().unwrap());
+    }
+    // Encrypted data, a beacon (management) and a null-data frame carry nothing to read.
+    let enc = wifi(&ip, true, true);
+    assert!(decode(&raw(LinkType::Ieee80211, &enc)).unwrap().is_none());
+    let mut beacon = vec![0x80, 0, 0, 0];
+    beacon.extend_from_slice(&[0u8; 60]);
+    assert!(
+        decode(&raw(LinkType::Ieee80211, &beacon))
+            .unwrap()
+            .is_none()
+    );
+    let mut null = vec![0x48, 0x01, 0, 0];
+    null.extend_from_slice(&[0u8; 20]);
+    assert!(decode(&raw(LinkType::Ieee80211, &null)).unwrap().is_none());
+    // A radiotap length past the frame is a truncated radiotap header.
+    let short = [0u8, 0, 200, 0, 0, 0, 0, 0];
+    assert!(decode(&raw(LinkType::Radiotap, &short)).is_err());
+}
+
+#[test]
+fn nflog_both_byte_orders() {
+    let ip = ipv4_tcp(b"GET ");
+    for le in [true, false] {
+        let tlv = |ty: u16, v: &[u8]| {
+            let len = (4 + v.len()) as u16;
+            let mut t = Vec::new();
+            if le {
+                t.extend_from_slice(&len.to_le_bytes());
+                t.extend_from_slice(&ty.to_le_bytes());
+            } else {
+                t.extend_from_slice(&len.to_be_bytes());
+                t.extend_from_slice(&ty.to_be_bytes());
+            }
+            t.extend_from_slice(v);
+            while t.len() % 4 != 0 {
+                t.push(0);
+            }
+            t
+        };
+        // AF_INET, version 0, resource id 1; NFULA_PACKET_HDR, NFULA_PREFIX ("x\0", padded),
+        // then NFULA_PAYLOAD.
+        let mut m = vec![2, 0, 0, 1];
+        m.extend(tlv(1, &[0x08, 0x00, 3, 0]));
+        m.extend(tlv(10, b"x\0"));
+        m.extend(tlv(9, &ip));
+        check_v4(&decode(&raw(LinkType::Nflog, &m)).unwrap().unwrap());
+        // No payload TLV, or another family: not TCP.
+        let mut hdr_only = vec![2, 0, 0, 1];
+        hdr_only.extend(tlv(1, &[0x08, 0x00, 3, 0]));
+        assert!(decode(&raw(LinkType::Nflog, &hdr_only)).unwrap().is_none());
+        m[0] = 7;
+        assert!(decode(&raw(LinkType::Nflog, &m)).unwrap().is_none());
+    }
+}
+
 #[test]
 fn garbage_never_panics() {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -368,6 +448,9 @@ fn garbage_never_panics() {
         LinkType::Ipv4,
         LinkType::Ipv6,
         LinkType::LinuxSll2,
+        LinkType::Ieee80211,
+        LinkType::Radiotap,
+        LinkType::Nflog,
     ];
     let valid = ipv4_tcp(b"GET / HTTP/1.1\r\n");
     let mut ok = 0;

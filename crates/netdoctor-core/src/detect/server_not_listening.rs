@@ -14,6 +14,14 @@
 //! does listen there: the finding keeps its id but says what was seen — N attempts ended
 //! before their handshake completed, while M others to the port completed theirs — and is a
 //! warning, not a dead server. [`crate::relate`] ties it to the path loss that explains it.
+//!
+//! **A port scan is not a missing listener.** One client address that sends SYNs to
+//! [`SCAN_PORTS`] or more ports of one server address, most of which never complete a
+//! handshake, is probing which ports are open (ppa-synscan: 1,994 ports, 5 refused). Closed
+//! ports answering with a reset is what the scan finds, not a service that is down: the
+//! finding says so, at `info`, on the client's side (probe evidence [`SCAN_EVIDENCE`]).
+
+use std::net::{IpAddr, SocketAddr};
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES};
 use crate::event::{Event, Pkt, ResetKind};
@@ -45,7 +53,30 @@ pub struct ServerNotListening {
     completed: Vec<(String, u64)>,
     /// Refusals in the capture whose reset came from the client, not from the server.
     client_resets: u64,
+    /// Connections that began with a captured SYN, per (client address, server address)
+    /// (first few pairs): to tell a port scan apart.
+    pairs: Vec<Pair>,
 }
+
+/// Connections from one client address to one server address.
+#[derive(Debug)]
+struct Pair {
+    client: IpAddr,
+    server: IpAddr,
+    conns: u64,
+    completed: u64,
+    /// The server ports seen (a bit per port, 8 KB) and how many.
+    ports: Box<[u64; 1024]>,
+    distinct: u64,
+}
+
+/// Distinct ports of one server address that one client sends SYNs to, most never
+/// completing, for its connections to be a port scan.
+pub const SCAN_PORTS: usize = 20;
+
+/// The name of the probe evidence a port-scan finding leads with (the Chinese catalogue picks
+/// its sentence by it).
+pub const SCAN_EVIDENCE: &str = "scan";
 
 /// Addresses named in a capture's finding.
 const MAX_ADDRS: usize = 3;
@@ -71,7 +102,13 @@ impl Detector for ServerNotListening {
                     .iter()
                     .any(|s| s.state == crate::observation::SocketState::Listen);
             }
-            Event::ConnDone(d) if d.syn.done.is_some() => {
+            Event::ConnDone(d) if d.syn.first_syn.is_some() || d.syn.done.is_some() => {
+                if d.syn.first_syn.is_some() {
+                    self.count_pair(d.ends.client, d.ends.server, d.syn.done.is_some());
+                }
+                if d.syn.done.is_none() {
+                    return;
+                }
                 let addr = d.ends.server.to_string();
                 if let Some(a) = self.completed.iter_mut().find(|a| a.0 == addr) {
                     a.1 += 1;
@@ -176,11 +213,95 @@ impl Detector for ServerNotListening {
                  the server host); check the firewall for rules that reject with a reset."
             .to_string();
         f.evidence = rest.into_iter().map(evidence).collect();
-        if completed > 0 || self.client_resets > 0 {
+        if let Some(p) = self.scan(&rest_addrs) {
+            scanned(&mut f, p, n);
+        } else if completed > 0 || self.client_resets > 0 {
             abandoned(&mut f, &named, n, completed, self.client_resets);
         }
         out.push(f);
     }
+}
+
+impl ServerNotListening {
+    fn count_pair(&mut self, client: SocketAddr, server: SocketAddr, done: bool) {
+        let (c, s) = (client.ip(), server.ip());
+        let i = match self
+            .pairs
+            .iter()
+            .position(|p| p.client == c && p.server == s)
+        {
+            Some(i) => i,
+            None if self.pairs.len() < 64 => {
+                self.pairs.push(Pair {
+                    client: c,
+                    server: s,
+                    conns: 0,
+                    completed: 0,
+                    ports: Box::new([0; 1024]),
+                    distinct: 0,
+                });
+                self.pairs.len() - 1
+            }
+            None => return,
+        };
+        let p = &mut self.pairs[i];
+        p.conns += 1;
+        p.completed += u64::from(done);
+        let (w, b) = (usize::from(server.port() / 64), server.port() % 64);
+        if p.ports[w] & (1 << b) == 0 {
+            p.ports[w] |= 1 << b;
+            p.distinct += 1;
+        }
+    }
+
+    /// The scan that the refusals to `addrs` all belong to: a client that sent SYNs to
+    /// [`SCAN_PORTS`] or more ports of their server address, fewer than half completing.
+    fn scan(&self, addrs: &[&(String, u64)]) -> Option<&Pair> {
+        let scans: Vec<&Pair> = self
+            .pairs
+            .iter()
+            .filter(|p| p.distinct >= SCAN_PORTS as u64 && p.completed * 2 < p.conns)
+            .collect();
+        let first = scans.first()?;
+        let scanned = |a: &str| {
+            a.parse::<SocketAddr>()
+                .is_ok_and(|sa| scans.iter().any(|p| p.server == sa.ip()))
+        };
+        (!addrs.is_empty() && addrs.iter().all(|a| scanned(&a.0))).then_some(*first)
+    }
+}
+
+/// Rewrites a capture's refusals as what they are when they answer a port scan: the closed
+/// ports a scan of `p.conns` ports found.
+fn scanned(f: &mut Finding, p: &Pair, n: u64) {
+    f.severity = Severity::Info;
+    f.side = Side::Client;
+    f.confidence = 0.9;
+    f.summary = format!(
+        "A port scan: {} sent SYNs to {} ports of {}; {n} were refused (closed ports) and {} \
+         completed a handshake. Refused ports are what a scan finds, not a server that is down",
+        p.client, p.distinct, p.server, p.completed
+    );
+    f.explanation = format!(
+        "One client address opened {} connections to {} different ports of one server \
+         address and fewer than half completed a handshake: that is a port scan probing which \
+         ports are open, not an application trying to reach its server. A closed port answers \
+         a SYN with a reset; a filtered one does not answer at all.",
+        p.conns, p.distinct
+    );
+    f.fix = "Nothing to fix on the server for these. If the scan was not expected, look at its \
+             source and at the firewall rules for the ports it found open."
+        .to_string();
+    f.evidence.insert(
+        0,
+        Evidence::Probe {
+            probe: SCAN_EVIDENCE.into(),
+            note: format!(
+                "{} sent SYNs to {} ports of {}: {n} refused, {} completed",
+                p.client, p.distinct, p.server, p.completed
+            ),
+        },
+    );
 }
 
 /// The name of the probe evidence an abandoned-handshakes finding leads with (the Chinese
@@ -415,5 +536,68 @@ mod tests {
     fn nothing_refused_nothing_found() {
         let other = Observation::Counters(vec![]);
         assert!(run::<ServerNotListening>(&[Event::Observed(&other)], &cx(3)).is_empty());
+    }
+
+    /// One client probing many ports of one server, few completing: the refusals are a port
+    /// scan's closed ports (info, the client's side). The same refusals from a client that
+    /// reaches many ports of the server (they complete) stay "nothing listens".
+    #[test]
+    fn refusals_in_a_port_scan_are_the_scan_not_a_dead_server() {
+        use crate::decode::TcpFlags as F;
+        use crate::detect::testkit::{ends, pkt};
+        use crate::event::ConnDone;
+        let e = ends();
+        let refused = Event::Reset {
+            ends: e,
+            kind: ResetKind::Refused,
+            before: Some(pkt(1, 1, false, F::SYN, 0)),
+            rst: pkt(2, 2, true, F::RST | F::ACK, 0),
+            req: None,
+            context: Default::default(),
+        };
+        let conns = |completed: bool| -> Vec<ConnDone> {
+            (0..30u16)
+                .map(|i| {
+                    let mut c = ConnDone {
+                        ends: e,
+                        syn: Default::default(),
+                        first_req: None,
+                        exchanges: 0,
+                        first_close: None,
+                    };
+                    c.ends.server.set_port(1000 + i);
+                    c.syn.first_syn = Some(pkt(10 + u64::from(i), 10, false, F::SYN, 0));
+                    if completed {
+                        c.syn.done = Some(pkt(100 + u64::from(i), 11, false, F::ACK, 0));
+                    }
+                    c
+                })
+                .collect()
+        };
+        let mut c = cx(0);
+        c.connections = 31;
+        let scan = conns(false);
+        let mut ev: Vec<Event<'_>> = scan.iter().map(Event::ConnDone).collect();
+        ev.push(refused);
+        let v = run::<ServerNotListening>(&ev, &c);
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
+        assert!(
+            v[0].summary
+                .starts_with("A port scan: 10.0.0.1 sent SYNs to 30 ports of 10.0.0.2; 1 were"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            matches!(&v[0].evidence[0], Evidence::Probe { probe, .. } if probe == SCAN_EVIDENCE)
+        );
+        // A client that uses 30 services of the server (they complete): not a scan.
+        let used = conns(true);
+        let mut ev: Vec<Event<'_>> = used.iter().map(Event::ConnDone).collect();
+        ev.push(refused);
+        let v = run::<ServerNotListening>(&ev, &c);
+        assert_eq!(v.len(), 1);
+        assert_ne!(v[0].severity, Severity::Info, "{v:?}");
+        assert!(!v[0].summary.contains("scan"), "{}", v[0].summary);
     }
 }

@@ -15,6 +15,13 @@
 //! believes it is connected after the first SYN/ACK; the server only after the client's
 //! answer to the last SYN/ACK, which is where the delay is measured to.
 //!
+//! A SYN/ACK repeated to a client that never answered any (no ACK, no data after the SYN:
+//! [`SynState::client_answered`]) is not a delayed setup: nobody waited on it. A port scan
+//! (nmap's SYN scan sends no ACK), spoofed sources of a SYN flood and clients that went away
+//! look like that; a real client whose ACK is lost answers the next SYN/ACK, or sends its
+//! request. Those connections are counted apart and, when they are all there is, make an
+//! `info` finding on the client's side with no added latency (ppa-synscan in the corpus).
+//!
 //! When the kernel's listen-queue counters grew during the run (`TcpExt.ListenOverflows`,
 //! `TcpExt.ListenDrops` in [`Observation::Counters`]), the repeats are the listener's queue
 //! on the server's host: the finding is side host, with the counters as evidence.
@@ -49,6 +56,9 @@ pub struct SynRetransmit {
     /// Listen-queue counters that grew during the run.
     listen: Vec<CounterDelta>,
     examples: Vec<Example>,
+    /// Connections whose SYN/ACK was repeated to a client that never answered any.
+    unanswered: u64,
+    unanswered_examples: Vec<Example>,
 }
 
 impl Detector for SynRetransmit {
@@ -84,6 +94,17 @@ impl SynRetransmit {
         if !st.repeated() {
             return;
         }
+        if st.syns <= 1 && st.done.is_none() && !st.client_answered {
+            self.unanswered += 1;
+            if self.unanswered_examples.len() < MAX_EXAMPLES {
+                self.unanswered_examples.push(Example {
+                    client,
+                    server,
+                    st: *st,
+                });
+            }
+            return;
+        }
         self.affected += 1;
         self.syn_repeated += u64::from(st.syns > 1);
         self.synack_repeated += u64::from(st.synacks > 1);
@@ -112,6 +133,9 @@ impl SynRetransmit {
 
     fn report(&self, t0_ns: i64, out: &mut Vec<Finding>) {
         if self.affected == 0 {
+            if self.unanswered > 0 {
+                out.push(self.unanswered_finding(t0_ns));
+            }
             return;
         }
         let added = self.delay.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
@@ -172,48 +196,20 @@ impl SynRetransmit {
              listener's accept queue is full). {} connections never completed.",
             self.syn_repeated, self.synack_repeated, self.never_completed
         );
+        if self.unanswered > 0 {
+            f.explanation.push_str(&format!(
+                " Not counted: {} more connections whose client never answered the server's \
+                 SYN/ACK at all (no ACK, no data), so the server repeated it to nobody waiting \
+                 (a port scan, spoofed SYNs, a client that went away).",
+                self.unanswered
+            ));
+        }
         f.fix = "Check the server's listen queue (`ss -ltn`: Recv-Q reaching Send-Q; `nstat \
                  TcpExtListenOverflows TcpExtListenDrops`): accept faster (more workers) or raise \
                  the backlog (listen() argument and net.core.somaxconn). If the queue is fine, \
                  look for a firewall or rate limit dropping SYNs, or loss on the path."
             .to_string();
-        f.evidence = self
-            .examples
-            .iter()
-            .map(|e| {
-                let st = &e.st;
-                let mut pkts: Vec<Pkt> = [
-                    st.first_syn,
-                    st.last_syn,
-                    st.first_synack,
-                    st.last_synack,
-                    st.done,
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                pkts.sort_by_key(|p| p.frame);
-                pkts.dedup_by_key(|p| p.frame);
-                let first = st.first_syn.map_or(0, |p| p.ts_ns);
-                let note = format!(
-                    "{} SYN(s), {} SYN/ACK(s); {}",
-                    st.syns,
-                    st.synacks,
-                    match st.done {
-                        Some(d) => format!(
-                            "handshake completed {:.0} ms after the first SYN",
-                            ms(d.ts_ns - first)
-                        ),
-                        None => "the handshake never completed".to_string(),
-                    }
-                );
-                Evidence::Packets {
-                    connection: conn_label(e.client, e.server),
-                    packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
-                    note,
-                }
-            })
-            .collect();
+        f.evidence = evidence(&self.examples, t0_ns);
         if !self.listen.is_empty() {
             let counts: Vec<String> = self
                 .listen
@@ -248,6 +244,79 @@ impl SynRetransmit {
         }
         out.push(f);
     }
+}
+
+impl SynRetransmit {
+    /// Only SYN/ACKs repeated to clients that never answered: an `info` on the client's side,
+    /// with no added latency (nobody waited on these handshakes).
+    fn unanswered_finding(&self, t0_ns: i64) -> Finding {
+        let n = self.unanswered;
+        let mut f = Finding::new(
+            FindingId::SynRetransmit,
+            Severity::Info,
+            Side::Client,
+            format!(
+                "The server repeated its SYN/ACK on {n} of {} connections whose client never \
+                 answered it (no ACK, no data): nobody waited on these handshakes",
+                self.handshakes
+            ),
+        );
+        f.confidence = 0.9;
+        f.impact.affected_fraction = Some((n as f64 / self.handshakes.max(1) as f64).min(1.0));
+        f.explanation = "A server repeats its SYN/ACK until the client's ACK comes. On these \
+             connections the client sent its SYN and then nothing at all: no ACK to any of the \
+             SYN/ACKs, no request. A real client whose ACK is lost answers the next SYN/ACK or \
+             sends its request; a client that never answers is a port scan (a SYN scan sends no \
+             ACK), a SYN flood from spoofed addresses, or a client that went away or lost its \
+             route back. The server did what it should; no handshake was slowed."
+            .to_string();
+        f.fix = "Nothing to fix on the server for these. If the SYNs were not expected, look at \
+                 their sources (one source probing many ports is a scan; many sources that \
+                 never answer are a SYN flood: SYN cookies, rate limits)."
+            .to_string();
+        f.evidence = evidence(&self.unanswered_examples, t0_ns);
+        f
+    }
+}
+
+/// The handshake packets of `examples`, one evidence item each.
+fn evidence(examples: &[Example], t0_ns: i64) -> Vec<Evidence> {
+    examples
+        .iter()
+        .map(|e| {
+            let st = &e.st;
+            let mut pkts: Vec<Pkt> = [
+                st.first_syn,
+                st.last_syn,
+                st.first_synack,
+                st.last_synack,
+                st.done,
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            pkts.sort_by_key(|p| p.frame);
+            pkts.dedup_by_key(|p| p.frame);
+            let first = st.first_syn.map_or(0, |p| p.ts_ns);
+            let note = format!(
+                "{} SYN(s), {} SYN/ACK(s); {}",
+                st.syns,
+                st.synacks,
+                match st.done {
+                    Some(d) => format!(
+                        "handshake completed {:.0} ms after the first SYN",
+                        ms(d.ts_ns - first)
+                    ),
+                    None => "the handshake never completed".to_string(),
+                }
+            );
+            Evidence::Packets {
+                connection: conn_label(e.client, e.server),
+                packets: pkts.into_iter().map(|p| p.to_ref(t0_ns)).collect(),
+                note,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -348,5 +417,68 @@ mod tests {
         ev.pop();
         ev.push(Event::Observed(&flat));
         assert_eq!(run::<SynRetransmit>(&ev, &cx(3))[0].side, Side::Server);
+    }
+
+    /// SYN/ACKs repeated to a client that never answered (a scan, spoofed SYNs): an info on
+    /// the client's side with no added latency. The look-alike, a client whose ACK the server
+    /// dropped (it answered, the server repeated anyway: a full accept queue), stays the
+    /// server's delayed setup.
+    #[test]
+    fn synacks_to_a_silent_client_are_not_a_slow_setup() {
+        let silent = || {
+            let mut syn = SynState::default();
+            syn.on_syn(pkt(1, 0, false, F::SYN, 0));
+            syn.on_synack(pkt(2, 1, true, F::SYN | F::ACK, 0));
+            syn.on_synack(pkt(3, 1001, true, F::SYN | F::ACK, 0));
+            ConnDone {
+                ends: ends(),
+                syn,
+                first_req: None,
+                exchanges: 0,
+                first_close: None,
+            }
+        };
+        let cs = [silent(), silent(), conn(false)];
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(0));
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
+        assert_eq!(v[0].impact.added_latency_ms, None);
+        assert!(
+            v[0].summary.starts_with(
+                "The server repeated its SYN/ACK on 2 of 3 connections whose client never"
+            ),
+            "{}",
+            v[0].summary
+        );
+        // The client answered the first SYN/ACK; the server repeated it (the ACK was dropped)
+        // and the handshake never completed for the server: the server's side, critical.
+        let mut answered = silent();
+        answered.syn = SynState::default();
+        answered.syn.on_syn(pkt(1, 0, false, F::SYN, 0));
+        answered.syn.on_synack(pkt(2, 1, true, F::SYN | F::ACK, 0));
+        answered.syn.done = Some(pkt(3, 2, false, F::ACK, 0));
+        answered.syn.client_answered = true;
+        answered
+            .syn
+            .on_synack(pkt(4, 1001, true, F::SYN | F::ACK, 0));
+        let cs = [answered, silent(), conn(false)];
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(0));
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Critical, Side::Server)
+        );
+        assert!(
+            v[0].summary.contains("on 1 of 3 connections"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].explanation.contains("Not counted: 1 more"),
+            "{}",
+            v[0].explanation
+        );
     }
 }

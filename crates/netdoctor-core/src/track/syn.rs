@@ -13,6 +13,11 @@ pub struct SynState {
     pub last_synack: Option<Pkt>,
     pub synacks: u16,
     pub done: Option<Pkt>,
+    /// The client answered a SYN/ACK at least once (an ACK, or data, after it): kept when a
+    /// repeated SYN/ACK clears [`SynState::done`]. A SYN/ACK repeated to a client that never
+    /// answered any is the client's silence (a port scan, a spoofed SYN flood, a client that
+    /// went away), not a handshake the server failed to complete.
+    pub client_answered: bool,
 }
 
 impl SynState {

@@ -75,9 +75,19 @@ retransmission_timeout-fix = 找出丢包的位置（`nstat -az TcpExtTCPTimeout
 
 ## syn_retransmit
 
-syn_retransmit-summary = SYN 重传拖慢了连接建立：{ common-impact }
-syn_retransmit-explanation = 建立 TCP 连接需要 SYN、SYN/ACK 和 ACK 三个包。其中一个丢了，就只能等定时器：SYN 或 SYN/ACK 在 1 s 后重传，3 s 时再传一次（较新的 Linux 客户端每秒重传一次 SYN）。这就是请求延迟中 1 s / 3 s 的规律。原因可能是服务端的全连接队列已满、SYN 洪泛防护或防火墙丢弃了 SYN，或者路径上丢包；全连接队列满时，Linux 还会丢弃完成握手的 ACK。{ common-counter }
-syn_retransmit-fix = 检查服务端的全连接队列（`ss -ltn`：Recv-Q 接近 Send-Q；`nstat -az TcpExtListenOverflows TcpExtListenDrops`）：加快 accept（更多 worker）或调大 backlog（listen() 的参数和 net.core.somaxconn）。如果队列正常，就查找丢弃 SYN 的防火墙或限速规则，或者路径上的丢包。
+# $side 为 client：服务端向从未回应的客户端重传 SYN/ACK（端口扫描、伪造源地址的 SYN 洪泛），没有人在等这些握手。
+syn_retransmit-summary = { $side ->
+    [client] 服务端重传了 SYN/ACK，而这些连接的客户端从未回应（没有 ACK，也没有数据）：没有人在等这些握手
+   *[other] SYN 重传拖慢了连接建立：{ common-impact }
+}
+syn_retransmit-explanation = { $side ->
+    [client] 服务端会一直重传 SYN/ACK，直到收到客户端的 ACK。这些连接的客户端发出 SYN 之后就再没有任何动静：没有回应任何一个 SYN/ACK，也没有发送请求。真正的客户端即使 ACK 丢了，也会回应下一个 SYN/ACK 或发出请求；从不回应的是端口扫描（SYN 扫描不发 ACK）、伪造源地址的 SYN 洪泛，或者已经离开、失去回程路由的客户端。服务端的做法没有问题，也没有握手因此变慢。
+   *[other] 建立 TCP 连接需要 SYN、SYN/ACK 和 ACK 三个包。其中一个丢了，就只能等定时器：SYN 或 SYN/ACK 在 1 s 后重传，3 s 时再传一次（较新的 Linux 客户端每秒重传一次 SYN）。这就是请求延迟中 1 s / 3 s 的规律。原因可能是服务端的全连接队列已满、SYN 洪泛防护或防火墙丢弃了 SYN，或者路径上丢包；全连接队列满时，Linux 还会丢弃完成握手的 ACK。{ common-counter }
+}
+syn_retransmit-fix = { $side ->
+    [client] 服务端无需为此修复。如果这些 SYN 不在预期之内，就查看它们的来源（一个来源探测许多端口是扫描；许多从不回应的来源是 SYN 洪泛：SYN cookies、限速）。
+   *[other] 检查服务端的全连接队列（`ss -ltn`：Recv-Q 接近 Send-Q；`nstat -az TcpExtListenOverflows TcpExtListenDrops`）：加快 accept（更多 worker）或调大 backlog（listen() 的参数和 net.core.somaxconn）。如果队列正常，就查找丢弃 SYN 的防火墙或限速规则，或者路径上的丢包。
+}
 
 ## zero_window
 
@@ -157,8 +167,9 @@ short_connections-fix = 复用连接：使用 HTTP/1.1 keep-alive（不要发送
 
 ## server_not_listening
 
-# $probe 为 handshakes：握手被放弃（有程序在监听），不是没有监听者。
+# $probe 为 handshakes：握手被放弃（有程序在监听），不是没有监听者；为 scan：端口扫描找到的关闭端口。
 server_not_listening-summary = { $probe ->
+    [scan] 端口扫描：一个客户端地址向同一服务端地址的许多端口发送 SYN，被拒绝的是关闭的端口，这是扫描的结果，不是服务端宕机
     [handshakes] { $pct }% 的连接尝试在握手完成前以 RST 结束（握手被放弃），而到同一地址的其他连接完成了握手、或 RST 由客户端发出：有程序在监听{ $has_caused_by ->
         [yes] ，这与路径上的丢包（{ $caused_by }）一致
        *[no] {""}
@@ -166,10 +177,12 @@ server_not_listening-summary = { $probe ->
    *[other] 没有程序在监听目标端口：连接被拒绝
 }
 server_not_listening-explanation = { $probe ->
+    [scan] 一个客户端地址连接了同一服务端地址的许多不同端口，其中不到一半完成了握手：这是在探测哪些端口开放的端口扫描，而不是应用程序在连接它的服务端。关闭的端口用 RST 回应 SYN，被过滤的端口则完全不回应。
     [handshakes] 这些连接尝试从未完成握手，最后以 RST 结束。在数据包里这和没有监听者的端口一样，但本次运行看到了有程序在监听（具体数字见下方证据）。被放弃的握手也是这个样子：SYN 或 SYN/ACK 在路上丢失（客户端重发 SYN，connect 超时；迟到的 SYN/ACK 随后遇到客户端的 RST），或者服务端在全连接队列满时丢弃 SYN。
    *[other] 目标主机对连接请求回复了 TCP RST，这正是没有套接字监听该端口时内核的做法。请求不是变慢，而是立即失败。可能是服务进程没有运行，它监听在另一个端口或地址上（例如只监听 127.0.0.1 或只监听 IPv6），或者防火墙以 RST 拒绝了该端口。
 }
 server_not_listening-fix = { $probe ->
+    [scan] 服务端无需为此修复。如果这次扫描不在预期之内，就查看它的来源，以及防火墙对它发现的开放端口的规则。
     [handshakes] 检查路径上的丢包（packet_loss_retransmission、route_problem、`netdoctor trace`）和监听队列（ListenOverflows、listen_queue_overflow）；已经存在的监听者不需要重启。
    *[other] 启动服务，或者让 netdoctor 指向它真正监听的端口（在服务端主机上用 `ss -ltnp` 列出监听的套接字及其进程）。
 }
