@@ -15,6 +15,12 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn transfer(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    transfer_serialized(rcvbuf, bitrate)
+}
+
+/// [`transfer`] for a caller that holds [`SERIAL`] already (one that runs something beside
+/// the transfer, which must not overlap another test's transfer).
+fn transfer_serialized(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
     let s = Server::bind(ServerConfig {
         bind: "127.0.0.1:0".parse().unwrap(),
         interval: Duration::from_secs(1),
@@ -136,6 +142,10 @@ fn a_flat_out_transfer_is_not_application_limited() {
 /// not in softirq: not `receiver_softirq_saturated`.
 #[test]
 fn a_cpu_busy_in_user_space_is_not_softirq_saturation() {
+    // The hog starts only once no other transfer runs: spinning beside another test's
+    // flat-out transfer it starved that one's writer (`a_flat_out_transfer_…` then read
+    // `send_buffer_limited`, 1 run in 10 under load).
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();
     let hog = std::thread::spawn(move || {
@@ -147,7 +157,7 @@ fn a_cpu_busy_in_user_space_is_not_softirq_saturation() {
             std::hint::black_box(x);
         }
     });
-    let r = transfer(None, Some(1_000_000_000));
+    let r = transfer_serialized(None, Some(1_000_000_000));
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     hog.join().unwrap();
     let cpu = r.receiver_cpu.as_ref().expect("our server sends its CPUs");
