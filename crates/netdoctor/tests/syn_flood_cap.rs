@@ -3,7 +3,7 @@
 //! `MAX_HALF_OPEN` half-open connections (the rest are evicted, oldest first, and counted),
 //! and the server's repeated SYN/ACKs (Linux repeats those of its SYN queue after 1 s to the
 //! spoofed clients that never answer) still make the `syn_retransmit` finding, the same with
-//! `-j 1` and `-j 2`.
+//! `-j 1` and `-j 2`: info, on the clients' side (they never answered; nobody waited).
 //!
 //! Namespaces `ndagfS<pid>`/`ndagfC<pid>`, the listener, tcpdump and hping3 are removed or
 //! ended by PID when the test ends, also on failure.
@@ -160,7 +160,9 @@ fn spoofed_syn_flood_is_capped_and_still_a_syn_retransmit() {
             j,
             pcap.to_str().unwrap(),
         ]);
-        assert!(o.status.code().is_some_and(|c| c <= 2), "{o:?}");
+        // 3, inconclusive: no request was made, and SYN/ACKs repeated to clients that never
+        // answered slowed nobody (an info finding on the clients' side).
+        assert!(o.status.code().is_some_and(|c| c <= 3), "{o:?}");
         reports.push(json(&o));
     }
     let r = &reports[0];
@@ -187,6 +189,12 @@ fn spoofed_syn_flood_is_capped_and_still_a_syn_retransmit() {
     let summary = f["summary"].as_str().unwrap();
     eprintln!("{summary}");
     assert!(summary.contains("SYN/ACK"), "{summary}");
+    // Spoofed sources never answer a SYN/ACK: the repeats are theirs, not a slow server's.
+    assert_eq!(
+        (&f["side"], &f["severity"]),
+        (&"client".into(), &"info".into()),
+        "{f:#}"
+    );
     let warned = r["measurements"]["capture"]["warnings"]
         .as_array()
         .unwrap()
