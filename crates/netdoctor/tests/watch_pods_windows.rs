@@ -10,97 +10,29 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const PORT: u16 = 8080;
+use netdoctor_lab::fakepod::{self, FakePod};
+
 const UID_A: &str = "21111111-2222-4333-8444-555555555555";
 const UID_B: &str = "2aaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
 /// Windows of the run (2 s each): long enough for the steps below on a loaded machine.
 const WINDOWS: u32 = 40;
 
-struct Pod {
-    ns: String,
-    server: Option<Child>,
+/// A fake pod (`netdoctor_lab::fakepod`) in namespace `ndagw<pid><tag>`.
+fn start_pod(tag: &str) -> Option<FakePod> {
+    FakePod::start(&format!("ndagw{}{tag}", std::process::id() % 100_000))
 }
 
-impl Pod {
-    fn start(tag: &str) -> Option<Pod> {
-        let ns = format!("ndagw{}{tag}", std::process::id() % 100_000);
-        let ok = Command::new("ip")
-            .args(["netns", "add", &ns])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return None;
-        }
-        let mut pod = Pod { ns, server: None };
-        Command::new("ip")
-            .args(["-n", &pod.ns, "link", "set", "lo", "up"])
-            .status()
-            .ok()?;
-        let child = Command::new("ip")
-            .args(["netns", "exec", &pod.ns, "/usr/bin/python3", "-m"])
-            .args(["http.server", &PORT.to_string(), "--bind", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        pod.server = Some(child);
-        let pid = pod.pid();
-        let t0 = Instant::now();
-        loop {
-            let t = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-            if netdoctor_agent::listeners::parse_listen_ports(&t).contains(&PORT) {
-                break;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "no listener in 20 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(pod)
-    }
-
-    fn pid(&self) -> u32 {
-        self.server.as_ref().map_or(0, Child::id)
-    }
-
-    fn get(&self) {
-        let _ = netdoctor_lab::in_netns(&self.ns, || {
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", PORT)) {
-                let _ = s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n");
-                let mut b = Vec::new();
-                let _ = s.read_to_end(&mut b);
-            }
-        });
-    }
-}
-
-impl Drop for Pod {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.server.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-    }
-}
-
-/// The pod's fake proc entry (links to the real `ns` and `net`, a kubepods cgroup) and its
-/// kubelet log directory (namespace `shop`, the pod's name).
-fn fake_pod(root: &Path, pid: u32, uid: &str, name: &str) -> PathBuf {
-    let d = root.join("proc").join(pid.to_string());
-    std::fs::create_dir_all(&d).unwrap();
-    std::os::unix::fs::symlink(format!("/proc/{pid}/ns"), d.join("ns")).unwrap();
-    std::os::unix::fs::symlink(format!("/proc/{pid}/net"), d.join("net")).unwrap();
-    let cgroup = format!("0::/kubepods/besteffort/pod{uid}/0123\n");
-    std::fs::write(d.join("cgroup"), cgroup).unwrap();
+/// The pod's fake proc entry (cgroupfs driver) and its kubelet log directory (namespace
+/// `shop`, the pod's name).
+fn fake_pod(root: &Path, pod: &FakePod, uid: &str, name: &str) -> PathBuf {
+    let d = pod.proc_entry(&root.join("proc"), &fakepod::cgroup_cgroupfs(uid));
     std::fs::create_dir_all(root.join("logs").join(format!("shop_{name}_{uid}"))).unwrap();
     d
 }
@@ -238,13 +170,13 @@ fn with_windows_a_later_pod_is_watched_and_a_gone_pod_leaves_otlp() {
         eprintln!("skipped: needs python3 (apt-get install python3)");
         return;
     }
-    let Some(a) = Pod::start("a") else {
+    let Some(a) = start_pod("a") else {
         eprintln!("skipped: needs ip netns (apt-get install iproute2)");
         return;
     };
     let dir = TempRoot(common::tempdir("podswin"));
     let root = dir.0.clone();
-    fake_pod(&root, a.pid(), UID_A, "web-1");
+    fake_pod(&root, &a, UID_A, "web-1");
     let rx = Receiver::start();
     let log = root.join("agent.log");
     let mut agent = Agent(Some(
@@ -272,18 +204,22 @@ fn with_windows_a_later_pod_is_watched_and_a_gone_pod_leaves_otlp() {
     wait_for(
         "web-1 in OTLP",
         &log,
-        &|| a.get(),
+        &|| {
+            let _ = a.get();
+        },
         &|| rx.bodies().iter().any(|b| has(b, "web-1")),
         &rx,
     );
 
     // A second pod after the start, in a run of a fixed number of windows.
-    let b = Pod::start("b").expect("second namespace");
-    let b_dir = fake_pod(&root, b.pid(), UID_B, "web-2");
+    let b = start_pod("b").expect("second namespace");
+    let b_dir = fake_pod(&root, &b, UID_B, "web-2");
     wait_for(
         "web-2 watched and in OTLP",
         &log,
-        &|| b.get(),
+        &|| {
+            let _ = b.get();
+        },
         &|| rx.bodies().iter().any(|b| has(b, "web-2")) && log_has("pod shop/web-2 window"),
         &rx,
     );
@@ -302,7 +238,9 @@ fn with_windows_a_later_pod_is_watched_and_a_gone_pod_leaves_otlp() {
     wait_for(
         "two exports after web-2 went",
         &log,
-        &|| a.get(),
+        &|| {
+            let _ = a.get();
+        },
         &|| rx.bodies().len() >= sent + 2,
         &rx,
     );
