@@ -116,13 +116,24 @@ pub trait KernelEventsRun: Send {
 struct SystemKernelEvents {
     observer: netdoctor_bpf::BpfObserver,
     netns: String,
+    /// The target: its connections' share of the namespace's retransmits is counted apart.
+    target: SocketAddr,
 }
 
 impl KernelEventsRun for SystemKernelEvents {
     fn finish(self: Box<Self>) -> KernelEvents {
         let s = self.observer.finish();
+        let target = self.target;
+        let to_target = |r: &&netdoctor_bpf::RetransConn| r.local == target || r.remote == target;
         KernelEvents {
             netns: self.netns,
+            target_retransmits: s
+                .retransmits
+                .iter()
+                .filter(to_target)
+                .map(|r| r.count)
+                .sum(),
+            target_retransmit_connections: s.retransmits.iter().filter(to_target).count() as u64,
             drops: s
                 .drops
                 .into_iter()
@@ -300,7 +311,11 @@ impl Host for SystemHost {
             ),
         };
         let observer = netdoctor_bpf::BpfObserver::start(scope).map_err(|e| e.to_string())?;
-        Ok(Box::new(SystemKernelEvents { observer, netns }))
+        Ok(Box::new(SystemKernelEvents {
+            observer,
+            netns,
+            target: addr,
+        }))
     }
     fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String> {
         netdoctor_route::dns::run(opts).map_err(|e| e.to_string())

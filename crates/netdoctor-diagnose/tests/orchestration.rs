@@ -329,7 +329,9 @@ fn kernel_events_become_the_kernel_section() {
             count: 7,
         }],
         retransmits_total: 3,
-        retransmit_connections: 1,
+        retransmit_connections: 2,
+        target_retransmits: 1,
+        target_retransmit_connections: 1,
         state_changes: vec![KernelStateChange {
             from: "ESTABLISHED".into(),
             to: "CLOSE_WAIT".into(),
@@ -348,7 +350,8 @@ fn kernel_events_become_the_kernel_section() {
     let text = String::from_utf8(text).unwrap();
     assert!(
         text.contains(
-            "drops NETFILTER_DROP ×7 at nf_hook_slow+0x9c; 3 retransmits on 1 connections"
+            "drops NETFILTER_DROP ×7 at nf_hook_slow+0x9c; 3 retransmits on 2 connections in \
+             the namespace, 1 of them on 1 of the target's"
         ),
         "{text}"
     );

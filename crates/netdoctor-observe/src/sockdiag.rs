@@ -65,6 +65,9 @@ pub struct StateCounts {
     pub syn_recv_by_port: Vec<(u16, u32)>,
     /// TIME_WAIT per remote address and port: each pair uses ports from one local range.
     pub time_wait_by_remote: Vec<(SocketAddr, u32)>,
+    /// Listeners whose accept queue was at its limit when counted: (port, queue, backlog).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub full_listeners: Vec<(u16, u32, u32)>,
 }
 
 /// `tcp_info` of one connection (times in microseconds, as the kernel gives them).
@@ -216,11 +219,27 @@ pub fn listeners() -> Result<Vec<Listener>, HostError> {
 /// Socket counts per state in the calling thread's namespace (SYN_RECV includes the request
 /// sockets of half-open connections).
 pub fn state_counts() -> Result<StateCounts, HostError> {
-    Ok(count_states(
-        dump(StateFlags::all(), false)?
-            .iter()
-            .map(|r| (r.header.state, &r.header.socket_id)),
-    ))
+    use netlink_packet_sock_diag::constants::TCP_LISTEN;
+    let all = dump(StateFlags::all(), false)?;
+    let mut c = count_states(all.iter().map(|r| (r.header.state, &r.header.socket_id)));
+    c.full_listeners = all
+        .iter()
+        .filter(|r| {
+            r.header.state == TCP_LISTEN
+                && r.header.send_queue > 0
+                && r.header.recv_queue >= r.header.send_queue
+        })
+        .map(|r| {
+            (
+                r.header.socket_id.source_port,
+                r.header.recv_queue,
+                r.header.send_queue,
+            )
+        })
+        .collect();
+    c.full_listeners.sort_unstable();
+    c.full_listeners.dedup_by_key(|l| l.0);
+    Ok(c)
 }
 
 /// Counts states from `(state, socket id)` pairs (pure, for tests).

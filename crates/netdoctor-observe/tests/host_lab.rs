@@ -173,6 +173,44 @@ fn tiny_backlog_with_a_slow_acceptor_is_a_listen_queue_overflow() {
     assert_eq!(obs.listener.as_ref().unwrap().max_queue().unwrap().1, 1);
 }
 
+/// The look-alike of the case above: the same overflow, but of another listener in the
+/// namespace, while the target's listener (sampled all along) accepts at once. The namespace's
+/// counters move the same way; the finding is info on the host and does not blame the target.
+#[test]
+fn another_listeners_overflow_is_info_and_not_the_targets() {
+    if !require_root() {
+        return;
+    }
+    let mut lab = HostLab::create(&prefix("bo"), false).unwrap();
+    let target = hostcases::echo_server(&mut lab, 9090, 128).unwrap();
+    let other = hostcases::backlog_server(&mut lab, 8181, 1, Duration::from_millis(100)).unwrap();
+    let mut outcome = None;
+    let obs = observe(&lab, 9090, || {
+        // The target's own clients connect and are answered while the other queue overflows.
+        let ok = hostcases::burst_clients(&lab, target, 5, Duration::from_secs(2)).unwrap();
+        assert_eq!(ok.connected, ok.attempts, "{ok:?}");
+        outcome = Some(hostcases::burst_clients(&lab, other, 20, Duration::from_secs(4)).unwrap());
+    });
+    eprintln!("other listener's clients: {:?}", outcome.unwrap());
+    assert!(obs.delta("TcpExt.ListenOverflows") > 0, "{obs:#?}");
+    let findings = host_findings(&obs);
+    let f = findings
+        .iter()
+        .find(|f| f.id == FindingId::ListenQueueOverflow)
+        .unwrap_or_else(|| panic!("no listen_queue_overflow in {findings:#?}\n{obs:#?}"));
+    assert_eq!(f.severity, Severity::Info, "{}", f.summary);
+    assert_eq!(f.side, netdoctor_core::finding::Side::Host, "{}", f.summary);
+    assert!(
+        f.summary.contains("another listener") && f.summary.contains("port 9090 held at most"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        findings.iter().all(|f| f.severity == Severity::Info),
+        "{findings:#?}"
+    );
+}
+
 #[test]
 fn tiny_port_range_is_ephemeral_port_exhaustion() {
     if !require_root() {

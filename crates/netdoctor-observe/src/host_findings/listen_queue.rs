@@ -5,6 +5,13 @@
 //! Evidence: `TcpExt.ListenOverflows` / `ListenDrops` deltas (per namespace), and the sampled
 //! listener's Recv-Q reaching its Send-Q (the backlog). Either alone is enough: the counters
 //! cover listeners we did not sample, the samples show which listener it was.
+//!
+//! The counters (and the eBPF drops) are the whole namespace's, and a namespace holds many
+//! listeners (a node's host namespace: the kubelet's, the exporters'). When the target's own
+//! listener was sampled all along and never came near its limit, the overflow was another
+//! listener's: the finding is then `info` on the host, names the full listeners it found, and
+//! explains none of the target's symptoms (a burst that filled a large backlog and drained it
+//! between two samples 100 ms apart would have to be far larger than the backlog).
 
 use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
 
@@ -12,6 +19,23 @@ use super::HostObservations;
 
 /// Overflows below this many count as a warning, not critical.
 const CRITICAL_OVERFLOWS: u64 = 10;
+/// Samples of the target's listener needed to say it never filled.
+const CLEAR_MIN_SAMPLES: usize = 5;
+/// Backlogs below this are small enough to fill and drain between two samples.
+const CLEAR_MIN_BACKLOG: u32 = 16;
+
+/// The target's listener, when it was sampled often enough and its queue stayed below half
+/// its backlog throughout: `(port, largest queue, backlog, samples)`.
+fn target_listener_clear(obs: &HostObservations) -> Option<(u16, u32, u32, usize)> {
+    let s = obs.listener.as_ref()?;
+    let (max_q, bl) = s.max_queue()?;
+    let min_backlog = s.samples.iter().map(|x| x.backlog).min()?;
+    (s.samples.len() >= CLEAR_MIN_SAMPLES
+        && s.full_samples() == 0
+        && min_backlog >= CLEAR_MIN_BACKLOG
+        && max_q.saturating_mul(2) < min_backlog)
+        .then_some((s.port, max_q, bl, s.samples.len()))
+}
 
 /// The finding, when the accept queue overflowed during the run.
 pub fn listen_queue_overflow(obs: &HostObservations) -> Option<Finding> {
@@ -48,6 +72,9 @@ pub fn listen_queue_overflow(obs: &HostObservations) -> Option<Finding> {
                 series.samples.len()
             ),
         });
+    }
+    if let Some(clear) = target_listener_clear(obs) {
+        return Some(elsewhere(obs, overflows, clear, evidence));
     }
     let syn_retrans = obs.delta("TcpExt.TCPSynRetrans");
     evidence.extend(obs.counter_evidence(
@@ -97,6 +124,62 @@ pub fn listen_queue_overflow(obs: &HostObservations) -> Option<Finding> {
         .to_string();
     f.evidence = evidence;
     Some(f)
+}
+
+/// The overflow of another listener in the target's namespace: `info` on the host.
+fn elsewhere(
+    obs: &HostObservations,
+    overflows: u64,
+    (port, max_q, backlog, samples): (u16, u32, u32, usize),
+    mut evidence: Vec<Evidence>,
+) -> Finding {
+    let full: Vec<String> = obs
+        .server_sockets
+        .iter()
+        .flat_map(|s| s.full_listeners.iter())
+        .filter(|l| l.0 != port)
+        .map(|(p, q, b)| format!("port {p} ({q} queued, backlog {b})"))
+        .collect();
+    if !full.is_empty() {
+        evidence.push(Evidence::Probe {
+            probe: "sock_diag listeners".to_string(),
+            note: format!(
+                "accept queue at its limit at the end of the run: {}",
+                full.join(", ")
+            ),
+        });
+    }
+    let which = if full.is_empty() {
+        "another listener".to_string()
+    } else {
+        format!("another listener, {},", full.join(", "))
+    };
+    let summary = format!(
+        "accept queue of {which} in this network namespace overflowed: {overflows} connection \
+         attempts dropped; the target's listener on port {port} held at most {max_q} of its \
+         backlog of {backlog} in {samples} samples"
+    );
+    let mut f = Finding::new(
+        FindingId::ListenQueueOverflow,
+        Severity::Info,
+        Side::Host,
+        summary,
+    );
+    f.confidence = 0.7;
+    f.explanation = format!(
+        "The kernel's overflow counters count every listener of the network namespace. The \
+         target's own listener on port {port} was sampled {samples} times during the run and \
+         its accept queue never went past {max_q} of {backlog}: it did not drop these \
+         connection attempts. Another service in the same namespace accepts too slowly for \
+         its clients. It does not explain the target's latency."
+    );
+    f.fix = "Nothing to change for the target. To find the listener that overflows, compare \
+             Recv-Q with Send-Q per listener (`ss -ltn`) while `nstat -az \
+             TcpExtListenOverflows` rises; that service needs to accept faster or a larger \
+             listen() backlog (capped by net.core.somaxconn)."
+        .to_string();
+    f.evidence = evidence;
+    f
 }
 
 #[cfg(test)]
@@ -196,6 +279,50 @@ mod tests {
             f.summary
         );
         assert!(f.evidence.iter().any(|e| matches!(e, Evidence::Probe { note, .. } if note.contains("up to 3") && note.contains("full in 0"))));
+    }
+
+    /// A namespace holds many listeners: the target's, sampled all along and never near its
+    /// limit, did not overflow; another one did. Info on the host, naming the full one.
+    #[test]
+    fn overflows_of_another_listener_while_the_target_stayed_clear_are_info() {
+        let mut obs = HostObservations {
+            counters: vec![
+                delta("TcpExt.ListenOverflows", 55, 704),
+                delta("TcpExt.TCPSynRetrans", 0, 422),
+            ],
+            listener: Some(series(&[(0, 1024); 31])),
+            server_sockets: Some(crate::sockdiag::StateCounts {
+                full_listeners: vec![(18512, 2, 1)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let f = listen_queue_overflow(&obs).unwrap();
+        assert_eq!((f.severity, f.side), (Severity::Info, Side::Host));
+        assert!(
+            f.summary.contains("port 18512 (2 queued, backlog 1)")
+                && f.summary.contains("649")
+                && f.summary
+                    .contains("port 8080 held at most 0 of its backlog of 1024 in 31"),
+            "{}",
+            f.summary
+        );
+        // The look-alikes keep the server's finding: the target's queue seen full once, a
+        // small backlog (fills and drains between samples), too few samples, a queue past half.
+        for queues in [
+            vec![(0, 1024); 30]
+                .into_iter()
+                .chain([(1024, 1024)])
+                .collect::<Vec<_>>(),
+            vec![(0, 8); 31],
+            vec![(0, 1024); 4],
+            vec![(600, 1024); 31],
+        ] {
+            obs.listener = Some(series(&queues));
+            let f = listen_queue_overflow(&obs).unwrap();
+            assert_eq!(f.side, Side::Server, "{queues:?}: {}", f.summary);
+            assert_eq!(f.severity, Severity::Critical, "{queues:?}");
+        }
     }
 
     #[test]

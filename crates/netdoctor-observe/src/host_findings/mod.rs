@@ -87,6 +87,11 @@ pub struct KernelEvents {
     pub retransmits_total: u64,
     #[serde(default)]
     pub retransmit_connections: u64,
+    /// Of those, the ones on the target's connections (the namespace holds other services).
+    #[serde(default)]
+    pub target_retransmits: u64,
+    #[serde(default)]
+    pub target_retransmit_connections: u64,
     /// The connections with the most retransmits (at most [`KernelEvents::MAX_CONNECTIONS`]).
     pub retransmits: Vec<KernelRetransmit>,
     pub state_changes: Vec<KernelStateChange>,
@@ -113,10 +118,22 @@ impl KernelEvents {
                 .collect();
             parts.push(format!("drops {}", d.join(", ")));
         }
-        parts.push(format!(
+        let mut retrans = format!(
             "{} retransmits on {} connections",
             self.retransmits_total, self.retransmit_connections
-        ));
+        );
+        // Name the target's share when the namespace's count holds other connections.
+        if self.retransmit_connections > self.target_retransmit_connections {
+            retrans.push_str(" in the namespace");
+            retrans.push_str(&match self.target_retransmits {
+                0 => ", none on the target's".to_string(),
+                n => format!(
+                    ", {n} of them on {} of the target's",
+                    self.target_retransmit_connections
+                ),
+            });
+        }
+        parts.push(retrans);
         if !self.state_changes.is_empty() {
             let s: Vec<String> = self
                 .state_changes

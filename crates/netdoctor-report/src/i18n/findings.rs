@@ -233,13 +233,16 @@ mod tests {
         assert_eq!(names.len(), ALL_IDS.len());
     }
 
-    /// A finding of `id` with every structured field set, for each side.
+    /// A finding of `id` with every structured field set, for each side and severity.
     fn samples() -> Vec<Finding> {
         let mut out = Vec::new();
         for id in ALL_IDS {
-            for side in [Side::Server, Side::Client, Side::Network, Side::Host] {
+            for (side, severity) in [Side::Server, Side::Client, Side::Network, Side::Host]
+                .into_iter()
+                .flat_map(|s| [(s, Severity::Critical), (s, Severity::Info)])
+            {
                 for with_numbers in [true, false] {
-                    let mut f = Finding::new(id, Severity::Critical, side, "s");
+                    let mut f = Finding::new(id, severity, side, "s");
                     f.explanation = "e".into();
                     f.fix = "f".into();
                     if with_numbers {
@@ -302,6 +305,27 @@ mod tests {
                 assert!(t.summary.contains("43.8 ms"), "{}: {}", f.id, t.summary);
             }
         }
+    }
+
+    /// The info variant of `listen_queue_overflow` is another listener's overflow in the
+    /// namespace: its Chinese text must not say the server accepts too slowly.
+    #[test]
+    fn another_listeners_overflow_reads_as_such_in_chinese() {
+        let f = |severity| {
+            let mut f = Finding::new(FindingId::ListenQueueOverflow, severity, Side::Server, "s");
+            f.fix = "f".into();
+            texts(&f, Lang::Zh).summary.into_owned()
+        };
+        assert!(
+            f(Severity::Info).contains("另一个监听者"),
+            "{}",
+            f(Severity::Info)
+        );
+        assert!(
+            f(Severity::Critical).contains("服务端来不及"),
+            "{}",
+            f(Severity::Critical)
+        );
     }
 
     #[test]

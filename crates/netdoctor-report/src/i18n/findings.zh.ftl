@@ -103,9 +103,18 @@ connection_reset-fix = 对照下方分组的时间查看{ common-who }的日志�
 
 ## listen_queue_overflow
 
-listen_queue_overflow-summary = 全连接队列（accept 队列）溢出：服务端来不及 accept，握手被丢弃。{ common-counter }
-listen_queue_overflow-explanation = 内核完成三次握手后，把连接放进监听套接字的全连接队列，等应用调用 accept() 取走。队列的长度由 listen() 的 backlog 和 net.core.somaxconn 中较小者决定。应用 accept 得不够快时队列就会满，内核随即丢弃新的握手（ListenOverflows / ListenDrops 增加），客户端只能等 SYN 重传（1 s、3 s……）：一部分请求因此慢了整整一秒甚至更多。
-listen_queue_overflow-fix = 让服务端更快地 accept（更多 worker 进程或线程，accept 循环中不做阻塞操作），并调大 backlog（listen() 的参数，例如 nginx `listen ... backlog=N`，以及 net.core.somaxconn）。用 `ss -ltn`（Recv-Q 与 Send-Q 对比）和 `nstat -az TcpExtListenOverflows` 观察。
+listen_queue_overflow-summary = { $severity ->
+    [info] 同一网络命名空间中另一个监听者的全连接队列（accept 队列）溢出；目标的监听队列在整个运行期间都远未满。{ common-counter }
+   *[other] 全连接队列（accept 队列）溢出：服务端来不及 accept，握手被丢弃。{ common-counter }
+}
+listen_queue_overflow-explanation = { $severity ->
+    [info] 内核的溢出计数器统计的是整个网络命名空间里所有监听者。目标自己的监听套接字在运行期间被多次采样，它的全连接队列始终远低于 backlog：这些被丢弃的握手不是它的。是同一命名空间里的另一个服务 accept 得太慢。它不能解释目标的延迟。
+   *[other] 内核完成三次握手后，把连接放进监听套接字的全连接队列，等应用调用 accept() 取走。队列的长度由 listen() 的 backlog 和 net.core.somaxconn 中较小者决定。应用 accept 得不够快时队列就会满，内核随即丢弃新的握手（ListenOverflows / ListenDrops 增加），客户端只能等 SYN 重传（1 s、3 s……）：一部分请求因此慢了整整一秒甚至更多。
+}
+listen_queue_overflow-fix = { $severity ->
+    [info] 目标无需修改。要找出溢出的监听者：在 `nstat -az TcpExtListenOverflows` 增长时，用 `ss -ltn` 对比每个监听者的 Recv-Q 与 Send-Q；那个服务需要更快地 accept，或者更大的 listen() backlog（受 net.core.somaxconn 限制）。
+   *[other] 让服务端更快地 accept（更多 worker 进程或线程，accept 循环中不做阻塞操作），并调大 backlog（listen() 的参数，例如 nginx `listen ... backlog=N`，以及 net.core.somaxconn）。用 `ss -ltn`（Recv-Q 与 Send-Q 对比）和 `nstat -az TcpExtListenOverflows` 观察。
+}
 
 ## syn_flood
 
