@@ -9,7 +9,10 @@
 #        (/proc/stat; the whole cost of the transfer, but only on a quiet machine) and the
 #        sender's retransmits; after the rounds, each tool's figures round by round, so a tool
 #        that gets slower from round to round shows. ALONE=1 runs each tool's rounds back to
-#        back (all of one tool, then all of the other) instead of alternating.
+#        back (all of one tool, then all of the other) instead of alternating. PIN=1 pins every
+#        client to CPU 0 and every server to CPU 1 (taskset), the layout iperf3 3.12's one thread
+#        per side gets on an idle 2-CPU machine, so a difference that comes from where our
+#        threads (one per stream) run shows.
 #   UDP packet rate, 64-byte payloads, one sending thread: our --pps max (GSO, and --no-gso) vs
 #        iperf3 -u -l 64 -b 0 vs trafgen (veth only), packets/s counted at the receiving interface
 #        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
@@ -57,6 +60,7 @@ HZ=$(getconf CLK_TCK)
 run_tcp() {
   local where=$1 tool=$2 p=$3 port=$((15500 + RANDOM % 400)) srvns="" clins="" host=127.0.0.1
   if [ "$where" = veth ]; then srvns="ip netns exec $B"; clins="ip netns exec $A"; host=10.77.0.2; fi
+  if [ -n "${PIN:-}" ]; then srvns="$srvns taskset -c 1"; clins="$clins taskset -c 0"; fi
   local out=/tmp/ndthru-bench.$$.json
   if [ "$tool" = iperf3 ]; then
     $srvns iperf3 -s -1 -p $port >/dev/null 2>&1 & PIDS+=($!)
@@ -120,7 +124,7 @@ run_pps() {
   python3 -c "s=$end-$start; c=${cpu:-0}; print(f'{${sent:-0}/s:.0f} {($after-$before)/s:.0f} {($after-$before)/c if c else 0:.0f}')"
 }
 
-echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)${PIN:+, clients pinned to CPU 0 and servers to CPU 1}${ALONE:+, the rounds of each tool back to back}"
 # PPS_ONLY=1: only the packet-rate part.
 # ROUNDS=N: N rounds per case, the order alternating each round; the medians of the per-round
 # ratios are printed after them (on a shared machine one round is noise).
