@@ -3,7 +3,16 @@
 # rate), in the same run, on a veth pair between two namespaces this script makes and on
 # loopback. Prints one line per measurement and the ratios.
 #   TCP: Gbit/s and CPU seconds per GB (both ends, from each tool's own cpu_utilization_percent)
-#        for 1 and 4 streams; the peers alternate which goes first.
+#        for 1 and 4 streams; the peers alternate which goes first. Each round also prints the
+#        client's and server's share of that CPU, the host's ksoftirqd CPU per GB (softirq work
+#        the transfer caused that neither tool's own figure counts), all CPUs' busy time per GB
+#        (/proc/stat; the whole cost of the transfer, but only on a quiet machine) and the
+#        sender's retransmits; after the rounds, each tool's figures round by round, so a tool
+#        that gets slower from round to round shows. ALONE=1 runs each tool's rounds back to
+#        back (all of one tool, then all of the other) instead of alternating. PIN=1 pins every
+#        client to CPU 0 and every server to CPU 1 (taskset), the layout iperf3 3.12's one thread
+#        per side gets on an idle 2-CPU machine, so a difference that comes from where our
+#        threads (one per stream) run shows.
 #   UDP packet rate, 64-byte payloads, one sending thread: our --pps max (GSO, and --no-gso) vs
 #        iperf3 -u -l 64 -b 0 vs trafgen (veth only), packets/s counted at the receiving interface
 #        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
@@ -36,10 +45,22 @@ ip netns exec "$A" ethtool -K vA tx-udp-segmentation off >/dev/null 2>&1 ||
 ip -n "$A" link set vA up; ip -n "$B" link set vB up
 ip -n "$A" link set lo up; ip -n "$B" link set lo up
 
-# run_tcp WHERE TOOL STREAMS -> "gbps cpu_s_per_gb"
+# cpu_ticks -> "ksoftirqd_ticks busy_ticks": CPU time of every ksoftirqd thread, and all CPUs'
+# user+nice+system+irq+softirq time (/proc/stat), in clock ticks.
+cpu_ticks() {
+  local k=0 p
+  for p in $(pgrep -x 'ksoftirqd/[0-9]+'); do k=$((k + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0))); done
+  echo "$k $(awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat)"
+}
+HZ=$(getconf CLK_TCK)
+
+# run_tcp WHERE TOOL STREAMS -> "gbps cpu_s_per_gb client_s_per_gb server_s_per_gb
+#   ksoftirqd_s_per_gb host_busy_s_per_gb retransmits"
+# Both tools' servers are started afresh for each run (-1: one test, then exit).
 run_tcp() {
   local where=$1 tool=$2 p=$3 port=$((15500 + RANDOM % 400)) srvns="" clins="" host=127.0.0.1
   if [ "$where" = veth ]; then srvns="ip netns exec $B"; clins="ip netns exec $A"; host=10.77.0.2; fi
+  if [ -n "${PIN:-}" ]; then srvns="$srvns taskset -c 1"; clins="$clins taskset -c 0"; fi
   local out=/tmp/ndthru-bench.$$.json
   if [ "$tool" = iperf3 ]; then
     $srvns iperf3 -s -1 -p $port >/dev/null 2>&1 & PIDS+=($!)
@@ -47,19 +68,24 @@ run_tcp() {
     $srvns "$ND" throughput --server -1 -p $port -i 0 >/dev/null 2>&1 & PIDS+=($!)
   fi
   sleep 0.5
+  local t0 t1; t0=$(cpu_ticks)
   if [ "$tool" = iperf3 ]; then
     $clins iperf3 -c $host -p $port -t "$T" -P "$p" --json > $out
   else
     $clins "$ND" throughput $host -p $port -t "$T" -P "$p" -i 0 --json > $out
   fi
+  t1=$(cpu_ticks)
   wait "${PIDS[-1]}" 2>/dev/null || true
-  python3 - "$out" <<'PY'
+  python3 - "$out" "$t0" "$t1" "$HZ" <<'PY'
 import json,sys
 e=json.load(open(sys.argv[1]))["end"]
 r=e["sum_received"]; c=e["cpu_utilization_percent"]
 gb=r["bytes"]/1e9; secs=r["seconds"]
-cpu=(c["host_total"]+c["remote_total"])/100*secs
-print(f'{r["bits_per_second"]/1e9:.2f} {cpu/gb:.3f}')
+cli=c["host_total"]/100*secs; srv=c["remote_total"]/100*secs
+(k0,b0),(k1,b1)=(map(int,sys.argv[2].split()),map(int,sys.argv[3].split()))
+hz=float(sys.argv[4])
+ret=e.get("sum_sent",{}).get("retransmits",-1)
+print(f'{r["bits_per_second"]/1e9:.2f} {(cli+srv)/gb:.3f} {cli/gb:.3f} {srv/gb:.3f} {(k1-k0)/hz/gb:.3f} {(b1-b0)/hz/gb:.3f} {ret}')
 PY
   rm -f $out
 }
@@ -98,25 +124,43 @@ run_pps() {
   python3 -c "s=$end-$start; c=${cpu:-0}; print(f'{${sent:-0}/s:.0f} {($after-$before)/s:.0f} {($after-$before)/c if c else 0:.0f}')"
 }
 
-echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)${PIN:+, clients pinned to CPU 0 and servers to CPU 1}${ALONE:+, the rounds of each tool back to back}"
 # PPS_ONLY=1: only the packet-rate part.
 # ROUNDS=N: N rounds per case, the order alternating each round; the medians of the per-round
 # ratios are printed after them (on a shared machine one round is noise).
 ROUNDS=${ROUNDS:-1}
 for where in $([ -n "${PPS_ONLY:-}" ] || echo veth loopback); do
   for p in 1 4; do
-    GR=(); CR=()
+    GR=(); CR=(); declare -A SERIES=()
+    if [ -n "${ALONE:-}" ]; then
+      plan=$(for tool in netdoctor iperf3; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
+    else
+      plan=$(for round in $(seq "$ROUNDS"); do
+        if [ $(( (p + round) % 2 )) = 0 ]; then echo "$round:iperf3 $round:netdoctor"; else echo "$round:netdoctor $round:iperf3"; fi
+      done)
+    fi
+    declare -A R=()
+    for step in $plan; do
+      round=${step%%:*} tool=${step#*:}
+      R[$round:$tool]=$(run_tcp $where $tool $p)
+      read -r g c cc sc k h rt <<<"${R[$round:$tool]}"
+      echo "tcp $where P=$p round $round $tool: $g Gbit/s, $c CPU s/GB (client $cc, server $sc); ksoftirqd $k s/GB; all CPUs busy $h s/GB; retransmits $rt; load $(cut -d' ' -f1 /proc/loadavg)"
+      SERIES[$tool]+="$g/$c "
+    done
     for round in $(seq "$ROUNDS"); do
-      if [ $(( (p + round) % 2 )) = 0 ]; then order="iperf3 netdoctor"; else order="netdoctor iperf3"; fi
-      declare -A R=()
-      for tool in $order; do R[$tool]=$(run_tcp $where $tool $p); echo "tcp $where P=$p $tool: ${R[$tool]} (Gbit/s, CPU s/GB)"; done
-      read -r ng nc <<<"${R[netdoctor]}"; read -r ig ic <<<"${R[iperf3]}"
+      read -r ng nc _ <<<"${R[$round:netdoctor]}"; read -r ig ic _ <<<"${R[$round:iperf3]}"
       GR+=("$(python3 -c "print($ng/$ig)")"); CR+=("$(python3 -c "print($nc/$ic)")")
-      python3 -c "print(f'tcp $where P=$p ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+      python3 -c "print(f'tcp $where P=$p round $round ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+    done
+    for tool in netdoctor iperf3; do
+      python3 -c "
+s=[tuple(map(float,x.split('/'))) for x in '${SERIES[$tool]}'.split()]
+print(f'tcp $where P=$p $tool round by round (Gbit/s/CPU s per GB): ' + ' '.join(f'{g:.2f}/{c:.3f}' for g,c in s) + (f'; last/first Gbit/s {s[-1][0]/s[0][0]:.2f}x, CPU s/GB {s[-1][1]/s[0][1]:.2f}x' if len(s) > 1 else ''))"
     done
     if [ "$ROUNDS" -gt 1 ]; then
       python3 -c "import statistics as s; g=[$(IFS=,; echo "${GR[*]}")]; c=[$(IFS=,; echo "${CR[*]}")]; print(f'tcp $where P=$p median of $ROUNDS rounds netdoctor/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
     fi
+    unset R SERIES
   done
 done
 declare -A S=()
