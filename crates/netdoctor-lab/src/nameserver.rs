@@ -178,6 +178,8 @@ impl Nameserver {
             let (stop, stats, zone, b) =
                 (stop.clone(), stats.clone(), zone.clone(), behavior.clone());
             threads.push(spawn("nd-dns-udp", move || {
+                // Its answer times are the experiment (see the forwarder): real-time if allowed.
+                let _ = netdoctor_sys::affinity::set_current_thread_fifo();
                 let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ u64::from(port));
                 let mut buf = [0u8; 4096];
                 while !stop.load(Ordering::Relaxed) {
@@ -200,6 +202,7 @@ impl Nameserver {
         {
             let (stop, stats) = (stop.clone(), stats.clone());
             threads.push(spawn("nd-dns-udp-send", move || {
+                let _ = netdoctor_sys::affinity::set_current_thread_fifo();
                 let mut queue: VecDeque<(Instant, Vec<u8>, SocketAddr)> = VecDeque::new();
                 while !stop.load(Ordering::Relaxed) {
                     let wait = queue

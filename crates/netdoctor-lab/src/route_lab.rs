@@ -331,6 +331,18 @@ impl RouteLab {
         })
     }
 
+    /// The most a round trip through the delay bridge gained beyond its delay so far, in ms:
+    /// each direction's latest send (this machine's scheduling), added. On a quiet machine a
+    /// few µs; a measured hop step may exceed the configured delay by this much.
+    pub fn late_max_ms(&self) -> f64 {
+        self.forwarder.as_ref().map_or(0.0, |f| {
+            f.counters
+                .iter()
+                .map(|c| c.late_max_us.load(Ordering::Relaxed) as f64 / 1000.0)
+                .sum()
+        })
+    }
+
     /// Builds the lab with unique names (`ndrt-<pid>-<n>-…`). On any error what was built is
     /// removed before returning.
     pub fn start(cfg: &RouteLabConfig) -> Result<RouteLab, LabError> {

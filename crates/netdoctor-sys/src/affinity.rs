@@ -1,6 +1,7 @@
 //! Pinning the calling thread to one CPU (`sched_getaffinity`/`sched_setaffinity`), for the
 //! load engine's threads (`netdoctor_load::Pinning`), and giving it the `SCHED_BATCH` policy
-//! (`sched_setscheduler`; see `netdoctor_load::LoadConfig::batch_sched`). `std` has neither.
+//! (`sched_setscheduler`; see `netdoctor_load::LoadConfig::batch_sched`), or `SCHED_FIFO` (the
+//! lab's delay bridge and nameserver). `std` has neither.
 
 use std::io;
 
@@ -43,6 +44,20 @@ pub fn set_current_thread_batch() -> io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param read by the call.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) })
+}
+
+/// Gives the calling thread the real-time `SCHED_FIFO` policy at the lowest priority (1), not
+/// inherited by children (`SCHED_RESET_ON_FORK`): it runs as soon as it wakes, ahead of every
+/// normal thread. For the lab's delay bridge and nameserver, whose timing is the experiment: a
+/// nice −20 thread is not enough where the kernel groups threads by session (autogroup), since
+/// nice then only ranks threads of one session. Needs CAP_SYS_NICE; the kernel's real-time
+/// throttling (95 % of each second by default) bounds a thread that never sleeps.
+pub fn set_current_thread_fifo() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param read by the call.
+    check(unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+    })
 }
 
 /// The calling thread's scheduling policy (`SCHED_OTHER`, `SCHED_BATCH`, ...).

@@ -17,6 +17,7 @@
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
 //! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (the load threads).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
+//! - [`rxstamp`]: the kernel's receive timestamp of a frame (`SO_TIMESTAMPNS`, `recvmsg`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
 //! no `pidfd_getfd` wrapper; `libc` gives the raw calls and constants.
@@ -32,4 +33,5 @@ pub mod pidfd;
 pub mod poll;
 pub mod privilege;
 pub mod rusage;
+pub mod rxstamp;
 pub mod sockopt;

@@ -26,23 +26,58 @@ fn trace_finds_every_hop_and_the_slow_hops_added_delay() {
     let want = [R1_IP, R2_IP, SERVER_IP].map(|a| a.to_string());
     for proto in ["--tcp", "--udp", "--icmp"] {
         let (code, r, err, _, hs) = trace_hops(&lab, SERVER_IP.into(), &[proto], &[], &want);
-        assert_eq!(
-            code, 0,
-            "{proto}: a fixed 30 ms step is distance, not a route problem: {r} {err}"
-        );
+        // The bridge can only hold a frame longer than 15 ms each way, never shorter: by how
+        // late its thread woke up to send (this machine's scheduling, measured by the lab).
+        // Below, the step is exact to 3 ms; above, to 3 ms plus what the bridge measured.
+        let late = lab.late_max_ms();
         let added = added_ms(&hs, 1);
-        assert!((added - 30.0).abs() < 3.0, "{proto}: hop 2 adds {added} ms");
+        eprintln!(
+            "{proto}: hop 2 adds {added:.2} ms; the bridge's sends were up to {late:.2} ms late"
+        );
+        assert!(
+            added > 27.0 && added < 33.0 + late,
+            "{proto}: hop 2 adds {added} ms (the bridge was up to {late} ms late)"
+        );
         // The step is judged against the hops before it: a fixed one is distance. It is named
         // in high_base_rtt (info without a request latency to weigh), not a route_problem.
-        assert_eq!(ids(&r), ["high_base_rtt"], "{proto}");
-        let base = &r["findings"][0];
-        assert_eq!(base["severity"], "info", "{proto}: {base}");
-        assert!(
-            base["explanation"].as_str().unwrap().contains("hop 2 adds"),
-            "{proto}: {base}"
-        );
+        // A bridge that was late by milliseconds really varied the step: then a route problem
+        // is allowed, on hop 2 only.
+        let problems: Vec<&Value> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "route_problem")
+            .collect();
+        if late < 2.0 || problems.is_empty() {
+            assert_eq!(
+                code, 0,
+                "{proto}: a fixed 30 ms step is distance, not a route problem: {r} {err}"
+            );
+            assert_eq!(ids(&r), ["high_base_rtt"], "{proto}");
+            let base = &r["findings"][0];
+            assert_eq!(base["severity"], "info", "{proto}: {base}");
+            assert!(
+                base["explanation"].as_str().unwrap().contains("hop 2 adds"),
+                "{proto}: {base}"
+            );
+        } else {
+            assert_eq!(code, 1, "{proto}: {r} {err}");
+            let mut found = ids(&r);
+            found.sort();
+            assert_eq!(found, ["high_base_rtt", "route_problem"], "{proto}: {r}");
+            let summary = problems[0]["summary"].as_str().unwrap();
+            assert!(summary.starts_with("hop 2"), "{proto}: {summary}");
+        }
     }
     // An address r1 has no route to: r1 answers Network Unreachable, the route ends there.
+    // Linux sends that (ip_error) at most once a second per client, from the same per-peer
+    // tokens that every other ICMP r1 sends the client empties (with icmp_ratelimit=0, each Time
+    // Exceeded of the traces above leaves them at 0): captured in r1, the Unreachable came
+    // 1.03-1.06 s after r1's last Time Exceeded. Started at once, the trace's first round got
+    // nothing, and the budget came back during a later round, on whichever probe reached r1
+    // then: hop 1 silent and "hop 4 (10.231.1.1) says … unreachable". So the budget is let
+    // refill first; the first probe (TTL 1) then gets the answer.
+    std::thread::sleep(Duration::from_millis(1100));
     let (code, r, err, _) = netdoctor_in(
         &lab,
         &[
@@ -80,7 +115,12 @@ fn icmp_trace_over_a_ping_socket_finds_the_same_hops() {
         ips,
         [R1_IP.to_string(), R2_IP.to_string(), SERVER_IP.to_string()]
     );
-    assert!((added - 7.0).abs() < 2.0, "hop 2 adds {added} ms");
+    // Exact to 2 ms below; above, plus how late the bridge's sends were (see the trace test).
+    let late = lab.late_max_ms();
+    assert!(
+        added > 5.0 && added < 9.0 + late,
+        "hop 2 adds {added} ms (the bridge was up to {late} ms late)"
+    );
     lab.stop().unwrap();
 }
 
@@ -423,7 +463,14 @@ fn diagnose_of_a_target_behind_the_delayed_hop_finds_high_base_rtt_not_a_transpo
     let p50 = r["measurements"]["load"]["latency_ms"]["p50"]
         .as_f64()
         .unwrap();
-    assert!((37.0..60.0).contains(&p50), "p50 {p50} ms");
+    // (Under load 16-20 with a build in the same session this read 68-76 ms in 3 of 6 runs
+    // while the bridge was at most 0.4 ms late: the excess is the client's or the server's,
+    // and the capture's figures say which.)
+    assert!(
+        (37.0..60.0).contains(&p50),
+        "p50 {p50} ms; captured exchanges: {}",
+        r["measurements"]["capture"]["exchanges"]
+    );
 
     // --no-trace: the check says so, no route finding.
     let (_, r) = {

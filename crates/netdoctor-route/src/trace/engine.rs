@@ -167,7 +167,33 @@ fn send_round(
 }
 
 /// Records and closes the probes that were answered, failed, or are past their deadline.
+///
+/// A probe past its deadline is read once more first: on a busy machine this process can be
+/// descheduled past a deadline while the answer sits in the socket. The answer counts if it
+/// arrived in time by the kernel's receive stamp (an answer without one would carry the stall
+/// in its round trip, and stays unanswered, as before).
 fn retire(in_flight: &mut Vec<InFlight>, now: Instant, out: &mut Probed) {
+    let late: Vec<usize> = (0..in_flight.len())
+        .filter(|&i| now >= in_flight[i].deadline && !in_flight[i].probe.done())
+        .collect();
+    if !late.is_empty() {
+        let mut fds: Vec<libc::pollfd> = late
+            .iter()
+            .map(|&i| sys::pollfd(in_flight[i].probe.fd(), in_flight[i].probe.events()))
+            .collect();
+        if sys::poll(&mut fds, Duration::ZERO).is_ok() {
+            for (k, fd) in fds.iter().enumerate() {
+                let f = &mut in_flight[late[k]];
+                if fd.revents != 0 {
+                    f.probe.on_event();
+                    let allowed = f.deadline.saturating_duration_since(f.probe.sent_at);
+                    if f.probe.rtt().is_some_and(|rtt| rtt > allowed) {
+                        f.probe.reply = None;
+                    }
+                }
+            }
+        }
+    }
     let mut k = 0;
     while k < in_flight.len() {
         if !(in_flight[k].probe.done() || now >= in_flight[k].deadline) {
