@@ -170,7 +170,7 @@ fn at_a_constant_rate_a_smaller_response_is_not_held_back() {
 /// nginx's `keepalive_requests` does: 5 bytes more here, 5 fewer for nginx) and the server then
 /// closes the connection.
 fn answer_closing(k: u64, s: &mut TcpStream) -> io::Result<()> {
-    if k % 20 != 0 {
+    if !k.is_multiple_of(20) {
         return answer(s, 615);
     }
     s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 615\r\nConnection: close\r\n\r\n")?;
