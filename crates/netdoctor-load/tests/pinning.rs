@@ -123,16 +123,29 @@ fn default_pins_one_thread_per_cpu_and_never_leaves_them_free() {
 
 /// The scheduling policy of the thread named `name` (field 41 of /proc/self/task/TID/stat).
 fn policy_of_thread(name: &str) -> Option<i32> {
+    stat_field_of_thread(name, 41)
+}
+
+/// Field `field` (1-based, as in proc(5)) of the stat file of the thread named `name`.
+fn stat_field_of_thread(name: &str, field: usize) -> Option<i32> {
     for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
         if comm.trim() == name {
-            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-            // Fields after the command name start at field 3 (the state).
-            let rest = &stat[stat.rfind(')')? + 1..];
-            return rest.split_whitespace().nth(41 - 3)?.parse().ok();
+            return stat_field(&std::fs::read_to_string(t.path().join("stat")).ok()?, field);
         }
     }
     None
+}
+
+/// The nice value of this thread (`/proc/thread-self/stat`).
+fn own_nice() -> Option<i32> {
+    stat_field(&std::fs::read_to_string("/proc/thread-self/stat").ok()?, 19)
+}
+
+fn stat_field(stat: &str, field: usize) -> Option<i32> {
+    // Fields after the command name start at field 3 (the state).
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(field - 3)?.parse().ok()
 }
 
 /// `LoadConfig::batch_sched` (default on, `--no-batch-sched`): closed-loop load threads run as
@@ -142,6 +155,7 @@ fn policy_of_thread(name: &str) -> Option<i32> {
 fn load_threads_run_as_sched_batch_unless_turned_off() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let inherited = netdoctor_sys::affinity::current_thread_policy().unwrap();
+    let inherited_nice = own_nice().expect("own nice value");
     for (batch, rate, want) in [
         (true, None, libc::SCHED_BATCH),
         (false, None, inherited),
@@ -157,11 +171,15 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
         cfg.rate = rate;
         let stop = AtomicBool::new(false);
         let mut seen = Vec::new();
+        let mut nices = Vec::new();
         let mut calls = 0;
         let res = run(&cfg, &stop, &mut |_| {
             calls += 1;
             seen = (0..2)
                 .map(|i| policy_of_thread(&format!("load-{i}")))
+                .collect();
+            nices = (0..2)
+                .map(|i| nice_of_thread(&format!("load-{i}")))
                 .collect();
             if seen.iter().all(Option::is_some) || calls >= 40 {
                 stop.store(true, Ordering::SeqCst);
@@ -175,5 +193,22 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
             vec![Some(want); 2],
             "batch_sched = {batch}, rate {rate:?}"
         );
+        // SCHED_BATCH threads also give way to a server in the same session: nice raised to
+        // BATCH_NICE, never lowered; the others keep the nice value they were started with.
+        let want_nice = if want == libc::SCHED_BATCH && batch {
+            inherited_nice.max(netdoctor_load::BATCH_NICE)
+        } else {
+            inherited_nice
+        };
+        assert_eq!(
+            nices,
+            vec![Some(want_nice); 2],
+            "nice, batch_sched = {batch}, rate {rate:?}"
+        );
     }
+}
+
+/// The nice value of the thread named `name` (field 19 of /proc/self/task/TID/stat).
+fn nice_of_thread(name: &str) -> Option<i32> {
+    stat_field_of_thread(name, 19)
 }

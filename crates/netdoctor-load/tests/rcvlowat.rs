@@ -165,3 +165,45 @@ fn at_a_constant_rate_a_smaller_response_is_not_held_back() {
     assert_clean(&res, &server, 100);
     assert!(res.latency_ms.p50 < 500.0, "{:?}", res.latency_ms);
 }
+
+/// A 200 of 615 bytes; every 20th response of a connection says `Connection: close` (as
+/// nginx's `keepalive_requests` does: 5 bytes more here, 5 fewer for nginx) and the server then
+/// closes the connection.
+fn answer_closing(k: u64, s: &mut TcpStream) -> io::Result<()> {
+    if !k.is_multiple_of(20) {
+        return answer(s, 615);
+    }
+    s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 615\r\nConnection: close\r\n\r\n")?;
+    s.write_all(&[b'x'; 615])?;
+    Err(io::Error::other("closed after this response"))
+}
+
+#[test]
+fn a_connections_last_response_keeps_the_mark() {
+    // Every connection ends after 20 requests with a response of another size. That size is the
+    // connection's last, not a change: the reopened connections learn the mark again, and some
+    // socket has it whenever the run is sampled (several samples, from 500 ms on; before the
+    // fix the thread turned the mark off for good at the first such response).
+    let want = response_len(615);
+    let server = Server::start(answer_closing);
+    let cfg = config(&server, 1_500);
+    let mut samples = Vec::new();
+    let res = run(&cfg, &AtomicBool::new(false), &mut |p| {
+        if p.elapsed >= Duration::from_millis(500) {
+            samples.push(client_lowats(server.target.addr));
+        }
+    })
+    .expect("run");
+    assert_clean(&res, &server, 4 * 20);
+    assert!(res.connects > 4, "no connection was reopened: {res:?}");
+    if samples.iter().any(Option::is_none) || samples.is_empty() {
+        println!("skipped: pidfd_getfd on this process is not allowed here");
+        return;
+    }
+    let marked = samples
+        .iter()
+        .flatten()
+        .filter(|l| l.contains(&want))
+        .count();
+    assert!(marked > 0, "no sample had a socket at {want}: {samples:?}");
+}

@@ -60,6 +60,20 @@ pub fn set_current_thread_fifo() -> io::Result<()> {
     })
 }
 
+/// Raises the calling thread's nice value to at least `nice` (a lower priority; never a higher
+/// one, so a run started under `nice -n 19` stays there). On Linux the nice value of
+/// `PRIO_PROCESS` with `who = 0` is the calling thread's own. No privilege is needed to raise it.
+pub fn lower_current_thread_priority(nice: libc::c_int) -> io::Result<()> {
+    // SAFETY: `who = 0` is the calling thread; the call has no memory arguments. A -1 return is
+    // also a valid nice value; taking it as the current value at worst sets `nice` itself.
+    let current = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    if current >= nice {
+        return Ok(());
+    }
+    // SAFETY: as above; raising the nice value of the calling thread only.
+    check(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) })
+}
+
 /// The calling thread's scheduling policy (`SCHED_OTHER`, `SCHED_BATCH`, ...).
 pub fn current_thread_policy() -> io::Result<libc::c_int> {
     // SAFETY: pid 0 is the calling thread; the call has no memory arguments.

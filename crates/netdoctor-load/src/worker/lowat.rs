@@ -42,6 +42,14 @@ impl Loop<'_> {
     pub(super) fn learn_size(&mut self, i: usize) {
         let c = &mut self.conns[i];
         let size = std::mem::take(&mut c.resp_bytes);
+        if c.parser.close || !self.b.spec.keepalive {
+            // The connection's last response (nginx's `keepalive_requests`, 1000 by default,
+            // ends every connection with a `Connection: close` response 5 bytes shorter): its
+            // size says nothing about the next connection's, and the server's FIN made it
+            // readable whatever the mark. Counting it as a change turned the mark off for the
+            // whole thread after the first ~1000 requests of a connection.
+            return;
+        }
         let last = std::mem::replace(&mut c.last_size, size);
         if c.lowat > 1 {
             if size != c.lowat {
