@@ -142,7 +142,7 @@ fn a_handed_over_capture_loses_and_repeats_no_packet() {
     let port = listener.local_addr().unwrap().port();
     let mut cfg = LiveConfig::new(port);
     cfg.interface = Some("lo".into());
-    let mut old = LiveRings::open(&cfg, 1 << 20, 1).unwrap();
+    let mut old = LiveRings::open(&cfg, 4 << 20, 1).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     client.set_nodelay(true).unwrap();
@@ -178,7 +178,7 @@ fn a_handed_over_capture_loses_and_repeats_no_packet() {
     read_for(&mut old, 200, &mut take);
     let before = segs.borrow().len();
     std::thread::sleep(Duration::from_millis(100));
-    let mut new = LiveRings::open(&cfg, 1 << 20, 1).unwrap();
+    let mut new = LiveRings::open(&cfg, 4 << 20, 1).unwrap();
     // Both rings take packets for a while.
     std::thread::sleep(Duration::from_millis(50));
     let handed = old.hand_over(&mut new, &mut take);
