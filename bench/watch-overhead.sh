@@ -25,6 +25,12 @@
 # stopped by PID on exit, also on failure or Ctrl-C. Needs root.
 #
 # NETDOCTOR=/path/to/netdoctor skips the build (`cargo build --release -p netdoctor`).
+# Every cost row runs on a fresh agent.
+# COMPARE=/path/to/other/netdoctor measures that agent too, alternating with NETDOCTOR's in every
+# cost row (other-this at one rate, this-other at the next): the CPU
+# figures that do not depend on the reached rate are µs of agent CPU per request and per
+# captured packet (µs per request ÷ the agent's captured packets per request over its completed
+# windows: RATE_S ≥ 32 for one), printed beside each row.
 set -euo pipefail
 RATE_S="${1:-60}"
 IDLE_S="${2:-60}"
@@ -82,9 +88,9 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 
-start_watch() {
+start_watch() { # [BINARY]
     # `ip netns exec` execs, so $! is the agent's own PID.
-    NETDOCTOR_QUIET=1 ip netns exec "$NS" "$NETDOCTOR" watch -p 80 --window 30s \
+    NETDOCTOR_QUIET=1 ip netns exec "$NS" "${1:-$NETDOCTOR}" watch -p 80 --window 30s \
         --listen 127.0.0.1:18196 >/dev/null 2>"$work/watch.err" &
     watch_pid=$!
     for _ in $(seq 1 100); do
@@ -106,34 +112,54 @@ load() {
 }
 gen_cpu() { [[ -f "$1.cpu" ]] && awk -v s="$2" 'NF == 2 {printf "%.1f", ($1 + $2) / s * 100}' "$1.cpu" || echo n/a; }
 field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# Captured packets per HTTP request over the running agent's completed windows (its metrics
+# endpoint; "-" before the first window ends).
+pkts_per_req() {
+    ip netns exec "$NS" "$PY" -c 'import urllib.request, re
+t = urllib.request.urlopen("http://127.0.0.1:18196/metrics", timeout=5).read().decode()
+v = lambda n: float((re.search(r"^" + n + r"\{[^}]*\} (\S+)", t, re.M) or [0, 0])[1])
+p, r = v("netdoctor_capture_packets_total"), v("netdoctor_requests_total")
+print(f"{p / r:.2f}" if r > 0 else "-")' 2>/dev/null || echo -
+}
 
 if [[ -z "${SKIP_COST:-}" ]]; then
 echo "== cost: CPU of one core and RSS of the watch process (load average beside each) =="
-printf '%-8s %8s %10s %12s %10s %8s %8s %8s %8s\n' phase offered req/s "cpu_%core" rss_MiB \
-    "gen_%" "nginx_%" "idle_%" loadavg
-start_watch
-sleep 2
-t0=$(ticks "$watch_pid"); s0=$(date +%s.%N); read -r i0 j0 < <(cpu_idle)
-sleep "$IDLE_S"
-t1=$(ticks "$watch_pid"); s1=$(date +%s.%N); read -r i1 j1 < <(cpu_idle)
-printf '%-8s %8s %10s %12.2f %10.1f %8s %8s %8.0f %8s\n' idle 0 0 \
-    "$(echo "($t1 - $t0) / $hz / ($s1 - $s0) * 100" | bc -l)" \
-    "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" - - \
-    "$(echo "($i1 - $i0) / ($j1 - $j0) * 100" | bc -l)" "$(loadavg)"
-for rate in ${RATES:-1000 5000 10000}; do
+printf '%-8s %-7s %8s %10s %12s %10s %8s %8s %8s %8s %9s %9s %8s\n' phase agent offered req/s \
+    "cpu_%core" rss_MiB "gen_%" "nginx_%" "idle_%" loadavg "us/req" "us/pkt" "pkt/req"
+bins=("$NETDOCTOR"); names=(this)
+if [[ -n "${COMPARE:-}" ]]; then bins=("$COMPARE" "$NETDOCTOR"); names=(other this); fi
+# cost_row PHASE RATE BINARY NAME: one phase on a fresh agent (idle when RATE is 0).
+cost_row() {
+    start_watch "$3"
+    sleep 2
+    local t0 s0 n0 i0 j0 t1 s1 n1 i1 j1 ppr wall rps reqs cpu
     t0=$(ticks "$watch_pid"); s0=$(date +%s.%N); n0=$(nginx_ticks); read -r i0 j0 < <(cpu_idle)
-    load "$rate" "$RATE_S" "$work/cost-$rate.json"
+    if [[ "$2" == 0 ]]; then sleep "$IDLE_S"; else load "$2" "$RATE_S" "$work/cost-$2.json"; fi
     t1=$(ticks "$watch_pid"); s1=$(date +%s.%N); n1=$(nginx_ticks); read -r i1 j1 < <(cpu_idle)
+    ppr=$(pkts_per_req)
     wall=$(echo "$s1 - $s0" | bc -l)
-    printf '%-8s %8s %10.0f %12.2f %10.1f %8s %8.1f %8.0f %8s\n' "load" "$rate" \
-        "$(field "$work/cost-$rate.json" "d['requests_per_s']")" \
-        "$(echo "($t1 - $t0) / $hz / $wall * 100" | bc -l)" \
+    cpu=$(echo "($t1 - $t0) / $hz" | bc -l)
+    if [[ "$2" == 0 ]]; then rps=0; else rps=$(field "$work/cost-$2.json" "d['requests_per_s']"); fi
+    reqs=$(echo "$rps * $RATE_S" | bc -l)
+    local ureq=- upkt=-
+    [[ "$2" != 0 ]] && ureq=$(printf '%.2f' "$(echo "$cpu * 1000000 / $reqs" | bc -l)")
+    [[ "$ureq" != - && "$ppr" != - ]] && upkt=$(printf '%.3f' "$(echo "$ureq / $ppr" | bc -l)")
+    printf '%-8s %-7s %8s %10.0f %12.2f %10.1f %8s %8.1f %8.0f %8s %9s %9s %8s\n' "$1" "$4" "$2" "$rps" \
+        "$(echo "$cpu / $wall * 100" | bc -l)" \
         "$(echo "$(rss_kib "$watch_pid") / 1024" | bc -l)" \
-        "$(gen_cpu "$work/cost-$rate.json" "$wall")" \
+        "$([[ "$2" == 0 ]] && echo - || gen_cpu "$work/cost-$2.json" "$wall")" \
         "$(echo "($n1 - $n0) / $hz / $wall * 100" | bc -l)" \
-        "$(echo "($i1 - $i0) / ($j1 - $j0) * 100" | bc -l)" "$(loadavg)"
+        "$(echo "($i1 - $i0) / ($j1 - $j0) * 100" | bc -l)" "$(loadavg)" "$ureq" "$upkt" "$ppr"
+    stop_watch
+}
+k=0
+for rate in 0 ${RATES:-1000 5000 10000}; do
+    order=(0 1); (( k % 2 )) && order=(1 0); k=$((k + 1))
+    for o in "${order[@]}"; do
+        (( o < ${#bins[@]} )) || continue
+        cost_row "$([[ $rate == 0 ]] && echo idle || echo load)" "$rate" "${bins[$o]}" "${names[$o]}"
+    done
 done
-stop_watch
 fi
 
 [[ -n "${SKIP_AB:-}" ]] && exit 0

@@ -9,6 +9,13 @@
 //! thread: one sock_diag dump of LISTEN and SYN_RECV sockets per port and sample. Both read the
 //! calling thread's network namespace, like the capture.
 //!
+//! The SYN_RECV part of a dump walks the kernel's whole established hash (milliseconds, most
+//! of an idle agent's CPU), so it is skipped while it cannot find anything: when the port's
+//! capture ([`SynSeen`]) has counted no SYN since a sample that found no half-open connection,
+//! had no drops, and the last full sample is less than [`FULL_EVERY`] samples old (a half-open
+//! connection needs a SYN, and one the capture read late, or did not see, is found by the
+//! next full sample).
+//!
 //! Attribution: the counters are the namespace's and the kernel log is the machine's, so a
 //! host finding could belong to any watched port. A finding goes to the ports whose own
 //! samples show it (queue full, half-open connections); when no port's samples do (a brief
@@ -18,9 +25,52 @@ use netdoctor_core::{Finding, FindingId};
 use netdoctor_observe::counters::CounterDelta;
 use netdoctor_observe::host_findings::{HostObservations, host_findings};
 use netdoctor_observe::kmsg::{KmsgFollower, KmsgLine};
-use netdoctor_observe::sockdiag::{ListenerSeries, sample_listener};
+use netdoctor_observe::sockdiag::{ListenerSeries, sample_listener, sample_listener_queue};
 use netdoctor_report::{Check, CheckName};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// A full sample (with SYN_RECV) at least every this many samples of a port.
+pub const FULL_EVERY: u32 = 10;
+
+/// What a port's capture tells the listener sampler: SYNs to the port it saw, and whether it
+/// may have missed some (kernel drops in its last window).
+#[derive(Debug, Default)]
+pub struct SynSeen {
+    syns: AtomicU64,
+    unsure: AtomicBool,
+}
+
+impl SynSeen {
+    /// Counts the packet when it is a SYN (without ACK) to `port`: `ip` starts at the IP
+    /// header, as the capture's packets do.
+    pub fn note(&self, ip: &[u8], port: u16) {
+        if opens_to(ip, port) {
+            self.syns.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the capture may have missed packets (a window with kernel drops).
+    pub fn set_unsure(&self, unsure: bool) {
+        self.unsure.store(unsure, Ordering::Relaxed);
+    }
+}
+
+/// Whether the IPv4/IPv6 TCP packet `ip` is a SYN without ACK to `port`.
+pub fn opens_to(ip: &[u8], port: u16) -> bool {
+    let tcp = match ip.first().map(|b| b >> 4) {
+        Some(4) => usize::from(ip[0] & 0x0f) * 4,
+        Some(6) => 40,
+        _ => return false,
+    };
+    match (ip.get(tcp + 2..tcp + 4), ip.get(tcp + 13)) {
+        (Some(dst), Some(&flags)) => {
+            u16::from_be_bytes([dst[0], dst[1]]) == port && flags & 0x12 == 0x02
+        }
+        _ => false,
+    }
+}
 
 /// Samples kept per port and window at most (memory stays bounded whatever the window).
 const MAX_SAMPLES: usize = 3600;
@@ -74,6 +124,13 @@ pub struct HostWatch {
     window_start: Instant,
     next_sample: Instant,
     kmsg: Result<KmsgFollower, String>,
+    /// Per port: its capture's SYN count (none: always a full sample), the count when a full
+    /// sample last found no half-open connection, samples since the last full one.
+    syn_seen: Vec<Option<Arc<SynSeen>>>,
+    zero_at: Vec<Option<u64>>,
+    since_full: Vec<u32>,
+    /// Samples taken with the SYN_RECV dump, all ports.
+    pub full_samples: u64,
 }
 
 impl HostWatch {
@@ -90,10 +147,23 @@ impl HostWatch {
                 Some(cap) => format!("{e}; needs {cap}"),
                 None => e.to_string(),
             }),
+            syn_seen: vec![None; ports.len()],
+            zero_at: vec![None; ports.len()],
+            since_full: vec![0; ports.len()],
+            full_samples: 0,
         };
         h.reset_series();
         h.tick(now);
         h
+    }
+
+    /// Lets the sampler skip the SYN_RECV dump of port `k` (in the order given to
+    /// [`start`](Self::start)) while `seen` shows no SYN (see the module docs).
+    pub fn with_syn_seen(mut self, seen: Vec<Option<Arc<SynSeen>>>) -> HostWatch {
+        for (k, s) in seen.into_iter().enumerate().take(self.ports.len()) {
+            self.syn_seen[k] = s;
+        }
+        self
     }
 
     fn reset_series(&mut self) {
@@ -113,11 +183,31 @@ impl HostWatch {
             return;
         }
         self.next_sample = now + self.every;
-        for s in &mut self.series {
+        for (k, s) in self.series.iter_mut().enumerate() {
             if s.samples.len() >= MAX_SAMPLES {
                 continue;
             }
-            match sample_listener(s.port, self.window_start) {
+            // Read before the dump: a SYN counted after it makes the next sample a full one.
+            let syns = self.syn_seen[k]
+                .as_ref()
+                .filter(|g| !g.unsure.load(Ordering::Relaxed))
+                .map(|g| g.syns.load(Ordering::Relaxed));
+            let full =
+                syns.is_none() || self.zero_at[k] != syns || self.since_full[k] + 1 >= FULL_EVERY;
+            let got = if full {
+                self.full_samples += 1;
+                sample_listener(s.port, self.window_start)
+            } else {
+                sample_listener_queue(s.port, self.window_start)
+            };
+            if full && let Ok(x) = &got {
+                self.since_full[k] = 0;
+                let none_half_open = x.as_ref().is_none_or(|x| x.syn_recv == 0);
+                self.zero_at[k] = syns.filter(|_| none_half_open);
+            } else {
+                self.since_full[k] += 1;
+            }
+            match got {
                 Ok(Some(x)) => s.samples.push(x),
                 Ok(None) => {}
                 Err(e) => {
@@ -266,5 +356,73 @@ mod tests {
         assert!(lw.samples >= 2, "{lw:?}");
         assert_eq!((lw.max_accept_queue, lw.backlog), (1, 128));
         assert!(w[0].findings.is_empty(), "{:?}", w[0].findings);
+    }
+
+    /// An IPv4 TCP header of 20 bytes after a 20-byte IP header.
+    fn tcp4(dst: u16, flags: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 40];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[22..24].copy_from_slice(&dst.to_be_bytes());
+        p[33] = flags;
+        p
+    }
+
+    #[test]
+    fn only_a_syn_to_the_port_counts() {
+        assert!(opens_to(&tcp4(80, 0x02), 80));
+        assert!(!opens_to(&tcp4(80, 0x12), 80), "SYN/ACK");
+        assert!(!opens_to(&tcp4(80, 0x10), 80), "ACK");
+        assert!(!opens_to(&tcp4(8080, 0x02), 80), "another port");
+        assert!(!opens_to(&tcp4(80, 0x02)[..30], 80), "cut short");
+        let mut v6 = vec![0u8; 60];
+        v6[0] = 0x60;
+        v6[6] = 6;
+        v6[42..44].copy_from_slice(&80u16.to_be_bytes());
+        v6[53] = 0x02;
+        assert!(opens_to(&v6, 80));
+        assert!(!opens_to(&[], 80));
+    }
+
+    #[test]
+    fn the_syn_recv_dump_is_skipped_only_while_no_syn_came() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let _c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let seen = Arc::new(SynSeen::default());
+        let mut h = HostWatch::start(&[port], Duration::from_millis(10))
+            .with_syn_seen(vec![Some(Arc::clone(&seen))]);
+        let mut at = Instant::now();
+        let mut sample = |h: &mut HostWatch| {
+            at += Duration::from_millis(20);
+            let before = h.full_samples;
+            h.tick(at);
+            h.full_samples - before
+        };
+        // The first sample with the capture's count is full (none before it had one), the
+        // next ones are not while no SYN comes.
+        assert_eq!(sample(&mut h), 1);
+        assert_eq!(sample(&mut h), 0);
+        assert_eq!(sample(&mut h), 0);
+        seen.note(&tcp4(port, 0x12), port);
+        assert_eq!(sample(&mut h), 0, "a SYN/ACK opens nothing here");
+        seen.note(&tcp4(port, 0x02), port);
+        assert_eq!(sample(&mut h), 1, "a SYN came");
+        assert_eq!(sample(&mut h), 0);
+        seen.set_unsure(true);
+        assert_eq!(sample(&mut h), 1, "the capture dropped packets");
+        assert_eq!(sample(&mut h), 1);
+        seen.set_unsure(false);
+        // One full sample to learn the count again, then at least every FULL_EVERY samples.
+        let fulls: u64 = (0..3 * FULL_EVERY).map(|_| sample(&mut h)).sum();
+        assert_eq!(fulls, 3, "samples 1, 11 and 21 are full: {fulls}");
+        // The queue part is sampled either way.
+        let w = h.take_window(Some(&[]));
+        let lw = w[0].listener.as_ref().expect("listener sampled");
+        assert!(lw.samples >= 3 * FULL_EVERY as usize, "{lw:?}");
+        assert_eq!(
+            (lw.max_accept_queue, lw.backlog, lw.max_syn_recv),
+            (1, 128, 0)
+        );
     }
 }

@@ -11,9 +11,11 @@
 //! ([`RingSize`]). With [`RingPolicy::Auto`], a
 //! window whose packet rate reached [`FANOUT_PPS`], or that dropped on a ring already at its
 //! largest, moves the port to `max` rings of one PACKET_FANOUT group from the next window on;
-//! it stays there for the rest of the run (a rate that came once comes again, and reopening
-//! costs a short gap: packets that arrive between the old socket's last read and the new
-//! socket's bind are not seen). [`RingPolicy::Fixed`] keeps the count it names.
+//! it stays there for the rest of the run (a rate that came once comes again, and each reopening
+//! costs a drain of the old rings, ~60 ms). A reopened port loses no packet: the new rings
+//! capture before the old ones stop, the old ones' unread packets are read into the window, and
+//! the new ones skip what both got ([`netdoctor_observe::fanout::LiveRings::hand_over`]).
+//! [`RingPolicy::Fixed`] keeps the count it names.
 
 use std::time::Duration;
 

@@ -37,10 +37,10 @@
 //! progress ends at once, is analyzed, recorded and stored like any other, and the loop
 //! returns: the caller then flushes its exporters and exits 0.
 
-use crate::host::{HostWatch, HostWindow, ListenerWindow};
+use crate::host::{HostWatch, HostWindow, ListenerWindow, SynSeen};
 use crate::ring::EvidenceRing;
 use netdoctor_core::analyze::{Analysis, Analyzer, AnalyzerConfig, CaptureStats};
-use netdoctor_core::{LinkType, Verdict};
+use netdoctor_core::{LinkType, RawPacket, Verdict};
 use netdoctor_observe::counters::{self, CounterDelta};
 use netdoctor_observe::fanout::LiveRings;
 use netdoctor_observe::live::LiveConfig;
@@ -207,6 +207,7 @@ struct PortHandle {
     port: u16,
     window_stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<()>,
+    syn_seen: Option<Arc<SynSeen>>,
 }
 
 /// Runs windows until `stop` is set or `max_windows` were done, calling `on_start` once every
@@ -257,6 +258,7 @@ pub fn watch(
     let (tx, rx) = mpsc::channel::<PortWindow>();
     let mut handles = Vec::new();
     for (port, live, cap) in captures {
+        let seen = Arc::new(SynSeen::default());
         let window_stop = Arc::new(AtomicBool::new(false));
         let ctx = PortCtx {
             port,
@@ -271,6 +273,7 @@ pub fn watch(
             window_stop: Arc::clone(&window_stop),
             shutdown: Arc::clone(&shutdown),
             tx: tx.clone(),
+            syn_seen: Arc::clone(&seen),
         };
         let thread = std::thread::Builder::new()
             .name(format!("capture-{port}"))
@@ -284,6 +287,9 @@ pub fn watch(
             port,
             window_stop,
             thread,
+            // The capture on all interfaces sees every SYN to the port: the listener sampler
+            // may skip its SYN_RECV dump while none came (see `crate::host`).
+            syn_seen: cfg.interface.is_none().then_some(seen),
         });
     }
     drop(tx);
@@ -323,7 +329,8 @@ fn run_windows(
     let t0 = Instant::now();
     let mut index = 0u64;
     let mut before = counters::snapshot();
-    let mut host = HostWatch::start(&cfg.ports, cfg.listener_sample_every);
+    let syn_seen = handles.iter().map(|h| h.syn_seen.clone()).collect();
+    let mut host = HostWatch::start(&cfg.ports, cfg.listener_sample_every).with_syn_seen(syn_seen);
     loop {
         index += 1;
         let deadline = t0 + cfg.window * u32::try_from(index).unwrap_or(u32::MAX);
@@ -517,6 +524,7 @@ struct PortCtx {
     window_stop: Arc<AtomicBool>,
     shutdown: Arc<AtomicBool>,
     tx: mpsc::Sender<PortWindow>,
+    syn_seen: Arc<SynSeen>,
 }
 
 /// Nanoseconds since the epoch (the clock of the capture's timestamps).
@@ -585,8 +593,9 @@ fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
         let mut truncated = false;
         let mut first_ts: Option<i64> = None;
         let started = Instant::now();
-        let summary = cap.run_flow(&ctx.window_stop, &mut |p| {
+        let mut on_packet = |p: &RawPacket<'_>| {
             first_ts.get_or_insert(p.ts_ns);
+            ctx.syn_seen.note(p.data, ctx.port);
             analyzer.push(p);
             if let Some(w) = writer.as_mut() {
                 let size = 16 + p.data.len() as u64;
@@ -599,12 +608,15 @@ fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
                 }
             }
             ControlFlow::Continue(())
-        });
+        };
+        let summary = cap.run_flow(&ctx.window_stop, &mut on_packet);
         ctx.window_stop.store(false, Ordering::SeqCst);
         let mut summary = summary;
+        let mut window_drops = 0;
         if let Ok(s) = &mut summary {
             let drops = s.drops.saturating_sub(drops_so_far);
-            analyzer.note_capture_drops(drops);
+            ctx.syn_seen.set_unsure(drops > 0);
+            window_drops = drops;
             drops_so_far = s.drops;
             let before = ctx.ring_size;
             let (more, size) = ctx.rings.next_plan(
@@ -618,7 +630,11 @@ fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
             if more != cap.rings() || size != before.bytes {
                 let blocks = (size / ctx.block as usize).max(4) as u32;
                 match LiveRings::open_geometry(&ctx.live, (ctx.block, blocks), more) {
-                    Ok(c) => {
+                    Ok(mut c) => {
+                        // The old rings take no more packets and are read to their end into
+                        // this window; the new ones, capturing since they opened, skip what
+                        // the old ones already gave (see `LiveRings::hand_over`).
+                        s.packets += cap.hand_over(&mut c, &mut on_packet);
                         s.warnings.push(format!(
                             "{} packets/s, {drops} dropped, ring at most {:.0} % full: the \
                              capture moves to {more} ring(s) of {} KiB (PACKET_FANOUT past one) \
@@ -644,6 +660,7 @@ fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
                 }
             }
         }
+        analyzer.note_capture_drops(window_drops);
         let mut analysis = analyzer.take_window(now_unix_ns());
         let cumulative = std::mem::take(&mut analysis.stats);
         analysis.stats = window_stats(&prev_stats, &cumulative, first_ts);

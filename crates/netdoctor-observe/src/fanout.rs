@@ -201,6 +201,36 @@ impl LiveRings {
         Ok(summary)
     }
 
+    /// Hands the capture over to `next` (already open, so capturing) without losing or
+    /// repeating a packet: these sockets stop taking packets, what is left in their rings is
+    /// read into `f`, and `next` skips the packets up to the last one read here (the two
+    /// overlapped from `next`'s bind to here). Returns the packets read.
+    pub fn hand_over(
+        &mut self,
+        next: &mut LiveRings,
+        f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
+    ) -> u64 {
+        // A socket whose stop failed keeps taking packets while it is read: whatever `next`
+        // got up to the last one read here is still skipped as a repeat.
+        for r in &self.rings {
+            let _ = r.stop_intake();
+        }
+        let done = AtomicBool::new(true);
+        let mut last: Option<i64> = None;
+        let mut n = 0u64;
+        let _ = self.run_flow(&done, &mut |p| {
+            last = Some(last.map_or(p.ts_ns, |l| l.max(p.ts_ns)));
+            n += 1;
+            f(p)
+        });
+        if let Some(t) = last {
+            for r in &mut next.rings {
+                r.skip_through(t);
+            }
+        }
+        n
+    }
+
     /// The link type of the packets it yields: always [`LinkType::Raw`] (cooked sockets).
     pub fn link_type(&self) -> LinkType {
         LinkType::Raw

@@ -358,7 +358,32 @@ impl ListenerSeries {
 
 /// Takes one sample of the listener on `port` (the first one found on any address).
 pub fn sample_listener(port: u16, started: Instant) -> Result<Option<ListenerSample>, HostError> {
-    let all = dump(StateFlags::LISTEN | StateFlags::SYN_RECV, false)?;
+    sample_listener_states(port, started, true)
+}
+
+/// [`sample_listener`] with `syn_recv` left at 0 and not looked up: for a caller that knows
+/// there is no half-open connection to the port (its capture saw no SYN since a sample that
+/// found none). Listeners live in the kernel's small listening hash; SYN_RECV entries live in
+/// the established hash, which a dump walks bucket by bucket whatever the namespace (262,144
+/// buckets on a machine with 24 GB: milliseconds per dump, most of an idle agent's CPU).
+pub fn sample_listener_queue(
+    port: u16,
+    started: Instant,
+) -> Result<Option<ListenerSample>, HostError> {
+    sample_listener_states(port, started, false)
+}
+
+fn sample_listener_states(
+    port: u16,
+    started: Instant,
+    syn_recv_too: bool,
+) -> Result<Option<ListenerSample>, HostError> {
+    let states = if syn_recv_too {
+        StateFlags::LISTEN | StateFlags::SYN_RECV
+    } else {
+        StateFlags::LISTEN
+    };
+    let all = dump(states, false)?;
     let mut sample: Option<ListenerSample> = None;
     let mut syn_recv = 0;
     for r in &all {

@@ -126,3 +126,104 @@ fn three_fanout_rings_see_every_packet_once_and_connections_whole() {
         }
     }
 }
+
+/// A capture moved to a new ring (the agent grows and shrinks its rings) while a connection
+/// streams data: the old ring's unread packets are read into the hand-over, and the packets
+/// both rings got while both were open come once. The client's data segments, in the order
+/// read, must then follow on byte for byte: no gap (packets left in the old ring) and no
+/// repeat (packets from both rings).
+#[test]
+fn a_handed_over_capture_loses_and_repeats_no_packet() {
+    if !is_root() {
+        eprintln!("skipped: live capture needs root (CAP_NET_RAW)");
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut cfg = LiveConfig::new(port);
+    cfg.interface = Some("lo".into());
+    let mut old = LiveRings::open(&cfg, 4 << 20, 1).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    client.set_nodelay(true).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    let sink = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while server.read(&mut buf).is_ok_and(|n| n > 0) {}
+    });
+    let done2 = done.clone();
+    let source = std::thread::spawn(move || {
+        // Bounded: at most 50,000 messages (~10 s at 200 µs apart).
+        for _ in 0..50_000 {
+            if done2.load(Ordering::Relaxed) {
+                break;
+            }
+            client.write_all(&[7u8; 200]).unwrap();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    });
+    let segs: std::cell::RefCell<Vec<(u32, usize)>> = Default::default();
+    let mut take = |p: &netdoctor_core::RawPacket<'_>| {
+        let (src, _, seq, _, _) = parse(p.data);
+        let ihl = usize::from(p.data[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([p.data[2], p.data[3]]));
+        let doff = usize::from(p.data[ihl + 12] >> 4) * 4;
+        let len = total - ihl - doff;
+        if src != port && len > 0 {
+            segs.borrow_mut().push((seq, len));
+        }
+        ControlFlow::Continue(())
+    };
+    // Read the old ring for a while, then let packets wait in it unread.
+    read_for(&mut old, 200, &mut take);
+    let before = segs.borrow().len();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut new = LiveRings::open(&cfg, 4 << 20, 1).unwrap();
+    // Both rings take packets for a while.
+    std::thread::sleep(Duration::from_millis(50));
+    let handed = old.hand_over(&mut new, &mut take);
+    drop(old);
+    let after_hand_over = segs.borrow().len();
+    read_for(&mut new, 200, &mut take);
+    done.store(true, Ordering::Relaxed);
+    source.join().unwrap();
+    sink.join().unwrap();
+
+    let segs = segs.into_inner();
+    assert!(before > 10, "the old ring was read: {before} segments");
+    assert!(
+        handed > 0 && after_hand_over > before,
+        "the hand-over read what waited in the old ring: {handed} packets"
+    );
+    assert!(segs.len() > after_hand_over + 10, "the new ring was read");
+    let mut gaps = Vec::new();
+    for w in segs.windows(2) {
+        let ((a, la), (b, _)) = (w[0], w[1]);
+        if a.wrapping_add(la as u32) != b {
+            gaps.push((a, la, b));
+        }
+    }
+    assert!(
+        gaps.is_empty(),
+        "{} of {} segments do not follow on (seq, len, next seq), first: {:?}",
+        gaps.len(),
+        segs.len(),
+        &gaps[..gaps.len().min(5)]
+    );
+}
+
+/// Reads `cap` into `f` for `ms` milliseconds.
+fn read_for(
+    cap: &mut LiveRings,
+    ms: u64,
+    f: &mut dyn FnMut(&netdoctor_core::RawPacket<'_>) -> ControlFlow<()>,
+) {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(ms));
+            stop.store(true, Ordering::Relaxed);
+        });
+        cap.run_flow(&stop, f).unwrap();
+    });
+}

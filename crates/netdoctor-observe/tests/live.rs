@@ -106,7 +106,7 @@ fn loopback_capture_sees_each_packet_once_and_filters_ports() {
                 pkts.push((p.frame, p.ts_ns, p.link, p.orig_len, p.data.to_vec()))
             })
             .unwrap();
-        (pkts, summary)
+        (pkts, summary, cap.skipped_copies())
     });
 
     // `open` returned: the socket is capturing.
@@ -116,9 +116,11 @@ fn loopback_capture_sees_each_packet_once_and_filters_ports() {
     // say what is missing.
     let _ = fins_rx.recv_timeout(std::time::Duration::from_secs(20));
     stop.store(true, Ordering::Relaxed);
-    let (pkts, summary) = reader.join().unwrap();
+    let (pkts, summary, skipped_copies) = reader.join().unwrap();
 
     assert_eq!(summary.packets, pkts.len() as u64);
+    // The filter drops loopback's outgoing copies in the kernel: none reaches the ring.
+    assert_eq!(skipped_copies, 0, "outgoing copies in the ring");
     assert_eq!(summary.drops, 0);
     assert!(pkts.iter().all(|p| p.2 == LinkType::Raw));
     assert!(
