@@ -125,8 +125,7 @@ impl Analyzer {
             }
         } else if f.ack() && !from_server && c.synack_seen && c.syn.done.is_none() {
             // The client's first ACK after the (last) SYN/ACK completes the handshake.
-            c.syn.done = Some(pkt);
-            c.syn.client_answered = true;
+            c.syn.on_client_ack(pkt);
             if c.rtt_ns.is_none()
                 && let Some(t) = c.syn_ts
             {
@@ -142,6 +141,9 @@ impl Analyzer {
             }
         }
 
+        if seg.payload_len > 0 {
+            c.syn.on_data(pkt);
+        }
         if c.half_open && (c.syn.done.is_some() || seg.payload_len > 0) {
             self.half.left(c);
         }
