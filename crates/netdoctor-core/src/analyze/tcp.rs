@@ -218,6 +218,7 @@ impl Analyzer {
                 same,
                 mss,
             );
+            let acked_before = peer.acked;
             if peer.acked.is_none_or(|a| seq_gt(seg.ack, a)) {
                 peer.acked = Some(seg.ack);
             }
@@ -237,7 +238,7 @@ impl Analyzer {
                 peer.nagle.on_gap();
             }
             if pure {
-                peer.nagle.on_peer_ack(seg.ack, pkt, edge);
+                peer.nagle.on_peer_ack(seg.ack, pkt, edge, acked_before);
             }
             // The server's first pure ACK of the whole request: the request had arrived.
             if pure
