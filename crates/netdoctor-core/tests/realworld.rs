@@ -130,6 +130,10 @@ fn a_printer_whose_window_stays_near_zero_is_a_window_problem() {
     let held = f.impact.added_latency_ms.unwrap();
     assert!(held > 15_000.0, "{held}");
     assert_eq!(f.impact.affected_fraction, None);
+    // Between those periods the printer ACKs four full segments at once every ~70 ms, its
+    // 6 KB window full (#11-#17): a reader that is not reading, not a delayed ACK (it read as
+    // "the client waits for the server's delayed ACK: +134.8 ms, 22 times").
+    none(&an, FindingId::DelayedAckStall);
 }
 
 #[test]
@@ -318,4 +322,17 @@ fn idle_preconnects_on_a_defer_accept_server_are_no_setup_delay() {
         "{:#?}",
         an.findings
     );
+}
+
+#[test]
+fn an_http_get_inside_vxlan_is_read() {
+    // zeek-vxlan-encapsulated-http: one GET to 54.86.237.188:80 and its response, all 12
+    // frames inside VXLAN (UDP 4789); tshark reads the inner conversation. It read as "the
+    // capture contains no TCP segments".
+    let Some(an) = analyze("zeek-vxlan-encapsulated-http.pcap") else {
+        return;
+    };
+    assert_eq!(an.stats.tcp_segments, 12, "{:#?}", an.stats);
+    assert_eq!(an.stats.connections, 1, "{:#?}", an.stats);
+    assert_eq!(an.exchanges.count, 1, "{:#?}", an.exchanges);
 }
