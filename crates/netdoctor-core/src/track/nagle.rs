@@ -111,12 +111,12 @@ impl NagleDir {
                 self.ack_covered
                     .is_some_and(|c| c >= 2 * u32::from(m).saturating_sub(40))
             });
-            let kind = if !small && !(past_edge && sat_on_two) {
-                StallKind::DelayedAck
-            } else if past_edge {
+            let kind = if past_edge && (small || sat_on_two) {
                 StallKind::WindowLimited
-            } else {
+            } else if small {
                 StallKind::Nagle
+            } else {
+                StallKind::DelayedAck
             };
             let s = Stall {
                 prev,
