@@ -217,3 +217,51 @@ fn a_request_dropped_by_a_full_listen_queue_is_not_network_loss() {
         f.summary
     );
 }
+
+#[test]
+fn a_synack_repeated_to_an_idle_preconnect_delays_nobody() {
+    // defer-accept.pcap (make-defer-accept.sh): a TCP_DEFER_ACCEPT server; client A ACKs the
+    // SYN/ACK at once and stays idle 4 s, the server's kernel repeats its SYN/ACK 1 s later and
+    // A answers it; client B sends its request at once. Nobody waited on a handshake.
+    let an = analyze_with("defer-accept.pcap", &[]);
+    let f = one(&an, FindingId::SynRetransmit);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Info, Side::Client),
+        "{f:#?}"
+    );
+    assert_eq!(f.impact.added_latency_ms, None);
+    assert!(
+        f.summary
+            .starts_with("The server repeated its SYN/ACK on 1 of 2 connections after their client had answered it"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        an.findings.iter().all(|f| f.severity == Severity::Info),
+        "{:#?}",
+        an.findings
+    );
+    // The look-alike: a server that speaks first, client B's first ACK dropped in the
+    // server's namespace. The SYN/ACK repeat 1 s later held B's banner: a delayed setup.
+    let an = analyze_with("banner-ack-lost.pcap", &[]);
+    let f = one(&an, FindingId::SynRetransmit);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Critical, Side::Server),
+        "{f:#?}"
+    );
+    assert!(
+        f.summary.contains("on 1 of 2 connections")
+            && f.summary
+                .contains("the server had to repeat its SYN/ACK on 1"),
+        "{}",
+        f.summary
+    );
+    let added = f.impact.added_latency_ms.unwrap();
+    assert!((900.0..1500.0).contains(&added), "{added}");
+    // And a full accept queue that dropped the ACK and the request behind it stays a
+    // delayed setup too.
+    let an = analyze_with("listen-full.pcap", &[]);
+    assert_ne!(one(&an, FindingId::SynRetransmit).severity, Severity::Info);
+}

@@ -122,3 +122,20 @@ fn redis_under_benchmark_is_healthy() {
     );
     assert_eq!(an.stats.pipelined_connections, 0);
 }
+
+#[test]
+fn connections_inside_vxlan_are_read() {
+    // tunnels.pcap (make-tunnels.sh): two HTTP/1.0 exchanges between 10.81.0.1 and
+    // 10.81.0.2 over VXLAN, captured on the underlay: only UDP 4789 packets (and ARP and
+    // ICMPv6 inside the tunnel). It read as "no TCP segments" before.
+    let an = analyze("tunnels.pcap", AnalyzerConfig::default());
+    assert_eq!(an.stats.tcp_segments, 20, "{:#?}", an.stats);
+    assert_eq!(an.stats.connections_with_handshake, 2, "{:#?}", an.stats);
+    assert_eq!(an.exchanges.count, 2, "{:#?}", an.exchanges);
+    assert_eq!(an.exchanges.method, Some(ExchangeMethod::Http1));
+    assert!(
+        an.findings.iter().all(|f| f.severity == Severity::Info),
+        "{:#?}",
+        an.findings
+    );
+}

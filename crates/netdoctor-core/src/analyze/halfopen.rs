@@ -231,8 +231,7 @@ impl Analyzer {
             return Some(fl);
         }
         if !f.syn() && f.ack() && !from_server && t.syn.synacks > 0 && t.syn.done.is_none() {
-            t.syn.done = Some(pkt);
-            t.syn.client_answered = true;
+            t.syn.on_client_ack(pkt);
         }
         if f.fin() || f.rst() {
             t.first_close.get_or_insert(pkt);

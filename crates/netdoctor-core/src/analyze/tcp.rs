@@ -125,8 +125,7 @@ impl Analyzer {
             }
         } else if f.ack() && !from_server && c.synack_seen && c.syn.done.is_none() {
             // The client's first ACK after the (last) SYN/ACK completes the handshake.
-            c.syn.done = Some(pkt);
-            c.syn.client_answered = true;
+            c.syn.on_client_ack(pkt);
             if c.rtt_ns.is_none()
                 && let Some(t) = c.syn_ts
             {
@@ -142,6 +141,9 @@ impl Analyzer {
             }
         }
 
+        if seg.payload_len > 0 {
+            c.syn.on_data(pkt);
+        }
         if c.half_open && (c.syn.done.is_some() || seg.payload_len > 0) {
             self.half.left(c);
         }
@@ -216,6 +218,7 @@ impl Analyzer {
                 same,
                 mss,
             );
+            let acked_before = peer.acked;
             if peer.acked.is_none_or(|a| seq_gt(seg.ack, a)) {
                 peer.acked = Some(seg.ack);
             }
@@ -235,7 +238,7 @@ impl Analyzer {
                 peer.nagle.on_gap();
             }
             if pure {
-                peer.nagle.on_peer_ack(seg.ack, pkt, edge);
+                peer.nagle.on_peer_ack(seg.ack, pkt, edge, acked_before);
             }
             // The server's first pure ACK of the whole request: the request had arrived.
             if pure

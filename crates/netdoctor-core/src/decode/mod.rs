@@ -15,10 +15,14 @@
 //! compares both on hundreds of thousands of mutated packets. Everything else on the IP
 //! layer (IPv6 and its extension headers, IPv4 AH, every malformed header and its error) is
 //! sliced with etherparse. Nothing here allocates: a [`TcpSegment`] borrows the packet bytes.
+//! Tunnels (VXLAN, Geneve, GRE, IP in IP) are peeled in `tunnel`: the connections read are the
+//! inner ones.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use etherparse::{IpNumber, LaxIpSlice};
+
+mod tunnel;
 
 use crate::packet::{LinkType, RawPacket};
 
@@ -309,6 +313,11 @@ fn nflog_payload(d: &[u8]) -> Option<&[u8]> {
 /// Decodes one captured frame. `Ok(None)`: the frame is valid but not a TCP segment
 /// (ARP, UDP, IPv4 fragment, unknown protocol).
 pub fn decode<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, DecodeError> {
+    decode_at(pkt, 0)
+}
+
+/// [`decode`] of a frame found `depth` tunnels deep.
+fn decode_at<'a>(pkt: &RawPacket<'a>, depth: u8) -> Result<Option<TcpSegment<'a>>, DecodeError> {
     let Some(ip_bytes) = link_payload(pkt)? else {
         return Ok(None);
     };
@@ -322,7 +331,7 @@ pub fn decode<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, DecodeE
             Some(v4.ip_id),
         ),
         Some(None) => Ok(None),
-        None => decode_ip_general(pkt, ip_bytes),
+        None => decode_ip_general(pkt, ip_bytes, depth),
     }
 }
 
@@ -417,6 +426,7 @@ const IPPROTO_TCP: u8 = 6;
 fn decode_ip_general<'a>(
     pkt: &RawPacket<'a>,
     ip_bytes: &'a [u8],
+    depth: u8,
 ) -> Result<Option<TcpSegment<'a>>, DecodeError> {
     let frame = pkt.frame;
     let (ip, ext_err) = LaxIpSlice::from_slice(ip_bytes).map_err(|e| {
@@ -463,8 +473,14 @@ fn decode_ip_general<'a>(
             )
         }
     };
-    if payload.ip_number != IpNumber::TCP || payload.fragmented || ext_err.is_some() {
+    if payload.fragmented || ext_err.is_some() {
         return Ok(None);
+    }
+    if payload.ip_number != IpNumber::TCP {
+        return match tunnel::inner(pkt, payload.ip_number.0, payload.payload) {
+            Some(inner) if depth < tunnel::MAX_DEPTH => decode_at(&inner, depth + 1),
+            _ => Ok(None),
+        };
     }
     tcp_segment(pkt, src_ip, dst_ip, payload.payload, ip_payload_len, ip_id)
 }

@@ -22,6 +22,17 @@
 //! request. Those connections are counted apart and, when they are all there is, make an
 //! `info` finding on the client's side with no added latency (ppa-synscan in the corpus).
 //!
+//! A SYN/ACK repeated to a client that had already ACKed the first one and sent nothing yet,
+//! answered by the client again ([`SynState::repeat_after_idle_open`]), did not delay anyone
+//! either: from the client's side the connection was open at its first ACK, and it had
+//! nothing to send (a browser's preconnected socket). The server's kernel kept the connection
+//! in SYN-RECV: `TCP_DEFER_ACCEPT` (Apache's `AcceptFilter http`) drops the bare ACK and
+//! repeats the SYN/ACK once, about 31 s later (ppa-sessionhijacking in the corpus: two idle
+//! preconnects read as +31 s setup delays before this). Those are counted apart too, in the
+//! same `info` finding. The look-alikes stay delayed setups: a full accept queue drops the ACK
+//! and the request behind it (client data before the repeat), and a server that speaks first
+//! keeps its client waiting for the banner (server data before any client data).
+//!
 //! When the kernel's listen-queue counters grew during the run (`TcpExt.ListenOverflows`,
 //! `TcpExt.ListenDrops` in [`Observation::Counters`]), the repeats are the listener's queue
 //! on the server's host: the finding is side host, with the counters as evidence.
@@ -59,6 +70,10 @@ pub struct SynRetransmit {
     /// Connections whose SYN/ACK was repeated to a client that never answered any.
     unanswered: u64,
     unanswered_examples: Vec<Example>,
+    /// Connections whose SYN/ACK was repeated after the client had ACKed one and before
+    /// anybody sent data ([`SynState::repeat_after_idle_open`]).
+    idle: u64,
+    idle_examples: Vec<Example>,
 }
 
 impl Detector for SynRetransmit {
@@ -105,6 +120,17 @@ impl SynRetransmit {
             }
             return;
         }
+        if st.repeat_after_idle_open() {
+            self.idle += 1;
+            if self.idle_examples.len() < MAX_EXAMPLES {
+                self.idle_examples.push(Example {
+                    client,
+                    server,
+                    st: *st,
+                });
+            }
+            return;
+        }
         self.affected += 1;
         self.syn_repeated += u64::from(st.syns > 1);
         self.synack_repeated += u64::from(st.synacks > 1);
@@ -133,7 +159,7 @@ impl SynRetransmit {
 
     fn report(&self, t0_ns: i64, out: &mut Vec<Finding>) {
         if self.affected == 0 {
-            if self.unanswered > 0 {
+            if self.unanswered > 0 || self.idle > 0 {
                 out.push(self.unanswered_finding(t0_ns));
             }
             return;
@@ -204,6 +230,10 @@ impl SynRetransmit {
                 self.unanswered
             ));
         }
+        if self.idle > 0 {
+            f.explanation
+                .push_str(&format!(" Not counted either: {}.", self.idle_clause()));
+        }
         f.fix = "Check the server's listen queue (`ss -ltn`: Recv-Q reaching Send-Q; `nstat \
                  TcpExtListenOverflows TcpExtListenDrops`): accept faster (more workers) or raise \
                  the backlog (listen() argument and net.core.somaxconn). If the queue is fine, \
@@ -251,18 +281,50 @@ impl SynRetransmit {
     /// with no added latency (nobody waited on these handshakes).
     fn unanswered_finding(&self, t0_ns: i64) -> Finding {
         let n = self.unanswered;
+        let summary = if n == 0 {
+            format!(
+                "The server repeated its SYN/ACK on {} of {} connections {}: nobody waited \
+                 on these handshakes",
+                self.idle,
+                self.handshakes,
+                Self::IDLE_WHOSE
+            )
+        } else {
+            let mut s = format!(
+                "The server repeated its SYN/ACK on {n} of {} connections whose client never \
+                 answered it (no ACK, no data)",
+                self.handshakes
+            );
+            if self.idle > 0 {
+                s.push_str(&format!(" and on {} {}", self.idle, Self::IDLE_WHOSE));
+            }
+            s.push_str(": nobody waited on these handshakes");
+            s
+        };
         let mut f = Finding::new(
             FindingId::SynRetransmit,
             Severity::Info,
             Side::Client,
-            format!(
-                "The server repeated its SYN/ACK on {n} of {} connections whose client never \
-                 answered it (no ACK, no data): nobody waited on these handshakes",
-                self.handshakes
-            ),
+            summary,
         );
         f.confidence = 0.9;
-        f.impact.affected_fraction = Some((n as f64 / self.handshakes.max(1) as f64).min(1.0));
+        f.impact.affected_fraction =
+            Some(((n + self.idle) as f64 / self.handshakes.max(1) as f64).min(1.0));
+        if n == 0 {
+            f.explanation = format!(
+                "A server repeats its SYN/ACK until it takes the client's ACK. Here {}. The \
+                 client's connection was open at its first ACK; no handshake was slowed.",
+                self.idle_clause()
+            );
+            f.fix = "Nothing to fix for these. If the server uses TCP_DEFER_ACCEPT (Apache's \
+                     AcceptFilter, nginx `listen ... deferred`), this is how it looks."
+                .to_string();
+            f.evidence = evidence(&self.idle_examples, t0_ns);
+            return f;
+        }
+        f.evidence = evidence(&self.unanswered_examples, t0_ns);
+        f.evidence
+            .extend(evidence(&self.idle_examples, t0_ns).into_iter().take(1));
         f.explanation = "A server repeats its SYN/ACK until the client's ACK comes. On these \
              connections the client sent its SYN and then nothing at all: no ACK to any of the \
              SYN/ACKs, no request. A real client whose ACK is lost answers the next SYN/ACK or \
@@ -270,12 +332,30 @@ impl SynRetransmit {
              ACK), a SYN flood from spoofed addresses, or a client that went away or lost its \
              route back. The server did what it should; no handshake was slowed."
             .to_string();
+        if self.idle > 0 {
+            f.explanation
+                .push_str(&format!(" Also: {}.", self.idle_clause()));
+        }
         f.fix = "Nothing to fix on the server for these. If the SYNs were not expected, look at \
                  their sources (one source probing many ports is a scan; many sources that \
                  never answer are a SYN flood: SYN cookies, rate limits)."
             .to_string();
-        f.evidence = evidence(&self.unanswered_examples, t0_ns);
         f
+    }
+
+    const IDLE_WHOSE: &str =
+        "after their client had answered it and before anybody sent data (an idle connection)";
+
+    /// What the idle-open repeats were, for the explanations.
+    fn idle_clause(&self) -> String {
+        format!(
+            "on {} connections the server repeated its SYN/ACK after the client had already \
+             ACKed the first one, and the client had sent nothing yet (a preconnected, idle \
+             connection); the client answered the repeat too. The server's kernel did not take \
+             the first ACK: TCP_DEFER_ACCEPT (Apache's AcceptFilter) waits for data and repeats \
+             its SYN/ACK about 31 s later, or the ACK was lost after the capture point",
+            self.idle
+        )
     }
 }
 
@@ -289,6 +369,7 @@ fn evidence(examples: &[Example], t0_ns: i64) -> Vec<Evidence> {
                 st.first_syn,
                 st.last_syn,
                 st.first_synack,
+                st.first_ack,
                 st.last_synack,
                 st.done,
             ]
@@ -303,6 +384,15 @@ fn evidence(examples: &[Example], t0_ns: i64) -> Vec<Evidence> {
                 st.syns,
                 st.synacks,
                 match st.done {
+                    Some(_) if st.repeat_after_idle_open() => format!(
+                        "the client ACKed {:.0} ms after its SYN, the server repeated its \
+                         SYN/ACK {:.0} ms after that, before anybody sent data",
+                        st.first_ack.map_or(0.0, |a| ms(a.ts_ns - first)),
+                        match (st.first_ack, st.last_synack) {
+                            (Some(a), Some(l)) => ms(l.ts_ns - a.ts_ns),
+                            _ => 0.0,
+                        }
+                    ),
                     Some(d) => format!(
                         "handshake completed {:.0} ms after the first SYN",
                         ms(d.ts_ns - first)
@@ -477,6 +567,107 @@ mod tests {
         );
         assert!(
             v[0].explanation.contains("Not counted: 1 more"),
+            "{}",
+            v[0].explanation
+        );
+    }
+
+    /// A preconnected, idle connection on a TCP_DEFER_ACCEPT server (ppa-sessionhijacking):
+    /// the client ACKs the SYN/ACK at once and sends nothing; the server repeats its SYN/ACK
+    /// 31 s later and the client answers it. Nobody waited: an info, no added latency. The
+    /// look-alikes stay the server's delayed setup: a full accept queue that dropped the ACK
+    /// and the request behind it (client data before the repeat), and a server that speaks
+    /// first (its banner came before any client data, after the repeat).
+    #[test]
+    fn a_synack_repeated_to_an_idle_open_connection_delays_nobody() {
+        let handshake = |client_data: Option<i64>, server_data: Option<i64>| {
+            let mut syn = SynState::default();
+            syn.on_syn(pkt(1, 0, false, F::SYN, 0));
+            syn.on_synack(pkt(2, 1, true, F::SYN | F::ACK, 0));
+            syn.on_client_ack(pkt(3, 18, false, F::ACK, 0));
+            let mut frame = 4;
+            let mut data = |syn: &mut SynState, at: Option<i64>, from_server: bool| {
+                if let Some(t) = at {
+                    frame += 1;
+                    syn.on_data(pkt(frame, t, from_server, F::ACK | F::PSH, 100));
+                }
+            };
+            // Data sent before the repeat goes in first.
+            data(&mut syn, client_data.filter(|t| *t < 31_200), false);
+            syn.on_synack(pkt(20, 31_200, true, F::SYN | F::ACK, 0));
+            syn.on_client_ack(pkt(21, 31_388, false, F::ACK, 0));
+            data(&mut syn, server_data, true);
+            data(&mut syn, client_data.filter(|t| *t >= 31_200), false);
+            ConnDone {
+                ends: ends(),
+                syn,
+                first_req: None,
+                exchanges: 0,
+                first_close: None,
+            }
+        };
+        let idle = handshake(None, None);
+        assert!(idle.syn.repeat_after_idle_open());
+        let cs = [handshake(None, None), idle, conn(false)];
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(0));
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
+        assert_eq!(v[0].impact.added_latency_ms, None);
+        assert!(
+            v[0].summary.starts_with("The server repeated its SYN/ACK on 2 of 3 connections after their client had answered it"),
+            "{}",
+            v[0].summary
+        );
+        let Evidence::Packets { note, packets, .. } = &v[0].evidence[0] else {
+            panic!("{:?}", v[0].evidence);
+        };
+        assert!(
+            note.contains("the client ACKed 18 ms after its SYN") && !note.contains("completed"),
+            "{note}"
+        );
+        assert_eq!(packets.len(), 5, "SYN, SYN/ACK, ACK, SYN/ACK, ACK");
+        // Used later: the client's first data long after the repeat; still nobody waited.
+        assert!(
+            handshake(Some(40_000), Some(40_001))
+                .syn
+                .repeat_after_idle_open()
+        );
+        // Look-alikes: the request sent before the repeat (a full accept queue dropped it),
+        // and a server that speaks first after the repeat (the client waited for it).
+        for (c, s) in [
+            (Some(20), Some(31_400)),
+            (None, Some(31_400)),
+            (Some(31_500), Some(31_400)),
+        ] {
+            let delayed = handshake(c, s);
+            assert!(!delayed.syn.repeat_after_idle_open(), "{c:?} {s:?}");
+            let cs = [delayed, conn(false)];
+            let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+            let v = run::<SynRetransmit>(&ev, &cx(0));
+            assert_eq!(
+                (v[0].severity, v[0].side),
+                (Severity::Critical, Side::Server),
+                "{c:?} {s:?}"
+            );
+        }
+        // Both kinds of quiet repeats with one delayed setup: the delayed one is the finding,
+        // the others are named as not counted.
+        let cs = [
+            handshake(None, None),
+            handshake(Some(20), None),
+            conn(false),
+        ];
+        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+        let v = run::<SynRetransmit>(&ev, &cx(0));
+        assert!(
+            v[0].summary.contains("on 1 of 3 connections"),
+            "{}",
+            v[0].summary
+        );
+        assert!(
+            v[0].explanation
+                .contains("Not counted either: on 1 connections"),
             "{}",
             v[0].explanation
         );

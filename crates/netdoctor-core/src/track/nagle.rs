@@ -10,6 +10,15 @@
 //! ([`StallKind::WindowLimited`]), not Nagle. The edge is only trusted when both SYNs were
 //! captured (the window scale is known); otherwise a small held segment stays Nagle, as
 //! before.
+//!
+//! A held *full-size* segment past that edge is flow control too when the late ACK covered
+//! two or more full segments at once: a receiver that reads its data ACKs every second full
+//! segment at once (RFC 5681; Linux does so only while its application keeps the window
+//! open), so sitting on two for the delayed-ACK time means it was not reading, and its full
+//! window held the sender (ppa-inconsistent_printer: a printer ACKing four segments every
+//! 70 ms with a 6 KB window, read as the printer's delayed ACK before). A late ACK of one lone
+//! segment stays a delayed ACK, window-limited or not (a one-segment window, an odd segment at
+//! the end of a flight).
 
 use crate::event::Pkt;
 
@@ -44,6 +53,9 @@ pub(crate) struct NagleDir {
     ack: Option<Pkt>,
     /// The peer's window right edge (ACK + window) just before `ack`, when known.
     edge: Option<u32>,
+    /// The bytes `ack` newly acknowledged (from the peer's previous cumulative ACK), when
+    /// known.
+    ack_covered: Option<u32>,
     peer_data: bool,
 }
 
@@ -94,12 +106,17 @@ impl NagleDir {
         {
             // Full-size segments carry up to 40 bytes of options (timestamps: 12) less.
             let small = mss.is_none_or(|m| x.len + 40 < u32::from(m));
-            let kind = if !small {
-                StallKind::DelayedAck
-            } else if self.edge.is_some_and(|e| seq_gt(end, e)) {
+            let past_edge = self.edge.is_some_and(|e| seq_gt(end, e));
+            let sat_on_two = mss.is_some_and(|m| {
+                self.ack_covered
+                    .is_some_and(|c| c >= 2 * u32::from(m).saturating_sub(40))
+            });
+            let kind = if past_edge && (small || sat_on_two) {
                 StallKind::WindowLimited
-            } else {
+            } else if small {
                 StallKind::Nagle
+            } else {
+                StallKind::DelayedAck
             };
             let s = Stall {
                 prev,
@@ -120,17 +137,26 @@ impl NagleDir {
         self.prev_end = end;
         self.ack = None;
         self.edge = None;
+        self.ack_covered = None;
         self.peer_data = false;
         stall
     }
 
     /// The peer sent a pure ACK (no data, SYN, FIN or RST) acknowledging up to `ack`; `edge`
     /// is the right edge of the window the peer advertised before this ACK (its previous
-    /// cumulative ACK + window), `None` when unknown.
-    pub(crate) fn on_peer_ack(&mut self, ack: u32, pkt: Pkt, edge: Option<u32>) {
+    /// cumulative ACK + window), `None` when unknown; `before` the peer's previous cumulative
+    /// ACK, when there was one.
+    pub(crate) fn on_peer_ack(
+        &mut self,
+        ack: u32,
+        pkt: Pkt,
+        edge: Option<u32>,
+        before: Option<u32>,
+    ) {
         if self.prev.is_some() && self.ack.is_none() && seq_ge(ack, self.prev_end) {
             self.ack = Some(pkt);
             self.edge = edge;
+            self.ack_covered = before.map(|b| ack.wrapping_sub(b));
         }
     }
 
@@ -140,6 +166,7 @@ impl NagleDir {
         self.prev = None;
         self.ack = None;
         self.edge = None;
+        self.ack_covered = None;
     }
 
     /// The peer sent data: a new message, so the next segment is not a held-back piece.
@@ -173,7 +200,7 @@ mod tests {
             d.on_data(pkt(1, 0, true, 4096), 4096, Some(65495), None)
                 .is_none()
         );
-        d.on_peer_ack(4096, pkt(2, 40, false, 0), edge);
+        d.on_peer_ack(4096, pkt(2, 40, false, 0), edge, None);
         d.on_data(pkt(3, 40, true, 2048), 6144, Some(65495), None)
     }
 
@@ -196,21 +223,43 @@ mod tests {
     fn full_size_segments_are_delayed_ack_stalls() {
         let mut d = NagleDir::default();
         d.on_data(pkt(1, 0, true, 1448), 1448, Some(1460), None);
-        d.on_peer_ack(1448, pkt(2, 41, false, 0), Some(1448));
+        d.on_peer_ack(1448, pkt(2, 41, false, 0), Some(1448), None);
         let s = d.on_data(pkt(3, 41, true, 1448), 2896, Some(1460), None);
         assert_eq!(s.unwrap().kind, StallKind::DelayedAck);
+    }
+
+    /// A late ACK of four full segments at once, the next full segment past the window the
+    /// receiver had advertised (ppa-inconsistent_printer): a receiver that was not reading,
+    /// flow control. The look-alikes stay delayed ACKs: the same late ACK of one lone segment
+    /// past the edge (a one-segment window), and of four segments with room in the window.
+    #[test]
+    fn a_late_ack_of_several_full_segments_at_a_full_window_is_flow_control() {
+        let stall = |covered: u32, edge: u32| {
+            let mut d = NagleDir::default();
+            let start = 8760u32;
+            let end = start + covered;
+            d.on_data(pkt(1, 0, false, 1460), end, Some(1460), None);
+            d.on_peer_ack(end, pkt(2, 65, true, 0), Some(edge), Some(start));
+            d.on_data(pkt(3, 65, false, 1460), end + 1460, Some(1460), None)
+                .unwrap()
+                .kind
+        };
+        // Window 6144 from ACK 8760: edge 14904; four segments (5840 bytes) in flight.
+        assert_eq!(stall(5840, 14904), StallKind::WindowLimited);
+        assert_eq!(stall(1460, 8760 + 1460), StallKind::DelayedAck);
+        assert_eq!(stall(5840, 100_000), StallKind::DelayedAck);
     }
 
     #[test]
     fn prompt_acks_and_late_releases_are_not_stalls() {
         let mut d = NagleDir::default();
         d.on_data(pkt(1, 0, true, 100), 100, Some(1460), None);
-        d.on_peer_ack(100, pkt(2, 1, false, 0), None);
+        d.on_peer_ack(100, pkt(2, 1, false, 0), None, None);
         assert!(
             d.on_data(pkt(3, 1, true, 100), 200, Some(1460), None)
                 .is_none()
         );
-        d.on_peer_ack(200, pkt(4, 50, false, 0), None);
+        d.on_peer_ack(200, pkt(4, 50, false, 0), None, None);
         // Released 20 ms after the ACK: not held by it.
         assert!(
             d.on_data(pkt(5, 70, true, 100), 300, Some(1460), None)

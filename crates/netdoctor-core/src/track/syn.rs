@@ -18,6 +18,12 @@ pub struct SynState {
     /// answered any is the client's silence (a port scan, a spoofed SYN flood, a client that
     /// went away), not a handshake the server failed to complete.
     pub client_answered: bool,
+    /// The client's first answer to a SYN/ACK (its ACK): kept when a repeated SYN/ACK clears
+    /// [`SynState::done`]. From the client's side the handshake was complete there.
+    pub first_ack: Option<Pkt>,
+    /// The first segment carrying data from the client, and from the server.
+    pub client_data: Option<Pkt>,
+    pub server_data: Option<Pkt>,
 }
 
 impl SynState {
@@ -36,5 +42,46 @@ impl SynState {
     }
     pub fn repeated(&self) -> bool {
         self.syns > 1 || self.synacks > 1
+    }
+    /// The client's ACK of a SYN/ACK.
+    pub fn on_client_ack(&mut self, p: Pkt) {
+        self.done = Some(p);
+        self.client_answered = true;
+        self.first_ack.get_or_insert(p);
+    }
+    /// A segment with data (`p.len > 0`).
+    pub fn on_data(&mut self, p: Pkt) {
+        if p.from_server {
+            self.server_data.get_or_insert(p);
+        } else {
+            self.client_data.get_or_insert(p);
+        }
+    }
+    /// The server repeated its SYN/ACK to a client that had already answered it and had sent
+    /// nothing yet, and the client answered the last one; the server sent nothing before the
+    /// client's first data (or nothing at all). From the client's side the connection was
+    /// open at its first ACK and it had nothing to say: nobody waited on the repeat. The
+    /// server's kernel held the connection in SYN-RECV (`TCP_DEFER_ACCEPT`, Apache's
+    /// `AcceptFilter http`, repeats its SYN/ACK once, about 31 s later) or the ACK was lost
+    /// after the capture point. Look-alikes kept apart: a full accept queue that drops the
+    /// ACK *and* the request sent behind it (client data before the repeat), and a protocol
+    /// where the server speaks first (the client waited for its banner: server data before
+    /// any client data).
+    pub fn repeat_after_idle_open(&self) -> bool {
+        let (Some(ack), Some(last), Some(done)) = (self.first_ack, self.last_synack, self.done)
+        else {
+            return false;
+        };
+        let before_repeat = |p: Option<Pkt>| p.is_some_and(|p| p.ts_ns < last.ts_ns);
+        self.synacks > 1
+            && self.syns <= 1
+            && ack.ts_ns < last.ts_ns
+            && done.ts_ns >= last.ts_ns
+            && !before_repeat(self.client_data)
+            && match (self.server_data, self.client_data) {
+                (None, _) => true,
+                (Some(s), Some(c)) => s.ts_ns >= c.ts_ns,
+                (Some(_), None) => false,
+            }
     }
 }
