@@ -22,6 +22,14 @@
 //! request. Those connections are counted apart and, when they are all there is, make an
 //! `info` finding on the client's side with no added latency (ppa-synscan in the corpus).
 //!
+//! A connection whose SYNs got no answer at all (no SYN/ACK, no reset from the server) before
+//! the capture or the client gave up was not delayed: it never opened. Its time from the first
+//! to the last SYN is how long the client kept trying, not a setup delay of any request, so it
+//! is counted apart and said as a failed connect ("no answer to any of N SYNs over T s"); the
+//! median delay covers only handshakes that did complete (`ppa-http_espn_fail`: 11 SYNs over
+//! 67 s, once read as "+67437 ms setup delayed"). A SYN answered after retries stays a delayed
+//! setup; a SYN answered by a reset is `server_not_listening`'s refusal.
+//!
 //! When the kernel's listen-queue counters grew during the run (`TcpExt.ListenOverflows`,
 //! `TcpExt.ListenDrops` in [`Observation::Counters`]), the repeats are the listener's queue
 //! on the server's host: the finding is side host, with the counters as evidence.
@@ -59,6 +67,12 @@ pub struct SynRetransmit {
     /// Connections whose SYN/ACK was repeated to a client that never answered any.
     unanswered: u64,
     unanswered_examples: Vec<Example>,
+    /// Connections whose repeated SYNs got no answer at all: they never opened.
+    unopened: u64,
+    /// The most SYNs one of them sent, and the longest time from its first SYN to its last.
+    unopened_max_syns: u16,
+    unopened_max_span_ns: i64,
+    unopened_examples: Vec<Example>,
 }
 
 impl Detector for SynRetransmit {
@@ -72,7 +86,9 @@ impl Detector for SynRetransmit {
                 if c.syn.first_syn.is_some() {
                     self.requests += u64::from(c.exchanges);
                 }
-                self.on_conn(c.ends.client, c.ends.server, &c.syn)
+                // A reset from the server answered the SYNs (a refusal), not silence.
+                let refused = c.first_close.is_some_and(|p| p.from_server);
+                self.on_conn(c.ends.client, c.ends.server, &c.syn, refused)
             }
             Event::Observed(Observation::Counters(deltas)) => self.listen = listen_drops(deltas),
             _ => {}
@@ -86,7 +102,7 @@ impl Detector for SynRetransmit {
 
 impl SynRetransmit {
     /// A connection that began with a captured SYN ended (or the capture did).
-    fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState) {
+    fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState, refused: bool) {
         let Some(first) = st.first_syn else {
             return;
         };
@@ -98,6 +114,20 @@ impl SynRetransmit {
             self.unanswered += 1;
             if self.unanswered_examples.len() < MAX_EXAMPLES {
                 self.unanswered_examples.push(Example {
+                    client,
+                    server,
+                    st: *st,
+                });
+            }
+            return;
+        }
+        if st.syns > 1 && st.synacks == 0 && st.done.is_none() && !refused {
+            self.unopened += 1;
+            self.unopened_max_syns = self.unopened_max_syns.max(st.syns);
+            let last = st.last_syn.unwrap_or(first);
+            self.unopened_max_span_ns = self.unopened_max_span_ns.max(last.ts_ns - first.ts_ns);
+            if self.unopened_examples.len() < MAX_EXAMPLES {
+                self.unopened_examples.push(Example {
                     client,
                     server,
                     st: *st,
@@ -132,6 +162,10 @@ impl SynRetransmit {
     }
 
     fn report(&self, t0_ns: i64, out: &mut Vec<Finding>) {
+        if self.affected == 0 && self.unopened > 0 {
+            out.push(self.unopened_finding(t0_ns));
+            return;
+        }
         if self.affected == 0 {
             if self.unanswered > 0 {
                 out.push(self.unanswered_finding(t0_ns));
@@ -147,7 +181,11 @@ impl SynRetransmit {
             .then(|| (self.affected as f64 / self.requests as f64).min(1.0));
         let worst = self.delay.as_ref().map_or(0.0, Hist::max_ms);
         // A setup delay is at least a second; the worst one counts with the typical one.
-        let severity = if fraction >= 0.05 && (added >= 500.0 || worst >= WORST_CRITICAL_MS) {
+        // Connects that failed outright weigh as much as a long delay.
+        let failed = self.unopened as f64 / self.handshakes.max(1) as f64;
+        let severity = if (fraction >= 0.05 && (added >= 500.0 || worst >= WORST_CRITICAL_MS))
+            || failed >= 0.05
+        {
             Severity::Critical
         } else {
             Severity::Warning
@@ -182,6 +220,9 @@ impl SynRetransmit {
                 }
             ),
         );
+        if self.unopened > 0 {
+            f.summary.push_str(&format!("; {}", self.unopened_words()));
+        }
         f.confidence = 0.95;
         f.impact.added_latency_ms = Some(added);
         f.impact.affected_fraction = Some(requests_share.unwrap_or(fraction));
@@ -210,6 +251,11 @@ impl SynRetransmit {
                  look for a firewall or rate limit dropping SYNs, or loss on the path."
             .to_string();
         f.evidence = evidence(&self.examples, t0_ns);
+        f.evidence.extend(
+            evidence(&self.unopened_examples, t0_ns)
+                .into_iter()
+                .take(MAX_EXAMPLES.saturating_sub(f.evidence.len())),
+        );
         if !self.listen.is_empty() {
             let counts: Vec<String> = self
                 .listen
@@ -247,6 +293,63 @@ impl SynRetransmit {
 }
 
 impl SynRetransmit {
+    /// "N more connections never opened: ..." (the unopened connections, in words).
+    fn unopened_words(&self) -> String {
+        format!(
+            "{} more connection(s) never opened: no answer to any of their SYNs (up to {} SYNs \
+             over {:.1} s)",
+            self.unopened,
+            self.unopened_max_syns,
+            ms(self.unopened_max_span_ns) / 1000.0
+        )
+    }
+
+    /// Only connects that got no answer to any SYN: failed connects, not a delayed setup (no
+    /// request waited on them; they never opened).
+    fn unopened_finding(&self, t0_ns: i64) -> Finding {
+        let n = self.unopened;
+        let fraction = (n as f64 / self.handshakes.max(1) as f64).min(1.0);
+        let severity = if fraction >= 0.05 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let mut f = Finding::new(
+            FindingId::SynRetransmit,
+            severity,
+            Side::Server,
+            format!(
+                "Connection attempts failed on {n} of {} connections: no answer to any SYN (the \
+                 client sent up to {} SYNs over {:.1} s); they never opened",
+                self.handshakes,
+                self.unopened_max_syns,
+                ms(self.unopened_max_span_ns) / 1000.0
+            ),
+        );
+        // The SYNs left; whether the server's host, a firewall or the path dropped them (or
+        // the answers), the packets alone cannot tell.
+        f.confidence = 0.7;
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = format!(
+            "Opening a TCP connection takes a SYN, a SYN/ACK and an ACK. On these {n} \
+             connections the client sent its SYN and repeated it on its timer (1 s, then \
+             doubling), and nothing came back: no SYN/ACK and no reset. The connections never \
+             opened, so no request on them was slowed: they failed. The time from the first SYN \
+             to the last is how long the client kept trying, not a delay. Nothing answering at \
+             all means the SYNs (or the answers) were dropped: the server's host is down or \
+             unreachable, a firewall drops them silently, or the path loses them; a server \
+             whose listen queue is full drops SYNs too. A port with nothing listening would \
+             have answered with a reset."
+        );
+        f.fix = "Check that the server's address is reachable from the client (`ping`, \
+                 `netdoctor trace`), that it listens on the port (`ss -ltn` on the server), and \
+                 that no firewall on the way drops the SYNs silently; then the listen queue \
+                 (`nstat TcpExtListenOverflows TcpExtListenDrops`)."
+            .to_string();
+        f.evidence = evidence(&self.unopened_examples, t0_ns);
+        f
+    }
+
     /// Only SYN/ACKs repeated to clients that never answered: an `info` on the client's side,
     /// with no added latency (nobody waited on these handshakes).
     fn unanswered_finding(&self, t0_ns: i64) -> Finding {
