@@ -9,7 +9,7 @@
 //! each root gets `consequences`, and each consequence moves right after its root. Severities,
 //! and so the verdict, are untouched; a consequence blamed on the server whose root is the
 //! path (a lossy hop, loss on the path) takes the root's side, network, and its fix names the
-//! root first. The group is placed where its best-ranked member was, so a root ranks by the
+//! root first; so does one whose root is a client that stopped acknowledging (side client). The group is placed where its best-ranked member was, so a root ranks by the
 //! latency it explains, not only by its own.
 
 use crate::finding::{Finding, FindingId, Severity, Side};
@@ -96,6 +96,24 @@ fn same_connection(r: &Finding, c: &Finding) -> bool {
     conns(c).iter().any(|x| rc.contains(x))
 }
 
+/// Retransmission timeouts of a receiver that went silent (see `detect::loss`): not a window
+/// that stayed shut, not loss on the path.
+fn silent_peer(f: &Finding) -> bool {
+    f.id == RetransmissionTimeout && f.summary.contains(crate::detect::loss::SILENT_PEER_MARK)
+}
+
+/// The window held the sender's timeouts on the same connection, unless its receiver went
+/// silent (a window that reopened long before explains no silence).
+fn window_held(r: &Finding, c: &Finding) -> bool {
+    same_connection(r, c) && !silent_peer(c)
+}
+
+/// The sender gave up on a receiver that stopped acknowledging: its reset on the same
+/// connection follows from the silence.
+fn gave_up_on_silent_peer(r: &Finding, c: &Finding) -> bool {
+    silent_peer(r) && same_connection(r, c)
+}
+
 const fn rule(
     root: FindingId,
     consequence: FindingId,
@@ -149,7 +167,14 @@ pub const RULES: &[Rule] = &[
     rule(EphemeralPortExhaustion, HttpErrors, on_host),
     // A receiver whose window stayed shut (or below one segment) makes the sender's last
     // segments wait and be resent by its timer: the window, not the network, held them.
-    rule(ZeroWindow, RetransmissionTimeout, same_connection),
+    rule(ZeroWindow, RetransmissionTimeout, window_held),
+    // A receiver that stopped acknowledging: the sender's timer fires until it gives up with a
+    // reset (before the path rules: the path delivered what the silent receiver ignored).
+    rule(
+        RetransmissionTimeout,
+        ConnectionReset,
+        gave_up_on_silent_peer,
+    ),
     // Interface drops are lost segments.
     rule(InterfaceErrors, PacketLossRetransmission, not_client),
     rule(InterfaceErrors, RetransmissionTimeout, not_client),
@@ -223,10 +248,12 @@ pub fn relate(findings: &mut Vec<Finding>) {
         if let Some(r) = *root {
             let id = findings[i].id;
             let (root_id, root_side) = (findings[r].id, findings[r].side);
-            let c = &mut findings[i];
             // A consequence of the path is not the server's to fix: it says so, and where.
-            if root_side == Side::Network && c.side == Side::Server {
-                c.side = Side::Network;
+            // Likewise a server's reset of a client that had stopped acknowledging.
+            let silent_client = root_side == Side::Client && silent_peer(&findings[r]);
+            let c = &mut findings[i];
+            if (root_side == Side::Network || silent_client) && c.side == Side::Server {
+                c.side = root_side;
                 if !c.fix.starts_with("Caused by") {
                     c.fix = format!(
                         "Caused by {root_id} (above): fix that first; this follows from it. {}",

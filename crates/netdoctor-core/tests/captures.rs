@@ -337,8 +337,11 @@ fn syn_retransmits_say_which_packet_was_repeated() {
     assert_eq!(an.stats.connections, 6);
     let f = one(&an, FindingId::SynRetransmit);
     assert_eq!(f.side, Side::Server);
+    // The three repeated SYNs never got an answer before the client gave up: failed
+    // connects, not delayed setups (helper silent).
     assert!(
-        f.summary.contains("the client had to repeat its SYN on 3"),
+        f.summary
+            .contains("failed on 3 of 6 connections: no answer to any SYN (the client sent up to 4 SYNs over 3.1 s)"),
         "{}",
         f.summary
     );
@@ -352,10 +355,8 @@ fn syn_retransmits_say_which_packet_was_repeated() {
         f.explanation
     );
     assert_eq!(f.impact.affected_fraction, Some(3.0 / 6.0));
-    // Linux 6.18 repeats SYNs every second (tcp_syn_linear_timeouts): the client gave up
-    // after 3.5 s, 3 s after its first SYN.
-    let added = f.impact.added_latency_ms.unwrap();
-    assert!((2900.0..=3200.0).contains(&added), "{added}");
+    // Nobody's request was slowed: the connections never opened (no added latency).
+    assert_eq!(f.impact.added_latency_ms, None);
 }
 
 #[test]

@@ -560,10 +560,7 @@ pub(super) fn take(c: &mut Conn) -> impl Iterator<Item = BulkTransfer> + '_ {
 
 /// The transfer of endpoint `i`'s watched turn `b` (ended by a new turn or the connection's end).
 pub(super) fn finish(c: &Conn, i: usize, b: BulkDir) -> BulkTransfer {
-    let near_client = match (c.syn.last_syn, c.syn.last_synack, c.syn.done) {
-        (Some(a), Some(b), Some(d)) => Some(b.ts_ns - a.ts_ns >= d.ts_ns - b.ts_ns),
-        _ => None,
-    };
+    let near_client = c.syn.near_client();
     let mut t = b.t;
     t.connection = crate::detect::conn_label(c.ends().client, c.ends().server);
     t.sender_is_server = i == c.server;

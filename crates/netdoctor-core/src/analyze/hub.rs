@@ -200,6 +200,8 @@ impl Hub {
             && c.exchanges == 0
             && d.syn_seen
             && ep.acked_at_start.is_none_or(|a| a == d.isn.wrapping_add(1));
+        // The receiver of the retransmitted data is the client when the server sent it.
+        ep.near_receiver = c.syn.near_client().map(|n| n == ep.first.from_server);
         for x in c.in_progress() {
             if ep.stall_ns() <= 0 {
                 break;

@@ -32,6 +32,11 @@
 //! sender had nothing outstanding) to its last retransmission; entirely spurious episodes have
 //! none. The analyzer charges the stall to the exchange in progress.
 //!
+//! A **silent receiver** is not loss: an episode never acknowledged whose sender's timer fired
+//! again and again while the receiver, which had acknowledged before, sent nothing at all
+//! ([`Episode::peer_silent`]) is reported in [`silent`]'s words, on the receiver's side when
+//! the capture was taken next to it (`zeek-206_example_b`).
+//!
 //! Capture gaps: data the receiver acknowledged (cumulatively or by SACK) but the capture never
 //! saw was dropped by the capture, not by the network; it is counted and reported as a warning.
 
@@ -45,6 +50,9 @@ use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{CounterDelta, Observation};
 use crate::stats::Hist;
 pub use crate::track::loss::{Episode, REACT_RTT_DIV, RTO_MIN_NS};
+
+mod silent;
+pub use silent::SILENT_PEER_MARK;
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -71,7 +79,7 @@ struct KindAgg {
     /// The longest stall of an episode (also without exchanges to charge it to).
     worst_episode_ns: i64,
     /// Episodes never acknowledged (the capture or the connection ended first), and the most
-    /// retransmissions of one episode.
+    /// times one segment was resent in one of them.
     unacked: u64,
     max_retx: u32,
     examples: Vec<Example>,
@@ -82,6 +90,9 @@ struct KindAgg {
 pub struct Loss {
     fast: KindAgg,
     timeout: KindAgg,
+    /// Timeout episodes whose receiver went silent ([`Episode::peer_silent`]), also counted
+    /// in `timeout` (stalls are charged per exchange, whatever the episode).
+    silent: silent::SilentAgg,
     spurious_episodes: u64,
     /// Listen-queue counters that grew during the run (`TcpExt.ListenOverflows`,
     /// `TcpExt.ListenDrops`).
@@ -151,6 +162,9 @@ impl Loss {
             self.spurious_episodes += 1;
             return;
         }
+        if ep.timeout && ep.peer_silent() {
+            self.silent.on_episode(client, server, ep);
+        }
         let k = if ep.timeout {
             &mut self.timeout
         } else {
@@ -162,7 +176,7 @@ impl Loss {
         k.setup += u64::from(ep.setup);
         k.worst_episode_ns = k.worst_episode_ns.max(ep.stall_ns());
         k.unacked += u64::from(ep.unacked);
-        k.max_retx = k.max_retx.max(ep.retx);
+        k.max_retx = k.max_retx.max(ep.head_resends);
         k.local += u64::from(
             client.ip().is_loopback() || server.ip().is_loopback() || client.ip() == server.ip(),
         );
@@ -197,7 +211,9 @@ impl Loss {
             out.push(self.finding(false, exchanges, data_segments, latency_p50_ms, t0_ns));
         }
         if self.timeout.episodes > 0 {
-            out.push(self.finding(true, exchanges, data_segments, latency_p50_ms, t0_ns));
+            let mut f = self.finding(true, exchanges, data_segments, latency_p50_ms, t0_ns);
+            self.silent.retell(&self.timeout, &mut f, t0_ns);
+            out.push(f);
         }
     }
 

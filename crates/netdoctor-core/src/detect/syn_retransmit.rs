@@ -33,6 +33,14 @@
 //! and the request behind it (client data before the repeat), and a server that speaks first
 //! keeps its client waiting for the banner (server data before any client data).
 //!
+//! A connection whose SYNs got no answer at all (no SYN/ACK, no reset from the server) before
+//! the capture or the client gave up was not delayed: it never opened. Its time from the first
+//! to the last SYN is how long the client kept trying, not a setup delay of any request, so it
+//! is counted apart and said as a failed connect ("no answer to any of N SYNs over T s"); the
+//! median delay covers only handshakes that did complete (`ppa-http_espn_fail`: 11 SYNs over
+//! 67 s, once read as "+67437 ms setup delayed"). A SYN answered after retries stays a delayed
+//! setup; a SYN answered by a reset is `server_not_listening`'s refusal.
+//!
 //! When the kernel's listen-queue counters grew during the run (`TcpExt.ListenOverflows`,
 //! `TcpExt.ListenDrops` in [`Observation::Counters`]), the repeats are the listener's queue
 //! on the server's host: the finding is side host, with the counters as evidence.
@@ -74,6 +82,12 @@ pub struct SynRetransmit {
     /// anybody sent data ([`SynState::repeat_after_idle_open`]).
     idle: u64,
     idle_examples: Vec<Example>,
+    /// Connections whose repeated SYNs got no answer at all: they never opened.
+    unopened: u64,
+    /// The most SYNs one of them sent, and the longest time from its first SYN to its last.
+    unopened_max_syns: u16,
+    unopened_max_span_ns: i64,
+    unopened_examples: Vec<Example>,
 }
 
 impl Detector for SynRetransmit {
@@ -87,7 +101,9 @@ impl Detector for SynRetransmit {
                 if c.syn.first_syn.is_some() {
                     self.requests += u64::from(c.exchanges);
                 }
-                self.on_conn(c.ends.client, c.ends.server, &c.syn)
+                // A reset from the server answered the SYNs (a refusal), not silence.
+                let refused = c.first_close.is_some_and(|p| p.from_server);
+                self.on_conn(c.ends.client, c.ends.server, &c.syn, refused)
             }
             Event::Observed(Observation::Counters(deltas)) => self.listen = listen_drops(deltas),
             _ => {}
@@ -101,7 +117,7 @@ impl Detector for SynRetransmit {
 
 impl SynRetransmit {
     /// A connection that began with a captured SYN ended (or the capture did).
-    fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState) {
+    fn on_conn(&mut self, client: SocketAddr, server: SocketAddr, st: &SynState, refused: bool) {
         let Some(first) = st.first_syn else {
             return;
         };
@@ -124,6 +140,20 @@ impl SynRetransmit {
             self.idle += 1;
             if self.idle_examples.len() < MAX_EXAMPLES {
                 self.idle_examples.push(Example {
+                    client,
+                    server,
+                    st: *st,
+                });
+            }
+            return;
+        }
+        if st.syns > 1 && st.synacks == 0 && st.done.is_none() && !refused {
+            self.unopened += 1;
+            self.unopened_max_syns = self.unopened_max_syns.max(st.syns);
+            let last = st.last_syn.unwrap_or(first);
+            self.unopened_max_span_ns = self.unopened_max_span_ns.max(last.ts_ns - first.ts_ns);
+            if self.unopened_examples.len() < MAX_EXAMPLES {
+                self.unopened_examples.push(Example {
                     client,
                     server,
                     st: *st,
@@ -158,6 +188,10 @@ impl SynRetransmit {
     }
 
     fn report(&self, t0_ns: i64, out: &mut Vec<Finding>) {
+        if self.affected == 0 && self.unopened > 0 {
+            out.push(self.unopened_finding(t0_ns));
+            return;
+        }
         if self.affected == 0 {
             if self.unanswered > 0 || self.idle > 0 {
                 out.push(self.unanswered_finding(t0_ns));
@@ -173,7 +207,11 @@ impl SynRetransmit {
             .then(|| (self.affected as f64 / self.requests as f64).min(1.0));
         let worst = self.delay.as_ref().map_or(0.0, Hist::max_ms);
         // A setup delay is at least a second; the worst one counts with the typical one.
-        let severity = if fraction >= 0.05 && (added >= 500.0 || worst >= WORST_CRITICAL_MS) {
+        // Connects that failed outright weigh as much as a long delay.
+        let failed = self.unopened as f64 / self.handshakes.max(1) as f64;
+        let severity = if (fraction >= 0.05 && (added >= 500.0 || worst >= WORST_CRITICAL_MS))
+            || failed >= 0.05
+        {
             Severity::Critical
         } else {
             Severity::Warning
@@ -208,6 +246,9 @@ impl SynRetransmit {
                 }
             ),
         );
+        if self.unopened > 0 {
+            f.summary.push_str(&format!("; {}", self.unopened_words()));
+        }
         f.confidence = 0.95;
         f.impact.added_latency_ms = Some(added);
         f.impact.affected_fraction = Some(requests_share.unwrap_or(fraction));
@@ -240,43 +281,117 @@ impl SynRetransmit {
                  look for a firewall or rate limit dropping SYNs, or loss on the path."
             .to_string();
         f.evidence = evidence(&self.examples, t0_ns);
-        if !self.listen.is_empty() {
-            let counts: Vec<String> = self
-                .listen
-                .iter()
-                .map(|d| format!("{} +{}", d.name, d.change()))
-                .collect();
-            f.side = Side::Host;
-            f.confidence = 0.98;
-            f.summary.push_str(&format!(
-                ": the server's listen queue overflowed ({})",
-                counts.join(", ")
-            ));
-            f.explanation.push_str(
-                " The kernel's listen-queue counters grew during the run: the listener's accept \
-                 queue was full, so its host dropped handshakes until the application accepted.",
-            );
-            f.fix = "The server's listen queue overflowed: accept faster (more workers, a \
-                     non-blocking accept loop) or raise the backlog (the listen() argument, e.g. \
-                     nginx `listen ... backlog=N`, and net.core.somaxconn); watch `ss -ltn` \
-                     (Recv-Q against Send-Q) and `nstat -az TcpExtListenOverflows`."
-                .to_string();
-            f.evidence
-                .extend(self.listen.iter().map(|d| Evidence::Counter {
-                    name: d.name.clone(),
-                    before: d.before,
-                    after: d.after,
-                    note: format!(
-                        "+{} during the run: the listener dropped handshakes",
-                        d.change()
-                    ),
-                }));
-        }
+        f.evidence.extend(
+            evidence(&self.unopened_examples, t0_ns)
+                .into_iter()
+                .take(MAX_EXAMPLES.saturating_sub(f.evidence.len())),
+        );
+        self.attribute_listen(&mut f);
         out.push(f);
     }
 }
 
 impl SynRetransmit {
+    /// "N more connections never opened: ..." (the unopened connections, in words).
+    fn unopened_words(&self) -> String {
+        format!(
+            "{} more connection(s) never opened: no answer to any of their SYNs (up to {} SYNs \
+             over {:.1} s)",
+            self.unopened,
+            self.unopened_max_syns,
+            ms(self.unopened_max_span_ns) / 1000.0
+        )
+    }
+
+    /// Only connects that got no answer to any SYN: failed connects, not a delayed setup (no
+    /// request waited on them; they never opened).
+    /// With the kernel's listen-queue counters grown during the run, the repeats (or the
+    /// unanswered SYNs) are the server host's listen queue: side host, counters as evidence.
+    fn attribute_listen(&self, f: &mut Finding) {
+        if self.listen.is_empty() {
+            return;
+        }
+        let counts: Vec<String> = self
+            .listen
+            .iter()
+            .map(|d| format!("{} +{}", d.name, d.change()))
+            .collect();
+        f.side = Side::Host;
+        f.confidence = 0.98;
+        f.summary.push_str(&format!(
+            ": the server's listen queue overflowed ({})",
+            counts.join(", ")
+        ));
+        f.explanation.push_str(
+            " The kernel's listen-queue counters grew during the run: the listener's accept \
+             queue was full, so its host dropped handshakes until the application accepted.",
+        );
+        f.fix = "The server's listen queue overflowed: accept faster (more workers, a \
+                 non-blocking accept loop) or raise the backlog (the listen() argument, e.g. \
+                 nginx `listen ... backlog=N`, and net.core.somaxconn); watch `ss -ltn` \
+                 (Recv-Q against Send-Q) and `nstat -az TcpExtListenOverflows`."
+            .to_string();
+        f.evidence
+            .extend(self.listen.iter().map(|d| Evidence::Counter {
+                name: d.name.clone(),
+                before: d.before,
+                after: d.after,
+                note: format!(
+                    "+{} during the run: the listener dropped handshakes",
+                    d.change()
+                ),
+            }));
+    }
+
+    fn unopened_finding(&self, t0_ns: i64) -> Finding {
+        let n = self.unopened;
+        let fraction = (n as f64 / self.handshakes.max(1) as f64).min(1.0);
+        let severity = if fraction >= 0.05 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let mut f = Finding::new(
+            FindingId::SynRetransmit,
+            severity,
+            Side::Server,
+            format!(
+                "Connection attempts failed on {n} of {} connections: no answer to any SYN (the \
+                 client sent up to {} SYNs over {:.1} s); they never opened",
+                self.handshakes,
+                self.unopened_max_syns,
+                ms(self.unopened_max_span_ns) / 1000.0
+            ),
+        );
+        // The SYNs left; whether the server's host, a firewall or the path dropped them (or
+        // the answers), the packets alone cannot tell.
+        f.confidence = 0.7;
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = format!(
+            "Opening a TCP connection takes a SYN, a SYN/ACK and an ACK. On these {n} \
+             connections the client sent its SYN and repeated it on its timer (every second on recent Linux, else 1 s then \
+             doubling), and nothing came back: no SYN/ACK and no reset. The connections never \
+             opened, so no request on them was slowed: they failed. The time from the first SYN \
+             to the last is how long the client kept trying, not a delay. Nothing answering at \
+             all means the SYNs (or the answers) were dropped: the server's host is down or \
+             unreachable, a firewall drops them silently, or the path loses them; a server \
+             whose listen queue is full drops SYNs too. A port with nothing listening would \
+             have answered with a reset."
+        );
+        f.fix = "Check that the server's address is reachable from the client (`ping`, \
+                 `netdoctor trace`), that it listens on the port (`ss -ltn` on the server), and \
+                 that no firewall on the way drops the SYNs silently; then the listen queue \
+                 (`nstat TcpExtListenOverflows TcpExtListenDrops`)."
+            .to_string();
+        if self.idle > 0 {
+            f.explanation
+                .push_str(&format!(" Not counted either: {}.", self.idle_clause()));
+        }
+        f.evidence = evidence(&self.unopened_examples, t0_ns);
+        self.attribute_listen(&mut f);
+        f
+    }
+
     /// Only SYN/ACKs repeated to clients that never answered: an `info` on the client's side,
     /// with no added latency (nobody waited on these handshakes).
     fn unanswered_finding(&self, t0_ns: i64) -> Finding {

@@ -60,6 +60,24 @@ pub struct Episode {
     /// The capture (or the connection) ended before the receiver acknowledged the
     /// retransmitted data: the stall lasted at least until the last retransmission.
     pub unacked: bool,
+    /// Retransmissions sent by the sender's timer (silence ≥ [`RTO_MIN_NS`] before them, no
+    /// loss signal): how often the timer fired.
+    pub timer_retx: u32,
+    /// Sequence number of the first retransmitted segment, and how many times a segment
+    /// starting there was resent (the most any one segment was resent, in practice: the
+    /// timer resends the oldest unacknowledged segment each time).
+    head_seq: u32,
+    pub head_resends: u32,
+    /// The receiver's last packet (an ACK, also a duplicate, data, a reset) while the episode
+    /// was open, and the
+    /// first timer-driven retransmission: a receiver that answered nothing after the timer
+    /// began firing went silent (or the capture stopped seeing it).
+    pub peer_last_ns: Option<i64>,
+    pub first_timer_ns: Option<i64>,
+    /// The capture point was near the receiver of the retransmitted data (from the
+    /// handshake, set by the analyzer; `None` without one): what the capture shows arriving
+    /// reached the receiver's host.
+    pub near_receiver: Option<bool>,
 }
 
 impl Episode {
@@ -80,6 +98,12 @@ impl Episode {
             acked_at_start: None,
             setup: false,
             unacked: false,
+            timer_retx: u32::from(silence >= RTO_MIN_NS),
+            head_seq: 0,
+            head_resends: retx,
+            peer_last_ns: None,
+            first_timer_ns: (silence >= RTO_MIN_NS).then_some(first.ts_ns),
+            near_receiver: None,
         }
     }
 
@@ -96,6 +120,20 @@ impl Episode {
     }
     pub fn is_spurious(&self) -> bool {
         self.spurious >= self.retx
+    }
+    /// Minimum timer retransmissions, none answered, for [`Episode::peer_silent`].
+    pub const SILENT_TIMER_RETX: u32 = 3;
+    /// The receiver went silent: the episode was never acknowledged, the sender's timer fired
+    /// at least [`Episode::SILENT_TIMER_RETX`] times (0.2 + 0.4 + 0.8 s at least, with the
+    /// usual doubling), and the receiver sent no ACK at all from the first of those on, though
+    /// it had acknowledged this direction's data before (its direction was captured).
+    pub fn peer_silent(&self) -> bool {
+        self.unacked
+            && self.acked_at_start.is_some()
+            && self.timer_retx >= Self::SILENT_TIMER_RETX
+            && self
+                .first_timer_ns
+                .is_some_and(|t| self.peer_last_ns.is_none_or(|a| a < t))
     }
 }
 
@@ -254,6 +292,11 @@ impl LossDir {
                 e.retx += 1;
                 e.spurious += u32::from(spurious);
                 e.last = pkt;
+                e.timer_retx += u32::from(timeout);
+                if timeout && e.first_timer_ns.is_none() {
+                    e.first_timer_ns = Some(pkt.ts_ns);
+                }
+                e.head_resends += u32::from(seq == e.head_seq);
                 if timeout && !e.timeout {
                     e.timeout = true;
                     e.rto_ns = silence;
@@ -273,6 +316,12 @@ impl LossDir {
                     acked_at_start: acked,
                     setup: false,
                     unacked: false,
+                    timer_retx: u32::from(timeout),
+                    head_seq: seq,
+                    head_resends: 1,
+                    peer_last_ns: None,
+                    first_timer_ns: timeout.then_some(pkt.ts_ns),
+                    near_receiver: None,
                 });
             }
         }
@@ -411,6 +460,13 @@ impl LossDir {
             self.episode = None;
         }
         news
+    }
+
+    /// The receiver of this direction's data sent a packet (any: an ACK, data, a reset).
+    pub(crate) fn on_peer_packet(&mut self, ts_ns: i64) {
+        if let Some(e) = self.episode.as_mut() {
+            e.peer_last_ns = Some(ts_ns);
+        }
     }
 
     /// The connection ended or the capture did: an episode still open ends here.

@@ -84,4 +84,13 @@ impl SynState {
                 (Some(_), None) => false,
             }
     }
+    /// The capture point was near the client: its own leg of the handshake (SYN → SYN/ACK
+    /// near the client, SYN/ACK → ACK near the server) was the longer one. `None` without a
+    /// complete handshake.
+    pub fn near_client(&self) -> Option<bool> {
+        match (self.last_syn, self.last_synack, self.done) {
+            (Some(a), Some(b), Some(d)) => Some(b.ts_ns - a.ts_ns >= d.ts_ns - b.ts_ns),
+            _ => None,
+        }
+    }
 }

@@ -76,9 +76,13 @@ retransmission_timeout-fix = 找出丢包的位置（`nstat -az TcpExtTCPTimeout
 ## syn_retransmit
 
 # $side 为 client：服务端向从未回应的客户端重传 SYN/ACK（端口扫描、伪造源地址的 SYN 洪泛），没有人在等这些握手。
+# 没有 $latency（has_latency 为 no）：SYN 从未得到回应，连接没有建立（失败，而不是变慢）。
 syn_retransmit-summary = { $side ->
     [client] 服务端重传了 SYN/ACK，而这些连接的客户端从未回应（没有 ACK，也没有数据）：没有人在等这些握手
-   *[other] SYN 重传拖慢了连接建立：{ common-impact }
+   *[other] { $has_latency ->
+        [yes] SYN 重传拖慢了连接建立：{ common-impact }
+       *[no] 连接尝试失败：客户端重传的 SYN 没有得到任何回应（没有 SYN/ACK，也没有 RST），连接从未建立：{ common-impact }
+    }
 }
 syn_retransmit-explanation = { $side ->
     [client] 服务端会一直重传 SYN/ACK，直到收到客户端的 ACK。这些连接的客户端发出 SYN 之后就再没有任何动静：没有回应任何一个 SYN/ACK，也没有发送请求。真正的客户端即使 ACK 丢了，也会回应下一个 SYN/ACK 或发出请求；从不回应的是端口扫描（SYN 扫描不发 ACK）、伪造源地址的 SYN 洪泛，或者已经离开、失去回程路由的客户端。服务端的做法没有问题，也没有握手因此变慢。
