@@ -51,6 +51,7 @@ use crate::observation::{CounterDelta, Observation};
 use crate::stats::Hist;
 pub use crate::track::loss::{Episode, REACT_RTT_DIV, RTO_MIN_NS};
 
+mod arrived;
 mod silent;
 pub use silent::SILENT_PEER_MARK;
 
@@ -93,6 +94,8 @@ pub struct Loss {
     /// Timeout episodes whose receiver went silent ([`Episode::peer_silent`]), also counted
     /// in `timeout` (stalls are charged per exchange, whatever the episode).
     silent: silent::SilentAgg,
+    /// Episodes of the server's data whose original the capture saw arrive at the client.
+    arrived: arrived::ArrivedAgg,
     spurious_episodes: u64,
     /// Listen-queue counters that grew during the run (`TcpExt.ListenOverflows`,
     /// `TcpExt.ListenDrops`).
@@ -140,6 +143,7 @@ impl Detector for Loss {
             Event::Observed(Observation::Counters(deltas)) => {
                 self.listen = listen_drops(deltas);
             }
+            Event::Observed(Observation::RunConfig { .. }) => self.arrived.capture_at_client = true,
             _ => {}
         }
     }
@@ -165,6 +169,7 @@ impl Loss {
         if ep.timeout && ep.peer_silent() {
             self.silent.on_episode(client, server, ep);
         }
+        self.arrived.on_episode(client, server, &ep);
         let k = if ep.timeout {
             &mut self.timeout
         } else {
@@ -213,6 +218,7 @@ impl Loss {
         if self.timeout.episodes > 0 {
             let mut f = self.finding(true, exchanges, data_segments, latency_p50_ms, t0_ns);
             self.silent.retell(&self.timeout, &mut f, t0_ns);
+            self.arrived.retell(self.timeout.episodes, &mut f);
             out.push(f);
         }
     }

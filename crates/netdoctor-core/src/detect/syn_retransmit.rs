@@ -88,6 +88,16 @@ pub struct SynRetransmit {
     unopened_max_syns: u16,
     unopened_max_span_ns: i64,
     unopened_examples: Vec<Example>,
+    /// Connections whose client repeated its SYN after the capture had seen the server's
+    /// SYN/ACK to it: the server answered; the answer was lost after the capture point.
+    synack_not_taken: u64,
+    /// Of those, the ones between two addresses of one host (loopback, or the same address).
+    synack_not_taken_local: u64,
+    /// The fastest SYN → SYN/ACK the capture saw on those, ns.
+    synack_answer_ns: Option<i64>,
+    /// netdoctor's own load ran ([`Observation::RunConfig`]): the capture was taken in the
+    /// client's namespace, on its interface, before its firewall and its TCP.
+    capture_at_client: bool,
 }
 
 impl Detector for SynRetransmit {
@@ -106,6 +116,7 @@ impl Detector for SynRetransmit {
                 self.on_conn(c.ends.client, c.ends.server, &c.syn, refused)
             }
             Event::Observed(Observation::Counters(deltas)) => self.listen = listen_drops(deltas),
+            Event::Observed(Observation::RunConfig { .. }) => self.capture_at_client = true,
             _ => {}
         }
     }
@@ -163,6 +174,18 @@ impl SynRetransmit {
         }
         self.affected += 1;
         self.syn_repeated += u64::from(st.syns > 1);
+        // The server's SYN/ACK was captured between the first SYN and a repeat of it.
+        if let (Some(sa), Some(last)) = (st.first_synack, st.last_syn)
+            && st.syns > 1
+            && sa.ts_ns >= first.ts_ns
+            && last.ts_ns > sa.ts_ns
+        {
+            self.synack_not_taken += 1;
+            let local = client.ip().is_loopback() || client.ip() == server.ip();
+            self.synack_not_taken_local += u64::from(local);
+            let answer = sa.ts_ns - first.ts_ns;
+            self.synack_answer_ns = Some(self.synack_answer_ns.map_or(answer, |a| a.min(answer)));
+        }
         self.synack_repeated += u64::from(st.synacks > 1);
         let end = match st.done {
             Some(d) => d,
@@ -216,7 +239,18 @@ impl SynRetransmit {
         } else {
             Severity::Warning
         };
+        let lost_where =
+            if self.capture_at_client && self.synack_not_taken_local * 2 < self.synack_not_taken {
+                "on the client's host"
+            } else {
+                "after the capture point"
+            };
         let what = match (self.syn_repeated, self.synack_repeated) {
+            (n, _) if self.all_answered() => format!(
+                "the server answered within {} but the client repeated its SYN on {n}: the \
+                 SYN/ACK was lost {lost_where}",
+                self.answer_ms()
+            ),
             (0, _) => format!(
                 "the server had to repeat its SYN/ACK on {}",
                 self.synack_repeated
@@ -286,6 +320,7 @@ impl SynRetransmit {
                 .into_iter()
                 .take(MAX_EXAMPLES.saturating_sub(f.evidence.len())),
         );
+        self.answered_but_not_taken(&mut f);
         self.attribute_listen(&mut f);
         out.push(f);
     }
@@ -390,6 +425,75 @@ impl SynRetransmit {
         f.evidence = evidence(&self.unopened_examples, t0_ns);
         self.attribute_listen(&mut f);
         f
+    }
+
+    /// The client repeated its SYN although the capture saw the server answer the first one:
+    /// not a server that did not answer. With every repeated SYN of that kind, the side is
+    /// where the SYN/ACK was lost: on the client's own host when the capture was taken there
+    /// (netdoctor's load; an INPUT rule, conntrack, a bad checksum), on one host when both
+    /// ends share it, else after the capture point on the way to the client (the network).
+    /// Mixed with SYNs that got no answer, the sentence says how many were answered.
+    fn answer_ms(&self) -> String {
+        format!("{:.2} ms", ms(self.synack_answer_ns.unwrap_or(0)))
+    }
+
+    /// Every repeated SYN had its SYN/ACK captured first.
+    fn all_answered(&self) -> bool {
+        self.synack_not_taken > 0 && self.synack_not_taken == self.syn_repeated
+    }
+
+    fn answered_but_not_taken(&self, f: &mut Finding) {
+        let n = self.synack_not_taken;
+        if n == 0 {
+            return;
+        }
+        let answer = self.answer_ms();
+        if n < self.syn_repeated {
+            f.explanation.push_str(&format!(
+                " On {n} of the {} connections whose SYN was repeated, the capture saw the \
+                 server's SYN/ACK (within {answer}) before the client repeated its SYN: those \
+                 answers were lost after the capture point, on the way to the client's TCP.",
+                self.syn_repeated
+            ));
+            return;
+        }
+        let local = self.synack_not_taken_local * 2 >= n;
+        let (side, where_) = if local {
+            (Side::Host, "inside this host, between the two ends")
+        } else if self.capture_at_client {
+            (
+                Side::Client,
+                "on the client's host after it arrived (the capture runs on the client's \
+                 interface, before its firewall and its TCP)",
+            )
+        } else {
+            (
+                Side::Network,
+                "after the capture point, on the way to the client or on the client's host",
+            )
+        };
+        f.side = side;
+        f.explanation = format!(
+            "Opening a TCP connection takes a SYN, a SYN/ACK and an ACK. Here the capture saw \
+             the server answer every first SYN with its SYN/ACK (within {answer}), and still the \
+             client repeated its SYN a second or more later, as a client does when no SYN/ACK \
+             reached its TCP. So the server did answer: its SYN/ACK was dropped {where_}. The \
+             setup waited for the client's SYN timer (1 s, then every second on recent Linux) \
+             on {n} connections."
+        );
+        f.fix = if side == Side::Client {
+            "Look at the client's host: firewall rules that drop incoming packets (`iptables -S`, \
+             `nft list ruleset`: INPUT, conntrack INVALID), reverse-path filtering \
+             (`rp_filter`), checksum errors (`nstat -az TcpInCsumErrors`) and the kernel's drop \
+             reasons there (`perf trace -e skb:kfree_skb`, or `netdoctor diagnose` with eBPF \
+             from the client's namespace). The server and its listen queue are not the cause."
+                .to_string()
+        } else {
+            "The server answered; find where its SYN/ACK was lost: capture on the client's host \
+             too (was it received there?), then look for a firewall or rate limit on the way \
+             back to the client, or on the client's host."
+                .to_string()
+        };
     }
 
     /// Only SYN/ACKs repeated to clients that never answered: an `info` on the client's side,

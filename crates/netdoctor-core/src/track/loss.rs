@@ -78,6 +78,11 @@ pub struct Episode {
     /// handshake, set by the analyzer; `None` without one): what the capture shows arriving
     /// reached the receiver's host.
     pub near_receiver: Option<bool>,
+    /// The first retransmission repeated bytes the capture had already seen (not a hole) and
+    /// the receiver had not acknowledged, cumulatively or by SACK: the original passed the
+    /// capture point and the receiver never said it had it. Set only for a retransmission
+    /// the receiver signalled (duplicate ACKs, SACK) or the sender's timer sent.
+    pub original_seen: bool,
 }
 
 impl Episode {
@@ -104,6 +109,7 @@ impl Episode {
             peer_last_ns: None,
             first_timer_ns: (silence >= RTO_MIN_NS).then_some(first.ts_ns),
             near_receiver: None,
+            original_seen: false,
         }
     }
 
@@ -200,6 +206,11 @@ pub(crate) struct LossDir {
     signal_ts: Option<i64>,
     /// The receiver's last ACK number and when it came (any ACK).
     last_ack: Option<(u32, i64)>,
+    /// The SACK blocks above the cumulative ACK of the receiver's last ACK that had any
+    /// (cleared when the cumulative ACK advances): a retransmission inside one resends data
+    /// the receiver has.
+    sack_blocks: [(u32, u32); 4],
+    n_sack_blocks: u8,
 }
 
 impl LossDir {
@@ -263,6 +274,9 @@ impl LossDir {
             }
         }
         let spurious = acked.is_some_and(|a| seq_ge(a, end));
+        let sacked = self.sack_blocks[..usize::from(self.n_sack_blocks)]
+            .iter()
+            .any(|&(l, r)| seq_ge(seq, l) && seq_ge(r, end));
         if spurious {
             self.spurious_range = Some((seq, end));
         }
@@ -322,6 +336,12 @@ impl LossDir {
                     peer_last_ns: None,
                     first_timer_ns: timeout.then_some(pkt.ts_ns),
                     near_receiver: None,
+                    // Only where the sender had a reason: the receiver's signal or the timer (a
+                    // tail-loss probe or RACK resend may just precede a delayed ACK).
+                    original_seen: filled.is_none()
+                        && !spurious
+                        && !sacked
+                        && matches!(class, RetxClass::Fast | RetxClass::Timeout),
                 });
             }
         }
@@ -444,6 +464,7 @@ impl LossDir {
             self.dupacks = 0;
             self.sacked = false;
             self.signal_ts = None;
+            self.n_sack_blocks = 0;
         } else if pure && seq_gt(nxt, ack) {
             news.dup = true;
             self.dupacks += 1;
@@ -452,6 +473,11 @@ impl LossDir {
         if !news.dsack && sack.iter().any(|&(l, _)| seq_gt(l, ack)) {
             self.sacked = true;
             self.signal_ts = Some(ts_ns);
+            self.n_sack_blocks = 0;
+            for &b in sack.iter().filter(|&&(l, _)| seq_gt(l, ack)).take(4) {
+                self.sack_blocks[usize::from(self.n_sack_blocks)] = b;
+                self.n_sack_blocks += 1;
+            }
         }
         if let Some(e) = self.episode
             && seq_ge(ack, e.recover)
