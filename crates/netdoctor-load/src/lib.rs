@@ -58,6 +58,7 @@ mod connect;
 mod distribution;
 pub mod h2;
 pub mod http;
+mod pinning;
 mod result;
 pub mod target;
 mod timeline;
@@ -74,6 +75,7 @@ pub use distribution::{LatencyBucket, QuantilePoint};
 /// The errno's symbolic name; kept here for callers of the load crate (see
 /// `netdoctor_sys::os_error`).
 pub use netdoctor_sys::os_error::errno_name;
+pub use pinning::{BUSY_TO_PIN, Pinning, busy_cpus};
 use result::percentiles;
 pub use result::{ErrorCounts, H2Result, LoadResult};
 pub use timeline::TimelinePoint;
@@ -164,8 +166,9 @@ pub struct LoadConfig {
     /// as one gRPC message) and the `grpc-status` trailer decides success. Implies HTTP/2.
     pub grpc: bool,
     /// Whether load thread `i` is pinned to the `i`-th CPU this process may use (default
-    /// [`Pinning::Auto`]: when the threads are exactly as many as those CPUs). A failed pin is
-    /// ignored (the thread runs unpinned).
+    /// [`Pinning::Auto`]: when the threads are exactly as many as those CPUs and other work
+    /// already keeps them busy; see [`Pinning::resolve`]). A failed pin is ignored (the thread
+    /// runs unpinned).
     pub pinning: Pinning,
     /// Give the load threads the `SCHED_BATCH` policy (default true; `--no-batch-sched`):
     /// a response then does not make its thread preempt the task on its CPU (on loopback, the
@@ -192,44 +195,6 @@ pub struct LoadConfig {
 /// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] (never
 /// lower than the one they were started with).
 pub const BATCH_NICE: i32 = 5;
-
-/// Pinning the load threads to CPUs (`--pin-threads` / `--no-pin-threads`).
-///
-/// Why: on loopback (and any local server) a response wakes the client thread with a
-/// synchronous wake-up from the server's CPU, and the scheduler's wake-affine placement moves
-/// the woken thread there. With another process busy on the other CPUs, both load threads and
-/// the server end up sharing one CPU most of the time (sampled `psr` on the shared 2-core
-/// machine: 75–85 % of samples, the same for wrk), so `-t 2` runs like `-t 1`. A pinned thread
-/// per CPU keeps the threads on the CPUs they were asked to use. See bench/README.md.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Pinning {
-    /// Pin when there are at least 2 threads and exactly as many as allowed CPUs: each CPU
-    /// gets one thread, so no CPU is taken from the process as a whole, the threads only stop
-    /// stacking. With fewer threads the scheduler keeps choosing (it may know idle CPUs this
-    /// run does not); with more, pinned threads could not even out.
-    #[default]
-    Auto,
-    /// Thread `i` on the `i`-th allowed CPU, modulo their count, whatever the counts.
-    Always,
-    /// The scheduler places the threads.
-    Never,
-}
-
-impl Pinning {
-    /// The CPU of each of `threads` load threads, given the CPUs the process may use (empty:
-    /// no pinning).
-    pub fn cpus(self, threads: usize, allowed: &[usize]) -> Vec<usize> {
-        let pin = match self {
-            Pinning::Never => false,
-            Pinning::Always => true,
-            Pinning::Auto => threads >= 2 && threads == allowed.len(),
-        };
-        if !pin || allowed.is_empty() {
-            return Vec::new();
-        }
-        (0..threads).map(|i| allowed[i % allowed.len()]).collect()
-    }
-}
 
 /// Which HTTP the load speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -399,17 +364,19 @@ pub fn run(
         first += n;
     }
     let shared: Vec<worker::Shared> = workers.iter().map(|w| w.shared()).collect();
+    // Before the clock starts: under `Pinning::Auto` this may sample the CPUs for 200 ms.
+    let cpus = match cfg.pinning {
+        Pinning::Never => Vec::new(),
+        p => {
+            let allowed = netdoctor_sys::affinity::allowed_cpus().unwrap_or_default();
+            p.cpus(threads, &allowed, || {
+                busy_cpus(&allowed, pinning::BUSY_SAMPLE)
+            })
+        }
+    };
     let done = AtomicBool::new(false);
     let start = Instant::now();
     let deadline = start + cfg.duration;
-
-    let cpus = match cfg.pinning {
-        Pinning::Never => Vec::new(),
-        p => p.cpus(
-            threads,
-            &netdoctor_sys::affinity::allowed_cpus().unwrap_or_default(),
-        ),
-    };
     let outcome = std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(threads);
         for (i, w) in workers.into_iter().enumerate() {
@@ -595,29 +562,4 @@ fn h2_spec(cfg: &LoadConfig, protocol: &str) -> Result<worker::h2::H2Spec, LoadE
         streams: cfg.streams,
         grpc: cfg.grpc,
     })
-}
-
-#[cfg(test)]
-mod pinning_tests {
-    use super::Pinning;
-
-    #[test]
-    fn auto_pins_only_one_thread_per_allowed_cpu() {
-        assert_eq!(Pinning::Auto.cpus(2, &[0, 1]), vec![0, 1]);
-        assert_eq!(Pinning::Auto.cpus(2, &[3, 5]), vec![3, 5]);
-        // Fewer threads than CPUs: the scheduler chooses; more: pinned threads could not even out.
-        assert!(Pinning::Auto.cpus(2, &[0, 1, 2, 3]).is_empty());
-        assert!(Pinning::Auto.cpus(4, &[0, 1]).is_empty());
-        // One thread on one CPU: nothing to keep apart.
-        assert!(Pinning::Auto.cpus(1, &[0]).is_empty());
-        assert!(Pinning::Auto.cpus(2, &[]).is_empty());
-    }
-
-    #[test]
-    fn always_wraps_and_never_pins_nothing() {
-        assert_eq!(Pinning::Always.cpus(3, &[0, 1]), vec![0, 1, 0]);
-        assert_eq!(Pinning::Always.cpus(1, &[0, 1, 2, 3]), vec![0]);
-        assert!(Pinning::Always.cpus(2, &[]).is_empty());
-        assert!(Pinning::Never.cpus(2, &[0, 1]).is_empty());
-    }
 }

@@ -7,8 +7,8 @@
 mod common;
 
 use std::io::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::Server;
 use netdoctor_load::{LoadConfig, Pinning, run};
@@ -88,8 +88,38 @@ fn pinned_threads_run_on_one_cpu_each_and_count_the_same() {
     }
 }
 
-/// The default pins one thread per allowed CPU when the threads are as many as those CPUs, and
-/// not when they are fewer; `--no-pin-threads` leaves every thread free to run on all of them.
+/// Keeps one CPU busy (a spinning thread) until dropped, at most 60 s: the default then sees
+/// a busy machine whatever else runs beside the test.
+struct Hog(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Hog {
+    fn start() -> Hog {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let h = std::thread::spawn(move || {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !s.load(Ordering::Relaxed) && std::time::Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        });
+        Hog(stop, Some(h))
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// On a busy machine (a spinning thread keeps one CPU busy) the default pins one thread per
+/// allowed CPU when the threads are as many as those CPUs, and not when they are fewer;
+/// `--no-pin-threads` leaves every thread free to run on all of them. (The quiet machine's
+/// choice, left to the scheduler, is the unit tests' `Pinning::cpus`: no test can make CI
+/// quiet.)
 #[test]
 fn default_pins_one_thread_per_cpu_and_never_leaves_them_free() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -105,6 +135,7 @@ fn default_pins_one_thread_per_cpu_and_never_leaves_them_free() {
         seen.iter()
             .all(|s| s.as_deref().is_some_and(|v| v.contains([',', '-'])))
     };
+    let _hog = Hog::start();
     if allowed.len() <= 8 {
         let seen = cpus_while_running(allowed.len(), Pinning::Auto, true);
         for (i, s) in seen.iter().enumerate() {

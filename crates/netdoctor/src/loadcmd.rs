@@ -57,8 +57,10 @@ pub struct LoadArgs {
     #[arg(short = 't', long, default_value_t = 2, value_parser = positive)]
     pub threads: usize,
     /// Pin thread i to the i-th CPU this process may use, whatever the counts. By default the
-    /// threads are pinned when they are exactly as many as those CPUs (one each), because a
-    /// local server's wake-ups otherwise pull them onto one CPU.
+    /// threads are pinned when they are exactly as many as those CPUs (one each) and other work
+    /// already keeps those CPUs busy (at least half a CPU over 200 ms before the run): a local
+    /// server's wake-ups then pull unpinned threads onto one CPU. On a quiet machine the
+    /// scheduler spreads them better by itself.
     #[arg(long, overrides_with = "no_pin_threads")]
     pub pin_threads: bool,
     /// Leave the load threads to the scheduler (no pinning at all).
@@ -149,6 +151,21 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         (_, true) => Pinning::Never,
         _ => Pinning::Auto,
     };
+    // Decided now (a 200 ms look at the CPUs when the default needs it), so the line below
+    // can say what the run does.
+    let (pinning, busy) = cfg.pinning.resolve(args.threads.min(args.connections));
+    let pin_note = match (cfg.pinning, pinning, busy) {
+        (Pinning::Auto, Pinning::Always, Some(b)) => {
+            format!(", threads pinned one per CPU ({b:.1} CPUs busy before the run)")
+        }
+        (Pinning::Auto, Pinning::Always, None) => ", threads pinned one per CPU".to_string(),
+        (Pinning::Auto, _, Some(b)) => {
+            format!(", threads left to the scheduler ({b:.1} CPUs busy before the run)")
+        }
+        (Pinning::Always, ..) => ", threads pinned (--pin-threads)".to_string(),
+        _ => String::new(),
+    };
+    cfg.pinning = pinning;
     cfg.batch_sched = !args.no_batch_sched;
     cfg.rcvlowat = !args.no_rcvlowat;
     cfg.duration = args.duration;
@@ -179,7 +196,7 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let progress = Progress::new();
     if format == Format::Terminal {
         progress.stage(&format!(
-            "load {addr}: {} connections, {} threads, {:?}{}",
+            "load {addr}: {} connections, {} threads, {:?}{}{pin_note}",
             cfg.connections,
             cfg.threads.min(cfg.connections),
             cfg.duration,

@@ -1,0 +1,219 @@
+//! Pinning the load threads to CPUs (`--pin-threads` / `--no-pin-threads`), and the measure
+//! the default decides on: how busy the CPUs already are ([`busy_cpus`]).
+//!
+//! Why pin: on loopback (and any local server) a response wakes the client thread with a
+//! synchronous wake-up from the server's CPU, and the scheduler's wake-affine placement moves
+//! the woken thread there. With another process busy on the other CPUs, both load threads and
+//! the server end up sharing one CPU most of the time (sampled `psr` on the shared 2-core
+//! machine: 75–85 % of samples, the same for wrk), so `-t 2` runs like `-t 1`. A pinned thread
+//! per CPU keeps the threads on the CPUs they were asked to use.
+//!
+//! Why not always: on a quiet machine nothing takes the other CPU, the scheduler spreads the
+//! threads and the server by itself, and a pinned thread has to wait for the server on "its"
+//! CPU while the other one idles. Measured with nginx on loopback, 2 threads, 100 connections,
+//! quiet 2-core machine (session 9): pinned 0.924× wrk's requests/s with the machine 24 % idle,
+//! unpinned 1.182× with 15 % idle. On the same machine loaded by builds (session 7), pinned was
+//! never worse and up to 1.6× better, and kept a constant-rate run's p99 at 9–19 ms instead
+//! of 43–314 ms. So the default pins only when other work already keeps the CPUs busy.
+
+use std::time::Duration;
+
+/// Pinning the load threads to CPUs (`--pin-threads` / `--no-pin-threads`); see the module
+/// docs for why the default depends on how busy the machine is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Pinning {
+    /// Pin when there are at least 2 threads and exactly as many as allowed CPUs (each CPU
+    /// gets one thread, so no CPU is taken from the process as a whole, the threads only stop
+    /// stacking), and other work already keeps those CPUs at least [`BUSY_TO_PIN`] busy just
+    /// before the run. With fewer threads the scheduler keeps choosing (it may know idle CPUs
+    /// this run does not); with more, pinned threads could not even out; on a quiet machine the
+    /// scheduler spreads them by itself.
+    #[default]
+    Auto,
+    /// Thread `i` on the `i`-th allowed CPU, modulo their count, whatever the counts.
+    Always,
+    /// The scheduler places the threads.
+    Never,
+}
+
+/// [`Pinning::Auto`] pins when the allowed CPUs were busy with other work for at least this
+/// many CPUs' worth of time (e.g. 0.5 = half of one CPU) over the sample before the run.
+pub const BUSY_TO_PIN: f64 = 0.5;
+
+/// How long [`busy_cpus`] samples before a run under [`Pinning::Auto`].
+pub const BUSY_SAMPLE: Duration = Duration::from_millis(200);
+
+impl Pinning {
+    /// The CPU of each of `threads` load threads, given the CPUs the process may use (empty:
+    /// no pinning). `busy` is asked only when [`Pinning::Auto`] would pin by the counts: how
+    /// many of the allowed CPUs other work keeps busy (`None`: unknown, then it pins, as it
+    /// did before the measure existed).
+    pub fn cpus(
+        self,
+        threads: usize,
+        allowed: &[usize],
+        busy: impl FnOnce() -> Option<f64>,
+    ) -> Vec<usize> {
+        let pin = match self {
+            Pinning::Never => false,
+            Pinning::Always => true,
+            Pinning::Auto => {
+                threads >= 2 && threads == allowed.len() && busy().is_none_or(|b| b >= BUSY_TO_PIN)
+            }
+        };
+        if !pin || allowed.is_empty() {
+            return Vec::new();
+        }
+        (0..threads).map(|i| allowed[i % allowed.len()]).collect()
+    }
+
+    /// [`Pinning::Auto`] decided now for `threads` load threads (on the CPUs this thread may
+    /// use): [`Pinning::Always`] or [`Pinning::Never`], with the busy CPUs measured when a
+    /// measure was needed. A caller that wants to say what the run will do resolves first and
+    /// runs with the answer, so the CPUs are sampled once.
+    pub fn resolve(self, threads: usize) -> (Pinning, Option<f64>) {
+        let allowed = netdoctor_sys::affinity::allowed_cpus().unwrap_or_default();
+        let mut busy = None;
+        let cpus = self.cpus(threads, &allowed, || {
+            busy = busy_cpus(&allowed, BUSY_SAMPLE);
+            busy
+        });
+        let decided = if cpus.is_empty() {
+            Pinning::Never
+        } else {
+            Pinning::Always
+        };
+        (decided, busy)
+    }
+}
+
+/// How many of the CPUs `cpus` were busy (not idle, not waiting for I/O) over `span`, in CPUs
+/// (0.0 ..= `cpus.len()`), from two reads of `/proc/stat` (`None` when it cannot be read or
+/// names none of them). Its resolution is the kernel's tick count (USER_HZ, 10 ms): over
+/// 200 ms, 0.05 of a CPU.
+pub fn busy_cpus(cpus: &[usize], span: Duration) -> Option<f64> {
+    let before = read_stat(cpus)?;
+    std::thread::sleep(span);
+    let after = read_stat(cpus)?;
+    busy_between(before, after)
+}
+
+/// (busy ticks, all ticks, CPUs found) summed over the `cpuN` lines of `cpus`.
+fn read_stat(cpus: &[usize]) -> Option<(u64, u64, usize)> {
+    parse_stat(&std::fs::read_to_string("/proc/stat").ok()?, cpus)
+}
+
+fn parse_stat(stat: &str, cpus: &[usize]) -> Option<(u64, u64, usize)> {
+    let (mut busy, mut all, mut found) = (0u64, 0u64, 0usize);
+    for line in stat.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let Some(Ok(n)) = fields.next().map(str::parse::<usize>) else {
+            continue; // the "cpu" total line
+        };
+        if !cpus.contains(&n) {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        let v: Vec<u64> = fields.take(8).filter_map(|f| f.parse().ok()).collect();
+        if v.len() < 5 {
+            continue;
+        }
+        let total: u64 = v.iter().sum();
+        busy += total - v[3] - v[4];
+        all += total;
+        found += 1;
+    }
+    (found > 0).then_some((busy, all, found))
+}
+
+fn busy_between(before: (u64, u64, usize), after: (u64, u64, usize)) -> Option<f64> {
+    if before.2 != after.2 {
+        return None;
+    }
+    let all = after.1.checked_sub(before.1)?;
+    let busy = after.0.checked_sub(before.0)?;
+    if all == 0 {
+        return None;
+    }
+    Some(busy as f64 / all as f64 * after.2 as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUSY: fn() -> Option<f64> = || Some(1.0);
+    const QUIET: fn() -> Option<f64> = || Some(0.1);
+
+    #[test]
+    fn auto_pins_one_thread_per_allowed_cpu_on_a_busy_machine() {
+        assert_eq!(Pinning::Auto.cpus(2, &[0, 1], BUSY), vec![0, 1]);
+        assert_eq!(Pinning::Auto.cpus(2, &[3, 5], BUSY), vec![3, 5]);
+        // Unknown: as before the measure existed.
+        assert_eq!(Pinning::Auto.cpus(2, &[0, 1], || None), vec![0, 1]);
+        // Fewer threads than CPUs: the scheduler chooses; more: pinned threads could not even out.
+        assert!(Pinning::Auto.cpus(2, &[0, 1, 2, 3], BUSY).is_empty());
+        assert!(Pinning::Auto.cpus(4, &[0, 1], BUSY).is_empty());
+        // One thread on one CPU: nothing to keep apart.
+        assert!(Pinning::Auto.cpus(1, &[0], BUSY).is_empty());
+        assert!(Pinning::Auto.cpus(2, &[], BUSY).is_empty());
+    }
+
+    #[test]
+    fn auto_leaves_a_quiet_machine_to_the_scheduler_and_asks_only_when_the_counts_fit() {
+        assert!(Pinning::Auto.cpus(2, &[0, 1], QUIET).is_empty());
+        assert_eq!(
+            Pinning::Auto.cpus(2, &[0, 1], || Some(BUSY_TO_PIN)),
+            vec![0, 1]
+        );
+        let asked = std::cell::Cell::new(false);
+        let busy = || {
+            asked.set(true);
+            Some(2.0)
+        };
+        assert!(Pinning::Auto.cpus(3, &[0, 1], busy).is_empty());
+        assert!(!asked.get(), "measured though the counts rule pinning out");
+    }
+
+    #[test]
+    fn always_wraps_and_never_pins_nothing_whatever_the_machine() {
+        assert_eq!(Pinning::Always.cpus(3, &[0, 1], QUIET), vec![0, 1, 0]);
+        assert_eq!(Pinning::Always.cpus(1, &[0, 1, 2, 3], QUIET), vec![0]);
+        assert!(Pinning::Always.cpus(2, &[], QUIET).is_empty());
+        assert!(Pinning::Never.cpus(2, &[0, 1], BUSY).is_empty());
+    }
+
+    #[test]
+    fn busy_cpus_counts_only_the_allowed_cpus_and_leaves_out_idle_and_iowait() {
+        let a = "cpu  100 0 100 800 0 0 0 0 0 0\n\
+                 cpu0 50 0 50 400 0 0 0 0 0 0\n\
+                 cpu1 50 0 50 400 0 0 0 0 0 0\n\
+                 intr 1 2 3\n";
+        // cpu0 fully busy (user+softirq) over 100 ticks; cpu1 idle and waiting for I/O.
+        let b = "cpu  200 0 100 850 50 0 0 0 0 0\n\
+                 cpu0 140 0 50 400 0 0 10 0 0 0\n\
+                 cpu1 50 0 50 450 50 0 0 0 0 0\n";
+        let both = busy_between(
+            parse_stat(a, &[0, 1]).unwrap(),
+            parse_stat(b, &[0, 1]).unwrap(),
+        );
+        assert_eq!(both, Some(1.0));
+        let only1 = busy_between(parse_stat(a, &[1]).unwrap(), parse_stat(b, &[1]).unwrap());
+        assert_eq!(only1, Some(0.0));
+        assert!(parse_stat(a, &[7]).is_none());
+        assert!(parse_stat("garbage\n", &[0]).is_none());
+    }
+
+    #[test]
+    fn busy_cpus_reads_this_machine() {
+        let cpus = netdoctor_sys::affinity::allowed_cpus().unwrap();
+        let b = busy_cpus(&cpus, Duration::from_millis(50)).expect("/proc/stat readable");
+        assert!(
+            (0.0..=cpus.len() as f64 + 1e-9).contains(&b),
+            "{b} busy of {cpus:?}"
+        );
+    }
+}
