@@ -371,8 +371,10 @@ fn finding(
     f
 }
 
-/// The evidence of a transfer's finding: its first packet and `example`, with `note`.
+/// The evidence of a transfer's finding: its first packet and `example` (once, when the
+/// example is the first packet), with `note`.
 fn packets(t: &BulkTransfer, example: Option<Pkt>, note: String) -> Evidence {
+    let example = example.filter(|e| t.first.is_none_or(|f| f.frame != e.frame));
     Evidence::Packets {
         connection: t.connection.clone(),
         packets: [t.first, example]
