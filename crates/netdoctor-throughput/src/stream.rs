@@ -65,10 +65,11 @@ pub struct Counters {
     pub jitter_bits: AtomicU64,
     /// Datagrams received (UDP receiver), for the packet-rate view.
     pub datagrams: AtomicU64,
-    /// TCP sender: the writer thread's nanoseconds on a CPU and waiting for one (from
-    /// `/proc/thread-self/schedstat`, updated every 100 ms). The rest of the wall time it slept:
-    /// an unthrottled writer sleeps only in `write()` waiting for send-buffer space, the
-    /// send-buffer finding's evidence.
+    /// TCP sender: the writing thread's nanoseconds on a CPU and waiting for one (from
+    /// `/proc/thread-self/schedstat`, updated every 100 ms; the thread a group of streams
+    /// shares, see [`crate::tcp_group`]). The rest of the wall time it slept: an unthrottled
+    /// writer sleeps only in `poll` waiting for send-buffer space, the send-buffer finding's
+    /// evidence.
     pub run_ns: AtomicU64,
     pub runq_ns: AtomicU64,
     /// TCP sender: what the writer's own `TCP_INFO` reads (every [`SCHED_EVERY`]) saw since
