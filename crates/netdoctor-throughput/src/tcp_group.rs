@@ -228,24 +228,12 @@ fn record(members: &mut [Member], tcp_info: bool) {
 fn send_burst(m: &mut Member, buf: &[u8], start: Instant) {
     for _ in 0..BURST {
         let want = buf.len() - m.off;
-        match (&m.sock).write(&buf[m.off..]) {
-            Ok(0) => {
-                m.ended = true;
-                return;
-            }
-            Ok(n) => {
-                let sent = m.c.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
-                m.off = (m.off + n) % buf.len();
-                if n < want || stream::ahead_by(start, sent, m.plan.rate).is_some() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            Err(_) => {
-                m.ended = true;
-                return;
-            }
+        let r = (&m.sock).write(&buf[m.off..]);
+        let Some(n) = moved(m, r) else { return };
+        let sent = m.c.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        m.off = (m.off + n) % buf.len();
+        if n < want || stream::ahead_by(start, sent, m.plan.rate).is_some() {
+            return;
         }
     }
 }
@@ -253,25 +241,32 @@ fn send_burst(m: &mut Member, buf: &[u8], start: Instant) {
 /// Up to [`BURST`] reads on a readable stream, until its queue is empty.
 fn recv_burst(m: &mut Member, buf: &mut [u8], counting: &AtomicBool) {
     for _ in 0..BURST {
-        match (&m.sock).read(buf) {
-            Ok(0) => {
-                m.ended = true;
-                return;
-            }
-            Ok(n) => {
-                if counting.load(Ordering::Relaxed) {
-                    m.c.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                }
-                if n < buf.len() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            Err(_) => {
-                m.ended = true;
-                return;
-            }
+        let r = (&m.sock).read(buf);
+        let Some(n) = moved(m, r) else { return };
+        if counting.load(Ordering::Relaxed) {
+            m.c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        if n < buf.len() {
+            return;
+        }
+    }
+}
+
+/// What one read or write did: `Some(bytes)` to go on (0 after an interrupted call, which
+/// ends the burst as a short one), `None` to end the burst: the socket is full or empty, or
+/// the stream ended (closed by the peer or failed: `m.ended`).
+fn moved(m: &mut Member, r: std::io::Result<usize>) -> Option<usize> {
+    match r {
+        Ok(0) => {
+            m.ended = true;
+            None
+        }
+        Ok(n) => Some(n),
+        Err(e) if e.kind() == ErrorKind::Interrupted => Some(0),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => None,
+        Err(_) => {
+            m.ended = true;
+            None
         }
     }
 }
