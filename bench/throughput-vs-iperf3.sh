@@ -12,7 +12,10 @@
 #        back (all of one tool, then all of the other) instead of alternating. PIN=1 pins every
 #        client to CPU 0 and every server to CPU 1 (taskset), the layout iperf3 3.12's one thread
 #        per side gets on an idle 2-CPU machine, so a difference that comes from where our
-#        threads (one per stream) run shows.
+#        threads run shows. TCP streams share threads (-T: half the CPUs per side, so one per
+#        side on 2 CPUs, like iperf3 3.12); PER_STREAM=1 adds netdoctor with -T P (a thread per
+#        stream, the layout before session 10) as a third tool in every round, with its own
+#        ratios to iperf3.
 #   UDP packet rate, 64-byte payloads, one sending thread: our --pps max (GSO, and --no-gso) vs
 #        iperf3 -u -l 64 -b 0 vs trafgen (veth only), packets/s counted at the receiving interface
 #        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
@@ -65,14 +68,15 @@ run_tcp() {
   if [ "$tool" = iperf3 ]; then
     $srvns iperf3 -s -1 -p $port >/dev/null 2>&1 & PIDS+=($!)
   else
-    $srvns "$ND" throughput --server -1 -p $port -i 0 >/dev/null 2>&1 & PIDS+=($!)
+    local t=(); [ "$tool" = netdoctor-per-stream ] && t=(-T "$p")
+    $srvns "$ND" throughput --server -1 -p $port -i 0 "${t[@]}" >/dev/null 2>&1 & PIDS+=($!)
   fi
   sleep 0.5
   local t0 t1; t0=$(cpu_ticks)
   if [ "$tool" = iperf3 ]; then
     $clins iperf3 -c $host -p $port -t "$T" -P "$p" --json > $out
   else
-    $clins "$ND" throughput $host -p $port -t "$T" -P "$p" -i 0 --json > $out
+    $clins "$ND" throughput $host -p $port -t "$T" -P "$p" -i 0 "${t[@]}" --json > $out
   fi
   t1=$(cpu_ticks)
   wait "${PIDS[-1]}" 2>/dev/null || true
@@ -125,18 +129,20 @@ run_pps() {
 }
 
 echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)${PIN:+, clients pinned to CPU 0 and servers to CPU 1}${ALONE:+, the rounds of each tool back to back}"
-# PPS_ONLY=1: only the packet-rate part.
+# PPS_ONLY=1: only the packet-rate part; NO_PPS=1: only TCP. WHERES="veth loopback" and
+# STREAMS="1 4" choose the TCP cases.
 # ROUNDS=N: N rounds per case, the order alternating each round; the medians of the per-round
 # ratios are printed after them (on a shared machine one round is noise).
 ROUNDS=${ROUNDS:-1}
-for where in $([ -n "${PPS_ONLY:-}" ] || echo veth loopback); do
-  for p in 1 4; do
-    GR=(); CR=(); declare -A SERIES=()
+for where in $([ -n "${PPS_ONLY:-}" ] || echo ${WHERES:-veth loopback}); do
+  for p in ${STREAMS:-1 4}; do
+    GR=(); CR=(); PGR=(); PCR=(); declare -A SERIES=()
+    ps=""; [ -n "${PER_STREAM:-}" ] && ps=netdoctor-per-stream
     if [ -n "${ALONE:-}" ]; then
-      plan=$(for tool in netdoctor iperf3; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
+      plan=$(for tool in netdoctor iperf3 $ps; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
     else
       plan=$(for round in $(seq "$ROUNDS"); do
-        if [ $(( (p + round) % 2 )) = 0 ]; then echo "$round:iperf3 $round:netdoctor"; else echo "$round:netdoctor $round:iperf3"; fi
+        if [ $(( (p + round) % 2 )) = 0 ]; then echo "$round:iperf3 $round:netdoctor ${ps:+$round:$ps}"; else echo "${ps:+$round:$ps} $round:netdoctor $round:iperf3"; fi
       done)
     fi
     declare -A R=()
@@ -151,18 +157,24 @@ for where in $([ -n "${PPS_ONLY:-}" ] || echo veth loopback); do
       read -r ng nc _ <<<"${R[$round:netdoctor]}"; read -r ig ic _ <<<"${R[$round:iperf3]}"
       GR+=("$(python3 -c "print($ng/$ig)")"); CR+=("$(python3 -c "print($nc/$ic)")")
       python3 -c "print(f'tcp $where P=$p round $round ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+      if [ -n "$ps" ]; then
+        read -r pg pc _ <<<"${R[$round:$ps]}"
+        PGR+=("$(python3 -c "print($pg/$ig)")"); PCR+=("$(python3 -c "print($pc/$ic)")")
+      fi
     done
-    for tool in netdoctor iperf3; do
+    for tool in netdoctor iperf3 $ps; do
       python3 -c "
 s=[tuple(map(float,x.split('/'))) for x in '${SERIES[$tool]}'.split()]
 print(f'tcp $where P=$p $tool round by round (Gbit/s/CPU s per GB): ' + ' '.join(f'{g:.2f}/{c:.3f}' for g,c in s) + (f'; last/first Gbit/s {s[-1][0]/s[0][0]:.2f}x, CPU s/GB {s[-1][1]/s[0][1]:.2f}x' if len(s) > 1 else ''))"
     done
     if [ "$ROUNDS" -gt 1 ]; then
       python3 -c "import statistics as s; g=[$(IFS=,; echo "${GR[*]}")]; c=[$(IFS=,; echo "${CR[*]}")]; print(f'tcp $where P=$p median of $ROUNDS rounds netdoctor/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
+      [ -z "$ps" ] || python3 -c "import statistics as s; g=[$(IFS=,; echo "${PGR[*]}")]; c=[$(IFS=,; echo "${PCR[*]}")]; print(f'tcp $where P=$p median of $ROUNDS rounds netdoctor -T $p (a thread per stream)/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
     fi
     unset R SERIES
   done
 done
+[ -z "${NO_PPS:-}" ] || { echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }
 declare -A S=()
 for tool in iperf3 netdoctor netdoctor-no-gso trafgen; do
   if [ $tool = trafgen ] && ! command -v trafgen >/dev/null; then echo "skipped: needs trafgen (apt-get install netsniff-ng)"; continue; fi

@@ -1,5 +1,5 @@
 //! Waiting for one descriptor to become readable, with a timeout (a listener's next
-//! connection, without polling it on a timer).
+//! connection, without polling it on a timer), or for any of several ([`wait_any`]).
 
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -24,4 +24,22 @@ pub fn wait_readable(fd: &impl AsRawFd, timeout: Duration) -> std::io::Result<bo
         return Err(e);
     }
     Ok(n > 0)
+}
+
+/// Waits until one of `fds` has one of its requested events or `timeout` passes (`poll(2)`);
+/// the events that came are in each entry's `revents`. `Ok(n)`: how many entries have events
+/// (0 on timeout or an interrupted wait). With no entries it sleeps for `timeout` (rounded up
+/// to a whole millisecond, so a short wait is not a busy loop).
+pub fn wait_any(fds: &mut [libc::pollfd], timeout: Duration) -> std::io::Result<usize> {
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `fds` is a valid, writable slice of pollfd and we pass its length.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(n as usize)
 }

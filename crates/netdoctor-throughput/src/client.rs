@@ -33,6 +33,8 @@ pub struct ClientConfig {
     /// Report interval; zero: none.
     pub interval: Duration,
     pub connect_timeout: Duration,
+    /// Threads that move this side's TCP streams; `None`: [`crate::tcp_group::threads_for`].
+    pub threads: Option<usize>,
 }
 
 impl Default for ClientConfig {
@@ -50,6 +52,7 @@ impl Default for ClientConfig {
             window: None,
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(5),
+            threads: None,
         }
     }
 }
@@ -228,7 +231,7 @@ pub fn run_client(cfg: &ClientConfig, out: &mut dyn FnMut(&str)) -> Result<Repor
     expect(&mut ctrl, State::TestStart)?;
     expect(&mut ctrl, State::TestRunning)?;
     let mut session =
-        Session::start(socks).map_err(|e| Error::io("start the stream threads", e))?;
+        Session::start(socks, cfg.threads).map_err(|e| Error::io("start the stream threads", e))?;
     let tcp_sender = !cfg.udp && roles.iter().any(|s| *s);
     out(&Report::header(tcp_sender));
 

@@ -1,8 +1,8 @@
 //! netdoctor-throughput: throughput and packet rate.
 //!
 //! - [`client`] and [`server`]: TCP and UDP tests wire-compatible with iperf3 ([`proto`] is the
-//!   control protocol, [`stream`] the data streams, [`session`] one test's streams while they
-//!   run), so the client runs against a stock `iperf3 -s` and `iperf3 -c` runs against the
+//!   control protocol, [`stream`] the data streams, [`tcp_group`] the threads that move a
+//!   side's TCP streams, [`session`] one test's streams while they run), so the client runs against a stock `iperf3 -s` and `iperf3 -c` runs against the
 //!   server. Parallel streams, reverse, bidirectional, a duration and a target bitrate.
 //! - [`report`]: what a test measured, in the shape of iperf3's `--json`; [`text`] its text
 //!   lines and iperf3's units.
@@ -24,6 +24,7 @@ pub mod report;
 pub mod server;
 pub mod session;
 pub mod stream;
+pub mod tcp_group;
 pub mod text;
 
 pub use client::{ClientConfig, run_client};

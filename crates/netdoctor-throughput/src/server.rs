@@ -20,6 +20,9 @@ pub struct ServerConfig {
     /// Receive buffer of accepted data streams (a server with a small `SO_RCVBUF`; `None`: the
     /// system's).
     pub rcvbuf: Option<usize>,
+    /// Threads that move a test's TCP streams on this side; `None`:
+    /// [`crate::tcp_group::threads_for`].
+    pub threads: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -28,6 +31,7 @@ impl Default for ServerConfig {
             bind: SocketAddr::from(([0, 0, 0, 0], proto::DEFAULT_PORT)),
             interval: Duration::from_secs(1),
             rcvbuf: None,
+            threads: None,
         }
     }
 }
@@ -196,8 +200,8 @@ impl Server {
         }
 
         proto::send_state(&mut ctrl, State::TestStart)?;
-        let mut session =
-            Session::start(socks).map_err(|e| Error::io("start the stream threads", e))?;
+        let mut session = Session::start(socks, self.cfg.threads)
+            .map_err(|e| Error::io("start the stream threads", e))?;
         proto::send_state(&mut ctrl, State::TestRunning)?;
         out(&Report::header(false));
 

@@ -37,16 +37,36 @@ pub struct Session {
 }
 
 impl Session {
-    /// Starts one thread per stream.
-    pub fn start(socks: Vec<(StreamPlan, DataSocket)>) -> std::io::Result<Session> {
+    /// Starts the streams: a thread per UDP stream, the TCP streams on a few shared threads
+    /// ([`crate::tcp_group`]; `threads` of them, `None`: its default). The streams keep the
+    /// order given.
+    pub fn start(
+        socks: Vec<(StreamPlan, DataSocket)>,
+        threads: Option<usize>,
+    ) -> std::io::Result<Session> {
         let counting = Arc::new(AtomicBool::new(true));
         let cpu0 = netdoctor_sys::rusage::own_cpu_times();
         let host0 = CpuSnapshot::take();
         let start = Instant::now();
-        let mut streams = Vec::new();
-        for (plan, sock) in socks {
-            streams.push(Running::start(plan, sock, counting.clone())?);
+        let mut slots: Vec<Option<Running>> = Vec::new();
+        let (mut tcp, mut at) = (Vec::new(), Vec::new());
+        for (i, (plan, sock)) in socks.into_iter().enumerate() {
+            match sock {
+                DataSocket::Tcp(s) => {
+                    tcp.push((plan, s));
+                    at.push(i);
+                    slots.push(None);
+                }
+                udp => slots.push(Some(Running::start(plan, udp, counting.clone())?)),
+            }
         }
+        for (i, r) in at
+            .into_iter()
+            .zip(crate::tcp_group::start(tcp, counting.clone(), threads)?)
+        {
+            slots[i] = Some(r);
+        }
+        let streams: Vec<Running> = slots.into_iter().flatten().collect();
         let n = streams.len();
         Ok(Session {
             streams,
@@ -172,6 +192,9 @@ impl Session {
 
     /// Stops the sending threads only (the client does this before TEST_END).
     pub fn stop_senders(&mut self) {
+        for s in self.streams.iter().filter(|s| s.plan.sender) {
+            s.signal_stop();
+        }
         for s in self.streams.iter_mut().filter(|s| s.plan.sender) {
             s.stop();
         }
@@ -181,6 +204,9 @@ impl Session {
     /// iperf3 3.12's client may sit in a blocking read on one until it sees the close).
     pub fn stop_all(&mut self) {
         self.mark_end();
+        for s in &self.streams {
+            s.signal_stop();
+        }
         for s in &mut self.streams {
             s.stop();
             if let Some(t) = s.tcp.take() {
@@ -247,6 +273,16 @@ impl Session {
                 })
                 .collect(),
             netdoctor_cpu: self.host_cpu.as_ref().ok().cloned(),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// Asks every stream to stop at once (each [`Running`] then waits for its own when dropped),
+    /// so streams that share a thread are not waited for one after the other.
+    fn drop(&mut self) {
+        for s in &self.streams {
+            s.signal_stop();
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The data streams: one thread per stream, blocking sockets with short timeouts so a stop flag
-//! ends them within ~100 ms. Counters are atomics the control thread samples every interval.
+//! The data streams. UDP: one thread per stream, blocking sockets with short timeouts so a stop
+//! flag ends them within ~100 ms. TCP: the streams of a side share a few threads
+//! ([`crate::tcp_group`]). Counters are atomics the control thread samples every interval.
 //!
 //! UDP blocks carry iperf3's header: send time (seconds and microseconds, 32-bit big-endian
 //! each) and the packet count (32-bit, or 64-bit when `udp_counters_64bit` was agreed). The
@@ -14,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a blocked read or write waits before the thread looks at its stop flag.
-const POLL: Duration = Duration::from_millis(100);
+pub(crate) const POLL: Duration = Duration::from_millis(100);
 
 /// A connected data socket.
 #[derive(Debug)]
@@ -64,10 +65,11 @@ pub struct Counters {
     pub jitter_bits: AtomicU64,
     /// Datagrams received (UDP receiver), for the packet-rate view.
     pub datagrams: AtomicU64,
-    /// TCP sender: the writer thread's nanoseconds on a CPU and waiting for one (from
-    /// `/proc/thread-self/schedstat`, updated every 100 ms). The rest of the wall time it slept:
-    /// an unthrottled writer sleeps only in `write()` waiting for send-buffer space, the
-    /// send-buffer finding's evidence.
+    /// TCP sender: the writing thread's nanoseconds on a CPU and waiting for one (from
+    /// `/proc/thread-self/schedstat`, updated every 100 ms; the thread a group of streams
+    /// shares, see [`crate::tcp_group`]). The rest of the wall time it slept: an unthrottled
+    /// writer sleeps only in `poll` waiting for send-buffer space, the send-buffer finding's
+    /// evidence.
     pub run_ns: AtomicU64,
     pub runq_ns: AtomicU64,
     /// TCP sender: what the writer's own `TCP_INFO` reads (every [`SCHED_EVERY`]) saw since
@@ -99,7 +101,7 @@ pub struct SubReads {
 /// The previous read of the writer's `TCP_INFO`: when, and the kernel's cumulative
 /// limited times then (µs).
 #[derive(Clone, Copy)]
-struct LastRead {
+pub(crate) struct LastRead {
     at: Instant,
     rwnd_us: u64,
     sndbuf_us: u64,
@@ -150,7 +152,7 @@ impl Counters {
     }
 }
 
-/// A running stream: its plan, counters and thread.
+/// A running stream: its plan, counters and the thread that moves its data.
 #[derive(Debug)]
 pub struct Running {
     pub plan: StreamPlan,
@@ -159,7 +161,18 @@ pub struct Running {
     /// A second handle on a TCP socket, for `TCP_INFO` while the thread owns the first.
     pub tcp: Option<TcpStream>,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    worker: Worker,
+}
+
+/// The thread of a stream: its own (UDP), or one a group of TCP streams shares.
+#[derive(Debug)]
+enum Worker {
+    Own(Option<JoinHandle<()>>),
+    Shared {
+        /// Set by the group's thread once it no longer touches this stream.
+        done: Arc<AtomicBool>,
+        group: Arc<crate::tcp_group::GroupThread>,
+    },
 }
 
 impl Running {
@@ -192,15 +205,53 @@ impl Running {
             counters,
             tcp,
             stop,
-            thread: Some(thread),
+            worker: Worker::Own(Some(thread)),
         })
     }
 
-    /// Asks the thread to end and waits for it.
-    pub fn stop(&mut self) {
+    /// A TCP stream that a group's thread moves (see [`crate::tcp_group`]).
+    pub(crate) fn shared(
+        plan: StreamPlan,
+        tcp: &TcpStream,
+        counters: Arc<Counters>,
+        stop: Arc<AtomicBool>,
+        done: Arc<AtomicBool>,
+        group: Arc<crate::tcp_group::GroupThread>,
+    ) -> std::io::Result<Running> {
+        use std::os::fd::AsRawFd;
+        Ok(Running {
+            plan,
+            fd: tcp.as_raw_fd(),
+            counters,
+            tcp: Some(tcp.try_clone()?),
+            stop,
+            worker: Worker::Shared { done, group },
+        })
+    }
+
+    /// Asks the thread to leave this stream alone, without waiting (so several streams of a
+    /// group can be asked at once, see [`Running::stop`]).
+    pub fn signal_stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+    }
+
+    /// Asks the thread to end (or to drop this stream, when it is a group's) and waits for it.
+    /// After this the stream's counters no longer change.
+    pub fn stop(&mut self) {
+        self.signal_stop();
+        match &mut self.worker {
+            Worker::Own(t) => {
+                if let Some(t) = t.take() {
+                    let _ = t.join();
+                }
+            }
+            Worker::Shared { done, group } => {
+                // The group's thread looks at the flag at least every POLL.
+                while !done.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                group.join_if_finished();
+            }
         }
     }
 }
@@ -214,16 +265,24 @@ impl Drop for Running {
 /// With a target rate: when `sent` bytes are ahead of `rate` bits/s since `start`, sleeps toward
 /// their due time (at most one poll period, so the caller sees its stop flag) and says so.
 fn hold(start: Instant, sent: u64, rate: u64) -> bool {
+    match ahead_by(start, sent, rate) {
+        Some(d) => {
+            std::thread::sleep(d.min(POLL));
+            true
+        }
+        None => false,
+    }
+}
+
+/// With a target rate: how long until `sent` bytes are due at `rate` bits/s since `start`, when
+/// they are ahead of it.
+pub(crate) fn ahead_by(start: Instant, sent: u64, rate: u64) -> Option<Duration> {
     if rate == 0 {
-        return false;
+        return None;
     }
     let due = Duration::from_secs_f64(sent as f64 * 8.0 / rate as f64);
     let now = start.elapsed();
-    if due <= now {
-        return false;
-    }
-    std::thread::sleep((due - now).min(POLL));
-    true
+    (due > now).then(|| due - now)
 }
 
 /// The TCP receiver's read size when the block size is smaller: iperf3's default block, 128 KB.
@@ -232,10 +291,10 @@ fn hold(start: Instant, sent: u64, rate: u64) -> bool {
 /// ~800 KB of cache-cold data per call; `perf record` on a veth, 4 streams, both processes on
 /// one CPU: `_copy_to_iter`+`_copy_from_iter` 0.28–0.36 CPU s/GB with 1 MB reads, 0.24–0.29
 /// with 128 KB (iperf3 0.21–0.23).
-const RECV_AT_MOST: usize = 128 << 10;
+pub(crate) const RECV_AT_MOST: usize = 128 << 10;
 
 /// How often the writer records its scheduler times.
-const SCHED_EVERY: Duration = Duration::from_millis(100);
+pub(crate) const SCHED_EVERY: Duration = Duration::from_millis(100);
 
 /// The calling thread's time on a CPU and waiting on a run queue (ns), from
 /// `/proc/thread-self/schedstat` ("run wait slices"); `None` without schedstats.
@@ -245,7 +304,7 @@ pub fn thread_schedstat() -> Option<(u64, u64)> {
     Some((it.next()??, it.next()??))
 }
 
-fn store_schedstat(c: &Counters) {
+pub(crate) fn store_schedstat(c: &Counters) {
     if let Some((run, wait)) = thread_schedstat() {
         c.run_ns.store(run, Ordering::Relaxed);
         c.runq_ns.store(wait, Ordering::Relaxed);
@@ -253,7 +312,7 @@ fn store_schedstat(c: &Counters) {
 }
 
 /// One `TCP_INFO` read of the writer's socket, folded into [`Counters::reads`].
-fn read_tcp_info(s: &TcpStream, c: &Counters, last: &mut Option<LastRead>) {
+pub(crate) fn read_tcp_info(s: &TcpStream, c: &Counters, last: &mut Option<LastRead>) {
     let Ok(t) = netdoctor_sys::sockopt::tcp_info(s) else {
         return;
     };
@@ -342,7 +401,7 @@ fn payload(len: usize) -> Vec<u8> {
 /// buffer than from iperf3's page-aligned one (`perf record` on a veth, 4 streams:
 /// `_copy_from_iter`/`_copy_to_iter` per GB). Safe code: a slice of a larger `Vec` starting
 /// at the first page boundary.
-struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     v: Vec<u8>,
     off: usize,
     len: usize,
@@ -351,18 +410,18 @@ struct AlignedBuf {
 impl AlignedBuf {
     const ALIGN: usize = 4096;
 
-    fn new(len: usize) -> AlignedBuf {
+    pub(crate) fn new(len: usize) -> AlignedBuf {
         let v = vec![0u8; len + Self::ALIGN];
         let off = v.as_ptr().align_offset(Self::ALIGN).min(Self::ALIGN);
         AlignedBuf { v, off, len }
     }
 
-    fn slice_mut(&mut self) -> &mut [u8] {
+    pub(crate) fn slice_mut(&mut self) -> &mut [u8] {
         &mut self.v[self.off..self.off + self.len]
     }
 
     /// Fills the buffer with [`payload`]'s pattern and returns it.
-    fn fill_payload(&mut self) -> &[u8] {
+    pub(crate) fn fill_payload(&mut self) -> &[u8] {
         let b = self.slice_mut();
         for (i, x) in b.iter_mut().enumerate() {
             *x = b"0123456789"[i % 10];

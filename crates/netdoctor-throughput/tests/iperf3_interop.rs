@@ -223,6 +223,7 @@ fn our_server() -> (u16, std::thread::JoinHandle<Report>) {
         bind: "127.0.0.1:0".parse().unwrap(),
         interval: Duration::from_secs(1),
         rcvbuf: None,
+        threads: None,
     })
     .unwrap();
     let port = s.local_addr().port();

@@ -25,6 +25,7 @@ fn transfer_serialized(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
         bind: "127.0.0.1:0".parse().unwrap(),
         interval: Duration::from_secs(1),
         rcvbuf,
+        threads: None,
     })
     .unwrap();
     let port = s.local_addr().port();

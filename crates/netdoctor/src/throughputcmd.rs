@@ -82,9 +82,11 @@ pub struct ThroughputArgs {
     /// GSO (UDP_SEGMENT).
     #[arg(long, requires = "pps")]
     pub no_gso: bool,
-    /// Packet-rate mode: sending threads, or receiving sockets (SO_REUSEPORT).
-    #[arg(short = 'T', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub threads: u32,
+    /// Packet-rate mode: sending threads, or receiving sockets (SO_REUSEPORT); default 1.
+    /// TCP: threads that move this side's streams (default: half the usable CPUs, at most one
+    /// per stream; -T equal to -P gives each stream its own thread).
+    #[arg(short = 'T', long, value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub threads: Option<u32>,
     /// Seconds between interval reports (0 = none).
     #[arg(short = 'i', long, default_value = "1s", value_parser = parse_duration_or_zero)]
     pub interval: Duration,
@@ -145,6 +147,7 @@ pub fn command(args: &ThroughputArgs, out: &mut dyn Write) -> anyhow::Result<i32
         window,
         interval: args.interval,
         connect_timeout: Duration::from_secs(5),
+        threads: args.threads.map(|t| t as usize),
     };
     // Text lines go out as they come (intervals live, as iperf3 prints them).
     let mut failed = None;
@@ -180,6 +183,7 @@ fn serve(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow::Resu
         bind: SocketAddr::new(ip, args.port),
         interval: args.interval,
         rcvbuf: None,
+        threads: args.threads.map(|t| t as usize),
     })?;
     if text {
         writeln!(
@@ -224,11 +228,15 @@ fn serve(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow::Resu
 fn packet_rate(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
     use netdoctor_throughput::pktrate;
     let duration = Duration::from_secs(u64::from(args.time));
+    let threads = args.threads.unwrap_or(1);
+    if threads > 64 {
+        bail!("-T {threads}: at most 64 threads in packet-rate mode");
+    }
     if args.pps_server {
         let ip = args.bind.unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let cfg = pktrate::RecvConfig {
             bind: SocketAddr::new(ip, args.port),
-            threads: args.threads,
+            threads,
             duration,
             idle: Duration::from_secs(2),
             rcvbuf: args.window.map(|w| w as usize).unwrap_or(8 << 20),
@@ -254,7 +262,7 @@ fn packet_rate(args: &ThroughputArgs, text: bool, out: &mut dyn Write) -> anyhow
         .with_context(|| format!("resolve {host}: no address"))?;
     let cfg = pktrate::SendConfig {
         target,
-        threads: args.threads,
+        threads,
         size: args.length.map(|l| l as usize).unwrap_or(64),
         rate: args.pps.unwrap_or(0),
         duration,

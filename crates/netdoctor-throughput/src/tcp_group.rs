@@ -1,0 +1,287 @@
+//! TCP streams multiplexed on a few threads: non-blocking sockets and `poll(2)`, each stream
+//! moved by one thread of its side, as iperf3 3.12 moves all of a side's streams in one thread
+//! with `select()`.
+//!
+//! Why not a thread per stream: on a 2-CPU machine, 4 streams made 8 busy data threads (4 per
+//! side) that the scheduler moved between the CPUs (24–69 migrations in a 4 s test, iperf3
+//! 0–15) and that ran on the CPU where the peer's data had just been copied or not, run to run;
+//! on a quiet machine our 4-stream veth runs cost 1.24× iperf3's CPU per GB and drifted down
+//! round after round (session 9). A side now runs `threads_for(streams, cpus)` threads: half
+//! the usable CPUs (the other half is for the peer and the softirq work a transfer makes on
+//! the same host), at least one, at most one per stream.
+//!
+//! Each thread waits in `poll` for any of its streams to be writable (senders) or readable
+//! (receivers), then moves up to [`BURST`] blocks on each ready one (iperf3: up to 10 writes
+//! per stream per `select`); a sender ahead of its target rate is left out of the wait until
+//! its bytes are due. Every [`stream::SCHED_EVERY`] the thread records its scheduler times and
+//! each sender's `TCP_INFO`, as the one-thread-per-stream writer did: a stream's "writer asleep"
+//! is its thread's, which sleeps only in `poll` when every stream it moves is blocked (or
+//! held back by its rate).
+//!
+//! Hand-written rather than mio: a level-triggered `poll` over a handful of sockets is a loop
+//! of ~100 lines; mio's edge-triggered readiness would need each socket drained to `EAGAIN`
+//! before the next wait, which is not how the streams take turns here.
+
+use crate::stream::{self, AlignedBuf, Counters, LastRead, Running, StreamPlan};
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Blocks moved on a ready stream per wake-up (iperf3 3.12's `multisend`).
+pub const BURST: usize = 10;
+
+/// How many threads a side runs for `streams` TCP streams on `cpus` usable CPUs: half the CPUs
+/// (the peer and the softirq work share the machine when both ends are on it), at least one,
+/// at most one per stream.
+pub fn threads_for(streams: usize, cpus: usize) -> usize {
+    (cpus / 2).max(1).min(streams.max(1))
+}
+
+/// A group's thread, shared by the [`Running`] streams it moves.
+#[derive(Debug, Default)]
+pub struct GroupThread {
+    /// Streams the thread still moves.
+    live: AtomicUsize,
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl GroupThread {
+    /// Joins the thread once it moves no stream any more (it then ends by itself).
+    pub(crate) fn join_if_finished(&self) {
+        if self.live.load(Ordering::Acquire) == 0 {
+            let h = self.handle.lock().ok().and_then(|mut h| h.take());
+            if let Some(h) = h {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// One stream inside a group's thread.
+struct Member {
+    plan: StreamPlan,
+    sock: TcpStream,
+    c: Arc<Counters>,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+    /// Sender: where the next write starts in the payload (after a partial write).
+    off: usize,
+    last_read: Option<LastRead>,
+    /// The socket failed or the peer closed it: the stream ends.
+    ended: bool,
+}
+
+/// Starts the threads for a side's TCP streams (`threads` of them, at most one per stream;
+/// `None`: [`threads_for`] the usable CPUs); the streams come back in the order given.
+pub fn start(
+    socks: Vec<(StreamPlan, TcpStream)>,
+    counting: Arc<AtomicBool>,
+    threads: Option<usize>,
+) -> std::io::Result<Vec<Running>> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = match threads {
+        Some(t) => t.clamp(1, socks.len().max(1)),
+        None => threads_for(socks.len(), cpus),
+    };
+    let mut running = Vec::with_capacity(socks.len());
+    let mut groups: Vec<Vec<Member>> = (0..n).map(|_| Vec::new()).collect();
+    let shared: Vec<Arc<GroupThread>> = (0..n).map(|_| Arc::default()).collect();
+    for (i, (plan, sock)) in socks.into_iter().enumerate() {
+        sock.set_nonblocking(true)?;
+        let (c, stop, done) = (Arc::<Counters>::default(), Arc::default(), Arc::default());
+        let g = i % n;
+        running.push(Running::shared(
+            plan,
+            &sock,
+            c.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&done),
+            shared[g].clone(),
+        )?);
+        groups[g].push(Member {
+            plan,
+            sock,
+            c,
+            stop,
+            done,
+            off: 0,
+            last_read: None,
+            ended: false,
+        });
+    }
+    for (k, (members, group)) in groups.into_iter().zip(shared).enumerate() {
+        if members.is_empty() {
+            continue;
+        }
+        group.live.store(members.len(), Ordering::Release);
+        let (cnt, g) = (counting.clone(), group.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("tcp-streams-{k}"))
+            .spawn(move || run(members, &cnt, &g))?;
+        if let Ok(mut slot) = group.handle.lock() {
+            *slot = Some(h);
+        }
+    }
+    Ok(running)
+}
+
+/// Lets a stream go: the thread no longer touches it (its socket's descriptor is closed here;
+/// the [`Running`]'s second handle keeps the connection).
+fn retire(m: Member, group: &GroupThread) {
+    m.done.store(true, Ordering::Release);
+    group.live.fetch_sub(1, Ordering::AcqRel);
+}
+
+fn run(mut members: Vec<Member>, counting: &AtomicBool, group: &GroupThread) {
+    let blksize = members.iter().map(|m| m.plan.blksize).max().unwrap_or(1);
+    let mut send_store = AlignedBuf::new(blksize.max(1));
+    let mut recv_store = AlignedBuf::new(blksize.max(stream::RECV_AT_MOST));
+    send_store.fill_payload();
+    let start = Instant::now();
+    let mut last_sched = start;
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(members.len());
+    let mut which: Vec<usize> = Vec::with_capacity(members.len());
+    record(&mut members, false);
+    loop {
+        // Streams asked to stop, or ended, leave the group.
+        let mut i = 0;
+        while i < members.len() {
+            if members[i].ended || members[i].stop.load(Ordering::Relaxed) {
+                retire(members.swap_remove(i), group);
+            } else {
+                i += 1;
+            }
+        }
+        if members.is_empty() {
+            return;
+        }
+        if last_sched.elapsed() >= stream::SCHED_EVERY {
+            last_sched = Instant::now();
+            record(&mut members, true);
+        }
+        fds.clear();
+        which.clear();
+        let mut wait = stream::POLL;
+        for (i, m) in members.iter().enumerate() {
+            let events = if m.plan.sender {
+                if let Some(d) =
+                    stream::ahead_by(start, m.c.bytes.load(Ordering::Relaxed), m.plan.rate)
+                {
+                    wait = wait.min(d);
+                    continue;
+                }
+                libc::POLLOUT
+            } else {
+                libc::POLLIN
+            };
+            fds.push(libc::pollfd {
+                fd: m.sock.as_raw_fd(),
+                events,
+                revents: 0,
+            });
+            which.push(i);
+        }
+        match netdoctor_sys::poll::wait_any(&mut fds, wait) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(_) => {
+                members.iter_mut().for_each(|m| m.ended = true);
+                continue;
+            }
+        }
+        for (p, &i) in fds.iter().zip(&which) {
+            if p.revents == 0 {
+                continue;
+            }
+            let m = &mut members[i];
+            if m.plan.sender {
+                let buf = &send_store.slice_mut()[..m.plan.blksize.max(1)];
+                send_burst(m, buf, start);
+            } else {
+                recv_burst(m, recv_store.slice_mut(), counting);
+            }
+        }
+    }
+}
+
+/// Every [`stream::SCHED_EVERY`]: the thread's scheduler times into each sender's counters, and
+/// each sender's `TCP_INFO` (`tcp_info`: not at the start, where the old writer did not either).
+fn record(members: &mut [Member], tcp_info: bool) {
+    let sched = stream::thread_schedstat();
+    for m in members.iter_mut().filter(|m| m.plan.sender) {
+        if let Some((run, wait)) = sched {
+            m.c.run_ns.store(run, Ordering::Relaxed);
+            m.c.runq_ns.store(wait, Ordering::Relaxed);
+        }
+        if tcp_info {
+            stream::read_tcp_info(&m.sock, &m.c, &mut m.last_read);
+        }
+    }
+}
+
+/// Up to [`BURST`] writes of the payload on a writable stream, until the socket is full or the
+/// stream is ahead of its rate.
+fn send_burst(m: &mut Member, buf: &[u8], start: Instant) {
+    for _ in 0..BURST {
+        let want = buf.len() - m.off;
+        let r = (&m.sock).write(&buf[m.off..]);
+        let Some(n) = moved(m, r) else { return };
+        let sent = m.c.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        m.off = (m.off + n) % buf.len();
+        if n < want || stream::ahead_by(start, sent, m.plan.rate).is_some() {
+            return;
+        }
+    }
+}
+
+/// Up to [`BURST`] reads on a readable stream, until its queue is empty.
+fn recv_burst(m: &mut Member, buf: &mut [u8], counting: &AtomicBool) {
+    for _ in 0..BURST {
+        let r = (&m.sock).read(buf);
+        let Some(n) = moved(m, r) else { return };
+        if counting.load(Ordering::Relaxed) {
+            m.c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        if n < buf.len() {
+            return;
+        }
+    }
+}
+
+/// What one read or write did: `Some(bytes)` to go on (0 after an interrupted call, which
+/// ends the burst as a short one), `None` to end the burst: the socket is full or empty, or
+/// the stream ended (closed by the peer or failed: `m.ended`).
+fn moved(m: &mut Member, r: std::io::Result<usize>) -> Option<usize> {
+    match r {
+        Ok(0) => {
+            m.ended = true;
+            None
+        }
+        Ok(n) => Some(n),
+        Err(e) if e.kind() == ErrorKind::Interrupted => Some(0),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => None,
+        Err(_) => {
+            m.ended = true;
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_side_runs_half_the_cpus_at_most_one_per_stream() {
+        assert_eq!(threads_for(4, 2), 1);
+        assert_eq!(threads_for(1, 1), 1);
+        assert_eq!(threads_for(4, 8), 4);
+        assert_eq!(threads_for(2, 8), 2);
+        assert_eq!(threads_for(8, 6), 3);
+        assert_eq!(threads_for(0, 4), 1);
+    }
+}
