@@ -167,7 +167,19 @@ fn be16(d: &[u8], at: usize) -> Option<u16> {
 }
 
 /// The IP packet inside a link-layer frame, or `None` when the frame carries something else.
+#[inline]
 fn link_payload<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, DecodeError> {
+    let d = pkt.data;
+    // The common case first: untagged Ethernet carrying IPv4 (what the general path below
+    // gives for it, without the tag loop and the checks of the other link types).
+    if pkt.link == LinkType::Ethernet && d.len() >= 14 && d[12] == 0x08 && d[13] == 0x00 {
+        return Ok(Some(&d[14..]));
+    }
+    link_payload_general(pkt)
+}
+
+/// [`link_payload`] for every link type and tag.
+fn link_payload_general<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, DecodeError> {
     let d = pkt.data;
     let trunc = |layer| DecodeError::Truncated {
         frame: pkt.frame,
