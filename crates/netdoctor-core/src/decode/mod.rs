@@ -179,6 +179,7 @@ fn link_payload<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, DecodeError
 }
 
 /// [`link_payload`] for every link type and tag.
+#[inline(never)]
 fn link_payload_general<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, DecodeError> {
     let d = pkt.data;
     let trunc = |layer| DecodeError::Truncated {
@@ -434,7 +435,8 @@ fn ipv4_fast(ip: &[u8]) -> Option<Option<Ipv4Tcp<'_>>> {
 const IPPROTO_TCP: u8 = 6;
 
 /// IPv6 (with extension headers), IPv4 with an authentication header, and every malformed
-/// IP header: sliced with etherparse.
+/// IP header: sliced with etherparse. Kept out of line: the common path stays small.
+#[inline(never)]
 fn decode_ip_general<'a>(
     pkt: &RawPacket<'a>,
     ip_bytes: &'a [u8],
@@ -549,7 +551,14 @@ fn tcp_segment<'a>(
     let payload_len = u32::try_from(payload_len).unwrap_or(u32::MAX);
     let captured = &captured[..captured.len().min(payload_len as usize)];
     let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-    let opts = if hlen > 20 {
+    let opts = if hlen == 32 && tcp[20..24] == [1, 1, 8, 10] {
+        // NOP, NOP, timestamp: what Linux puts on every segment after the handshake (the
+        // first case of `parse_options`, without the call).
+        Options {
+            tsval: Some(u32::from_be_bytes([tcp[24], tcp[25], tcp[26], tcp[27]])),
+            ..Options::default()
+        }
+    } else if hlen > 20 {
         parse_options(&tcp[20..hlen])
     } else {
         Options::default()
