@@ -269,13 +269,15 @@ impl BreakdownAgg {
         let latency = latency.max(0);
         let mut stalls = [0i64; CAUSES];
         let mut left = latency;
+        // `left` never goes below 0, so `max(0).min(left)` is `clamp(0, left)` without its
+        // check that the bounds are ordered (once per exchange, per part).
         for (k, s) in parts.stalls.iter().enumerate() {
-            stalls[k] = (*s).clamp(0, left);
+            stalls[k] = (*s).max(0).min(left);
             left -= stalls[k];
         }
-        let network = rtt.clamp(0, left);
+        let network = rtt.max(0).min(left);
         left -= network;
-        let server = server.clamp(0, left);
+        let server = server.max(0).min(left);
         left -= server;
         let b = bucket(latency);
         self.counts[b] += 1;

@@ -77,6 +77,9 @@ impl Hub {
         end: u32,
         payload: &[u8],
     ) {
+        // The turns source finishes at most one exchange per segment (kept on the stack: a
+        // `Vec` here cost an allocation per exchange); HTTP/2 may finish several.
+        let mut turn_done = None;
         let mut finished = Vec::new();
         if !pkt.from_server
             && c.first_req.is_none()
@@ -100,7 +103,7 @@ impl Hub {
                 {
                     c.check_ambiguous(payload);
                 }
-                finished.extend(c.on_http_data(pkt, payload));
+                turn_done = c.on_http_data(pkt, payload);
                 if !pkt.from_server
                     && c.phase == Phase::Request
                     && let Some(x) = c.cur.as_mut()
@@ -125,6 +128,9 @@ impl Hub {
 
         if !h2 {
             self.nagle_step(c, i, pkt, end);
+        }
+        if let Some(x) = turn_done {
+            self.finish_exchange(c, x);
         }
         for x in finished {
             self.finish_exchange(c, x);

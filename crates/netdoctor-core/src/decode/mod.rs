@@ -167,7 +167,20 @@ fn be16(d: &[u8], at: usize) -> Option<u16> {
 }
 
 /// The IP packet inside a link-layer frame, or `None` when the frame carries something else.
+#[inline]
 fn link_payload<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, DecodeError> {
+    let d = pkt.data;
+    // The common case first: untagged Ethernet carrying IPv4 (what the general path below
+    // gives for it, without the tag loop and the checks of the other link types).
+    if pkt.link == LinkType::Ethernet && d.len() >= 14 && d[12] == 0x08 && d[13] == 0x00 {
+        return Ok(Some(&d[14..]));
+    }
+    link_payload_general(pkt)
+}
+
+/// [`link_payload`] for every link type and tag.
+#[inline(never)]
+fn link_payload_general<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, DecodeError> {
     let d = pkt.data;
     let trunc = |layer| DecodeError::Truncated {
         frame: pkt.frame,
@@ -422,7 +435,8 @@ fn ipv4_fast(ip: &[u8]) -> Option<Option<Ipv4Tcp<'_>>> {
 const IPPROTO_TCP: u8 = 6;
 
 /// IPv6 (with extension headers), IPv4 with an authentication header, and every malformed
-/// IP header: sliced with etherparse.
+/// IP header: sliced with etherparse. Kept out of line: the common path stays small.
+#[inline(never)]
 fn decode_ip_general<'a>(
     pkt: &RawPacket<'a>,
     ip_bytes: &'a [u8],
@@ -537,7 +551,14 @@ fn tcp_segment<'a>(
     let payload_len = u32::try_from(payload_len).unwrap_or(u32::MAX);
     let captured = &captured[..captured.len().min(payload_len as usize)];
     let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-    let opts = if hlen > 20 {
+    let opts = if hlen == 32 && tcp[20..24] == [1, 1, 8, 10] {
+        // NOP, NOP, timestamp: what Linux puts on every segment after the handshake (the
+        // first case of `parse_options`, without the call).
+        Options {
+            tsval: Some(u32::from_be_bytes([tcp[24], tcp[25], tcp[26], tcp[27]])),
+            ..Options::default()
+        }
+    } else if hlen > 20 {
         parse_options(&tcp[20..hlen])
     } else {
         Options::default()
