@@ -74,10 +74,14 @@ fn run_with_drop(tag: &str, client_side: bool) -> Value {
     r
 }
 
-/// The findings retold on the client's side. `packet_loss_retransmission` (fast
-/// retransmissions) keeps its network side for now: the same sign showed on a lossy routed
-/// path (see `detect/loss/arrived.rs`).
-const LOSS_IDS: [&str; 2] = ["retransmission_timeout", "syn_retransmit"];
+/// The findings retold on the client's side (fast retransmissions and tail-loss probes too:
+/// the look-alike on a lossy routed path is told apart in `detect/loss/arrived.rs` and tested
+/// in `lossy_path.rs`).
+const LOSS_IDS: [&str; 3] = [
+    "retransmission_timeout",
+    "syn_retransmit",
+    "packet_loss_retransmission",
+];
 
 #[test]
 fn segments_dropped_by_the_clients_own_firewall_are_the_clients_side() {

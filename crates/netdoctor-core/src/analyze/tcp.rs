@@ -395,6 +395,11 @@ impl Analyzer {
                 d.isn = seg.seq.wrapping_sub(1);
                 d.nxt = end;
             } else if seq_gt(end, d.nxt) {
+                if jumped {
+                    // A bare FIN past data the capture never saw: remember the range, or its
+                    // retransmission would look like a resend of captured data.
+                    d.loss.open_hole(d.nxt, seg.seq, seg.ip_id);
+                }
                 d.nxt = end;
             } else if f.fin() && !f.rst() {
                 // A FIN again.

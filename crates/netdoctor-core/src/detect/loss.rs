@@ -213,12 +213,14 @@ impl Loss {
         out: &mut Vec<Finding>,
     ) {
         if self.fast.episodes > 0 {
-            out.push(self.finding(false, exchanges, data_segments, latency_p50_ms, t0_ns));
+            let mut f = self.finding(false, exchanges, data_segments, latency_p50_ms, t0_ns);
+            self.arrived.retell(false, self.fast.episodes, &mut f);
+            out.push(f);
         }
         if self.timeout.episodes > 0 {
             let mut f = self.finding(true, exchanges, data_segments, latency_p50_ms, t0_ns);
             self.silent.retell(&self.timeout, &mut f, t0_ns);
-            self.arrived.retell(self.timeout.episodes, &mut f);
+            self.arrived.retell(true, self.timeout.episodes, &mut f);
             out.push(f);
         }
     }

@@ -81,7 +81,9 @@ pub struct Episode {
     /// The first retransmission repeated bytes the capture had already seen (not a hole) and
     /// the receiver had not acknowledged, cumulatively or by SACK: the original passed the
     /// capture point and the receiver never said it had it. Set only for a retransmission
-    /// the receiver signalled (duplicate ACKs, SACK) or the sender's timer sent.
+    /// the receiver signalled (duplicate ACKs, SACK), the sender's timer sent, or a tail-loss
+    /// probe; never inside a range the capture missed (a hole, also one a bare FIN jumped
+    /// over, or one forgotten past [`MAX_HOLES`]).
     pub original_seen: bool,
 }
 
@@ -211,6 +213,11 @@ pub(crate) struct LossDir {
     /// the receiver has.
     sack_blocks: [(u32, u32); 4],
     n_sack_blocks: u8,
+    /// The end of the highest range not captured that no hole remembers (more than
+    /// [`MAX_HOLES`], or a tail given up): below it, a resend may fill a gap the capture had,
+    /// so it is never taken for a resend of captured data. Cleared when the cumulative ACK
+    /// passes it.
+    forgotten: Option<u32>,
 }
 
 impl LossDir {
@@ -251,6 +258,7 @@ impl LossDir {
                 filled = Some(h);
                 if seq_ge(seq, h.start) && seq_gt(h.end, end) && seq_gt(seq, h.start) {
                     // In the middle: keep the front part, forget the tail (bounded state).
+                    self.forget(h.end);
                     self.holes[k].end = seq;
                 } else if seq_gt(h.end, end) {
                     self.holes[k].start = end;
@@ -277,6 +285,7 @@ impl LossDir {
         let sacked = self.sack_blocks[..usize::from(self.n_sack_blocks)]
             .iter()
             .any(|&(l, r)| seq_ge(seq, l) && seq_ge(r, end));
+        let untracked = self.forgotten.is_some_and(|f| seq_gt(f, seq));
         if spurious {
             self.spurious_range = Some((seq, end));
         }
@@ -336,12 +345,18 @@ impl LossDir {
                     peer_last_ns: None,
                     first_timer_ns: timeout.then_some(pkt.ts_ns),
                     near_receiver: None,
-                    // Only where the sender had a reason: the receiver's signal or the timer (a
-                    // tail-loss probe or RACK resend may just precede a delayed ACK).
+                    // Where the sender had a reason: the receiver's signal, the timer, or a
+                    // tail-loss probe after silence (a probe that only preceded a delayed ACK
+                    // is answered by a D-SACK, which the detector checks). Not a RACK resend
+                    // in the middle of a flight.
                     original_seen: filled.is_none()
+                        && !untracked
                         && !spurious
                         && !sacked
-                        && matches!(class, RetxClass::Fast | RetxClass::Timeout),
+                        && matches!(
+                            class,
+                            RetxClass::Fast | RetxClass::Timeout | RetxClass::Probe
+                        ),
                 });
             }
         }
@@ -356,7 +371,10 @@ impl LossDir {
     /// The sender's sequence jumped from `nxt` to `seq` (a segment before it was not
     /// captured): remember the range, to tell later whether the network or the capture lost it.
     pub(crate) fn open_hole(&mut self, nxt: u32, seq: u32, ip_id: Option<u16>) {
-        if seq_gt(seq, nxt) && self.n_holes < MAX_HOLES as u8 {
+        if !seq_gt(seq, nxt) {
+            return;
+        }
+        if self.n_holes < MAX_HOLES as u8 {
             self.holes[usize::from(self.n_holes)] = Hole {
                 start: nxt,
                 end: seq,
@@ -364,6 +382,15 @@ impl LossDir {
                 signalled: None,
             };
             self.n_holes += 1;
+        } else {
+            self.forget(seq);
+        }
+    }
+
+    /// A range not captured up to `end` is no longer remembered as a hole.
+    fn forget(&mut self, end: u32) {
+        if self.forgotten.is_none_or(|f| seq_gt(end, f)) {
+            self.forgotten = Some(end);
         }
     }
 
@@ -435,11 +462,13 @@ impl LossDir {
             if got > 0 {
                 news.capture_gaps += got.div_ceil(mss.max(1)).max(1);
                 news.gap_bytes += u64::from(got);
-                if let Some(t) = tail
-                    && self.n_holes < MAX_HOLES as u8
-                {
-                    self.holes[usize::from(self.n_holes)] = t;
-                    self.n_holes += 1;
+                if let Some(t) = tail {
+                    if self.n_holes < MAX_HOLES as u8 {
+                        self.holes[usize::from(self.n_holes)] = t;
+                        self.n_holes += 1;
+                    } else {
+                        self.forget(t.end);
+                    }
                 }
                 if seq_gt(h.end, h.start) {
                     self.holes[k] = h;
@@ -460,6 +489,9 @@ impl LossDir {
             news.gap_bytes += u64::from(bytes);
         }
         if advanced {
+            if self.forgotten.is_some_and(|f| seq_ge(ack, f)) {
+                self.forgotten = None;
+            }
             self.progress_ts = ts_ns;
             self.dupacks = 0;
             self.sacked = false;
