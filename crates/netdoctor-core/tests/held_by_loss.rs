@@ -27,16 +27,8 @@ fn has(an: &Analysis, id: FindingId) -> bool {
 fn a_body_lost_and_resent_after_a_delayed_ack_is_not_nagle() {
     let an = analyze("out-drop-nagle.pcap.gz");
     assert!(an.exchanges.count > 100, "{}", an.exchanges.count);
-    assert!(
-        !has(&an, FindingId::NagleDelayedAck),
-        "{:#?}",
-        an.findings
-    );
-    assert!(
-        !has(&an, FindingId::DelayedAckStall),
-        "{:#?}",
-        an.findings
-    );
+    assert!(!has(&an, FindingId::NagleDelayedAck), "{:#?}", an.findings);
+    assert!(!has(&an, FindingId::DelayedAckStall), "{:#?}", an.findings);
 }
 
 #[test]

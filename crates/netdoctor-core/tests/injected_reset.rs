@@ -85,11 +85,18 @@ fn forged_resets_in_zeek_rst_inject_rae_are_the_paths_not_the_servers() {
         "{text}"
     );
     assert!(text.contains("reserved TCP header bits"), "{text}");
-    assert!(text.contains("ignored it and the connection went on"), "{text}");
+    assert!(
+        text.contains("ignored it and the connection went on"),
+        "{text}"
+    );
     let evidence = format!("{:?}", f.evidence);
     assert!(evidence.contains("frame: 2"), "{evidence}");
     // The server's own reset of the request stays the server's (and leads).
-    assert_eq!((f.side, f.severity), (Side::Server, Severity::Critical), "{f:#?}");
+    assert_eq!(
+        (f.side, f.severity),
+        (Side::Server, Severity::Critical),
+        "{f:#?}"
+    );
     // The forged reset is no longer a refused handshake: the handshake went on.
     assert!(
         an.findings
@@ -112,7 +119,10 @@ fn the_servers_own_resets_stay_the_servers_whatever_its_ttl() {
     assert_eq!(f.side, Side::Server, "{f:#?}");
     assert!(!f.summary.contains("middlebox"), "{}", f.summary);
     // A load balancer answering for the server with one TTL of its own, resets included.
-    let lb = analyze_with_ttl(RESET, |_, port, _, t| if port == SERVER_PORT { 52 } else { t });
+    let lb = analyze_with_ttl(
+        RESET,
+        |_, port, _, t| if port == SERVER_PORT { 52 } else { t },
+    );
     assert_eq!(shape(&lb), shape(&plain));
     // A route change: every server packet from frame 30 on is one hop longer, resets
     // included (connections 2 and 3 see both TTLs, the last one only the new one).
@@ -130,9 +140,12 @@ fn the_servers_own_resets_stay_the_servers_whatever_its_ttl() {
 #[test]
 fn a_reset_with_a_ttl_none_of_the_servers_packets_had_is_injected() {
     // The same capture, only the server's resets arrive 3 hops nearer.
-    let an = analyze_with_ttl(RESET, |_, port, rst, t| {
-        if port == SERVER_PORT && rst { t + 3 } else { t }
-    });
+    let an = analyze_with_ttl(
+        RESET,
+        |_, port, rst, t| {
+            if port == SERVER_PORT && rst { t + 3 } else { t }
+        },
+    );
     let f = reset_finding(&an);
     assert_eq!(f.side, Side::Network, "{f:#?}");
     assert_eq!(f.severity, Severity::Warning, "{f:#?}");

@@ -494,7 +494,15 @@ fn decode_ip_general<'a>(
             _ => Ok(None),
         };
     }
-    tcp_segment(pkt, src_ip, dst_ip, payload.payload, ip_payload_len, ip_id, ttl)
+    tcp_segment(
+        pkt,
+        src_ip,
+        dst_ip,
+        payload.payload,
+        ip_payload_len,
+        ip_id,
+        ttl,
+    )
 }
 
 /// The TCP header and options, by hand (same rules as etherparse's `TcpHeaderSlice` and

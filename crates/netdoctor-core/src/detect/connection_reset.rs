@@ -408,7 +408,11 @@ impl ConnectionReset {
             };
             let mut f = Finding::new(FindingId::ConnectionReset, severity, side, summary);
             // "Probably": a route change just before the reset would look the same.
-            f.confidence = if kind == ResetKind::Injected { 0.8 } else { 0.9 };
+            f.confidence = if kind == ResetKind::Injected {
+                0.8
+            } else {
+                0.9
+            };
             f.impact.affected_fraction = Some(fraction);
             f.explanation = explanation;
             f.fix = fix;
@@ -451,9 +455,9 @@ impl ConnectionReset {
                                 "the {who} reset the connection after the handshake, no byte \
                                  sent"
                             ),
-                            ResetKind::Injected => e.forged.map_or_else(String::new, |f| {
-                                forged_note(who, &f)
-                            }),
+                            ResetKind::Injected => {
+                                e.forged.map_or_else(String::new, |f| forged_note(who, &f))
+                            }
                         },
                     }
                 })
