@@ -74,6 +74,34 @@ pub enum ResetKind {
     /// that fired during a slow handshake, a pre-connect pool) and the reset answers that
     /// close. No request failed.
     UnusedClosed,
+    /// Not sent by the host whose address it carries: its IP header differs from every other
+    /// packet of that host on the connection ([`ResetContext::forged`]): a middlebox on the path
+    /// injected it.
+    Injected,
+}
+
+/// How a reset differs from every other packet its apparent sender sent on the connection
+/// (their TTLs, hop limits and reserved bits): it came from somewhere else on the path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Forged {
+    /// The reset's IP TTL (hop limit), and the range of the sender's other packets' (`others`
+    /// packets, before and, for an ignored reset, after it).
+    pub ttl: u8,
+    pub ttl_lo: u8,
+    pub ttl_hi: u8,
+    pub others: u32,
+    /// Reserved TCP header bits set on the reset, on none of the others.
+    pub reserved: bool,
+    /// The receiver could not accept it (in SYN-SENT it did not acknowledge the SYN) and the
+    /// connection went on after it: it ended nothing.
+    pub ignored: bool,
+}
+
+impl Forged {
+    /// The reset's TTL is outside its sender's usual range.
+    pub fn ttl_differs(&self) -> bool {
+        self.ttl < self.ttl_lo || self.ttl > self.ttl_hi
+    }
 }
 
 /// What preceded a reset on its connection, from the trackers: tells a reset after the
@@ -86,6 +114,9 @@ pub struct ResetContext {
     /// reset is its first).
     /// [`crate::track::flags::IDLE_RESET_NS`] or more is a reset after an idle period.
     pub idle_ns: i64,
+    /// The reset's header differs from every other packet of its apparent sender on the
+    /// connection: injected by a middlebox ([`ResetKind::Injected`]).
+    pub forged: Option<Forged>,
 }
 
 impl ResetContext {

@@ -6,7 +6,8 @@
 //! acknowledged, sent again by the server, was dropped inside the client's host: an INPUT
 //! rule, a full receive buffer, a bad checksum. The look-alike drops the same share in the
 //! server's OUTPUT: the capture never sees the first copy, and that is loss before the client
-//! (network side, as before). Every namespace and its iptables rules are removed on drop.
+//! (network side, as before), and a response body lost there and resent after the client's
+//! delayed ACK is not Nagle. Every namespace and its iptables rules are removed on drop.
 
 mod common;
 use common::*;
@@ -120,5 +121,11 @@ fn segments_dropped_by_the_clients_own_firewall_are_the_clients_side() {
     assert!(!lost.is_empty(), "no loss finding: {r:#}");
     for f in &lost {
         assert_ne!(f["side"], "client", "{f:#}");
+    }
+    // The built-in server writes each response with TCP_NODELAY: a body dropped in its OUTPUT
+    // and resent right after the client's delayed ACK of the header is loss, not Nagle (the
+    // IPv4 ids show the packet the capture never saw; `out-drop-nagle.pcap.gz` holds one run).
+    for f in findings(&r) {
+        assert_ne!(f["id"], "nagle_delayed_ack", "{f:#}");
     }
 }

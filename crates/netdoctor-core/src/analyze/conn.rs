@@ -11,7 +11,7 @@ use super::h2::H2Conn;
 use super::http::{Exchange, Phase};
 use super::orient::{Reason, orient};
 use crate::decode::TcpSegment;
-use crate::event::{Ends, Pkt};
+use crate::event::{Ends, Forged, Pkt};
 use crate::track::dup::DupFilter;
 use crate::track::loss::LossDir;
 use crate::track::nagle::NagleDir;
@@ -60,6 +60,99 @@ pub(super) struct Dir {
     /// This direction's request/response turn, and before it is watched as a bulk transfer
     /// when its first bytes went, so its chart starts there ([`super::bulk::PreBulk`]).
     pub pre_bulk: super::bulk::PreBulk,
+    /// The IP TTLs (hop limits) of this endpoint's packets other than resets: lowest,
+    /// highest, how many; and whether any had reserved TCP bits set. A reset outside them came
+    /// from elsewhere on the path ([`crate::event::Forged`]).
+    pub ttl_lo: u8,
+    pub ttl_hi: u8,
+    pub ttl_n: u32,
+    pub reserved_seen: bool,
+    /// The IPv4 id of this endpoint's last packet, whether that packet was one segment (not
+    /// coalesced by GRO/TSO, which carry the first of several ids), and how many steps its
+    /// ids took of +1 and of anything else (see [`Dir::note_ip_id`]).
+    pub last_ip_id: Option<u16>,
+    pub last_single: bool,
+    pub id_ones: u16,
+    pub id_others: u16,
+    /// Since this direction's last new data, its IP ids skipped: a small segment after a
+    /// late ACK then is a resend, not one Nagle held (only Nagle stalls are dropped for it).
+    pub id_skipped: bool,
+}
+
+impl Dir {
+    /// Notes the header traits of this endpoint's packet (not a reset).
+    #[inline]
+    pub(super) fn note_traits(&mut self, ttl: u8, reserved: u8) {
+        if self.ttl_n == 0 {
+            self.ttl_lo = ttl;
+            self.ttl_hi = ttl;
+        } else {
+            self.ttl_lo = self.ttl_lo.min(ttl);
+            self.ttl_hi = self.ttl_hi.max(ttl);
+        }
+        self.ttl_n = self.ttl_n.saturating_add(1);
+        self.reserved_seen |= reserved != 0;
+    }
+
+    /// Notes the IPv4 id of this endpoint's packet (`single`: at most one segment); true when
+    /// it skipped ids while they count one per packet: a packet of this endpoint the capture
+    /// never saw went in between (lost before the capture point), so this one may be its
+    /// resend. Linux numbers a connection's packets one by one (most steps are +1, a GRO/TSO
+    /// packet carries the first of its ids); a stack with one counter for every connection
+    /// steps by more most of the time, and then a skip says nothing.
+    #[inline]
+    pub(super) fn note_ip_id(&mut self, id: Option<u16>, single: bool) -> bool {
+        let Some(b) = id else {
+            return false;
+        };
+        let mut skipped = false;
+        if let Some(a) = self.last_ip_id {
+            let step = b.wrapping_sub(a);
+            skipped = self.last_single
+                && self.id_ones >= 2
+                && self.id_ones >= 2 * self.id_others
+                && (2..=64).contains(&step);
+            if step == 1 {
+                self.id_ones = self.id_ones.saturating_add(1);
+            } else if self.last_single || !(1..=64).contains(&step) {
+                self.id_others = self.id_others.saturating_add(1);
+            }
+        }
+        self.last_ip_id = Some(b);
+        self.last_single = single;
+        skipped
+    }
+
+    /// How a reset with `ttl` and `reserved` bits from this endpoint differs from its other
+    /// packets: `None` when it does not (or there are none to compare with).
+    pub(super) fn forged(&self, ttl: u8, reserved: u8, ignored: bool) -> Option<Forged> {
+        if self.ttl_n == 0 {
+            return None;
+        }
+        let f = Forged {
+            ttl,
+            ttl_lo: self.ttl_lo,
+            ttl_hi: self.ttl_hi,
+            others: self.ttl_n,
+            reserved: reserved != 0 && !self.reserved_seen,
+            ignored,
+        };
+        (f.ttl_differs() || f.reserved).then_some(f)
+    }
+}
+
+/// A reset the receiver had to ignore (in SYN-SENT, one that does not acknowledge the SYN:
+/// RFC 9293 §3.10.7.3); judged when the connection ends, against its sender's packets before
+/// and after it.
+#[derive(Clone, Copy)]
+pub(super) struct StrayRst {
+    pub pkt: Pkt,
+    /// The sender's endpoint index, its TTL and reserved bits, and how many packets the
+    /// sender had sent before it.
+    pub from: usize,
+    pub ttl: u8,
+    pub reserved: u8,
+    pub before: u32,
 }
 
 /// Where a connection's exchanges come from: direction turns (HTTP/1 recognised, TLS
@@ -89,6 +182,8 @@ pub(super) struct Conn {
     /// Pipelined or multiplexed traffic seen (HTTP/1 pipelining, the HTTP/2 preface): the
     /// exchanges found from turns are approximate.
     pub ambiguous: bool,
+    /// An answer on this connection began with an HTTP/1.x status line.
+    pub http_answered: bool,
     /// Last packet seen on the connection (ends open zero-window periods; idle eviction).
     pub last: Option<Pkt>,
     /// The first FIN or RST (who closed first).
@@ -103,6 +198,8 @@ pub(super) struct Conn {
     /// Opened by a SYN or SYN/ACK, handshake not completed, no data yet (see
     /// `super::halfopen`).
     pub half_open: bool,
+    /// A reset the receiver had to ignore, judged when the connection ends.
+    pub stray_rst: Option<StrayRst>,
 }
 
 impl Conn {
@@ -134,12 +231,14 @@ impl Conn {
             exchanges: 0,
             first_req: None,
             ambiguous: false,
+            http_answered: false,
             last: None,
             first_close: None,
             last_active_ns: None,
             first_frame: seg.frame,
             bulk: [None, None],
             half_open: false,
+            stray_rst: None,
         }
     }
 

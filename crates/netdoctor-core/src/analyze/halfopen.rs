@@ -167,6 +167,7 @@ impl Analyzer {
         };
         self.stats.half_open_evicted += 1;
         if self.half.tombs.len() < MAX_TOMBS {
+            self.judge_stray_reset(&c);
             self.half.left(&mut c);
             self.hub.flush_stalls(&mut c);
             self.half.tombs.insert(key, Tomb::of(&c));

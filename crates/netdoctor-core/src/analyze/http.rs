@@ -8,8 +8,8 @@
 //!
 //! This works for any request/response protocol (TLS records, RESP, memcached, MySQL, a
 //! custom RPC): the payload is only looked at to say how the exchange was found. A request
-//! that starts with an HTTP/1.x method is an `http1` exchange; any other is a `turns`
-//! exchange. Pipelined traffic (a second HTTP/1 request line before the response) makes
+//! that starts with an HTTP/1.x method (or is too short to tell) and is answered by an HTTP
+//! status line is an `http1` exchange; any other is a `turns` exchange. Pipelined traffic (a second HTTP/1 request line before the response) makes
 //! turns ambiguous: the connection is marked and the report says that per-request figures
 //! are approximate there. A connection that opens with the HTTP/2 preface is not read here
 //! but by the HTTP/2 source (`super::h2`), chosen per connection by [`super::conn::Source`].
@@ -73,6 +73,28 @@ pub(super) fn http_status(payload: &[u8]) -> Option<u16> {
     (100..600).contains(&n).then_some(n)
 }
 
+/// How an exchange whose request looked like HTTP/1.x (or was too short to tell) was found,
+/// given its answer's status code (0: none): an HTTP/1.x exchange only when the answer is an
+/// HTTP status line, or its start cannot be read (`unreadable`: the capture missed the bytes
+/// before it, or cut the segment inside `HTTP/`). Any other answer makes it a plain
+/// request/response exchange: an echo service answering `a` with `a` (zeek-echo-connections;
+/// its `H` too) is not HTTP. `answered`: the connection's answers included a status line
+/// before; then a misplaced turn (pipelined requests answered mid-body) stays HTTP.
+fn http_answer(status: u16, unreadable: bool, answered: &mut bool) -> Found {
+    *answered |= status > 0;
+    if status > 0 || unreadable || *answered {
+        Found::Http1
+    } else {
+        Found::Turns
+    }
+}
+
+/// The captured bytes are all a prefix of `HTTP/` (nothing captured counts).
+fn is_prefix_of_http(payload: &[u8]) -> bool {
+    let n = payload.len().min(5);
+    payload[..n] == b"HTTP/"[..n]
+}
+
 /// A delayed ACK (Linux 40 ms up to 200 ms, Windows 200 ms) waits at most this long: a
 /// server's ACK of a request that comes later than the handshake RTT plus this says the path
 /// (or the capture point's view of it) was slower for the request than for the handshake.
@@ -102,7 +124,8 @@ impl Exchange {
 impl Conn {
     /// New data `pkt` (oriented) with its captured `payload`: advances the exchange state and
     /// returns the exchange this data completed (a new request ends the previous exchange).
-    pub(super) fn on_http_data(&mut self, pkt: Pkt, payload: &[u8]) -> Option<Exchange> {
+    /// `gap`: the capture missed data of this direction just before `pkt`.
+    pub(super) fn on_http_data(&mut self, pkt: Pkt, payload: &[u8], gap: bool) -> Option<Exchange> {
         let mut finished = None;
         if pkt.from_server {
             match self.phase {
@@ -112,6 +135,9 @@ impl Conn {
                         x.last_resp = pkt;
                         if x.found == Found::Http1 {
                             x.status = http_status(payload).unwrap_or(0);
+                            let cut = (payload.len() as u64) < u64::from(pkt.len);
+                            let unreadable = gap || (cut && is_prefix_of_http(payload));
+                            x.found = http_answer(x.status, unreadable, &mut self.http_answered);
                         }
                     }
                     self.phase = Phase::Response;

@@ -103,7 +103,12 @@ impl Hub {
                 {
                     c.check_ambiguous(payload);
                 }
-                turn_done = c.on_http_data(pkt, payload);
+                // Data of this direction before it went uncaptured (or never was).
+                let start = end.wrapping_sub(pkt.len);
+                let gap = c.dirs[i]
+                    .seen_nxt
+                    .is_none_or(|s| super::flow::seq_gt(start, s));
+                turn_done = c.on_http_data(pkt, payload, gap);
                 if !pkt.from_server
                     && c.phase == Phase::Request
                     && let Some(x) = c.cur.as_mut()
@@ -174,10 +179,12 @@ impl Hub {
         let rtt = c.rtt_ns;
         let mss = c.dirs[j].mss; // the MSS this side may send is the one the peer announced
         let disturbed = std::mem::take(&mut c.dirs[i].disturbed);
+        let id_skipped = std::mem::take(&mut c.dirs[i].id_skipped);
         let stall = c.dirs[i].nagle.on_data(pkt, end, mss, rtt);
         c.dirs[j].nagle.on_peer_data();
         if let Some(st) = stall
             && !disturbed
+            && !(id_skipped && st.kind == StallKind::Nagle)
         {
             self.on_stall(c, st);
         }
@@ -284,6 +291,13 @@ impl Hub {
                     x.last_req
                 }
             }),
+        };
+        // Told by what it is, whenever it came: not its apparent sender's. One the receiver
+        // ignored in SYN-SENT followed the SYN.
+        let (kind, before) = match context.forged {
+            Some(f) if f.ignored => (ResetKind::Injected, c.syn.first_syn),
+            Some(_) => (ResetKind::Injected, before),
+            None => (kind, before),
         };
         self.emit(&Event::Reset {
             ends: c.ends(),

@@ -479,6 +479,7 @@ impl Analyzer {
 
     /// A connection ended (FIN both ways, RST, reuse or eviction): its exchange is complete.
     fn close(&mut self, mut c: Conn) {
+        self.judge_stray_reset(&c);
         self.half.left(&mut c);
         self.flush_held(&mut c);
         // Open loss episodes and zero-window periods end with the connection; charge them to

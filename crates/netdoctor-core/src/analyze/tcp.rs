@@ -4,7 +4,7 @@
 
 use std::collections::hash_map::Entry;
 
-use super::conn::Conn;
+use super::conn::{Conn, StrayRst};
 use super::flow::{ConnKey, conn_key, seq_gt};
 use super::http::Phase;
 use super::orient::{Reason, Shared, reorient};
@@ -99,6 +99,25 @@ impl Analyzer {
             len: seg.payload_len,
         };
         c.last = Some(pkt);
+        if !f.rst() {
+            let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
+            let d = &mut c.dirs[i];
+            d.note_traits(seg.ttl, seg.reserved);
+            // A packet of this side went uncaptured just before: data after it is not held
+            // back by Nagle but resent (or sent after a resend).
+            d.id_skipped |= d.note_ip_id(seg.ip_id, single);
+        } else if ignored_in_syn_sent(c, i, seg) {
+            // Its receiver drops it and the handshake may go on: judged at the end.
+            self.stats.resets += 1;
+            c.stray_rst.get_or_insert(StrayRst {
+                pkt,
+                from: i,
+                ttl: seg.ttl,
+                reserved: seg.reserved,
+                before: c.dirs[i].ttl_n,
+            });
+            return fl;
+        }
 
         // Handshake.
         if f.syn() {
@@ -439,8 +458,16 @@ impl Analyzer {
             if idle_ns >= IDLE_RESET_NS {
                 fl.set(SegFlags::RESET_AFTER_IDLE);
             }
-            self.hub
-                .on_reset(c, pkt, ResetContext { after_fin, idle_ns });
+            let forged = c.dirs[i].forged(seg.ttl, seg.reserved, false);
+            self.hub.on_reset(
+                c,
+                pkt,
+                ResetContext {
+                    after_fin,
+                    idle_ns,
+                    forged,
+                },
+            );
         }
         if (f.rst() || (c.dirs[0].fin && c.dirs[1].fin))
             && let Some(c) = self.conns.remove(&key)
@@ -473,6 +500,45 @@ impl Analyzer {
             self.close(old);
         }
         Some(repeat)
+    }
+}
+
+/// A reset from endpoint `i` while the peer's SYN waits for its answer (SYN-SENT), that does
+/// not acknowledge the SYN: RFC 9293 §3.10.7.3 (and Linux) drop it, and the handshake can go
+/// on (zeek-rst-inject-rae: a forged reset acknowledging the SYN's own sequence number, then
+/// the server's real SYN/ACK). A refusal (`[R.]` acknowledging the SYN) is not one.
+#[inline]
+fn ignored_in_syn_sent(c: &Conn, i: usize, seg: &TcpSegment<'_>) -> bool {
+    let j = 1 - i;
+    !c.synack_seen
+        && !c.dirs[i].started
+        && c.syn.first_syn.is_some()
+        && c.dirs[j].syn_seen
+        && !(seg.flags.ack() && seg.ack == c.dirs[j].isn.wrapping_add(1))
+}
+
+/// A connection ends with a reset it had to ignore ([`ignored_in_syn_sent`]): when its sender
+/// sent more afterwards (the handshake went on), it ended nothing and is told only when its
+/// header shows it came from elsewhere ([`crate::event::Forged`]); otherwise it was the last
+/// word of its sender and is told as the reset it looked like.
+impl Analyzer {
+    #[cold]
+    #[inline(never)]
+    pub(super) fn judge_stray_reset(&mut self, c: &Conn) {
+        let Some(s) = c.stray_rst else {
+            return;
+        };
+        let d = &c.dirs[s.from];
+        let went_on = d.ttl_n > s.before;
+        let forged = d.forged(s.ttl, s.reserved, went_on);
+        if went_on && forged.is_none() {
+            return;
+        }
+        let context = ResetContext {
+            forged,
+            ..ResetContext::default()
+        };
+        self.hub.on_reset(c, s.pkt, context);
     }
 }
 

@@ -130,6 +130,12 @@ pub struct TcpSegment<'a> {
     pub checksum: u16,
     /// The sender's TCP timestamp (TSval), when the segment carries the option.
     pub tsval: Option<u32>,
+    /// IPv4 TTL or IPv6 hop limit as captured: one sender's packets to one place arrive with
+    /// the same, so a reset with another one came from somewhere else (`detect::connection_reset`).
+    pub ttl: u8,
+    /// The TCP header's three reserved bits (`0x0e` of the data-offset byte): zero from every
+    /// stack; set by forged packets.
+    pub reserved: u8,
 }
 
 impl TcpSegment<'_> {
@@ -342,6 +348,7 @@ fn decode_at<'a>(pkt: &RawPacket<'a>, depth: u8) -> Result<Option<TcpSegment<'a>
             v4.tcp,
             v4.tcp_len,
             Some(v4.ip_id),
+            v4.ttl,
         ),
         Some(None) => Ok(None),
         None => decode_ip_general(pkt, ip_bytes, depth),
@@ -391,6 +398,7 @@ struct Ipv4Tcp<'a> {
     src: Ipv4Addr,
     dst: Ipv4Addr,
     ip_id: u16,
+    ttl: u8,
     /// The IP payload (the TCP segment), as far as captured.
     tcp: &'a [u8],
     /// Its length according to the IP header, when the header has a usable one.
@@ -427,6 +435,7 @@ fn ipv4_fast(ip: &[u8]) -> Option<Option<Ipv4Tcp<'_>>> {
         src: Ipv4Addr::new(h[12], h[13], h[14], h[15]),
         dst: Ipv4Addr::new(h[16], h[17], h[18], h[19]),
         ip_id: u16::from_be_bytes([h[4], h[5]]),
+        ttl: h[8],
         tcp,
         tcp_len,
     }))
@@ -459,6 +468,7 @@ fn decode_ip_general<'a>(
         }
     })?;
     let mut ip_id = None;
+    let ttl;
     let (src_ip, dst_ip, payload, ip_payload_len): (IpAddr, IpAddr, _, Option<usize>) = match &ip {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
@@ -467,6 +477,7 @@ fn decode_ip_general<'a>(
             let hl = h.slice().len() + auth;
             let len = (total >= hl).then(|| total - hl);
             ip_id = Some(h.identification());
+            ttl = h.ttl();
             (
                 IpAddr::V4(Ipv4Addr::from(h.source())),
                 IpAddr::V4(Ipv4Addr::from(h.destination())),
@@ -479,6 +490,7 @@ fn decode_ip_general<'a>(
             let plen = usize::from(h.payload_length());
             let ext = v6.extensions().slice().len();
             let len = (plen != 0 && plen >= ext).then(|| plen - ext);
+            ttl = h.hop_limit();
             (
                 IpAddr::V6(Ipv6Addr::from(h.source())),
                 IpAddr::V6(Ipv6Addr::from(h.destination())),
@@ -496,7 +508,15 @@ fn decode_ip_general<'a>(
             _ => Ok(None),
         };
     }
-    tcp_segment(pkt, src_ip, dst_ip, payload.payload, ip_payload_len, ip_id)
+    tcp_segment(
+        pkt,
+        src_ip,
+        dst_ip,
+        payload.payload,
+        ip_payload_len,
+        ip_id,
+        ttl,
+    )
 }
 
 /// The TCP header and options, by hand (same rules as etherparse's `TcpHeaderSlice` and
@@ -510,6 +530,7 @@ fn tcp_segment<'a>(
     tcp: &'a [u8],
     ip_payload_len: Option<usize>,
     ip_id: Option<u16>,
+    ttl: u8,
 ) -> Result<Option<TcpSegment<'a>>, DecodeError> {
     let frame = pkt.frame;
     let Some(h) = tcp.get(..20) else {
@@ -580,6 +601,8 @@ fn tcp_segment<'a>(
         ip_id,
         checksum: u16::from_be_bytes([h[16], h[17]]),
         tsval: opts.tsval,
+        ttl,
+        reserved: h[12] & 0x0e,
     }))
 }
 

@@ -27,6 +27,7 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
         }
     })?;
     let mut ip_id = None;
+    let ttl;
     let (src_ip, dst_ip, payload, ip_payload_len): (IpAddr, IpAddr, _, Option<usize>) = match &ip {
         LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
@@ -35,6 +36,7 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
             let hl = h.slice().len() + auth;
             let len = (total >= hl).then(|| total - hl);
             ip_id = Some(h.identification());
+            ttl = h.ttl();
             (
                 IpAddr::V4(Ipv4Addr::from(h.source())),
                 IpAddr::V4(Ipv4Addr::from(h.destination())),
@@ -47,6 +49,7 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
             let plen = usize::from(h.payload_length());
             let ext = v6.extensions().slice().len();
             let len = (plen != 0 && plen >= ext).then(|| plen - ext);
+            ttl = h.hop_limit();
             (
                 IpAddr::V6(Ipv6Addr::from(h.source())),
                 IpAddr::V6(Ipv6Addr::from(h.destination())),
@@ -136,6 +139,8 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
         ip_id,
         checksum: tcp.checksum(),
         tsval,
+        ttl,
+        reserved: tcp.slice()[12] & 0x0e,
     }))
 }
 

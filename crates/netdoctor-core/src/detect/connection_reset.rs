@@ -29,7 +29,7 @@
 use std::net::SocketAddr;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
-use crate::event::{Event, ResetKind};
+use crate::event::{Event, Forged, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::Observation;
 use crate::stats::Hist;
@@ -41,12 +41,16 @@ struct Example {
     before: Option<Pkt>,
     rst: Pkt,
     req: Option<Pkt>,
+    /// How the reset differs from its apparent sender's packets ([`ResetKind::Injected`]).
+    forged: Option<Forged>,
 }
 
 #[derive(Default)]
 struct KindAgg {
     count: u64,
     by_server: u64,
+    /// Injected resets the receiver ignored (the connection went on).
+    ignored: u64,
     /// Client resets of a request in progress: how long the request had waited.
     client_waited: Option<Hist>,
     examples: Vec<Example>,
@@ -58,7 +62,7 @@ const OWN_TIMEOUT_SLACK: f64 = 0.95;
 /// The `connection_reset` detector.
 #[derive(Default)]
 pub struct ConnectionReset {
-    kinds: [KindAgg; 7],
+    kinds: [KindAgg; 8],
     /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
     timeout_ms: Option<u64>,
     /// A listening socket of the server process seen during the run
@@ -80,9 +84,17 @@ impl Detector for ConnectionReset {
                 before,
                 rst,
                 req,
-                ..
+                context,
             } => {
-                self.on_reset(ends.client, ends.server, *kind, *before, *rst, *req);
+                let e = Example {
+                    client: ends.client,
+                    server: ends.server,
+                    before: *before,
+                    rst: *rst,
+                    req: *req,
+                    forged: context.forged,
+                };
+                self.on_reset(*kind, e);
                 if let Some(r) = req
                     && !rst.from_server
                     && matches!(kind, ResetKind::DuringExchange | ResetKind::ClientAbort)
@@ -122,30 +134,18 @@ fn idx(k: ResetKind) -> usize {
         ResetKind::Setup => 4,
         ResetKind::AfterClose => 5,
         ResetKind::UnusedClosed => 6,
+        ResetKind::Injected => 7,
     }
 }
 
 impl ConnectionReset {
-    fn on_reset(
-        &mut self,
-        client: SocketAddr,
-        server: SocketAddr,
-        kind: ResetKind,
-        before: Option<Pkt>,
-        rst: Pkt,
-        req: Option<Pkt>,
-    ) {
+    fn on_reset(&mut self, kind: ResetKind, e: Example) {
         let k = &mut self.kinds[idx(kind)];
         k.count += 1;
-        k.by_server += u64::from(rst.from_server);
+        k.by_server += u64::from(e.rst.from_server);
+        k.ignored += u64::from(e.forged.is_some_and(|f| f.ignored));
         if k.examples.len() < MAX_EXAMPLES {
-            k.examples.push(Example {
-                client,
-                server,
-                before,
-                rst,
-                req,
-            });
+            k.examples.push(e);
         }
     }
 
@@ -166,6 +166,7 @@ impl ConnectionReset {
             ResetKind::Setup,
             ResetKind::AfterClose,
             ResetKind::UnusedClosed,
+            ResetKind::Injected,
         ] {
             // Refused SYNs are `server_not_listening`'s, unless the run saw the listener
             // (then they are resets of a port that is open: the arm below).
@@ -379,6 +380,7 @@ impl ConnectionReset {
                         ),
                     )
                 }
+                ResetKind::Injected => injected_story(who, n, k, connections),
                 ResetKind::Idle => (
                     (n as f64 / connections.max(1) as f64).min(1.0),
                     if n >= 5 {
@@ -401,10 +403,16 @@ impl ConnectionReset {
             let side = match (kind, side) {
                 (ResetKind::UnusedClosed, Side::Server) => Side::Client,
                 (ResetKind::UnusedClosed, _) => Side::Server,
+                (ResetKind::Injected, _) => Side::Network,
                 _ => side,
             };
             let mut f = Finding::new(FindingId::ConnectionReset, severity, side, summary);
-            f.confidence = 0.9;
+            // "Probably": a route change just before the reset would look the same.
+            f.confidence = if kind == ResetKind::Injected {
+                0.8
+            } else {
+                0.9
+            };
             f.impact.affected_fraction = Some(fraction);
             f.explanation = explanation;
             f.fix = fix;
@@ -447,6 +455,9 @@ impl ConnectionReset {
                                 "the {who} reset the connection after the handshake, no byte \
                                  sent"
                             ),
+                            ResetKind::Injected => {
+                                e.forged.map_or_else(String::new, |f| forged_note(who, &f))
+                            }
                         },
                     }
                 })
@@ -529,6 +540,98 @@ impl ConnectionReset {
             .collect();
         f
     }
+}
+
+/// The TTL range of a sender's packets: `49` or `49–50`.
+fn ttl_range(f: &Forged) -> String {
+    if f.ttl_lo == f.ttl_hi {
+        f.ttl_lo.to_string()
+    } else {
+        format!("{}–{}", f.ttl_lo, f.ttl_hi)
+    }
+}
+
+/// What marks one injected reset: `TTL 46, the server's 3 other packets 49; reserved TCP
+/// bits set; ignored, the connection went on`.
+fn forged_note(who: &str, f: &Forged) -> String {
+    let mut parts = Vec::new();
+    if f.ttl_differs() {
+        parts.push(format!(
+            "TTL {}, the {who}'s {} other packets {}",
+            f.ttl,
+            f.others,
+            ttl_range(f)
+        ));
+    }
+    if f.reserved {
+        parts.push("reserved TCP header bits set".to_string());
+    }
+    if f.ignored {
+        parts.push("it did not acknowledge the SYN: ignored, the handshake went on".to_string());
+    }
+    parts.join("; ")
+}
+
+/// The story of resets that carried the `who`'s address but not its header traits
+/// ([`ResetKind::Injected`]): network side, info when every one was ignored.
+fn injected_story(
+    who: &str,
+    n: u64,
+    k: &KindAgg,
+    connections: u64,
+) -> (f64, Severity, String, String, String) {
+    let ended = n.saturating_sub(k.ignored);
+    let first = k.examples.iter().find_map(|e| e.forged);
+    let traits = first.map_or_else(String::new, |f| {
+        let mut t = Vec::new();
+        if f.ttl_differs() {
+            t.push(format!(
+                "IP TTL {} where the {who}'s {} other packets on the connection had {}",
+                f.ttl,
+                f.others,
+                ttl_range(&f)
+            ));
+        }
+        if f.reserved {
+            t.push("reserved TCP header bits set, which no TCP stack sets".to_string());
+        }
+        format!(" ({})", t.join("; "))
+    });
+    let effect = if ended == 0 {
+        format!(
+            "; the receiver ignored {} and the connection went on",
+            if n == 1 { "it" } else { "them" }
+        )
+    } else {
+        format!("; {ended} ended a connection")
+    };
+    let summary = format!(
+        "{n} reset{} carrying the {who}'s address probably came from a middlebox on the path, \
+         not from the {who}{traits}{effect}",
+        if n == 1 { "" } else { "s" }
+    );
+    let explanation = format!(
+        "Every packet one host sends to one place crosses the same routers, so they all arrive \
+         with the same IP TTL (hop limit), and no TCP stack sets the reserved header bits. \
+         These resets differ from every other packet of the {who} on their connection{traits}: \
+         a device on the path forged them in the {who}'s name (a firewall or IPS rule, a DPI \
+         or censorship box, a load balancer's timeout), the {who} did not send them. A forged \
+         reset the receiver cannot accept (in SYN-SENT, one that does not acknowledge the SYN) \
+         is dropped and the connection goes on; one it accepts ends the connection and its \
+         request fails."
+    );
+    let fix = format!(
+        "Look for the device between the two ends that resets connections (firewall and IPS \
+         rules, DPI, proxies, load balancers): its hop count is about the {who}'s minus the TTL \
+         difference (`netdoctor trace`). The {who}'s own logs will not show these resets."
+    );
+    let frac = (ended as f64 / connections.max(1) as f64).min(1.0);
+    let severity = if ended == 0 {
+        Severity::Info
+    } else {
+        Severity::Warning
+    };
+    (frac, severity, summary, explanation, fix)
 }
 
 /// One finding out of the findings for each kind: the most severe leads (its side, story and
