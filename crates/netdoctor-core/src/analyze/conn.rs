@@ -60,6 +60,10 @@ pub(super) struct Dir {
     /// This direction's request/response turn, and before it is watched as a bulk transfer
     /// when its first bytes went, so its chart starts there ([`super::bulk::PreBulk`]).
     pub pre_bulk: super::bulk::PreBulk,
+    /// A packet of this endpoint was captured, and one carrying payload: a connection with
+    /// one end's data and none of the other end's packets was captured in one direction only.
+    pub seen: bool,
+    pub data_segs: u8,
 }
 
 /// Where a connection's exchanges come from: direction turns (HTTP/1 recognised, TLS
@@ -197,6 +201,20 @@ impl Conn {
         match &self.source {
             Source::Turns => 0,
             Source::H2(h) => h.framing_lost(),
+        }
+    }
+
+    /// Captured in one direction only: one end sent data (two segments at least: one alone
+    /// says little, e.g. a capture of one packet) and not one packet of the other end was
+    /// captured (its ACKs went another way, or the capture filtered them). `Some(true)` when
+    /// the server's packets are the ones captured.
+    pub(super) fn one_way(&self) -> Option<bool> {
+        let s = &self.dirs[self.server];
+        let c = &self.dirs[1 - self.server];
+        match (s.seen, c.seen) {
+            (true, false) if s.data_segs >= 2 => Some(true),
+            (false, true) if c.data_segs >= 2 => Some(false),
+            _ => None,
         }
     }
 
