@@ -137,6 +137,9 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         ReceiverSoftirqSaturated => {
             "One CPU of the receiving host is saturated and its receive softirq cannot keep up: packet processing there (netfilter rules, no GRO, one receive queue) bounds the transfer. Spread receive work (RSS queues, RPS/RFS, IRQ affinity), cut per-packet cost (fewer or set-based netfilter rules, GRO on), then test again."
         }
+        SpuriousRetransmission => {
+            "Segments were resent that had arrived: the receiver reported them twice (D-SACK) or had acknowledged them. Not loss: a retransmission timer or tail-loss probe faster than the receiver's ACKs, or reordering on the path. Nothing to fix unless they are frequent: then look at the receiver's delayed ACKs or what reorders packets."
+        }
     }
 }
 

@@ -47,12 +47,13 @@ pub enum FindingId {
     ShaperLimited,
     MssMtuProblem,
     ReceiverSoftirqSaturated,
+    SpuriousRetransmission,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 37] = {
+    pub const ALL: [FindingId; 38] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -92,6 +93,7 @@ impl FindingId {
             ShaperLimited,
             MssMtuProblem,
             ReceiverSoftirqSaturated,
+            SpuriousRetransmission,
         ]
     };
 
@@ -108,7 +110,8 @@ impl FindingId {
             | ConnectionReset
             | ReceiveWindowLimited
             | H2HeadOfLine
-            | SendBufferLimited => Layer::Transport,
+            | SendBufferLimited
+            | SpuriousRetransmission => Layer::Transport,
             ListenQueueOverflow
             | SynFlood
             | ConntrackTableFull
@@ -166,6 +169,7 @@ impl FindingId {
             ShaperLimited => "shaper_limited",
             MssMtuProblem => "mss_mtu_problem",
             ReceiverSoftirqSaturated => "receiver_softirq_saturated",
+            SpuriousRetransmission => "spurious_retransmission",
         }
     }
 }

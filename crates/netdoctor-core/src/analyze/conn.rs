@@ -77,6 +77,10 @@ pub(super) struct Dir {
     /// Since this direction's last new data, its IP ids skipped: a small segment after a
     /// late ACK then is a resend, not one Nagle held (only Nagle stalls are dropped for it).
     pub id_skipped: bool,
+    /// A packet of this endpoint was captured, and one carrying payload: a connection with
+    /// one end's data and none of the other end's packets was captured in one direction only.
+    pub seen: bool,
+    pub data_segs: u8,
 }
 
 impl Dir {
@@ -296,6 +300,20 @@ impl Conn {
         match &self.source {
             Source::Turns => 0,
             Source::H2(h) => h.framing_lost(),
+        }
+    }
+
+    /// Captured in one direction only: one end sent data (two segments at least: one alone
+    /// says little, e.g. a capture of one packet) and not one packet of the other end was
+    /// captured (its ACKs went another way, or the capture filtered them). `Some(true)` when
+    /// the server's packets are the ones captured.
+    pub(super) fn one_way(&self) -> Option<bool> {
+        let s = &self.dirs[self.server];
+        let c = &self.dirs[1 - self.server];
+        match (s.seen, c.seen) {
+            (true, false) if s.data_segs >= 2 => Some(true),
+            (false, true) if c.data_segs >= 2 => Some(false),
+            _ => None,
         }
     }
 

@@ -215,6 +215,12 @@ impl Hub {
             && ep.acked_at_start.is_none_or(|a| a == d.isn.wrapping_add(1));
         // The receiver of the retransmitted data is the client when the server sent it.
         ep.near_receiver = c.syn.near_client().map(|n| n == ep.first.from_server);
+        let receiver = if ep.first.from_server {
+            1 - c.server
+        } else {
+            c.server
+        };
+        ep.receiver_unseen = !c.dirs[receiver].seen;
         for x in c.in_progress() {
             if ep.stall_ns() <= 0 {
                 break;

@@ -182,6 +182,13 @@ pub struct CaptureQuality {
     /// Segments whose sender's previous segment was not captured (tshark: "previous
     /// segment not captured"): lost before the capture point or by the capture.
     pub sequence_gaps: u64,
+    /// Connections captured in one direction only (one end's data, not one packet of the
+    /// other end: asymmetric routing, a filter, a mirror of one direction), by the end whose
+    /// packets are missing. Whether their data arrived cannot be seen.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub client_unseen_connections: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub server_unseen_connections: u64,
 }
 
 impl CaptureQuality {
@@ -196,7 +203,11 @@ impl CaptureQuality {
     }
     /// Nothing dropped and nothing missing.
     pub fn is_clean(&self) -> bool {
-        self.duplicate_frames == 0 && self.missing_segments == 0
+        self.duplicate_frames == 0 && self.missing_segments == 0 && self.one_way() == 0
+    }
+    /// Connections captured in one direction only.
+    pub fn one_way(&self) -> u64 {
+        self.client_unseen_connections + self.server_unseen_connections
     }
 }
 
@@ -293,16 +304,22 @@ impl Analysis {
     pub fn verdict_inputs(&self) -> crate::verdict::VerdictInputs {
         let q = &self.stats.quality;
         let share = q.missing_share();
+        let mut incomplete = Vec::new();
+        if share > MAX_MISSING_SHARE_FOR_HEALTHY {
+            incomplete.push(format!(
+                "{:.1} % of the data ({} bytes) was acknowledged by its receiver but never captured",
+                share * 100.0,
+                q.missing_bytes
+            ));
+        }
+        let conns = self.stats.connections.max(1);
+        if q.one_way() as f64 / conns as f64 > MAX_MISSING_SHARE_FOR_HEALTHY {
+            incomplete.push(quality::one_way_reason(q, self.stats.connections));
+        }
         crate::verdict::VerdictInputs {
             exchanges: self.exchanges.count,
             capture_present: true,
-            capture_incomplete: (share > MAX_MISSING_SHARE_FOR_HEALTHY).then(|| {
-                format!(
-                    "{:.1} % of the data ({} bytes) was acknowledged by its receiver but never captured",
-                    share * 100.0,
-                    q.missing_bytes
-                )
-            }),
+            capture_incomplete: (!incomplete.is_empty()).then(|| incomplete.join("; ")),
             ..Default::default()
         }
     }
@@ -338,7 +355,14 @@ pub struct Analyzer {
     flags: Option<Vec<(u64, SegFlags)>>,
     /// The totals when the current window started ([`window`]).
     window_base: window::Base,
+    /// Connections with packets that opened no state (pure ACKs before the first data of a
+    /// capture started mid-connection), by the directions they came from (bit `1 << i`): a
+    /// connection opened later saw both ends. At most [`MAX_UNTRACKED_KEYS`], then forgotten.
+    untracked: HashMap<ConnKey, u8, foldhash::fast::RandomState>,
 }
+
+/// Connections remembered in [`Analyzer::untracked`].
+const MAX_UNTRACKED_KEYS: usize = 1024;
 
 impl Analyzer {
     pub fn new(cfg: AnalyzerConfig) -> Self {
@@ -355,6 +379,7 @@ impl Analyzer {
             window_start_ns: None,
             flags: None,
             window_base: window::Base::default(),
+            untracked: HashMap::default(),
         }
     }
 
@@ -481,6 +506,7 @@ impl Analyzer {
     fn close(&mut self, mut c: Conn) {
         self.judge_stray_reset(&c);
         self.half.left(&mut c);
+        self.count_one_way(&c);
         self.flush_held(&mut c);
         // Open loss episodes and zero-window periods end with the connection; charge them to
         // the exchange before it is finished.
@@ -489,6 +515,16 @@ impl Analyzer {
         self.take_answered(&mut c, false);
         self.hub.flush_counts(&c);
         self.hub.flush_bulk(&mut c);
+    }
+
+    /// A connection ends: counted when it was captured in one direction only.
+    fn count_one_way(&mut self, c: &Conn) {
+        let q = &mut self.stats.quality;
+        match c.one_way() {
+            Some(true) => q.client_unseen_connections += 1,
+            Some(false) => q.server_unseen_connections += 1,
+            None => {}
+        }
     }
 
     /// A connection ends: its answered exchanges are finished (`cut`: by the end of the
@@ -569,6 +605,7 @@ impl Analyzer {
                 }
             };
             self.stats.pipelined_connections += u64::from(c.ambiguous);
+            self.count_one_way(&c);
             self.flush_held(&mut c);
             self.hub.flush_stalls(&mut c);
             // The server's FIN ends its responses: an exchange answered before it is complete

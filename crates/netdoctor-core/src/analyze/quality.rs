@@ -26,7 +26,49 @@ pub(super) fn quality_line(q: &CaptureQuality) -> String {
             q.missing_share() * 100.0
         ));
     }
+    if q.one_way() > 0 {
+        parts.push(format!(
+            "{}: the other end's packets went another way or were filtered out (asymmetric \
+             routing, a capture filter, a mirror of one direction), so whether their data \
+             arrived cannot be seen; a retransmission there is read as loss only when the \
+             sender's timer fired {} times or more on it (no ACK reached the sender), and loss \
+             and stall findings may be missing",
+            one_way_text(q),
+            crate::track::loss::Episode::SILENT_TIMER_RETX
+        ));
+    }
     format!("capture quality: {}", parts.join("; "))
+}
+
+/// "3 connections were captured in one direction only (the server's packets, none of the
+/// client's)".
+fn one_way_text(q: &CaptureQuality) -> String {
+    let whose = match (q.client_unseen_connections, q.server_unseen_connections) {
+        (_, 0) => "the server's packets, none of the client's".to_string(),
+        (0, _) => "the client's packets, none of the server's".to_string(),
+        (c, s) => format!("{c} without a packet of the client, {s} without a packet of the server"),
+    };
+    format!(
+        "{} connections were captured in one direction only ({whose})",
+        q.one_way()
+    )
+}
+
+/// Why a capture with many one-way connections cannot be called healthy (the verdict's
+/// reason).
+pub(super) fn one_way_reason(q: &CaptureQuality, connections: u64) -> String {
+    format!(
+        "{} of {connections} connections were captured in one direction only ({}): whether \
+         their data arrived cannot be seen",
+        q.one_way(),
+        if q.server_unseen_connections == 0 {
+            "none of the client's packets"
+        } else if q.client_unseen_connections == 0 {
+            "none of the server's packets"
+        } else {
+            "one end's packets missing"
+        }
+    )
 }
 
 /// The warnings for `s`; lowers the confidence of transport findings when packets are missing.

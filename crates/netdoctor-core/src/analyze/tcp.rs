@@ -67,6 +67,12 @@ impl Analyzer {
                 // half-open connection that never ends it would fill the half-open cap.
                 if !(f.syn() || seg.payload_len > 0) || f.rst() || (f.syn() && f.fin()) {
                     fl.set(SegFlags::UNTRACKED);
+                    if !f.syn() {
+                        if self.untracked.len() >= super::MAX_UNTRACKED_KEYS {
+                            self.untracked.clear();
+                        }
+                        *self.untracked.entry(key).or_default() |= 1 << i;
+                    }
                     return fl;
                 }
                 if n_conns >= MAX_CONNECTIONS {
@@ -76,6 +82,14 @@ impl Analyzer {
                 }
                 self.stats.connections += 1;
                 let c = v.insert(open_conn(&self.cfg, &mut self.shared, key, i, seg));
+                // Its earlier packets that opened nothing: that end was captured too.
+                if !self.untracked.is_empty()
+                    && let Some(bits) = self.untracked.remove(&key)
+                {
+                    for d in 0..2 {
+                        c.dirs[d].seen |= bits & (1 << d) != 0;
+                    }
+                }
                 if f.syn() {
                     self.stats.connections_with_handshake += 1;
                     c.half_open = true;
@@ -118,6 +132,10 @@ impl Analyzer {
             });
             return fl;
         }
+        c.dirs[i].seen = true;
+        c.dirs[i].data_segs = c.dirs[i]
+            .data_segs
+            .saturating_add(u8::from(seg.payload_len > 0));
 
         // Handshake.
         if f.syn() {

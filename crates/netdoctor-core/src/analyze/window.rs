@@ -92,6 +92,14 @@ impl CaptureStats {
                 missing_bytes: d(q.missing_bytes, p.missing_bytes),
                 captured_bytes: d(q.captured_bytes, p.captured_bytes),
                 sequence_gaps: d(q.sequence_gaps, p.sequence_gaps),
+                client_unseen_connections: d(
+                    q.client_unseen_connections,
+                    p.client_unseen_connections,
+                ),
+                server_unseen_connections: d(
+                    q.server_unseen_connections,
+                    p.server_unseen_connections,
+                ),
             },
             ..self.clone()
         }

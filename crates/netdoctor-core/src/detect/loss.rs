@@ -43,7 +43,8 @@
 use std::net::SocketAddr;
 
 use super::{
-    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
+    Context, Detector, Interests, MAX_EXAMPLES, added_ms, conn_label, episode_severity, ms,
+    worst_note,
 };
 use crate::event::{Ends, Event};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
@@ -164,6 +165,13 @@ impl Loss {
         let Ends { client, server } = ends;
         if ep.is_spurious() {
             self.spurious_episodes += 1;
+            return;
+        }
+        // Not one packet of the receiver was captured (a one-way capture): whether the data
+        // arrived cannot be seen (the capture-quality warning says so), unless the sender's own
+        // timer, firing again and again on the same data, shows that no ACK reached it
+        // (`ppa-tcp_retransmissions`: resent 5 times over 9.2 s).
+        if ep.receiver_unseen && ep.timer_retx < Episode::SILENT_TIMER_RETX {
             return;
         }
         if ep.timeout && ep.peer_silent() {
@@ -305,25 +313,16 @@ impl Loss {
             None => String::new(),
         };
         let worst_part = worst_note(added, worst);
+        // Without exchanges to charge them to (a cut capture, a request never answered, a
+        // capture without HTTP), the stalls' own length is the cost, never "+0.0 ms".
+        let cost = if k.stall.is_some() {
+            format!("{}{worst_part}{share}", added_ms(added))
+        } else {
+            format!("stalled up to {}", human_ms(ms(k.worst_episode_ns)))
+        };
         let (id, summary, explanation, fix) = if at_setup {
-            setup_story(
-                k,
-                rto,
-                added,
-                &worst_part,
-                &share,
-                listen_full,
-                local,
-                &self.listen,
-            )
+            setup_story(k, rto, &cost, listen_full, local, &self.listen)
         } else if timeout {
-            // Without exchanges to charge them to (a cut capture, a request never answered),
-            // the stalls' own length is the cost.
-            let cost = if k.stall.is_some() {
-                format!("+{added:.1} ms{worst_part}{share}")
-            } else {
-                format!("stalled up to {}", human_ms(ms(k.worst_episode_ns)))
-            };
             let unacked = if k.unacked > 0 {
                 format!(
                     "; {} never acknowledged before the capture ended (resent up to {} times)",
@@ -358,7 +357,7 @@ impl Loss {
             (
                 FindingId::PacketLossRetransmission,
                 format!(
-                    "Packet loss: {} segments of {who} retransmitted ({:.2}% of data segments), +{added:.1} ms{worst_part}{share}",
+                    "Packet loss: {} segments of {who} retransmitted ({:.2}% of data segments), {cost}",
                     k.retx,
                     rate * 100.0
                 ),
@@ -384,7 +383,7 @@ impl Loss {
             // Path loss and a full listen queue look the same in the packets.
             f.confidence = f.confidence.min(0.5);
         }
-        f.impact.added_latency_ms = Some(added);
+        f.impact.added_latency_ms = k.stall.is_some().then_some(added);
         f.impact.affected_fraction = fraction;
         f.explanation = explanation;
         f.fix = fix;
@@ -429,33 +428,28 @@ impl Loss {
     }
 }
 
-/// `9176.0` → "9.2 s", `206.3` → "206 ms".
+/// `9176.0` → "9.2 s", `206.3` → "206 ms", `0.33` → "0.33 ms" (the evidence's precision).
 fn human_ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.1} s", v / 1000.0)
-    } else {
+    } else if v >= 10.0 {
         format!("{v:.0} ms")
+    } else {
+        format!("{v:.2} ms")
     }
 }
 
-/// Summary, explanation and fix of timeouts that resent connections' first requests.
-#[allow(clippy::too_many_arguments)]
+/// Summary, explanation and fix of timeouts that resent connections' first requests
+/// (`cost`: what they cost the requests, as the summary says it).
 fn setup_story(
     k: &KindAgg,
     rto: f64,
-    added: f64,
-    worst_part: &str,
-    share: &str,
+    cost: &str,
     listen_full: bool,
     local: bool,
     listen: &[CounterDelta],
 ) -> (FindingId, String, String, String) {
     let n = k.episodes;
-    let cost = if k.stall.is_some() {
-        format!("+{added:.1} ms{worst_part}{share}")
-    } else {
-        format!("stalled up to {:.0} ms", ms(k.worst_episode_ns))
-    };
     let head = format!(
         "Retransmission timeouts at connection setup: the first request of {n} connection(s) \
          waited ~{rto:.0} ms (RTO) to be resent, {cost}"

@@ -24,6 +24,7 @@ pub mod server_not_listening;
 pub mod short_connections;
 pub mod slow_handshake;
 pub mod slow_server_processing;
+pub mod spurious_retransmission;
 pub mod syn_retransmit;
 pub mod zero_window;
 
@@ -88,6 +89,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<h2_head_of_line::H2HeadOfLine>::default(),
     || Box::<h2_stream_resets::H2StreamResets>::default(),
     || Box::<bulk_limits::BulkLimits>::default(),
+    || Box::<spurious_retransmission::SpuriousRetransmission>::default(),
 ];
 
 /// A fresh set of every registered detector.
@@ -148,6 +150,19 @@ pub(crate) fn episode_severity(typical: Severity, worst_ms: f64, total_ms: f64) 
         Severity::Info
     };
     typical.max(by_worst)
+}
+
+/// An added latency as a summary shows it, at a precision that shows it: `"+43.8 ms"`,
+/// `"+0.33 ms"`, `"+4 µs"` (a median of 0.33 ms must not read "+0.0 ms" beside evidence that
+/// says "stalled 0.33 ms").
+pub(crate) fn added_ms(v: f64) -> String {
+    if v >= 10.0 {
+        format!("+{v:.1} ms")
+    } else if v >= 0.01 {
+        format!("+{v:.2} ms")
+    } else {
+        format!("+{:.0} µs", (v * 1000.0).max(1.0))
+    }
 }
 
 /// `" (worst 5869.7 ms)"` when the worst episode says more than the typical one (at least

@@ -17,6 +17,12 @@ pub const FAST_REACT_NS: i64 = 20_000_000;
 pub const WIRESHARK_FAST_NS: i64 = 20_000_000;
 /// Holes (ranges not captured yet) remembered per direction; more are forgotten.
 const MAX_HOLES: usize = 4;
+/// TCP's largest window (65535 << 14) is below this: a SACK block that starts farther than
+/// this from the cumulative ACK names nothing the sender could have sent. Such blocks are in
+/// another sequence space: a middlebox that randomises sequence numbers and leaves the SACK
+/// option alone (`ppp-one_tcp_stream_max_seq`: every block 1,143,864,130 above the data it
+/// names).
+pub const MAX_WINDOW_SPAN: u32 = 1 << 30;
 
 fn seq_gt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
@@ -85,6 +91,14 @@ pub struct Episode {
     /// probe; never inside a range the capture missed (a hole, also one a bare FIN jumped
     /// over, or one forgotten past [`MAX_HOLES`]).
     pub original_seen: bool,
+    /// What made the sender resend the first time (its timer, a tail-loss probe, the
+    /// receiver's duplicate ACKs or SACK).
+    pub class: RetxClass,
+    /// The receiver reported a retransmission of the episode as received twice (D-SACK).
+    pub dsacked: bool,
+    /// Not one packet of the receiver was captured on the connection (set by the analyzer
+    /// when the connection ends): whether it got the data cannot be seen.
+    pub receiver_unseen: bool,
 }
 
 impl Episode {
@@ -112,6 +126,13 @@ impl Episode {
             first_timer_ns: (silence >= RTO_MIN_NS).then_some(first.ts_ns),
             near_receiver: None,
             original_seen: false,
+            class: if silence >= RTO_MIN_NS {
+                RetxClass::Timeout
+            } else {
+                RetxClass::Fast
+            },
+            dsacked: false,
+            receiver_unseen: false,
         }
     }
 
@@ -357,6 +378,9 @@ impl LossDir {
                             class,
                             RetxClass::Fast | RetxClass::Timeout | RetxClass::Probe
                         ),
+                    class,
+                    dsacked: false,
+                    receiver_unseen: false,
                 });
             }
         }
@@ -416,8 +440,32 @@ impl LossDir {
         let mut news = AckNews::default();
         self.last_ack = Some((ack, ts_ns));
         let advanced = prev.is_none_or(|p| seq_gt(ack, p));
+        // Blocks in another sequence space ([`MAX_WINDOW_SPAN`]) are not read, with one
+        // exception: on an ACK of everything sent, a block can only report data received
+        // twice, wherever it lies (RFC 2883).
+        let foreign =
+            |&(l, _): &(u32, u32)| (l.wrapping_sub(ack) as i32).unsigned_abs() >= MAX_WINDOW_SPAN;
+        let all_acked = seq_ge(ack, nxt);
+        let foreign_dsack = all_acked && sack.first().is_some_and(foreign);
+        let mut kept = [(0u32, 0u32); 4];
+        let mut n_kept = 0;
+        for b in sack.iter().filter(|b| !foreign(b)).take(4) {
+            kept[n_kept] = *b;
+            n_kept += 1;
+        }
+        let sack = &kept[..n_kept];
         // D-SACK (RFC 2883): the first block lies below the cumulative ACK or inside the second.
-        if let Some(&(l, r)) = sack.first() {
+        if foreign_dsack {
+            // Which range it names cannot be read: it counts for the open episode only (not
+            // for a keep-alive probe's byte, which some stacks answer with a D-SACK too).
+            if let Some(e) = self.episode.as_mut()
+                && e.spurious < e.retx
+            {
+                news.dsack = true;
+                e.spurious += 1;
+                e.dsacked = true;
+            }
+        } else if let Some(&(l, r)) = sack.first() {
             let below = seq_ge(ack, r);
             let inside = sack
                 .get(1)
@@ -428,6 +476,7 @@ impl LossDir {
                     && e.spurious < e.retx
                 {
                     e.spurious += 1;
+                    e.dsacked = true;
                 }
             }
         }

@@ -41,6 +41,16 @@ fn word<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
+/// An added latency at a precision that shows it: below 0.01 ms in µs, never "0.00 ms"
+/// beside evidence that names a stall.
+fn latency_text(v: f64) -> String {
+    if v > 0.0 && v < 0.01 {
+        format!("{:.0} µs", (v * 1000.0).max(1.0))
+    } else {
+        crate::terminal::ms(v)
+    }
+}
+
 fn yes(b: bool) -> FluentValue<'static> {
     FluentValue::from(if b { "yes" } else { "no" })
 }
@@ -78,7 +88,7 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
         ("severity", FluentValue::from(word(&f.severity))),
         (
             "latency",
-            FluentValue::from(lat.map(crate::terminal::ms).unwrap_or_default()),
+            FluentValue::from(lat.map(latency_text).unwrap_or_default()),
         ),
         ("has_latency", yes(lat.is_some_and(|v| v > 0.0))),
         (

@@ -351,3 +351,15 @@ mss_mtu_problem-fix = 允许 ICMP“需要分片”（类型 3 代码 4）和 IC
 receiver_softirq_saturated-summary = 接收方的一个 CPU 被占满，大量时间花在软中断（softirq）里且收包处理跟不上：收包的开销限制了传输
 receiver_softirq_saturated-explanation = 传输期间，接收主机上处理收包的那个 CPU 没有空闲，很大一部分时间花在软中断里（NET_RX：协议栈、netfilter 规则、转发），软中断多次用完预算仍有积压（time_squeeze）；同一 CPU 上的繁忙任务会进一步挤占软中断（推迟到 ksoftirqd 后只能分到普通任务的份额）；接收程序本身并不忙，接收窗口和发送方也没有卡住数据。每个包的处理开销太大，或者所有收包都压在同一个 CPU 上。
 receiver_softirq_saturated-fix = 把收包分散到多个 CPU（网卡多队列/RSS、RPS/RFS、调整中断亲和性，让繁忙任务避开这个 CPU），降低每个包的开销（减少或合并 netfilter 规则，改用 ipset/nft 集合，打开 GRO），然后用 `netdoctor throughput` 复测。
+
+## spurious_retransmission
+
+spurious_retransmission-summary = 不必要的重传：被补发的数据其实已经到达（接收方用 D-SACK 报告收到了两次，或者补发前已经确认），没有数据丢失
+spurious_retransmission-explanation = { $side ->
+    [network] 路径上的乱序让接收方发出了重复 ACK 或 SACK，发送方以为丢包而补发，原来的分段随后也到了。
+   *[other] 发送方的重传定时器或尾部丢失探测（TLP，RFC 8985）比接收方的 ACK 先到期：是 ACK 来得慢（接收方延迟确认、往返时间变长），数据并没有丢。
+} 这不是丢包：只多用了一点带宽，请求并没有因此变慢。
+spurious_retransmission-fix = 通常无需处理。如果经常出现：{ $side ->
+    [network] 找出乱序的来源（ECMP 多路径、链路聚合、网卡或驱动），Linux 的 RACK（net.ipv4.tcp_recovery）会根据 D-SACK 放宽乱序窗口。
+   *[other] 检查接收方是否把 ACK 延迟得太久（例如 Windows 的 200 ms 延迟确认；TCP_QUICKACK），以及往返时间是否波动很大。
+}

@@ -412,6 +412,8 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
                 missing_bytes,
                 captured_bytes,
                 sequence_gaps,
+                client_unseen_connections,
+                server_unseen_connections,
             },
     } = b;
     a.packets += packets;
@@ -447,4 +449,6 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     q.missing_bytes += missing_bytes;
     q.captured_bytes += captured_bytes;
     q.sequence_gaps += sequence_gaps;
+    q.client_unseen_connections += client_unseen_connections;
+    q.server_unseen_connections += server_unseen_connections;
 }

@@ -25,7 +25,7 @@
 
 use std::net::SocketAddr;
 
-use super::super::{MAX_EXAMPLES, conn_label, ms};
+use super::super::{MAX_EXAMPLES, added_ms, conn_label, ms};
 use super::{Episode, KindAgg, human_ms};
 use crate::finding::{Evidence, Finding, Side};
 
@@ -101,9 +101,9 @@ impl SilentAgg {
         let span = secs(self.span_max_ns);
         let cost = match (f.impact.added_latency_ms, f.impact.affected_fraction) {
             (Some(a), Some(p)) if a > 0.0 && p >= 0.01 => {
-                format!("; +{a:.1} ms on {:.0}% of requests", p * 100.0)
+                format!("; {} on {:.0}% of requests", added_ms(a), p * 100.0)
             }
-            (Some(a), _) if a > 0.0 => format!("; +{a:.1} ms"),
+            (Some(a), _) if a > 0.0 => format!("; {}", added_ms(a)),
             _ => String::new(),
         };
         let counts = format!(
