@@ -17,6 +17,8 @@
 //!   load; a failure that is the client's or the path's ends the run with its finding.
 //! - `keepalive`: after a load that asked for keep-alive and got a connection per request, a
 //!   short keep-alive probe measures what that costs (for `short_connections`).
+//! - `lost_answer`: requests that timed out while the server's kernel resent its answer and
+//!   none of it reached the client are the path's (side network), not the server's.
 //! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
@@ -24,6 +26,7 @@ mod base_rtt;
 pub mod fake;
 pub mod host;
 mod keepalive;
+mod lost_answer;
 pub mod observer;
 pub mod observers;
 pub mod plan;

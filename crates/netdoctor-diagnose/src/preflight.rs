@@ -439,7 +439,8 @@ pub(crate) fn run(
         Failure::Http2Only => return Preflight::Http2Only(said),
         Failure::Refused | Failure::Resolve | Failure::Other => {
             notes.push(format!(
-                "{said}: not the client's or the path's; the probes and the load go on"
+                "{said}: the route and the next hop are fine; the probes and the load go on \
+                 to find where it failed"
             ));
         }
     }

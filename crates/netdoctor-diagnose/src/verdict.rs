@@ -41,6 +41,7 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     findings.append(&mut outcome.findings);
     findings.append(&mut report.findings);
     crate::base_rtt::apply(report, &analysis, &outcome.client_tcp_info, &mut findings);
+    crate::lost_answer::apply(report, &outcome.client_tcp_info, &mut findings);
     let load = report
         .measurements
         .load
