@@ -3,7 +3,8 @@
 //! `shaper_limited` first (the summed arrivals flat at the bucket's rate, seen from the
 //! receiver) with the loss as its consequence, not "loss on a LAN" as the root cause. The
 //! look-alike drops 2 % of the same server's packets at random (iptables, no shaper): no
-//! `shaper_limited`. Built in namespaces this test creates (nginx serves a 200 KB file);
+//! `shaper_limited`. Built in namespaces this test creates (nginx serves a 200 KB file, one
+//! process: `master_process off`, so killing it leaves no worker behind);
 //! everything is removed on drop, also on failure.
 
 mod common;
@@ -36,7 +37,7 @@ fn diagnose_with(tag: &str, setup: &[&str]) -> Value {
     std::fs::write(
         dir.0.join("nginx.conf"),
         format!(
-            "daemon off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/err.log;\n\
+            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/err.log;\n\
              events {{ worker_connections 1024; }}\n\
              http {{ access_log off; server {{ listen {HOST_SERVER_IP}:8080; root {d}/www; }} }}\n"
         ),
