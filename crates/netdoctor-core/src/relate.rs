@@ -69,6 +69,12 @@ fn unanswered_on_path(root: &Finding, c: &Finding) -> bool {
     c.summary.contains(NO_ANSWER_MARK) && (path_loss(root, c) || lost_on_path(root, c))
 }
 
+/// Requests that got no answer, not blamed on the client (a shaper's slow, lossy transfers
+/// cut by a timeout).
+fn unanswered(_: &Finding, c: &Finding) -> bool {
+    c.summary.contains(NO_ANSWER_MARK) && c.side != Side::Client
+}
+
 /// The words an abandoned-handshakes `server_not_listening` takes under a path root.
 pub const PATH_LOSS_MARK: &str = "consistent with the loss on the path";
 
@@ -188,6 +194,12 @@ pub const RULES: &[Rule] = &[
     rule(RouteProblem, ServerNotListening, path_loss),
     // Requests that got no answer through a lossy path (lost, reset or timed out on the way).
     rule(RouteProblem, HttpErrors, unanswered_on_path),
+    // A shaper's queue that overflows loses segments: the loss is the rate limit's, not a
+    // faulty path's (before the loss rules, so the chain's root is the shaper).
+    rule(ShaperLimited, PacketLossRetransmission, not_client),
+    rule(ShaperLimited, RetransmissionTimeout, not_client),
+    rule(ShaperLimited, CongestionLimited, not_client),
+    rule(ShaperLimited, HttpErrors, unanswered),
     // Loss on the path seen in the packets, without a trace to place it.
     rule(PacketLossRetransmission, SynRetransmit, lost_on_path),
     rule(
@@ -252,7 +264,10 @@ pub fn relate(findings: &mut Vec<Finding>) {
             // Likewise a server's reset of a client that had stopped acknowledging.
             let silent_client = root_side == Side::Client && silent_peer(&findings[r]);
             let c = &mut findings[i];
-            if (root_side == Side::Network || silent_client) && c.side == Side::Server {
+            // A shaper's loss is where the shaper is (the server's host when the kernel's drops
+            // place it there).
+            let shaper = root_id == ShaperLimited && matches!(c.side, Side::Network | Side::Server);
+            if ((root_side == Side::Network || silent_client) && c.side == Side::Server) || shaper {
                 c.side = root_side;
                 if !c.fix.starts_with("Caused by") {
                     c.fix = format!(

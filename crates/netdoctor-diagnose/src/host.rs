@@ -118,6 +118,8 @@ struct SystemKernelEvents {
     netns: String,
     /// The target: its connections' share of the namespace's retransmits is counted apart.
     target: SocketAddr,
+    /// The namespace counted is the server's.
+    server_netns: bool,
 }
 
 impl KernelEventsRun for SystemKernelEvents {
@@ -127,6 +129,7 @@ impl KernelEventsRun for SystemKernelEvents {
         let to_target = |r: &&netdoctor_bpf::RetransConn| r.local == target || r.remote == target;
         KernelEvents {
             netns: self.netns,
+            server_netns: self.server_netns,
             target_retransmits: s
                 .retransmits
                 .iter()
@@ -295,7 +298,9 @@ impl Host for SystemHost {
     fn start_kernel_events(&self, addr: SocketAddr) -> Result<Box<dyn KernelEventsRun>, String> {
         use netdoctor_observe::listener_ns;
         use std::os::unix::fs::MetadataExt;
-        let (scope, netns) = match listener_ns::listener_owner(addr) {
+        let owner = listener_ns::listener_owner(addr);
+        let server_netns = owner.is_some();
+        let (scope, netns) = match owner {
             Some(owner) if !owner.same_netns => {
                 let ino = std::fs::metadata(format!("/proc/{}/ns/net", owner.pid))
                     .map_err(|e| format!("{}: {e}", owner.describe()))?
@@ -315,6 +320,7 @@ impl Host for SystemHost {
             observer,
             netns,
             target: addr,
+            server_netns,
         }))
     }
     fn dns(&self, opts: &DnsOptions) -> Result<DnsReport, String> {

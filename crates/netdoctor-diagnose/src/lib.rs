@@ -31,6 +31,7 @@ pub mod observer;
 pub mod observers;
 pub mod plan;
 pub mod preflight;
+mod qdisc;
 pub mod route;
 mod run;
 mod verdict;

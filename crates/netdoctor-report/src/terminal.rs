@@ -17,6 +17,7 @@ use std::io::{self, Write};
 mod measured;
 mod slo;
 mod tail;
+mod verdict;
 
 pub(crate) use measured::is_interesting_counter;
 use measured::render_measurements;
@@ -92,7 +93,6 @@ pub fn word_in<T: serde::Serialize>(v: &T, lang: Lang) -> String {
 }
 
 fn render_verdict(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Result<()> {
-    let n = report.findings.len();
     let upper = word_in(&report.verdict, lang).to_uppercase();
     let label = match report.verdict {
         Verdict::Problem => upper.red().bold().to_string(),
@@ -100,7 +100,7 @@ fn render_verdict(report: &Report, lang: Lang, out: &mut dyn Write) -> io::Resul
         Verdict::Inconclusive => upper.yellow().bold().to_string(),
     };
     let tail = match report.verdict {
-        Verdict::Problem => lang.ui("term-verdict-problem", &[("n", a(n))]),
+        Verdict::Problem => verdict::problem_tail(report, lang),
         Verdict::Healthy => lang.t("term-verdict-healthy"),
         Verdict::Inconclusive => lang.t("term-verdict-inconclusive"),
     };

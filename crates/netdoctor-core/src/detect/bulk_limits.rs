@@ -12,6 +12,10 @@
 //! | `congestion_limited` | ≥ 0.5 % of the segments (≥ 3) retransmitted, not spurious | segments the capture missed (acknowledged but never seen: capture gaps, not retransmissions) |
 //! | `send_buffer_limited` | in flight flat-topped (median ≥ 70 % of the 90th percentile) and under half the window, nothing lost, no queue; confidence 0.8 when the sender was also ACK-clocked (≥ [`ACK_CLOCKED`] of new segments right after a peer ACK), else 0.6 | a flat-out transfer (in flight grows with cwnd; paced or CPU-bound, not ACK-clocked), a writer that idles (caught above), the window (caught above), a shaper's cwnd-bound sender (ACK-clocked too, but queued: caught above), a capture at the receiver (judged only near the sender) |
 //!
+//! From the receiver's view (the capture near the client, as `diagnose` takes it),
+//! `shaper_limited` is judged over all the server's transfers together ([`arrivals`]): their
+//! summed arrivals flat while any ran, with loss.
+//!
 //! `application_limited`, `shaper_limited` and `send_buffer_limited` need the capture taken
 //! near the sender (`BulkTransfer::sender_side`, from the handshake): near the receiver the
 //! sender's data in flight and the path's RTT are not visible, and a slow-start sender that
@@ -24,6 +28,8 @@
 //! server once read as `congestion_limited` from 8 retransmissions among 1,499 segments of
 //! 600-byte answers, when a connection's whole direction was one transfer). The congestion
 //! window is not on the wire; the transfer bound by neither end nor the path's queue or loss gets no finding.
+
+mod arrivals;
 
 use super::{Detector, Event, Interests};
 use crate::analyze::bulk::BulkTransfer;
@@ -46,18 +52,39 @@ pub struct BulkLimits {
     /// Per id: transfers with that limit, and the first one's finding.
     found: Vec<(FindingId, u64, Finding)>,
     judged: u64,
+    /// The server's transfers summed, for `shaper_limited` seen from the receiver.
+    arrivals: arrivals::Arrivals,
 }
 
 impl Detector for BulkLimits {
     fn interests(&self) -> Interests {
         Interests::BULK
+            .and(Interests::EXCHANGE_DONE)
+            .and(Interests::ZERO_WINDOW)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
+        match ev {
+            Event::ExchangeDone(x) => {
+                if let Some(rtt) = x.rtt_ns {
+                    self.arrivals.rtt(rtt);
+                }
+                return;
+            }
+            Event::ZeroWindow {
+                reader_is_server: false,
+                ..
+            } => {
+                self.arrivals.client_window_closed();
+                return;
+            }
+            _ => {}
+        }
         let Event::Bulk(t) = ev else {
             return;
         };
         self.judged += 1;
+        self.arrivals.add(t);
         let Some(f) = judge(t) else {
             return;
         };
@@ -68,10 +95,21 @@ impl Detector for BulkLimits {
     }
 
     fn finish(&mut self, cx: &super::Context, out: &mut Vec<Finding>) {
-        for (_, n, mut f) in self.found.drain(..) {
+        // From the receiver's view, one finding for all the server's transfers together (the
+        // sender-side rule, when it fired, already said it).
+        let shaped = (!self
+            .found
+            .iter()
+            .any(|(id, _, _)| *id == FindingId::ShaperLimited))
+        .then(|| self.arrivals.judge())
+        .flatten()
+        .map(|f| (f.id, 0, f));
+        for (_, n, mut f) in self.found.drain(..).chain(shaped) {
             if n > 1 {
                 f.summary = format!("{} (and {} more bulk transfers)", f.summary, n - 1);
             }
+            // The summed view's finding counts every transfer of the server.
+            let n = if n == 0 { self.arrivals.transfers() } else { n };
             f.impact.affected_fraction = Some(n as f64 / self.judged.max(1) as f64);
             for e in &mut f.evidence {
                 if let Evidence::Packets { packets, .. } = e {

@@ -81,6 +81,10 @@ pub struct KernelStateChange {
 pub struct KernelEvents {
     /// The network namespace counted (`net:[…]`).
     pub netns: String,
+    /// That namespace is the server's (its process runs on this host), so a drop in a
+    /// queueing discipline there is on the server's host.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_netns: bool,
     pub drops: Vec<KernelDrop>,
     /// Retransmitted segments in all, and on how many connections.
     #[serde(default)]

@@ -113,6 +113,14 @@ term-verdict-problem = { $n } { $n ->
     [one] finding
    *[other] findings
 }; the first one explains most of the latency
+term-verdict-problem-short = { $n } { $n ->
+    [one] finding
+   *[other] findings
+}; the first one accounts for { $part } of a typical request's { $latency }: its largest part, { $largest }, is { $by }'s
+term-verdict-problem-unexplained = { $n } { $n ->
+    [one] finding
+   *[other] findings
+}; the first one accounts for { $part } of a typical request's { $latency }: its largest part, { $largest }, no finding explains
 term-verdict-healthy = no problem found in what was checked
 term-verdict-inconclusive = not enough was observed to judge; see the checks below
 term-finding-meta = ({ $layer }, side: { $side }, confidence { $confidence })
