@@ -98,7 +98,8 @@ impl Handle {
         self.g.publish(self.me, frame, &mut self.notes.borrow_mut());
     }
 
-    /// The connections `a` and `b` were seen in before the current frame, over all workers.
+    /// The connections `a` and `b` were seen in before the current frame, over all workers,
+    /// and in this worker's notes of the current frame so far (as a single analyzer counts).
     pub(in crate::analyze) fn uses(&self, a: &Endpoint, b: &Endpoint) -> (u32, u32) {
         let f = self.frame.get();
         let before = f.saturating_sub(1);
@@ -115,12 +116,15 @@ impl Handle {
             recent,
             progress,
         } = &mut *g;
-        // Merge the notes before `f`, oldest first (the order a single analyzer noted them).
+        // Merge the notes before `f`, oldest first (the order a single analyzer noted them),
+        // and this worker's own notes of frame `f` so far: a single analyzer sees a note made
+        // earlier in the same packet (a connection opened at `f` and re-oriented at once).
+        // Only the worker processing `f` notes at `f`.
         loop {
             let next = pending
                 .iter()
                 .enumerate()
-                .filter_map(|(w, q)| q.front().filter(|n| n.0 < f).map(|n| (n.0, w)))
+                .filter_map(|(w, q)| q.front().filter(|n| n.0 <= f).map(|n| (n.0, w)))
                 .min();
             let Some((_, w)) = next else { break };
             let n = pending[w].pop_front().expect("front was seen");
@@ -132,12 +136,12 @@ impl Handle {
         while recent.front().is_some_and(|n| n.0 <= low) {
             recent.pop_front();
         }
-        // Notes merged from frames at or after `f` (another worker is ahead) do not count yet.
+        // Notes merged from frames after `f` (another worker is ahead) do not count yet.
         let later = |e: &Endpoint| {
             let n = recent
                 .iter()
                 .rev()
-                .take_while(|n| n.0 >= f)
+                .take_while(|n| n.0 > f)
                 .filter(|n| n.1 == *e)
                 .count();
             u32::try_from(n).unwrap_or(u32::MAX)
