@@ -30,7 +30,7 @@ fn diagnose_with(tag: &str, setup: &[&str]) -> Value {
     let dir = TempDir(std::env::temp_dir().join(&name));
     std::fs::create_dir_all(dir.0.join("www")).unwrap();
     let body: Vec<u8> = (0..200_000u32)
-        .map(|i| (i * 2_654_435_761 >> 13) as u8)
+        .map(|i| ((i * 2_654_435_761) >> 13) as u8)
         .collect();
     std::fs::write(dir.0.join("www/big.bin"), body).unwrap();
     let d = dir.0.display();
