@@ -83,8 +83,8 @@ pub struct ThroughputArgs {
     #[arg(long, requires = "pps")]
     pub no_gso: bool,
     /// Packet-rate mode: sending threads, or receiving sockets (SO_REUSEPORT); default 1.
-    /// TCP: threads that move this side's streams (default: half the usable CPUs, at most one
-    /// per stream; -T equal to -P gives each stream its own thread).
+    /// TCP: threads that move this side's streams (default: one per stream; fewer share them
+    /// with poll, e.g. -T 1 runs every stream in one thread as iperf3 3.12 does).
     #[arg(short = 'T', long, value_parser = clap::value_parser!(u32).range(1..=128))]
     pub threads: Option<u32>,
     /// Seconds between interval reports (0 = none).
