@@ -200,14 +200,7 @@ impl SpuriousRetransmission {
             .examples
             .iter()
             .map(|e| {
-                let mut packets = Vec::with_capacity(3);
-                if let Some(b) = e.ep.before {
-                    packets.push(b.to_ref(t0_ns));
-                }
-                packets.push(e.ep.first.to_ref(t0_ns));
-                if e.ep.last.frame != e.ep.first.frame {
-                    packets.push(e.ep.last.to_ref(t0_ns));
-                }
+                let packets = e.ep.packet_refs(t0_ns);
                 let how = if e.ep.dsacked {
                     "reported received twice (D-SACK)"
                 } else {

@@ -102,6 +102,20 @@ pub struct Episode {
 }
 
 impl Episode {
+    /// The episode's packets as evidence: the last one sent before the loss (if known), the
+    /// first retransmission and, when another, the last one.
+    pub fn packet_refs(&self, t0_ns: i64) -> Vec<crate::finding::PacketRef> {
+        let mut packets = Vec::with_capacity(3);
+        if let Some(b) = self.before {
+            packets.push(b.to_ref(t0_ns));
+        }
+        packets.push(self.first.to_ref(t0_ns));
+        if self.last.frame != self.first.frame {
+            packets.push(self.last.to_ref(t0_ns));
+        }
+        packets
+    }
+
     /// An episode of `retx` retransmissions (`spurious` of them spurious) from `first` to
     /// `last`, stalled since `stall_from` (for detectors' tests and synthetic streams).
     pub fn synthetic(first: Pkt, last: Pkt, stall_from: i64, retx: u32, spurious: u32) -> Self {
