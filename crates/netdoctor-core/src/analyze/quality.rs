@@ -1,10 +1,56 @@
 //! Capture-quality warnings: undecodable packets, clamped timestamps, the ring's drops,
 //! segments the receiver acknowledged that the capture never saw, untracked connections. With
 //! missing packets, transport findings (computed from the packets) are trusted less and say
-//! why.
+//! why. Also the [`CaptureQuality`] counts they are read from (moved here from `analyze/mod.rs`).
 
-use super::{CaptureQuality, CaptureStats, MAX_CONNECTIONS, MAX_HALF_OPEN};
+use serde::{Deserialize, Serialize};
+
+use super::{CaptureStats, MAX_CONNECTIONS, MAX_HALF_OPEN, is_zero};
 use crate::finding::{Finding, Layer};
+
+/// How complete and clean the capture is, apart from what the network did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct CaptureQuality {
+    /// Frames that were copies of a frame seen just before (port mirrors, merged
+    /// captures): dropped before the analysis. See [`crate::track::dup`].
+    pub duplicate_frames: u64,
+    /// Segments the receiver acknowledged that the capture never saw (as
+    /// [`CaptureStats::capture_gaps`]), and their bytes.
+    pub missing_segments: u64,
+    pub missing_bytes: u64,
+    /// Payload bytes of new data the capture saw (for the missing share).
+    pub captured_bytes: u64,
+    /// Segments whose sender's previous segment was not captured (tshark: "previous
+    /// segment not captured"): lost before the capture point or by the capture.
+    pub sequence_gaps: u64,
+    /// Connections captured in one direction only (one end's data, not one packet of the
+    /// other end: asymmetric routing, a filter, a mirror of one direction), by the end whose
+    /// packets are missing. Whether their data arrived cannot be seen.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub client_unseen_connections: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub server_unseen_connections: u64,
+}
+
+impl CaptureQuality {
+    /// Missing bytes over all bytes sent (captured + missing), 0 without data.
+    pub fn missing_share(&self) -> f64 {
+        let all = self.captured_bytes + self.missing_bytes;
+        if all == 0 {
+            0.0
+        } else {
+            self.missing_bytes as f64 / all as f64
+        }
+    }
+    /// Nothing dropped and nothing missing.
+    pub fn is_clean(&self) -> bool {
+        self.duplicate_frames == 0 && self.missing_segments == 0 && self.one_way() == 0
+    }
+    /// Connections captured in one direction only.
+    pub fn one_way(&self) -> u64 {
+        self.client_unseen_connections + self.server_unseen_connections
+    }
+}
 
 /// The one line on an unclean capture: copies dropped, segments (bytes, share) it missed.
 pub(super) fn quality_line(q: &CaptureQuality) -> String {
