@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::for_each_packet;
+use common::{corpus, for_each_packet};
 use netdoctor_core::finding::{FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
 
@@ -175,15 +175,6 @@ fn a_clamped_mss_is_small_segments_not_a_black_hole() {
     let t = an.stats.bulk.iter().max_by_key(|t| t.bytes).unwrap();
     assert_eq!(t.peer_mss, Some(536), "{t:?}");
     assert!(t.retransmitted * 100 < t.segments, "{t:?}");
-}
-
-fn corpus() -> std::path::PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/realworld-pcaps")
-        })
 }
 
 /// The shared corpus (skipped when missing): request/response captures get no transfer limit,

@@ -7,19 +7,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::for_each_packet;
+use common::{corpus_file, for_each_packet};
 use netdoctor_core::analyze::ExchangeMethod;
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, RawPacket};
-
-fn corpus() -> PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-}
 
 /// Analyses `name` (a committed capture, or a path), each packet's bytes first passed to `edit`.
 fn analyze_with(name: &str, edit: impl Fn(&mut Vec<u8>)) -> Analysis {
@@ -32,25 +22,13 @@ fn analyze_with(name: &str, edit: impl Fn(&mut Vec<u8>)) -> Analysis {
     a.finish()
 }
 
-fn corpus_file(name: &str) -> Option<String> {
-    let path = corpus().join(name);
-    if !path.exists() {
-        eprintln!(
-            "skipped: needs {} (the shared realworld-pcaps corpus)",
-            path.display()
-        );
-        return None;
-    }
-    Some(path.to_str().unwrap().to_string())
-}
-
 #[test]
 fn an_echo_service_is_not_http() {
     // 500 connections to :7000, each sending `a` and getting `a` back 52 times.
     let Some(path) = corpus_file("zeek-echo-connections.pcap.gz") else {
         return;
     };
-    let an = analyze_with(&path, |_| {});
+    let an = analyze_with(path.to_str().unwrap(), |_| {});
     assert_eq!(an.exchanges.method, Some(ExchangeMethod::Turns));
     // Still every exchange, only not called HTTP.
     assert!(an.exchanges.count >= 25_000, "{}", an.exchanges.count);
@@ -61,7 +39,7 @@ fn pipelined_http_stays_http() {
     let Some(path) = corpus_file("zeek-pipelined-requests.pcap") else {
         return;
     };
-    let an = analyze_with(&path, |_| {});
+    let an = analyze_with(path.to_str().unwrap(), |_| {});
     assert_eq!(an.exchanges.method, Some(ExchangeMethod::Http1));
 }
 

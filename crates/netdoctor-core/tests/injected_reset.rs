@@ -6,19 +6,9 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::for_each_packet;
+use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, RawPacket};
-
-fn corpus() -> PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-}
 
 /// The findings as (id, severity, side) triples, to compare two analyses.
 fn shape(an: &Analysis) -> Vec<(FindingId, Severity, Side)> {
@@ -63,14 +53,9 @@ fn forged_resets_in_zeek_rst_inject_rae_are_the_paths_not_the_servers() {
     // client's SYN's IP id, acknowledging the SYN's own sequence number: the client ignores it
     // and the server's SYN/ACK follows a second later. Frame 7 is the server's own reset
     // (TTL 49, the next IP id after its ACK).
-    let path = corpus().join("zeek-rst-inject-rae.pcap");
-    if !path.exists() {
-        eprintln!(
-            "skipped: needs {} (the shared realworld-pcaps corpus)",
-            path.display()
-        );
+    let Some(path) = corpus_file("zeek-rst-inject-rae.pcap") else {
         return;
-    }
+    };
     let mut a = Analyzer::new(AnalyzerConfig::default());
     for_each_packet(path.to_str().unwrap(), |p| a.push(p));
     let an = a.finish();

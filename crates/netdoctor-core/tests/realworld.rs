@@ -4,30 +4,13 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::for_each_packet;
+use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
 
-fn corpus() -> PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-}
-
 /// The analysis of corpus file `name`, or `None` (with a line saying so) when it is missing.
 fn analyze(name: &str) -> Option<Analysis> {
-    let path = corpus().join(name);
-    if !path.exists() {
-        eprintln!(
-            "skipped: needs {} (the shared realworld-pcaps corpus)",
-            path.display()
-        );
-        return None;
-    }
+    let path = corpus_file(name)?;
     let mut a = Analyzer::new(AnalyzerConfig::default());
     for_each_packet(path.to_str().unwrap(), |p| a.push(p));
     Some(a.finish())

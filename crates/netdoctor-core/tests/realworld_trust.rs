@@ -7,33 +7,16 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::for_each_packet;
+use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side, Verdict};
 use netdoctor_core::verdict::{Reason, decide};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, RawPacket, decode};
-
-fn corpus() -> PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-}
 
 /// The analysis of corpus file `name` with only the packets `keep` accepts (its TCP
 /// segment's source port and whether it carries payload, `None` for what is not TCP), or
 /// `None` (with a line saying so) when the file is missing.
 fn analyze_kept(name: &str, keep: impl Fn(Option<(u16, u32)>) -> bool) -> Option<Analysis> {
-    let path = corpus().join(name);
-    if !path.exists() {
-        eprintln!(
-            "skipped: needs {} (the shared realworld-pcaps corpus)",
-            path.display()
-        );
-        return None;
-    }
+    let path = corpus_file(name)?;
     let mut a = Analyzer::new(AnalyzerConfig::default());
     for_each_packet(path.to_str().unwrap(), |p: &RawPacket<'_>| {
         let seg = decode(p)

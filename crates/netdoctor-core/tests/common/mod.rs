@@ -3,8 +3,34 @@
 
 use std::path::PathBuf;
 
-use netdoctor_core::{LinkType, RawPacket};
+use netdoctor_core::finding::{Finding, FindingId};
+use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, Evidence, LinkType, RawPacket};
 use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
+
+/// The shared third-party corpus: `NETDOCTOR_REALWORLD_PCAPS`, else `../shared/realworld-pcaps`
+/// beside the repository (never copied into it).
+#[allow(dead_code)] // not every test binary reads the corpus
+pub fn corpus() -> PathBuf {
+    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
+        })
+}
+
+/// The path of corpus file `name`, or `None` after a line saying the test is skipped.
+#[allow(dead_code)] // not every test binary reads the corpus
+pub fn corpus_file(name: &str) -> Option<PathBuf> {
+    let path = corpus().join(name);
+    if path.exists() {
+        return Some(path);
+    }
+    eprintln!(
+        "skipped: needs {} (the shared realworld-pcaps corpus)",
+        path.display()
+    );
+    None
+}
 
 pub fn capture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -85,4 +111,38 @@ pub fn for_each_packet(name: &str, mut f: impl FnMut(&RawPacket<'_>)) -> LinkTyp
     }
     assert!(frame > 0, "{name}: no packets");
     link_seen.expect("link type")
+}
+
+/// The analysis of committed capture `name` and its link type.
+#[allow(dead_code)] // not every test binary uses it
+pub fn analyze(name: &str) -> (Analysis, LinkType) {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let link = for_each_packet(name, |p| a.push(p));
+    (a.finish(), link)
+}
+
+/// The findings of `an` with id `id`.
+#[allow(dead_code)] // not every test binary uses it
+pub fn findings(an: &Analysis, id: FindingId) -> Vec<&Finding> {
+    an.findings.iter().filter(|f| f.id == id).collect()
+}
+
+/// The one finding of `an` with id `id` (fails the test when there are none or several).
+#[allow(dead_code)] // not every test binary uses it
+pub fn one(an: &Analysis, id: FindingId) -> &Finding {
+    let v = findings(an, id);
+    assert_eq!(v.len(), 1, "{id}: {:#?}", an.findings);
+    v[0]
+}
+
+/// Frame numbers of the evidence packets of a finding.
+#[allow(dead_code)] // not every test binary uses it
+pub fn frames(f: &Finding) -> Vec<Vec<u64>> {
+    f.evidence
+        .iter()
+        .map(|e| match e {
+            Evidence::Packets { packets, .. } => packets.iter().map(|p| p.frame).collect(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
 }
