@@ -5,8 +5,9 @@
 //!    once, `DEBIAN_FRONTEND=noninteractive`, services denied from starting during the install
 //!    through `/usr/sbin/policy-rc.d`, removed afterwards only if this run created it); without
 //!    root it says what it cannot install and that the tests needing it will skip;
-//! 2. runs `cargo test --workspace --release --no-fail-fast` (one failing test binary does not
-//!    hide the others); arguments after `test` replace `--workspace`
+//! 2. builds the test binaries (`cargo test --no-run`), then runs `cargo test --workspace
+//!    --release --no-fail-fast` (one failing test binary does not hide the others), and says how
+//!    long each took; arguments after `test` replace `--workspace`
 //!    (`cargo xtask test -p netdoctor --test cli_usage`);
 //! 3. fails when the run left a network namespace behind (`nd*`/`netdoctor*` names that were not
 //!    there before it started).
@@ -122,20 +123,32 @@ fn test(extra: &[String], interrupted: &AtomicBool) -> ExitCode {
     }
     let before = namespaces();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["test", "--release", "--no-fail-fast"]);
-    if extra.is_empty() {
-        cmd.arg("--workspace");
+    let scope: Vec<String> = if extra.is_empty() {
+        vec!["--workspace".into()]
     } else {
-        cmd.args(extra);
+        extra.to_vec()
+    };
+    // Built first on its own, so the run says how its time splits between building and testing
+    // (a failed build still reaches the test command below, which reports it).
+    let started = std::time::Instant::now();
+    let _ = Command::new(&cargo)
+        .args(["test", "--release", "--no-run"])
+        .args(&scope)
+        .status();
+    eprintln!(
+        "xtask: test binaries built in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    if interrupted.load(Ordering::SeqCst) {
+        return ExitCode::from(130);
     }
+    let started = std::time::Instant::now();
+    let mut cmd = Command::new(&cargo);
+    cmd.args(["test", "--release", "--no-fail-fast"]);
+    cmd.args(&scope);
     eprintln!(
         "xtask: cargo test --release --no-fail-fast {}",
-        if extra.is_empty() {
-            "--workspace".to_string()
-        } else {
-            extra.join(" ")
-        }
+        scope.join(" ")
     );
     let status = match cmd.status() {
         Ok(s) => s,
@@ -144,6 +157,10 @@ fn test(extra: &[String], interrupted: &AtomicBool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    eprintln!(
+        "xtask: tests ran in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     let left: Vec<String> = namespaces().difference(&before).cloned().collect();
     if !left.is_empty() {
         eprintln!(
