@@ -447,6 +447,39 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_head_with_a_new_date_frames_like_a_parsed_one() {
+        let head = |date: &str, len: &str, conn: &str| {
+            format!(
+                "HTTP/1.1 200 OK\r\nDate: {date}\r\nContent-Length: {len}\r\nConnection: {conn}\r\n\r\n"
+            )
+        };
+        let d1 = "Thu, 26 Nov 2026 13:00:00 GMT";
+        let d2 = "Thu, 26 Nov 2026 13:00:01 GMT";
+        // Same head but the date (recalled), then another length, then close (both parsed).
+        let parts = [
+            head(d1, "5", "keep-alive") + "hello",
+            head(d2, "5", "keep-alive") + "world",
+            head(d2, "7", "keep-alive") + "goodbye",
+            head(d2, "7", "close") + "goodbye",
+        ];
+        let wire = parts.concat();
+        let ends: Vec<usize> = parts
+            .iter()
+            .scan(0, |n, p| {
+                *n += p.len();
+                Some(*n)
+            })
+            .collect();
+        let got = parse_all(wire.as_bytes(), false);
+        let want: Vec<_> = ends
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (200, i == 3, e))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn chunked_with_extensions_and_trailers() {
         let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
             5;name=v\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-Trailer: 1\r\n\r\n\
