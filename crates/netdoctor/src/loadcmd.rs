@@ -17,7 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use netdoctor_load::{HttpTarget, LoadConfig, Pinning, Protocol};
-use netdoctor_report::{Format, LoadReport};
+use netdoctor_report::LoadReport;
 
 use crate::cli::{OutputArgs, RequestArgs};
 use crate::output::Progress;
@@ -194,17 +194,17 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         .map_err(|e| anyhow::anyhow!("connect {addr}: {}", describe_io(&e)))?;
 
     let progress = Progress::new();
-    if format == Format::Terminal {
-        progress.stage(&format!(
-            "load {addr}: {} connections, {} threads, {:?}{}{pin_note}",
-            cfg.connections,
-            cfg.threads.min(cfg.connections),
-            cfg.duration,
-            cfg.rate
-                .map(|r| format!(", constant rate {r} req/s"))
-                .unwrap_or_default()
-        ));
-    }
+    // On stderr whatever the format: with --json it is how a script learns how the threads
+    // were placed (bench/load-vs-peers records it).
+    progress.stage(&format!(
+        "load {addr}: {} connections, {} threads, {:?}{}{pin_note}",
+        cfg.connections,
+        cfg.threads.min(cfg.connections),
+        cfg.duration,
+        cfg.rate
+            .map(|r| format!(", constant rate {r} req/s"))
+            .unwrap_or_default()
+    ));
     let stop = Arc::new(AtomicBool::new(false));
     let sig = StopOnSignals::sigint(&stop);
     let total = cfg.duration;

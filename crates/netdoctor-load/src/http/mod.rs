@@ -2,6 +2,7 @@
 //! response parser (`response`) — netdoctor's one HTTP/1 response framer, used by the load
 //! engine and by the probe's single timed request (`netdoctor_probe::http_timing`).
 
+mod head_memo;
 mod request;
 mod response;
 

@@ -8,6 +8,10 @@
 //!
 //! Header bytes that arrive split across reads are copied into a per-connection buffer that is
 //! reused for the whole run (its capacity stays), so the steady state allocates nothing.
+//!
+//! A head equal to the last one but for its Date value is not parsed again (`head_memo`).
+
+use super::head_memo::{HeadMemo, range_in};
 
 /// Largest response header block accepted; beyond it the response is treated as invalid.
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -75,6 +79,8 @@ enum Phase {
 #[derive(Debug)]
 pub struct ResponseParser {
     phase: Phase,
+    /// The last final response's header block and what it decided: (status, close, phase).
+    memo: HeadMemo<(u16, bool, Phase)>,
     partial: Vec<u8>,
     head: bool,
     /// Status code of the current response (valid once the headers are parsed).
@@ -96,6 +102,7 @@ impl ResponseParser {
     pub fn new(head: bool) -> Self {
         ResponseParser {
             phase: Phase::Headers,
+            memo: HeadMemo::new(),
             partial: Vec::new(),
             head,
             status: 0,
@@ -214,6 +221,13 @@ impl ResponseParser {
     /// `status` and the body phase (a 1xx interim response is skipped: phase stays Headers,
     /// status stays 0).
     fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        if let Some((n, (status, close, phase))) = self.memo.recall(buf) {
+            self.header_bytes += n as u64;
+            self.status = status;
+            self.close = close;
+            self.phase = phase;
+            return Ok(Some(n));
+        }
         // Uninitialized header slots: no 2 KiB memset per response.
         let mut headers =
             [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
@@ -236,8 +250,11 @@ impl ResponseParser {
         let mut content_length: Option<u64> = None;
         let mut chunked = false;
         let mut close = res.version == Some(0);
+        let mut date = None;
         for h in res.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
+            if h.name.eq_ignore_ascii_case("date") {
+                date = range_in(buf, h.value);
+            } else if h.name.eq_ignore_ascii_case("content-length") {
                 let v = std::str::from_utf8(h.value)
                     .ok()
                     .and_then(|s| s.trim().parse::<u64>().ok())
@@ -280,6 +297,8 @@ impl ResponseParser {
             self.close = true;
             Phase::UntilClose
         };
+        self.memo
+            .keep(&buf[..n], date, (self.status, self.close, self.phase));
         Ok(Some(n))
     }
 
@@ -425,6 +444,39 @@ mod tests {
             got,
             vec![(200, false, n1), (404, false, n2), (500, true, wire.len())]
         );
+    }
+
+    #[test]
+    fn a_repeated_head_with_a_new_date_frames_like_a_parsed_one() {
+        let head = |date: &str, len: &str, conn: &str| {
+            format!(
+                "HTTP/1.1 200 OK\r\nDate: {date}\r\nContent-Length: {len}\r\nConnection: {conn}\r\n\r\n"
+            )
+        };
+        let d1 = "Thu, 26 Nov 2026 13:00:00 GMT";
+        let d2 = "Thu, 26 Nov 2026 13:00:01 GMT";
+        // Same head but the date (recalled), then another length, then close (both parsed).
+        let parts = [
+            head(d1, "5", "keep-alive") + "hello",
+            head(d2, "5", "keep-alive") + "world",
+            head(d2, "7", "keep-alive") + "goodbye",
+            head(d2, "7", "close") + "goodbye",
+        ];
+        let wire = parts.concat();
+        let ends: Vec<usize> = parts
+            .iter()
+            .scan(0, |n, p| {
+                *n += p.len();
+                Some(*n)
+            })
+            .collect();
+        let got = parse_all(wire.as_bytes(), false);
+        let want: Vec<_> = ends
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| (200, i == 3, e))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
