@@ -10,7 +10,8 @@
 #
 # Usage: bench/analyze-jobs.sh [N]      (default N: nproc)
 # Env: ROUNDS (default 3), NETDOCTOR (a built binary; else built with cargo), CACHE, PERF=1 (also
-# the per-thread CPU split of -j N from `perf record -e cpu-clock`).
+# the per-thread CPU split of -j N from `perf record -e cpu-clock`), CALLGRIND=1 (also the
+# instructions of -j 1 and, per thread, of -j N under valgrind: figures the load does not move).
 set -euo pipefail
 export NETDOCTOR_QUIET=1
 
@@ -116,6 +117,28 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         echo "  -j $N CPU per thread (perf cpu-clock samples):"
         perf report -i "$work/perf.data" --sort comm --stdio -n 2>/dev/null | grep -v '^#' | grep . |
             sed 's/^/    /' || true
+    fi
+    # Instructions (callgrind, ~1 min per run on the big capture): -j N's total over -j 1's is
+    # the CPU overhead the load does not blur; the workers' split bounds the speedup (the
+    # busiest worker's share of all workers' instructions).
+    if [[ -n "${CALLGRIND:-}" ]] && command -v valgrind >/dev/null; then
+        valgrind --tool=callgrind --callgrind-out-file="$work/cg1.out" \
+            "$NETDOCTOR" analyze -j 1 --json "$f" >/dev/null 2>&1 || true
+        valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$work/cgn.out" \
+            "$NETDOCTOR" analyze -j "$N" --json "$f" >/dev/null 2>&1 || true
+        one="$(awk '/^summary:/ { print $2 }' "$work/cg1.out")"
+        # Threads in start order: the reader (main), the workers analyze-0.., the merger.
+        per=()
+        for t in "$work"/cgn.out-*; do per+=("$(awk '/^summary:/ { print $2 }' "$t")"); done
+        awk -v one="$one" -v n="$N" -v all="${per[*]}" 'BEGIN {
+            k = split(all, v, " "); tot = 0; wt = 0; wmax = 0
+            for (i = 1; i <= k; i++) tot += v[i]
+            for (i = 2; i < k; i++) { wt += v[i]; if (v[i] > wmax) wmax = v[i] }
+            printf "  instructions (callgrind): -j 1 %.0f M; -j %d %.0f M = %.3fx\n", one / 1e6, n, tot / 1e6, tot / one
+            printf "    reader %.0f M, merger %.0f M, workers", v[1] / 1e6, v[k] / 1e6
+            for (i = 2; i < k; i++) printf " %.1f%%", 100 * v[i] / wt
+            printf " (split bound %.2fx)\n", wt / wmax
+        }'
     fi
     unset secs rss med cpu medcpu
 done
