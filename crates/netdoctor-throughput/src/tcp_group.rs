@@ -92,6 +92,18 @@ pub fn start(
         Some(t) => t.clamp(1, socks.len().max(1)),
         None => threads_for(socks.len(), cpus),
     };
+    // One payload block for every sending thread of the side: it is only read, so the CPUs'
+    // caches share one copy of it (a block per thread was 512 KB of source at 4 streams).
+    let payload = socks
+        .iter()
+        .filter(|(p, _)| p.sender)
+        .map(|(p, _)| p.blksize.max(1))
+        .max()
+        .map(|len| {
+            let mut b = AlignedBuf::new(len);
+            b.fill_payload();
+            Arc::new(b)
+        });
     let mut running = Vec::with_capacity(socks.len());
     let mut groups: Vec<Vec<Member>> = (0..n).map(|_| Vec::new()).collect();
     let shared: Vec<Arc<GroupThread>> = (0..n).map(|_| Arc::default()).collect();
@@ -123,10 +135,10 @@ pub fn start(
             continue;
         }
         group.live.store(members.len(), Ordering::Release);
-        let (cnt, g) = (counting.clone(), group.clone());
+        let (cnt, g, pay) = (counting.clone(), group.clone(), payload.clone());
         let h = std::thread::Builder::new()
             .name(format!("tcp-streams-{k}"))
-            .spawn(move || run(members, &cnt, &g))?;
+            .spawn(move || run(members, pay.as_deref(), &cnt, &g))?;
         if let Ok(mut slot) = group.handle.lock() {
             *slot = Some(h);
         }
@@ -141,11 +153,21 @@ fn retire(m: Member, group: &GroupThread) {
     group.live.fetch_sub(1, Ordering::AcqRel);
 }
 
-fn run(mut members: Vec<Member>, counting: &AtomicBool, group: &GroupThread) {
-    let blksize = members.iter().map(|m| m.plan.blksize).max().unwrap_or(1);
-    let mut send_store = AlignedBuf::new(blksize.max(1));
-    let mut recv_store = AlignedBuf::new(blksize.max(stream::RECV_AT_MOST));
-    send_store.fill_payload();
+/// A group's thread. `payload`: the side's shared block for the senders (`None` when the side
+/// sends nothing); the receive buffer is the thread's own, made only when it has a receiver.
+fn run(
+    mut members: Vec<Member>,
+    payload: Option<&AlignedBuf>,
+    counting: &AtomicBool,
+    group: &GroupThread,
+) {
+    let recv_len = members
+        .iter()
+        .filter(|m| !m.plan.sender)
+        .map(|m| m.plan.blksize.max(stream::RECV_AT_MOST))
+        .max();
+    let mut recv_store = recv_len.map(AlignedBuf::new);
+    let send_block: &[u8] = payload.map_or(&[], AlignedBuf::slice);
     let start = Instant::now();
     let mut last_sched = start;
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(members.len());
@@ -215,11 +237,10 @@ fn run(mut members: Vec<Member>, counting: &AtomicBool, group: &GroupThread) {
             }
             ready.retain(|&i| {
                 let m = &mut members[i];
-                if m.plan.sender {
-                    let buf = &send_store.slice_mut()[..m.plan.blksize.max(1)];
-                    send_one(m, buf, start)
-                } else {
-                    recv_one(m, recv_store.slice_mut(), counting)
+                match (m.plan.sender, recv_store.as_mut()) {
+                    (true, _) => send_one(m, &send_block[..m.plan.blksize.max(1)], start),
+                    (false, Some(r)) => recv_one(m, r.slice_mut(), counting),
+                    (false, None) => false,
                 }
             });
         }
