@@ -12,10 +12,12 @@
 #        back (all of one tool, then all of the other) instead of alternating. PIN=1 pins every
 #        client to CPU 0 and every server to CPU 1 (taskset), the layout iperf3 3.12's one thread
 #        per side gets on an idle 2-CPU machine, so a difference that comes from where our
-#        threads run shows. TCP streams share threads (-T: half the CPUs per side, so one per
-#        side on 2 CPUs, like iperf3 3.12); PER_STREAM=1 adds netdoctor with -T P (a thread per
-#        stream, the layout before session 10) as a third tool in every round, with its own
-#        ratios to iperf3.
+#        threads run shows. netdoctor runs a thread per TCP stream by default; THREADS="1 2"
+#        adds netdoctor -T 1 and -T 2 (the streams of a side sharing that many threads; -T 1 is
+#        iperf3 3.12's layout) as tools of their own in every round, each with its own ratios
+#        to iperf3 (PER_STREAM=1 adds -T P, which is now the default's layout). Each round's
+#        line says how many CPUs the two processes kept busy (Gbit/s x CPU s/GB / 8): at the
+#        machine's CPU count a tool is CPU-bound and its CPU per GB is the CPUs / its rate.
 #   UDP packet rate, 64-byte payloads, one sending thread: our --pps max (GSO, and --no-gso) vs
 #        iperf3 -u -l 64 -b 0 vs trafgen (veth only), packets/s counted at the receiving interface
 #        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
@@ -68,7 +70,11 @@ run_tcp() {
   if [ "$tool" = iperf3 ]; then
     $srvns iperf3 -s -1 -p $port >/dev/null 2>&1 & PIDS+=($!)
   else
-    local t=(); [ "$tool" = netdoctor-per-stream ] && t=(-T "$p")
+    local t=()
+    case $tool in
+      netdoctor-per-stream) t=(-T "$p") ;;
+      netdoctor-T*) t=(-T "${tool#netdoctor-T}") ;;
+    esac
     $srvns "$ND" throughput --server -1 -p $port -i 0 "${t[@]}" >/dev/null 2>&1 & PIDS+=($!)
   fi
   sleep 0.5
@@ -136,13 +142,16 @@ echo "# throughput-vs-iperf3: T=${T}s per run, $(nproc) CPUs, $(uname -r), load 
 ROUNDS=${ROUNDS:-1}
 for where in $([ -n "${PPS_ONLY:-}" ] || echo ${WHERES:-veth loopback}); do
   for p in ${STREAMS:-1 4}; do
-    GR=(); CR=(); PGR=(); PCR=(); declare -A SERIES=()
-    ps=""; [ -n "${PER_STREAM:-}" ] && ps=netdoctor-per-stream
+    declare -A SERIES=() GR=() CR=()
+    # Extra netdoctor layouts, each a tool of its own in every round with its own ratios.
+    extra=""; [ -n "${PER_STREAM:-}" ] && extra=netdoctor-per-stream
+    for k in ${THREADS:-}; do extra="$extra netdoctor-T$k"; done
     if [ -n "${ALONE:-}" ]; then
-      plan=$(for tool in netdoctor iperf3 $ps; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
+      plan=$(for tool in netdoctor iperf3 $extra; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
     else
       plan=$(for round in $(seq "$ROUNDS"); do
-        if [ $(( (p + round) % 2 )) = 0 ]; then echo "$round:iperf3 $round:netdoctor ${ps:+$round:$ps}"; else echo "${ps:+$round:$ps} $round:netdoctor $round:iperf3"; fi
+        ex=$(for tool in $extra; do echo -n "$round:$tool "; done)
+        if [ $(( (p + round) % 2 )) = 0 ]; then echo "$round:iperf3 $round:netdoctor $ex"; else echo "$ex $round:netdoctor $round:iperf3"; fi
       done)
     fi
     declare -A R=()
@@ -150,28 +159,35 @@ for where in $([ -n "${PPS_ONLY:-}" ] || echo ${WHERES:-veth loopback}); do
       round=${step%%:*} tool=${step#*:}
       R[$round:$tool]=$(run_tcp $where $tool $p)
       read -r g c cc sc k h rt <<<"${R[$round:$tool]}"
-      echo "tcp $where P=$p round $round $tool: $g Gbit/s, $c CPU s/GB (client $cc, server $sc); ksoftirqd $k s/GB; all CPUs busy $h s/GB; retransmits $rt; load $(cut -d' ' -f1 /proc/loadavg)"
+      # CPUs kept busy by the two processes: a tool at the machine's CPU count is CPU-bound,
+      # and its Gbit/s is then the CPUs divided by its CPU per GB.
+      echo "tcp $where P=$p round $round $tool: $g Gbit/s, $c CPU s/GB (client $cc, server $sc; $(python3 -c "print(f'{$g*$c/8:.2f}')") CPUs busy); ksoftirqd $k s/GB; all CPUs busy $h s/GB; retransmits $rt; load $(cut -d' ' -f1 /proc/loadavg)"
       SERIES[$tool]+="$g/$c "
     done
     for round in $(seq "$ROUNDS"); do
-      read -r ng nc _ <<<"${R[$round:netdoctor]}"; read -r ig ic _ <<<"${R[$round:iperf3]}"
-      GR+=("$(python3 -c "print($ng/$ig)")"); CR+=("$(python3 -c "print($nc/$ic)")")
-      python3 -c "print(f'tcp $where P=$p round $round ratio netdoctor/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
-      if [ -n "$ps" ]; then
-        read -r pg pc _ <<<"${R[$round:$ps]}"
-        PGR+=("$(python3 -c "print($pg/$ig)")"); PCR+=("$(python3 -c "print($pc/$ic)")")
-      fi
+      read -r ig ic _ <<<"${R[$round:iperf3]}"
+      for tool in netdoctor $extra; do
+        read -r ng nc _ <<<"${R[$round:$tool]}"
+        GR[$tool]+="$(python3 -c "print($ng/$ig)"),"; CR[$tool]+="$(python3 -c "print($nc/$ic)"),"
+        python3 -c "print(f'tcp $where P=$p round $round ratio $tool/iperf3: Gbit/s {$ng/$ig:.2f}x, CPU s/GB {$nc/$ic:.2f}x')"
+      done
     done
-    for tool in netdoctor iperf3 $ps; do
+    for tool in netdoctor iperf3 $extra; do
       python3 -c "
 s=[tuple(map(float,x.split('/'))) for x in '${SERIES[$tool]}'.split()]
 print(f'tcp $where P=$p $tool round by round (Gbit/s/CPU s per GB): ' + ' '.join(f'{g:.2f}/{c:.3f}' for g,c in s) + (f'; last/first Gbit/s {s[-1][0]/s[0][0]:.2f}x, CPU s/GB {s[-1][1]/s[0][1]:.2f}x' if len(s) > 1 else ''))"
     done
     if [ "$ROUNDS" -gt 1 ]; then
-      python3 -c "import statistics as s; g=[$(IFS=,; echo "${GR[*]}")]; c=[$(IFS=,; echo "${CR[*]}")]; print(f'tcp $where P=$p median of $ROUNDS rounds netdoctor/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
-      [ -z "$ps" ] || python3 -c "import statistics as s; g=[$(IFS=,; echo "${PGR[*]}")]; c=[$(IFS=,; echo "${PCR[*]}")]; print(f'tcp $where P=$p median of $ROUNDS rounds netdoctor -T $p (a thread per stream)/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
+      for tool in netdoctor $extra; do
+        case $tool in
+          netdoctor) what="netdoctor" ;;
+          netdoctor-per-stream) what="netdoctor -T $p (a thread per stream)" ;;
+          *) what="netdoctor -T ${tool#netdoctor-T}" ;;
+        esac
+        python3 -c "import statistics as s; g=[${GR[$tool]}]; c=[${CR[$tool]}]; print(f'tcp $where P=$p median of $ROUNDS rounds $what/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"
+      done
     fi
-    unset R SERIES
+    unset R SERIES GR CR
   done
 done
 [ -z "${NO_PPS:-}" ] || { echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"; exit 0; }

@@ -420,6 +420,10 @@ impl AlignedBuf {
         &mut self.v[self.off..self.off + self.len]
     }
 
+    pub(crate) fn slice(&self) -> &[u8] {
+        &self.v[self.off..self.off + self.len]
+    }
+
     /// Fills the buffer with [`payload`]'s pattern and returns it.
     pub(crate) fn fill_payload(&mut self) -> &[u8] {
         let b = self.slice_mut();

@@ -12,9 +12,13 @@
 //! default ([`threads_for`]) is a thread per stream, and `-T N` shares N threads among them.
 //!
 //! Each thread waits in `poll` for any of its streams to be writable (senders) or readable
-//! (receivers), then moves up to [`BURST`] blocks on each ready one (iperf3: up to 10 writes
-//! per stream per `select`); a sender ahead of its target rate is left out of the wait until
-//! its bytes are due. Every [`stream::SCHED_EVERY`] the thread records its scheduler times and
+//! (receivers), then the ready ones take turns, one block each per round, for up to [`BURST`]
+//! rounds (iperf3 3.12's `iperf_send`: 10 rounds over its streams per `select`), rather than
+//! a stream moving its 10 blocks before the next one's (session 11). On a loaded 2-CPU machine
+//! (veth, 4 streams, `-T 1`, `perf record`, 3 runs each) this took the receiver's socket-backlog
+//! work (`__release_sock`) from 0.028–0.036 to 0.019–0.023 CPU s/GB (iperf3 0.015–0.019), the
+//! total staying within that machine's noise (0.56–0.62 s/GB, iperf3 0.57–0.58). A sender
+//! ahead of its target rate is left out of the wait until its bytes are due. Every [`stream::SCHED_EVERY`] the thread records its scheduler times and
 //! each sender's `TCP_INFO`, as the one-thread-per-stream writer did: a stream's "writer asleep"
 //! is its thread's, which sleeps only in `poll` when every stream it moves is blocked (or
 //! held back by its rate).
@@ -88,6 +92,18 @@ pub fn start(
         Some(t) => t.clamp(1, socks.len().max(1)),
         None => threads_for(socks.len(), cpus),
     };
+    // One payload block for every sending thread of the side: it is only read, so the CPUs'
+    // caches share one copy of it (a block per thread was 512 KB of source at 4 streams).
+    let payload = socks
+        .iter()
+        .filter(|(p, _)| p.sender)
+        .map(|(p, _)| p.blksize.max(1))
+        .max()
+        .map(|len| {
+            let mut b = AlignedBuf::new(len);
+            b.fill_payload();
+            Arc::new(b)
+        });
     let mut running = Vec::with_capacity(socks.len());
     let mut groups: Vec<Vec<Member>> = (0..n).map(|_| Vec::new()).collect();
     let shared: Vec<Arc<GroupThread>> = (0..n).map(|_| Arc::default()).collect();
@@ -119,10 +135,10 @@ pub fn start(
             continue;
         }
         group.live.store(members.len(), Ordering::Release);
-        let (cnt, g) = (counting.clone(), group.clone());
+        let (cnt, g, pay) = (counting.clone(), group.clone(), payload.clone());
         let h = std::thread::Builder::new()
             .name(format!("tcp-streams-{k}"))
-            .spawn(move || run(members, &cnt, &g))?;
+            .spawn(move || run(members, pay.as_deref(), &cnt, &g))?;
         if let Ok(mut slot) = group.handle.lock() {
             *slot = Some(h);
         }
@@ -137,15 +153,26 @@ fn retire(m: Member, group: &GroupThread) {
     group.live.fetch_sub(1, Ordering::AcqRel);
 }
 
-fn run(mut members: Vec<Member>, counting: &AtomicBool, group: &GroupThread) {
-    let blksize = members.iter().map(|m| m.plan.blksize).max().unwrap_or(1);
-    let mut send_store = AlignedBuf::new(blksize.max(1));
-    let mut recv_store = AlignedBuf::new(blksize.max(stream::RECV_AT_MOST));
-    send_store.fill_payload();
+/// A group's thread. `payload`: the side's shared block for the senders (`None` when the side
+/// sends nothing); the receive buffer is the thread's own, made only when it has a receiver.
+fn run(
+    mut members: Vec<Member>,
+    payload: Option<&AlignedBuf>,
+    counting: &AtomicBool,
+    group: &GroupThread,
+) {
+    let recv_len = members
+        .iter()
+        .filter(|m| !m.plan.sender)
+        .map(|m| m.plan.blksize.max(stream::RECV_AT_MOST))
+        .max();
+    let mut recv_store = recv_len.map(AlignedBuf::new);
+    let send_block: &[u8] = payload.map_or(&[], AlignedBuf::slice);
     let start = Instant::now();
     let mut last_sched = start;
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(members.len());
     let mut which: Vec<usize> = Vec::with_capacity(members.len());
+    let mut ready: Vec<usize> = Vec::with_capacity(members.len());
     record(&mut members, false);
     loop {
         // Streams asked to stop, or ended, leave the group.
@@ -194,17 +221,28 @@ fn run(mut members: Vec<Member>, counting: &AtomicBool, group: &GroupThread) {
                 continue;
             }
         }
-        for (p, &i) in fds.iter().zip(&which) {
-            if p.revents == 0 {
-                continue;
+        // The ready streams take turns, one block each per round, up to BURST rounds (iperf3
+        // 3.12's `iperf_send` order); a stream whose socket is full, empty, or ahead of its
+        // rate sits out the rest of the wake-up.
+        ready.clear();
+        ready.extend(
+            fds.iter()
+                .zip(&which)
+                .filter(|(p, _)| p.revents != 0)
+                .map(|(_, &i)| i),
+        );
+        for _ in 0..BURST {
+            if ready.is_empty() {
+                break;
             }
-            let m = &mut members[i];
-            if m.plan.sender {
-                let buf = &send_store.slice_mut()[..m.plan.blksize.max(1)];
-                send_burst(m, buf, start);
-            } else {
-                recv_burst(m, recv_store.slice_mut(), counting);
-            }
+            ready.retain(|&i| {
+                let m = &mut members[i];
+                match (m.plan.sender, recv_store.as_mut()) {
+                    (true, _) => send_one(m, &send_block[..m.plan.blksize.max(1)], start),
+                    (false, Some(r)) => recv_one(m, r.slice_mut(), counting),
+                    (false, None) => false,
+                }
+            });
         }
     }
 }
@@ -224,37 +262,29 @@ fn record(members: &mut [Member], tcp_info: bool) {
     }
 }
 
-/// Up to [`BURST`] writes of the payload on a writable stream, until the socket is full or the
-/// stream is ahead of its rate.
-fn send_burst(m: &mut Member, buf: &[u8], start: Instant) {
-    for _ in 0..BURST {
-        let want = buf.len() - m.off;
-        let r = (&m.sock).write(&buf[m.off..]);
-        let Some(n) = moved(m, r) else { return };
-        let sent = m.c.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
-        m.off = (m.off + n) % buf.len();
-        if n < want || stream::ahead_by(start, sent, m.plan.rate).is_some() {
-            return;
-        }
-    }
+/// One write of the payload on a writable stream; `true` when the stream may take another
+/// turn (the block went out whole and the stream is not ahead of its rate).
+fn send_one(m: &mut Member, buf: &[u8], start: Instant) -> bool {
+    let want = buf.len() - m.off;
+    let r = (&m.sock).write(&buf[m.off..]);
+    let Some(n) = moved(m, r) else { return false };
+    let sent = m.c.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+    m.off = (m.off + n) % buf.len();
+    n == want && stream::ahead_by(start, sent, m.plan.rate).is_none()
 }
 
-/// Up to [`BURST`] reads on a readable stream, until its queue is empty.
-fn recv_burst(m: &mut Member, buf: &mut [u8], counting: &AtomicBool) {
-    for _ in 0..BURST {
-        let r = (&m.sock).read(buf);
-        let Some(n) = moved(m, r) else { return };
-        if counting.load(Ordering::Relaxed) {
-            m.c.bytes.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        if n < buf.len() {
-            return;
-        }
+/// One read on a readable stream; `true` when it filled the buffer (more may be queued).
+fn recv_one(m: &mut Member, buf: &mut [u8], counting: &AtomicBool) -> bool {
+    let r = (&m.sock).read(buf);
+    let Some(n) = moved(m, r) else { return false };
+    if counting.load(Ordering::Relaxed) {
+        m.c.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
+    n == buf.len()
 }
 
 /// What one read or write did: `Some(bytes)` to go on (0 after an interrupted call, which
-/// ends the burst as a short one), `None` to end the burst: the socket is full or empty, or
+/// ends the stream's turns as a short one), `None` to end its turns: the socket is full or empty, or
 /// the stream ended (closed by the peer or failed: `m.ended`).
 fn moved(m: &mut Member, r: std::io::Result<usize>) -> Option<usize> {
     match r {
