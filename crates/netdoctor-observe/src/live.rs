@@ -337,8 +337,9 @@ impl LiveCapture {
         self.skipped_copies
     }
 
-    /// Captures until `stop` is set (noticed within 50 ms; packets already in the ring are still
-    /// read) or `max_packets` packets were seen, calling `f` for each packet.
+    /// Captures until `stop` is set (noticed within 50 ms, or at once with a [`Wake`]; packets
+    /// already in the ring are still read) or `max_packets` packets were seen, calling `f` for
+    /// each packet.
     pub fn run(
         &mut self,
         stop: &AtomicBool,
