@@ -44,6 +44,7 @@ use netdoctor_core::{LinkType, RawPacket, Verdict};
 use netdoctor_observe::counters::{self, CounterDelta};
 use netdoctor_observe::fanout::LiveRings;
 use netdoctor_observe::live::LiveConfig;
+pub use netdoctor_observe::live::Wake;
 use netdoctor_observe::pcapwrite::PcapWriter;
 use netdoctor_observe::{ObserveError, SourceSummary};
 use netdoctor_report::{CaptureSection, Check, CountersSection, Report, Target};
@@ -62,6 +63,9 @@ const TRIM_AFTER: u64 = 1000;
 
 /// How often the main thread looks at the stop flag while a window runs.
 const TICK: Duration = Duration::from_millis(100);
+/// The same with [`WatchConfig::stop_wake`]: the stop wakes the thread, this only bounds a
+/// wake-up lost.
+const WOKEN_TICK: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
@@ -94,6 +98,10 @@ pub struct WatchConfig {
     pub idle_timeout: Duration,
     /// How often the watched listeners are sampled (accept queue, SYN_RECV).
     pub listener_sample_every: Duration,
+    /// Woken together with the `stop` flag (the binary's signal handler writes to it): the
+    /// main thread then sleeps until the next window end or listener sample instead of
+    /// looking at the flag every [`TICK`]. `None`: the flag is looked at every [`TICK`].
+    pub stop_wake: Option<Wake>,
 }
 
 /// Capture ring memory of all ports together, by default (split evenly across the ports).
@@ -140,6 +148,7 @@ impl WatchConfig {
             rings: crate::rings::RingPolicy::default(),
             idle_timeout: Duration::from_secs(120),
             listener_sample_every: Duration::from_secs(1),
+            stop_wake: None,
         }
     }
 }
@@ -206,8 +215,20 @@ struct PortWindow {
 struct PortHandle {
     port: u16,
     window_stop: Arc<AtomicBool>,
+    /// Wakes the capture thread after `window_stop` is set (its waits are long otherwise).
+    wake: Option<Wake>,
     thread: std::thread::JoinHandle<()>,
     syn_seen: Option<Arc<SynSeen>>,
+}
+
+impl PortHandle {
+    /// Ends the capture thread's window: the flag, then the wake-up.
+    fn end_window(&self) {
+        self.window_stop.store(true, Ordering::SeqCst);
+        if let Some(w) = &self.wake {
+            w.wake();
+        }
+    }
 }
 
 /// Runs windows until `stop` is set or `max_windows` were done, calling `on_start` once every
@@ -257,9 +278,14 @@ pub fn watch(
     let shutdown = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<PortWindow>();
     let mut handles = Vec::new();
-    for (port, live, cap) in captures {
+    for (port, live, mut cap) in captures {
         let seen = Arc::new(SynSeen::default());
         let window_stop = Arc::new(AtomicBool::new(false));
+        // Without it (no descriptors left) the capture polls its stop flag every 50 ms.
+        let wake = Wake::new().ok();
+        if let Some(w) = &wake {
+            cap.set_wake(w);
+        }
         let ctx = PortCtx {
             port,
             snaplen: cfg.snaplen,
@@ -271,6 +297,7 @@ pub fn watch(
             block: cfg.geometry(cfg.start_ring()).0,
             rings: cfg.rings,
             window_stop: Arc::clone(&window_stop),
+            wake: wake.clone(),
             shutdown: Arc::clone(&shutdown),
             tx: tx.clone(),
             syn_seen: Arc::clone(&seen),
@@ -286,6 +313,7 @@ pub fn watch(
         handles.push(PortHandle {
             port,
             window_stop,
+            wake,
             thread,
             // The capture on all interfaces sees every SYN to the port: the listener sampler
             // may skip its SYN_RECV dump while none came (see `crate::host`).
@@ -306,7 +334,7 @@ pub fn watch(
     // Whatever happened, end the threads: shutdown first, then end their current window.
     shutdown.store(true, Ordering::SeqCst);
     for h in &handles {
-        h.window_stop.store(true, Ordering::SeqCst);
+        h.end_window();
     }
     for h in handles {
         let _ = h.thread.join();
@@ -341,17 +369,27 @@ fn run_windows(
                 break;
             }
             host.tick(now);
-            std::thread::sleep(
-                TICK.min(deadline - now)
-                    .min(host.until_next(now).max(TICK / 10)),
-            );
+            let tick = if cfg.stop_wake.is_some() {
+                WOKEN_TICK
+            } else {
+                TICK
+            };
+            let pause = tick
+                .min(deadline - now)
+                .min(host.until_next(now).max(TICK / 10));
+            match &cfg.stop_wake {
+                Some(w) => {
+                    let _ = w.wait(pause);
+                }
+                None => std::thread::sleep(pause),
+            }
         }
         let last = stop.load(Ordering::Relaxed) || cfg.max_windows.is_some_and(|m| index >= m);
         if last {
             shutdown.store(true, Ordering::SeqCst);
         }
         for h in handles {
-            h.window_stop.store(true, Ordering::SeqCst);
+            h.end_window();
         }
         let mut got = Vec::with_capacity(handles.len());
         for h in handles {
@@ -522,6 +560,7 @@ struct PortCtx {
     block: u32,
     rings: crate::rings::RingPolicy,
     window_stop: Arc<AtomicBool>,
+    wake: Option<Wake>,
     shutdown: Arc<AtomicBool>,
     tx: mpsc::Sender<PortWindow>,
     syn_seen: Arc<SynSeen>,
@@ -644,6 +683,9 @@ fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
                             size >> 10
                         ));
                         cap = c;
+                        if let Some(w) = &ctx.wake {
+                            cap.set_wake(w);
+                        }
                         // The new sockets count their drops from zero.
                         drops_so_far = 0;
                         if size < before.bytes {

@@ -104,6 +104,15 @@ impl LiveRings {
         })
     }
 
+    /// One ring waits on `wake` beside its socket (see [`crate::live::Wake`]). N rings do not:
+    /// their readers and the caller's thread look at `stop` every 50 ms as before (a port
+    /// with N rings is busy, its readers rarely wait).
+    pub fn set_wake(&mut self, wake: &crate::live::Wake) {
+        if let [one] = self.rings.as_mut_slice() {
+            one.set_wake(wake);
+        }
+    }
+
     /// How many rings.
     pub fn rings(&self) -> usize {
         self.rings.len()

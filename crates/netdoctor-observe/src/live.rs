@@ -23,8 +23,9 @@
 //! On loopback devices every packet passes the tap twice (once outgoing, once incoming), so
 //! outgoing copies are dropped there, as libpcap does (by the filter, in the kernel, before
 //! they are copied into the ring; the reader skips any that still arrive); on other devices
-//! both directions are kept. The reader wakes at most about every 20 ms while the ring is
-//! lightly used ([`COALESCE`]) and reads each packet in place in the ring.
+//! both directions are kept. The reader wakes at most about every 40 ms while the ring is
+//! lightly used ([`COALESCE`]), and at once on a [`Wake`], and reads each packet in place in
+//! the ring.
 //! Drops come from `getsockopt(PACKET_STATISTICS)` (`tp_drops`; `tp_freeze_q_cnt` counts how often
 //! the ring was full).
 //!
@@ -34,8 +35,9 @@
 use crate::error::sys_error;
 use crate::{ObserveError, PacketSource, SourceSummary};
 use netdoctor_core::{LinkType, RawPacket};
+pub use netdoctor_sys::poll::Wake;
 use std::ops::ControlFlow;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -58,15 +60,17 @@ const FRAME_SIZE: u32 = 2048;
 const BLOCK_TIMEOUT_MS: u32 = 10;
 /// Longest wait in poll(), so `stop` is noticed quickly.
 const POLL_MS: i32 = 50;
-/// Wake-ups are coalesced: after a wake that found at most 1/[`COALESCE_SHARE`] of the
-/// ring's blocks ready, the reader sleeps until this long after that wake before it looks
-/// again, so a steady stream is read ~50 times a second in batches rather than once per
-/// block (each wake-up is a context switch and a cold cache; at 5k HTTP requests/s on
-/// loopback the reader woke ~150 times a second for one 64 KiB block each). A ring that
-/// fills faster than that (more blocks ready at once) is read without the pause, so the
-/// pause never holds more than that share of the ring.
-const COALESCE: Duration = Duration::from_millis(20);
-const COALESCE_SHARE: usize = 8;
+/// Wake-ups are coalesced: after reading a batch of `b` blocks, the reader pauses until
+/// `COALESCE × min(1, limit / b)` after the wake that started the batch, `limit` being
+/// 1/[`COALESCE_SHARE`] of the ring's blocks, before it looks again. A steady stream is then
+/// read ~25 times a second in batches of about `limit` blocks rather than once per block
+/// (each wake-up is a context switch and a cold cache: at 5k HTTP requests/s on loopback the
+/// reader woke ~150 times a second for one 64 KiB block each, at 10k ~66 times with a fixed
+/// 20 ms pause). A faster stream gets shorter pauses, so the pause holds about `limit` blocks
+/// whatever the rate (the ring's quiet threshold, [`crate::SourceSummary::ring_fill`] 0.25 in
+/// the agent, stays above it), and a reader with half the ring waiting does not pause.
+const COALESCE: Duration = Duration::from_millis(40);
+const COALESCE_SHARE: usize = 5;
 /// After `stop`, keep reading this long so the partly filled block retires and is read.
 const DRAIN: Duration = Duration::from_millis(4 * BLOCK_TIMEOUT_MS as u64 + 20);
 
@@ -148,7 +152,16 @@ pub struct LiveCapture {
     freezes: u64,
     max_packets: Option<u64>,
     what: String,
+    /// Set by [`set_wake`](Self::set_wake): the reader waits on it beside the socket, so a
+    /// `stop` that comes with a [`Wake::wake`] is seen at once and the waits can be long: an
+    /// idle capture wakes about once a second ([`IDLE_POLL`]) rather than 20 times
+    /// ([`POLL_MS`]); each wake-up is a context switch on a possibly idle CPU.
+    wake: Option<Wake>,
 }
+
+/// Longest wait in poll() with a [`Wake`]: the stop is then signalled, this only bounds a
+/// stop set without a wake.
+pub const IDLE_POLL: Duration = Duration::from_secs(1);
 
 impl LiveCapture {
     /// Opens the socket, attaches the filter and the ring and binds it. The socket is capturing
@@ -243,6 +256,7 @@ impl LiveCapture {
             freezes: 0,
             max_packets: cfg.max_packets,
             what,
+            wake: None,
         })
     }
 
@@ -276,6 +290,40 @@ impl LiveCapture {
             .map_err(|e| sys_error(format!("stop the capture of {}", self.what), &e))
     }
 
+    /// Waits on `wake` beside the socket from now on (see [`Wake`]).
+    pub fn set_wake(&mut self, wake: &Wake) {
+        self.wake = Some(wake.clone());
+    }
+
+    /// Waits up to `timeout` for a block (when `socket`) or a wake-up, whichever comes first;
+    /// without a [`Wake`], a plain poll of the socket or a sleep.
+    fn wait(&self, socket: bool, timeout: Duration) -> Result<(), ObserveError> {
+        let Some(w) = &self.wake else {
+            if socket {
+                let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+                return sys::poll_in(&self.fd, ms)
+                    .map_err(|e| sys_error(format!("poll packet socket for {}", self.what), &e));
+            }
+            std::thread::sleep(timeout);
+            return Ok(());
+        };
+        let mut fds = [
+            w.pollfd(),
+            libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN | libc::POLLERR,
+                revents: 0,
+            },
+        ];
+        let n = if socket { 2 } else { 1 };
+        netdoctor_sys::poll::wait_any(&mut fds[..n], timeout)
+            .map_err(|e| sys_error(format!("poll packet socket for {}", self.what), &e))?;
+        if fds[0].revents != 0 {
+            w.clear();
+        }
+        Ok(())
+    }
+
     /// Skips the packets stamped at or before `ts_ns`, from the start of the ring on: the ones
     /// a socket closed after this one opened already gave. The kernel hands each packet to the
     /// newest socket first, so a packet both got is stamped here no later than there.
@@ -289,8 +337,9 @@ impl LiveCapture {
         self.skipped_copies
     }
 
-    /// Captures until `stop` is set (noticed within 50 ms; packets already in the ring are still
-    /// read) or `max_packets` packets were seen, calling `f` for each packet.
+    /// Captures until `stop` is set (noticed within 50 ms, or at once with a [`Wake`]; packets
+    /// already in the ring are still read) or `max_packets` packets were seen, calling `f` for
+    /// each packet.
     pub fn run(
         &mut self,
         stop: &AtomicBool,
@@ -356,20 +405,24 @@ impl LiveCapture {
                 continue;
             }
             back = true;
+            let limit = (self.ring.blocks / COALESCE_SHARE).max(1);
             if drain_until.is_none()
                 && batch > 0
-                && batch <= self.ring.blocks / COALESCE_SHARE
+                && batch <= self.ring.blocks / 2
                 && !stop.load(Ordering::Relaxed)
-                && let Some(rest) = COALESCE.checked_sub(woke.elapsed())
+                && let Some(rest) = pause(batch, limit).checked_sub(woke.elapsed())
             {
-                std::thread::sleep(rest);
+                self.wait(false, rest)?;
                 batch = 0;
                 woke = Instant::now();
                 continue;
             }
-            let timeout = if drain_until.is_some() { 10 } else { POLL_MS };
-            sys::poll_in(&self.fd, timeout)
-                .map_err(|e| sys_error(format!("poll packet socket for {}", self.what), &e))?;
+            let timeout = match (drain_until.is_some(), self.wake.is_some()) {
+                (true, _) => Duration::from_millis(10),
+                (false, true) => IDLE_POLL,
+                (false, false) => Duration::from_millis(POLL_MS as u64),
+            };
+            self.wait(true, timeout)?;
             batch = 0;
             woke = Instant::now();
         }
@@ -480,6 +533,15 @@ impl LiveCapture {
             off += next as usize;
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// The reader's pause after a batch of `batch` blocks (see [`COALESCE`]).
+fn pause(batch: usize, limit: usize) -> Duration {
+    if batch <= limit {
+        COALESCE
+    } else {
+        COALESCE * limit as u32 / batch as u32
     }
 }
 
@@ -598,3 +660,27 @@ pub fn port_filter(port: u16, snaplen: u32) -> Vec<libc::sock_filter> {
 
 /// Thin syscall wrappers; every `unsafe` block of the capture lives here.
 mod sys;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_holds_about_a_fifth_of_the_ring_whatever_the_rate() {
+        let limit = 32 / COALESCE_SHARE;
+        // Small batches: the whole pause.
+        for b in 1..=limit {
+            assert_eq!(pause(b, limit), COALESCE);
+        }
+        // Larger ones: shorter in proportion, so about `limit` blocks wait at the next look.
+        assert_eq!(pause(2 * limit, limit), COALESCE / 2);
+        let mut last = COALESCE;
+        for b in limit + 1..=32 {
+            let p = pause(b, limit);
+            assert!(p < last, "{b} blocks: {p:?}");
+            let held = p.as_secs_f64() / COALESCE.as_secs_f64() * b as f64;
+            assert!((held - limit as f64).abs() < 0.01, "{b} blocks hold {held}");
+            last = p;
+        }
+    }
+}

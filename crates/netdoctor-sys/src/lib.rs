@@ -14,7 +14,7 @@
 //! - [`rusage`]: this process's CPU time (`getrusage`).
 //! - [`mmap`]: a read-only map of a whole file (`analyze` reads a plain pcap file in place).
 //! - [`poll`]: waiting for one descriptor to become readable (a listener, without a timer), or
-//!   for any of several (`poll(2)`).
+//!   for any of several (`poll(2)`); [`poll::Wake`] ends such a wait from another thread.
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
 //! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (the load threads).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).

@@ -230,7 +230,7 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
         None => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let _signals = StopOnSignals::new(&stop);
+    let mut _signals = StopOnSignals::new(&stop);
     let quiet = std::env::var_os("NETDOCTOR_QUIET").is_some();
     let mut write_err = None;
     let listen = server.as_ref().map(MetricsServer::local_addr);
@@ -299,6 +299,13 @@ pub fn command(args: &WatchArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
             eprintln!("{msg}");
         }
     };
+    // The signals wake the main thread too, so it sleeps to its next job instead of looking
+    // at `stop` ten times a second (`WatchConfig::stop_wake`).
+    if let Ok(w) = netdoctor_agent::watch::Wake::new()
+        && _signals.wake(&w)
+    {
+        cfg.stop_wake = Some(w);
+    }
     let no_pod = netdoctor_agent::metrics::PodLabels::default();
     let windows = netdoctor_agent::watch(&cfg, &stop, &mut on_start, &mut |w: &WindowResult| {
         record(
@@ -450,6 +457,21 @@ impl StopOnSignals {
             }
         }
         StopOnSignals { ids }
+    }
+
+    /// Also wakes `wake` on SIGINT and SIGTERM (after `stop` is set: the flag's handlers were
+    /// registered first). `false` when that could not be set up for both.
+    fn wake(&mut self, wake: &netdoctor_agent::watch::Wake) -> bool {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let id = wake
+                .write_end()
+                .and_then(|fd| signal_hook::low_level::pipe::register(sig, fd));
+            match id {
+                Ok(id) => self.ids.push(id),
+                Err(_) => return false,
+            }
+        }
+        true
     }
 }
 
