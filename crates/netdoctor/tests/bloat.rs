@@ -271,7 +271,7 @@ fn a_deep_queue_behind_a_shaper_is_the_story_and_its_look_alikes_are_not() {
         b["latency"].as_f64().unwrap(),
     );
     assert!(transfer >= 0.5 * latency, "{b:#}");
-    assert!(server < 0.25 * latency, "{b:#}");
+    assert!(server < 0.5 * transfer, "{b:#}");
 
     // The same deep queue at low load: one connection, no queue of others' data.
     let r = diagnose_host("l", Case::Nginx(DEEP_QUEUE), "1");
@@ -322,9 +322,7 @@ fn a_long_path_without_a_queue_is_not_bloat() {
     wait_ready(lab.server_netns(), ip);
     let r = diagnose(lab.client_netns(), ip, "16", "far");
     assert!(shaper(&r).is_none(), "{r:#}");
-    // The path's round trip was seen: 40 ms idle.
-    let rtt = r["measurements"]["capture"]["handshake_rtt_ms"]["p50"]
-        .as_f64()
-        .or_else(|| r["measurements"]["syn_rtt"]["median_ms"].as_f64());
-    eprintln!("far: handshake/SYN RTT {rtt:?}");
+    // The look-alike was built: the path's round trip is 40 ms idle, and most of a request.
+    let b = &r["measurements"]["capture"]["exchanges"]["breakdown_p50_ms"];
+    assert!(b["network"].as_f64().unwrap() >= 30.0, "{b:#}");
 }
