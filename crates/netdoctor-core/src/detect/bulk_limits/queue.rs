@@ -17,13 +17,17 @@
 //!   ≥ 80 % of the span, ≥ [`super::arrivals::MIN_BUSY_BINS`] bins judged): the ceiling;
 //! - at least [`MIN_SAMPLES`] answers with a sample, on at least 2 connections.
 //!
+//! Answers are summed only from the first round trip of [`MIN_QUEUE_NS`] or more (the period
+//! in which a queue may exist): a capture without one costs a comparison per answer.
+//!
 //! Blamed on the network from the packets alone (the queue is on the way; a capture near the
 //! client cannot say on whose host): `diagnose` moves it to the server when its namespace's
 //! qdisc says so. The finding's numbers are the ones the sentence uses.
 
 use super::arrivals::{Arrivals, MIN_BUSY_BINS, MIN_FLAT_SHARE};
-use crate::event::{ExchangeDone, Pkt};
+use crate::event::{Ends, ExchangeDone, Pkt};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::track::echo::MIN_QUEUE_NS;
 
 // The bar of a queue: `track::echo::queued` (`MIN_QUEUE_NS`, `MIN_RATIO`).
 /// Answers with a round-trip sample under load.
@@ -39,10 +43,13 @@ pub struct Queue {
     sizes: Vec<u64>,
     /// The idle round trip: the smallest handshake RTT or echo seen.
     idle_ns: Option<i64>,
-    connections: Vec<String>,
+    connections: Vec<Ends>,
     answers: u64,
-    /// The answer with the largest round trip under load, and its connection, as evidence.
-    example: Option<(i64, String, Pkt, Pkt)>,
+    /// A round trip of [`MIN_QUEUE_NS`] or more was seen: answers are summed from then on
+    /// (before it, no queue; a capture without one pays one comparison per answer).
+    queueing: bool,
+    /// The answer with the largest round trip under load, as evidence.
+    example: Option<(i64, Ends, Pkt, Pkt)>,
 }
 
 impl Queue {
@@ -54,6 +61,10 @@ impl Queue {
             }
         }
         if x.cut || x.resp_bytes == 0 {
+            return;
+        }
+        self.queueing |= x.echo_rtt_ns.is_some_and(|r| r >= MIN_QUEUE_NS);
+        if !self.queueing {
             return;
         }
         self.answers += 1;
@@ -68,12 +79,14 @@ impl Queue {
         if self.loaded_ns.len() < KEEP {
             self.loaded_ns.push(r);
         }
-        let conn = format!("{} → {}", x.ends.client, x.ends.server);
-        if !self.connections.contains(&conn) && self.connections.len() < 64 {
-            self.connections.push(conn.clone());
+        if self.connections.last() != Some(&x.ends)
+            && self.connections.len() < 64
+            && !self.connections.contains(&x.ends)
+        {
+            self.connections.push(x.ends);
         }
         if self.example.as_ref().is_none_or(|e| r > e.0) {
-            self.example = Some((r, conn, x.first_req, x.last_resp));
+            self.example = Some((r, x.ends, x.first_req, x.last_resp));
         }
     }
 
@@ -135,9 +148,9 @@ impl Queue {
         f.confidence = flat.clamp(0.0, 0.85);
         f.impact.added_latency_ms = Some(ms(queue));
         f.impact.affected_fraction = Some(v.len() as f64 / self.answers.max(1) as f64);
-        if let Some((r, connection, req, last)) = &self.example {
+        if let Some((r, ends, req, last)) = &self.example {
             f.evidence.push(Evidence::Packets {
-                connection: connection.clone(),
+                connection: format!("{} → {}", ends.client, ends.server),
                 packets: vec![req.to_ref(0), last.to_ref(0)],
                 note: format!(
                     "{} answers on {conns} connections; round trip under load {:.1} ms at the median (this answer {:.1} ms), idle {:.2} ms; summed arrivals {:.1} Mbit/s, {:.0} % of the {:.0} ms bins within 30 % of it",
