@@ -16,7 +16,10 @@
 //! 2. **network**: one path RTT (the connection's handshake RTT; 0 when it was not captured),
 //!    at most what the stalls left.
 //! 3. **server**: first response byte − last request byte − RTT (the server's think time), at
-//!    most what was left.
+//!    most what was left. When a queue filled under load (the exchange's round trip under load,
+//!    from the TCP timestamps, `track::echo::queued` against the handshake RTT), that round
+//!    trip is subtracted instead: the first byte waited in the queue too, and that wait goes
+//!    to transfer (the bytes moving through the rate and its queue), not to the server.
 //! 4. **transfer**: the rest: moving the request and response bytes (serialization, windows,
 //!    the client's own pacing).
 //!

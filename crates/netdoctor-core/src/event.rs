@@ -149,6 +149,11 @@ pub struct ExchangeDone {
     /// The capture ended while the response was arriving: `last_resp` is the last byte
     /// captured, `latency_ns` a lower bound (not counted in latency figures).
     pub cut: bool,
+    /// The response's bytes (new data; 0 when not counted: HTTP/2 streams).
+    pub resp_bytes: u64,
+    /// The smallest round trip seen while the response arrived, from the client's timestamps
+    /// echoed by the server's data (`track::echo`): the path's round trip under load.
+    pub echo_rtt_ns: Option<i64>,
 }
 
 impl ExchangeDone {
@@ -167,6 +172,8 @@ impl ExchangeDone {
             status: None,
             req_ack: None,
             cut: false,
+            resp_bytes: 0,
+            echo_rtt_ns: None,
         }
     }
 

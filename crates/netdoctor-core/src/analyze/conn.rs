@@ -204,6 +204,8 @@ pub(super) struct Conn {
     pub half_open: bool,
     /// A reset the receiver had to ignore, judged when the connection ends.
     pub stray_rst: Option<StrayRst>,
+    /// The client's TSval clock and the server's echoes of it (`track::echo`).
+    pub echo: crate::track::echo::EchoClock,
 }
 
 impl Conn {
@@ -243,6 +245,7 @@ impl Conn {
             bulk: [None, None],
             half_open: false,
             stray_rst: None,
+            echo: Default::default(),
         }
     }
 

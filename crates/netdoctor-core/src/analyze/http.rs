@@ -59,6 +59,10 @@ pub(super) struct Exchange {
     /// Its end fell in a capture gap (an HTTP/2 stream whose END_STREAM the capture missed):
     /// counted as cut, like an exchange the end of the capture cut.
     pub gap_cut: bool,
+    /// The response's bytes (new data), and the smallest round trip under load seen while it
+    /// arrived (`track::echo`; `i64::MAX`: none).
+    pub resp_bytes: u64,
+    pub echo_min_ns: i64,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -133,6 +137,7 @@ impl Conn {
                     if let Some(x) = self.cur.as_mut() {
                         x.first_resp = Some(pkt);
                         x.last_resp = pkt;
+                        x.resp_bytes += u64::from(pkt.len);
                         if x.found == Found::Http1 {
                             x.status = http_status(payload).unwrap_or(0);
                             let cut = (payload.len() as u64) < u64::from(pkt.len);
@@ -145,6 +150,7 @@ impl Conn {
                 Phase::Response => {
                     if let Some(x) = self.cur.as_mut() {
                         x.last_resp = pkt;
+                        x.resp_bytes += u64::from(pkt.len);
                     }
                 }
                 Phase::Idle => {}
@@ -175,6 +181,8 @@ impl Conn {
                         req_ack: None,
                         status: 0,
                         gap_cut: false,
+                        resp_bytes: 0,
+                        echo_min_ns: i64::MAX,
                     });
                     self.phase = Phase::Request;
                 }

@@ -329,6 +329,18 @@ impl Hub {
         c.exchanges += 1;
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
+        // A queue that filled under load delayed the first byte too: its wait is not the
+        // server's (`track::echo`; the same bar as `detect::bulk_limits`' queue rule).
+        // An answer sent in one flight has no echo of its own: its connection's latest.
+        let echo = if x.echo_min_ns < i64::MAX {
+            Some(x.echo_min_ns)
+        } else {
+            c.echo.recent(first_resp.ts_ns)
+        };
+        let path_rtt = match (rtt, echo) {
+            (Some(r), Some(e)) if crate::track::echo::queued(r, e) => path_rtt.max(e),
+            _ => path_rtt,
+        };
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
         // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
         // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
@@ -357,6 +369,8 @@ impl Hub {
             status: (x.status > 0).then_some(x.status),
             req_ack: x.req_ack,
             cut,
+            resp_bytes: x.resp_bytes,
+            echo_rtt_ns: (x.echo_min_ns < i64::MAX).then_some(x.echo_min_ns),
         };
         self.out.put(Entry::Exchange {
             found: x.found,

@@ -136,6 +136,17 @@ impl Analyzer {
         c.dirs[i].data_segs = c.dirs[i]
             .data_segs
             .saturating_add(u8::from(seg.payload_len > 0));
+        // The round trip under load, from the timestamps (`track::echo`).
+        if let (Some(v), Some(e)) = (seg.tsval, seg.tsecr) {
+            if !from_server {
+                c.echo.client(seg.ts_ns, v, seg.payload_len > 0);
+            } else if seg.payload_len > 0
+                && let Some(rtt) = c.echo.server(seg.ts_ns, e)
+                && let Some(x) = c.cur.as_mut()
+            {
+                x.echo_min_ns = x.echo_min_ns.min(rtt);
+            }
+        }
 
         // Handshake.
         if f.syn() {

@@ -130,6 +130,8 @@ pub struct TcpSegment<'a> {
     pub checksum: u16,
     /// The sender's TCP timestamp (TSval), when the segment carries the option.
     pub tsval: Option<u32>,
+    /// The timestamp it echoes (TSecr), when the segment carries the option.
+    pub tsecr: Option<u32>,
     /// IPv4 TTL or IPv6 hop limit as captured: one sender's packets to one place arrive with
     /// the same, so a reset with another one came from somewhere else (`detect::connection_reset`).
     pub ttl: u8,
@@ -577,6 +579,7 @@ fn tcp_segment<'a>(
         // first case of `parse_options`, without the call).
         Options {
             tsval: Some(u32::from_be_bytes([tcp[24], tcp[25], tcp[26], tcp[27]])),
+            tsecr: Some(u32::from_be_bytes([tcp[28], tcp[29], tcp[30], tcp[31]])),
             ..Options::default()
         }
     } else if hlen > 20 {
@@ -601,6 +604,7 @@ fn tcp_segment<'a>(
         ip_id,
         checksum: u16::from_be_bytes([h[16], h[17]]),
         tsval: opts.tsval,
+        tsecr: opts.tsecr,
         ttl,
         reserved: h[12] & 0x0e,
     }))
@@ -613,6 +617,7 @@ struct Options {
     wscale: Option<u8>,
     sack: SackBlocks,
     tsval: Option<u32>,
+    tsecr: Option<u32>,
 }
 
 /// TCP options: MSS, window scale and SACK blocks. Options are advisory for the analysis:
@@ -624,6 +629,7 @@ fn parse_options(mut o: &[u8]) -> Options {
     // What Linux puts on every segment after the handshake: NOP, NOP, timestamp.
     if o.len() == 12 && o[..4] == [1, 1, 8, 10] {
         seg.tsval = Some(u32::from_be_bytes([o[4], o[5], o[6], o[7]]));
+        seg.tsecr = Some(u32::from_be_bytes([o[8], o[9], o[10], o[11]]));
         return seg;
     }
     const EOL: u8 = 0;
@@ -650,7 +656,10 @@ fn parse_options(mut o: &[u8]) -> Options {
                 match kind {
                     MSS => seg.mss = Some(u16::from_be_bytes([o[2], o[3]])),
                     WSCALE => seg.wscale = Some(o[2]),
-                    TIMESTAMP => seg.tsval = Some(u32::from_be_bytes([o[2], o[3], o[4], o[5]])),
+                    TIMESTAMP => {
+                        seg.tsval = Some(u32::from_be_bytes([o[2], o[3], o[4], o[5]]));
+                        seg.tsecr = Some(u32::from_be_bytes([o[6], o[7], o[8], o[9]]));
+                    }
                     _ => {}
                 }
                 want

@@ -105,10 +105,14 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
     let mut wscale = None;
     let mut sack = SackBlocks::default();
     let mut tsval = None;
+    let mut tsecr = None;
     for opt in tcp.options_iterator() {
         match opt {
             Ok(TcpOptionElement::MaximumSegmentSize(m)) => mss = Some(m),
-            Ok(TcpOptionElement::Timestamp(v, _)) => tsval = Some(v),
+            Ok(TcpOptionElement::Timestamp(v, e)) => {
+                tsval = Some(v);
+                tsecr = Some(e);
+            }
             Ok(TcpOptionElement::WindowScale(w)) => wscale = Some(w),
             Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
                 sack.push(first);
@@ -139,6 +143,7 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
         ip_id,
         checksum: tcp.checksum(),
         tsval,
+        tsecr,
         ttl,
         reserved: tcp.slice()[12] & 0x0e,
     }))

@@ -14,7 +14,9 @@
 //!
 //! From the receiver's view (the capture near the client, as `diagnose` takes it),
 //! `shaper_limited` is judged over all the server's transfers together ([`arrivals`]): their
-//! summed arrivals flat while any ran, with loss.
+//! summed arrivals flat while any ran, with loss; or, without loss, held by a deep queue
+//! ([`queue`]: over the server's answers of every size, the round trip under load far above
+//! the idle one and the summed rate flat).
 //!
 //! `application_limited`, `shaper_limited` and `send_buffer_limited` need the capture taken
 //! near the sender (`BulkTransfer::sender_side`, from the handshake): near the receiver the
@@ -30,6 +32,7 @@
 //! window is not on the wire; the transfer bound by neither end nor the path's queue or loss gets no finding.
 
 mod arrivals;
+mod queue;
 
 use super::{Detector, Event, Interests};
 use crate::analyze::bulk::BulkTransfer;
@@ -54,6 +57,8 @@ pub struct BulkLimits {
     judged: u64,
     /// The server's transfers summed, for `shaper_limited` seen from the receiver.
     arrivals: arrivals::Arrivals,
+    /// The server's answers of every size, for `shaper_limited` held by a deep queue.
+    queue: queue::Queue,
 }
 
 impl Detector for BulkLimits {
@@ -69,6 +74,7 @@ impl Detector for BulkLimits {
                 if let Some(rtt) = x.rtt_ns {
                     self.arrivals.rtt(rtt);
                 }
+                self.queue.add(x);
                 return;
             }
             Event::ZeroWindow {
@@ -101,7 +107,7 @@ impl Detector for BulkLimits {
             .found
             .iter()
             .any(|(id, _, _)| *id == FindingId::ShaperLimited))
-        .then(|| self.arrivals.judge())
+        .then(|| self.arrivals.judge().or_else(|| self.queue.judge()))
         .flatten()
         .map(|f| (f.id, 0, f));
         for (_, n, mut f) in self.found.drain(..).chain(shaped) {
@@ -109,8 +115,11 @@ impl Detector for BulkLimits {
                 f.summary = format!("{} (and {} more bulk transfers)", f.summary, n - 1);
             }
             // The summed view's finding counts every transfer of the server.
-            let n = if n == 0 { self.arrivals.transfers() } else { n };
-            f.impact.affected_fraction = Some(n as f64 / self.judged.max(1) as f64);
+            // (The queue rule's finding counts its answers itself.)
+            if n > 0 || f.impact.affected_fraction.is_none() {
+                let n = if n == 0 { self.arrivals.transfers() } else { n };
+                f.impact.affected_fraction = Some(n as f64 / self.judged.max(1) as f64);
+            }
             for e in &mut f.evidence {
                 if let Evidence::Packets { packets, .. } = e {
                     for p in packets {

@@ -4,6 +4,7 @@
 //! [`Event`](crate::event::Event) for the detectors.
 
 pub(crate) mod dup;
+pub mod echo;
 pub mod flags;
 pub mod loss;
 pub mod nagle;

@@ -624,6 +624,8 @@ impl H2Conn {
                     req_ack: None,
                     status: 0,
                     gap_cut: false,
+                    resp_bytes: 0,
+                    echo_min_ns: i64::MAX,
                 },
                 req_done: b.end_stream,
                 win,

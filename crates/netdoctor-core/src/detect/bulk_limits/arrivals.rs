@@ -120,6 +120,28 @@ impl Arrivals {
         }
     }
 
+    /// Adds `bytes` that arrived evenly over `[s, e]` (one response of the server, for the
+    /// queue rule in [`super::queue`]), counted as a transfer running then.
+    pub(super) fn add_span(&mut self, s: i64, e: i64, bytes: u64) {
+        let start = *self.start_ns.get_or_insert(s);
+        if self.bin_ns == 0 {
+            self.bin_ns = BIN_NS;
+        }
+        self.transfers += 1;
+        self.bytes += bytes;
+        self.spread(start, s, e.max(s + 1), bytes as f64);
+        let (first, last) = (self.index(start, s), self.index(start, e.max(s)));
+        for i in first..=last {
+            let i = self.slot(i);
+            self.bins[i].1 += 1;
+        }
+    }
+
+    /// The bin width now, ns.
+    pub(super) fn bin_ns(&self) -> i64 {
+        self.bin_ns
+    }
+
     fn index(&self, start: i64, ts: i64) -> usize {
         ((ts - start).max(0) / self.bin_ns) as usize
     }
@@ -169,7 +191,7 @@ impl Arrivals {
 
     /// The summed arrivals' flatness over busy bins (ramps left out): (share within ±30 % of
     /// the median, median bytes per bin, busy bins judged, busy share of the span).
-    fn flatness(&self) -> Option<(f64, f64, usize, f64)> {
+    pub(super) fn flatness(&self) -> Option<(f64, f64, usize, f64)> {
         let first = self.bins.iter().position(|b| b.1 > 0)?;
         let last = self.bins.iter().rposition(|b| b.1 > 0)?;
         let span = &self.bins[first..=last];
