@@ -174,6 +174,12 @@ fn lost_http_answers_show_the_black_hole_only_at_the_server() {
         .unwrap_or_else(|| panic!("{:#?}", an.findings));
     assert_eq!((f.severity, f.side), (Severity::Critical, Side::Network));
     assert!(f.summary.contains("1448-byte segment"), "{}", f.summary);
+    // The client's SYN (MSS 1460) is in the capture, though watching began at a resend.
+    assert!(
+        f.explanation.contains("the client announced MSS 1460"),
+        "{}",
+        f.explanation
+    );
     let an = analyze_skipping("lost-answer-client.pcap.gz", |_| false);
     assert!(
         an.findings.iter().all(|f| f.id != FindingId::MssMtuProblem),
