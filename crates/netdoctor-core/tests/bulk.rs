@@ -159,6 +159,35 @@ fn a_black_hole_is_critical_and_names_the_path() {
     assert!(f.summary.contains("1448-byte"), "{}", f.summary);
 }
 
+/// A path MTU black hole in front of an HTTP server (`lost-answer-*.pcap.gz`, see the
+/// captures' README): captured at the server, the answers' full-size segments are resent by
+/// timeout and never acknowledged while the small header is: the black hole. Captured at the
+/// client, nothing of them arrives, which the packets alone cannot tell from a server that
+/// stops answering: no `mss_mtu_problem` there.
+#[test]
+fn lost_http_answers_show_the_black_hole_only_at_the_server() {
+    let an = analyze_skipping("lost-answer-server.pcap.gz", |_| false);
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::MssMtuProblem)
+        .unwrap_or_else(|| panic!("{:#?}", an.findings));
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Network));
+    assert!(f.summary.contains("1448-byte segment"), "{}", f.summary);
+    // The client's SYN (MSS 1460) is in the capture, though watching began at a resend.
+    assert!(
+        f.explanation.contains("the client announced MSS 1460"),
+        "{}",
+        f.explanation
+    );
+    let an = analyze_skipping("lost-answer-client.pcap.gz", |_| false);
+    assert!(
+        an.findings.iter().all(|f| f.id != FindingId::MssMtuProblem),
+        "{:#?}",
+        an.findings
+    );
+}
+
 /// The small-MSS variant (`lab start --case small-mss`: the router clamps SYNs to MSS 536): a
 /// warning that names the MSS, not the black hole (the small segments arrive).
 #[test]

@@ -75,6 +75,10 @@ pub struct FakeHost {
     pub keepalive: Option<KeepAliveProbe>,
     /// Keep-alive probes asked for.
     pub keepalive_asked: std::sync::atomic::AtomicU64,
+    /// What an MTU probe measures (`None`: it fails, the connection refused).
+    pub pmtu: Option<netdoctor_probe::PmtuProbe>,
+    /// MTU probes asked for.
+    pub pmtu_asked: std::sync::atomic::AtomicU64,
     /// `tcp_info` of the load's connections (empty by default: none sampled).
     pub client_tcp_info: Result<Vec<netdoctor_observe::sockdiag::ConnInfo>, String>,
 }
@@ -135,6 +139,8 @@ impl FakeHost {
             kernel: Err("eBPF does not run on this recorded host".to_string()),
             keepalive: None,
             keepalive_asked: std::sync::atomic::AtomicU64::new(0),
+            pmtu: None,
+            pmtu_asked: std::sync::atomic::AtomicU64::new(0),
             client_tcp_info: Ok(Vec::new()),
         }
     }
@@ -198,6 +204,15 @@ impl Host for FakeHost {
         self.sent.fetch_add(1, Ordering::Relaxed);
         self.keepalive_asked.fetch_add(1, Ordering::Relaxed);
         self.keepalive.clone().ok_or(ProbeError::Refused { addr })
+    }
+    fn pmtu_probe(
+        &self,
+        addr: SocketAddr,
+        _cfg: &netdoctor_probe::PmtuConfig,
+    ) -> Result<netdoctor_probe::PmtuProbe, ProbeError> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.pmtu_asked.fetch_add(1, Ordering::Relaxed);
+        self.pmtu.clone().ok_or(ProbeError::Refused { addr })
     }
     fn client_tcp_info(
         &self,

@@ -19,8 +19,8 @@ use netdoctor_observe::host_findings::{
 use netdoctor_observe::live::{DEFAULT_RING_BYTES, LiveConfig};
 use netdoctor_observe::{CounterSnapshot, ObserveError, SourceSummary};
 use netdoctor_probe::{
-    HttpProbeConfig, HttpTiming, KeepAliveConfig, KeepAliveProbe, ProbeError, SynProbe,
-    SynProbeConfig,
+    HttpProbeConfig, HttpTiming, KeepAliveConfig, KeepAliveProbe, PmtuConfig, PmtuProbe,
+    ProbeError, SynProbe, SynProbeConfig,
 };
 use netdoctor_route::dns::{DnsOptions, DnsReport};
 use netdoctor_route::neighbour::Neighbour;
@@ -55,6 +55,9 @@ pub trait Host: Sync {
         addr: SocketAddr,
         cfg: &KeepAliveConfig,
     ) -> Result<KeepAliveProbe, ProbeError>;
+    /// Which packet sizes get from the target to this host (after a load whose answers
+    /// looked lost on the path).
+    fn pmtu_probe(&self, addr: SocketAddr, cfg: &PmtuConfig) -> Result<PmtuProbe, ProbeError>;
     /// A capture on `rings` rings (more than one: a PACKET_FANOUT group, see
     /// [`netdoctor_observe::fanout`]).
     fn open_capture(
@@ -219,6 +222,9 @@ impl Host for SystemHost {
         cfg: &KeepAliveConfig,
     ) -> Result<KeepAliveProbe, ProbeError> {
         netdoctor_probe::keepalive_probe(addr, cfg)
+    }
+    fn pmtu_probe(&self, addr: SocketAddr, cfg: &PmtuConfig) -> Result<PmtuProbe, ProbeError> {
+        netdoctor_probe::pmtu_probe(addr, cfg)
     }
     fn open_capture(
         &self,

@@ -19,6 +19,8 @@
 //!   short keep-alive probe measures what that costs (for `short_connections`).
 //! - `lost_answer`: requests that timed out while the server's kernel resent its answer and
 //!   none of it reached the client are the path's (side network), not the server's.
+//! - `pmtu`: when the answers look lost on the path, a probe of which packet sizes get through
+//!   names a path MTU black hole `mss_mtu_problem`.
 //! - [`run()`]: the orchestration; an interrupt ends the load early and still reports.
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
@@ -30,6 +32,7 @@ mod lost_answer;
 pub mod observer;
 pub mod observers;
 pub mod plan;
+mod pmtu;
 pub mod preflight;
 mod qdisc;
 pub mod route;

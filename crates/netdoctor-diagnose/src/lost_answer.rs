@@ -11,8 +11,9 @@
 //! (side network). The client's `tcp_info` (request acknowledged, 0 bytes received) is added
 //! as evidence when it shows it. The
 //! usual cause is a path MTU black hole (full-size segments dropped where the MTU shrinks, the
-//! ICMP "fragmentation needed" that would tell the server filtered), which
-//! [`crate::pmtu_probe`] then checks.
+//! ICMP "fragmentation needed" that would tell the server filtered), which the MTU probe
+//! run after the load (`crate::pmtu`) checks: with its size dependence the finding is named
+//! `mss_mtu_problem`.
 //!
 //! Look-alikes, told apart here: a server that accepts and never answers, or answers after
 //! the timeout (its kernel resends nothing: stays the server's); loss on the path that still
@@ -20,7 +21,10 @@
 //! not apply).
 
 use netdoctor_core::finding::{Evidence, Finding, FindingId, Side};
+use netdoctor_load::LoadResult;
+use netdoctor_observe::host_findings::KernelEvents;
 use netdoctor_observe::sockdiag::ConnInfo;
+use netdoctor_probe::{BlackHole, PmtuProbe, StepOutcome};
 use netdoctor_report::Report;
 
 /// What the run saw of the lost answers; `None` when the evidence is not there.
@@ -47,14 +51,7 @@ pub struct LostAnswer {
 pub fn evidence(report: &Report, client: &[ConnInfo]) -> Option<LostAnswer> {
     let load = report.measurements.load.as_ref()?;
     let kernel = report.measurements.kernel.as_ref()?;
-    let e = &load.errors;
-    let attempted = load.requests + e.connect + e.read + e.write + e.timeout + e.status;
-    // Requests that went out on an open connection and got nothing back.
-    let unanswered = (e.timeout + e.read).saturating_sub(e.connect_timeout);
-    let failed = attempted - load.requests;
-    if unanswered == 0 || unanswered * 2 <= failed || kernel.target_retransmits == 0 {
-        return None;
-    }
+    let (unanswered, attempted) = load_sign(load, kernel)?;
     // The handshakes completed, and the capture next to the client saw few of the server's
     // resent segments arrive (a lossy path delivers most of them).
     let stats = &report.measurements.capture.as_ref()?.stats;
@@ -79,14 +76,92 @@ pub fn evidence(report: &Report, client: &[ConnInfo]) -> Option<LostAnswer> {
     })
 }
 
+/// The half of the sign the load and eBPF show before the capture is analyzed: most failed
+/// requests went out on an open connection and got nothing back, and the server's kernel
+/// retransmitted on the target's connections. `(unanswered, attempted)`.
+pub(crate) fn load_sign(load: &LoadResult, kernel: &KernelEvents) -> Option<(u64, u64)> {
+    let e = &load.errors;
+    let attempted = load.requests + e.connect + e.read + e.write + e.timeout + e.status;
+    // Requests that went out on an open connection and got nothing back.
+    let unanswered = (e.timeout + e.read).saturating_sub(e.connect_timeout);
+    let failed = attempted - load.requests;
+    (unanswered > 0 && unanswered * 2 > failed && kernel.target_retransmits > 0)
+        .then_some((unanswered, attempted))
+}
+
 /// Retells the server-side `http_errors` as the path's when [`evidence`] holds.
-pub fn apply(report: &Report, client: &[ConnInfo], findings: &mut [Finding]) -> Option<LostAnswer> {
+/// With the MTU probe's size dependence ([`PmtuProbe::black_hole`]) it is named
+/// `mss_mtu_problem`, the probe's sizes and answers its evidence.
+pub fn apply(
+    report: &Report,
+    client: &[ConnInfo],
+    pmtu: Option<&PmtuProbe>,
+    findings: &mut [Finding],
+) -> Option<LostAnswer> {
     let lost = evidence(report, client)?;
     let f = findings
         .iter_mut()
         .find(|f| f.id == FindingId::HttpErrors && f.side == Side::Server)?;
     retell(f, &lost);
+    if let Some(p) = pmtu
+        && let Some(b) = p.black_hole()
+    {
+        name_black_hole(f, p, b);
+    }
     Some(lost)
+}
+
+/// The path's `http_errors` becomes `mss_mtu_problem`: the probe showed which sizes pass.
+fn name_black_hole(f: &mut Finding, p: &PmtuProbe, b: BlackHole) {
+    f.id = FindingId::MssMtuProblem;
+    let above: Vec<String> = p
+        .steps
+        .iter()
+        .filter(|s| s.outcome == StepOutcome::Stalled)
+        .map(|s| s.size.to_string())
+        .collect();
+    f.summary = format!(
+        "packets of {} bytes and more are dropped on the path without an ICMP \"fragmentation \
+         needed\" (a path MTU black hole): answers in {}-byte packets never arrived, in {}-byte \
+         ones they did; {}",
+        b.smallest_stalled,
+        above.join("/"),
+        b.largest_delivered,
+        f.summary
+    );
+    f.explanation = format!(
+        "After the load, the target was asked again once per packet size, each connection \
+         announcing a smaller MSS so the server's answer came in packets of at most that \
+         size (DF set, as TCP always does). Up to {} bytes the answers arrived; from {} \
+         bytes on not one full packet did in {:.1} s, though the connections stayed open. \
+         Somewhere between the hosts a hop's MTU is below {} bytes and the ICMP \
+         \"fragmentation needed\" (ICMPv6 \"packet too big\") it should send back never \
+         reached the server: had it, the server's kernel would have resent smaller (path MTU \
+         discovery) and the large sizes would have arrived late, not never. The handshake, \
+         the requests and small answers pass, which is why connections open and then hang.",
+        b.largest_delivered,
+        b.smallest_stalled,
+        p.wait_ms / 1e3,
+        b.smallest_stalled
+    );
+    f.fix = format!(
+        "Allow ICMP type 3 code 4 (and ICMPv6 type 2, packet too big) through the firewalls \
+         on the path; or clamp the MSS on the router at the small hop (`iptables -t mangle \
+         -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`); or lower \
+         the MTU of the hosts' interfaces to {} (or enable `net.ipv4.tcp_mtu_probing = 1` on \
+         the server). `ping -M do -s {} TARGET` from the server's side shows the largest \
+         packet that passes.",
+        b.largest_delivered,
+        b.largest_delivered.saturating_sub(28)
+    );
+    f.evidence.push(Evidence::Probe {
+        probe: "pmtu".into(),
+        note: format!(
+            "packet sizes from the server, one connection each for {:.1} s: {}",
+            p.wait_ms / 1e3,
+            p.describe()
+        ),
+    });
 }
 
 fn retell(f: &mut Finding, l: &LostAnswer) {

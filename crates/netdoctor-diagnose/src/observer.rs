@@ -46,6 +46,8 @@ pub struct Outcome {
     /// `tcp_info` of the load's own connections, sampled while it ran (the kernel's
     /// `min_rtt`, a base-RTT source).
     pub client_tcp_info: Vec<netdoctor_observe::sockdiag::ConnInfo>,
+    /// The MTU probe run after the load (`crate::pmtu`), when the answers looked lost.
+    pub pmtu: Option<netdoctor_probe::PmtuProbe>,
     /// Kernel drops by reason that eBPF counted (evidence for the host findings).
     pub kernel_drops: Vec<netdoctor_observe::host_findings::KernelDrop>,
 }

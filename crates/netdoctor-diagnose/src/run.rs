@@ -1,6 +1,6 @@
 //! The method, in order: plan → resolution → preflight (`crate::preflight`: a client or path
 //! failure ends the run there) → probes → start observers → load → finish observers →
-//! detectors → verdict. Every stage that cannot run becomes a skipped or failed check and the
+//! probes that depend on the load (keep-alive, MTU) → detectors → verdict. Every stage that cannot run becomes a skipped or failed check and the
 //! run goes on; an interrupt stops the load early and the run still reports what it saw.
 //!
 //! Two paths share the resolution before them and the conclusion after them: `active`
@@ -163,6 +163,19 @@ fn active(
     crate::keepalive::after_load(
         ctx,
         report.measurements.load.as_ref(),
+        progress,
+        &mut outcome,
+    );
+    let syn_rtt = report
+        .measurements
+        .probe
+        .as_ref()
+        .and_then(|p| p.syn.as_ref())
+        .and_then(|s| s.median_ms);
+    crate::pmtu::after_load(
+        ctx,
+        report.measurements.load.as_ref(),
+        syn_rtt,
         progress,
         &mut outcome,
     );

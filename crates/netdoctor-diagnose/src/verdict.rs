@@ -41,7 +41,12 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     findings.append(&mut outcome.findings);
     findings.append(&mut report.findings);
     crate::base_rtt::apply(report, &analysis, &outcome.client_tcp_info, &mut findings);
-    crate::lost_answer::apply(report, &outcome.client_tcp_info, &mut findings);
+    crate::lost_answer::apply(
+        report,
+        &outcome.client_tcp_info,
+        outcome.pmtu.as_ref(),
+        &mut findings,
+    );
     // Loss the kernel dropped in a qdisc of the server's host is that queue's (a shaper's).
     crate::qdisc::apply(report.measurements.kernel.as_ref(), &mut findings);
     let load = report

@@ -371,3 +371,109 @@ fn host_observers_switched_off_say_so() {
     }
     assert_eq!(r.findings[0].id, FindingId::NagleDelayedAck);
 }
+
+/// A load whose requests all timed out while eBPF counted the server's retransmissions on
+/// the target's connections (the lost-answer sign), with `pmtu` as the MTU probe's result.
+fn lost_answer_host(pmtu: Option<netdoctor_probe::PmtuProbe>) -> FakeHost {
+    use netdoctor_observe::host_findings::KernelEvents;
+    let addr: SocketAddr = "127.0.0.1:18082".parse().unwrap();
+    let mut l = load(4000.0);
+    l.requests = 0;
+    l.errors.timeout = 4;
+    let mut h = FakeHost::answering(addr, l);
+    h.capture = FakeCapture::File(capture("healthy-eth.pcap"), LinkType::Ethernet);
+    h.kernel = Ok(KernelEvents {
+        target_retransmits: 31,
+        target_retransmit_connections: 10,
+        retransmits_total: 31,
+        retransmit_connections: 10,
+        ..Default::default()
+    });
+    h.pmtu = pmtu;
+    h
+}
+
+fn pmtu_result(stalled: &[u32], delivered: &[u32]) -> netdoctor_probe::PmtuProbe {
+    use netdoctor_probe::{PmtuProbe, PmtuStep, StepOutcome};
+    let step = |size: u32, outcome: StepOutcome, bytes| PmtuStep {
+        size,
+        mss: size - 40,
+        bytes,
+        outcome,
+    };
+    PmtuProbe {
+        steps: stalled
+            .iter()
+            .map(|&s| step(s, StepOutcome::Stalled, 116))
+            .chain(
+                delivered
+                    .iter()
+                    .map(|&s| step(s, StepOutcome::Delivered, 65_652)),
+            )
+            .collect(),
+        wait_ms: 2000.0,
+    }
+}
+
+fn finding_of(r: &Report, id: FindingId) -> Option<&netdoctor_core::Finding> {
+    r.findings.iter().find(|f| f.id == id)
+}
+
+#[test]
+fn answers_lost_where_large_packets_stall_are_an_mtu_black_hole() {
+    let h = lost_answer_host(Some(pmtu_result(&[1500, 1400], &[1280, 576])));
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(h.pmtu_asked.load(std::sync::atomic::Ordering::Relaxed), 1);
+    let f = finding_of(&r, FindingId::MssMtuProblem).unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!(f.side, netdoctor_core::Side::Network);
+    assert!(
+        f.summary
+            .starts_with("packets of 1400 bytes and more are dropped on the path"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("the server answered"), "{}", f.summary);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::Probe { probe, note }
+            if probe == "pmtu" && note.contains("1400 stalled (116 B)"))),
+        "{:#?}",
+        f.evidence
+    );
+    assert!(finding_of(&r, FindingId::HttpErrors).is_none());
+    let (status, reason) = check(&r, "pmtu_probe");
+    assert_eq!(status, CheckStatus::Ok);
+    assert!(
+        reason.starts_with("packets of 1400 bytes and more stalled"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn without_a_size_dependence_or_a_probe_the_lost_answers_stay_http_errors() {
+    // Every size stalls (the filter drops the server's data whatever its size); the probe
+    // fails (refused).
+    for (pmtu, status) in [
+        (
+            Some(pmtu_result(&[1500, 1400, 1280, 576], &[])),
+            CheckStatus::Ok,
+        ),
+        (None, CheckStatus::Failed),
+    ] {
+        let h = lost_answer_host(pmtu);
+        let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+        assert!(finding_of(&r, FindingId::MssMtuProblem).is_none());
+        let f = finding_of(&r, FindingId::HttpErrors).expect("http_errors");
+        assert_eq!(f.side, netdoctor_core::Side::Network, "{}", f.summary);
+        assert_eq!(check(&r, "pmtu_probe").0, status);
+    }
+}
+
+#[test]
+fn a_run_without_lost_answers_sends_no_mtu_probe() {
+    let h = nagle_host();
+    let r = run(&plan(h.addr), &h, &Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(h.pmtu_asked.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(r.checks.iter().all(|c| c.name.as_str() != "pmtu_probe"));
+}

@@ -7,6 +7,8 @@
 //! - [`http_timing`]: one HTTP/1.1 request broken into connect, time to first byte and total.
 //! - [`keepalive_probe`]: a short keep-alive probe: does the server keep connections, and what
 //!   a connection per request costs (setup timed apart from the requests).
+//! - [`pmtu_probe`]: which packet sizes get from the target to this host (a connection per
+//!   size, its SYN announcing a smaller MSS each): a path MTU black hole, measured.
 //!
 //! - [`ProbeError::failure`]: what a failed probe says about the cause and side ([`Failure`]),
 //!   for the diagnosis's preflight.
@@ -21,6 +23,7 @@ mod http;
 mod keepalive;
 mod model;
 mod packet;
+mod pmtu;
 mod raw;
 mod syn;
 mod sys;
@@ -33,6 +36,7 @@ pub use http::{HttpProbeConfig, HttpTiming, http_timing};
 pub use keepalive::{KeepAliveConfig, KeepAliveProbe, keepalive_probe};
 pub use model::{SynMethod, SynProbe, SynProbeConfig};
 pub use netdoctor_load::tls::CertificateProblem;
+pub use pmtu::{BlackHole, PmtuConfig, PmtuProbe, PmtuStep, StepOutcome, pmtu_probe};
 pub use syn::{connect_rtt, syn_rtt};
 
 /// Resolves `host:port` with the system resolver (getaddrinfo). IP literals (also `[::1]`) are

@@ -227,11 +227,14 @@ pub enum CheckName {
     /// After a load that asked for keep-alive and got a connection per request: a short
     /// keep-alive probe of what that costs.
     KeepaliveProbe,
+    /// After a load whose answers looked lost on the path: which packet sizes get from the
+    /// target to the client (a connection per size, each announcing a smaller MSS).
+    PmtuProbe,
 }
 
 impl CheckName {
     /// Every check name, in the order a diagnose run reports them.
-    pub const ALL: [CheckName; 17] = [
+    pub const ALL: [CheckName; 18] = [
         CheckName::SynProbe,
         CheckName::HttpProbe,
         CheckName::Load,
@@ -249,6 +252,7 @@ impl CheckName {
         CheckName::Bpf,
         CheckName::Preflight,
         CheckName::KeepaliveProbe,
+        CheckName::PmtuProbe,
     ];
 
     /// The JSON name, e.g. `"syn_probe"`.
@@ -271,6 +275,7 @@ impl CheckName {
             CheckName::Bpf => "bpf",
             CheckName::Preflight => "preflight",
             CheckName::KeepaliveProbe => "keepalive_probe",
+            CheckName::PmtuProbe => "pmtu_probe",
         }
     }
 }

@@ -4,11 +4,14 @@
 //! client → router → server; the router's link to the client has MTU 1280. With the router's
 //! ICMP "fragmentation needed" dropped, the server's full-size segments vanish (a path MTU
 //! black hole): the server's kernel resends its answer (eBPF) and nothing reaches the client,
-//! so `http_errors` is side network. Look-alikes on the same topology: a server that reads the
-//! request and never answers, one that answers after the load's timeout (both stay the
-//! server's), random loss on the router (the answers get through: no path failure of this
-//! kind) and the same small MTU with ICMP allowed (PMTUD works: no request fails). Every
-//! namespace (with its rules) and the server process are removed on drop.
+//! so the answers are the path's failure, and the MTU probe run after the load (a connection
+//! per packet size) names it `mss_mtu_problem` (side network). Look-alikes on the same
+//! topology: a server that reads the request and never answers, one that answers after the
+//! load's timeout (both stay the server's, and no MTU probe runs), random loss on the router
+//! (the answers get through: no path failure of this kind), the same small MTU with ICMP
+//! allowed (PMTUD works: no request fails), and ICMP dropped with the MSS clamped on the
+//! router (the fix: no request fails). Every namespace (with its rules) and the server
+//! process are removed on drop.
 
 mod common;
 use common::*;
@@ -42,8 +45,8 @@ fn ip(args: &[&str]) {
 
 /// The topology with the server in `mode` (see `lostanswer/server.py`); `icmp_dropped`: the
 /// router drops its own fragmentation-needed; `loss`: the router drops this share of what it
-/// forwards to the client.
-fn lab(tag: &str, mode: &str, icmp_dropped: bool, loss: Option<&str>) -> PathLab {
+/// forwards to the client; `clamp`: the router rewrites the client's SYNs to MSS 1240.
+fn lab(tag: &str, mode: &str, icmp_dropped: bool, loss: Option<&str>, clamp: bool) -> PathLab {
     let p = format!("ndla{tag}{}", std::process::id());
     let lab = PathLab {
         ns: [format!("{p}c"), format!("{p}r"), format!("{p}s")],
@@ -109,6 +112,29 @@ fn lab(tag: &str, mode: &str, icmp_dropped: bool, loss: Option<&str>) -> PathLab
             "DROP",
         ]);
     }
+    if clamp {
+        ip(&[
+            "netns",
+            "exec",
+            r,
+            "iptables",
+            "-t",
+            "mangle",
+            "-A",
+            "FORWARD",
+            "-p",
+            "tcp",
+            "-d",
+            SERVER_IP,
+            "--tcp-flags",
+            "SYN,RST",
+            "SYN",
+            "-j",
+            "TCPMSS",
+            "--set-mss",
+            "1240",
+        ]);
+    }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lostanswer/server.py");
     let mut lab = lab;
     lab.server = Some(
@@ -155,12 +181,25 @@ fn diagnose(lab: &PathLab, tag: &str) -> Value {
     r
 }
 
-fn http_errors(r: &Value) -> Option<&Value> {
+fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
     r["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["id"] == "http_errors")
+        .find(|f| f["id"] == id)
+}
+
+fn http_errors(r: &Value) -> Option<&Value> {
+    finding(r, "http_errors")
+}
+
+/// The MTU probe's check, when the run has one.
+fn pmtu_check(r: &Value) -> Option<&Value> {
+    r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "pmtu_probe")
 }
 
 /// Root, iptables, python3 and eBPF (the server's retransmissions are the evidence).
@@ -182,17 +221,37 @@ fn answers_lost_in_a_path_mtu_black_hole_are_the_paths_failure() {
     if !can_run() {
         return;
     }
-    let lab = lab("bh", "big", true, None);
+    let lab = lab("bh", "big", true, None, false);
     let r = diagnose(&lab, "black hole");
-    let f = http_errors(&r).unwrap_or_else(|| panic!("no http_errors: {r:#}"));
     let m = &r["measurements"];
     eprintln!(
-        "kernel: {:#}\ncapture: {:#}",
-        m["kernel"], m["capture"]["stats"]
+        "kernel: {:#}\ncapture: {:#}\npmtu: {:?}",
+        m["kernel"],
+        m["capture"]["stats"],
+        pmtu_check(&r)
     );
+    assert!(http_errors(&r).is_none(), "{r:#}");
+    let f = finding(&r, "mss_mtu_problem").unwrap_or_else(|| panic!("no mss_mtu_problem: {r:#}"));
     assert_eq!(f["side"], "network", "{f:#}");
+    assert_eq!(f["severity"], "critical", "{f:#}");
     let s = f["summary"].as_str().unwrap();
+    // The hop's MTU is 1280: 1280-byte packets pass, the next size tried (1320) does not.
+    assert!(
+        s.contains("packets of 1320 bytes and more are dropped"),
+        "{s}"
+    );
+    assert!(s.contains("in 1280-byte ones they did"), "{s}");
     assert!(s.contains("the server answered"), "{s}");
+    let probe = f["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["probe"] == "pmtu")
+        .unwrap_or_else(|| panic!("no pmtu evidence: {f:#}"));
+    let note = probe["note"].as_str().unwrap();
+    assert!(note.contains("1500 stalled"), "{note}");
+    assert!(note.contains("1280 delivered"), "{note}");
+    assert_eq!(pmtu_check(&r).unwrap()["status"], "ok", "{r:#}");
     assert!(r["measurements"]["kernel"]["target_retransmits"].as_u64() > Some(0));
     let (_, pre) = check(&r, "preflight");
     assert!(!pre.contains("not the client's or the path's"), "{pre}");
@@ -204,10 +263,13 @@ fn a_server_that_never_answers_stays_the_servers() {
         return;
     }
     for (tag, mode) in [("hg", "hang"), ("sl", "slow")] {
-        let lab = lab(tag, mode, true, None);
+        let lab = lab(tag, mode, true, None, false);
         let r = diagnose(&lab, mode);
         let f = http_errors(&r).unwrap_or_else(|| panic!("{mode}: no http_errors: {r:#}"));
         assert_eq!(f["side"], "server", "{mode}: {f:#}");
+        assert!(finding(&r, "mss_mtu_problem").is_none(), "{mode}: {r:#}");
+        // The server resent nothing: no sign of lost answers, no MTU probe.
+        assert!(pmtu_check(&r).is_none(), "{mode}: {r:#}");
         assert!(
             !f["summary"].as_str().unwrap().contains("server answered"),
             "{mode}: {f:#}"
@@ -216,16 +278,21 @@ fn a_server_that_never_answers_stays_the_servers() {
 }
 
 #[test]
-fn random_loss_and_working_pmtud_are_no_lost_answers() {
+fn random_loss_working_pmtud_and_a_clamped_mss_are_no_lost_answers() {
     if !can_run() {
         return;
     }
-    for (tag, dropped, loss) in [("ls", false, Some("0.03")), ("ok", false, None)] {
-        let lab = lab(tag, "big", dropped, loss);
+    for (tag, dropped, loss, clamp) in [
+        ("ls", false, Some("0.03"), false),
+        ("ok", false, None, false),
+        ("cl", true, None, true),
+    ] {
+        let lab = lab(tag, "big", dropped, loss, clamp);
         let r = diagnose(&lab, tag);
         if let Some(f) = http_errors(&r) {
             assert_ne!(f["side"], "network", "{tag}: {f:#}");
         }
+        assert!(finding(&r, "mss_mtu_problem").is_none(), "{tag}: {r:#}");
         let load = &r["measurements"]["load"];
         assert!(load["requests"].as_u64() > Some(0), "{tag}: {load:#}");
     }

@@ -525,6 +525,9 @@ pub(super) fn on_retransmission(
         let mut b = BulkDir::new(pkt, &d.pre_bulk, before);
         b.t.turn = u64::from(d.pre_bulk.turn);
         b.acked = d.acked;
+        // Watching starts here, before any new data could set it (a black hole's first
+        // window is under BULK_MIN_BYTES): the peer's SYN MSS, as `on_new_data` keeps it.
+        b.t.peer_mss = c.dirs[1 - i].mss;
         c.bulk[i] = Some(Box::new(b));
     }
     let acked = c.dirs[i].acked;
