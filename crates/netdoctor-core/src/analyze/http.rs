@@ -59,6 +59,9 @@ pub(super) struct Exchange {
     /// Its end fell in a capture gap (an HTTP/2 stream whose END_STREAM the capture missed):
     /// counted as cut, like an exchange the end of the capture cut.
     pub gap_cut: bool,
+    /// The first response byte's TSval (ticks since the server's first one), when stamped:
+    /// when it left the server ([`super::tsclock`]).
+    pub first_resp_ts: Option<i64>,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -132,6 +135,7 @@ impl Conn {
                 Phase::Request => {
                     if let Some(x) = self.cur.as_mut() {
                         x.first_resp = Some(pkt);
+                        x.first_resp_ts = self.dirs[self.server].ts.last();
                         x.last_resp = pkt;
                         if x.found == Found::Http1 {
                             x.status = http_status(payload).unwrap_or(0);
@@ -175,6 +179,7 @@ impl Conn {
                         req_ack: None,
                         status: 0,
                         gap_cut: false,
+                        first_resp_ts: None,
                     });
                     self.phase = Phase::Request;
                 }

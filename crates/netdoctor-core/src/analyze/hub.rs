@@ -329,7 +329,17 @@ impl Hub {
         c.exchanges += 1;
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
-        let server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
+        let mut server_time = (first_resp.ts_ns - x.last_req.ts_ns - path_rtt).max(0);
+        // The first byte left the server earlier than it arrived (its TCP timestamp) and
+        // waited in a queue on the way (a shaper, a full bottleneck): that wait is not the
+        // server's; it stays in the latency, as transfer.
+        if let Some(q) = x.first_resp_ts.and_then(|rel| {
+            c.dirs[c.server]
+                .ts
+                .queued_ns(rel, first_resp.ts_ns, x.last_req.ts_ns)
+        }) {
+            server_time = (server_time - q).max(0);
+        }
         // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
         // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
         let mut setup = Setup::default();

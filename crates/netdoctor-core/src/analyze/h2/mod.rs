@@ -624,6 +624,7 @@ impl H2Conn {
                     req_ack: None,
                     status: 0,
                     gap_cut: false,
+                    first_resp_ts: None,
                 },
                 req_done: b.end_stream,
                 win,
