@@ -59,11 +59,18 @@ pub enum Observation {
         connections: u32,
     },
     /// CPU use of the machine during the run: `machine_busy` is the busy share (0..=1) of all
-    /// `cores`, `own_busy` the share netdoctor itself used (same scale).
+    /// `cores`, `own_busy` the share netdoctor itself used (same scale). `server_wait_ms`: how
+    /// long the server's threads waited for a CPU in all during the run (their scheduler
+    /// run-queue delay, `/proc/PID/task/*/schedstat`), and `server_cpu_ms` the CPU time its
+    /// processes used, when the server is on this host.
     Cpu {
         machine_busy: f64,
         own_busy: f64,
         cores: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server_wait_ms: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server_cpu_ms: Option<f64>,
     },
     /// What the load's requests got: answers by status and failures by kind.
     Load(LoadOutcome),
@@ -180,6 +187,8 @@ mod tests {
                 machine_busy: 0.95,
                 own_busy: 0.4,
                 cores: 2,
+                server_wait_ms: Some(12.5),
+                server_cpu_ms: Some(40.0),
             },
         ];
         let json = serde_json::to_string(&obs).unwrap();

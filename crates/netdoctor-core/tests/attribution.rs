@@ -125,15 +125,46 @@ fn syn_repeats_with_listen_drops_are_the_hosts_listen_queue() {
 
 #[test]
 fn a_slow_server_on_a_saturated_machine_is_cpu_contention() {
-    let cpu = Observation::Cpu {
+    let cpu = |server_wait_ms, server_cpu_ms| Observation::Cpu {
         machine_busy: 0.98,
         own_busy: 0.6,
         cores: 2,
+        server_wait_ms,
+        server_cpu_ms,
     };
-    let an = analyze_with("slow-eth.pcap", &[cpu]);
+    let an = analyze_with("slow-eth.pcap", &[cpu(None, None)]);
     let f = one(&an, FindingId::SlowServerProcessing);
     assert_eq!((f.side, f.severity), (Side::Host, Severity::Warning));
     assert!(f.summary.contains("CPU contention"), "{}", f.summary);
+    // The server's threads waited for a CPU about as long as it took: contention.
+    let n = an.exchanges.count as f64;
+    let st = an.exchanges.server_time_ms.p50;
+    let an = analyze_with(
+        "slow-eth.pcap",
+        &[cpu(Some(0.8 * st * n), Some(0.01 * st * n))],
+    );
+    assert_eq!(one(&an, FindingId::SlowServerProcessing).side, Side::Host);
+    // It hardly waited but computed most of the time (a forking server whose children's
+    // waits left with them): still the busy machine's.
+    let an = analyze_with(
+        "slow-eth.pcap",
+        &[cpu(Some(0.01 * st * n), Some(0.8 * st * n))],
+    );
+    assert_eq!(one(&an, FindingId::SlowServerProcessing).side, Side::Host);
+    // A busy machine whose server hardly waited for a CPU (a proxy waiting on a slow upstream,
+    // a sleep, a lock): the time is the server's own, whatever else keeps the CPUs busy.
+    let an = analyze_with(
+        "slow-eth.pcap",
+        &[cpu(Some(0.01 * st * n), Some(0.01 * st * n))],
+    );
+    let f = one(&an, FindingId::SlowServerProcessing);
+    assert_eq!(f.side, Side::Server, "{f:#?}");
+    assert!(!f.summary.contains("CPU contention"), "{}", f.summary);
+    assert!(
+        f.explanation.contains("waited for a CPU only"),
+        "{}",
+        f.explanation
+    );
     let an = analyze_with("slow-eth.pcap", &[]);
     assert_eq!(one(&an, FindingId::SlowServerProcessing).side, Side::Server);
 }

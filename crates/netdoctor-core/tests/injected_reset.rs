@@ -76,6 +76,12 @@ fn forged_resets_in_zeek_rst_inject_rae_are_the_paths_not_the_servers() {
     );
     let evidence = format!("{:?}", f.evidence);
     assert!(evidence.contains("frame: 2"), "{evidence}");
+    // Frame 8 is the client's data sent 2 ms after the server's reset (frame 7); frame 9, a
+    // bare [R] with the sequence number frame 8 acknowledged, is the closed socket answering
+    // it: the first reset's consequence, not a second mid-exchange reset.
+    assert!(text.starts_with("The server reset 1 connection"), "{text}");
+    assert!(!evidence.contains("frame: 9"), "{evidence}");
+    assert!(evidence.contains("frame: 7"), "{evidence}");
     // The server's own reset of the request stays the server's (and leads).
     assert_eq!(
         (f.side, f.severity),

@@ -81,6 +81,15 @@ pub trait Host: Sync {
     ) -> Result<LoadResult, LoadError>;
     /// The machine's and this process's CPU counters; `None` when they cannot be read.
     fn cpu_times(&self) -> Option<CpuTimes>;
+    /// The process listening on `addr` on this host; `None` when none is found.
+    fn server_pid(&self, _addr: SocketAddr) -> Option<u32> {
+        None
+    }
+    /// Each task of the server process `pid` belongs to (its processes' threads) with its
+    /// on-CPU and run-queue time so far.
+    fn server_tasks(&self, _pid: u32) -> Option<Vec<netdoctor_observe::schedstat::TaskCpu>> {
+        None
+    }
     /// `tcp_info` (sock_diag) of this side's established connections to `addr`: the load's
     /// own client sockets while it runs, for the kernel's `min_rtt` of each.
     fn client_tcp_info(
@@ -253,6 +262,12 @@ impl Host for SystemHost {
     }
     fn cpu_times(&self) -> Option<CpuTimes> {
         crate::observers::cpu_times()
+    }
+    fn server_pid(&self, addr: SocketAddr) -> Option<u32> {
+        Some(netdoctor_observe::listener_ns::listener_owner(addr)?.pid)
+    }
+    fn server_tasks(&self, pid: u32) -> Option<Vec<netdoctor_observe::schedstat::TaskCpu>> {
+        netdoctor_observe::schedstat::server_tasks(pid)
     }
     fn client_tcp_info(
         &self,

@@ -450,6 +450,8 @@ fn finish(
             machine_busy: c.machine_busy,
             own_busy: c.own_busy,
             cores: c.cores,
+            server_wait_ms: c.server_wait_ms,
+            server_cpu_ms: c.server_cpu_ms,
         });
     }
     if let Some(load) = &report.measurements.load {

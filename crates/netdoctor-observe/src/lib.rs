@@ -31,6 +31,7 @@ pub mod live;
 pub mod netdev;
 pub mod pcapfile;
 pub mod pcapwrite;
+pub mod schedstat;
 pub mod sockdiag;
 pub mod sockopt;
 pub mod softnet;

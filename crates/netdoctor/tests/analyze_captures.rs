@@ -192,3 +192,26 @@ fn analyze_charts_a_bulk_transfer() {
     );
     assert!(!page.contains("<script"));
 }
+
+#[test]
+fn a_sub_millisecond_typical_request_is_not_explained_by_a_tail_finding() {
+    // client-input-drop: the client's host dropped some of the server's packets; the loss
+    // (first finding) stalls a few requests by milliseconds while a typical one takes 0.10 ms
+    // of network, server and transfer. The verdict must not say the loss explains most of
+    // the latency (it did while the typical request was under 1 ms).
+    let o = netdoctor(&[
+        "analyze",
+        captures_dir()
+            .join("client-input-drop.pcap")
+            .to_str()
+            .unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("Verdict:"))
+        .unwrap_or_else(|| panic!("no verdict line: {text}"));
+    assert!(verdict.contains("the first one accounts for"), "{verdict}");
+    assert!(!verdict.contains("explains most"), "{verdict}");
+    assert!(verdict.contains("of a typical request's 0."), "{verdict}");
+}

@@ -81,6 +81,9 @@ pub(super) struct Dir {
     /// one end's data and none of the other end's packets was captured in one direction only.
     pub seen: bool,
     pub data_segs: u8,
+    /// Its TCP timestamps against the capture's clock: when its segments left
+    /// ([`super::tsclock`]).
+    pub ts: super::tsclock::TsClock,
 }
 
 impl Dir {
@@ -206,6 +209,11 @@ pub(super) struct Conn {
     pub stray_rst: Option<StrayRst>,
     /// The client's TSval clock and the server's echoes of it (`track::echo`).
     pub echo: crate::track::echo::EchoClock,
+    /// Opened by a segment arriving after endpoint `n` had reset this 4-tuple (data in flight
+    /// when the reset left, or sent after it): until `n` sends anything but a reset, a reset
+    /// from `n` is its closed socket answering that segment, a consequence of the first reset
+    /// and not a second one (zeek-rst-inject-rae frame 9).
+    pub after_reset: Option<u8>,
 }
 
 impl Conn {
@@ -246,6 +254,7 @@ impl Conn {
             half_open: false,
             stray_rst: None,
             echo: Default::default(),
+            after_reset: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub(super) struct Exchange {
     /// arrived (`track::echo`; `i64::MAX`: none).
     pub resp_bytes: u64,
     pub echo_min_ns: i64,
+    /// The first response byte's TSval (ticks since the server's first one), when stamped:
+    /// when it left the server ([`super::tsclock`]).
+    pub first_resp_ts: Option<i64>,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -136,6 +139,7 @@ impl Conn {
                 Phase::Request => {
                     if let Some(x) = self.cur.as_mut() {
                         x.first_resp = Some(pkt);
+                        x.first_resp_ts = self.dirs[self.server].ts.last();
                         x.last_resp = pkt;
                         x.resp_bytes += u64::from(pkt.len);
                         if x.found == Found::Http1 {
@@ -183,6 +187,7 @@ impl Conn {
                         gap_cut: false,
                         resp_bytes: 0,
                         echo_min_ns: i64::MAX,
+                        first_resp_ts: None,
                     });
                     self.phase = Phase::Request;
                 }

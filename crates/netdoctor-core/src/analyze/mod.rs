@@ -43,6 +43,7 @@ pub mod shard;
 mod tcp;
 #[cfg(test)]
 mod tests;
+mod tsclock;
 mod window;
 
 pub use quality::CaptureQuality;
@@ -317,6 +318,11 @@ pub struct Analyzer {
     /// capture started mid-connection), by the directions they came from (bit `1 << i`): a
     /// connection opened later saw both ends. At most [`MAX_UNTRACKED_KEYS`], then forgotten.
     untracked: HashMap<ConnKey, u8, foldhash::fast::RandomState>,
+    /// Connections a reset closed, by the endpoint index that sent it: a segment on the same
+    /// 4-tuple without SYN is a leftover of that connection, and its sender's reset of it the
+    /// closed socket's answer ([`conn::Conn::after_reset`]). At most [`MAX_UNTRACKED_KEYS`],
+    /// then forgotten.
+    reset_keys: HashMap<ConnKey, u8, foldhash::fast::RandomState>,
 }
 
 /// Connections remembered in [`Analyzer::untracked`].
@@ -338,6 +344,7 @@ impl Analyzer {
             flags: None,
             window_base: window::Base::default(),
             untracked: HashMap::default(),
+            reset_keys: HashMap::default(),
         }
     }
 

@@ -90,6 +90,13 @@ impl Analyzer {
                         c.dirs[d].seen |= bits & (1 << d) != 0;
                     }
                 }
+                // A leftover segment of a connection a reset closed; a SYN starts anew.
+                if !self.reset_keys.is_empty()
+                    && let Some(n) = self.reset_keys.remove(&key)
+                    && !f.syn()
+                {
+                    c.after_reset = Some(n);
+                }
                 if f.syn() {
                     self.stats.connections_with_handshake += 1;
                     c.half_open = true;
@@ -117,9 +124,15 @@ impl Analyzer {
             let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
             let d = &mut c.dirs[i];
             d.note_traits(seg.ttl, seg.reserved);
+            d.ts.note(seg.tsval, seg.ts_ns);
             // A packet of this side went uncaptured just before: data after it is not held
             // back by Nagle but resent (or sent after a resend).
             d.id_skipped |= d.note_ip_id(seg.ip_id, single);
+            if c.after_reset == Some(i as u8) {
+                // The resetter's socket lives on (the reset was not its own): its later
+                // resets are its own again.
+                c.after_reset = None;
+            }
         } else if ignored_in_syn_sent(c, i, seg) {
             // Its receiver drops it and the handshake may go on: judged at the end.
             self.stats.resets += 1;
@@ -488,19 +501,29 @@ impl Analyzer {
                 fl.set(SegFlags::RESET_AFTER_IDLE);
             }
             let forged = c.dirs[i].forged(seg.ttl, seg.reserved, false);
-            self.hub.on_reset(
-                c,
-                pkt,
-                ResetContext {
-                    after_fin,
-                    idle_ns,
-                    forged,
-                },
-            );
+            // The closed socket of an earlier reset answering a leftover segment: that reset's
+            // consequence, not a reset of its own.
+            if c.after_reset != Some(i as u8) {
+                self.hub.on_reset(
+                    c,
+                    pkt,
+                    ResetContext {
+                        after_fin,
+                        idle_ns,
+                        forged,
+                    },
+                );
+            }
         }
         if (f.rst() || (c.dirs[0].fin && c.dirs[1].fin))
             && let Some(c) = self.conns.remove(&key)
         {
+            if f.rst() {
+                if self.reset_keys.len() >= super::MAX_UNTRACKED_KEYS {
+                    self.reset_keys.clear();
+                }
+                self.reset_keys.insert(key, i as u8);
+            }
             self.close(c);
         }
         fl

@@ -18,7 +18,11 @@
 //! When the machine's CPU was saturated during the run ([`Observation::Cpu`],
 //! `machine_busy` ≥ [`CPU_SATURATED`]), the server's time measures waiting for a CPU as much
 //! as its own work (a load generator with many connections on the same few cores): the
-//! finding is then side host, at most a warning, and says so.
+//! finding is then side host, at most a warning, and says so. Unless the server's own threads
+//! hardly waited for a CPU (`server_wait_ms`, their run-queue delay, under
+//! [`MAX_WAIT_SHARE`] of the exchanges' server time, their CPU time under [`MAX_CPU_SHARE`]): then the machine was busy with
+//! something else while the server waited on its own (a proxy on a slow upstream, a sleep, a
+//! lock), and the time stays the server's, with that said.
 
 use super::{
     Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
@@ -31,6 +35,13 @@ pub const MIN_EXCHANGES: u64 = 5;
 pub const MIN_SERVER_MS: f64 = 10.0;
 pub const MIN_SHARE: f64 = 0.5;
 pub const CRITICAL_MS: f64 = 200.0;
+/// Run-queue wait of the server's threads, as a share of the server time of the exchanges,
+/// under which a saturated machine does not explain the server's time.
+pub const MAX_WAIT_SHARE: f64 = 0.1;
+/// The server's CPU time, as a share of the exchanges' server time, under which its time was
+/// not spent computing (a forking server's children's waits die with them; their CPU time is
+/// counted in the parent's).
+pub const MAX_CPU_SHARE: f64 = 0.25;
 
 /// The `slow_server_processing` detector.
 #[derive(Default)]
@@ -41,6 +52,11 @@ pub struct SlowServerProcessing {
     slow_total_ns: i64,
     /// The machine's CPU during the run: (busy share, netdoctor's own share, cores).
     cpu: Option<(f64, f64, u32)>,
+    /// The server's threads' run-queue wait and CPU time over the run, ms.
+    server_wait_ms: Option<f64>,
+    server_cpu_ms: Option<f64>,
+    /// Server time summed over every exchange, ns.
+    server_total_ns: i64,
     /// Concurrent connections of the run's load ([`Observation::RunConfig`]).
     load_connections: Option<u32>,
     examples: Vec<ExchangeDone>,
@@ -60,7 +76,13 @@ impl Detector for SlowServerProcessing {
                 machine_busy,
                 own_busy,
                 cores,
-            }) => self.cpu = Some((*machine_busy, *own_busy, *cores)),
+                server_wait_ms,
+                server_cpu_ms,
+            }) => {
+                self.cpu = Some((*machine_busy, *own_busy, *cores));
+                self.server_wait_ms = *server_wait_ms;
+                self.server_cpu_ms = *server_cpu_ms;
+            }
             Event::Observed(Observation::RunConfig { connections, .. }) => {
                 self.load_connections = Some(*connections);
             }
@@ -81,6 +103,7 @@ impl Detector for SlowServerProcessing {
 
 impl SlowServerProcessing {
     fn on_exchange(&mut self, x: &ExchangeDone) {
+        self.server_total_ns += x.server_time_ns;
         if ms(x.server_time_ns) >= MIN_SERVER_MS {
             self.slow_exchanges += 1;
             self.worst_ns = self.worst_ns.max(x.server_time_ns);
@@ -111,7 +134,18 @@ impl SlowServerProcessing {
         };
         let worst = ms(self.worst_ns);
         let mut severity = episode_severity(typical, worst, ms(self.slow_total_ns));
-        let contended = self.cpu.filter(|c| c.0 >= CPU_SATURATED);
+        // The server's threads hardly waited for a CPU nor used one: the busy machine is not
+        // its time.
+        let total = ms(self.server_total_ns);
+        let own_time = self.server_wait_ms.filter(|w| {
+            *w < MAX_WAIT_SHARE * total
+                && self
+                    .server_cpu_ms
+                    .is_some_and(|c| c < MAX_CPU_SHARE * total)
+        });
+        let contended = self
+            .cpu
+            .filter(|c| c.0 >= CPU_SATURATED && own_time.is_none());
         if contended.is_some() {
             severity = severity.min(Severity::Warning);
         }
@@ -182,6 +216,17 @@ impl SlowServerProcessing {
                      slow then, look inside it (profile the handler, its backends, worker \
                      saturation)."
                 .to_string();
+        } else if let (Some(wait), Some((busy, _, cores))) = (own_time, self.cpu)
+            && busy >= CPU_SATURATED
+        {
+            f.explanation.push_str(&format!(
+                " The machine's CPUs were {:.0}% busy ({cores} cores) during the run, but the \
+                 server's threads waited for a CPU only {wait:.1} ms in all, against {:.1} ms of \
+                 server time over the requests: the server was waiting on something of its own, \
+                 not on the CPU.",
+                busy * 100.0,
+                ms(self.server_total_ns)
+            ));
         }
         f.evidence = self
             .examples
@@ -320,6 +365,8 @@ mod tests {
             machine_busy: 0.97,
             own_busy: 0.55,
             cores: 2,
+            server_wait_ms: None,
+            server_cpu_ms: None,
         };
         let mut ev: Vec<Event<'_>> = xs.iter().map(Event::ExchangeDone).collect();
         ev.push(Event::Observed(&cpu));
@@ -349,6 +396,8 @@ mod tests {
             machine_busy: 0.3,
             own_busy: 0.1,
             cores: 2,
+            server_wait_ms: None,
+            server_cpu_ms: None,
         };
         ev.pop();
         ev.push(Event::Observed(&idle));

@@ -17,6 +17,13 @@ pub struct CpuUse {
     pub machine_busy: f64,
     /// netdoctor's own CPU time over wall time, as a share of all CPUs.
     pub own_busy: f64,
+    /// How long the server's threads waited for a CPU over the load (their run-queue delay),
+    /// ms, when the server runs on this host and its tasks could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_wait_ms: Option<f64>,
+    /// The CPU time the server's processes used over the load, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms: Option<f64>,
 }
 
 impl CpuUse {
@@ -63,6 +70,10 @@ pub fn cpu_times() -> Option<CpuTimes> {
 #[derive(Default)]
 pub struct CpuObserver {
     start: Option<(Instant, CpuTimes)>,
+    /// The server's process and, per task, (on-CPU, run-queue) ns at its first sight and at
+    /// its last: a task that ends during the load (a forked child) keeps its last figures.
+    server: Option<u32>,
+    tasks: std::collections::HashMap<u32, ([u64; 2], [u64; 2])>,
 }
 
 impl Observer for CpuObserver {
@@ -76,10 +87,16 @@ impl Observer for CpuObserver {
             .cpu_times()
             .ok_or_else(|| Check::failed(CheckName::Cpu, "read /proc/stat"))?;
         self.start = Some((Instant::now(), t));
+        self.server = ctx.host.server_pid(ctx.addr);
+        self.sample(ctx, true);
         Ok(())
     }
 
-    fn finish(self: Box<Self>, ctx: &RunCtx<'_>, out: &mut Outcome) {
+    fn tick(&mut self, ctx: &RunCtx<'_>, _elapsed: Duration) {
+        self.sample(ctx, false);
+    }
+
+    fn finish(mut self: Box<Self>, ctx: &RunCtx<'_>, out: &mut Outcome) {
         let Some((t0, before)) = self.start else {
             return;
         };
@@ -104,12 +121,43 @@ impl Observer for CpuObserver {
         } else {
             0.0
         };
+        self.sample(ctx, false);
+        let sum = |k: usize| {
+            self.tasks
+                .values()
+                .map(|(a, b)| b[k].saturating_sub(a[k]))
+                .sum::<u64>() as f64
+                / 1e6
+        };
+        let seen = self.server.is_some() && !self.tasks.is_empty();
+        let server_cpu_ms = seen.then(|| sum(0));
+        let server_wait_ms = seen.then(|| sum(1));
         out.checks.push(Check::ok(CheckName::Cpu));
         out.cpu = Some(CpuUse {
             cores,
             machine_busy,
             own_busy,
+            server_wait_ms,
+            server_cpu_ms,
         });
+    }
+}
+
+impl CpuObserver {
+    /// Reads the server's tasks: a task seen first at the start counts from there, one born
+    /// later from zero; every task keeps its latest figures.
+    fn sample(&mut self, ctx: &RunCtx<'_>, first: bool) {
+        let Some(pid) = self.server else {
+            return;
+        };
+        for t in ctx.host.server_tasks(pid).unwrap_or_default() {
+            let now = [t.cpu_ns, t.wait_ns];
+            let e = self
+                .tasks
+                .entry(t.tid)
+                .or_insert((if first { now } else { [0, 0] }, now));
+            e.1 = now;
+        }
     }
 }
 

@@ -117,11 +117,25 @@ pub fn listen_queue_overflow(obs: &HostObservations) -> Option<Finding> {
             String::new()
         },
     );
-    f.fix = "Make the server accept faster (more worker processes or threads, no blocking work in \
-             the accept loop) and give it a larger backlog: the application's listen() backlog \
-             (nginx: `listen … backlog=4096;`) and net.core.somaxconn, which caps it. Set \
-             tcp_abort_on_overflow=1 only if clients should fail fast rather than wait."
-        .to_string();
+    let abort = obs
+        .server_sysctls
+        .as_ref()
+        .and_then(|s| s.tcp_abort_on_overflow)
+        .is_some_and(|v| v != 0);
+    f.fix = format!(
+        "Make the server accept faster (more worker processes or threads, no blocking work in \
+         the accept loop) and give it a larger backlog: the application's listen() backlog \
+         (nginx: `listen … backlog=4096;`) and net.core.somaxconn, which caps it. {}",
+        if abort {
+            // Already set in the server's namespace: saying "set it" would tell the reader to
+            // do what was done (a SYN met by a full queue is dropped whatever it says).
+            "tcp_abort_on_overflow is already 1 on the server: a handshake completed while the \
+             queue is full gets a reset, but SYNs that meet a full queue are still dropped and \
+             resent, so it does not spare clients the wait."
+        } else {
+            "Set tcp_abort_on_overflow=1 only if clients should fail fast rather than wait."
+        }
+    );
     f.evidence = evidence;
     Some(f)
 }
@@ -203,6 +217,31 @@ mod tests {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_fix_does_not_ask_for_abort_on_overflow_when_it_is_already_set() {
+        let mut obs = HostObservations {
+            counters: vec![
+                delta("TcpExt.ListenOverflows", 0, 40),
+                delta("TcpExt.ListenDrops", 0, 40),
+            ],
+            listener: Some(series(&[(2, 1), (2, 1), (2, 1)])),
+            ..Default::default()
+        };
+        let f = listen_queue_overflow(&obs).unwrap();
+        assert!(
+            f.fix.contains("Set tcp_abort_on_overflow=1 only if"),
+            "{}",
+            f.fix
+        );
+        obs.server_sysctls = Some(crate::sysctl::Sysctls {
+            tcp_abort_on_overflow: Some(1),
+            ..Default::default()
+        });
+        let f = listen_queue_overflow(&obs).unwrap();
+        assert!(!f.fix.contains("Set tcp_abort_on_overflow"), "{}", f.fix);
+        assert!(f.fix.contains("already 1 on the server"), "{}", f.fix);
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //! its consequences) is under half of it, the line says how much it accounts for and which part
 //! is the largest, and whether another finding explains that part or none does. A first
 //! finding whose part the breakdown does not measure (errors, resets, host findings) keeps the
-//! old sentence: nothing contradicts it.
+//! old sentence: nothing contradicts it. A typical request under 1 ms is judged the same way
+//! (a lossy run whose first finding, `syn_retransmit`, stalls only the tail of requests of
+//! 0.10 ms does not explain them), except for a bulk-transfer limit: requests that short are a
+//! throughput test's control turns, not the transfer the limit is about, and the breakdown
+//! does not see that transfer.
 
 use super::{a, ms};
 use crate::i18n::Lang;
@@ -60,7 +64,10 @@ pub(super) fn problem_tail(report: &Report, lang: Lang) -> String {
     let Some(part) = part_of(first, &b) else {
         return usual();
     };
-    if b.latency < 1.0 || part >= 0.5 * b.latency {
+    let transfer_limit = own_part(first.id, &b).is_some()
+        && cause_index(first.id).is_none()
+        && first.id != FindingId::SlowServerProcessing;
+    if (b.latency < 1.0 && transfer_limit) || part >= 0.5 * b.latency {
         return usual();
     }
     // The largest part of the typical request, with the finding whose part it is.

@@ -626,6 +626,7 @@ impl H2Conn {
                     gap_cut: false,
                     resp_bytes: 0,
                     echo_min_ns: i64::MAX,
+                    first_resp_ts: None,
                 },
                 req_done: b.end_stream,
                 win,
