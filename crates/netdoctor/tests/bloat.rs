@@ -22,49 +22,11 @@ use netdoctor_lab::hostcases::{HOST_SERVER_IP, HostLab};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const BODY: usize = 50_000;
-
-/// The test's temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn body() -> Vec<u8> {
-    (0..BODY as u32)
-        .map(|i| ((i.wrapping_mul(2_654_435_761)) >> 13) as u8)
-        .collect()
-}
-
-/// nginx serving `/big.bin` (50 KB) on `ip:8080`, started in `netns` by `spawn`.
-fn nginx_files(dir: &TempDir, ip: IpAddr) -> [String; 4] {
-    std::fs::create_dir_all(dir.0.join("www")).unwrap();
-    std::fs::write(dir.0.join("www/big.bin"), body()).unwrap();
-    let d = dir.0.display();
-    std::fs::write(
-        dir.0.join("nginx.conf"),
-        format!(
-            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/err.log;\n\
-             events {{ worker_connections 1024; }}\n\
-             http {{ access_log off; keepalive_requests 100000; server {{ listen {ip}:8080; root {d}/www; }} }}\n"
-        ),
-    )
-    .unwrap();
-    [
-        "-c".into(),
-        format!("{d}/nginx.conf"),
-        "-e".into(),
-        format!("{d}/err.log"),
-    ]
-}
 
 /// Waits until `ip:8080` accepts a connection from namespace `ns`.
 fn wait_ready(ns: &str, ip: IpAddr) {
@@ -88,7 +50,7 @@ fn wait_ready(ns: &str, ip: IpAddr) {
 fn slow_server(l: TcpListener, stop: Arc<AtomicBool>) {
     let work = Arc::new(std::sync::Mutex::new(()));
     l.set_nonblocking(true).unwrap();
-    let body = Arc::new(body());
+    let body = Arc::new(site_body(BODY));
     while !stop.load(Ordering::Relaxed) {
         let Ok((mut s, _)) = l.accept() else {
             std::thread::sleep(Duration::from_millis(5));
@@ -170,22 +132,15 @@ fn diagnose(ns: &str, ip: IpAddr, conns: &str, tag: &str) -> Value {
 
 fn diagnose_host(tag: &str, case: Case, conns: &str) -> Value {
     let name = format!("ndblt{tag}{}", std::process::id());
-    let dir = TempDir(std::env::temp_dir().join(&name));
     let mut lab = HostLab::create(&name, false).expect("create netns");
     let srv = lab.server_netns().to_string();
     let ip = IpAddr::V4(HOST_SERVER_IP);
     let stop = Arc::new(AtomicBool::new(false));
     let mut slow = None;
+    let mut _files = None;
     match &case {
         Case::Nginx(_) | Case::SmallWindow => {
-            let args = nginx_files(&dir, ip);
-            let nginx = lab
-                .command(&srv, "nginx")
-                .unwrap()
-                .args(&args)
-                .spawn()
-                .expect("start nginx");
-            lab.keep_child(nginx);
+            _files = Some(nginx_serving_file(&mut lab, &name, ip, BODY));
         }
         Case::Slow => {
             let l = lab
@@ -303,9 +258,8 @@ fn a_long_path_without_a_queue_is_not_bloat() {
         ..Default::default()
     })
     .expect("start the route lab without routers");
-    let dir = TempDir(std::env::temp_dir().join(format!("ndbltr{}", std::process::id())));
     let ip = IpAddr::V4(SERVER_IP);
-    let args = nginx_files(&dir, ip);
+    let (_files, args) = nginx_site(&format!("ndbltr{}", std::process::id()), ip, BODY);
     let mut nginx = std::process::Command::new("ip")
         .args(["netns", "exec", lab.server_netns(), "nginx"])
         .args(&args)

@@ -197,3 +197,76 @@ pub fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// A directory removed on drop (also when the test fails).
+pub struct TempDir(pub PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The bytes of [`nginx_site`]'s `/big.bin` (not compressible, the same every run).
+pub fn site_body(size: usize) -> Vec<u8> {
+    (0..size as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// nginx's files for serving `/big.bin` (`size` bytes) on `ip:8080` as one process
+/// (`master_process off`: ending it leaves no worker behind): the directory (`name` under the
+/// temp dir, removed on drop) and the arguments to start nginx with.
+pub fn nginx_site(name: &str, ip: std::net::IpAddr, size: usize) -> (TempDir, Vec<String>) {
+    let dir = TempDir(std::env::temp_dir().join(name));
+    std::fs::create_dir_all(dir.0.join("www")).unwrap();
+    std::fs::write(dir.0.join("www/big.bin"), site_body(size)).unwrap();
+    let d = dir.0.display();
+    std::fs::write(
+        dir.0.join("nginx.conf"),
+        format!(
+            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/err.log;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{ access_log off; keepalive_requests 100000; server {{ listen {ip}:8080; root {d}/www; }} }}\n"
+        ),
+    )
+    .unwrap();
+    let args = vec![
+        "-c".into(),
+        format!("{d}/nginx.conf"),
+        "-e".into(),
+        format!("{d}/err.log"),
+    ];
+    (dir, args)
+}
+
+/// Starts nginx ([`nginx_site`]) in `lab`'s server namespace, ended by the lab, and returns its
+/// directory once it accepts connections there.
+pub fn nginx_serving_file(
+    lab: &mut netdoctor_lab::hostcases::HostLab,
+    name: &str,
+    ip: std::net::IpAddr,
+    size: usize,
+) -> TempDir {
+    let (dir, args) = nginx_site(name, ip, size);
+    let srv = lab.server_netns().to_string();
+    let nginx = lab
+        .command(&srv, "nginx")
+        .unwrap()
+        .args(&args)
+        .spawn()
+        .expect("start nginx");
+    lab.keep_child(nginx);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !lab
+        .in_ns(&srv, || {
+            std::net::TcpStream::connect_timeout(&(ip, 8080).into(), Duration::from_millis(500))
+                .is_ok()
+        })
+        .unwrap()
+    {
+        assert!(Instant::now() < deadline, "nginx did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    dir
+}

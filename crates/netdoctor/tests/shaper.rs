@@ -11,67 +11,14 @@ mod common;
 use common::*;
 use netdoctor_lab::hostcases::{HOST_SERVER_IP, HostLab};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-/// The test's temporary directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Diagnoses nginx serving a 200 KB file in a fresh lab whose server namespace `setup` (one
 /// command, run in it) impairs.
 fn diagnose_with(tag: &str, setup: &[&str]) -> Value {
     let name = format!("ndshp{tag}{}", std::process::id());
-    let dir = TempDir(std::env::temp_dir().join(&name));
-    std::fs::create_dir_all(dir.0.join("www")).unwrap();
-    let body: Vec<u8> = (0..200_000u32)
-        .map(|i| ((i * 2_654_435_761) >> 13) as u8)
-        .collect();
-    std::fs::write(dir.0.join("www/big.bin"), body).unwrap();
-    let d = dir.0.display();
-    std::fs::write(
-        dir.0.join("nginx.conf"),
-        format!(
-            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/err.log;\n\
-             events {{ worker_connections 1024; }}\n\
-             http {{ access_log off; server {{ listen {HOST_SERVER_IP}:8080; root {d}/www; }} }}\n"
-        ),
-    )
-    .unwrap();
     let mut lab = HostLab::create(&name, false).expect("create netns");
     let srv = lab.server_netns().to_string();
-    let nginx = lab
-        .command(&srv, "nginx")
-        .unwrap()
-        .args([
-            "-c",
-            &format!("{d}/nginx.conf"),
-            "-e",
-            &format!("{d}/err.log"),
-        ])
-        .spawn()
-        .expect("start nginx");
-    lab.keep_child(nginx);
-    // Ready when it accepts a connection (from its own namespace).
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !lab
-        .in_ns(&srv, || {
-            std::net::TcpStream::connect_timeout(
-                &(HOST_SERVER_IP, 8080).into(),
-                Duration::from_millis(500),
-            )
-            .is_ok()
-        })
-        .unwrap()
-    {
-        assert!(Instant::now() < deadline, "nginx did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let _files = nginx_serving_file(&mut lab, &name, HOST_SERVER_IP.into(), 200_000);
     let st = lab
         .command(&srv, setup[0])
         .unwrap()
