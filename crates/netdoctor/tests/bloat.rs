@@ -114,17 +114,7 @@ const DEEP_QUEUE: &[&[&str]] = &[
 /// `diagnose -c CONNS -d 3s --json` from the client namespace, its findings printed.
 fn diagnose(ns: &str, ip: IpAddr, conns: &str, tag: &str) -> Value {
     let url = format!("http://{ip}:8080/big.bin");
-    let out = netdoctor(&[
-        "diagnose", &url, "--netns", ns, "-c", conns, "-d", "3s", "--json",
-    ]);
-    let r = json(&out);
-    assert_schema(&r);
-    for f in r["findings"].as_array().unwrap() {
-        eprintln!(
-            "{tag}: {} {} {} : {}",
-            f["id"], f["severity"], f["side"], f["summary"]
-        );
-    }
+    let r = diagnose_json(tag, &url, &["--netns", ns, "-c", conns, "-d", "3s"]);
     let b = &r["measurements"]["capture"]["exchanges"]["breakdown_p50_ms"];
     eprintln!("{tag}: p50 breakdown {b}");
     r

@@ -52,25 +52,11 @@ fn run_with_drop(tag: &str, client_side: bool) -> Value {
         .expect("run iptables");
     assert!(st.success(), "iptables failed");
     let url = format!("http://{HOST_SERVER_IP}:8080/");
-    let out = netdoctor(&[
-        "diagnose",
+    let r = diagnose_json(
+        tag,
         &url,
-        "--netns",
-        lab.client_netns(),
-        "-c",
-        "8",
-        "-d",
-        "3s",
-        "--json",
-    ]);
-    let r = json(&out);
-    assert_schema(&r);
-    for f in findings(&r) {
-        eprintln!(
-            "{tag}: {} {} {} : {}",
-            f["id"], f["severity"], f["side"], f["summary"]
-        );
-    }
+        &["--netns", lab.client_netns(), "-c", "8", "-d", "3s"],
+    );
     drop(server);
     r
 }

@@ -39,6 +39,23 @@ pub fn json(o: &Output) -> serde_json::Value {
 }
 
 /// Validates a report against the committed schema, panicking with every error.
+/// `netdoctor diagnose URL ARGS… --json`: the report, checked against the schema, its findings
+/// printed one per line under `tag` (what a failing live test's log needs to be read).
+pub fn diagnose_json(tag: &str, url: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["diagnose", url];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let r = json(&netdoctor(&all));
+    assert_schema(&r);
+    for f in r["findings"].as_array().into_iter().flatten() {
+        eprintln!(
+            "{tag}: {} {} {} caused_by={} : {}",
+            f["id"], f["severity"], f["side"], f["caused_by"], f["summary"]
+        );
+    }
+    r
+}
+
 pub fn assert_schema(report: &serde_json::Value) {
     assert_doc_schema(report, netdoctor_report::SCHEMA_JSON)
 }

@@ -180,21 +180,19 @@ fn connects_cut_by_netdoctors_own_timeout_are_client_side_and_tied_to_the_syn_re
         .expect("run iptables");
     assert!(st.success(), "iptables failed");
     let url = format!("http://{HOST_SERVER_IP}:8080/");
-    let out = netdoctor(&[
-        "diagnose",
+    let r = diagnose_json(
+        "SYN drops",
         &url,
-        "--netns",
-        lab.client_netns(),
-        "-c",
-        "16",
-        "-d",
-        "5s",
-        "--no-keepalive",
-        "--json",
-    ]);
-    let r = json(&out);
-    assert_schema(&r);
-    eprintln!("SYN drops: {:?}", ids(&r));
+        &[
+            "--netns",
+            lab.client_netns(),
+            "-c",
+            "16",
+            "-d",
+            "5s",
+            "--no-keepalive",
+        ],
+    );
     assert_eq!(r["verdict"], "problem", "{r:#}");
     let syn = finding(&r, "syn_retransmit").unwrap_or_else(|| panic!("{:?}", ids(&r)));
     assert!(at_least_warning(syn), "{syn:#}");

@@ -167,18 +167,7 @@ fn lab(tag: &str, mode: &str, icmp_dropped: bool, loss: Option<&str>, clamp: boo
 
 fn diagnose(lab: &PathLab, tag: &str) -> Value {
     let url = format!("http://{SERVER_IP}:8080/big");
-    let out = netdoctor(&[
-        "diagnose", &url, "--netns", &lab.ns[0], "-c", "4", "-d", "4s", "--json",
-    ]);
-    let r = json(&out);
-    assert_schema(&r);
-    for f in r["findings"].as_array().unwrap() {
-        eprintln!(
-            "{tag}: {} {} {} : {}",
-            f["id"], f["severity"], f["side"], f["summary"]
-        );
-    }
-    r
+    diagnose_json(tag, &url, &["--netns", &lab.ns[0], "-c", "4", "-d", "4s"])
 }
 
 fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {

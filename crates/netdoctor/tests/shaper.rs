@@ -27,26 +27,11 @@ fn diagnose_with(tag: &str, setup: &[&str]) -> Value {
         .expect("run the impairment");
     assert!(st.success(), "{setup:?} failed");
     let url = format!("http://{HOST_SERVER_IP}:8080/big.bin");
-    let out = netdoctor(&[
-        "diagnose",
+    diagnose_json(
+        tag,
         &url,
-        "--netns",
-        lab.client_netns(),
-        "-c",
-        "4",
-        "-d",
-        "4s",
-        "--json",
-    ]);
-    let r = json(&out);
-    assert_schema(&r);
-    for f in r["findings"].as_array().unwrap() {
-        eprintln!(
-            "{tag}: {} {} {} caused_by={} : {}",
-            f["id"], f["severity"], f["side"], f["caused_by"], f["summary"]
-        );
-    }
-    r
+        &["--netns", lab.client_netns(), "-c", "4", "-d", "4s"],
+    )
 }
 
 fn ids(r: &Value) -> Vec<&str> {
