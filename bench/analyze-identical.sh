@@ -61,7 +61,7 @@ for f in "${caps[@]}"; do
         if ! cmp -s "$work/old.$k" "$work/new.$k"; then
             differ=$((differ + 1))
             echo "DIFFERS ($k): $f"
-            diff "$work/old.$k" "$work/new.$k" | head -10
+            diff "$work/old.$k" "$work/new.$k" | head -10 || true
         fi
     done
 done

@@ -1,6 +1,6 @@
 //! Time a response's first byte spent in a queue after the server sent it (a token-bucket
 //! shaper on the server's interface) is not server time: the server's TCP timestamp says when
-//! the byte left (`analyze/tsclock.rs`). Captures made by `testdata/captures/make-queue.sh`
+//! the byte left (`track/tsclock.rs`). Captures made by `testdata/captures/make-queue.sh`
 //! at the client: nginx behind tbf 20 Mbit/s; a server that really takes 15 ms, without and
 //! with the same shaper.
 

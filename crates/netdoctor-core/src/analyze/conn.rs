@@ -81,9 +81,9 @@ pub(super) struct Dir {
     /// one end's data and none of the other end's packets was captured in one direction only.
     pub seen: bool,
     pub data_segs: u8,
-    /// Its TCP timestamps against the capture's clock: when its segments left
-    /// ([`super::tsclock`]).
-    pub ts: super::tsclock::TsClock,
+    /// Its TCP timestamps against the capture's clock: when its segments left, when a TSval
+    /// was current (`track::tsclock`; the server's for queue wait, the client's for echoes).
+    pub ts: crate::track::tsclock::TsClock,
 }
 
 impl Dir {
@@ -207,8 +207,8 @@ pub(super) struct Conn {
     pub half_open: bool,
     /// A reset the receiver had to ignore, judged when the connection ends.
     pub stray_rst: Option<StrayRst>,
-    /// The client's TSval clock and the server's echoes of it (`track::echo`).
-    pub echo: crate::track::echo::EchoClock,
+    /// The server's echoes of the client's TSval clock (`track::echo`).
+    pub echo: crate::track::echo::Echo,
     /// Opened by a segment arriving after endpoint `n` had reset this 4-tuple (data in flight
     /// when the reset left, or sent after it): until `n` sends anything but a reset, a reset
     /// from `n` is its closed socket answering that segment, a consequence of the first reset

@@ -64,7 +64,7 @@ pub(super) struct Exchange {
     pub resp_bytes: u64,
     pub echo_min_ns: i64,
     /// The first response byte's TSval (ticks since the server's first one), when stamped:
-    /// when it left the server ([`super::tsclock`]).
+    /// when it left the server (`track::tsclock`).
     pub first_resp_ts: Option<i64>,
 }
 

@@ -331,7 +331,7 @@ impl Hub {
         let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
         // A queue that filled under load delayed the first byte too: its wait is not the
         // server's. Measured directly when the server's TCP timestamp says when the first byte
-        // left ([`super::tsclock`]); else from the round trip under load, the client's
+        // left (`track::tsclock`); else from the round trip under load, the client's
         // timestamps echoed (`track::echo`; the same bar as `detect::bulk_limits`' queue rule;
         // an answer sent in one flight has no echo of its own: its connection's latest). The
         // round trip also holds the queue on the way in and at other moments, so it is only

@@ -43,7 +43,6 @@ pub mod shard;
 mod tcp;
 #[cfg(test)]
 mod tests;
-mod tsclock;
 mod window;
 
 pub use quality::CaptureQuality;

@@ -149,12 +149,14 @@ impl Analyzer {
         c.dirs[i].data_segs = c.dirs[i]
             .data_segs
             .saturating_add(u8::from(seg.payload_len > 0));
-        // The round trip under load, from the timestamps (`track::echo`).
-        if let (Some(v), Some(e)) = (seg.tsval, seg.tsecr) {
+        // The round trip under load, from the timestamps (`track::echo`): the server's echo
+        // read on the client's clock (`c.dirs[j].ts`, noted above for the client's segments).
+        if seg.payload_len > 0
+            && let (Some(v), Some(e)) = (seg.tsval, seg.tsecr)
+        {
             if !from_server {
-                c.echo.client(seg.ts_ns, v, seg.payload_len > 0);
-            } else if seg.payload_len > 0
-                && let Some(rtt) = c.echo.server(seg.ts_ns, e)
+                c.echo.client_data(v);
+            } else if let Some(rtt) = c.echo.server(&c.dirs[j].ts, seg.ts_ns, e)
                 && let Some(x) = c.cur.as_mut()
             {
                 x.echo_min_ns = x.echo_min_ns.min(rtt);

@@ -9,4 +9,5 @@ pub mod flags;
 pub mod loss;
 pub mod nagle;
 pub mod syn;
+pub mod tsclock;
 pub mod zero;
