@@ -18,7 +18,7 @@
 //!
 //! Why not "pin only when the server is on another host": a local server is where pinning won
 //! when the CPUs were busy (session 12, nginx on loopback with other builds running, a busy
-//! loop on one CPU, or our processes at autogroup nice −20: pinned ahead of unpinned in 10 of 10
+//! loop on one CPU, or our processes at autogroup nice −20: pinned ahead of unpinned in 19 of 20
 //! bench rounds, unpinned down to 24–41k req/s against 50–86k; bench/README.md).
 
 use std::time::Duration;
