@@ -184,6 +184,11 @@ pub struct LoadConfig {
     /// 4–6 µs, with 10–20 % more requests/s and less client CPU per request (wrk: ~0.01–0.1 and
     /// 2–4 µs; its threads are not pinned beside the server). A server in another session
     /// (another autogroup) is not affected: nice only orders tasks within a group.
+    /// Pinned threads only: an unpinned thread at `SCHED_BATCH` and nice 5 is the one the
+    /// scheduler stacks with the other and the server (session 12, nginx on loopback, 3
+    /// alternating rounds in an autogroup at nice −20, `--no-pin-threads`: batch + nice 5
+    /// 32–38k req/s at 0.04 context switches per request, a saturated thread; batch alone
+    /// 49–57k at the same CPU per request; wrk 50–63k).
     pub batch_sched: bool,
     /// Plain HTTP/1.1: once a connection's responses have the same size twice in a row, set
     /// `SO_RCVLOWAT` to it (default true; `--no-rcvlowat`), so the kernel wakes the thread once
@@ -192,8 +197,8 @@ pub struct LoadConfig {
     pub rcvlowat: bool,
 }
 
-/// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] (never
-/// lower than the one they were started with).
+/// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] when they
+/// are pinned (never lower than the one they were started with).
 pub const BATCH_NICE: i32 = 5;
 
 /// Which HTTP the load speaks.
@@ -392,8 +397,11 @@ pub fn run(
                         if batch {
                             // Best effort: the default policy is still a correct run.
                             let _ = netdoctor_sys::affinity::set_current_thread_batch();
-                            let _ =
-                                netdoctor_sys::affinity::lower_current_thread_priority(BATCH_NICE);
+                            if cpu.is_some() {
+                                let _ = netdoctor_sys::affinity::lower_current_thread_priority(
+                                    BATCH_NICE,
+                                );
+                            }
                         }
                         if let Some(cpu) = cpu {
                             // Best effort: unpinned is still a correct run.

@@ -15,6 +15,11 @@
 //! unpinned 1.182× with 15 % idle. On the same machine loaded by builds (session 7), pinned was
 //! never worse and up to 1.6× better, and kept a constant-rate run's p99 at 9–19 ms instead
 //! of 43–314 ms. So the default pins only when other work already keeps the CPUs busy.
+//!
+//! Why not "pin only when the server is on another host": a local server is where pinning won
+//! when the CPUs were busy (session 12, nginx on loopback with other builds running, a busy
+//! loop on one CPU, or our processes at autogroup nice −20: pinned ahead of unpinned in 19 of 20
+//! bench rounds, unpinned down to 24–41k req/s against 50–86k; bench/README.md).
 
 use std::time::Duration;
 

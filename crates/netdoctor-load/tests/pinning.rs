@@ -187,10 +187,11 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let inherited = netdoctor_sys::affinity::current_thread_policy().unwrap();
     let inherited_nice = own_nice().expect("own nice value");
-    for (batch, rate, want) in [
-        (true, None, libc::SCHED_BATCH),
-        (false, None, inherited),
-        (true, Some(500.0), inherited),
+    for (batch, rate, pinning, want) in [
+        (true, None, Pinning::Always, libc::SCHED_BATCH),
+        (true, None, Pinning::Never, libc::SCHED_BATCH),
+        (false, None, Pinning::Always, inherited),
+        (true, Some(500.0), Pinning::Always, inherited),
     ] {
         let server = start_server();
         let mut cfg = LoadConfig::new(server.target.clone());
@@ -200,6 +201,7 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
         assert!(cfg.batch_sched, "on by default");
         cfg.batch_sched = batch;
         cfg.rate = rate;
+        cfg.pinning = pinning;
         let stop = AtomicBool::new(false);
         let mut seen = Vec::new();
         let mut nices = Vec::new();
@@ -224,9 +226,10 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
             vec![Some(want); 2],
             "batch_sched = {batch}, rate {rate:?}"
         );
-        // SCHED_BATCH threads also give way to a server in the same session: nice raised to
-        // BATCH_NICE, never lowered; the others keep the nice value they were started with.
-        let want_nice = if want == libc::SCHED_BATCH && batch {
+        // Pinned SCHED_BATCH threads also give way to a server in the same session: nice
+        // raised to BATCH_NICE, never lowered; the others (unpinned ones too: at nice 5 the
+        // scheduler stacks them) keep the nice value they were started with.
+        let want_nice = if want == libc::SCHED_BATCH && batch && pinning == Pinning::Always {
             inherited_nice.max(netdoctor_load::BATCH_NICE)
         } else {
             inherited_nice
@@ -234,7 +237,7 @@ fn load_threads_run_as_sched_batch_unless_turned_off() {
         assert_eq!(
             nices,
             vec![Some(want_nice); 2],
-            "nice, batch_sched = {batch}, rate {rate:?}"
+            "nice, batch_sched = {batch}, rate {rate:?}, {pinning:?}"
         );
     }
 }

@@ -69,8 +69,8 @@ pub struct LoadArgs {
     /// Keep the load threads on the default scheduling policy. By default (closed loop; not
     /// with --rate, where a late wake-up would be a late send) they run as SCHED_BATCH: a
     /// response does not make them preempt the task on their CPU (a local server keeps running
-    /// and they find several responses per wake-up), at nice 5 (a server started from the
-    /// same session wins the CPU it shares with a load thread).
+    /// and they find several responses per wake-up), pinned ones at nice 5 (a server started
+    /// from the same session wins the CPU it shares with a load thread).
     #[arg(long)]
     pub no_batch_sched: bool,
     /// Do not wake on the learned response size (SO_RCVLOWAT). By default, once a connection's
