@@ -35,6 +35,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Threads that move this side's TCP streams; `None`: [`crate::tcp_group::threads_for`].
     pub threads: Option<usize>,
+    /// TCP sending: `sendfile` of the pattern from a memory file (as `iperf3 -Z`; the
+    /// default, see [`crate::tcp_group`]); false: `write` from a buffer (iperf3's default).
+    pub zerocopy: bool,
 }
 
 impl Default for ClientConfig {
@@ -53,6 +56,7 @@ impl Default for ClientConfig {
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(5),
             threads: None,
+            zerocopy: true,
         }
     }
 }
@@ -230,8 +234,8 @@ pub fn run_client(cfg: &ClientConfig, out: &mut dyn FnMut(&str)) -> Result<Repor
 
     expect(&mut ctrl, State::TestStart)?;
     expect(&mut ctrl, State::TestRunning)?;
-    let mut session =
-        Session::start(socks, cfg.threads).map_err(|e| Error::io("start the stream threads", e))?;
+    let mut session = Session::start(socks, cfg.threads, cfg.zerocopy)
+        .map_err(|e| Error::io("start the stream threads", e))?;
     let tcp_sender = !cfg.udp && roles.iter().any(|s| *s);
     out(&Report::header(tcp_sender));
 
