@@ -23,9 +23,8 @@
 #        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
 #        NICs lack it), so GSO messages cross it as separate datagrams.
 #   More tools in every round, each with its own ratios to iperf3: BEFORE=path adds another
-#        netdoctor binary (e.g. main's, to compare before and after in the same run); COPY=1 adds
-#        netdoctor --no-zerocopy (write from a buffer, as iperf3 sends by default; netdoctor's
-#        default sends with sendfile from a memfd); IPERF_Z=1 adds iperf3 -Z (iperf3's sendfile).
+#        netdoctor binary (e.g. main's, to compare before and after in the same run); ZEROCOPY=1
+#        adds netdoctor -Z (sendfile from a memfd instead of write); IPERF_Z=1 adds iperf3 -Z.
 #   NS=prefix names the namespaces (default ndthru), PORT_BASE/PORT_SPAN the TCP ports drawn
 #        (default 15500 + 0..399), so helpers sharing the machine do not collide.
 # Needs root, iperf3, netsniff-ng (trafgen; run with --no-sock-mem --notouch-irq so it leaves
@@ -82,7 +81,7 @@ run_tcp() {
     case $tool in
       netdoctor-per-stream) t=(-T "$p") ;;
       netdoctor-T*) t=(-T "${tool#netdoctor-T}") ;;
-      netdoctor-copy) t=(--no-zerocopy) ;;
+      netdoctor-Z) t=(-Z) ;;
       netdoctor-before) nd=$BEFORE ;;
     esac
     $srvns "$nd" throughput --server -1 -p $port -i 0 "${t[@]}" >/dev/null 2>&1 & PIDS+=($!)
@@ -157,7 +156,7 @@ for where in $([ -n "${PPS_ONLY:-}" ] || echo ${WHERES:-veth loopback}); do
     extra=""; [ -n "${PER_STREAM:-}" ] && extra=netdoctor-per-stream
     for k in ${THREADS:-}; do extra="$extra netdoctor-T$k"; done
     [ -n "${BEFORE:-}" ] && extra="$extra netdoctor-before"
-    [ -n "${COPY:-}" ] && extra="$extra netdoctor-copy"
+    [ -n "${ZEROCOPY:-}" ] && extra="$extra netdoctor-Z"
     [ -n "${IPERF_Z:-}" ] && extra="$extra iperf3-Z"
     if [ -n "${ALONE:-}" ]; then
       plan=$(for tool in netdoctor iperf3 $extra; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
@@ -196,7 +195,7 @@ print(f'tcp $where P=$p $tool round by round (Gbit/s/CPU s per GB): ' + ' '.join
           netdoctor) what="netdoctor" ;;
           netdoctor-per-stream) what="netdoctor -T $p (a thread per stream)" ;;
           netdoctor-before) what="netdoctor BEFORE=$BEFORE" ;;
-          netdoctor-copy) what="netdoctor --no-zerocopy" ;;
+          netdoctor-Z) what="netdoctor -Z" ;;
           iperf3-Z) what="iperf3 -Z" ;;
           *) what="netdoctor -T ${tool#netdoctor-T}" ;;
         esac

@@ -35,8 +35,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Threads that move this side's TCP streams; `None`: [`crate::tcp_group::threads_for`].
     pub threads: Option<usize>,
-    /// TCP sending: `sendfile` of the pattern from a memory file (as `iperf3 -Z`; the
-    /// default, see [`crate::tcp_group`]); false: `write` from a buffer (iperf3's default).
+    /// TCP sending: `sendfile` of the pattern from a memory file (as `iperf3 -Z`, see
+    /// [`crate::tcp_group`]); false (the default): `write` from a buffer, as iperf3 and
+    /// applications send, so a small send buffer limits the test as it limits them.
     pub zerocopy: bool,
 }
 
@@ -56,7 +57,7 @@ impl Default for ClientConfig {
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(5),
             threads: None,
-            zerocopy: true,
+            zerocopy: false,
         }
     }
 }

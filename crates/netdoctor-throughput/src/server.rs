@@ -23,8 +23,8 @@ pub struct ServerConfig {
     /// Threads that move a test's TCP streams on this side; `None`:
     /// [`crate::tcp_group::threads_for`].
     pub threads: Option<usize>,
-    /// TCP sending (reverse, bidirectional): `sendfile` from a memory file (the default); false:
-    /// `write` from a buffer. See [`crate::ClientConfig::zerocopy`].
+    /// TCP sending (reverse, bidirectional): `sendfile` from a memory file; false (the
+    /// default): `write` from a buffer. See [`crate::ClientConfig::zerocopy`].
     pub zerocopy: bool,
 }
 
@@ -35,7 +35,7 @@ impl Default for ServerConfig {
             interval: Duration::from_secs(1),
             rcvbuf: None,
             threads: None,
-            zerocopy: true,
+            zerocopy: false,
         }
     }
 }

@@ -18,7 +18,7 @@ fn transfer(cfg: ClientConfig) -> (Report, Report) {
         interval: Duration::from_millis(500),
         rcvbuf: None,
         threads: Some(1),
-        zerocopy: true,
+        zerocopy: false,
     })
     .unwrap();
     let port = s.local_addr().port();
