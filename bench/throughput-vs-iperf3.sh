@@ -22,13 +22,18 @@
 #        iperf3 -u -l 64 -b 0 vs trafgen (veth only), packets/s counted at the receiving interface
 #        (and by the tools). The sending veth has UDP segmentation offload turned off (as most
 #        NICs lack it), so GSO messages cross it as separate datagrams.
+#   More tools in every round, each with its own ratios to iperf3: BEFORE=path adds another
+#        netdoctor binary (e.g. main's, to compare before and after in the same run); ZEROCOPY=1
+#        adds netdoctor -Z (sendfile from a memfd instead of write); IPERF_Z=1 adds iperf3 -Z.
+#   NS=prefix names the namespaces (default ndthru), PORT_BASE/PORT_SPAN the TCP ports drawn
+#        (default 15500 + 0..399), so helpers sharing the machine do not collide.
 # Needs root, iperf3, netsniff-ng (trafgen; run with --no-sock-mem --notouch-irq so it leaves
 # the host's socket-memory sysctls and IRQ affinity alone). Removes its namespaces and
 # processes on exit.
 set -euo pipefail
 ND=${ND:-$(dirname "$0")/../target/release/netdoctor}
 T=${T:-5}
-A=ndthruA$$ B=ndthruB$$
+A=${NS:-ndthru}A$$ B=${NS:-ndthru}B$$
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -63,26 +68,30 @@ HZ=$(getconf CLK_TCK)
 #   ksoftirqd_s_per_gb host_busy_s_per_gb retransmits"
 # Both tools' servers are started afresh for each run (-1: one test, then exit).
 run_tcp() {
-  local where=$1 tool=$2 p=$3 port=$((15500 + RANDOM % 400)) srvns="" clins="" host=127.0.0.1
+  local where=$1 tool=$2 p=$3 port=$((${PORT_BASE:-15500} + RANDOM % ${PORT_SPAN:-400})) srvns="" clins="" host=127.0.0.1
   if [ "$where" = veth ]; then srvns="ip netns exec $B"; clins="ip netns exec $A"; host=10.77.0.2; fi
   if [ -n "${PIN:-}" ]; then srvns="$srvns taskset -c 1"; clins="$clins taskset -c 0"; fi
   local out=/tmp/ndthru-bench.$$.json
-  if [ "$tool" = iperf3 ]; then
+  local nd=$ND z=()
+  if [ "${tool%-Z}" = iperf3 ]; then
+    [ "$tool" = iperf3-Z ] && z=(-Z)
     $srvns iperf3 -s -1 -p $port >/dev/null 2>&1 & PIDS+=($!)
   else
     local t=()
     case $tool in
       netdoctor-per-stream) t=(-T "$p") ;;
       netdoctor-T*) t=(-T "${tool#netdoctor-T}") ;;
+      netdoctor-Z) t=(-Z) ;;
+      netdoctor-before) nd=$BEFORE ;;
     esac
-    $srvns "$ND" throughput --server -1 -p $port -i 0 "${t[@]}" >/dev/null 2>&1 & PIDS+=($!)
+    $srvns "$nd" throughput --server -1 -p $port -i 0 "${t[@]}" >/dev/null 2>&1 & PIDS+=($!)
   fi
   sleep 0.5
   local t0 t1; t0=$(cpu_ticks)
-  if [ "$tool" = iperf3 ]; then
-    $clins iperf3 -c $host -p $port -t "$T" -P "$p" --json > $out
+  if [ "${tool%-Z}" = iperf3 ]; then
+    $clins iperf3 -c $host -p $port -t "$T" -P "$p" "${z[@]}" --json > $out
   else
-    $clins "$ND" throughput $host -p $port -t "$T" -P "$p" -i 0 "${t[@]}" --json > $out
+    $clins "$nd" throughput $host -p $port -t "$T" -P "$p" -i 0 "${t[@]}" --json > $out
   fi
   t1=$(cpu_ticks)
   wait "${PIDS[-1]}" 2>/dev/null || true
@@ -146,6 +155,9 @@ for where in $([ -n "${PPS_ONLY:-}" ] || echo ${WHERES:-veth loopback}); do
     # Extra netdoctor layouts, each a tool of its own in every round with its own ratios.
     extra=""; [ -n "${PER_STREAM:-}" ] && extra=netdoctor-per-stream
     for k in ${THREADS:-}; do extra="$extra netdoctor-T$k"; done
+    [ -n "${BEFORE:-}" ] && extra="$extra netdoctor-before"
+    [ -n "${ZEROCOPY:-}" ] && extra="$extra netdoctor-Z"
+    [ -n "${IPERF_Z:-}" ] && extra="$extra iperf3-Z"
     if [ -n "${ALONE:-}" ]; then
       plan=$(for tool in netdoctor iperf3 $extra; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
     else
@@ -182,6 +194,9 @@ print(f'tcp $where P=$p $tool round by round (Gbit/s/CPU s per GB): ' + ' '.join
         case $tool in
           netdoctor) what="netdoctor" ;;
           netdoctor-per-stream) what="netdoctor -T $p (a thread per stream)" ;;
+          netdoctor-before) what="netdoctor BEFORE=$BEFORE" ;;
+          netdoctor-Z) what="netdoctor -Z" ;;
+          iperf3-Z) what="iperf3 -Z" ;;
           *) what="netdoctor -T ${tool#netdoctor-T}" ;;
         esac
         python3 -c "import statistics as s; g=[${GR[$tool]}]; c=[${CR[$tool]}]; print(f'tcp $where P=$p median of $ROUNDS rounds $what/iperf3: Gbit/s {s.median(g):.2f}x, CPU s/GB {s.median(c):.2f}x (CPU/GB ratios {sorted(round(x,2) for x in c)})')"

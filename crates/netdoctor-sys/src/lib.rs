@@ -18,6 +18,8 @@
 //! - [`mmsg`]: `sendmmsg`/`recvmmsg`, many datagrams per call (the packet-rate mode).
 //! - [`affinity`]: the CPUs a thread may run on, and pinning it to one (the load threads).
 //! - [`os_error`]: the one formatter of OS errors (`connection refused`, `EADDRNOTAVAIL`).
+//! - [`sendfile`]: a memory file (`memfd_create`) and `sendfile` of its pages on a socket (the
+//!   throughput sender's pattern goes out by reference, as `iperf3 -Z` sends it).
 //! - [`rxstamp`]: the kernel's receive timestamp of a frame (`SO_TIMESTAMPNS`, `recvmsg`).
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
@@ -35,4 +37,5 @@ pub mod poll;
 pub mod privilege;
 pub mod rusage;
 pub mod rxstamp;
+pub mod sendfile;
 pub mod sockopt;

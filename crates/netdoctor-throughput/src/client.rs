@@ -35,6 +35,10 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Threads that move this side's TCP streams; `None`: [`crate::tcp_group::threads_for`].
     pub threads: Option<usize>,
+    /// TCP sending: `sendfile` of the pattern from a memory file (as `iperf3 -Z`, see
+    /// [`crate::tcp_group`]); false (the default): `write` from a buffer, as iperf3 and
+    /// applications send, so a small send buffer limits the test as it limits them.
+    pub zerocopy: bool,
 }
 
 impl Default for ClientConfig {
@@ -53,6 +57,7 @@ impl Default for ClientConfig {
             interval: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(5),
             threads: None,
+            zerocopy: false,
         }
     }
 }
@@ -230,8 +235,8 @@ pub fn run_client(cfg: &ClientConfig, out: &mut dyn FnMut(&str)) -> Result<Repor
 
     expect(&mut ctrl, State::TestStart)?;
     expect(&mut ctrl, State::TestRunning)?;
-    let mut session =
-        Session::start(socks, cfg.threads).map_err(|e| Error::io("start the stream threads", e))?;
+    let mut session = Session::start(socks, cfg.threads, cfg.zerocopy)
+        .map_err(|e| Error::io("start the stream threads", e))?;
     let tcp_sender = !cfg.udp && roles.iter().any(|s| *s);
     out(&Report::header(tcp_sender));
 

@@ -23,6 +23,9 @@ pub struct ServerConfig {
     /// Threads that move a test's TCP streams on this side; `None`:
     /// [`crate::tcp_group::threads_for`].
     pub threads: Option<usize>,
+    /// TCP sending (reverse, bidirectional): `sendfile` from a memory file; false (the
+    /// default): `write` from a buffer. See [`crate::ClientConfig::zerocopy`].
+    pub zerocopy: bool,
 }
 
 impl Default for ServerConfig {
@@ -32,6 +35,7 @@ impl Default for ServerConfig {
             interval: Duration::from_secs(1),
             rcvbuf: None,
             threads: None,
+            zerocopy: false,
         }
     }
 }
@@ -200,7 +204,7 @@ impl Server {
         }
 
         proto::send_state(&mut ctrl, State::TestStart)?;
-        let mut session = Session::start(socks, self.cfg.threads)
+        let mut session = Session::start(socks, self.cfg.threads, self.cfg.zerocopy)
             .map_err(|e| Error::io("start the stream threads", e))?;
         proto::send_state(&mut ctrl, State::TestRunning)?;
         out(&Report::header(false));

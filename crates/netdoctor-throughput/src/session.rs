@@ -38,11 +38,12 @@ pub struct Session {
 
 impl Session {
     /// Starts the streams: a thread per UDP stream, the TCP streams on a few shared threads
-    /// ([`crate::tcp_group`]; `threads` of them, `None`: its default). The streams keep the
-    /// order given.
+    /// ([`crate::tcp_group`]; `threads` of them, `None`: its default; `zerocopy`: TCP senders
+    /// use `sendfile`). The streams keep the order given.
     pub fn start(
         socks: Vec<(StreamPlan, DataSocket)>,
         threads: Option<usize>,
+        zerocopy: bool,
     ) -> std::io::Result<Session> {
         let counting = Arc::new(AtomicBool::new(true));
         let cpu0 = netdoctor_sys::rusage::own_cpu_times();
@@ -60,10 +61,12 @@ impl Session {
                 udp => slots.push(Some(Running::start(plan, udp, counting.clone())?)),
             }
         }
-        for (i, r) in at
-            .into_iter()
-            .zip(crate::tcp_group::start(tcp, counting.clone(), threads)?)
-        {
+        for (i, r) in at.into_iter().zip(crate::tcp_group::start(
+            tcp,
+            counting.clone(),
+            threads,
+            zerocopy,
+        )?) {
             slots[i] = Some(r);
         }
         let streams: Vec<Running> = slots.into_iter().flatten().collect();

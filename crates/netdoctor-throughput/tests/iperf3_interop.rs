@@ -224,6 +224,7 @@ fn our_server() -> (u16, std::thread::JoinHandle<Report>) {
         interval: Duration::from_secs(1),
         rcvbuf: None,
         threads: None,
+        zerocopy: false,
     })
     .unwrap();
     let port = s.local_addr().port();

@@ -26,6 +26,7 @@ fn transfer_serialized(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
         interval: Duration::from_secs(1),
         rcvbuf,
         threads: None,
+        zerocopy: false,
     })
     .unwrap();
     let port = s.local_addr().port();

@@ -18,6 +18,7 @@ fn transfer(cfg: ClientConfig) -> (Report, Report) {
         interval: Duration::from_millis(500),
         rcvbuf: None,
         threads: Some(1),
+        zerocopy: false,
     })
     .unwrap();
     let port = s.local_addr().port();
@@ -119,4 +120,61 @@ fn a_bidirectional_test_moves_data_both_ways_from_one_thread_per_side() {
         .as_ref()
         .expect("bidir sums");
     assert!(c.end.sum_received.bytes > 0 && rev.bytes > 0, "{:?}", c.end);
+}
+
+/// The pattern a sender puts on the wire, byte `i` of the stream with blocks of `blksize`.
+fn pattern_at(i: usize, blksize: usize) -> u8 {
+    b"0123456789"[(i % blksize) % 10]
+}
+
+/// Whether this process holds the senders' memfd (`sendfile`'s source) open.
+fn holds_payload_memfd() -> bool {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .any(|e| {
+            std::fs::read_link(e.path())
+                .is_ok_and(|t| t.to_string_lossy().contains("memfd:netdoctor-payload"))
+        })
+}
+
+#[test]
+fn sendfile_and_write_put_the_same_pattern_on_the_wire() {
+    use netdoctor_throughput::stream::StreamPlan;
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // An odd block size, and a small send buffer so writes come back short: a resumed block
+    // must go on from where the last one stopped.
+    let blksize = 1003;
+    for zerocopy in [true, false] {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        netdoctor_sys::sockopt::set_int(&tx, libc::SOL_SOCKET, libc::SO_SNDBUF, 8192).unwrap();
+        let (mut rx, _) = l.accept().unwrap();
+        let plan = StreamPlan {
+            id: 1,
+            sender: true,
+            blksize,
+            rate: 0,
+            udp64: false,
+        };
+        let counting = Arc::new(AtomicBool::new(true));
+        let mut running =
+            netdoctor_throughput::tcp_group::start(vec![(plan, tx)], counting, Some(1), zerocopy)
+                .unwrap();
+        assert_eq!(holds_payload_memfd(), zerocopy);
+        let mut got = vec![0u8; 3 << 20];
+        rx.read_exact(&mut got).unwrap();
+        running.iter_mut().for_each(|r| r.stop());
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != pattern_at(i, blksize)) {
+            panic!(
+                "zerocopy {zerocopy}: byte {i} is {:?}, not {:?}",
+                got[i] as char,
+                pattern_at(i, blksize) as char
+            );
+        }
+    }
 }
