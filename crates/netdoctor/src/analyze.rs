@@ -10,6 +10,8 @@
 use crate::cli::AnalyzeArgs;
 use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
+use netdoctor_core::RawPacket;
+use netdoctor_core::analyze::order::TimeOrder;
 use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
@@ -79,39 +81,74 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         server_port: args.server_port,
         ..Default::default()
     };
-    // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
     let jobs = args
         .jobs
         .unwrap_or_else(|| default_jobs(&args.file, args.follow));
-    let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
-        Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg, jobs)))
-    } else if args.dump_flags.is_some() {
-        Engine::One(Box::new(Analyzer::new(cfg).record_flags()))
-    } else {
-        Engine::One(Box::new(Analyzer::new(cfg)))
-    };
-    let mut last_tick = Instant::now();
-    let summary = file.for_each_packet(&mut |p| {
-        match &mut analyzer {
-            Engine::One(a) => a.push(p),
-            Engine::Sharded(a) => a.push(p),
-        }
-        if p.frame % 65_536 == 0 && last_tick.elapsed().as_millis() >= 250 {
-            progress.count("read", p.frame);
-            last_tick = Instant::now();
-        }
-        ControlFlow::Continue(())
-    })?;
-    progress.end_ticks();
-    let analysis = match analyzer {
-        Engine::One(mut a) => {
-            if let Some(path) = &args.dump_flags {
-                dump_flags(path, &a.take_flags())?;
+    let read = |file: &mut CaptureFile, sort: Option<u64>| {
+        // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
+        let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
+            Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg.clone(), jobs)))
+        } else if args.dump_flags.is_some() {
+            Engine::One(Box::new(Analyzer::new(cfg.clone()).record_flags()))
+        } else {
+            Engine::One(Box::new(Analyzer::new(cfg.clone())))
+        };
+        let mut last_tick = Instant::now();
+        let mut feed = |p: &RawPacket<'_>| {
+            match &mut analyzer {
+                Engine::One(a) => a.push(p),
+                Engine::Sharded(a) => a.push(p),
             }
-            a.finish()
-        }
-        Engine::Sharded(a) => a.finish(),
+            if p.frame.is_multiple_of(65_536) && last_tick.elapsed().as_millis() >= 250 {
+                progress.count("read", p.frame);
+                last_tick = Instant::now();
+            }
+        };
+        let summary = match sort {
+            None => file.for_each_packet(&mut |p| {
+                feed(p);
+                ControlFlow::Continue(())
+            })?,
+            Some(_) => {
+                let mut order = TimeOrder::new();
+                let summary = file.for_each_packet(&mut |p| {
+                    order.push(p, &mut feed);
+                    ControlFlow::Continue(())
+                })?;
+                order.finish(&mut feed);
+                summary
+            }
+        };
+        progress.end_ticks();
+        let analysis = match analyzer {
+            Engine::One(mut a) => {
+                a.note_sorted_frames(sort.unwrap_or(0));
+                if let Some(path) = &args.dump_flags {
+                    let mut flags = a.take_flags();
+                    flags.sort_by_key(|(frame, _)| *frame);
+                    dump_flags(path, &flags)?;
+                }
+                a.finish()
+            }
+            Engine::Sharded(mut a) => {
+                a.note_sorted_frames(sort.unwrap_or(0));
+                a.finish()
+            }
+        };
+        anyhow::Ok((summary, analysis))
     };
+    let (mut summary, mut analysis) = read(&mut file, None)?;
+    // Frames stamped before their predecessor: a regular file is read again, in timestamp
+    // order (netdoctor_core::analyze::order); a pipe or a followed file keeps its warning.
+    let backdated = analysis.stats.quality.backdated_frames;
+    if backdated > 0 && rereadable(&args.file, args.follow) {
+        progress.stage(&format!(
+            "{backdated} frames are stamped before the frame ahead of them: reading {shown} \
+             again in timestamp order"
+        ));
+        let mut again = CaptureFile::open_with(&args.file, None)?;
+        (summary, analysis) = read(&mut again, Some(backdated))?;
+    }
 
     let mut report = Report::new(
         ReportCommand::Analyze,
@@ -161,6 +198,11 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     report.decide(&inputs);
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// A regular file read once to its end (not standard input, a FIFO or a followed file).
+fn rereadable(path: &std::path::Path, follow: bool) -> bool {
+    !follow && path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// Capture bytes per worker below which another worker does not pay: starting the threads,

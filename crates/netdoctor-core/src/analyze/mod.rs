@@ -36,6 +36,7 @@ pub mod h2;
 mod halfopen;
 mod http;
 mod hub;
+pub mod order;
 mod orient;
 mod quality;
 mod reasm;
@@ -389,6 +390,12 @@ impl Analyzer {
         }
     }
 
+    /// Frames that a first reading found stamped earlier than their predecessor, fed to this
+    /// analyzer in timestamp order ([`order::TimeOrder`]): said in the capture's warnings.
+    pub fn note_sorted_frames(&mut self, frames: u64) {
+        self.stats.quality.sorted_frames += frames;
+    }
+
     /// Packets the kernel dropped before they reached the capture (live capture).
     pub fn note_capture_drops(&mut self, drops: u64) {
         self.stats.capture_drops += drops;
@@ -620,6 +627,9 @@ fn stamp(stats: &mut CaptureStats, clamped_ts: &mut u64, pkt: &RawPacket<'_>) ->
     );
     if ts != pkt.ts_ns {
         *clamped_ts += 1;
+    }
+    if stats.last_ts_ns.is_some_and(|last| ts < last) {
+        stats.quality.backdated_frames += 1;
     }
     stats.last_ts_ns = Some(ts);
     ts

@@ -30,6 +30,14 @@ pub struct CaptureQuality {
     pub client_unseen_connections: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub server_unseen_connections: u64,
+    /// Frames stamped earlier than the frame before them in the order they were analyzed (a
+    /// capture on several NIC queues or CPUs, merged captures): read out of order.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub backdated_frames: u64,
+    /// Frames stamped earlier than their predecessor in the file that were analyzed in
+    /// timestamp order instead (see [`super::order`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sorted_frames: u64,
 }
 
 impl CaptureQuality {
@@ -138,6 +146,23 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
     let q = &s.quality;
     if !q.is_clean() {
         warnings.push(quality_line(q));
+    }
+    if q.sorted_frames > 0 {
+        warnings.push(format!(
+            "capture quality: {} frames were stamped earlier than the frame before them in the \
+             file (a capture on several NIC queues or CPUs, or merged captures): they were \
+             analyzed in timestamp order, as `reordercap` sorts a file",
+            q.sorted_frames
+        ));
+    }
+    if q.backdated_frames > 0 {
+        warnings.push(format!(
+            "capture quality: {} frames are stamped earlier than the frame before them and were \
+             analyzed in the file's order (a capture on several NIC queues or CPUs, or merged \
+             captures): resends, out-of-order segments and unseen data near them may be the \
+             capture's, not the network's; `reordercap IN OUT` sorts the file",
+            q.backdated_frames
+        ));
     }
     if s.capture_drops > 0 || s.capture_gaps > 0 {
         // Transport findings are computed from the packets; missing packets can hide or

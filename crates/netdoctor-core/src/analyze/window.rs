@@ -100,6 +100,8 @@ impl CaptureStats {
                     q.server_unseen_connections,
                     p.server_unseen_connections,
                 ),
+                backdated_frames: d(q.backdated_frames, p.backdated_frames),
+                sorted_frames: d(q.sorted_frames, p.sorted_frames),
             },
             ..self.clone()
         }

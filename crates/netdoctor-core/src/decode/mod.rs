@@ -550,14 +550,21 @@ fn tcp_segment<'a>(
             what: "data offset smaller than the header",
         });
     }
-    if tcp.len() < hlen {
+    // Options cut by the snap length (`tcpdump -s 54`/`-s 64`, headers only): ports,
+    // sequence numbers, flags and window are whole, the length comes from the IP header; the
+    // options that were captured are read. A SYN's cut options would hide its window scale
+    // (every window then read 2^scale too small): it stays an error, and its connection is
+    // read as one picked up mid-stream.
+    let cut = pkt.data.len() < pkt.orig_len as usize && h[13] & 0x02 == 0;
+    if tcp.len() < hlen && !cut {
         return Err(DecodeError::Truncated {
             frame,
             layer: "TCP",
             len: tcp.len(),
         });
     }
-    let captured = &tcp[hlen..];
+    let opts_end = tcp.len().min(hlen);
+    let captured: &[u8] = tcp.get(hlen..).unwrap_or(&[]);
     // Length from the IP header; fall back to what was captured (IPv4 total length 0 as
     // written by TSO, IPv6 jumbograms).
     let payload_len = match ip_payload_len {
@@ -574,7 +581,7 @@ fn tcp_segment<'a>(
     let payload_len = u32::try_from(payload_len).unwrap_or(u32::MAX);
     let captured = &captured[..captured.len().min(payload_len as usize)];
     let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-    let opts = if hlen == 32 && tcp[20..24] == [1, 1, 8, 10] {
+    let opts = if opts_end == 32 && tcp[20..24] == [1, 1, 8, 10] {
         // NOP, NOP, timestamp: what Linux puts on every segment after the handshake (the
         // first case of `parse_options`, without the call).
         Options {
@@ -582,8 +589,8 @@ fn tcp_segment<'a>(
             tsecr: Some(u32::from_be_bytes([tcp[28], tcp[29], tcp[30], tcp[31]])),
             ..Options::default()
         }
-    } else if hlen > 20 {
-        parse_options(&tcp[20..hlen])
+    } else if opts_end > 20 {
+        parse_options(&tcp[20..opts_end])
     } else {
         Options::default()
     };

@@ -680,3 +680,33 @@ fn ethernet(ip: &[u8]) -> Vec<u8> {
 }
 
 mod tunnel;
+
+#[test]
+fn options_cut_by_the_snap_length_are_read_as_far_as_captured() {
+    let p = ipv4_tcp(b"GET ");
+    // 20 bytes of IP, the 20-byte TCP header and 4 bytes of options (MSS) captured.
+    let cut = RawPacket {
+        orig_len: p.len() as u32,
+        ..raw(LinkType::Raw, &p[..44])
+    };
+    let seg = decode(&cut).unwrap().unwrap();
+    assert_eq!((seg.src.port(), seg.dst.port()), (40000, 8080));
+    assert_eq!((seg.seq, seg.ack, seg.window), (1000, 2000, 256));
+    assert_eq!(seg.payload_len, 4, "from the IP header");
+    assert!(seg.payload.is_empty());
+    assert_eq!(seg.mss, Some(1460));
+    assert_eq!(seg.wscale, None, "cut before it");
+    // Cut by something else than the snap length (the frame is whole but short): an error.
+    assert!(decode(&raw(LinkType::Raw, &p[..44])).is_err());
+    // A SYN whose options were cut would lose its window scale: still an error.
+    let mut syn = p.clone();
+    syn[33] = TcpFlags::SYN;
+    let cut = RawPacket {
+        orig_len: syn.len() as u32,
+        ..raw(LinkType::Raw, &syn[..44])
+    };
+    assert!(matches!(
+        decode(&cut),
+        Err(DecodeError::Truncated { layer: "TCP", .. })
+    ));
+}

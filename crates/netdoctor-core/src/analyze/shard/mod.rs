@@ -226,6 +226,11 @@ impl ShardedAnalyzer {
         }
     }
 
+    /// As [`Analyzer::note_sorted_frames`].
+    pub fn note_sorted_frames(&mut self, frames: u64) {
+        self.stats.quality.sorted_frames += frames;
+    }
+
     /// Feeds one captured packet (as [`Analyzer::push`]).
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
         let ts = stamp(&mut self.stats, &mut self.clamped_ts, pkt);
@@ -535,6 +540,9 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
                 sequence_gaps,
                 client_unseen_connections,
                 server_unseen_connections,
+                // Read by the reader's own stamps (a worker sees a share of the frames).
+                backdated_frames: _,
+                sorted_frames: _,
             },
     } = b;
     a.packets += packets;

@@ -1,0 +1,59 @@
+//! Captures cut to the headers (`tcpdump -s 54`): the TCP options of every segment are cut by
+//! the snap length. Ports, sequence numbers, flags, window and (from the IP header) lengths are
+//! whole, so the analysis reads them as tshark does; only a SYN (whose window scale would be
+//! lost) is left undecoded and its connection read as one picked up mid-stream.
+
+mod common;
+
+use common::for_each_packet;
+use netdoctor_core::finding::{FindingId, Severity};
+use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig, RawPacket};
+
+fn analyze_cut(name: &str, snap: usize) -> (Analysis, u64) {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    let mut syns = 0;
+    for_each_packet(name, |p| {
+        // Ethernet, IPv4 with a 20-byte header: TCP flags at byte 14 + 20 + 13.
+        syns += u64::from(p.data.get(47).is_some_and(|f| f & 0x02 != 0));
+        let data = &p.data[..p.data.len().min(snap)];
+        a.push(&RawPacket { data, ..*p });
+    });
+    (a.finish(), syns)
+}
+
+fn analyze(name: &str) -> Analysis {
+    analyze_cut(name, usize::MAX).0
+}
+
+fn ids(an: &Analysis) -> Vec<(FindingId, Severity)> {
+    an.findings.iter().map(|f| (f.id, f.severity)).collect()
+}
+
+#[test]
+fn segments_whose_options_the_snap_length_cut_are_still_read() {
+    for name in ["slow-eth.pcap", "loss.pcap", "nagle-eth.pcap"] {
+        let whole = analyze(name);
+        let (cut, syns) = analyze_cut(name, 54);
+        assert!(syns > 0, "{name}");
+        // Only the SYNs and SYN/ACKs are undecodable.
+        assert_eq!(cut.stats.decode_errors, syns, "{name}: {:?}", cut.stats);
+        assert_eq!(
+            cut.stats.tcp_segments + syns,
+            whole.stats.tcp_segments,
+            "{name}"
+        );
+        assert_eq!(
+            cut.findings.first().map(|f| f.id),
+            whole.findings.first().map(|f| f.id),
+            "{name}: {:#?}",
+            cut.findings
+        );
+        assert_eq!(
+            cut.stats.retransmitted_segments, whole.stats.retransmitted_segments,
+            "{name}"
+        );
+    }
+    // A healthy capture stays without findings (no window read unscaled, nothing invented).
+    let (cut, _) = analyze_cut("healthy-eth.pcap", 54);
+    assert!(ids(&cut).is_empty(), "{:#?}", cut.findings);
+}
