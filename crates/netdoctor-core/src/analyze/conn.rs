@@ -84,6 +84,9 @@ pub(super) struct Dir {
     /// Its TCP timestamps against the capture's clock: when its segments left
     /// ([`super::tsclock`]).
     pub ts: super::tsclock::TsClock,
+    /// When this endpoint's latest packet (not a reset) was captured: a server segment right
+    /// after the client's packet may have been released by it ([`super::http::paced_ns`]).
+    pub last_ns: i64,
 }
 
 impl Dir {
