@@ -144,6 +144,7 @@ const MIN_PACE_NS: i64 = 2 * MS;
 ///   under 2 ms beyond the direction's least-delayed packet): behind a full bottleneck the
 ///   ACK clock spaces departures like arrivals, but every segment arrives late. A clock that
 ///   is not a 1 ms one (or none, or too few packets yet) says nothing, and nothing is counted.
+/// Data the capture missed before `next` (a capture gap) makes the gap unknown: not counted.
 /// (The round trip under load from echoed timestamps is not used: a server that pauses makes
 /// its echoes late too.)
 ///
@@ -212,7 +213,9 @@ impl Conn {
                     let client_ns = self.dirs[1 - self.server].last_ns;
                     let rtt = self.rtt_ns.unwrap_or(0);
                     let clock = &self.dirs[self.server].ts;
-                    if let Some(x) = self.cur.as_mut() {
+                    if let Some(x) = self.cur.as_mut()
+                        && !gap
+                    {
                         x.body_wait_ns += paced_ns(
                             (x.last_resp.ts_ns, x.last_resp_ts),
                             (pkt.ts_ns, rel),
@@ -220,6 +223,8 @@ impl Conn {
                             rtt,
                             clock,
                         );
+                    }
+                    if let Some(x) = self.cur.as_mut() {
                         x.last_resp_ts = rel;
                         x.last_resp = pkt;
                         x.resp_bytes += u64::from(pkt.len);
