@@ -144,6 +144,7 @@ const MIN_PACE_NS: i64 = 2 * MS;
 ///   under 2 ms beyond the direction's least-delayed packet): behind a full bottleneck the
 ///   ACK clock spaces departures like arrivals, but every segment arrives late. A clock that
 ///   is not a 1 ms one (or none, or too few packets yet) says nothing, and nothing is counted.
+///
 /// Data the capture missed before `next` (a capture gap) makes the gap unknown: not counted.
 /// (The round trip under load from echoed timestamps is not used: a server that pauses makes
 /// its echoes late too.)
