@@ -154,6 +154,10 @@ pub struct ExchangeDone {
     /// The smallest round trip seen while the response arrived, from the client's timestamps
     /// echoed by the server's data (`track::echo`): the path's round trip under load.
     pub echo_rtt_ns: Option<i64>,
+    /// After the first response byte, the time the server kept the rest of its answer with
+    /// nothing on the wire making it wait (`analyze::http::paced_ns`): a body written
+    /// slowly. Server time, like `server_time_ns`, but after the first byte.
+    pub body_wait_ns: i64,
 }
 
 impl ExchangeDone {
@@ -174,7 +178,14 @@ impl ExchangeDone {
             cut: false,
             resp_bytes: 0,
             echo_rtt_ns: None,
+            body_wait_ns: 0,
         }
+    }
+
+    /// The server's whole time: the wait for its first byte and the body it wrote slowly.
+    #[inline]
+    pub fn server_total_ns(&self) -> i64 {
+        self.server_time_ns + self.body_wait_ns
     }
 
     /// Stall time charged to cause `id` during this exchange (ns, overlaps counted once).

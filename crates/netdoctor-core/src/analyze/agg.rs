@@ -170,7 +170,7 @@ impl Agg {
                 self.incomplete += u64::from(cut);
                 self.http1_exchanges += u64::from(*found == Found::Http1);
                 self.h2_exchanges += u64::from(*found == Found::H2);
-                self.server_time.record_ns(done.server_time_ns);
+                self.server_time.record_ns(done.server_total_ns());
                 if !cut {
                     self.latency.record_ns(done.latency_ns);
                     let mut parts = done.parts;
@@ -179,7 +179,7 @@ impl Agg {
                     self.breakdown.record(
                         done.latency_ns + setup.setup_ns,
                         done.rtt_ns.unwrap_or(0) + setup.handshake_ns,
-                        done.server_time_ns,
+                        done.server_total_ns(),
                         &parts,
                     );
                     self.emit(&Event::ExchangeDone(done));

@@ -84,6 +84,9 @@ pub(super) struct Dir {
     /// Its TCP timestamps against the capture's clock: when its segments left, when a TSval
     /// was current (`track::tsclock`; the server's for queue wait, the client's for echoes).
     pub ts: crate::track::tsclock::TsClock,
+    /// When this endpoint's latest packet (not a reset) was captured: a server segment right
+    /// after the client's packet may have been released by it ([`super::http::paced_ns`]).
+    pub last_ns: i64,
 }
 
 impl Dir {

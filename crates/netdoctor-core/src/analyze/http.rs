@@ -16,6 +16,7 @@
 
 use super::conn::Conn;
 use super::orient::looks_like_request;
+use crate::track::tsclock::TsClock;
 use crate::breakdown::ExchangeParts;
 use crate::event::{Pkt, side_bit};
 
@@ -66,6 +67,10 @@ pub(super) struct Exchange {
     /// The first response byte's TSval (ticks since the server's first one), when stamped:
     /// when it left the server (`track::tsclock`).
     pub first_resp_ts: Option<i64>,
+    /// The latest response segment's TSval (same ticks), and the time the server spent
+    /// between its response segments with nothing making it wait ([`paced_ns`]).
+    pub last_resp_ts: Option<i64>,
+    pub body_wait_ns: i64,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -119,6 +124,58 @@ pub(super) fn path_rtt_ns(rtt: Option<i64>, last_req: &Pkt, req_ack: Option<Pkt>
     }
 }
 
+const MS: i64 = 1_000_000;
+/// A gap between two response segments shorter than this is not told from scheduling noise
+/// (and the TSval's 1 ms ticks cannot confirm it).
+const MIN_PACE_NS: i64 = 2 * MS;
+
+/// How long the server itself kept the next piece of its answer: the gap between two of its
+/// response segments (`prev`, `next`: arrival at the capture point and TSval ticks), counted
+/// only when nothing on the wire made it wait and its own clock agrees:
+/// - the gap is [`MIN_PACE_NS`] or more;
+/// - no packet of the client came within a round trip (`rtt_ns`, the handshake's, plus a
+///   quarter and 1 ms) before `next`: a sender held by its congestion window, the receive
+///   window, a zero window, loss recovery or Nagle sends right when the client's ACK (or
+///   window update) reaches it;
+/// - the server's TCP timestamps moved by about the same time (0.7–1.4× the gap, ± 1 ms):
+///   segments that left together and were spread on the way by a shaper or a slow link arrive
+///   apart but were stamped close;
+/// - `next` did not wait on the way (its arrival against its TSval, [`TsClock::wait_ns`],
+///   under 2 ms beyond the direction's least-delayed packet): behind a full bottleneck the
+///   ACK clock spaces departures like arrivals, but every segment arrives late. A clock that
+///   is not a 1 ms one (or none, or too few packets yet) says nothing, and nothing is counted.
+///
+/// Data the capture missed before `next` (a capture gap) makes the gap unknown: not counted.
+/// (The round trip under load from echoed timestamps is not used: a server that pauses makes
+/// its echoes late too.)
+///
+/// That time is the application writing its answer slowly (a chunked stream, a slow upstream
+/// proxied as it arrives, a generator): the server's time, not the transfer's.
+pub(super) fn paced_ns(
+    prev: (i64, Option<i64>),
+    next: (i64, Option<i64>),
+    client_ns: i64,
+    rtt_ns: i64,
+    clock: &TsClock,
+) -> i64 {
+    let gap = next.0 - prev.0;
+    if gap < MIN_PACE_NS {
+        return 0;
+    }
+    let released = client_ns > prev.0 && next.0 - client_ns <= rtt_ns + rtt_ns / 4 + MS;
+    let (Some(a), Some(b)) = (prev.1, next.1) else {
+        return 0;
+    };
+    let left = (b - a) * MS;
+    let agrees = left * 10 >= gap * 7 - 10 * MS && left * 10 <= gap * 14 + 10 * MS;
+    let on_time = clock.wait_ns(b, next.0).is_some_and(|w| w < MIN_PACE_NS);
+    if released || !agrees || !on_time {
+        0
+    } else {
+        gap
+    }
+}
+
 impl Exchange {
     /// Charges `[start, end]` to stall cause `cause` (an index of
     /// [`crate::breakdown::STALL_CAUSES`]) on a side.
@@ -140,6 +197,7 @@ impl Conn {
                     if let Some(x) = self.cur.as_mut() {
                         x.first_resp = Some(pkt);
                         x.first_resp_ts = self.dirs[self.server].ts.last();
+                        x.last_resp_ts = x.first_resp_ts;
                         x.last_resp = pkt;
                         x.resp_bytes += u64::from(pkt.len);
                         if x.found == Found::Http1 {
@@ -152,7 +210,23 @@ impl Conn {
                     self.phase = Phase::Response;
                 }
                 Phase::Response => {
+                    let rel = self.dirs[self.server].ts.last();
+                    let client_ns = self.dirs[1 - self.server].last_ns;
+                    let rtt = self.rtt_ns.unwrap_or(0);
+                    let clock = &self.dirs[self.server].ts;
+                    if let Some(x) = self.cur.as_mut()
+                        && !gap
+                    {
+                        x.body_wait_ns += paced_ns(
+                            (x.last_resp.ts_ns, x.last_resp_ts),
+                            (pkt.ts_ns, rel),
+                            client_ns,
+                            rtt,
+                            clock,
+                        );
+                    }
                     if let Some(x) = self.cur.as_mut() {
+                        x.last_resp_ts = rel;
                         x.last_resp = pkt;
                         x.resp_bytes += u64::from(pkt.len);
                     }
@@ -188,6 +262,8 @@ impl Conn {
                         resp_bytes: 0,
                         echo_min_ns: i64::MAX,
                         first_resp_ts: None,
+                        last_resp_ts: None,
+                        body_wait_ns: 0,
                     });
                     self.phase = Phase::Request;
                 }
@@ -208,5 +284,57 @@ impl Conn {
             (Phase::Request, Some(x)) => x.found == Found::Http1 && looks_like_request(payload),
             _ => false,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server clock ticking 1 ms per ms, every packet on time, spanning a second.
+    fn clock() -> TsClock {
+        let mut c = TsClock::default();
+        for k in 0..10u32 {
+            c.note(Some(1000 + 100 * k), i64::from(k) * 100 * MS);
+        }
+        c
+    }
+
+    #[test]
+    fn a_pause_the_servers_clock_confirms_is_its_own() {
+        let c = clock();
+        // 50 ms apart, stamped 50 ticks apart, the client's last packet 49 ms before.
+        let prev = (1000 * MS, Some(1000));
+        assert_eq!(
+            paced_ns(prev, (1050 * MS, Some(1050)), 1001 * MS, 0, &c),
+            50 * MS
+        );
+        // Released by the client's packet right before it (an ACK that opened a window).
+        assert_eq!(
+            paced_ns(prev, (1050 * MS, Some(1050)), 1049 * MS + MS / 2, 0, &c),
+            0
+        );
+        // Stamped together, arrived apart: a shaper or a slow link spread them.
+        assert_eq!(paced_ns(prev, (1050 * MS, Some(1001)), 1001 * MS, 0, &c), 0);
+        // Stamped 50 ticks apart but arriving 30 ms late (queued behind a bottleneck, the ACK
+        // clock spacing departures like arrivals).
+        assert_eq!(
+            paced_ns(
+                (1030 * MS, Some(1000)),
+                (1080 * MS, Some(1050)),
+                1031 * MS,
+                0,
+                &c
+            ),
+            0
+        );
+        // Shorter than 2 ms, or no timestamps: nothing.
+        assert_eq!(paced_ns(prev, (1001 * MS, Some(1001)), 0, 0, &c), 0);
+        assert_eq!(paced_ns((1000 * MS, None), (1050 * MS, None), 0, 0, &c), 0);
+        // A clock not yet trusted (too few packets) says nothing.
+        assert_eq!(
+            paced_ns(prev, (1050 * MS, Some(1050)), 0, 0, &TsClock::default()),
+            0
+        );
     }
 }

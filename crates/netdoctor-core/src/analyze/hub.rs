@@ -386,6 +386,7 @@ impl Hub {
             cut,
             resp_bytes: x.resp_bytes,
             echo_rtt_ns: (x.echo_min_ns < i64::MAX).then_some(x.echo_min_ns),
+            body_wait_ns: x.body_wait_ns,
         };
         self.out.put(Entry::Exchange {
             found: x.found,

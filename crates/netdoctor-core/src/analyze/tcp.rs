@@ -125,6 +125,7 @@ impl Analyzer {
             let d = &mut c.dirs[i];
             d.note_traits(seg.ttl, seg.reserved);
             d.ts.note(seg.tsval, seg.ts_ns);
+            d.last_ns = seg.ts_ns;
             // A packet of this side went uncaptured just before: data after it is not held
             // back by Nagle but resent (or sent after a resend).
             d.id_skipped |= d.note_ip_id(seg.ip_id, single);

@@ -247,6 +247,38 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
         return Some(f);
     }
 
+    // Most failures were 429: a rate limit turned the load away, by design.
+    let limited = l.status.get(&429).copied().unwrap_or(0);
+    if limited * 2 > failed {
+        let ok = l.responses.saturating_sub(l.error_responses());
+        let mut f = Finding::new(
+            FindingId::HttpErrors,
+            Severity::Warning,
+            Side::Server,
+            format!(
+                "{failed} of {attempted} requests failed ({}): HTTP 429 Too Many Requests, a rate \
+                 limit turned the load away ({ok} requests got through)",
+                pct(failed)
+            ),
+        );
+        f.confidence = 0.95;
+        f.impact.affected_fraction = Some(fraction);
+        f.explanation = "The server, or a proxy or gateway in front of it, answered 429 Too Many \
+             Requests: a rate limit rejected the requests above its allowance, on purpose and \
+             before doing their work. This load asked for more than the limit allows, so the \
+             failures measure the limit, not the server's health, and the latency figures are \
+             mostly those of the quick rejections, not of real requests."
+            .to_string();
+        f.fix = "To measure the server, stay under the limit: an open-loop rate below what got \
+                 through (`--rate`), or fewer connections (-c). If real clients are rejected \
+                 too, raise the limit where it is set (nginx `limit_req_zone … rate=` and \
+                 `burst`, an API gateway's quota, the application's throttle) or have clients \
+                 back off and honour Retry-After."
+            .to_string();
+        f.evidence = evidence;
+        return Some(f);
+    }
+
     let client_side = client4xx * 2 > failed;
     let severity = if fraction >= 0.10 {
         Severity::Critical
@@ -299,8 +331,9 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
             .to_string()
     } else {
         "Look at the server's error log for the failing requests; a fraction of 503s usually \
-         means an overloaded backend or a rate limit, resets and timeouts a crashed or saturated \
-         worker."
+         means an overloaded backend or a rate limit (nginx `limit_req` answers 503 unless \
+         `limit_req_status` says otherwise: then a steady trickle of requests gets through \
+         whatever the load), resets and timeouts a crashed or saturated worker."
             .to_string()
     };
     f.evidence = evidence;
@@ -324,6 +357,34 @@ mod tests {
     fn run(l: LoadOutcome) -> Vec<Finding> {
         let obs = Observation::Load(l);
         testkit::run::<HttpErrors>(&[Event::Observed(&obs)], &testkit::cx(100))
+    }
+
+    #[test]
+    fn a_rate_limit_is_told_as_one_and_503s_stay_the_servers() {
+        let f = run(outcome(&[(200, 155), (429, 195_933)]));
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Warning, Side::Server)
+        );
+        assert!(f[0].summary.contains("rate limit"), "{}", f[0].summary);
+        assert!(
+            f[0].summary.contains("155 requests got through"),
+            "{}",
+            f[0].summary
+        );
+        assert!(f[0].fix.contains("--rate"), "{}", f[0].fix);
+        // The same counts as 503: the server's errors, critical (a limiter answering 503
+        // cannot be told from an overloaded backend by the status alone).
+        let f = run(outcome(&[(200, 155), (503, 195_933)]));
+        assert_eq!(
+            (f[0].severity, f[0].side),
+            (Severity::Critical, Side::Server)
+        );
+        assert!(!f[0].summary.contains("rate limit"), "{}", f[0].summary);
+        // A few 429s among 500s: the 500s are the story.
+        let f = run(outcome(&[(200, 100), (429, 2), (500, 50)]));
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert!(f[0].summary.contains("HTTP 500"), "{}", f[0].summary);
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! of the path (the handshake RTT, or the server's late ACK of the request when the path was
 //! slower than that). Exchanges cut by the end of the capture count by their first byte.
 //!
+//! Server time includes what the server took after its first byte when its own segments say
+//! it wrote the rest slowly (`ExchangeDone::body_wait_ns`: gaps between response segments that
+//! no ACK, window or loss explains and its TCP timestamps confirm): a chunked stream whose
+//! last byte comes late, a proxy passing on a slow upstream as it arrives. A first byte that
+//! leaves at once does not make such a server fast; when that part is most of the slow
+//! exchanges' server time the finding says the body was slow, not the start.
+//!
 //! When the machine's CPU was saturated during the run ([`Observation::Cpu`],
 //! `machine_busy` ≥ [`CPU_SATURATED`]), the server's time measures waiting for a CPU as much
 //! as its own work (a load generator with many connections on the same few cores): the
@@ -50,6 +57,8 @@ pub struct SlowServerProcessing {
     /// The longest server time and the sum over slow exchanges.
     worst_ns: i64,
     slow_total_ns: i64,
+    /// Of `slow_total_ns`, the part after the first byte (a body written slowly).
+    slow_body_ns: i64,
     /// The machine's CPU during the run: (busy share, netdoctor's own share, cores).
     cpu: Option<(f64, f64, u32)>,
     /// The server's threads' run-queue wait and CPU time over the run, ms.
@@ -103,13 +112,22 @@ impl Detector for SlowServerProcessing {
 
 impl SlowServerProcessing {
     fn on_exchange(&mut self, x: &ExchangeDone) {
-        self.server_total_ns += x.server_time_ns;
-        if ms(x.server_time_ns) >= MIN_SERVER_MS {
+        let total = x.server_total_ns();
+        self.server_total_ns += total;
+        if ms(total) >= MIN_SERVER_MS {
             self.slow_exchanges += 1;
-            self.worst_ns = self.worst_ns.max(x.server_time_ns);
-            self.slow_total_ns += x.server_time_ns;
+            self.worst_ns = self.worst_ns.max(total);
+            self.slow_total_ns += total;
+            self.slow_body_ns += x.body_wait_ns;
+            // The slowest few: their figures are the story's (the first ones of a connection
+            // may not have the server's clock to confirm a slow body yet).
             if self.examples.len() < MAX_EXAMPLES {
                 self.examples.push(*x);
+            } else if let Some(k) =
+                (0..self.examples.len()).min_by_key(|k| self.examples[*k].server_total_ns())
+                && self.examples[k].server_total_ns() < total
+            {
+                self.examples[k] = *x;
             }
         }
     }
@@ -149,6 +167,9 @@ impl SlowServerProcessing {
         if contended.is_some() {
             severity = severity.min(Severity::Warning);
         }
+        // Most of the slow exchanges' server time came after their first byte.
+        let body_share = self.slow_body_ns as f64 / self.slow_total_ns.max(1) as f64;
+        let slow_body = body_share >= 0.5;
         let confidence = (0.6 + 0.2 * (exchanges as f64 / 20.0).min(1.0) + 0.19 * share).min(0.99);
         let mut f = Finding::new(
             FindingId::SlowServerProcessing,
@@ -164,6 +185,14 @@ impl SlowServerProcessing {
                      capture ends before the response does)",
                     worst_note(st, worst),
                     if exchanges == 1 { "" } else { "s" }
+                )
+            } else if slow_body {
+                format!(
+                    "The server takes {st:.1} ms to answer{}, {:.0}% of it after its first byte: \
+                     it writes the body slowly ({:.0}% of the {lat:.1} ms median latency)",
+                    worst_note(st, worst),
+                    body_share * 100.0,
+                    share * 100.0
                 )
             } else {
                 format!(
@@ -183,10 +212,33 @@ impl SlowServerProcessing {
              pool). The network delivers requests and responses promptly; the median request \
              waits {st:.1} ms inside the server before any answer leaves."
         );
-        f.fix = "Look inside the server: profile the request handler, its backends and \
+        if slow_body {
+            f.explanation = format!(
+                "The server starts answering at once but sends the rest of its answer in pieces \
+                 with pauses between them ({:.0}% of its time came after the first byte). The \
+                 pauses are the server's own: the client had acknowledged everything sent so \
+                 far (no window, congestion or loss held the data), and the server's TCP \
+                 timestamps show each piece leaving when it arrived, not sent earlier and \
+                 delayed on the way. A streamed answer (chunked encoding, server-sent events), \
+                 a proxy passing on a slow upstream as it arrives, or a generator that writes \
+                 as it computes all look like this: the median request spends {st:.1} ms \
+                 inside the server.",
+                body_share * 100.0
+            );
+        }
+        f.fix = if slow_body {
+            "Look at what produces the body: the upstream or backend the server streams from \
+             (nginx: `$upstream_response_time` against `$request_time`, and `proxy_buffering`), \
+             the handler's loop that writes the chunks; if the answer is a stream on purpose \
+             (events, long polling), its duration is not latency and should be measured as \
+             time to first byte."
+                .to_string()
+        } else {
+            "Look inside the server: profile the request handler, its backends and \
                  worker/queue saturation (e.g. the application's own timing logs or \
                  `$upstream_response_time` in nginx)."
-            .to_string();
+                .to_string()
+        };
         if let Some((busy, own, cores)) = contended {
             f.summary.push_str(&format!(
                 ", but the machine's CPU was saturated ({:.0}% busy on {cores} cores, \
@@ -243,6 +295,15 @@ impl SlowServerProcessing {
                             "request complete, first response byte {:.1} ms later (server time net \
                          of RTT); the capture ends while the response arrives",
                             ms(x.server_time_ns)
+                        )
+                    } else if x.body_wait_ns > 0 {
+                        format!(
+                            "request complete, first response byte {:.1} ms later (server time net \
+                         of RTT), then {:.1} ms of pauses between the server's response segments \
+                         with everything acknowledged; exchange took {:.1} ms",
+                            ms(x.server_time_ns),
+                            ms(x.body_wait_ns),
+                            ms(x.last_resp.ts_ns - x.first_req.ts_ns)
                         )
                     } else {
                         format!(

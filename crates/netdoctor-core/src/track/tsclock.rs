@@ -117,6 +117,13 @@ impl TsClock {
     }
 
     /// How long a packet stamped `rel` that arrived at `arrived_ns` waited on the way beyond
+    /// the least-delayed packet of the direction (0 or more), when the clock is a 1 ms one.
+    pub fn wait_ns(&self, rel: i64, arrived_ns: i64) -> Option<i64> {
+        self.one_khz()
+            .then(|| (arrived_ns - rel * MS - self.off_min).max(0))
+    }
+
+    /// How long a packet stamped `rel` that arrived at `arrived_ns` waited on the way beyond
     /// the least-delayed packet of the direction, when it can be told: `after_ns` is the
     /// earliest it can have left (its request's arrival at the capture point), else the
     /// clock is not a 1 ms one and nothing is said.

@@ -627,6 +627,8 @@ impl H2Conn {
                     resp_bytes: 0,
                     echo_min_ns: i64::MAX,
                     first_resp_ts: None,
+                    last_resp_ts: None,
+                    body_wait_ns: 0,
                 },
                 req_done: b.end_stream,
                 win,
