@@ -16,9 +16,9 @@
 
 use super::conn::Conn;
 use super::orient::looks_like_request;
-use crate::track::tsclock::TsClock;
 use crate::breakdown::ExchangeParts;
 use crate::event::{Pkt, side_bit};
+use crate::track::tsclock::TsClock;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
