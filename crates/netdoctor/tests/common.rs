@@ -56,6 +56,14 @@ pub fn diagnose_json(tag: &str, url: &str, args: &[&str]) -> serde_json::Value {
     r
 }
 
+/// The report's finding `id`, if it has one.
+pub fn finding<'a>(report: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
+    report["findings"]
+        .as_array()?
+        .iter()
+        .find(|f| f["id"] == id)
+}
+
 pub fn assert_schema(report: &serde_json::Value) {
     assert_doc_schema(report, netdoctor_report::SCHEMA_JSON)
 }

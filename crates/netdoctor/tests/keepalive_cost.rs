@@ -60,14 +60,6 @@ fn diagnose(lab: &HostLab, n: &TlsNginx, extra: &[&str]) -> Value {
     r
 }
 
-fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == id)
-}
-
 fn check<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
     r["checks"]
         .as_array()

@@ -9,6 +9,8 @@ mod common;
 mod labcase;
 use common::*;
 use labcase::*;
+// The panicking lookup of the lab cases, not common's Option.
+use labcase::finding;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;

@@ -6,6 +6,8 @@
 mod common;
 mod labcase;
 use labcase::*;
+// The panicking lookup of the lab cases, not common's Option.
+use labcase::finding;
 use netdoctor_lab::h2case;
 use serde_json::Value;
 

@@ -23,10 +23,6 @@ fn findings(r: &Value) -> &Vec<Value> {
     r["findings"].as_array().unwrap()
 }
 
-fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
-    findings(r).iter().find(|f| f["id"] == id)
-}
-
 fn ids(r: &Value) -> Vec<&str> {
     findings(r)
         .iter()

@@ -170,14 +170,6 @@ fn diagnose(lab: &PathLab, tag: &str) -> Value {
     diagnose_json(tag, &url, &["--netns", &lab.ns[0], "-c", "4", "-d", "4s"])
 }
 
-fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == id)
-}
-
 fn http_errors(r: &Value) -> Option<&Value> {
     finding(r, "http_errors")
 }

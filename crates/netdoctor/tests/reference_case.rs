@@ -9,13 +9,6 @@ use std::sync::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn finding<'a>(report: &'a serde_json::Value, id: &str) -> Option<&'a serde_json::Value> {
-    report["findings"]
-        .as_array()?
-        .iter()
-        .find(|f| f["id"] == id)
-}
-
 fn assert_nagle(off: &serde_json::Value) {
     assert_eq!(off["verdict"], "problem", "{off:#}");
     let f =

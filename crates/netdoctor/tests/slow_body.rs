@@ -52,34 +52,11 @@ S((sys.argv[3], int(sys.argv[1])), H).serve_forever()
 
 fn diagnose(lab: &HostLab, tag: &str, port: u16, path: &str) -> Value {
     let url = format!("http://{HOST_SERVER_IP}:{port}{path}");
-    let out = netdoctor(&[
-        "diagnose",
+    diagnose_json(
+        tag,
         &url,
-        "--netns",
-        lab.client_netns(),
-        "-c",
-        "8",
-        "-d",
-        "3s",
-        "--json",
-    ]);
-    let r = json(&out);
-    assert_schema(&r);
-    for f in r["findings"].as_array().unwrap() {
-        eprintln!(
-            "{tag}: {} {} {} : {}",
-            f["id"], f["severity"], f["side"], f["summary"]
-        );
-    }
-    r
-}
-
-fn finding<'a>(r: &'a Value, id: &str) -> Option<&'a Value> {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == id)
+        &["--netns", lab.client_netns(), "-c", "8", "-d", "3s"],
+    )
 }
 
 fn server_p50(r: &Value) -> f64 {
