@@ -124,6 +124,10 @@ fn reason_phrase(code: u16) -> &'static str {
 }
 
 /// The finding for a load whose requests failed; `None` when every request succeeded.
+/// The name of the probe evidence a rate-limit (429) finding leads with (the Chinese
+/// catalogue picks its sentences by it).
+pub const RATE_LIMIT_EVIDENCE: &str = "rate_limit";
+
 pub fn finding(l: &LoadOutcome) -> Option<Finding> {
     let failed = l.failed();
     if failed == 0 {
@@ -251,6 +255,13 @@ pub fn finding(l: &LoadOutcome) -> Option<Finding> {
     let limited = l.status.get(&429).copied().unwrap_or(0);
     if limited * 2 > failed {
         let ok = l.responses.saturating_sub(l.error_responses());
+        evidence.insert(
+            0,
+            Evidence::Probe {
+                probe: RATE_LIMIT_EVIDENCE.into(),
+                note: format!("{ok} of {attempted} requests got through the limit"),
+            },
+        );
         let mut f = Finding::new(
             FindingId::HttpErrors,
             Severity::Warning,
@@ -373,6 +384,9 @@ mod tests {
             f[0].summary
         );
         assert!(f[0].fix.contains("--rate"), "{}", f[0].fix);
+        assert!(
+            matches!(&f[0].evidence[0], Evidence::Probe { probe, .. } if probe == RATE_LIMIT_EVIDENCE)
+        );
         // The same counts as 503: the server's errors, critical (a limiter answering 503
         // cannot be told from an overloaded backend by the status alone).
         let f = run(outcome(&[(200, 155), (503, 195_933)]));

@@ -413,6 +413,36 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_limit_is_told_as_one_in_chinese_and_other_errors_keep_theirs() {
+        let mut f = Finding::new(
+            FindingId::HttpErrors,
+            Severity::Warning,
+            Side::Server,
+            "195933 of 196088 requests failed (99.9%): HTTP 429 Too Many Requests",
+        );
+        f.explanation = "e".into();
+        f.fix = "x".into();
+        f.impact.affected_fraction = Some(0.999);
+        f.evidence.push(Evidence::Probe {
+            probe: netdoctor_core::detect::http_errors::RATE_LIMIT_EVIDENCE.into(),
+            note: "155 of 196088 requests got through the limit".into(),
+        });
+        let zh = texts(&f, Lang::Zh);
+        assert!(zh.summary.contains("429"), "{}", zh.summary);
+        assert!(zh.summary.contains("限流"), "{}", zh.summary);
+        assert!(!zh.fix.contains("错误日志"), "{}", zh.fix);
+        assert!(zh.fix.contains("--rate"), "{}", zh.fix);
+        // The load's own evidence first: the server's errors, its error log.
+        f.evidence[0] = Evidence::Probe {
+            probe: "load".into(),
+            note: "HTTP 503".into(),
+        };
+        let zh = texts(&f, Lang::Zh);
+        assert!(!zh.summary.contains("429"), "{}", zh.summary);
+        assert!(zh.fix.contains("错误日志"), "{}", zh.fix);
+    }
+
+    #[test]
     fn english_is_the_detectors_text_and_empty_stays_empty() {
         let mut f = Finding::new(
             FindingId::NagleDelayedAck,

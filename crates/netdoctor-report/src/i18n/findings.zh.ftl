@@ -202,7 +202,13 @@ server_not_listening-fix = { $probe ->
 
 ## http_errors
 
-http_errors-summary = { $side ->
+# $probe 为 rate_limit：大多数失败是 429（Too Many Requests），是限流按设计拒绝了超出配额的请求。
+http_errors-summary = { $probe ->
+    [rate_limit] { $has_pct ->
+        [yes] { $pct }% 的请求
+       *[no] 部分请求
+    }收到 HTTP 429 Too Many Requests：限流拒绝了这次压测超出配额的部分，详见下方证据
+   *[other] { $side ->
     [network] { $has_pct ->
         [yes] { $pct }% 的请求
        *[no] 部分请求
@@ -211,14 +217,21 @@ http_errors-summary = { $side ->
         [yes] { $pct }% 的请求
        *[no] 部分请求
     }出错（4xx/5xx 响应、复位或超时），详见下方证据
+    }
 }
-http_errors-explanation = { $side ->
+http_errors-explanation = { $probe ->
+    [rate_limit] 服务端（或它前面的代理、网关）回复了 429 Too Many Requests：限流有意在处理之前拒绝了超出配额的请求。这次压测要求的速率超过了限额，所以这些失败衡量的是限额，而不是服务端的健康状况；延迟数字也大多来自快速的拒绝，而不是真正的请求。
+   *[other] { $side ->
     [network] 连接建立了，服务端确认收到了请求，它的内核在目标的连接上一再重传应答，而客户端旁的抓包几乎没有看到这些报文到达：服务端回复了，应答在两台主机之间丢失。小包（握手、请求、ACK，也许还有响应头）能通过，满尺寸的数据段却通不过：这是路径 MTU 黑洞的迹象（路径上 MTU 变小的那一跳丢弃满尺寸报文，而告知服务端的 ICMP“需要分片”在途中被过滤），或者有过滤规则丢弃了服务端的数据。
    *[other] 请求失败了：服务端返回了错误状态码（4xx 表示请求本身不对，例如路径、主机名、方法或认证；5xx 表示服务端出错），或者在响应完成之前复位、关闭了连接，拒绝连接，或在超时时间内没有回复。如果是压测端自己的资源（文件描述符、本地端口）先耗尽，失败说明不了服务端的问题。失败的请求无论多快都不算健康。
+    }
 }
-http_errors-fix = { $side ->
+http_errors-fix = { $probe ->
+    [rate_limit] 要衡量服务端本身，就待在限额以内：用低于通过量的固定速率（`--rate`），或减少连接数（-c）。如果真实的客户端也被拒绝，就在设置限额的地方调高它（nginx 的 `limit_req_zone … rate=` 和 `burst`、API 网关的配额、应用自己的限流），或让客户端退避并遵守 Retry-After。
+   *[other] { $side ->
     [network] 查看两台主机之间的路径，而不是服务端的错误日志：让 ICMP 类型 3 代码 4（以及 ICMPv6 包过大）通过路径上的防火墙，或在路由器上钳制 MSS（`iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`），或把接口的 MTU 调到路径上最小的那个；`ping -M do -s 1472 TARGET` 可以看出满尺寸的包能否通过。
    *[other] 查看服务端的错误日志中失败的请求；一部分 503 通常意味着后端过载或限流，复位和超时意味着 worker 崩溃或饱和。对于 4xx，核对 URL（路径和主机名）、方法（-m）和请求头（-H，例如认证），`curl -v URL` 会显示服务端的回复。如果是压测端的资源不够：调大文件描述符上限（`ulimit -n`）、加大 `net.ipv4.ip_local_port_range` 或使用 keep-alive，或减少连接数（`-c`）。
+    }
 }
 
 ## high_base_rtt
