@@ -40,6 +40,9 @@ pub struct VerdictInputs {
     /// The capture itself missed a large part of the data (a share of the bytes the receivers
     /// acknowledged were never captured): what was not seen cannot be called healthy.
     pub capture_incomplete: Option<String>,
+    /// Nearly every answer of the load was a redirect (3xx), with the figures: what was timed
+    /// is the redirect, not the page it points to, so the page cannot be called healthy.
+    pub redirected: Option<String>,
     /// A probe-only run (`netdoctor dns`, `netdoctor trace`): no load and no capture are
     /// expected, so the capture and exchange checks do not apply; the probes having been
     /// answered is the evidence instead.
@@ -86,6 +89,10 @@ pub enum Reason {
     CaptureIncomplete {
         detail: String,
     },
+    /// The load timed redirects, not the page they point to.
+    Redirected {
+        detail: String,
+    },
 }
 
 impl Reason {
@@ -116,6 +123,10 @@ impl Reason {
             Reason::CaptureIncomplete { detail } => {
                 format!("the capture is incomplete: {detail}")
             }
+            Reason::Redirected { detail } => format!(
+                "the run timed redirects, not the page they point to: {detail}; diagnose the \
+                 URL of their Location header (`curl -sI URL` shows it)"
+            ),
         }
     }
 }
@@ -178,6 +189,11 @@ pub fn decide(findings: &mut [Finding], inputs: &VerdictInputs) -> Outcome {
     }
     if let Some(detail) = &inputs.capture_incomplete {
         reasons.push(Reason::CaptureIncomplete {
+            detail: detail.clone(),
+        });
+    }
+    if let Some(detail) = &inputs.redirected {
+        reasons.push(Reason::Redirected {
             detail: detail.clone(),
         });
     }
@@ -326,6 +342,24 @@ mod tests {
         );
         let mut v = vec![finding(FindingId::DnsSlow, Severity::Warning, 300.0)];
         assert_eq!(decide(&mut v, &silent).verdict, Verdict::Problem);
+    }
+
+    #[test]
+    fn a_run_that_timed_only_redirects_is_not_healthy_but_a_problem_stays_one() {
+        let redirected = VerdictInputs {
+            redirected: Some("HTTP 301 on 100 % of 5,000 answers".into()),
+            ..ok_inputs()
+        };
+        let o = decide(&mut [], &redirected);
+        assert_eq!(o.verdict, Verdict::Inconclusive);
+        assert!(o.reasons[0].message().contains("Location"), "{o:?}");
+        let mut v = vec![finding(
+            FindingId::NagleDelayedAck,
+            Severity::Critical,
+            40.0,
+        )];
+        assert_eq!(decide(&mut v, &redirected).verdict, Verdict::Problem);
+        assert_eq!(decide(&mut [], &ok_inputs()).verdict, Verdict::Healthy);
     }
 
     #[test]

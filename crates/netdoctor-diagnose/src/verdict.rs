@@ -67,10 +67,42 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
             .filter(|l| l.client_limits.is_empty())
             .map_or(0, |l| l.failed()),
         client_limited: load.as_ref().is_some_and(|l| !l.client_limits.is_empty()),
+        redirected: load.as_ref().and_then(redirected),
         probe_run: None,
     };
     report.findings = findings;
     report.decide(&inputs);
+}
+
+/// The redirect statuses (304 Not Modified is an answer about the page, not a redirect).
+const REDIRECTS: [u16; 5] = [301, 302, 303, 307, 308];
+
+/// Nearly every answer of the load (9 in 10 or more) was a redirect: the figures are those of
+/// the redirects (a 301 to HTTPS, to a trailing slash, to a login page), not of the page the
+/// user meant, so the run cannot call that page healthy.
+fn redirected(l: &netdoctor_core::observation::LoadOutcome) -> Option<String> {
+    let redirects: u64 = l
+        .status
+        .iter()
+        .filter(|(c, _)| REDIRECTS.contains(*c))
+        .map(|(_, n)| *n)
+        .sum();
+    if l.responses == 0 || redirects * 10 < l.responses * 9 {
+        return None;
+    }
+    let mut codes: Vec<String> = l
+        .status
+        .keys()
+        .filter(|c| REDIRECTS.contains(*c))
+        .map(|c| c.to_string())
+        .collect();
+    codes.sort();
+    Some(format!(
+        "HTTP {} on {:.0}% of {} answers",
+        codes.join("/"),
+        redirects as f64 * 100.0 / l.responses as f64,
+        l.responses
+    ))
 }
 
 /// A healthy verdict must not hide latency nothing explains: when p50 under load is far above
@@ -92,4 +124,33 @@ fn unexplained_latency(report: &Report) -> Option<String> {
             ms(base)
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netdoctor_core::observation::LoadOutcome;
+
+    fn load(status: &[(u16, u64)]) -> LoadOutcome {
+        LoadOutcome {
+            responses: status.iter().map(|s| s.1).sum(),
+            status: status.iter().copied().collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_redirects_are_told_and_a_page_with_some_redirects_is_not() {
+        assert_eq!(
+            redirected(&load(&[(301, 4000)])).as_deref(),
+            Some("HTTP 301 on 100% of 4000 answers")
+        );
+        assert_eq!(
+            redirected(&load(&[(200, 5), (302, 95), (307, 5)])).as_deref(),
+            Some("HTTP 302/307 on 95% of 105 answers")
+        );
+        assert_eq!(redirected(&load(&[(200, 20), (301, 80)])), None);
+        assert_eq!(redirected(&load(&[(304, 1000)])), None);
+        assert_eq!(redirected(&load(&[])), None);
+    }
 }

@@ -14,9 +14,11 @@
 //! Also a rate limiter (nginx `limit_req`, 50 r/s) that answers 429: `http_errors` says a rate
 //! limit turned the load away (a warning, and `--rate` in the fix); the same limiter answering
 //! its default 503 stays the server's errors (the status alone cannot tell it from an
-//! overloaded backend).
+//! overloaded backend). A URL that only answers a 301 redirect is not called healthy (the
+//! redirect was timed, not the page: the verdict is inconclusive and says so); the page it
+//! points to, on the same nginx, is.
 //!
-//! One python3 HTTP server (ports 19410 and 19411) and one nginx (19412, 19413, in namespaces `nd-ex-sb<pid>-*` this test
+//! One python3 HTTP server (ports 19410 and 19411) and one nginx (19412-19414, in namespaces `nd-ex-sb<pid>-*` this test
 //! creates and removes on drop, also on failure).
 
 mod common;
@@ -116,7 +118,8 @@ fn a_body_streamed_slowly_is_the_servers_time_and_its_look_alikes_are_not() {
                  events {{ worker_connections 1024; }}\n\
                  http {{ access_log off; limit_req_zone $server_addr zone=one:1m rate=50r/s;\n\
                  server {{ listen {ip}:19412; root {d}; location / {{ limit_req zone=one burst=5 nodelay; limit_req_status 429; }} }}\n\
-                 server {{ listen {ip}:19413; root {d}; location / {{ limit_req zone=one burst=5 nodelay; }} }} }}\n"
+                 server {{ listen {ip}:19413; root {d}; location / {{ limit_req zone=one burst=5 nodelay; }} }}\n\
+                 server {{ listen {ip}:19414; root {d}; location = /old {{ return 301 /; }} }} }}\n"
             ),
         )
         .unwrap();
@@ -148,13 +151,25 @@ fn a_body_streamed_slowly_is_the_servers_time_and_its_look_alikes_are_not() {
             (&"critical".into(), &"server".into())
         );
         assert!(f["summary"].as_str().unwrap().contains("503"), "{f}");
+        // A URL that only redirects: what was timed is the 301, not the page; the page
+        // itself, on the same server, is healthy.
+        let r = diagnose(&lab, "301", 19414, "/old");
+        assert_eq!(r["verdict"], "inconclusive", "{}", r["verdict"]);
+        let (status, reason) = check(&r, "verdict");
+        assert_eq!(status, "skipped");
+        assert!(
+            reason.contains("redirects") && reason.contains("301"),
+            "{reason}"
+        );
+        let r = diagnose(&lab, "page", 19414, "/");
+        assert_eq!(r["verdict"], "healthy", "{}", r["verdict"]);
     } else {
         eprintln!("rate limit part skipped: needs nginx (apt-get install nginx-light)");
     }
 
     // The body streamed slowly: the server's time, after its first byte.
     let r = diagnose(&lab, "stream", 19410, "/stream");
-    assert_ne!(r["verdict"]["status"], "healthy", "{}", r["verdict"]);
+    assert_ne!(r["verdict"], "healthy", "{}", r["verdict"]);
     let f = finding(&r, "slow_server_processing").expect("slow_server_processing");
     assert_eq!(f["side"], "server");
     let s = f["summary"].as_str().unwrap();
