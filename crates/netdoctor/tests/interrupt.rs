@@ -83,11 +83,16 @@ fn sigint_during_diagnose_reports_what_was_measured() {
     drop(file);
     let out = netdoctor(&["analyze", "--json", pcap.to_str().unwrap()]);
     let a = json(&out);
-    assert_eq!(
-        a["measurements"]["capture"]["warnings"],
-        serde_json::json!([]),
-        "{a:#}"
-    );
+    // No warning but the one that frames delivered by two CPUs may earn: a frame stamped a
+    // few microseconds before the one written ahead of it (read in timestamp order).
+    let warnings: Vec<&str> = a["measurements"]["capture"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| !w.contains("stamped earlier than the frame before them"))
+        .collect();
+    assert!(warnings.is_empty(), "{a:#}");
     if let Ok(t) = Command::new("tshark")
         .arg("-r")
         .arg(&pcap)

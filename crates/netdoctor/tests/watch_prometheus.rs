@@ -56,8 +56,8 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
     );
     let (_prom, prom) = start_prometheus(&tmp.path().join("prom"), &config, &[]);
 
-    load(stall, 5);
-    load(healthy, 5);
+    load(stall, 5, None);
+    load(healthy, 5, Some(5000));
     // Both ports' loaded windows must have ended and been scraped.
     let q_requests = format!("max_over_time(netdoctor_requests_total{{port=\"{healthy}\"}}[10m])");
     wait_for(
@@ -130,7 +130,7 @@ fn prometheus_sees_the_nagle_finding_and_nothing_on_the_healthy_port() {
     // The fix (tcp_nodelay on), under load again: the port's windows are healthy with traffic
     // and the alert resolves.
     _nginx.fix(stall, healthy);
-    load(stall, 7);
+    load(stall, 7, Some(5000));
     let q_healthy_windows = format!(
         "increase(netdoctor_windows_total{{port=\"{stall}\",verdict!=\"problem\"}}[15s]) > 0 \
          and on(port) increase(netdoctor_requests_total{{port=\"{stall}\"}}[15s]) > 1000"
