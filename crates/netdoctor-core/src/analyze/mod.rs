@@ -9,7 +9,8 @@
 //! `orient` (which side is the server, also for connections picked up mid-stream), `tcp`
 //! (the per-segment path), `http` (exchange splitting by turns; HTTP/1.x recognised), `hub`
 //! (aggregates and the detectors, fed with [`crate::event::Event`]s), `quality`
-//! (capture-quality warnings).
+//! (capture-quality warnings), `conclude` (the detectors' conclusions and the exchange figures
+//! as an [`Analysis`]), `order` (a file's frames put back in timestamp order).
 //!
 //! TCP reconstruction is hand-written: crates that reassemble TCP streams (for IDS use)
 //! buffer payload and do not expose the timing of ACKs relative to data, which is what the
@@ -30,6 +31,7 @@
 
 mod agg;
 pub mod bulk;
+mod conclude;
 mod conn;
 mod flow;
 pub mod h2;
@@ -54,13 +56,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::breakdown::Breakdown;
 use crate::decode::decode;
-use crate::detect::Context;
 use crate::event::Event;
-use crate::finding::{Finding, rank};
+use crate::finding::Finding;
 use crate::observation::Observation;
 use crate::packet::RawPacket;
 use crate::stats::Percentiles;
 pub use crate::track::flags::SegFlags;
+use conclude::{conclude, conclude_judged};
 use conn::Conn;
 use flow::ConnKey;
 use hub::Hub;
@@ -633,76 +635,4 @@ fn stamp(stats: &mut CaptureStats, clamped_ts: &mut u64, pkt: &RawPacket<'_>) ->
     }
     stats.last_ts_ns = Some(ts);
     ts
-}
-
-/// The detectors' reports and the exchange figures over `g`, with the capture's `stats`.
-fn conclude(stats: &mut CaptureStats, clamped_ts: u64, g: &mut agg::Agg) -> Analysis {
-    let judged = stats.clone();
-    conclude_judged(stats, &judged, clamped_ts, g)
-}
-
-/// [`conclude`] for one window: the findings and warnings read the window's own counts
-/// (`judged`, with `clamped_ts` since the window started); the result carries the
-/// cumulative `stats`.
-fn conclude_judged(
-    stats: &mut CaptureStats,
-    judged: &CaptureStats,
-    clamped_ts: u64,
-    g: &mut agg::Agg,
-) -> Analysis {
-    let t0 = stats.first_ts_ns.unwrap_or(0);
-    if let (Some(a), Some(b)) = (stats.first_ts_ns, stats.last_ts_ns) {
-        stats.duration_s = (b - a).max(0) as f64 / 1e9;
-    }
-    let cx = Context {
-        t0_ns: t0,
-        exchanges: g.exchanges - g.incomplete,
-        incomplete: g.incomplete,
-        connections: judged.connections,
-        data_segments: judged.data_segments,
-        latency_p50_ms: g.latency.quantile_ms(0.5),
-        server_time_p50_ms: g.server_time.quantile_ms(0.5),
-    };
-    let mut findings: Vec<Finding> = Vec::new();
-    for d in &mut g.detectors {
-        d.finish(&cx, &mut findings);
-    }
-    let warnings = quality::warnings(judged, clamped_ts, &mut findings);
-    rank(&mut findings);
-    let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
-    let bands = g.breakdown.finish();
-    Analysis {
-        stats: CaptureStats {
-            bulk: g.bulk.clone(),
-            ..stats.clone()
-        },
-        exchanges: ExchangeStats {
-            count: g.exchanges,
-            incomplete: g.incomplete,
-            method: match (
-                g.http1_exchanges,
-                g.h2_exchanges,
-                g.exchanges - g.http1_exchanges - g.h2_exchanges,
-            ) {
-                (0, 0, 0) => None,
-                (_, 0, 0) => Some(ExchangeMethod::Http1),
-                (0, _, 0) => Some(ExchangeMethod::H2),
-                (0, 0, _) => Some(ExchangeMethod::Turns),
-                _ => Some(ExchangeMethod::Mixed),
-            },
-            latency_ms: g.latency.percentiles(),
-            server_time_ms: g.server_time.percentiles(),
-            rtt_ms,
-            latency_cumulative: g.latency.cumulative_at_bounds(),
-            latency_recorded_us: g.latency.recorded_us(),
-            breakdown_p50_ms: bands.map(|b| b.p50),
-            breakdown_p90_ms: bands.map(|b| b.p90),
-            breakdown_p99_ms: bands.map(|b| b.p99),
-            breakdown_p999_ms: bands.map(|b| b.p999),
-            breakdown_max_ms: bands.map(|b| b.max),
-            breakdown_mean_ms: bands.map(|b| b.mean),
-        },
-        findings,
-        warnings,
-    }
 }

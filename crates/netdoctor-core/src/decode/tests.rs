@@ -651,34 +651,6 @@ fn options_like_etherparse() {
     }
 }
 
-/// An IPv4 header (protocol `proto`, 10.9.0.1 → 10.9.0.2) in front of `payload`.
-fn outer_ipv4(proto: u8, payload: &[u8]) -> Vec<u8> {
-    let total = (20 + payload.len()) as u16;
-    let mut p = vec![
-        0x45, 0, 0, 0, 0, 1, 0, 0, 64, proto, 0, 0, 10, 9, 0, 1, 10, 9, 0, 2,
-    ];
-    p[2..4].copy_from_slice(&total.to_be_bytes());
-    p.extend_from_slice(payload);
-    p
-}
-
-/// A UDP header to `dport` in front of `payload`.
-fn udp(dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut u = vec![0x30, 0x39];
-    u.extend_from_slice(&dport.to_be_bytes());
-    u.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    u.extend_from_slice(&[0, 0]);
-    u.extend_from_slice(payload);
-    u
-}
-
-fn ethernet(ip: &[u8]) -> Vec<u8> {
-    let mut e = vec![0u8; 12];
-    e.extend_from_slice(&[0x08, 0x00]);
-    e.extend_from_slice(ip);
-    e
-}
-
 mod tunnel;
 
 #[test]
