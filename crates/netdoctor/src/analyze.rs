@@ -11,7 +11,7 @@ use crate::cli::AnalyzeArgs;
 use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
 use netdoctor_core::RawPacket;
-use netdoctor_core::analyze::order::TimeOrder;
+use netdoctor_core::analyze::order::{StampOrder, TimeOrder};
 use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
@@ -84,7 +84,11 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let jobs = args
         .jobs
         .unwrap_or_else(|| default_jobs(&args.file, args.follow));
-    let read = |file: &mut CaptureFile, sort: Option<u64>| {
+    // A regular file read in file order stops at its first backdated frame and is read again
+    // in timestamp order (netdoctor_core::analyze::order); a pipe or a followed file keeps
+    // file order and its warning.
+    let rereads = rereadable(&args.file, args.follow);
+    let read = |file: &mut CaptureFile, sort: bool| {
         // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
         let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
             Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg.clone(), jobs)))
@@ -104,25 +108,33 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                 last_tick = Instant::now();
             }
         };
-        let summary = match sort {
-            None => file.for_each_packet(&mut |p| {
+        // The frames stamped before the frame ahead of them, in file order.
+        let mut stamps = StampOrder::new();
+        let mut backdated_at = None;
+        let summary = if sort {
+            let mut order = TimeOrder::new();
+            let summary = file.for_each_packet(&mut |p| {
+                stamps.push(p.ts_ns);
+                order.push(p, &mut feed);
+                ControlFlow::Continue(())
+            })?;
+            order.finish(&mut feed);
+            summary
+        } else {
+            file.for_each_packet(&mut |p| {
+                if rereads && stamps.push(p.ts_ns) {
+                    backdated_at = Some(p.frame);
+                    return ControlFlow::Break(());
+                }
                 feed(p);
                 ControlFlow::Continue(())
-            })?,
-            Some(_) => {
-                let mut order = TimeOrder::new();
-                let summary = file.for_each_packet(&mut |p| {
-                    order.push(p, &mut feed);
-                    ControlFlow::Continue(())
-                })?;
-                order.finish(&mut feed);
-                summary
-            }
+            })?
         };
+        let sorted = if sort { stamps.backdated() } else { 0 };
         progress.end_ticks();
         let analysis = match analyzer {
             Engine::One(mut a) => {
-                a.note_sorted_frames(sort.unwrap_or(0));
+                a.note_sorted_frames(sorted);
                 if let Some(path) = &args.dump_flags {
                     let mut flags = a.take_flags();
                     flags.sort_by_key(|(frame, _)| *frame);
@@ -131,23 +143,20 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                 a.finish()
             }
             Engine::Sharded(mut a) => {
-                a.note_sorted_frames(sort.unwrap_or(0));
+                a.note_sorted_frames(sorted);
                 a.finish()
             }
         };
-        anyhow::Ok((summary, analysis))
+        anyhow::Ok((summary, analysis, backdated_at))
     };
-    let (mut summary, mut analysis) = read(&mut file, None)?;
-    // Frames stamped before their predecessor: a regular file is read again, in timestamp
-    // order (netdoctor_core::analyze::order); a pipe or a followed file keeps its warning.
-    let backdated = analysis.stats.quality.backdated_frames;
-    if backdated > 0 && rereadable(&args.file, args.follow) {
+    let (mut summary, mut analysis, backdated_at) = read(&mut file, false)?;
+    if let Some(frame) = backdated_at {
         progress.stage(&format!(
-            "{backdated} frames are stamped before the frame ahead of them: reading {shown} \
-             again in timestamp order"
+            "frame {frame} is stamped before the frame ahead of it: reading {shown} again in \
+             timestamp order"
         ));
         let mut again = CaptureFile::open_with(&args.file, None)?;
-        (summary, analysis) = read(&mut again, Some(backdated))?;
+        (summary, analysis, _) = read(&mut again, true)?;
     }
 
     let mut report = Report::new(

@@ -615,6 +615,15 @@ impl Gone {
     }
 }
 
+/// `ts` kept within [`TS_BOUND_NS`] of the capture's first timestamp `t0` (see [`stamp`]).
+#[inline]
+pub(crate) fn clamp_stamp(t0: i64, ts: i64) -> i64 {
+    ts.clamp(
+        t0.saturating_sub(TS_BOUND_NS),
+        t0.saturating_add(TS_BOUND_NS),
+    )
+}
+
 /// Counts a packet in `stats` and returns its timestamp, clamped: timestamps from files can be
 /// anything, and keeping every one within [`TS_BOUND_NS`] of the first bounds every difference
 /// the detectors take (and multiply) far from overflow.
@@ -623,10 +632,7 @@ fn stamp(stats: &mut CaptureStats, clamped_ts: &mut u64, pkt: &RawPacket<'_>) ->
     stats.packets += 1;
     stats.bytes += u64::from(pkt.orig_len);
     let t0 = *stats.first_ts_ns.get_or_insert(pkt.ts_ns);
-    let ts = pkt.ts_ns.clamp(
-        t0.saturating_sub(TS_BOUND_NS),
-        t0.saturating_add(TS_BOUND_NS),
-    );
+    let ts = clamp_stamp(t0, pkt.ts_ns);
     if ts != pkt.ts_ns {
         *clamped_ts += 1;
     }
