@@ -57,3 +57,34 @@ fn segments_whose_options_the_snap_length_cut_are_still_read() {
     let (cut, _) = analyze_cut("healthy-eth.pcap", 54);
     assert!(ids(&cut).is_empty(), "{:#?}", cut.findings);
 }
+
+/// A SYN cut inside its options says what was lost and what it means, in one line, instead
+/// of "could not be decoded"; a capture whose options all fit (snap length 96) says nothing,
+/// and a frame cut for another reason still counts as undecodable.
+#[test]
+fn a_cut_syn_says_what_was_lost() {
+    let (cut, syns) = analyze_cut("slow-eth.pcap", 54);
+    assert_eq!(cut.stats.syns_cut, syns);
+    let lines: Vec<_> = cut
+        .warnings
+        .iter()
+        .filter(|w| w.contains("window scale is lost"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{:#?}", cut.warnings);
+    assert!(
+        lines[0].starts_with(&format!("capture quality: {syns} SYN")),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains("picked up mid-stream"), "{}", lines[0]);
+    assert!(
+        !cut.warnings
+            .iter()
+            .any(|w| w.contains("could not be decoded")),
+        "{:#?}",
+        cut.warnings
+    );
+    let (whole, _) = analyze_cut("slow-eth.pcap", 96);
+    assert_eq!((whole.stats.syns_cut, whole.stats.decode_errors), (0, 0));
+    assert!(whole.warnings.iter().all(|w| !w.contains("window scale")));
+}

@@ -162,6 +162,11 @@ pub enum DecodeError {
         layer: &'static str,
         what: &'static str,
     },
+    /// A SYN (or SYN/ACK) whose TCP options the snap length cut: its window scale is lost.
+    #[error(
+        "decode frame {frame}: SYN's TCP options cut by the snap length ({len} bytes captured)"
+    )]
+    SynOptionsCut { frame: u64, len: usize },
 }
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -555,7 +560,14 @@ fn tcp_segment<'a>(
     // options that were captured are read. A SYN's cut options would hide its window scale
     // (every window then read 2^scale too small): it stays an error, and its connection is
     // read as one picked up mid-stream.
-    let cut = pkt.data.len() < pkt.orig_len as usize && h[13] & 0x02 == 0;
+    let short = pkt.data.len() < pkt.orig_len as usize;
+    let cut = short && h[13] & 0x02 == 0;
+    if tcp.len() < hlen && short && !cut {
+        return Err(DecodeError::SynOptionsCut {
+            frame,
+            len: pkt.data.len(),
+        });
+    }
     if tcp.len() < hlen && !cut {
         return Err(DecodeError::Truncated {
             frame,

@@ -271,8 +271,8 @@ impl ShardedAnalyzer {
                     self.count_in_round(0);
                     return None;
                 }
-                Err(_) => {
-                    self.stats.decode_errors += 1;
+                Err(e) => {
+                    self.stats.count_decode_error(&e);
                     self.count_in_round(0);
                     return None;
                 }
@@ -413,7 +413,7 @@ fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: Wo
                     a.on_segment(seg);
                 }
                 Ok(None) => a.stats.other_packets += 1,
-                Err(_) => a.stats.decode_errors += 1,
+                Err(e) => a.stats.count_decode_error(&e),
             }
         }
         if let Some(h) = a.shared.handle() {
@@ -504,6 +504,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         tcp_segments,
         other_packets,
         decode_errors,
+        syns_cut,
         connections,
         connections_with_handshake,
         connections_untracked,
@@ -553,6 +554,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     a.tcp_segments += tcp_segments;
     a.other_packets += other_packets;
     a.decode_errors += decode_errors;
+    a.syns_cut += syns_cut;
     a.connections += connections;
     a.connections_with_handshake += connections_with_handshake;
     a.connections_untracked += connections_untracked;
