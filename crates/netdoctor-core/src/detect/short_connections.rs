@@ -315,13 +315,12 @@ impl ShortConnections {
              connection starts with a small congestion window, and every closed connection \
              leaves a TIME_WAIT socket behind (at high rates: ephemeral port exhaustion). With \
              keep-alive the handshake is paid once per connection.{}{}{}",
-            match (seen, think_shown) {
-                (true, false) =>
-                    format!(" (median {setup:.2} ms here from SYN to the first request byte)"),
-                (true, true) => format!(
-                    " (median {setup:.2} ms here from SYN to the client's ACK of the SYN/ACK)"
-                ),
-                (false, _) => String::new(),
+            if seen {
+                format!(
+                    " (median {setup:.2} ms here from the SYN to the client's ACK of the SYN/ACK)"
+                )
+            } else {
+                String::new()
             },
             if think_shown {
                 format!(
