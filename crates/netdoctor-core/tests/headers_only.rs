@@ -88,3 +88,34 @@ fn a_cut_syn_says_what_was_lost() {
     assert_eq!((whole.stats.syns_cut, whole.stats.decode_errors), (0, 0));
     assert!(whole.warnings.iter().all(|w| !w.contains("window scale")));
 }
+
+/// `analyze -j N` reads a headers-only capture as `-j 1` does: the worker that decodes a frame
+/// knows its length on the wire, so a segment the snap length cut is read, and a cut SYN is
+/// told as one (it was "could not be decoded" for every cut segment).
+#[test]
+fn workers_read_cut_segments_as_one_thread_does() {
+    let cut = |jobs: usize| {
+        let mut a =
+            netdoctor_core::analyze::shard::ShardedAnalyzer::new(AnalyzerConfig::default(), jobs);
+        for_each_packet("slow-eth.pcap", |p| {
+            let data = &p.data[..p.data.len().min(54)];
+            a.push(&RawPacket { data, ..*p });
+        });
+        a.finish()
+    };
+    let (one, two) = (cut(1), cut(2));
+    assert!(one.stats.syns_cut > 0);
+    assert_eq!(
+        (
+            two.stats.syns_cut,
+            two.stats.decode_errors,
+            two.stats.tcp_segments
+        ),
+        (
+            one.stats.syns_cut,
+            one.stats.decode_errors,
+            one.stats.tcp_segments
+        )
+    );
+    assert_eq!(one.warnings, two.warnings);
+}

@@ -65,6 +65,8 @@ struct Frame {
     link: LinkType,
     off: u32,
     len: u32,
+    /// The length on the wire: a frame the snap length cut is read as one (its TCP options).
+    orig_len: u32,
 }
 
 /// One round's frames for one worker, copied into one buffer.
@@ -252,6 +254,7 @@ impl ShardedAnalyzer {
             link: pkt.link,
             off: b.data.len() as u32,
             len: pkt.data.len() as u32,
+            orig_len: pkt.orig_len,
         });
         b.data.extend_from_slice(pkt.data);
         self.count_in_round(pkt.data.len());
@@ -401,7 +404,7 @@ fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: Wo
                 ts_ns: f.ts_ns,
                 link: f.link,
                 data: &b.data[f.off as usize..(f.off + f.len) as usize],
-                orig_len: f.len,
+                orig_len: f.orig_len,
             };
             match decode(&pkt) {
                 Ok(Some(ref seg)) => {
