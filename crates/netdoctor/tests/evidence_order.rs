@@ -43,14 +43,24 @@ fn our_own_capture_is_written_in_timestamp_order() {
         .output()
         .expect("run netdoctor");
     let v = json(&out);
-    let captured = v["measurements"]["capture"]["stats"]["packets"].as_u64().unwrap();
+    let captured = v["measurements"]["capture"]["stats"]["packets"]
+        .as_u64()
+        .unwrap();
     let ts = stamps(&pcap);
     // Every frame the run analyzed is in the file (none left in the writer's buffer)...
-    assert_eq!(ts.len() as u64, captured, "{}", v["measurements"]["capture"]["stats"]);
+    assert_eq!(
+        ts.len() as u64,
+        captured,
+        "{}",
+        v["measurements"]["capture"]["stats"]
+    );
     assert!(captured > 1000, "{captured}");
     // ...in stamp order.
     let back = ts.windows(2).filter(|w| w[1] < w[0]).count();
-    assert_eq!(back, 0, "{back} frames stamped before the frame ahead of them");
+    assert_eq!(
+        back, 0,
+        "{back} frames stamped before the frame ahead of them"
+    );
     let an = Command::new(env!("CARGO_BIN_EXE_netdoctor"))
         .args(["analyze", "--json"])
         .arg(&pcap)
@@ -59,5 +69,8 @@ fn our_own_capture_is_written_in_timestamp_order() {
     let a = json(&an);
     let warnings = a["measurements"]["capture"]["warnings"].to_string();
     assert!(!warnings.contains("stamped earlier"), "{warnings}");
-    assert_eq!(a["measurements"]["capture"]["stats"]["packets"].as_u64(), Some(captured));
+    assert_eq!(
+        a["measurements"]["capture"]["stats"]["packets"].as_u64(),
+        Some(captured)
+    );
 }
