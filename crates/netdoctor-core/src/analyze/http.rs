@@ -278,12 +278,29 @@ impl Conn {
     /// when it shows pipelining (a second HTTP/1 request line before any response). Kept
     /// apart from the exchange state machine (and out of line) so the per-packet path stays
     /// as it was. (A connection that opens with the HTTP/2 preface is read by `super::h2`.)
+    ///
+    /// A request line that follows an answer the capture dropped looks the same from the
+    /// client's packets alone; its ACK tells them apart: a pipelining client has acknowledged
+    /// no server data beyond what was captured, one whose answer went uncaptured has.
     #[inline(never)]
     pub(super) fn check_ambiguous(&mut self, payload: &[u8]) {
         self.ambiguous = match (self.phase, self.cur) {
-            (Phase::Request, Some(x)) => x.found == Found::Http1 && looks_like_request(payload),
+            (Phase::Request, Some(x)) => {
+                x.found == Found::Http1 && looks_like_request(payload) && !self.answer_unseen()
+            }
             _ => false,
         };
+    }
+
+    /// The client acknowledged server data the capture never saw (a capture gap).
+    fn answer_unseen(&self) -> bool {
+        let srv = &self.dirs[self.server];
+        match (srv.acked, srv.seen_nxt) {
+            (Some(a), Some(s)) => super::flow::seq_gt(a, s),
+            // No server data captured: past the SYN/ACK, when it was seen.
+            (Some(a), None) => srv.syn_seen && super::flow::seq_gt(a, srv.isn.wrapping_add(1)),
+            (None, _) => false,
+        }
     }
 }
 

@@ -89,6 +89,10 @@ pub struct CaptureStats {
     /// Valid packets that are not TCP segments (ARP, UDP, IP fragments, ...).
     pub other_packets: u64,
     pub decode_errors: u64,
+    /// Of [`CaptureStats::decode_errors`], SYNs and SYN/ACKs whose TCP options the snap
+    /// length cut (their window scale lost; their connections read as picked up mid-stream).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub syns_cut: u64,
     /// Connections analyzed (each SYN or each mid-stream connection counts once).
     pub connections: u64,
     pub connections_with_handshake: u64,
@@ -388,7 +392,7 @@ impl Analyzer {
                 self.on_segment(seg);
             }
             Ok(None) => self.stats.other_packets += 1,
-            Err(_) => self.stats.decode_errors += 1,
+            Err(e) => self.stats.count_decode_error(&e),
         }
     }
 

@@ -128,8 +128,21 @@ pub(super) fn one_way_reason(q: &CaptureQuality, connections: u64) -> String {
 /// The warnings for `s`; lowers the confidence of transport findings when packets are missing.
 pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Finding]) -> Vec<String> {
     let mut warnings = Vec::new();
-    if s.decode_errors > 0 {
-        warnings.push(format!("{} packets could not be decoded", s.decode_errors));
+    if s.syns_cut > 0 {
+        warnings.push(format!(
+            "capture quality: {} SYN or SYN/ACK segments were cut by the snap length inside their \
+             TCP options, so their window scale is lost: their connections were read as picked \
+             up mid-stream (no handshake RTT, setup time or SYN retransmission from them, and \
+             their windows checked only for a true zero); capture with a snap length of at \
+             least 96 bytes (tcpdump -s 96)",
+            s.syns_cut
+        ));
+    }
+    if s.decode_errors > s.syns_cut {
+        warnings.push(format!(
+            "{} packets could not be decoded",
+            s.decode_errors - s.syns_cut
+        ));
     }
     if clamped_ts > 0 {
         warnings.push(format!(

@@ -45,6 +45,15 @@ impl Base {
 }
 
 impl CaptureStats {
+    /// A frame that could not be decoded: counted, and a SYN whose options were cut apart.
+    pub(crate) fn count_decode_error(&mut self, e: &crate::decode::DecodeError) {
+        self.decode_errors += 1;
+        self.syns_cut += u64::from(matches!(
+            e,
+            crate::decode::DecodeError::SynOptionsCut { .. }
+        ));
+    }
+
     /// The counts since `earlier` (a snapshot of the same analysis); times, the duration and
     /// bulk transfers are kept from `self`.
     pub fn since(&self, earlier: &CaptureStats) -> CaptureStats {
@@ -56,6 +65,7 @@ impl CaptureStats {
             tcp_segments: d(self.tcp_segments, earlier.tcp_segments),
             other_packets: d(self.other_packets, earlier.other_packets),
             decode_errors: d(self.decode_errors, earlier.decode_errors),
+            syns_cut: d(self.syns_cut, earlier.syns_cut),
             connections: d(self.connections, earlier.connections),
             connections_with_handshake: d(
                 self.connections_with_handshake,

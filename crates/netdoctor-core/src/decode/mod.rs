@@ -162,6 +162,9 @@ pub enum DecodeError {
         layer: &'static str,
         what: &'static str,
     },
+    /// A SYN (or SYN/ACK) whose TCP options the snap length cut: its window scale is lost.
+    #[error("decode frame {frame}: SYN options cut by the snap length ({len} bytes)")]
+    SynOptionsCut { frame: u64, len: usize },
 }
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -553,14 +556,19 @@ fn tcp_segment<'a>(
     // Options cut by the snap length (`tcpdump -s 54`/`-s 64`, headers only): ports,
     // sequence numbers, flags and window are whole, the length comes from the IP header; the
     // options that were captured are read. A SYN's cut options would hide its window scale
-    // (every window then read 2^scale too small): it stays an error, and its connection is
-    // read as one picked up mid-stream.
-    let cut = pkt.data.len() < pkt.orig_len as usize && h[13] & 0x02 == 0;
+    // (every window then read 2^scale too small): it stays an error of its own kind, and its
+    // connection is read as one picked up mid-stream.
+    let short = pkt.data.len() < pkt.orig_len as usize;
+    let cut = short && h[13] & 0x02 == 0;
     if tcp.len() < hlen && !cut {
-        return Err(DecodeError::Truncated {
-            frame,
-            layer: "TCP",
-            len: tcp.len(),
+        let len = pkt.data.len();
+        return Err(match short {
+            true => DecodeError::SynOptionsCut { frame, len },
+            false => DecodeError::Truncated {
+                frame,
+                layer: "TCP",
+                len: tcp.len(),
+            },
         });
     }
     let opts_end = tcp.len().min(hlen);

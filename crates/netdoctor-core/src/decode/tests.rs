@@ -670,7 +670,8 @@ fn options_cut_by_the_snap_length_are_read_as_far_as_captured() {
     assert_eq!(seg.wscale, None, "cut before it");
     // Cut by something else than the snap length (the frame is whole but short): an error.
     assert!(decode(&raw(LinkType::Raw, &p[..44])).is_err());
-    // A SYN whose options were cut would lose its window scale: still an error.
+    // A SYN whose options were cut would lose its window scale: still an error, of its own
+    // kind (the analysis says what was lost).
     let mut syn = p.clone();
     syn[33] = TcpFlags::SYN;
     let cut = RawPacket {
@@ -679,6 +680,6 @@ fn options_cut_by_the_snap_length_are_read_as_far_as_captured() {
     };
     assert!(matches!(
         decode(&cut),
-        Err(DecodeError::Truncated { layer: "TCP", .. })
+        Err(DecodeError::SynOptionsCut { len: 44, .. })
     ));
 }

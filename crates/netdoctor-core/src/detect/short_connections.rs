@@ -2,8 +2,12 @@
 //! connection setup.
 //!
 //! For each connection whose handshake was captured we count its completed exchanges and its
-//! setup cost: first request byte − SYN (at a client-side capture point: the handshake RTT
-//! plus the client's own connect overhead; a keep-alive connection pays it once). The finding
+//! setup cost: the client's ACK of the SYN/ACK − SYN (the handshake RTT, plus the server's
+//! time to answer the SYN; a keep-alive connection pays it once). The time from that ACK to
+//! the first request byte is the client's own (its application connected, then took that
+//! long to write): it is said apart ([`THINK_SHOWN_MS`]) and never charged to the setup, the
+//! path or the server. Without a captured bare ACK (it rode on the request) the setup runs to
+//! the first request byte. The finding
 //! fires when at least [`MIN_CONNECTIONS`] connections carried on average no more than
 //! [`MAX_EXCHANGES_PER_CONN`] exchanges. Severity follows what the setup costs relative to
 //! the median request latency: on a LAN a handshake is a fraction of a millisecond (info);
@@ -37,6 +41,9 @@ use crate::observation::{KeepAliveCost, Observation};
 use crate::stats::Hist;
 
 pub const MIN_CONNECTIONS: u64 = 5;
+/// The client's own wait between its handshake ACK and its request (median), from which the
+/// finding names it.
+pub const THINK_SHOWN_MS: f64 = 1.0;
 
 /// Who sent most connections' first FIN/RST.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +63,8 @@ struct Example {
     client: SocketAddr,
     server: SocketAddr,
     syn: Pkt,
+    /// The client's ACK of the SYN/ACK, when it went before the request.
+    ack: Option<Pkt>,
     first_req: Pkt,
     first_close: Option<Pkt>,
 }
@@ -66,6 +75,8 @@ pub struct ShortConnections {
     conns: u64,
     exchanges: u64,
     setup: Option<Hist>,
+    /// The client's own wait from its handshake ACK to its first request byte.
+    think: Option<Hist>,
     /// Connections whose first FIN/RST the server / the client sent.
     closed_by_server: u64,
     closed_by_client: u64,
@@ -90,6 +101,7 @@ impl Detector for ShortConnections {
                         c.ends.client,
                         c.ends.server,
                         syn,
+                        c.syn.first_ack,
                         c.first_req,
                         c.exchanges,
                         c.first_close,
@@ -111,12 +123,14 @@ impl Detector for ShortConnections {
 
 impl ShortConnections {
     /// A connection with a captured handshake ended after `exchanges` complete exchanges; its
-    /// first request started at `first_req`.
+    /// first request started at `first_req`, the client's ACK of the SYN/ACK went at `ack`.
+    #[allow(clippy::too_many_arguments)]
     fn on_conn(
         &mut self,
         client: SocketAddr,
         server: SocketAddr,
         syn: Pkt,
+        ack: Option<Pkt>,
         first_req: Option<Pkt>,
         exchanges: u32,
         first_close: Option<Pkt>,
@@ -139,14 +153,22 @@ impl ShortConnections {
             Some(_) => self.closed_by_client += 1,
             None => {}
         }
+        // The handshake ends at the client's ACK; what follows before the request is the
+        // client's own. An ACK that is the request itself (or none captured) leaves no wait.
+        let ack = ack.filter(|a| a.len == 0 && a.ts_ns >= syn.ts_ns && a.ts_ns <= first_req.ts_ns);
+        let done = ack.map_or(first_req.ts_ns, |a| a.ts_ns);
         self.setup
             .get_or_insert_with(Hist::new)
-            .record_ns(first_req.ts_ns - syn.ts_ns);
+            .record_ns(done - syn.ts_ns);
+        self.think
+            .get_or_insert_with(Hist::new)
+            .record_ns(first_req.ts_ns - done);
         if self.examples.len() < MAX_EXAMPLES {
             self.examples.push(Example {
                 client,
                 server,
                 syn,
+                ack,
                 first_req,
                 first_close,
             });
@@ -161,6 +183,8 @@ impl ShortConnections {
             return;
         }
         let setup = self.setup.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let think = self.think.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let think_shown = seen && think >= THINK_SHOWN_MS;
         // Share of requests that opened their own connection.
         let fraction = if seen {
             (self.conns as f64 / self.exchanges.max(1) as f64).min(1.0)
@@ -244,9 +268,17 @@ impl ShortConnections {
         let counted = if seen {
             format!(
                 "{} connections carried {per_conn:.1} requests each; setup costs {setup:.2} ms \
-                 per request ({:.0}% of the time to answer)",
+                 per request ({:.0}% of the time to answer){}",
                 self.conns,
-                share * 100.0
+                share * 100.0,
+                if think_shown {
+                    format!(
+                        "; the client then waited {think:.2} ms of its own before writing its \
+                         request (median; the client's time, not setup)"
+                    )
+                } else {
+                    String::new()
+                }
             )
         } else {
             let p = probe.or(self.probe.as_ref());
@@ -282,9 +314,21 @@ impl ShortConnections {
              handshake costs a round trip before the request can even be sent{}, each new \
              connection starts with a small congestion window, and every closed connection \
              leaves a TIME_WAIT socket behind (at high rates: ephemeral port exhaustion). With \
-             keep-alive the handshake is paid once per connection.{}{}",
+             keep-alive the handshake is paid once per connection.{}{}{}",
             if seen {
-                format!(" (median {setup:.2} ms here from SYN to the first request byte)")
+                format!(
+                    " (median {setup:.2} ms here from the SYN to the client's ACK of the SYN/ACK)"
+                )
+            } else {
+                String::new()
+            },
+            if think_shown {
+                format!(
+                    " After its handshake ACK the client waited {think:.2} ms (median) before it \
+                     wrote its request: that wait is the client application's own (work between \
+                     connect() and write(), a pool handing the connection over late), not the \
+                     network's or the server's, and reusing connections does not remove it."
+                )
             } else {
                 String::new()
             },
@@ -358,14 +402,28 @@ impl ShortConnections {
             .iter()
             .map(|e| Evidence::Packets {
                 connection: conn_label(e.client, e.server),
-                packets: [e.syn, e.first_req]
-                    .into_iter()
-                    .chain(e.first_close.filter(|_| closer != Closer::Unknown))
-                    .map(|p| p.to_ref(t0_ns))
-                    .collect(),
+                packets: [
+                    Some(e.syn),
+                    e.ack.filter(|_| think_shown),
+                    Some(e.first_req),
+                ]
+                .into_iter()
+                .flatten()
+                .chain(e.first_close.filter(|_| closer != Closer::Unknown))
+                .map(|p| p.to_ref(t0_ns))
+                .collect(),
                 note: format!(
-                    "SYN, then the request {:.2} ms later{}",
+                    "SYN, then the request {:.2} ms later{}{}",
                     ms(e.first_req.ts_ns - e.syn.ts_ns),
+                    match e.ack.filter(|_| think_shown) {
+                        Some(a) => format!(
+                            " (the handshake ACK {:.2} ms after the SYN, the client's own wait \
+                             {:.2} ms)",
+                            ms(a.ts_ns - e.syn.ts_ns),
+                            ms(e.first_req.ts_ns - a.ts_ns)
+                        ),
+                        None => String::new(),
+                    },
                     match e.first_close {
                         Some(p) if closer != Closer::Unknown => format!(
                             "; the {} closed first",

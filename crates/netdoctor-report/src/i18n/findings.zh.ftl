@@ -175,7 +175,7 @@ short_connections-summary = 每个请求一个连接：建立连接的开销占�
     [yes] （{ $pct }%）
    *[no] {""}
 }
-short_connections-explanation = 每个请求都新建一个 TCP 连接，响应之后就关闭。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字（速率高时会导致临时端口耗尽）。使用 keep-alive，每个连接只需握手一次。
+short_connections-explanation = 每个请求都新建一个 TCP 连接，响应之后就关闭。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字（速率高时会导致临时端口耗尽）。使用 keep-alive，每个连接只需握手一次。这里的建立连接开销只算到客户端对 SYN/ACK 的 ACK 为止：客户端在此之后、写出请求之前自己等待的时间属于客户端应用（connect() 与 write() 之间的工作），不算在网络或服务端头上，复用连接也不能省掉它。
 short_connections-fix = 复用连接：使用 HTTP/1.1 keep-alive（不要发送 `Connection: close`；wrk、curl 和 HTTP 客户端库默认都会复用连接），在客户端使用连接池，在 nginx 的 upstream 块中使用 `keepalive`；如果是服务端关闭连接，开启它的 keep-alive 并调大限制（nginx `keepalive_timeout`、`keepalive_requests`）。如果本次运行特意关闭了 keep-alive（--no-keepalive），这里无需修复。
 
 ## server_not_listening

@@ -65,6 +65,8 @@ struct Frame {
     link: LinkType,
     off: u32,
     len: u32,
+    /// The length on the wire: a frame the snap length cut is read as one (its TCP options).
+    orig_len: u32,
 }
 
 /// One round's frames for one worker, copied into one buffer.
@@ -252,6 +254,7 @@ impl ShardedAnalyzer {
             link: pkt.link,
             off: b.data.len() as u32,
             len: pkt.data.len() as u32,
+            orig_len: pkt.orig_len,
         });
         b.data.extend_from_slice(pkt.data);
         self.count_in_round(pkt.data.len());
@@ -271,8 +274,8 @@ impl ShardedAnalyzer {
                     self.count_in_round(0);
                     return None;
                 }
-                Err(_) => {
-                    self.stats.decode_errors += 1;
+                Err(e) => {
+                    self.stats.count_decode_error(&e);
                     self.count_in_round(0);
                     return None;
                 }
@@ -401,7 +404,7 @@ fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: Wo
                 ts_ns: f.ts_ns,
                 link: f.link,
                 data: &b.data[f.off as usize..(f.off + f.len) as usize],
-                orig_len: f.len,
+                orig_len: f.orig_len,
             };
             match decode(&pkt) {
                 Ok(Some(ref seg)) => {
@@ -413,7 +416,7 @@ fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: Wo
                     a.on_segment(seg);
                 }
                 Ok(None) => a.stats.other_packets += 1,
-                Err(_) => a.stats.decode_errors += 1,
+                Err(e) => a.stats.count_decode_error(&e),
             }
         }
         if let Some(h) = a.shared.handle() {
@@ -504,6 +507,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         tcp_segments,
         other_packets,
         decode_errors,
+        syns_cut,
         connections,
         connections_with_handshake,
         connections_untracked,
@@ -553,6 +557,7 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     a.tcp_segments += tcp_segments;
     a.other_packets += other_packets;
     a.decode_errors += decode_errors;
+    a.syns_cut += syns_cut;
     a.connections += connections;
     a.connections_with_handshake += connections_with_handshake;
     a.connections_untracked += connections_untracked;
