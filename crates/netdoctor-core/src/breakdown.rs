@@ -243,9 +243,51 @@ const PARTS: usize = 4 + CAUSES;
 /// The percentiles whose bands are described (the last band is the slowest bucket).
 const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
 
+/// The bucket by its definition, `⌊4·log2(µs + 1)⌋`: a `log2` call (~50 instructions), which
+/// [`bucket`] replaces on the per-exchange path with a look at the exponent and its thresholds.
+fn bucket_by_log2(us: f64) -> usize {
+    ((us.log2() * 4.0) as usize).min(BUCKETS - 1)
+}
+
+/// Per bucket `k`, the smallest `µs + 1` that [`bucket_by_log2`] puts in bucket `k` or above,
+/// found once by a binary search over the ordered bit patterns of positive floats.
+fn thresholds() -> &'static [f64; BUCKETS] {
+    static T: std::sync::OnceLock<[f64; BUCKETS]> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = [1.0f64; BUCKETS];
+        for (k, v) in t.iter_mut().enumerate().skip(1) {
+            let (mut lo, mut hi) = (1.0f64.to_bits(), f64::MAX.to_bits());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if bucket_by_log2(f64::from_bits(mid)) >= k {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            *v = f64::from_bits(lo);
+        }
+        t
+    })
+}
+
+/// [`bucket_by_log2`] of an exchange's latency without the `log2`: `µs + 1 ≥ 1` lies in
+/// `[2^e, 2^(e+1))` for its exponent `e`, whose bucket is `4e` to `4e + 4` (a value just below
+/// `2^(e+1)` may round up to `4(e+1)`); the thresholds pick which. Same bucket for every
+/// latency (`tests::bucket_matches_log2`).
 fn bucket(latency_ns: i64) -> usize {
     let us = (latency_ns.max(0) as f64 / 1000.0) + 1.0;
-    ((us.log2() * 4.0) as usize).min(BUCKETS - 1)
+    let e = ((us.to_bits() >> 52) & 0x7ff).saturating_sub(1023) as usize;
+    let base = 4 * e;
+    if base >= BUCKETS - 1 {
+        return BUCKETS - 1;
+    }
+    let t = thresholds();
+    let mut b = base;
+    while b < base + 4 && b + 1 < BUCKETS && us >= t[b + 1] {
+        b += 1;
+    }
+    b
 }
 
 pub(crate) struct BreakdownAgg {
@@ -362,6 +404,39 @@ impl BreakdownAgg {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bucket_matches_log2() {
+        let by_log2 = |ns: i64| super::bucket_by_log2((ns.max(0) as f64 / 1000.0) + 1.0);
+        // Every nanosecond up to 3 ms, then steps of 0.01 % up to the top bucket and beyond.
+        for ns in -5..3_000_000 {
+            assert_eq!(super::bucket(ns), by_log2(ns), "{ns} ns");
+        }
+        let mut ns = 3_000_000i64;
+        while ns < i64::MAX / 2 {
+            assert_eq!(super::bucket(ns), by_log2(ns), "{ns} ns");
+            ns += ns / 10_000 + 1;
+        }
+        // Both sides of every threshold.
+        for (k, t) in super::thresholds().iter().enumerate().skip(1) {
+            for us in [
+                *t,
+                f64::from_bits(t.to_bits() - 1),
+                f64::from_bits(t.to_bits() + 1),
+            ] {
+                let ns = ((us - 1.0) * 1000.0) as i64;
+                for d in -2..=2 {
+                    assert_eq!(
+                        super::bucket(ns + d),
+                        by_log2(ns + d),
+                        "bucket {k}: {} ns",
+                        ns + d
+                    );
+                }
+            }
+        }
+        assert_eq!(super::bucket(i64::MAX), super::BUCKETS - 1);
+    }
+
     use super::*;
 
     const MS: i64 = 1_000_000;
