@@ -16,9 +16,7 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 
 use super::super::hub::Hub;
 use super::super::orient::Shared;
-use super::super::{
-    Analysis, Analyzer, AnalyzerConfig, CaptureStats, TS_BOUND_NS, conclude, stamp,
-};
+use super::super::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, conclude, stamp};
 use super::{
     DEPTH, Log, Msg, Owners, ROUND, ROUND_BYTES, add_counts, end_bits, ipv4_route, merge,
     route_hash, shared, take_log,
@@ -144,17 +142,8 @@ impl Walker {
 
     #[inline]
     fn push(&mut self, pkt: &RawPacket<'_>) {
-        // Worker 0 stamps every frame (the run's counts); the others only need the first
-        // frame's time, to bound their own frames' stamps as `stamp` does.
-        let ts = if self.me == 0 {
-            stamp(&mut self.reader, &mut self.clamped_ts, pkt)
-        } else {
-            let t0 = *self.reader.first_ts_ns.get_or_insert(pkt.ts_ns);
-            pkt.ts_ns.clamp(
-                t0.saturating_sub(TS_BOUND_NS),
-                t0.saturating_add(TS_BOUND_NS),
-            )
-        };
+        let ts = stamp(&mut self.reader, &mut self.clamped_ts, pkt);
+        let pkt = &RawPacket { ts_ns: ts, ..*pkt };
         self.last_frame = pkt.frame;
         let h = match ipv4_route(pkt) {
             Some(h) => h,
@@ -164,7 +153,6 @@ impl Walker {
             },
         };
         if self.owners.pick(h) == self.me {
-            let pkt = &RawPacket { ts_ns: ts, ..*pkt };
             let a = &mut self.a;
             match decode(pkt) {
                 Ok(Some(ref seg)) => {
