@@ -12,7 +12,7 @@ use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
 use netdoctor_core::RawPacket;
 use netdoctor_core::analyze::order::TimeOrder;
-use netdoctor_core::analyze::shard::{ShardedAnalyzer, walk};
+use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
 use netdoctor_observe::pcapfile::{CaptureFile, Follow};
@@ -84,20 +84,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let jobs = args
         .jobs
         .unwrap_or_else(|| default_jobs(&args.file, args.follow));
-    let walkable =
-        rereadable(&args.file, args.follow) && std::env::var_os("NETDOCTOR_READER").is_none();
     let read = |file: &mut CaptureFile, sort: Option<u64>| {
-        // A regular file read in file order: every worker walks it (no reader thread).
-        if jobs > 1 && args.dump_flags.is_none() && sort.is_none() && walkable && !file.is_gzip() {
-            let (analysis, summary) = walk::analyze_walking(cfg.clone(), jobs, |_, f| {
-                let mut file = CaptureFile::open_with(&args.file, None)?;
-                anyhow::Ok(file.for_each_packet(&mut |p| {
-                    f(p);
-                    ControlFlow::Continue(())
-                })?)
-            });
-            return anyhow::Ok((summary?, analysis));
-        }
         // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
         let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
             Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg.clone(), jobs)))

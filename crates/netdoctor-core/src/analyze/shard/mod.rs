@@ -34,7 +34,6 @@
 //! std's bounded channels are enough for it.
 
 pub(super) mod shared;
-pub mod walk;
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
