@@ -54,7 +54,7 @@ fi
 for f in "$big" "$CACHE/nagle.pcap"; do
     [[ -f "$f" ]] || continue
     n="$(capinfos -M -c "$f" | awk -F': *' '/Number of packets/ {print $2}')"
-    bytes="$(stat -c %s "$f")"
+    bytes="$(stat -L -c %s "$f")"
     printf '\n%s: %s packets, %s MB\n' "$(basename "$f")" "$n" "$((bytes / 1000000))"
 
     # identical reports
@@ -63,7 +63,15 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     if cmp -s "$work/j1.json" "$work/jn.json"; then same=identical; else same=DIFFERENT; fi
     echo "  JSON of -j 1 and -j $N: $same"
 
-    tools=(j1 jn tcptrace tshark)
+    if [[ -n "${PEER:-}" ]]; then
+        "$PEER" analyze -j 1 --json "$f" | jq -S 'del(.elapsed_s)' >"$work/p1.json" || true
+        if cmp -s "$work/j1.json" "$work/p1.json"; then same=identical; else same=DIFFERENT; fi
+        echo "  JSON of PEER -j 1 and NETDOCTOR -j 1: $same"
+    fi
+    tools=(j1 jn)
+    [[ -n "${PEER:-}" ]] && tools+=(p1 pn)
+    tools+=(tcptrace)
+    [[ "${TSHARK:-1}" != 0 ]] && tools+=(tshark)
     declare -A secs=() rss=() cpu=()
     for round in $(seq 1 "$ROUNDS"); do
         for t in "${tools[@]}"; do
@@ -72,6 +80,8 @@ for f in "$big" "$CACHE/nagle.pcap"; do
             case "$t" in
             j1) r="$(timed "$NETDOCTOR" analyze -j 1 --json "$f")" ;;
             jn) r="$(timed "$NETDOCTOR" analyze -j "$N" --json "$f")" ;;
+            p1) r="$(timed "$PEER" analyze -j 1 --json "$f")" ;;
+            pn) r="$(timed "$PEER" analyze -j "$N" --json "$f")" ;;
             tcptrace) r="$(timed tcptrace -l "$f")" ;;
             tshark) r="$(timed tshark -r "$f" -q -z conv,tcp)" ;;
             esac
@@ -91,6 +101,8 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         case "$t" in
         j1) name="netdoctor analyze -j 1" ;;
         jn) name="netdoctor analyze -j $N" ;;
+        p1) name="PEER analyze -j 1" ;;
+        pn) name="PEER analyze -j $N" ;;
         tcptrace) name="tcptrace -l" ;;
         tshark) name="tshark -q -z conv,tcp" ;;
         esac
@@ -103,6 +115,12 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     done
     echo "  (all runs, seconds: -j 1: ${secs[j1]}; -j $N: ${secs[jn]})"
     echo "  (all runs, CPU seconds: -j 1: ${cpu[j1]}; -j $N: ${cpu[jn]})"
+    if [[ -n "${PEER:-}" ]]; then
+        echo "  (PEER all runs, seconds: -j 1: ${secs[p1]}; -j $N: ${secs[pn]}; CPU: ${cpu[p1]}; ${cpu[pn]})"
+        awk -v a="${med[p1]}" -v b="${med[pn]}" -v c="${med[j1]}" -v d="${med[jn]}" -v n="$N" 'BEGIN {
+            if (b > 0 && d > 0) printf "  -j %d speedup: NETDOCTOR %.2fx, PEER %.2fx\n", n, c / d, a / b
+        }'
+    fi
     # Total CPU of -j N over -j 1's: with N idle cores the speedup is at most N / this ratio
     # (and at most -j 1's time over the reader thread's), whatever the load during the run.
     awk -v a="${medcpu[j1]}" -v b="${medcpu[jn]}" -v n="$N" 'BEGIN {
