@@ -24,7 +24,9 @@
 #        NICs lack it), so GSO messages cross it as separate datagrams.
 #   More tools in every round, each with its own ratios to iperf3: BEFORE=path adds another
 #        netdoctor binary (e.g. main's, to compare before and after in the same run); ZEROCOPY=1
-#        adds netdoctor -Z (sendfile from a memfd instead of write); IPERF_Z=1 adds iperf3 -Z.
+#        adds netdoctor -Z (sendfile from a memfd instead of write); IPERF_Z=1 adds iperf3 -Z;
+#        LOWAT=bytes (e.g. 256K) adds netdoctor --notsent-lowat bytes (the senders'
+#        TCP_NOTSENT_LOWAT).
 #   NS=prefix names the namespaces (default ndthru), PORT_BASE/PORT_SPAN the TCP ports drawn
 #        (default 15500 + 0..399), so helpers sharing the machine do not collide.
 # Needs root, iperf3, netsniff-ng (trafgen; run with --no-sock-mem --notouch-irq so it leaves
@@ -82,6 +84,7 @@ run_tcp() {
       netdoctor-per-stream) t=(-T "$p") ;;
       netdoctor-T*) t=(-T "${tool#netdoctor-T}") ;;
       netdoctor-Z) t=(-Z) ;;
+      netdoctor-L) t=(--notsent-lowat "$LOWAT") ;;
       netdoctor-before) nd=$BEFORE ;;
     esac
     $srvns "$nd" throughput --server -1 -p $port -i 0 "${t[@]}" >/dev/null 2>&1 & PIDS+=($!)
@@ -157,6 +160,7 @@ for where in $([ -n "${PPS_ONLY:-}" ] || echo ${WHERES:-veth loopback}); do
     for k in ${THREADS:-}; do extra="$extra netdoctor-T$k"; done
     [ -n "${BEFORE:-}" ] && extra="$extra netdoctor-before"
     [ -n "${ZEROCOPY:-}" ] && extra="$extra netdoctor-Z"
+    [ -n "${LOWAT:-}" ] && extra="$extra netdoctor-L"
     [ -n "${IPERF_Z:-}" ] && extra="$extra iperf3-Z"
     if [ -n "${ALONE:-}" ]; then
       plan=$(for tool in netdoctor iperf3 $extra; do for round in $(seq "$ROUNDS"); do echo "$round:$tool"; done; done)
@@ -196,6 +200,7 @@ print(f'tcp $where P=$p $tool round by round (Gbit/s/CPU s per GB): ' + ' '.join
           netdoctor-per-stream) what="netdoctor -T $p (a thread per stream)" ;;
           netdoctor-before) what="netdoctor BEFORE=$BEFORE" ;;
           netdoctor-Z) what="netdoctor -Z" ;;
+          netdoctor-L) what="netdoctor --notsent-lowat $LOWAT" ;;
           iperf3-Z) what="iperf3 -Z" ;;
           *) what="netdoctor -T ${tool#netdoctor-T}" ;;
         esac

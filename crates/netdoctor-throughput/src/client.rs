@@ -39,6 +39,9 @@ pub struct ClientConfig {
     /// [`crate::tcp_group`]); false (the default): `write` from a buffer, as iperf3 and
     /// applications send, so a small send buffer limits the test as it limits them.
     pub zerocopy: bool,
+    /// TCP sending: `TCP_NOTSENT_LOWAT` in bytes (`None`: the system's); see
+    /// [`crate::tcp_group::set_notsent_lowat`] for what it saves and why it is not the default.
+    pub notsent_lowat: Option<u32>,
 }
 
 impl Default for ClientConfig {
@@ -58,6 +61,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(5),
             threads: None,
             zerocopy: false,
+            notsent_lowat: None,
         }
     }
 }
@@ -235,7 +239,7 @@ pub fn run_client(cfg: &ClientConfig, out: &mut dyn FnMut(&str)) -> Result<Repor
 
     expect(&mut ctrl, State::TestStart)?;
     expect(&mut ctrl, State::TestRunning)?;
-    let mut session = Session::start(socks, cfg.threads, cfg.zerocopy)
+    let mut session = Session::start(socks, cfg.threads, cfg.zerocopy, cfg.notsent_lowat)
         .map_err(|e| Error::io("start the stream threads", e))?;
     let tcp_sender = !cfg.udp && roles.iter().any(|s| *s);
     out(&Report::header(tcp_sender));

@@ -26,6 +26,9 @@ pub struct ServerConfig {
     /// TCP sending (reverse, bidirectional): `sendfile` from a memory file; false (the
     /// default): `write` from a buffer. See [`crate::ClientConfig::zerocopy`].
     pub zerocopy: bool,
+    /// TCP sending: `TCP_NOTSENT_LOWAT` (`None`: the system's). See
+    /// [`crate::ClientConfig::notsent_lowat`].
+    pub notsent_lowat: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -36,6 +39,7 @@ impl Default for ServerConfig {
             rcvbuf: None,
             threads: None,
             zerocopy: false,
+            notsent_lowat: None,
         }
     }
 }
@@ -204,8 +208,13 @@ impl Server {
         }
 
         proto::send_state(&mut ctrl, State::TestStart)?;
-        let mut session = Session::start(socks, self.cfg.threads, self.cfg.zerocopy)
-            .map_err(|e| Error::io("start the stream threads", e))?;
+        let mut session = Session::start(
+            socks,
+            self.cfg.threads,
+            self.cfg.zerocopy,
+            self.cfg.notsent_lowat,
+        )
+        .map_err(|e| Error::io("start the stream threads", e))?;
         proto::send_state(&mut ctrl, State::TestRunning)?;
         out(&Report::header(false));
 

@@ -39,11 +39,13 @@ pub struct Session {
 impl Session {
     /// Starts the streams: a thread per UDP stream, the TCP streams on a few shared threads
     /// ([`crate::tcp_group`]; `threads` of them, `None`: its default; `zerocopy`: TCP senders
-    /// use `sendfile`). The streams keep the order given.
+    /// use `sendfile`; `notsent_lowat`: TCP senders' `TCP_NOTSENT_LOWAT`, see
+    /// [`crate::tcp_group::set_notsent_lowat`]). The streams keep the order given.
     pub fn start(
         socks: Vec<(StreamPlan, DataSocket)>,
         threads: Option<usize>,
         zerocopy: bool,
+        notsent_lowat: Option<u32>,
     ) -> std::io::Result<Session> {
         let counting = Arc::new(AtomicBool::new(true));
         let cpu0 = netdoctor_sys::rusage::own_cpu_times();
@@ -66,6 +68,7 @@ impl Session {
             counting.clone(),
             threads,
             zerocopy,
+            notsent_lowat,
         )?) {
             slots[i] = Some(r);
         }

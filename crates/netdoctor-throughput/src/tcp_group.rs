@@ -103,11 +103,14 @@ struct Member {
 /// Starts the threads for a side's TCP streams (`threads` of them, at most one per stream;
 /// `None`: [`threads_for`] the usable CPUs); the streams come back in the order given.
 /// `zerocopy`: senders use `sendfile` from a memfd (see the module docs), else `write`.
+/// `notsent_lowat`: senders' `TCP_NOTSENT_LOWAT` (see [`set_notsent_lowat`]); `None`: the
+/// system's (`net.ipv4.tcp_notsent_lowat`, unlimited unless set).
 pub fn start(
     socks: Vec<(StreamPlan, TcpStream)>,
     counting: Arc<AtomicBool>,
     threads: Option<usize>,
     zerocopy: bool,
+    notsent_lowat: Option<u32>,
 ) -> std::io::Result<Vec<Running>> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let n = match threads {
@@ -138,6 +141,9 @@ pub fn start(
     let shared: Vec<Arc<GroupThread>> = (0..n).map(|_| Arc::default()).collect();
     for (i, (plan, sock)) in socks.into_iter().enumerate() {
         sock.set_nonblocking(true)?;
+        if let (true, Some(bytes)) = (plan.sender, notsent_lowat) {
+            set_notsent_lowat(&sock, bytes)?;
+        }
         let (c, stop, done) = (Arc::<Counters>::default(), Arc::default(), Arc::default());
         let g = i % n;
         running.push(Running::shared(
@@ -179,6 +185,24 @@ pub fn start(
         }
     }
     Ok(running)
+}
+
+/// Caps the bytes a sending socket holds that TCP has not sent yet (`TCP_NOTSENT_LOWAT`): the
+/// socket reports writable, and takes more, only while fewer than `bytes` wait unsent. It does
+/// not cap the congestion window or the bytes in flight, only the queue behind them.
+///
+/// Why it is offered (issue 22, helper tput, session 13): with the send buffer autotuned to
+/// 4 MB, the writer keeps up to 4 MB queued ahead of TCP, and every block is copied into
+/// pages that are cold again by the time the receiver copies them out. On a veth pair, one
+/// stream, load 4–9 on 2 CPUs, in the same run (`T=5`, three rounds): iperf3 0.264–0.291 CPU
+/// s/GB (both ends), netdoctor 0.226–0.331, netdoctor with 256 KB 0.190–0.221 and 1 MB
+/// 0.219–0.238, with 1.5–2× the Gbit/s and near no retransmits. Not the default: a writer held at
+/// the mark sleeps in `poll` and, late to refill on a busy CPU, lets the connection idle
+/// (tcp_info busy 70 % of a 4 s test in one such run): the look of `send_buffer_limited`,
+/// whose rule reads a sleeping writer as one waiting for buffer space.
+pub fn set_notsent_lowat(sock: &TcpStream, bytes: u32) -> std::io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    netdoctor_sys::sockopt::set_int(sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, v)
 }
 
 /// Lets a stream go: the thread no longer touches it (its socket's descriptor is closed here;

@@ -19,6 +19,7 @@ fn transfer(cfg: ClientConfig) -> (Report, Report) {
         rcvbuf: None,
         threads: Some(1),
         zerocopy: false,
+        notsent_lowat: None,
     })
     .unwrap();
     let port = s.local_addr().port();
@@ -162,9 +163,14 @@ fn sendfile_and_write_put_the_same_pattern_on_the_wire() {
             udp64: false,
         };
         let counting = Arc::new(AtomicBool::new(true));
-        let mut running =
-            netdoctor_throughput::tcp_group::start(vec![(plan, tx)], counting, Some(1), zerocopy)
-                .unwrap();
+        let mut running = netdoctor_throughput::tcp_group::start(
+            vec![(plan, tx)],
+            counting,
+            Some(1),
+            zerocopy,
+            None,
+        )
+        .unwrap();
         assert_eq!(holds_payload_memfd(), zerocopy);
         let mut got = vec![0u8; 3 << 20];
         rx.read_exact(&mut got).unwrap();
@@ -177,4 +183,44 @@ fn sendfile_and_write_put_the_same_pattern_on_the_wire() {
             );
         }
     }
+}
+
+/// `--notsent-lowat` reaches the sending socket (and only the sender's): the kernel reports
+/// the value set, where a socket left alone reports the system's (unlimited by default).
+#[test]
+fn notsent_lowat_is_set_on_senders_only() {
+    use netdoctor_throughput::stream::StreamPlan;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tx = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (rx, _) = l.accept().unwrap();
+    let lowat = |s: &TcpStream| {
+        netdoctor_sys::sockopt::get_int(s, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT).unwrap()
+    };
+    let before = lowat(&tx);
+    assert_ne!(before, 256 << 10);
+    let plan = |sender| StreamPlan {
+        id: 1,
+        sender,
+        blksize: 1 << 17,
+        rate: 1,
+        udp64: false,
+    };
+    let counting = Arc::new(AtomicBool::new(true));
+    let mut running = netdoctor_throughput::tcp_group::start(
+        vec![(plan(true), tx), (plan(false), rx)],
+        counting,
+        Some(2),
+        false,
+        Some(256 << 10),
+    )
+    .unwrap();
+    let got: Vec<i32> = running
+        .iter()
+        .map(|r| lowat(r.tcp.as_ref().unwrap()))
+        .collect();
+    running.iter_mut().for_each(|r| r.stop());
+    assert_eq!(got, vec![256 << 10, before]);
 }
