@@ -225,6 +225,7 @@ fn our_server() -> (u16, std::thread::JoinHandle<Report>) {
         rcvbuf: None,
         threads: None,
         zerocopy: false,
+        notsent_lowat: None,
     })
     .unwrap();
     let port = s.local_addr().port();

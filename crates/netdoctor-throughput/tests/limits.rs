@@ -27,6 +27,7 @@ fn transfer_serialized(rcvbuf: Option<usize>, bitrate: Option<u64>) -> Report {
         rcvbuf,
         threads: None,
         zerocopy: false,
+        notsent_lowat: None,
     })
     .unwrap();
     let port = s.local_addr().port();
