@@ -15,6 +15,8 @@
 //!   diagnosis); the trace of a routed target is the observer `observers::TraceObserver`.
 //! - [`preflight`]: route, neighbour, connect, TLS verification and one request before any
 //!   load; a failure that is the client's or the path's ends the run with its finding.
+//! - `other_addrs`: a name whose first address failed the preflight: do its other addresses
+//!   accept connections (a dead record beside live ones), told in the stopping finding.
 //! - `keepalive`: after a load that asked for keep-alive and got a connection per request, a
 //!   short keep-alive probe measures what that costs (for `short_connections`).
 //! - `lost_answer`: requests that timed out while the server's kernel resent its answer and
@@ -31,6 +33,7 @@ mod keepalive;
 mod lost_answer;
 pub mod observer;
 pub mod observers;
+mod other_addrs;
 pub mod plan;
 mod pmtu;
 pub mod preflight;

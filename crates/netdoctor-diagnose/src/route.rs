@@ -36,6 +36,9 @@ pub(crate) struct DnsPart {
     check: Check,
     measurement: Option<serde_json::Value>,
     findings: Vec<Finding>,
+    /// The name's addresses after the one the run uses, in the resolver's order (looked at
+    /// when that one fails the preflight: `crate::other_addrs`).
+    pub(crate) others: Vec<SocketAddr>,
 }
 
 impl DnsPart {
@@ -44,6 +47,7 @@ impl DnsPart {
             check: Check::skipped(CheckName::Dns, reason),
             measurement: None,
             findings: Vec::new(),
+            others: Vec::new(),
         }
     }
 
@@ -140,10 +144,17 @@ pub(crate) fn resolve(
         None => {
             let msg = match host.resolve(&t.host, t.port) {
                 Ok(addrs) if !addrs.is_empty() => {
+                    let mut others: Vec<SocketAddr> = Vec::new();
+                    for a in &addrs[1..] {
+                        if *a != addrs[0] && !others.contains(a) {
+                            others.push(*a);
+                        }
+                    }
                     let part = DnsPart {
                         check,
                         measurement,
                         findings,
+                        others,
                     };
                     return Ok(Resolved::Addr(addrs[0], part));
                 }

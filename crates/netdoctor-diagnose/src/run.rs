@@ -67,7 +67,7 @@ pub fn run(
     plan.raise_snaplen_for_h2c();
     let plan = &plan;
     let t = &plan.target;
-    let (addr, dns) = match crate::route::resolve(plan, host, progress, started)? {
+    let (addr, mut dns) = match crate::route::resolve(plan, host, progress, started)? {
         crate::route::Resolved::Addr(addr, dns) => (addr, dns),
         crate::route::Resolved::Diagnosis(report) => return Ok(*report),
     };
@@ -79,6 +79,7 @@ pub fn run(
             protocol: Some(t.protocol()),
         },
     );
+    let others = std::mem::take(&mut dns.others);
     dns.apply(&mut report);
     let ctx = RunCtx { plan, addr, host };
     let outcome = if plan.passive {
@@ -86,12 +87,19 @@ pub fn run(
     } else {
         match crate::preflight::run(plan, host, addr, &mut report, progress, started) {
             // A client or path failure: the report is complete, the load never runs.
-            Preflight::Stopped => return Ok(report),
+            Preflight::Stopped => {
+                crate::other_addrs::check(plan, host, addr, &others, &mut report, progress);
+                return Ok(report);
+            }
             Preflight::Http2Only(msg) => return Err(DiagnoseError::Http2Only(msg)),
             Preflight::Passed(first) => active(&ctx, &mut report, progress, interrupt, first),
         }
     };
-    Ok(finish(plan, report, outcome, interrupt, started))
+    let mut report = finish(plan, report, outcome, interrupt, started);
+    if !plan.passive {
+        crate::other_addrs::check_refused(plan, host, addr, &others, &mut report, progress);
+    }
+    Ok(report)
 }
 
 /// Probes, then the load while the observers watch (HTTP(S) targets; a `tcp://` target gets
