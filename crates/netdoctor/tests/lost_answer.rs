@@ -183,6 +183,16 @@ fn pmtu_check(r: &Value) -> Option<&Value> {
         .find(|c| c["name"] == "pmtu_probe")
 }
 
+/// One lab at a time: every lab here gives its server the same address and port in its own
+/// namespaces, and the eBPF retransmission count matches the target by address and port across
+/// namespaces, so a black-hole lab's resent answers were counted for a parallel `hang` lab's
+/// target (CI, session 13). Held for the whole test.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Root, iptables, python3 and eBPF (the server's retransmissions are the evidence).
 fn can_run() -> bool {
     if !is_root() {
@@ -202,6 +212,7 @@ fn answers_lost_in_a_path_mtu_black_hole_are_the_paths_failure() {
     if !can_run() {
         return;
     }
+    let _serial = serial();
     let lab = lab("bh", "big", true, None, false);
     let r = diagnose(&lab, "black hole");
     let m = &r["measurements"];
@@ -243,6 +254,7 @@ fn a_server_that_never_answers_stays_the_servers() {
     if !can_run() {
         return;
     }
+    let _serial = serial();
     for (tag, mode) in [("hg", "hang"), ("sl", "slow")] {
         let lab = lab(tag, mode, true, None, false);
         let r = diagnose(&lab, mode);
@@ -263,6 +275,7 @@ fn random_loss_working_pmtud_and_a_clamped_mss_are_no_lost_answers() {
     if !can_run() {
         return;
     }
+    let _serial = serial();
     for (tag, dropped, loss, clamp) in [
         ("ls", false, Some("0.03"), false),
         ("ok", false, None, false),
