@@ -2,6 +2,7 @@
 //! etherparse.
 
 use super::*;
+use crate::packet::LinkType;
 use etherparse::{TcpHeaderSlice, TcpOptionElement};
 
 /// The decoder before the hand-written fast path (etherparse for IP, TCP and options):
