@@ -76,10 +76,6 @@ pub(crate) fn check(
     report: &mut Report,
     progress: &dyn Progress,
 ) {
-    let name = plan.target.host.clone();
-    if name.parse::<std::net::IpAddr>().is_ok() {
-        return;
-    }
     let Some(i) = report
         .findings
         .len()
@@ -101,9 +97,6 @@ pub(crate) fn check_refused(
     report: &mut Report,
     progress: &dyn Progress,
 ) {
-    if plan.target.host.parse::<std::net::IpAddr>().is_ok() {
-        return;
-    }
     if let Some(i) = report
         .findings
         .iter()
@@ -113,7 +106,8 @@ pub(crate) fn check_refused(
     }
 }
 
-/// Connects to `others` and tells in finding `i` (about `failed`) what they did.
+/// Connects to `others` and tells in finding `i` (about `failed`) what they did; nothing when
+/// the URL holds an address, not a name.
 fn tell(
     plan: &DiagnosePlan,
     host: &dyn Host,
@@ -124,6 +118,9 @@ fn tell(
     progress: &dyn Progress,
 ) {
     let name = plan.target.host.clone();
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return;
+    }
     let f = &mut report.findings[i];
     // The URL holds a name: its records are what to correct, not the URL.
     f.fix = f.fix.replace(IN_URL, IN_RECORDS);
