@@ -230,6 +230,10 @@ pub struct ConnDone {
     pub exchanges: u32,
     /// The first FIN or RST on the connection: who closed first.
     pub first_close: Option<Pkt>,
+    /// The silence before that first FIN/RST: its time minus the connection's previous
+    /// packet other than a TCP keep-alive probe (how long it sat idle before it was closed:
+    /// a server's idle timeout shows as one steady value).
+    pub idle_before_close_ns: Option<i64>,
 }
 
 /// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the

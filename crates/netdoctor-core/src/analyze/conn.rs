@@ -198,6 +198,8 @@ pub(super) struct Conn {
     pub last: Option<Pkt>,
     /// The first FIN or RST (who closed first).
     pub first_close: Option<Pkt>,
+    /// The silence before `first_close` (see [`crate::event::ConnDone`]).
+    pub idle_before_close_ns: Option<i64>,
     /// Time of the last packet that was not a keep-alive probe (how long a reset followed
     /// silence).
     pub last_active_ns: Option<i64>,
@@ -251,6 +253,7 @@ impl Conn {
             http_answered: false,
             last: None,
             first_close: None,
+            idle_before_close_ns: None,
             last_active_ns: None,
             first_frame: seg.frame,
             bulk: [None, None],

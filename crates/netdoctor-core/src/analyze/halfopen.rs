@@ -97,6 +97,7 @@ impl Tomb {
             first_req: None,
             exchanges: 0,
             first_close: self.first_close,
+            idle_before_close_ns: None,
         }
     }
 }

@@ -439,6 +439,7 @@ impl Hub {
             first_req: c.first_req,
             exchanges: c.exchanges,
             first_close: c.first_close,
+            idle_before_close_ns: c.idle_before_close_ns,
         };
         self.emit(&Event::ConnDone(&done));
         if let Source::H2(h) = &c.source {

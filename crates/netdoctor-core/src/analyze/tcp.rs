@@ -485,8 +485,9 @@ impl Analyzer {
         }
 
         // Teardown.
-        if f.fin() || f.rst() {
-            c.first_close.get_or_insert(pkt);
+        if (f.fin() || f.rst()) && c.first_close.is_none() {
+            c.first_close = Some(pkt);
+            c.idle_before_close_ns = prev_active.map(|t| (seg.ts_ns - t).max(0));
         }
         if f.fin() {
             c.dirs[i].fin = true;

@@ -346,6 +346,7 @@ mod tests {
             first_req: None,
             exchanges: 0,
             first_close: None,
+            idle_before_close_ns: None,
         }
     }
 

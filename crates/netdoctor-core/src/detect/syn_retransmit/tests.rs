@@ -19,6 +19,7 @@ fn conn(repeat_syn: bool) -> ConnDone {
         first_req: None,
         exchanges: 0,
         first_close: None,
+        idle_before_close_ns: None,
     }
 }
 
@@ -113,6 +114,7 @@ fn synacks_to_a_silent_client_are_not_a_slow_setup() {
             first_req: None,
             exchanges: 0,
             first_close: None,
+            idle_before_close_ns: None,
         }
     };
     let cs = [silent(), silent(), conn(false)];
@@ -191,6 +193,7 @@ fn a_synack_repeated_to_an_idle_open_connection_delays_nobody() {
             first_req: None,
             exchanges: 0,
             first_close: None,
+            idle_before_close_ns: None,
         }
     };
     let idle = handshake(None, None);

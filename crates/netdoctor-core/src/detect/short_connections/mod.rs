@@ -22,6 +22,10 @@
 //! ([`Observation::RunConfig`]) says the user asked for one connection per request
 //! (`keepalive: false`), nobody is blamed for that choice: the finding is info and says so.
 //!
+//! A server that closed them after one steady idle time is told as its idle (keep-alive)
+//! timeout being shorter than the client's wait before reusing a connection ([`idle`]): side
+//! server, with both knobs in the fix, not "closes after each response".
+//!
 //! Measured, not guessed: when `diagnose` asked for keep-alive and still got a connection per
 //! request, it runs a short keep-alive probe ([`Observation::KeepAlive`]). Then the severity
 //! follows the measured cost (how many more requests/s a kept connection serves, how much
@@ -33,6 +37,9 @@
 //! under load as CPU).
 
 use std::net::SocketAddr;
+
+mod idle;
+pub use idle::{IDLE_EVIDENCE, IDLE_MIN_MS};
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
 use crate::event::Event;
@@ -49,6 +56,9 @@ pub const THINK_SHOWN_MS: f64 = 1.0;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Closer {
     Server,
+    /// The server closed them after a steady idle time ([`idle`]): its idle timeout is
+    /// shorter than the client's wait before reusing a connection.
+    ServerIdle,
     Client,
     Unknown,
 }
@@ -67,6 +77,8 @@ struct Example {
     ack: Option<Pkt>,
     first_req: Pkt,
     first_close: Option<Pkt>,
+    /// The silence before `first_close`.
+    idle_ns: Option<i64>,
 }
 
 /// The `short_connections` detector.
@@ -80,6 +92,8 @@ pub struct ShortConnections {
     /// Connections whose first FIN/RST the server / the client sent.
     closed_by_server: u64,
     closed_by_client: u64,
+    /// The silences before the server's first closes.
+    idle: idle::IdleCloses,
     /// From the run's config: keep-alive was on (`Some(false)`: the user asked for one
     /// connection per request).
     keepalive: Option<bool>,
@@ -105,6 +119,7 @@ impl Detector for ShortConnections {
                         c.first_req,
                         c.exchanges,
                         c.first_close,
+                        c.idle_before_close_ns,
                     );
                 }
             }
@@ -134,6 +149,7 @@ impl ShortConnections {
         first_req: Option<Pkt>,
         exchanges: u32,
         first_close: Option<Pkt>,
+        idle_before_close_ns: Option<i64>,
     ) {
         let Some(first_req) = first_req else {
             return;
@@ -149,7 +165,12 @@ impl ShortConnections {
         self.conns += 1;
         self.exchanges += u64::from(exchanges);
         match first_close {
-            Some(p) if p.from_server => self.closed_by_server += 1,
+            Some(p) if p.from_server => {
+                self.closed_by_server += 1;
+                if let Some(ns) = idle_before_close_ns {
+                    self.idle.record(ns, p.flags.rst());
+                }
+            }
             Some(_) => self.closed_by_client += 1,
             None => {}
         }
@@ -171,6 +192,7 @@ impl ShortConnections {
                 ack,
                 first_req,
                 first_close,
+                idle_ns: idle_before_close_ns,
             });
         }
     }
@@ -213,7 +235,16 @@ impl ShortConnections {
             None if setup >= 1.0 && share >= 0.2 => Severity::Warning,
             None => Severity::Info,
         };
+        // The server closed them after one steady idle time, and a probe (if any) did not see
+        // it refuse keep-alive outright: its idle timeout, not a close after each answer.
+        let idle = (!requested
+            && seen
+            && self.closed_by_server > self.closed_by_client
+            && !probe.is_some_and(|p| p.server_closed > 0 && p.reused == 0))
+        .then(|| self.idle.timeout(MIN_CONNECTIONS))
+        .flatten();
         let closer = match probe {
+            _ if idle.is_some() => Closer::ServerIdle,
             // The server closed the probe's keep-alive connections after one answer.
             Some(p) if p.server_closed > 0 && p.reused == 0 => Closer::Server,
             // The server kept them: the load's connections ended at the client's request.
@@ -223,10 +254,11 @@ impl ShortConnections {
             _ => Closer::Unknown,
         };
         let side = match closer {
-            Closer::Server if !requested => Side::Server,
+            Closer::Server | Closer::ServerIdle if !requested => Side::Server,
             _ => Side::Client,
         };
         let who_closed = match (probe, closer) {
+            (_, Closer::ServerIdle) => idle.map_or(String::new(), |t| t.summary(self.closed_by_server)),
             (Some(p), Closer::Server) => format!(
                 "; the server closed {} of the keep-alive probe's {} connections after one answer",
                 p.server_closed, p.connections
@@ -310,11 +342,15 @@ impl ShortConnections {
         });
         f.impact.affected_fraction = Some(fraction);
         f.explanation = format!(
-            "Each request opened a new TCP connection and closed it after the response. The \
-             handshake costs a round trip before the request can even be sent{}, each new \
+            "Each request opened a new TCP connection{}. The handshake costs a round trip before the request can even be sent{}, each new \
              connection starts with a small congestion window, and every closed connection \
              leaves a TIME_WAIT socket behind (at high rates: ephemeral port exhaustion). With \
              keep-alive the handshake is paid once per connection.{}{}{}",
+            if closer == Closer::ServerIdle {
+                ", and the connection was closed before the next one"
+            } else {
+                " and closed it after the response"
+            },
             if seen {
                 format!(
                     " (median {setup:.2} ms here from the SYN to the client's ACK of the SYN/ACK)"
@@ -349,6 +385,14 @@ impl ShortConnections {
                      connections were ended by the client (or by what it sent).",
                     p.requests, p.connections
                 ),
+                (false, Closer::ServerIdle, _) => idle.map_or(String::new(), |t| {
+                    t.explanation(
+                        self.conns,
+                        probe
+                            .filter(|p| p.reused > 0)
+                            .map(|p| (p.requests, p.connections)),
+                    )
+                }),
                 (false, Closer::Server, None) => format!(
                     " The server sent the first FIN on {} of {} connections: it closes after \
                      each response (keep-alive off or limited on the server, or it answers with \
@@ -382,12 +426,13 @@ impl ShortConnections {
                 )
             })
         );
-        f.fix = match (requested, closer) {
-            (true, _) => "Nothing to fix: one connection per request was requested. Run \
+        f.fix = match (requested, closer, idle) {
+            (true, _, _) => "Nothing to fix: one connection per request was requested. Run \
                           without --no-keepalive (and without a `Connection: close` header) to \
                           measure with connection reuse."
                 .to_string(),
-            (false, Closer::Server) => "Let the server keep connections open: enable HTTP \
+            (false, Closer::ServerIdle, Some(t)) => t.fix(),
+            (false, Closer::Server, _) => "Let the server keep connections open: enable HTTP \
                  keep-alive and raise its limits (nginx `keepalive_timeout`, \
                  `keepalive_requests`; Apache `KeepAlive On`, `MaxKeepAliveRequests`), and stop \
                  it from answering with `Connection: close` (a proxy or framework setting)."
@@ -397,6 +442,13 @@ impl ShortConnections {
                  in the client, `keepalive` in nginx upstream blocks."
                 .to_string(),
         };
+        // An example's own wait after its handshake ACK is named when it is long, whatever
+        // the median: an open-loop load connects at once and writes at its scheduled time.
+        let own_wait = |e: &Example| {
+            e.ack.filter(|a| {
+                think_shown || ms(e.first_req.ts_ns - a.ts_ns) >= THINK_SHOWN_MS
+            })
+        };
         f.evidence = self
             .examples
             .iter()
@@ -404,7 +456,7 @@ impl ShortConnections {
                 connection: conn_label(e.client, e.server),
                 packets: [
                     Some(e.syn),
-                    e.ack.filter(|_| think_shown),
+                    own_wait(e),
                     Some(e.first_req),
                 ]
                 .into_iter()
@@ -415,7 +467,7 @@ impl ShortConnections {
                 note: format!(
                     "SYN, then the request {:.2} ms later{}{}",
                     ms(e.first_req.ts_ns - e.syn.ts_ns),
-                    match e.ack.filter(|_| think_shown) {
+                    match own_wait(e) {
                         Some(a) => format!(
                             " (the handshake ACK {:.2} ms after the SYN, the client's own wait \
                              {:.2} ms)",
@@ -426,14 +478,28 @@ impl ShortConnections {
                     },
                     match e.first_close {
                         Some(p) if closer != Closer::Unknown => format!(
-                            "; the {} closed first",
-                            if p.from_server { "server" } else { "client" }
+                            "; the {} closed first{}",
+                            if p.from_server { "server" } else { "client" },
+                            match e.idle_ns {
+                                Some(ns) if closer == Closer::ServerIdle => format!(
+                                    " ({}), {:.2} s after the connection's last packet",
+                                    if p.flags.rst() { "RST" } else { "FIN" },
+                                    ns as f64 / 1e9
+                                ),
+                                _ => String::new(),
+                            }
                         ),
                         _ => String::new(),
                     }
                 ),
             })
             .collect();
+        if let Some(t) = idle {
+            f.evidence.push(Evidence::Probe {
+                probe: IDLE_EVIDENCE.into(),
+                note: t.note(),
+            });
+        }
         if let Some(p) = probe {
             f.evidence.push(Evidence::Probe {
                 probe: "keepalive".into(),
@@ -461,190 +527,4 @@ impl ShortConnections {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::decode::TcpFlags as F;
-    use crate::detect::testkit::*;
-    use crate::event::{ConnDone, SynState};
-
-    fn conns(n: u64, exchanges: u32, setup_ms: i64) -> Vec<ConnDone> {
-        closed_by(n, exchanges, setup_ms, false)
-    }
-
-    fn closed_by(n: u64, exchanges: u32, setup_ms: i64, server: bool) -> Vec<ConnDone> {
-        (0..n)
-            .map(|k| {
-                let t = k as i64 * 100;
-                let mut syn = SynState::default();
-                syn.on_syn(pkt(k * 10 + 1, t, false, F::SYN, 0));
-                ConnDone {
-                    ends: ends(),
-                    syn,
-                    first_req: Some(pkt(k * 10 + 4, t + setup_ms, false, F::PSH, 78)),
-                    exchanges,
-                    first_close: Some(pkt(k * 10 + 7, t + setup_ms + 1, server, F::FIN, 0)),
-                }
-            })
-            .collect()
-    }
-
-    #[test]
-    fn one_request_per_connection_is_found() {
-        let cs = conns(MIN_CONNECTIONS, 1, 60);
-        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
-        let v = run::<ShortConnections>(
-            &ev,
-            &Context {
-                latency_p50_ms: 10.0,
-                ..cx(5)
-            },
-        );
-        assert_eq!(v.len(), 1);
-        assert_eq!(
-            (v[0].severity, v[0].side),
-            (Severity::Critical, Side::Client)
-        );
-        assert_eq!(v[0].impact.affected_fraction, Some(1.0));
-    }
-
-    #[test]
-    fn keep_alive_or_few_connections_say_nothing() {
-        let many = conns(10, 50, 1);
-        let ev: Vec<Event<'_>> = many.iter().map(Event::ConnDone).collect();
-        assert!(run::<ShortConnections>(&ev, &cx(500)).is_empty());
-        let few = conns(MIN_CONNECTIONS - 1, 1, 1);
-        let ev: Vec<Event<'_>> = few.iter().map(Event::ConnDone).collect();
-        assert!(run::<ShortConnections>(&ev, &cx(4)).is_empty());
-    }
-
-    #[test]
-    fn a_server_that_closes_first_is_side_server_with_a_server_fix() {
-        let cs = closed_by(10, 1, 60, true);
-        let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
-        let cx = Context {
-            latency_p50_ms: 10.0,
-            ..cx(10)
-        };
-        let v = run::<ShortConnections>(&ev, &cx);
-        assert_eq!(v[0].side, Side::Server);
-        assert!(
-            v[0].summary.contains("the server closed 10 of them first"),
-            "{}",
-            v[0].summary
-        );
-        assert!(v[0].fix.contains("keepalive_requests"), "{}", v[0].fix);
-        assert!(!v[0].fix.contains("do not send"), "{}", v[0].fix);
-    }
-
-    #[test]
-    fn the_users_own_choice_is_not_blamed() {
-        let cs = closed_by(10, 1, 60, false);
-        let cfg = Observation::RunConfig {
-            keepalive: false,
-            timeout_ms: 0,
-            connections: 10,
-        };
-        let mut ev: Vec<Event<'_>> = vec![Event::Observed(&cfg)];
-        ev.extend(cs.iter().map(Event::ConnDone));
-        let cx = Context {
-            latency_p50_ms: 10.0,
-            ..cx(10)
-        };
-        let v = run::<ShortConnections>(&ev, &cx);
-        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
-        assert!(v[0].summary.contains("as requested"), "{}", v[0].summary);
-        assert!(v[0].fix.starts_with("Nothing to fix"), "{}", v[0].fix);
-    }
-
-    fn probe(server_closed: u32, reused: u32, rps: f64, p50: f64) -> Observation {
-        Observation::KeepAlive(KeepAliveCost {
-            requests: 200,
-            connections: 200 - reused,
-            server_closed,
-            reused,
-            first_p50_ms: 0.2 * p50,
-            request_p50_ms: 0.2,
-            requests_per_s: 4000.0,
-            rps_ratio: rps,
-            p50_ratio: p50,
-            lower_bound: reused == 0,
-        })
-    }
-
-    /// Connections the server closed (as nginx does after a `Connection: close` request too),
-    /// at a LAN's setup cost (the guess alone says info), with a probe's measurement.
-    fn with_probe(obs: &Observation) -> Vec<Finding> {
-        let cs = closed_by(10, 1, 0, true);
-        let mut ev: Vec<Event<'_>> = vec![Event::Observed(obs)];
-        ev.extend(cs.iter().map(Event::ConnDone));
-        run::<ShortConnections>(
-            &ev,
-            &Context {
-                latency_p50_ms: 10.0,
-                ..cx(10)
-            },
-        )
-    }
-
-    #[test]
-    fn the_measured_cost_sets_the_severity_and_the_server_that_closed_is_blamed() {
-        let v = with_probe(&probe(200, 0, 2.6, 1.9));
-        assert_eq!(
-            (v[0].severity, v[0].side),
-            (Severity::Warning, Side::Server)
-        );
-        assert!(
-            v[0].summary.contains("at least 2.6x the requests/s"),
-            "{}",
-            v[0].summary
-        );
-        assert!(
-            v[0].explanation.contains("the real cost is higher"),
-            "{}",
-            v[0].explanation
-        );
-        assert!(v[0].fix.contains("keepalive_timeout"), "{}", v[0].fix);
-        let v = with_probe(&probe(200, 0, 3.5, 2.0));
-        assert_eq!(v[0].severity, Severity::Critical);
-        // Refused keep-alive at a small timed cost (a lower bound): still a warning.
-        let v = with_probe(&probe(200, 0, 1.1, 1.05));
-        assert_eq!(v[0].severity, Severity::Warning);
-        // Kept connections at a small measured cost: info.
-        let v = with_probe(&probe(0, 190, 1.1, 1.05));
-        assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Client));
-    }
-
-    #[test]
-    fn a_server_that_kept_the_probes_connections_is_not_blamed() {
-        // The packets say the server sent the first FIN, but it keeps connections when asked:
-        // the load's requests asked it to close.
-        let v = with_probe(&probe(0, 190, 2.6, 1.9));
-        assert_eq!(v[0].side, Side::Client, "{}", v[0].summary);
-        assert!(
-            v[0].summary.contains("kept the keep-alive probe"),
-            "{}",
-            v[0].summary
-        );
-        assert!(v[0].fix.contains("do not send"), "{}", v[0].fix);
-        assert!(
-            v[0].summary.contains("1.9x lower median"),
-            "{}",
-            v[0].summary
-        );
-    }
-
-    #[test]
-    fn the_probe_alone_reports_without_a_capture() {
-        let obs = probe(200, 0, 2.0, 1.5);
-        let v = run::<ShortConnections>(&[Event::Observed(&obs)], &cx(0));
-        assert_eq!(
-            (v[0].severity, v[0].side),
-            (Severity::Warning, Side::Server)
-        );
-        assert!(
-            v[0].evidence
-                .iter()
-                .any(|e| matches!(e, Evidence::Probe { .. }))
-        );
-    }
-}
+mod tests;
