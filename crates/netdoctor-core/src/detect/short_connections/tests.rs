@@ -8,6 +8,17 @@ fn conns(n: u64, exchanges: u32, setup_ms: i64) -> Vec<ConnDone> {
 }
 
 fn closed_by(n: u64, exchanges: u32, setup_ms: i64, server: bool) -> Vec<ConnDone> {
+    idle_closed(n, exchanges, setup_ms, server, |_| 1)
+}
+
+/// Connections closed first by the server (or the client) after `idle_ms(k)` of silence.
+fn idle_closed(
+    n: u64,
+    exchanges: u32,
+    setup_ms: i64,
+    server: bool,
+    idle_ms: impl Fn(u64) -> i64,
+) -> Vec<ConnDone> {
     (0..n)
         .map(|k| {
             let t = k as i64 * 100;
@@ -19,7 +30,7 @@ fn closed_by(n: u64, exchanges: u32, setup_ms: i64, server: bool) -> Vec<ConnDon
                 first_req: Some(pkt(k * 10 + 4, t + setup_ms, false, F::PSH, 78)),
                 exchanges,
                 first_close: Some(pkt(k * 10 + 7, t + setup_ms + 1, server, F::FIN, 0)),
-                idle_before_close_ns: Some(1_000_000),
+                idle_before_close_ns: Some(idle_ms(k) * 1_000_000),
             }
         })
         .collect()
@@ -183,4 +194,62 @@ fn the_probe_alone_reports_without_a_capture() {
             .iter()
             .any(|e| matches!(e, Evidence::Probe { .. }))
     );
+}
+
+/// Server closes after a steady silence, with a probe that kept its connections (`reused`).
+fn idle_story(idle_ms: impl Fn(u64) -> i64, obs: Option<&Observation>) -> Vec<Finding> {
+    let cs = idle_closed(10, 1, 0, true, idle_ms);
+    let mut ev: Vec<Event<'_>> = obs.map(Event::Observed).into_iter().collect();
+    ev.extend(cs.iter().map(Event::ConnDone));
+    run::<ShortConnections>(
+        &ev,
+        &Context {
+            latency_p50_ms: 10.0,
+            ..cx(10)
+        },
+    )
+}
+
+#[test]
+fn a_steady_idle_before_the_servers_fin_is_its_idle_timeout_even_when_a_probe_kept_connections() {
+    // The closed-loop probe never idles: the server keeps its connections, which used to
+    // blame the client.
+    let obs = probe(0, 190, 2.6, 1.9);
+    let v = idle_story(|k| 1000 + (k as i64 % 3), Some(&obs));
+    assert_eq!(v[0].side, Side::Server, "{}", v[0].summary);
+    assert!(v[0].summary.contains("after 1.00 s idle"), "{}", v[0].summary);
+    assert!(!v[0].summary.contains("kept the keep-alive probe"), "{}", v[0].summary);
+    assert!(v[0].fix.contains("keepalive_timeout"), "{}", v[0].fix);
+    assert!(v[0].fix.contains("below 1.00 s"), "{}", v[0].fix);
+    assert!(v[0].explanation.contains("never leaves a connection idle"), "{}", v[0].explanation);
+    assert!(
+        v[0].evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::Probe { probe, .. } if probe == IDLE_EVIDENCE))
+    );
+}
+
+#[test]
+fn a_scattered_or_short_silence_before_the_servers_fin_is_not_a_timeout() {
+    // Closes right after the answer (`Connection: close`): the old story.
+    let v = idle_story(|_| 2, None);
+    assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
+    assert!(v[0].fix.starts_with("Let the server keep"), "{}", v[0].fix);
+    // Long silences that do not cluster: no single timer to name.
+    let v = idle_story(|k| 300 + 400 * k as i64, None);
+    assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
+    // A probe whose every connection the server closed after one answer: it refuses
+    // keep-alive, whatever the silences.
+    let obs = probe(200, 0, 2.6, 1.9);
+    let v = idle_story(|_| 1000, Some(&obs));
+    assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
+}
+
+#[test]
+fn a_client_that_closes_after_a_steady_idle_is_not_the_servers_timeout() {
+    let cs = idle_closed(10, 1, 0, false, |_| 1000);
+    let ev: Vec<Event<'_>> = cs.iter().map(Event::ConnDone).collect();
+    let v = run::<ShortConnections>(&ev, &cx(10));
+    assert_eq!(v[0].side, Side::Client, "{}", v[0].summary);
+    assert!(!v[0].summary.contains("idle"), "{}", v[0].summary);
 }

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Real traffic between two network namespaces for a server's idle (keep-alive) timeout that
+# is shorter than the client's wait before it reuses a connection, and its look-alikes:
+#   idle-timeout.pcap.gz   nginx `keepalive_timeout 1s`; the client keeps a pool of 3
+#                          connections and writes one request every 0.5 s round-robin (each
+#                          connection idles 1.5 s between its requests): nginx closes each one
+#                          1 s after its answer, and the client opens a new one.
+#   idle-reuse-ok.pcap.gz  the same nginx, the client's gap 0.3 s (pool of 3, every 0.1 s):
+#                          connections are reused, nothing to tell.
+#   idle-client-close.pcap.gz  nginx keeps connections (75 s); the client closes each one
+#                          itself after its answer (its FIN first).
+#   idle-server-close.pcap.gz  nginx `keepalive_timeout 0` (it answers with
+#                          `Connection: close` and closes at once); the pooled client.
+#   idle-lb-reset.pcap.gz  a server that resets (SO_LINGER 0) a connection idle for 1 s, as a
+#                          load balancer or NAT does; the pooled client as in idle-timeout.
+#   idle-midway.pcap.gz    idle-timeout's capture without its first 60 packets (a capture
+#                          that starts mid-way: its first connections have no handshake).
+# Captured on the client's veth with tcpdump. Needs root, iproute2, tcpdump, editcap, nginx,
+# gzip and /usr/bin/python3. Creates namespaces nd-idle-c<pid> and nd-idle-s<pid> joined by a
+# veth pair, removes them (and stops every process it started, by PID) on exit. The root
+# namespace is not touched. Ports 19701-19705.
+# Usage: ./make-idle.sh
+set -euo pipefail
+out="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d /tmp/nd-idle-lab.XXXXXX)"
+C="nd-idle-c$$"
+S="nd-idle-s$$"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    ip netns del "$C" 2>/dev/null || true
+    ip netns del "$S" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$C"
+ip netns add "$S"
+ip link add ndidle-c netns "$C" type veth peer name ndidle-s netns "$S"
+ip -n "$C" addr add 10.79.0.1/24 dev ndidle-c
+ip -n "$S" addr add 10.79.0.2/24 dev ndidle-s
+for ns in "$C" "$S"; do
+    for dev in $(ip netns exec "$ns" ls /sys/class/net); do
+        ip -n "$ns" link set "$dev" up
+    done
+done
+for _ in $(seq 1 100); do
+    ip -n "$C" link show ndidle-c | grep -q LOWER_UP && break
+    sleep 0.02
+done
+
+# nginx on `port` with `keepalive_timeout` `ka` (its process is started in the foreground
+# and stopped by PID).
+nginx_conf() { # port ka
+    mkdir -p "$work/ngx$1"
+    cat >"$work/ngx$1/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+master_process off;
+pid $work/ngx$1/nginx.pid;
+error_log $work/ngx$1/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $work/ngx$1; proxy_temp_path $work/ngx$1;
+    fastcgi_temp_path $work/ngx$1; uwsgi_temp_path $work/ngx$1; scgi_temp_path $work/ngx$1;
+    keepalive_timeout $2;
+    server { listen 10.79.0.2:$1; location / { return 200 "$(printf 'x%.0s' $(seq 1 600))"; } }
+}
+EOF
+}
+
+# A server that answers at once and resets a connection idle for `idle` s (SO_LINGER 0).
+cat >"$work/rst.py" <<'PY'
+import select, socket, struct, sys, threading
+port, idle = int(sys.argv[1]), float(sys.argv[2])
+msg = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 600\r\n\r\n" + b"x" * 600
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.79.0.2", port))
+s.listen(64)
+def serve(c):
+    buf = b""
+    while True:
+        r, _, _ = select.select([c], [], [], idle)
+        if not r:
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.close()
+            return
+        d = c.recv(65536)
+        if not d:
+            c.close()
+            return
+        buf += d
+        while b"\r\n\r\n" in buf:
+            _, buf = buf.split(b"\r\n\r\n", 1)
+            c.sendall(msg)
+while True:
+    c, _ = s.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+# The client: `n` requests, one every `interval` s round-robin over a pool of `pool`
+# connections; a connection the server closed (readable before the request) is replaced by a
+# new one. `close`: the client closes each connection itself after its answer.
+cat >"$work/cli.py" <<'PY'
+import select, socket, sys, time
+mode, port, pool, interval, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+req = b"GET /%d HTTP/1.1\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\n\r\n"
+def read_resp(c):
+    got = b""
+    while b"\r\n\r\n" not in got:
+        d = c.recv(65536)
+        if not d:
+            return
+        got += d
+    head, body = got.split(b"\r\n\r\n", 1)
+    cl = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+    want = int(cl[0].split(b":")[1]) if cl else 0
+    while len(body) < want:
+        d = c.recv(65536)
+        if not d:
+            return
+        body += d
+conns = [None] * pool
+for k in range(n):
+    i = k % pool
+    c = conns[i]
+    if c is not None and select.select([c], [], [], 0)[0]:
+        try:
+            c.recv(1)
+        except OSError:
+            pass
+        c.close()
+        c = None
+    if c is None:
+        c = socket.create_connection(("10.79.0.2", port))
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.sendall(req % k)
+    read_resp(c)
+    if mode == "close":
+        c.close()
+        c = None
+    conns[i] = c
+    time.sleep(interval)
+time.sleep(1.5)
+for c in conns:
+    if c is not None:
+        c.close()
+PY
+
+run() { # name port server-cmd... -- client-mode pool interval n
+    local name=$1 port=$2
+    shift 2
+    local srv=()
+    while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+    shift
+    ip netns exec "$S" "${srv[@]}" &
+    local sp=$!
+    pids+=($sp)
+    ip netns exec "$C" tcpdump -U -s 256 -i ndidle-c -w "$work/$name.pcap" "tcp port $port" 2>/dev/null &
+    local cap=$!
+    pids+=($cap)
+    for _ in $(seq 1 100); do
+        ip netns exec "$S" ss -ltn | grep -q ":$port " && break
+        sleep 0.02
+    done
+    for _ in $(seq 1 100); do
+        [ -s "$work/$name.pcap" ] && break
+        sleep 0.02
+    done
+    sleep 1
+    timeout 60 ip netns exec "$C" /usr/bin/python3 "$work/cli.py" "$@"
+    sleep 0.3
+    kill -INT "$cap"
+    wait "$cap" || true
+    kill "$sp" 2>/dev/null || true
+    wait "$sp" 2>/dev/null || true
+    gzip -9n <"$work/$name.pcap" >"$out/$name.pcap.gz"
+}
+nginx_conf 19701 1s
+nginx_conf 19702 1s
+nginx_conf 19703 75s
+nginx_conf 19704 0
+run idle-timeout 19701 nginx -c "$work/ngx19701/nginx.conf" -- pool 19701 3 0.5 15
+run idle-reuse-ok 19702 nginx -c "$work/ngx19702/nginx.conf" -- pool 19702 3 0.1 30
+run idle-client-close 19703 nginx -c "$work/ngx19703/nginx.conf" -- close 19703 3 0.2 10
+run idle-server-close 19704 nginx -c "$work/ngx19704/nginx.conf" -- pool 19704 3 0.2 10
+run idle-lb-reset 19705 /usr/bin/python3 "$work/rst.py" 19705 1.0 -- pool 19705 3 0.5 15
+gunzip -c "$out/idle-timeout.pcap.gz" >"$work/full.pcap"
+editcap -r "$work/full.pcap" "$work/midway.pcap" 61-100000
+gzip -9n <"$work/midway.pcap" >"$out/idle-midway.pcap.gz"
+echo "wrote idle-timeout idle-reuse-ok idle-client-close idle-server-close idle-lb-reset idle-midway (.pcap.gz) in $out"
