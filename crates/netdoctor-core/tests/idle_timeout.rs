@@ -35,7 +35,11 @@ fn told_as_idle_timeout(f: &Finding, reset: bool) {
     assert!(!f.summary.contains("the client closed"), "{}", f.summary);
     // Both knobs, with the measured value.
     assert!(f.fix.contains("now about 1.00 s"), "{}", f.fix);
-    assert!(f.fix.contains("client's pool idle timeout below 1.00 s"), "{}", f.fix);
+    assert!(
+        f.fix.contains("client's pool idle timeout below 1.00 s"),
+        "{}",
+        f.fix
+    );
     assert!(
         !f.explanation.contains("closes after each response"),
         "{}",
@@ -84,7 +88,11 @@ fn a_server_that_closes_after_each_answer_is_not_an_idle_timeout() {
     let (an, _) = analyze("idle-server-close.pcap.gz");
     let f = one(&an, FindingId::ShortConnections);
     assert_eq!(f.side, Side::Server, "{}", f.summary);
-    assert!(f.summary.contains("the server closed 10 of them first"), "{}", f.summary);
+    assert!(
+        f.summary.contains("the server closed 10 of them first"),
+        "{}",
+        f.summary
+    );
     assert!(!f.summary.contains("idle"), "{}", f.summary);
     assert!(idle_note(f).is_none(), "{:#?}", f.evidence);
     assert!(f.fix.contains("Connection: close"), "{}", f.fix);
@@ -95,7 +103,11 @@ fn a_client_that_closes_its_connections_is_still_the_clients() {
     let (an, _) = analyze("idle-client-close.pcap.gz");
     let f = one(&an, FindingId::ShortConnections);
     assert_eq!(f.side, Side::Client, "{}", f.summary);
-    assert!(f.summary.contains("the client closed 10 of them first"), "{}", f.summary);
+    assert!(
+        f.summary.contains("the client closed 10 of them first"),
+        "{}",
+        f.summary
+    );
     assert!(idle_note(f).is_none(), "{:#?}", f.evidence);
 }
 

@@ -258,7 +258,9 @@ impl ShortConnections {
             _ => Side::Client,
         };
         let who_closed = match (probe, closer) {
-            (_, Closer::ServerIdle) => idle.map_or(String::new(), |t| t.summary(self.closed_by_server)),
+            (_, Closer::ServerIdle) => {
+                idle.map_or(String::new(), |t| t.summary(self.closed_by_server))
+            }
             (Some(p), Closer::Server) => format!(
                 "; the server closed {} of the keep-alive probe's {} connections after one answer",
                 p.server_closed, p.connections
@@ -445,25 +447,20 @@ impl ShortConnections {
         // An example's own wait after its handshake ACK is named when it is long, whatever
         // the median: an open-loop load connects at once and writes at its scheduled time.
         let own_wait = |e: &Example| {
-            e.ack.filter(|a| {
-                think_shown || ms(e.first_req.ts_ns - a.ts_ns) >= THINK_SHOWN_MS
-            })
+            e.ack
+                .filter(|a| think_shown || ms(e.first_req.ts_ns - a.ts_ns) >= THINK_SHOWN_MS)
         };
         f.evidence = self
             .examples
             .iter()
             .map(|e| Evidence::Packets {
                 connection: conn_label(e.client, e.server),
-                packets: [
-                    Some(e.syn),
-                    own_wait(e),
-                    Some(e.first_req),
-                ]
-                .into_iter()
-                .flatten()
-                .chain(e.first_close.filter(|_| closer != Closer::Unknown))
-                .map(|p| p.to_ref(t0_ns))
-                .collect(),
+                packets: [Some(e.syn), own_wait(e), Some(e.first_req)]
+                    .into_iter()
+                    .flatten()
+                    .chain(e.first_close.filter(|_| closer != Closer::Unknown))
+                    .map(|p| p.to_ref(t0_ns))
+                    .collect(),
                 note: format!(
                     "SYN, then the request {:.2} ms later{}{}",
                     ms(e.first_req.ts_ns - e.syn.ts_ns),

@@ -217,11 +217,23 @@ fn a_steady_idle_before_the_servers_fin_is_its_idle_timeout_even_when_a_probe_ke
     let obs = probe(0, 190, 2.6, 1.9);
     let v = idle_story(|k| 1000 + (k as i64 % 3), Some(&obs));
     assert_eq!(v[0].side, Side::Server, "{}", v[0].summary);
-    assert!(v[0].summary.contains("after 1.00 s idle"), "{}", v[0].summary);
-    assert!(!v[0].summary.contains("kept the keep-alive probe"), "{}", v[0].summary);
+    assert!(
+        v[0].summary.contains("after 1.00 s idle"),
+        "{}",
+        v[0].summary
+    );
+    assert!(
+        !v[0].summary.contains("kept the keep-alive probe"),
+        "{}",
+        v[0].summary
+    );
     assert!(v[0].fix.contains("keepalive_timeout"), "{}", v[0].fix);
     assert!(v[0].fix.contains("below 1.00 s"), "{}", v[0].fix);
-    assert!(v[0].explanation.contains("never leaves a connection idle"), "{}", v[0].explanation);
+    assert!(
+        v[0].explanation.contains("never leaves a connection idle"),
+        "{}",
+        v[0].explanation
+    );
     assert!(
         v[0].evidence
             .iter()
