@@ -85,7 +85,21 @@ fn a_slow_server_or_a_slow_handshake_is_not_the_clients_wait() {
         f.summary
     );
     assert!(!f.summary.contains(THINK), "{}", f.summary);
-    assert_eq!(think_notes(f), 0);
+    // An example whose client took a few ms of its own (the python client's first
+    // connections) says so in its note, beside the handshake told in full.
+    for e in &f.evidence {
+        if let Evidence::Packets { note, .. } = e
+            && note.contains("client's own wait")
+        {
+            let ack_ms: f64 = note
+                .split("the handshake ACK ")
+                .nth(1)
+                .and_then(|s| s.split(' ').next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("{note}"));
+            assert!(ack_ms >= 5.0, "{note}");
+        }
+    }
 }
 
 #[test]
