@@ -59,11 +59,22 @@ pub fn own_netns() -> Option<String> {
 /// namespace then has our 4-tuples too (session 13: a hang lab counted 31 retransmits of the
 /// black-hole lab beside it).
 pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
+    listener_owner_or_why(addr).ok().flatten()
+}
+
+/// [`listener_owner`], with why none was chosen when several namespaces listen on `addr`.
+pub fn listener_owner_or_why(addr: SocketAddr) -> Result<Option<ListenerOwner>, String> {
     let mut found = candidates(addr);
     if found.len() <= 1 {
-        return found.pop();
+        return Ok(found.pop());
     }
-    serving(found, addr)
+    let n = found.len();
+    serving(found, addr).map(Some).ok_or_else(|| {
+        format!(
+            "{n} network namespaces listen on {addr} and none was seen serving this run's \
+             {PROBES} probe connections alone"
+        )
+    })
 }
 
 /// Probe connections that must all be seen in the serving namespace.
