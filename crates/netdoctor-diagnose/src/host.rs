@@ -319,9 +319,12 @@ impl Host for SystemHost {
     fn start_kernel_events(&self, addr: SocketAddr) -> Result<Box<dyn KernelEventsRun>, String> {
         use netdoctor_observe::listener_ns;
         use std::os::unix::fs::MetadataExt;
-        let owner = listener_ns::listener_owner(addr);
+        let (owner, untold) = match listener_ns::listener_owner_or_why(addr) {
+            Ok(owner) => (owner, None),
+            Err(why) => (None, Some(why)),
+        };
         let server_netns = owner.is_some();
-        let (scope, netns) = match owner {
+        let (scope, mut netns) = match owner {
             Some(owner) if !owner.same_netns => {
                 let ino = std::fs::metadata(format!("/proc/{}/ns/net", owner.pid))
                     .map_err(|e| format!("{}: {e}", owner.describe()))?
@@ -336,6 +339,9 @@ impl Host for SystemHost {
                 ),
             ),
         };
+        if let Some(why) = untold {
+            netns.push_str(&format!(" (the server's is not counted: {why})"));
+        }
         let observer = netdoctor_bpf::BpfObserver::start(scope).map_err(|e| e.to_string())?;
         Ok(Box::new(SystemKernelEvents {
             observer,

@@ -47,23 +47,102 @@ pub fn own_netns() -> Option<String> {
 }
 
 /// The process listening on `addr` on this host, `None` when none can be seen (a remote
-/// server, a loopback target, or processes this user may not inspect). When several
-/// namespaces have such a listener (two labs with the same addresses), one connection from the
-/// calling thread to `addr` tells which one serves it: its accepted end shows up in that
-/// namespace's TCP table.
+/// server, a loopback target, or processes this user may not inspect) or when several
+/// namespaces have such a listener and none can be told apart as the one serving this thread.
+///
+/// Several (two labs, or pods, with the same addresses): [`PROBES`] connections from the
+/// calling thread to `addr` are held open, and the namespace that serves them is the one whose
+/// TCP table holds all of their accepted ends and sees each of them change state when this side
+/// sends its FIN. The address pair alone is not enough: the kernel draws ephemeral ports from
+/// one sequence for all namespaces (`table_perturb` is global), so a client with the same
+/// address in a neighbouring namespace holds the same ports minutes later, and its server's
+/// namespace then has our 4-tuples too (session 13: a hang lab counted 31 retransmits of the
+/// black-hole lab beside it).
 pub fn listener_owner(addr: SocketAddr) -> Option<ListenerOwner> {
+    listener_owner_or_why(addr).ok().flatten()
+}
+
+/// [`listener_owner`], with why none was chosen when several namespaces listen on `addr`.
+pub fn listener_owner_or_why(addr: SocketAddr) -> Result<Option<ListenerOwner>, String> {
     let mut found = candidates(addr);
     if found.len() <= 1 {
-        return found.pop();
+        return Ok(found.pop());
     }
-    let conn =
-        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)).ok()?;
-    let ours = conn.local_addr().ok()?;
-    let owner = found
-        .into_iter()
-        .find(|o| has_connection(o.pid, addr, ours));
-    drop(conn);
-    owner
+    let n = found.len();
+    serving(found, addr).map(Some).ok_or_else(|| {
+        format!(
+            "{n} network namespaces listen on {addr} and none was seen serving this run's \
+             {PROBES} probe connections alone"
+        )
+    })
+}
+
+/// Probe connections that must all be seen in the serving namespace.
+pub const PROBES: usize = 3;
+
+/// Of `found`, the one namespace that serves this thread's connections to `addr`.
+fn serving(found: Vec<ListenerOwner>, addr: SocketAddr) -> Option<ListenerOwner> {
+    use std::time::{Duration, Instant};
+    let conns: Vec<std::net::TcpStream> = (0..PROBES)
+        .filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok())
+        .collect();
+    let ours: Vec<SocketAddr> = conns.iter().filter_map(|c| c.local_addr().ok()).collect();
+    if ours.len() < PROBES {
+        return None;
+    }
+    // The accepted ends: the server's kernel takes the handshake's last ACK just after
+    // connect() returns here.
+    let states = |o: &ListenerOwner| -> Vec<Option<u8>> {
+        let table = conn_states(o.pid);
+        ours.iter()
+            .map(|r| {
+                table
+                    .iter()
+                    .find(|(l, rem, _)| same(*l, addr) && same(*rem, *r))
+                    .map(|t| t.2)
+            })
+            .collect()
+    };
+    let begun = Instant::now();
+    let mut before: Vec<Vec<Option<u8>>>;
+    loop {
+        before = found.iter().map(states).collect();
+        if before.iter().any(|b| b.iter().all(Option::is_some))
+            || begun.elapsed() > Duration::from_millis(300)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for c in &conns {
+        let _ = c.shutdown(std::net::Shutdown::Write);
+    }
+    // Ours move to CLOSE_WAIT (or on, or away) once our FIN arrives; a neighbour's
+    // connection on the same 4-tuple does not.
+    let begun = Instant::now();
+    let serves = loop {
+        let serves: Vec<usize> = found
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| {
+                let after = states(o);
+                before[*i]
+                    .iter()
+                    .zip(&after)
+                    .all(|(b, a)| b.is_some() && a != b)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if !serves.is_empty() || begun.elapsed() > Duration::from_millis(300) {
+            break serves;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    drop(conns);
+    match serves[..] {
+        [i] => found.into_iter().nth(i),
+        _ => None,
+    }
 }
 
 /// One owner per namespace with a listener on `addr`.
@@ -154,18 +233,23 @@ fn task_namespaces(pid: u32) -> Vec<(u32, String)> {
     out
 }
 
-/// Whether `pid`'s namespace has a TCP socket `local` ↔ `remote` (any state).
-fn has_connection(pid: u32, local: SocketAddr, remote: SocketAddr) -> bool {
-    ["tcp", "tcp6"].iter().any(|f| {
-        fs::read_to_string(format!("/proc/{pid}/net/{f}")).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let f: Vec<&str> = l.split_whitespace().take(3).collect();
-                f.len() == 3
-                    && crate::sockopt::parse_hex_addr(f[1]).is_some_and(|a| same(a, local))
-                    && crate::sockopt::parse_hex_addr(f[2]).is_some_and(|a| same(a, remote))
-            })
-        })
-    })
+/// `(local, remote, state)` of every TCP socket in `pid`'s namespace (`/proc/PID/net/tcp{,6}`).
+fn conn_states(pid: u32) -> Vec<(SocketAddr, SocketAddr, u8)> {
+    let mut out = Vec::new();
+    for f in ["tcp", "tcp6"] {
+        let Ok(t) = fs::read_to_string(format!("/proc/{pid}/net/{f}")) else {
+            continue;
+        };
+        out.extend(t.lines().skip(1).filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().take(4).collect();
+            Some((
+                crate::sockopt::parse_hex_addr(f.get(1)?)?,
+                crate::sockopt::parse_hex_addr(f.get(2)?)?,
+                u8::from_str_radix(f.get(3)?, 16).ok()?,
+            ))
+        }));
+    }
+    out
 }
 
 /// Equal addresses, an IPv4-mapped IPv6 one equal to its IPv4 form.

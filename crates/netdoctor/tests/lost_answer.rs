@@ -184,9 +184,10 @@ fn pmtu_check(r: &Value) -> Option<&Value> {
 }
 
 /// One lab at a time: every lab here gives its server the same address and port in its own
-/// namespaces, and the eBPF retransmission count matches the target by address and port across
-/// namespaces, so a black-hole lab's resent answers were counted for a parallel `hang` lab's
-/// target (CI, session 13). Held for the whole test.
+/// namespaces. Session 13's CI counted a black-hole lab's resent answers for a parallel `hang`
+/// lab's target (the server's namespace was told by the 4-tuple alone, which the neighbour
+/// shared; fixed in `listener_ns`, tested by `netns_retransmits.rs`); one at a time still keeps
+/// the labs' load off each other's timings. Held for the whole test.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
