@@ -159,7 +159,17 @@ impl Hub {
 
     /// The peer acknowledged the data of endpoint `i` up to `ack`: an HTTP/2 reassembler
     /// stops waiting for bytes below it that the capture never saw.
+    /// Only HTTP/2 tracks ACKs of its frames: the check is inline, so the per-ACK call of an
+    /// HTTP/1 or other connection costs a compare.
+    #[inline]
     pub(super) fn on_ack_of(&mut self, c: &mut Conn, i: usize, ack: u32) {
+        if matches!(c.source, Source::H2(_)) {
+            self.on_ack_of_h2(c, i, ack);
+        }
+    }
+
+    #[inline(never)]
+    fn on_ack_of_h2(&mut self, c: &mut Conn, i: usize, ack: u32) {
         let from_server = c.server == i;
         let Source::H2(h) = &mut c.source else {
             return;

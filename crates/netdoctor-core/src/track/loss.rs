@@ -440,8 +440,62 @@ impl LossDir {
 
     /// The peer acknowledged up to `ack` (with SACK blocks); `prev` is its previous highest
     /// cumulative ACK, `nxt` the highest sequence sent, `pure` whether it carried nothing else.
+    ///
+    /// Nearly every ACK of a healthy connection carries no SACK block, finds no hole and no
+    /// loss episode open, and acknowledges nothing beyond what was captured: then only the
+    /// progress (or duplicate-ACK) bookkeeping of [`Self::on_progress`] has anything to do,
+    /// and it is done inline. Every other ACK takes the full path, which does the same
+    /// bookkeeping at the same point.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn on_peer_ack(
+        &mut self,
+        ts_ns: i64,
+        ack: u32,
+        prev: Option<u32>,
+        nxt: u32,
+        sack: &[(u32, u32)],
+        pure: bool,
+        mss: u32,
+    ) -> AckNews {
+        if sack.is_empty() && self.n_holes == 0 && self.episode.is_none() && !seq_gt(ack, nxt) {
+            self.last_ack = Some((ack, ts_ns));
+            let advanced = prev.is_none_or(|p| seq_gt(ack, p));
+            return AckNews {
+                dup: self.on_progress(ts_ns, ack, advanced, pure, nxt),
+                ..AckNews::default()
+            };
+        }
+        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, mss)
+    }
+
+    /// The cumulative ACK moved up (`advanced`), or a pure ACK repeated it below `nxt`: a
+    /// duplicate ACK, returned true.
+    #[inline(always)]
+    fn on_progress(&mut self, ts_ns: i64, ack: u32, advanced: bool, pure: bool, nxt: u32) -> bool {
+        if advanced {
+            if self.forgotten.is_some_and(|f| seq_ge(ack, f)) {
+                self.forgotten = None;
+            }
+            self.progress_ts = ts_ns;
+            self.dupacks = 0;
+            self.sacked = false;
+            self.signal_ts = None;
+            self.n_sack_blocks = 0;
+            false
+        } else if pure && seq_gt(nxt, ack) {
+            self.dupacks += 1;
+            self.signal_ts = Some(ts_ns);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// [`Self::on_peer_ack`] with SACK blocks, holes, an open episode or an ACK beyond `nxt`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn on_peer_ack_full(
         &mut self,
         ts_ns: i64,
         ack: u32,
@@ -551,20 +605,7 @@ impl LossDir {
             news.capture_gaps += bytes.div_ceil(mss.max(1)).max(1);
             news.gap_bytes += u64::from(bytes);
         }
-        if advanced {
-            if self.forgotten.is_some_and(|f| seq_ge(ack, f)) {
-                self.forgotten = None;
-            }
-            self.progress_ts = ts_ns;
-            self.dupacks = 0;
-            self.sacked = false;
-            self.signal_ts = None;
-            self.n_sack_blocks = 0;
-        } else if pure && seq_gt(nxt, ack) {
-            news.dup = true;
-            self.dupacks += 1;
-            self.signal_ts = Some(ts_ns);
-        }
+        news.dup = self.on_progress(ts_ns, ack, advanced, pure, nxt);
         if !news.dsack && sack.iter().any(|&(l, _)| seq_gt(l, ack)) {
             self.sacked = true;
             self.signal_ts = Some(ts_ns);
