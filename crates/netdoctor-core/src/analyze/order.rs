@@ -16,8 +16,8 @@
 //! loopback capture's first backdated frame can come late: frame 229,977 of 251,541 in
 //! bench/README.md's); a gzip'd one is analyzed in file order until that frame and then again.
 //! [`StampOrder`] also counts them over the sorted reading exactly as the analyzer in file
-//! order would have. Held frames keep
-//! their buffers for the next frame (up to [`REUSE_BYTES`] each), not an allocation a frame.
+//! order would have. Held frames keep their buffers for the next frame (up to [`REUSE_BYTES`]
+//! each), not an allocation a frame.
 
 use std::collections::VecDeque;
 
