@@ -10,13 +10,14 @@
 //! Wireshark. A frame later than the window can mend stays where it is and is counted by the
 //! analyzer again (`CaptureQuality::backdated_frames`).
 //!
-//! Holding frames costs a copy of each, so `analyze` reads a file in order first and sorts only
-//! when that reading meets a backdated frame (and the file can be read again): [`StampOrder`]
-//! tells it at the first one, on the analyzer's own clamped timestamps, so the reading in file
-//! order stops there instead of analyzing the whole file twice (a loopback capture of two
-//! CPUs holds its first backdated frame within its first few thousand frames), and counts them
-//! over the sorted reading exactly as the analyzer in file order would have. Held frames keep
-//! their buffers for the next frame (up to [`REUSE_BYTES`] each), not an allocation a frame.
+//! Holding frames costs a copy of each, so `analyze` sorts only a file that holds a backdated
+//! frame (and can be read again): [`StampOrder`] finds the first one on the analyzer's own
+//! clamped timestamps. An uncompressed file's stamps are walked before any analysis (a
+//! loopback capture's first backdated frame can come late: frame 229,977 of 251,541 in
+//! bench/README.md's); a gzip'd one is analyzed in file order until that frame and then again.
+//! [`StampOrder`] also counts them over the sorted reading exactly as the analyzer in file
+//! order would have. Held frames keep their buffers for the next frame (up to [`REUSE_BYTES`]
+//! each), not an allocation a frame.
 
 use std::collections::VecDeque;
 
