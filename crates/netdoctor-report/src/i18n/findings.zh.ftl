@@ -14,6 +14,13 @@
 # 术语：延迟确认（delayed ACK）、Nagle 算法、重传、零窗口、全连接队列/半连接队列（accept/SYN
 # queue）、连接跟踪表（conntrack）。
 
+# 名字的第一个地址失败、其余地址各试了一次 connect()（证据 other_addresses）时，接在该发现的文字后面。
+common-other-addrs-live-summary = ；这个名字还有其他地址接受连接：失败的是名字记录中的一个失效地址
+common-other-addrs-live-explanation = {" "}这个名字解析出多个地址，解析器把失败的地址排在第一位，而其他地址中有接受连接的（见证据），所以服务本身是正常的，错在名字的记录里有一个失效地址。先尝试它的客户端要么等连接超时（被拒绝时则立即）再改用下一个地址，要么直接失败；哪些客户端会碰上取决于它们的解析器返回的顺序（轮询 DNS 会轮换）。本次运行在这里停止，没有对正常的地址加负载。
+common-other-addrs-live-fix = 从名字的记录（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行）中删除失败的地址，或者让它恢复；用 `getent ahosts 名字` 复查，并在 URL 中写正常的地址（加上 Host 头）直接诊断它。对失败的地址本身：
+common-other-addrs-none-summary = ；这个名字的其他地址也都不接受连接
+common-other-addrs-none-explanation = {" "}这个名字解析出多个地址，本次运行也试了其余的地址，没有一个接受连接（见证据）：从这里看，服务在所有地址上都不可达，而不只是第一个地址。
+
 common-who = { $side ->
     [client] 客户端
     [network] 网络
