@@ -140,6 +140,9 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         SpuriousRetransmission => {
             "Segments were resent that had arrived: the receiver reported them twice (D-SACK) or had acknowledged them. Not loss: a retransmission timer or tail-loss probe faster than the receiver's ACKs, or reordering on the path. Nothing to fix unless they are frequent: then look at the receiver's delayed ACKs or what reorders packets."
         }
+        DnsDeadRecord => {
+            "One of the name's addresses does not accept connections while another does: clients that try it first wait their connect timeout (or get a reset, or fail at once without a route) before they fall back. Remove the dead A/AAAA record (or /etc/hosts line) or bring the host back; check with getent ahosts NAME."
+        }
     }
 }
 

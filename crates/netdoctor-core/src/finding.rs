@@ -48,12 +48,13 @@ pub enum FindingId {
     MssMtuProblem,
     ReceiverSoftirqSaturated,
     SpuriousRetransmission,
+    DnsDeadRecord,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 38] = {
+    pub const ALL: [FindingId; 39] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -94,6 +95,7 @@ impl FindingId {
             MssMtuProblem,
             ReceiverSoftirqSaturated,
             SpuriousRetransmission,
+            DnsDeadRecord,
         ]
     };
 
@@ -124,7 +126,7 @@ impl FindingId {
             HighBaseRtt | RouteProblem | NoRoute | CongestionLimited | ShaperLimited
             | MssMtuProblem => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
-            | DnsNameNotFound => Layer::Dns,
+            | DnsNameNotFound | DnsDeadRecord => Layer::Dns,
         }
     }
 
@@ -170,6 +172,7 @@ impl FindingId {
             MssMtuProblem => "mss_mtu_problem",
             ReceiverSoftirqSaturated => "receiver_softirq_saturated",
             SpuriousRetransmission => "spurious_retransmission",
+            DnsDeadRecord => "dns_dead_record",
         }
     }
 }

@@ -15,8 +15,11 @@
 //!   diagnosis); the trace of a routed target is the observer `observers::TraceObserver`.
 //! - [`preflight`]: route, neighbour, connect, TLS verification and one request before any
 //!   load; a failure that is the client's or the path's ends the run with its finding.
-//! - `other_addrs`: a name whose first address failed the preflight: do its other addresses
-//!   accept connections (a dead record beside live ones), told in the stopping finding.
+//! - `other_addrs`: a name with several addresses gets one connect() to each other one during
+//!   the preflight; when the first failed, the stopping finding tells whether the others
+//!   accept connections (a dead record beside live ones).
+//! - `dead_record`: the first address is live but another is dead, refused or unreachable
+//!   from here: `dns_dead_record`.
 //! - `keepalive`: after a load that asked for keep-alive and got a connection per request, a
 //!   short keep-alive probe measures what that costs (for `short_connections`).
 //! - `lost_answer`: requests that timed out while the server's kernel resent its answer and
@@ -27,6 +30,7 @@
 //! - [`fake`]: a recorded host, so the orchestration is tested without root.
 
 mod base_rtt;
+mod dead_record;
 pub mod fake;
 pub mod host;
 mod keepalive;

@@ -1,26 +1,31 @@
-//! A name with several addresses whose first one failed the preflight.
+//! A name with several addresses: are the others alive too?
 //!
-//! The run diagnoses the first address the resolver returns. When that one is dead (no ARP
-//! answer, no route, no SYN/ACK, refused) the preflight ends the run with a finding about that
-//! address, whose fix used to be "correct the address in the URL". But the URL holds a name,
-//! and when the name's other addresses accept connections the service is up: the fault is a
-//! dead record among live ones. Clients that try the dead address first wait for their connect
-//! timeout before they fall back (curl: 4 s here, each new connection), or fail when they do
-//! not fall back; which clients do depends on the order their resolver returns. So after such
-//! a stop, each other address (at most [`MAX_OTHERS`]) gets one connect(), and the stopping
-//! finding says what they did: a live one turns the story into the dead record and its fix
-//! into the name's records; none live says the service answers on none of them. A refused
-//! address goes past the preflight (the probes and the load find `server_not_listening`): that
-//! finding gets the same look once the run is finished. The verdict stands (the severity is
-//! the failed address's); the finding's text and evidence grow.
+//! The run diagnoses the first address the resolver returns; clients that get another order
+//! (another resolver, round-robin DNS, happy eyeballs, a client that rotates) try the others
+//! first. So when the name has more addresses, each other one (at most [`MAX_OTHERS`]) gets one
+//! connect() in parallel with the preflight ([`probe`]; joined before the observers start, so
+//! its SYNs stay out of the run's counters; a name with one address costs nothing), and:
+//!
+//! - The first address is dead (no ARP answer, no route, no SYN/ACK, refused): the preflight
+//!   ends the run with a finding about that address, whose fix used to be "correct the address
+//!   in the URL". But the URL holds a name, and when the name's other addresses accept
+//!   connections the service is up: the fault is a dead record among live ones. Clients that
+//!   try the dead address first wait for their connect timeout before they fall back (curl: 4 s
+//!   here, each new connection), or fail when they do not fall back. The stopping finding says
+//!   what the others did ([`check`]): a live one turns the story into the dead record and its
+//!   fix into the name's records; none live says the service answers on none of them. A refused
+//!   address goes past the preflight (the probes and the load find `server_not_listening`):
+//!   that finding gets the same look once the run is finished ([`check_refused`]). The verdict
+//!   stands (the severity is the failed address's); the finding's text and evidence grow.
+//! - The first address is live: a dead other one is `dns_dead_record` (`crate::dead_record`).
 //!
 //! A certificate the client rejects (`tls_verify_failed`) is not about one address: left as is.
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use netdoctor_core::finding::{Evidence, Finding, FindingId};
-use netdoctor_probe::{SynProbe, SynProbeConfig};
+use netdoctor_probe::SynProbeConfig;
 use netdoctor_report::{CheckName, CheckStatus, Report};
 
 use crate::host::Host;
@@ -35,6 +40,21 @@ pub(crate) const MAX_OTHERS: usize = 4;
 /// The connect timeout for each (the run's `--timeout` when shorter).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// What one connect() to an address did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    /// No answer within the timeout: clients wait their connect timeout on it.
+    Silent,
+    /// Failed well before the timeout without a reset: no route from here (ENETUNREACH, an
+    /// IPv6 address on a host without IPv6 routes) or an ICMP unreachable. Clients here fail
+    /// at once and fall back.
+    Unreachable,
+    /// A reset: nothing listens on the port there; clients fall back at once.
+    Refused,
+    /// Connected.
+    Live,
+}
+
 /// One other address and what its connect() did.
 #[derive(Debug, Clone)]
 pub(crate) struct Outcome {
@@ -42,22 +62,48 @@ pub(crate) struct Outcome {
     /// Connected: the handshake time in ms.
     pub connect_ms: Option<f64>,
     pub refused: bool,
+    /// How long the connect() took to end, whatever its result.
+    pub elapsed: Duration,
 }
 
 impl Outcome {
-    fn from_probe(addr: SocketAddr, p: &SynProbe) -> Outcome {
+    fn from_probe(addr: SocketAddr, p: &netdoctor_probe::SynProbe, elapsed: Duration) -> Outcome {
         Outcome {
             addr,
             connect_ms: (p.answered > 0).then(|| p.median_ms.unwrap_or(0.0)),
             refused: p.answered == 0 && p.refused > 0,
+            elapsed,
         }
     }
 
-    fn describe(&self, timeout: Duration) -> String {
+    /// What the connect() did; a failure in under half of `timeout` is not a wait.
+    pub(crate) fn kind(&self, timeout: Duration) -> Kind {
         match (self.connect_ms, self.refused) {
-            (Some(ms), _) => format!("{} accepted a connection in {ms:.1} ms", self.addr),
-            (None, true) => format!("{} refused the connection (RST)", self.addr),
-            (None, false) => format!(
+            (Some(_), _) => Kind::Live,
+            (None, true) => Kind::Refused,
+            (None, false) if self.elapsed < timeout / 2 => Kind::Unreachable,
+            (None, false) => Kind::Silent,
+        }
+    }
+
+    pub(crate) fn describe(&self, timeout: Duration) -> String {
+        let ms = self.elapsed.as_secs_f64() * 1000.0;
+        match (self.kind(timeout), self.connect_ms) {
+            (Kind::Live, Some(c)) => format!("{} accepted a connection in {c:.1} ms", self.addr),
+            (Kind::Refused, _) => {
+                format!("{} refused the connection (RST) in {ms:.1} ms", self.addr)
+            }
+            (Kind::Unreachable, _) => format!(
+                "{} could not be reached: connect() failed after {ms:.1} ms without a reset \
+                 (no route from here{}, or an ICMP unreachable)",
+                self.addr,
+                if self.addr.is_ipv6() {
+                    ": no IPv6 route"
+                } else {
+                    ""
+                }
+            ),
+            _ => format!(
                 "{} did not accept a connection within {:.0} s",
                 self.addr,
                 timeout.as_secs_f64()
@@ -66,15 +112,65 @@ impl Outcome {
     }
 }
 
-/// After a preflight that stopped the run on `failed`: connects to the name's `others` and
-/// tells in the stopping finding (the report's last) what they did.
-pub(crate) fn check(
+/// The connect timeout used for the other addresses in `plan`.
+pub(crate) fn timeout(plan: &DiagnosePlan) -> Duration {
+    plan.load.timeout.min(CONNECT_TIMEOUT)
+}
+
+/// One connect() to each of the name's `others` (at most [`MAX_OTHERS`], in parallel, each
+/// bounded by [`timeout`]); nothing when there are none or the URL holds an address.
+pub(crate) fn probe(
     plan: &DiagnosePlan,
     host: &dyn Host,
-    failed: SocketAddr,
+    first: SocketAddr,
     others: &[SocketAddr],
-    report: &mut Report,
     progress: &dyn Progress,
+) -> Vec<Outcome> {
+    let name = &plan.target.host;
+    if others.is_empty() || name.parse::<std::net::IpAddr>().is_ok() {
+        return Vec::new();
+    }
+    let tried: Vec<SocketAddr> = others.iter().copied().take(MAX_OTHERS).collect();
+    progress.stage(&format!(
+        "{name} resolves to {} addresses: {first} is diagnosed, one connect() to each other \
+         ({})",
+        others.len() + 1,
+        tried
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let cfg = SynProbeConfig {
+        count: 1,
+        timeout: timeout(plan),
+        ..SynProbeConfig::default()
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = tried
+            .iter()
+            .map(|&a| {
+                let cfg = &cfg;
+                s.spawn(move || {
+                    let start = Instant::now();
+                    let p = host.connect_probe(a, cfg);
+                    Outcome::from_probe(a, &p, start.elapsed())
+                })
+            })
+            .collect();
+        // A probe thread that panicked tells nothing: its address is left out, not guessed.
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}
+
+/// After a preflight that stopped the run on `failed`: tells in the stopping finding (the
+/// report's last) what the name's other addresses (`total` in all) did.
+pub(crate) fn check(
+    plan: &DiagnosePlan,
+    failed: SocketAddr,
+    total: usize,
+    outcomes: &[Outcome],
+    report: &mut Report,
 ) {
     let Some(i) = report
         .findings
@@ -84,38 +180,36 @@ pub(crate) fn check(
     else {
         return;
     };
-    tell(plan, host, failed, others, report, i, progress);
+    tell(plan, failed, total, outcomes, report, i);
 }
 
 /// After a run whose address refused every connection (`server_not_listening`, found by the
 /// probes and the load, not the preflight): the same look at the name's other addresses.
 pub(crate) fn check_refused(
     plan: &DiagnosePlan,
-    host: &dyn Host,
     failed: SocketAddr,
-    others: &[SocketAddr],
+    total: usize,
+    outcomes: &[Outcome],
     report: &mut Report,
-    progress: &dyn Progress,
 ) {
     if let Some(i) = report
         .findings
         .iter()
         .position(|f| f.id == FindingId::ServerNotListening)
     {
-        tell(plan, host, failed, others, report, i, progress);
+        tell(plan, failed, total, outcomes, report, i);
     }
 }
 
-/// Connects to `others` and tells in finding `i` (about `failed`) what they did; nothing when
-/// the URL holds an address, not a name.
+/// Tells in finding `i` (about `failed`) what the other addresses did; nothing when the URL
+/// holds an address, not a name.
 fn tell(
     plan: &DiagnosePlan,
-    host: &dyn Host,
     failed: SocketAddr,
-    others: &[SocketAddr],
+    total: usize,
+    outcomes: &[Outcome],
     report: &mut Report,
     i: usize,
-    progress: &dyn Progress,
 ) {
     let name = plan.target.host.clone();
     if name.parse::<std::net::IpAddr>().is_ok() {
@@ -124,32 +218,10 @@ fn tell(
     let f = &mut report.findings[i];
     // The URL holds a name: its records are what to correct, not the URL.
     f.fix = f.fix.replace(IN_URL, IN_RECORDS);
-    if others.is_empty() {
+    if outcomes.is_empty() {
         return;
     }
-    let timeout = plan.load.timeout.min(CONNECT_TIMEOUT);
-    let tried: Vec<SocketAddr> = others.iter().copied().take(MAX_OTHERS).collect();
-    progress.stage(&format!(
-        "{failed} failed: trying {name}'s other address{} ({})",
-        if tried.len() == 1 { "" } else { "es" },
-        tried
-            .iter()
-            .map(|a| a.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    let cfg = SynProbeConfig {
-        count: 1,
-        timeout,
-        ..SynProbeConfig::default()
-    };
-    let outcomes: Vec<Outcome> = tried
-        .iter()
-        .map(|a| Outcome::from_probe(*a, &host.connect_probe(*a, &cfg)))
-        .collect();
-    let total = others.len() + 1;
-    let f = &mut report.findings[i];
-    amend(f, &name, failed, total, &outcomes, timeout);
+    amend(f, &name, failed, total, outcomes, timeout(plan));
     let summary = f.summary.clone();
     if let Some(c) = report
         .checks
@@ -270,6 +342,7 @@ mod tests {
             addr: sa("10.0.0.2:80"),
             connect_ms: Some(0.2),
             refused: false,
+            elapsed: Duration::from_micros(200),
         }];
         amend(
             &mut f,
@@ -310,6 +383,7 @@ mod tests {
             addr: sa("10.0.0.2:80"),
             connect_ms: Some(0.2),
             refused: false,
+            elapsed: Duration::from_micros(200),
         }];
         amend(
             &mut f,
@@ -350,11 +424,13 @@ mod tests {
                 addr: sa("10.0.0.4:80"),
                 connect_ms: None,
                 refused: true,
+                elapsed: Duration::from_micros(200),
             },
             Outcome {
                 addr: sa("10.0.0.5:80"),
                 connect_ms: None,
                 refused: false,
+                elapsed: CONNECT_TIMEOUT,
             },
         ];
         amend(

@@ -82,22 +82,51 @@ pub fn run(
     let others = std::mem::take(&mut dns.others);
     dns.apply(&mut report);
     let ctx = RunCtx { plan, addr, host };
+    let total = others.len() + 1;
     let outcome = if plan.passive {
         passive(&ctx, &mut report, progress, interrupt)
     } else {
-        match crate::preflight::run(plan, host, addr, &mut report, progress, started) {
+        // The name's other addresses get one connect() each while the preflight runs; joined
+        // before the observers start, so their SYNs stay out of the run's counters.
+        let (pre, tried) = std::thread::scope(|s| {
+            let bg = s.spawn(|| crate::other_addrs::probe(plan, host, addr, &others, progress));
+            let pre = crate::preflight::run(plan, host, addr, &mut report, progress, started);
+            (pre, bg.join().unwrap_or_default())
+        });
+        match pre {
             // A client or path failure: the report is complete, the load never runs.
             Preflight::Stopped => {
-                crate::other_addrs::check(plan, host, addr, &others, &mut report, progress);
+                crate::other_addrs::check(plan, addr, total, &tried, &mut report);
                 return Ok(report);
             }
             Preflight::Http2Only(msg) => return Err(DiagnoseError::Http2Only(msg)),
-            Preflight::Passed(first) => active(&ctx, &mut report, progress, interrupt, first),
+            Preflight::Passed(first) => {
+                let mut o = active(&ctx, &mut report, progress, interrupt, first);
+                let refused = o
+                    .observations
+                    .iter()
+                    .any(|ob| matches!(ob, Observation::ConnectRefused { .. }));
+                if refused {
+                    // The run's address refused: `server_not_listening` tells the others.
+                    let mut report = finish(plan, report, o, interrupt, started);
+                    crate::other_addrs::check_refused(plan, addr, total, &tried, &mut report);
+                    return Ok(report);
+                }
+                o.findings.extend(crate::dead_record::finding(
+                    &t.host,
+                    addr,
+                    total,
+                    &tried,
+                    crate::other_addrs::timeout(plan),
+                ));
+                o
+            }
         }
     };
     let mut report = finish(plan, report, outcome, interrupt, started);
     if !plan.passive {
-        crate::other_addrs::check_refused(plan, host, addr, &others, &mut report, progress);
+        // `server_not_listening` found by the load alone (the address stopped answering).
+        crate::other_addrs::check_refused(plan, addr, total, &[], &mut report);
     }
     Ok(report)
 }

@@ -13,7 +13,13 @@
 //! - two dead addresses: none of the others accepts a connection either;
 //! - refused first (a host with nothing on the port), live second: the refusal's finding, with
 //!   the live address beside it;
-//! - the live address alone: the run passes the preflight, nothing about other addresses.
+//! - the live address alone: the run passes the preflight, nothing about other addresses;
+//! - live first, dead second (the resolver's order hides it): `dns_dead_record`, a warning,
+//!   the dead address's connect() timed out in the evidence, the verdict a problem;
+//! - live first, an IPv6 address second on a client without IPv6 routes: `dns_dead_record` as
+//!   info (connect() fails at once, clients here fall back without waiting), verdict not a
+//!   problem;
+//! - live first, refused second: `dns_dead_record` as info (a reset: fast fallback).
 
 mod common;
 use common::*;
@@ -205,6 +211,48 @@ fn a_dead_record_beside_a_live_one_is_told_as_the_names_fault() {
     }
     assert_ne!(r["verdict"], "problem", "{}", r["verdict"]);
 
+    // Live first, dead second: the run's address is fine, the name's other record is not.
+    lab.hosts("livedead.ex.test", &["10.78.0.2", "10.78.0.3"]);
+    let r = lab.diagnose("live+dead", "livedead.ex.test");
+    assert_eq!(r["target"]["address"], "10.78.0.2:19510", "{}", r["target"]);
+    let f = finding(&r, "dns_dead_record").expect("the dead second record is found");
+    assert_eq!(f["severity"], "warning", "{f}");
+    let s = f["summary"].as_str().unwrap();
+    assert!(s.contains("10.78.0.3:19510 did not answer"), "{s}");
+    assert!(s.contains("10.78.0.2:19510 (the run's) accepts"), "{s}");
+    assert!(
+        f["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("wait for their connect timeout"),
+        "{f}"
+    );
+    assert!(
+        f["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("Remove 10.78.0.3 from livedead.ex.test's records"),
+        "{f}"
+    );
+    assert_eq!(f["evidence"][0]["probe"], "dead_record_silent", "{f}");
+    assert_eq!(r["verdict"], "problem", "{}", r["verdict"]);
+
+    // Live first, an IPv6 record second: the client has no IPv6 route (only ::1 and
+    // link-local), so connect() fails at once: not a wait here.
+    lab.hosts("livev6.ex.test", &["10.78.0.2", "fd00:78::3"]);
+    let r = lab.diagnose("live+v6", "livev6.ex.test");
+    let f = finding(&r, "dns_dead_record").expect("the unroutable AAAA record is told");
+    assert_eq!(f["severity"], "info", "{f}");
+    assert!(
+        f["summary"]
+            .as_str()
+            .unwrap()
+            .contains("no IPv6 route here"),
+        "{f}"
+    );
+    assert_eq!(f["evidence"][0]["probe"], "dead_record_unreachable", "{f}");
+    assert_ne!(r["verdict"], "problem", "{}", r["verdict"]);
+
     // Refused first: 10.78.0.3 now belongs to the server, with nothing on the port.
     ip(&["-n", SRV, "addr", "add", "10.78.0.3/24", "dev", "ndexdrs"]);
     ip(&["-n", CLI, "neigh", "flush", "dev", "ndexdrc"]);
@@ -226,4 +274,25 @@ fn a_dead_record_beside_a_live_one_is_told_as_the_names_fault() {
             .unwrap()
             .contains("10.78.0.2:19510 accepted a connection")
     );
+
+    // Live first, refused second: a reset, clients fall back at once: info, not a problem.
+    lab.hosts("liverefused.ex.test", &["10.78.0.2", "10.78.0.3"]);
+    let r = lab.diagnose("live+refused", "liverefused.ex.test");
+    let f = finding(&r, "dns_dead_record").expect("the refusing record is told");
+    assert_eq!(f["severity"], "info", "{f}");
+    assert!(
+        f["summary"]
+            .as_str()
+            .unwrap()
+            .contains("10.78.0.3:19510 refused the connection (RST)"),
+        "{f}"
+    );
+    assert!(
+        f["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("Start the service on 10.78.0.3 (port 19510)"),
+        "{f}"
+    );
+    assert_ne!(r["verdict"], "problem", "{}", r["verdict"]);
 }

@@ -130,6 +130,17 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
     ]
 }
 
+/// Whether the finding tells a name's other addresses (its `other_addresses` evidence), and
+/// then whether one of them accepted a connection (the note says `accepted a connection`).
+fn other_addresses(f: &Finding) -> Option<bool> {
+    f.evidence.iter().find_map(|e| match e {
+        Evidence::Probe { probe, note } if probe == "other_addresses" => {
+            Some(note.contains(" accepted a connection"))
+        }
+        _ => None,
+    })
+}
+
 /// The message id of one of a finding id's texts: `nagle_delayed_ack-summary`.
 pub fn message_id(id: FindingId, part: &str) -> String {
     format!("{}-{part}", id.as_str())
@@ -154,11 +165,28 @@ pub fn texts(f: &Finding, lang: Lang) -> Texts<'_> {
                     Cow::Owned(format(b, &message_id(f.id, name), &args))
                 }
             };
-            Texts {
+            let mut t = Texts {
                 summary: part("summary", &f.summary),
                 explanation: part("explanation", &f.explanation),
                 fix: part("fix", &f.fix),
+            };
+            // A stopping finding about a name's first address that also tells what the
+            // name's other addresses did (`other_addresses`: diagnose's `other_addrs`).
+            if let Some(live) = other_addresses(f) {
+                let key = if live { "live" } else { "none" };
+                for (text, part) in [
+                    (&mut t.summary, "summary"),
+                    (&mut t.explanation, "explanation"),
+                ] {
+                    let more = format(b, &format!("common-other-addrs-{key}-{part}"), &args);
+                    *text = Cow::Owned(format!("{text}{more}"));
+                }
+                if live {
+                    let before = format(b, "common-other-addrs-live-fix", &args);
+                    t.fix = Cow::Owned(format!("{before}{}", t.fix));
+                }
             }
+            t
         }
     }
 }
@@ -214,6 +242,46 @@ mod tests {
     use super::*;
     use netdoctor_core::{Impact, PacketRef, Side};
     use std::collections::BTreeSet;
+
+    #[test]
+    fn a_dead_first_address_beside_a_live_one_is_told_in_chinese_too() {
+        let mut f = Finding::new(
+            FindingId::NeighbourUnreachable,
+            Severity::Critical,
+            Side::Network,
+            "10.0.0.3 does not answer ARP; web.example also resolves to 10.0.0.2:80",
+        );
+        f.explanation = "x".into();
+        f.fix = "y".into();
+        let plain = {
+            let t = texts(&f, Lang::Zh);
+            (t.summary.into_owned(), t.fix.into_owned())
+        };
+        assert!(!plain.0.contains("失效地址"), "{}", plain.0);
+        f.evidence.push(Evidence::Probe {
+            probe: "other_addresses".into(),
+            note: "web.example resolves to 2 addresses, 10.0.0.3:80 first; the others: \
+                   10.0.0.2:80 accepted a connection in 0.2 ms"
+                .into(),
+        });
+        let t = texts(&f, Lang::Zh);
+        assert!(t.summary.starts_with(&plain.0), "{}", t.summary);
+        assert!(t.summary.contains("失效地址"), "{}", t.summary);
+        assert!(t.explanation.contains("连接超时"), "{}", t.explanation);
+        assert!(t.fix.starts_with("从名字的记录"), "{}", t.fix);
+        assert!(t.fix.ends_with(&plain.1), "{}", t.fix);
+        assert!(!t.summary.contains('⟦'), "{}", t.summary);
+        if let Some(Evidence::Probe { note, .. }) = f.evidence.last_mut() {
+            *note = "the others: 10.0.0.4:80 did not accept a connection within 2 s".into();
+        }
+        let t = texts(&f, Lang::Zh);
+        assert!(
+            t.summary.contains("其他地址也都不接受连接"),
+            "{}",
+            t.summary
+        );
+        assert_eq!(t.fix, plain.1);
+    }
 
     #[test]
     fn every_finding_id_has_its_zh_texts_and_no_other_id_does() {

@@ -14,6 +14,13 @@
 # 术语：延迟确认（delayed ACK）、Nagle 算法、重传、零窗口、全连接队列/半连接队列（accept/SYN
 # queue）、连接跟踪表（conntrack）。
 
+# 名字的第一个地址失败、其余地址各试了一次 connect()（证据 other_addresses）时，接在该发现的文字后面。
+common-other-addrs-live-summary = ；这个名字还有其他地址接受连接：失败的是名字记录中的一个失效地址
+common-other-addrs-live-explanation = {" "}这个名字解析出多个地址，解析器把失败的地址排在第一位，而其他地址中有接受连接的（见证据），所以服务本身是正常的，错在名字的记录里有一个失效地址。先尝试它的客户端要么等连接超时（被拒绝时则立即）再改用下一个地址，要么直接失败；哪些客户端会碰上取决于它们的解析器返回的顺序（轮询 DNS 会轮换）。本次运行在这里停止，没有对正常的地址加负载。
+common-other-addrs-live-fix = 从名字的记录（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行）中删除失败的地址，或者让它恢复；用 `getent ahosts 名字` 复查，并在 URL 中写正常的地址（加上 Host 头）直接诊断它。对失败的地址本身：
+common-other-addrs-none-summary = ；这个名字的其他地址也都不接受连接
+common-other-addrs-none-explanation = {" "}这个名字解析出多个地址，本次运行也试了其余的地址，没有一个接受连接（见证据）：从这里看，服务在所有地址上都不可达，而不只是第一个地址。
+
 common-who = { $side ->
     [client] 客户端
     [network] 网络
@@ -397,4 +404,23 @@ spurious_retransmission-explanation = { $side ->
 spurious_retransmission-fix = 通常无需处理。如果经常出现：{ $side ->
     [network] 找出乱序的来源（ECMP 多路径、链路聚合、网卡或驱动），Linux 的 RACK（net.ipv4.tcp_recovery）会根据 D-SACK 放宽乱序窗口。
    *[other] 检查接收方是否把 ACK 延迟得太久（例如 Windows 的 200 ms 延迟确认；TCP_QUICKACK），以及往返时间是否波动很大。
+}
+
+## dns_dead_record
+
+# $probe 是第一条证据的探测名：dead_record_silent（超时无应答）、dead_record_unreachable（立即失败，没有路由）、dead_record_refused（RST）。
+dns_dead_record-summary = { $probe ->
+    [dead_record_silent] 名字的记录中有一个失效地址：它在超时内不接受连接，而本次运行诊断的第一个地址是正常的
+    [dead_record_unreachable] 名字的记录中有一个本机无法到达的地址：连接立即失败（没有路由，例如本机没有 IPv6 路由），而本次运行诊断的第一个地址是正常的
+   *[other] 名字的记录中有一个没有服务监听的地址：连接被拒绝（RST），而本次运行诊断的第一个地址是正常的
+}
+dns_dead_record-explanation = 这个名字解析出多个地址，本机的解析器把一个正常的地址排在第一位，所以单看本次运行一切正常。但拿到其他顺序的客户端（其他解析器、轮询 DNS、先试 IPv6 的 happy eyeballs、轮换地址的客户端）会先尝试那个地址：{ $probe ->
+    [dead_record_silent] 它们要等自己的连接超时（每个新连接都要等几秒）才改用下一个地址，不改用的客户端直接失败。表现为请求变慢，而本次运行诊断的地址看不出来。一次 connect() 无法区分主机宕机和防火墙丢弃该端口。
+    [dead_record_unreachable] 本机上的客户端会立即失败（ENETUNREACH 或 ICMP 不可达）并马上改用下一个地址，不会等待；不改用的客户端直接失败。有路由的主机能否连上它，从本机无法判断。
+   *[other] 它们会收到 RST 并立即改用下一个地址（每个新连接多一个往返）；不改用的客户端直接失败。
+}
+dns_dead_record-fix = { $probe ->
+    [dead_record_unreachable] 如果这个名字必须通过该地址族访问，就给本机添加到该地址的路由（AAAA 记录需要 IPv6 默认路由）；如果该地址已不再提供服务，就从名字的记录中删除它（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行）。用 `getent ahosts 名字` 复查。
+    [dead_record_refused] 在该地址上启动服务，或从名字的记录中删除该地址（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行）；用 `getent ahosts 名字` 复查。
+   *[other] 从名字的记录中删除失效的地址（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行），或者让该主机恢复（并检查是否有防火墙丢弃该端口）；用 `getent ahosts 名字` 复查，并用 `netdoctor diagnose` 直接诊断该地址（URL 中写地址，加上 Host 头）。
 }
