@@ -5,7 +5,7 @@
 //! :8080), pipelined HTTP (zeek-pipelined-requests), a line protocol, and an HTTP server whose
 //! answers are rewritten in memory into garbage (then the exchanges are not HTTP any more).
 
-mod common;
+use crate::common;
 
 use common::{corpus_file, for_each_packet};
 use netdoctor_core::analyze::ExchangeMethod;

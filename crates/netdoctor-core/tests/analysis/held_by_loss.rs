@@ -7,7 +7,7 @@
 //! leaves right after that ACK with id n + 2: a resend. The ids show the missing packet; the
 //! Nagle captures keep their finding.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::FindingId;

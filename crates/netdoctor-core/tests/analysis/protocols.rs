@@ -2,7 +2,7 @@
 //! `testdata/captures/make-proto.sh`: TLS (nginx, 4 KiB records, 8 KiB page) with Nagle on
 //! and off, and a line protocol whose connections began before the capture.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::analyze::ExchangeMethod;

@@ -10,7 +10,7 @@
 //! - `bloat-low-load.pcap.gz`: the same queue, one connection: no queue of others' data, no
 //!   finding.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::{FindingId, Side};

@@ -4,7 +4,7 @@
 //! at the client: nginx behind tbf 20 Mbit/s; a server that really takes 15 ms, without and
 //! with the same shaper.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::FindingId;

@@ -3,7 +3,7 @@
 //! The pcap/pcapng reader (`common`) is test-only (core does no I/O); netdoctor-observe has
 //! the real one.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
@@ -325,7 +325,7 @@ fn capture_drops_are_warned_and_qualify_findings() {
     assert!(an.findings[0].explanation.contains("may be wrong"));
 }
 
-/// `cargo test -p netdoctor-core --test captures dump -- --ignored --nocapture NAME`-style
+/// `cargo test -p netdoctor-core --test analysis dump -- --ignored --nocapture NAME`-style
 /// helper to eyeball an analysis (set NETDOCTOR_DUMP=file name).
 #[test]
 #[ignore]
@@ -336,7 +336,7 @@ fn dump() {
 }
 
 /// Throughput measurement (prints, asserts nothing about speed: the machine is shared).
-/// `cargo test --release -p netdoctor-core --test captures throughput -- --ignored --nocapture`
+/// `cargo test --release -p netdoctor-core --test analysis throughput -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn throughput() {

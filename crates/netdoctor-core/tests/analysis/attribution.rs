@@ -2,7 +2,7 @@
 //! `make-attribution.sh`, `make-slow-reader.sh` and `make.sh`) with the observations a live
 //! run would add (the run's config, kernel counters, CPU use).
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};

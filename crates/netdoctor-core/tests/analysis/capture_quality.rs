@@ -2,7 +2,7 @@
 //! capture gaps, fast retransmission on a long path, a timeout never acknowledged, a reset
 //! after the close. The hand-made ones are written by `testdata/captures/make-quality.py`.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::analyze::SegFlags;

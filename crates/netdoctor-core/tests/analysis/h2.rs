@@ -3,7 +3,7 @@
 //! `h2load -n 200 -c 4 -m 10` with every other request a 404, and a python3-h2 server with
 //! Nagle on that writes its headers and body apart, under `h2load -n 40 -c 1 -m 1`.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::analyze::ExchangeMethod;

@@ -5,7 +5,7 @@
 //! some of them with packets left out as a capture of one direction or a lossy capture would
 //! leave them out, and their look-alikes that must not change.
 
-mod common;
+use crate::common;
 
 use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side, Verdict};

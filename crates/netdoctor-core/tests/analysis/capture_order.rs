@@ -4,7 +4,7 @@
 //! `testdata/captures/reorder-eth.pcap.gz` (`make-artefacts.py`: `healthy-eth.pcap` with
 //! about one frame in seven swapped with the next, timestamps kept).
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::analyze::order::TimeOrder;

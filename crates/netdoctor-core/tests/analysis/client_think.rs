@@ -11,7 +11,7 @@
 //! - `short-connections.pcap` (the healthy case: a client that writes at once), and
 //!   `tls-healthy.pcap` (TLS: its ClientHello is the first request byte).
 
-mod common;
+use crate::common;
 
 use common::{analyze, findings, one};
 use netdoctor_core::finding::{Evidence, FindingId, Severity};

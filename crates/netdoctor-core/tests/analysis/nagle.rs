@@ -2,7 +2,7 @@
 //! `testdata/captures/make.sh`: every link type the reader knows, the latency breakdown it
 //! explains, and its look-alikes (a slow reader's flow control; a server that set TCP_NODELAY).
 
-mod common;
+use crate::common;
 
 use common::{analyze, findings, for_each_packet, frames, one};
 use netdoctor_core::finding::{FindingId, Severity, Side};

@@ -6,7 +6,7 @@
 //! the black hole; a window-bound transfer with frames dropped from
 //! the capture (ACKs of segments the capture never saw) stays window-bound and is not loss.
 
-mod common;
+use crate::common;
 
 use common::{corpus, for_each_packet};
 use netdoctor_core::finding::{FindingId, Severity, Side};

@@ -3,7 +3,7 @@
 //! whole, so the analysis reads them as tshark does; only a SYN (whose window scale would be
 //! lost) is left undecoded and its connection read as one picked up mid-stream.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::{FindingId, Severity};

@@ -2,7 +2,7 @@
 //! cut captures, non-HTTP peers, refused and closed connections. Each test skips when the
 //! folder (or its file) is missing; the files are never copied into the repository.
 
-mod common;
+use crate::common;
 
 use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};

@@ -7,7 +7,7 @@
 //! pipelining, HTTP/2, retransmissions and request bodies in several segments are the
 //! look-alikes that must keep their reading.
 
-mod common;
+use crate::common;
 
 use common::{analyze, corpus_file, for_each_packet};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};

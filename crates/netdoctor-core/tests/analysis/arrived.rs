@@ -12,7 +12,7 @@
 //!   body's resend fills a range the capture never saw (session 9 read it as a resend of
 //!   captured data, 12 of 17 episodes in some runs).
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::{Finding, FindingId, Side};

@@ -4,7 +4,7 @@
 //! committed lab captures, read as they are and with their IP TTLs rewritten in memory the way
 //! a load balancer, a route change or an injector would leave them.
 
-mod common;
+use crate::common;
 
 use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};

@@ -4,7 +4,7 @@
 //! `syn-tail.pcap` (the client waited for it before its first request), the RTO on the
 //! slowest band of `rto.pcap`, and nothing stalled on `healthy-eth.pcap`.
 
-mod common;
+use crate::common;
 
 use common::for_each_packet;
 use netdoctor_core::finding::FindingId;
