@@ -1,7 +1,7 @@
 //! Completions and man pages come from the CLI definition: bash loads the completions and
 //! completes every command; `netdoctor man DIR` writes a page per command that `man` renders.
 
-mod common;
+use crate::common;
 use clap::CommandFactory;
 use common::*;
 use std::process::Command;

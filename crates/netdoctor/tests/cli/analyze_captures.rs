@@ -1,7 +1,7 @@
 //! `netdoctor analyze` on committed captures of every supported link type and format: the same
 //! answer from `tcpdump -i lo`, `-i any` (SLL2 and SLL), IPv6, raw IP, pcapng and BSD loopback.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn analyze(path: &std::path::Path) -> (i32, serde_json::Value) {

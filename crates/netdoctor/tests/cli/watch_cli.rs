@@ -1,6 +1,6 @@
 //! `netdoctor watch` bad input through the real binary: one clear line, exit code 2, no panic.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn assert_clean_error(o: &std::process::Output, needle: &str) {

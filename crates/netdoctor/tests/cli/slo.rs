@@ -3,7 +3,7 @@
 //! exchanges, p99 47.9 ms), the result in the JSON (schema-checked) and in the terminal
 //! report; malformed objectives are usage errors (2) naming what is wrong.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn analyze(capture: &str, slo: &str, extra: &[&str]) -> std::process::Output {

@@ -1,7 +1,7 @@
 //! Failed requests make a run a problem (or inconclusive when the load generator itself was the
 //! limit), with the real binary against small servers on loopback.
 
-mod common;
+use crate::common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

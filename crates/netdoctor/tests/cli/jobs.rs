@@ -2,7 +2,7 @@
 //! shared corpus (skipped when it is missing), is byte-identical with 1 and with 2, 3 and 4
 //! worker threads (the elapsed time aside); a bad `-j` is one line naming it.
 
-mod common;
+use crate::common;
 use common::*;
 use netdoctor::analyze::analyze;
 use netdoctor::cli::{AnalyzeArgs, OutputArgs};

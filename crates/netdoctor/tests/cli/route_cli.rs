@@ -1,7 +1,7 @@
 //! `netdoctor trace` and `netdoctor dns` without root: usage errors and a trace to loopback.
 //! (Tests that need other addresses run on the route lab: tests/route_lab.rs.)
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! exchanges found from direction turns on TLS and on a line protocol picked up mid-stream
 //! give the same diagnosis as the core tests, in JSON (schema-checked) and in the terminal.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn analyze(file: &str) -> (i32, serde_json::Value) {

@@ -13,7 +13,7 @@
 //!   setup delayed". `suri-syn_retransmit_with_ts` (a SYN answered after one retry) stays a
 //!   delayed setup; `ppa-tcp_refuseconnection` (a SYN answered by a reset) is refused.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! passes 100 %, a refused capture gets one error line naming it, and every `healthy` verdict
 //! is one of [`SIGNED_HEALTHY`], each with the reason it is right.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;

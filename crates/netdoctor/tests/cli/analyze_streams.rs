@@ -2,7 +2,7 @@
 //! input (`-`), `/dev/stdin`, a FIFO, gzip'd captures, a file that grows while it is read
 //! (`--follow`), and a reader that goes away (broken pipe).
 
-mod common;
+use crate::common;
 use common::*;
 use std::io::{Read, Write};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Usage errors through the real binary: zero or nonsense counts and conflicting output flags
 //! exit 2 with a message naming the flag, before anything runs; never a silent change.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn assert_usage_error(args: &[&str], needle: &str) {

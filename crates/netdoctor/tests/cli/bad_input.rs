@@ -1,6 +1,6 @@
 //! Bad input through the real binary: one clear line, the right exit code, never a panic.
 
-mod common;
+use crate::common;
 use common::*;
 use std::io::Write;
 

@@ -3,7 +3,7 @@
 //! capture, whose verdict and finding must be netdoctor's own; and the stateless revision's
 //! server/discover plus a call without initialize.
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};

@@ -2,7 +2,7 @@
 //! every frame twice (`mergecap`) changes nothing, frames cut out are the capture's gap. The
 //! walk over the shared third-party corpus is in `realworld_corpus.rs`.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::process::Command;
