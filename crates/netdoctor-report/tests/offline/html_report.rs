@@ -4,7 +4,7 @@
 //! `html_chromium.rs` opens the same pages in real headless Chromium. The pages are kept under
 //! `$CARGO_TARGET_TMPDIR/html-test/` for people to open.
 
-mod html_common;
+use crate::html_common;
 
 use html_common::*;
 use netdoctor_core::{Evidence, FindingId, Verdict};

@@ -3,7 +3,7 @@
 //! classic buckets; every series of the text answer in the protobuf answer with the same
 //! value; and the endpoint answering protobuf only to a scrape that asks for it.
 
-mod common;
+use crate::common;
 
 use netdoctor_agent::proto::{self, MetricFamily, MetricType};
 use netdoctor_agent::{AgentMetrics, MetricsServer};

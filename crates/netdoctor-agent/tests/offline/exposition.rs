@@ -1,6 +1,6 @@
 //! The exposition from window reports, and the `/metrics` endpoint's answers and bounds.
 
-mod common;
+use crate::common;
 
 use netdoctor_agent::server::MAX_REQUEST;
 use netdoctor_agent::{AgentMetrics, MetricsServer};

@@ -3,7 +3,7 @@
 //! compared the way `--compare` and `--baseline` compare them, with the verdicts, the latency
 //! test, the JSON schema and the three views checked.
 
-mod html_common;
+use crate::html_common;
 
 use netdoctor_core::{FindingId, Verdict};
 use netdoctor_report::compare::{Change, Compared, Comparison, LatencyDirection, Origin};
