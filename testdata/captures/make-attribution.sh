@@ -20,16 +20,10 @@
 #   ONLY="listen-full.pcap" ./make-attribution.sh makes just the named captures.
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/netdoctor-attribution.XXXXXX)"
+. "$out/lib.sh"
+lab_begin netdoctor-attribution
 N="nd-core2-$$-at"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$N" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$N"
+lab_netns "$N"
 ip -n "$N" link set lo up
 # listen-full.pcap: drop the pure ACKs of source port 40001 (inside this namespace only).
 ip netns exec "$N" iptables -A INPUT -p tcp --sport 40001 --tcp-flags SYN,ACK,FIN,RST,PSH ACK \

@@ -15,32 +15,12 @@
 # on exit. The root namespace is not touched. Usage: ./make-defer-accept.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/nds-lab.XXXXXX)"
+. "$out/lib.sh"
+lab_begin nds-lab
 C="nds$$c"
 S="nds$$s"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$C" 2>/dev/null || true
-    ip netns del "$S" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$C"
-ip netns add "$S"
-ip link add nds-c netns "$C" type veth peer name nds-s netns "$S"
-ip -n "$C" addr add 10.79.0.1/24 dev nds-c
-ip -n "$S" addr add 10.79.0.2/24 dev nds-s
-for ns in "$C" "$S"; do
-    for dev in $(ip netns exec "$ns" ls /sys/class/net); do
-        ip -n "$ns" link set "$dev" up
-    done
-done
-for _ in $(seq 1 100); do
-    ip -n "$C" link show nds-c | grep -q LOWER_UP && break
-    sleep 0.02
-done
+lab_netns "$C" "$S"
+lab_veth "$C" "$S" nds-c nds-s 10.79.0.1 10.79.0.2
 
 cat >"$work/srv.py" <<'PY'
 import socket, sys, time, threading

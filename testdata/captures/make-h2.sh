@@ -11,20 +11,11 @@ set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
 # The python3-h2 server the lab cases run too (one copy).
 h2server="$out/../../crates/netdoctor-lab/src/h2server.py"
-work="$(mktemp -d /tmp/nd-h2-captures.XXXXXX)"
+. "$out/lib.sh"
+lab_begin nd-h2-captures
 cns="ndh2c$$"; sns="ndh2s$$"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [[ -f "$work/nginx.pid" ]]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-    sleep 0.2
-    ip netns del "$cns" 2>/dev/null || true
-    ip netns del "$sns" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
 
-ip netns add "$cns"; ip netns add "$sns"
+lab_netns "$cns" "$sns"
 ip link add "h2c$$" type veth peer name "h2s$$"
 ip link set "h2c$$" netns "$cns"; ip link set "h2s$$" netns "$sns"
 ip -n "$cns" addr add 10.248.0.1/24 dev "h2c$$"; ip -n "$sns" addr add 10.248.0.2/24 dev "h2s$$"

@@ -7,14 +7,8 @@
 # Usage: ./make-proto.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/nd-proto-captures.XXXXXX)"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [[ -f "$work/nginx.pid" ]]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$out/lib.sh"
+lab_begin nd-proto-captures
 
 wait_listening() {
     for _ in $(seq 1 200); do grep -q "listening on" "$1" 2>/dev/null && break; sleep 0.05; done

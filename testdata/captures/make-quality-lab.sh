@@ -11,33 +11,12 @@
 # on exit. The root namespace is not touched. Usage: ./make-quality-lab.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/ndq-lab.XXXXXX)"
+. "$out/lib.sh"
+lab_begin ndq-lab
 C="ndq$$c"
 S="ndq$$s"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$C" 2>/dev/null || true
-    ip netns del "$S" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$C"
-ip netns add "$S"
-ip link add ndq-c netns "$C" type veth peer name ndq-s netns "$S"
-ip -n "$C" addr add 10.78.0.1/24 dev ndq-c
-ip -n "$S" addr add 10.78.0.2/24 dev ndq-s
-for ns in "$C" "$S"; do
-    for dev in $(ip netns exec "$ns" ls /sys/class/net); do
-        ip -n "$ns" link set "$dev" gso_max_segs 1 2>/dev/null || true
-        ip -n "$ns" link set "$dev" up
-    done
-done
-for _ in $(seq 1 100); do
-    ip -n "$C" link show ndq-c | grep -q LOWER_UP && break
-    sleep 0.02
-done
+lab_netns "$C" "$S"
+lab_veth "$C" "$S" ndq-c ndq-s 10.78.0.1 10.78.0.2 gso1
 
 fifo="$work/srv"
 mkfifo "$fifo"

@@ -13,16 +13,9 @@
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
 ND="${ND:-$out/../../target/release/netdoctor}"
-work="$(mktemp -d /tmp/netdoctor-queue.XXXXXX)"
+. "$out/lib.sh"
+lab_begin netdoctor-queue
 P="ndq$$"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "${P}c" 2>/dev/null || true
-    ip netns del "${P}s" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
 head -c 50000 /dev/urandom >"$work/big.bin"
 cat >"$work/nginx.conf" <<EOC
 daemon off; master_process off; worker_processes 1; pid $work/nginx.pid; error_log $work/err.log;
@@ -48,8 +41,7 @@ class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
 S(("10.251.9.2", 8080), H).serve_forever()
 PY
 one() { # name shaped(0/1) server(nginx/slow)
-    ip netns add "${P}c"
-    ip netns add "${P}s"
+    lab_netns "${P}c" "${P}s"
     ip link add "${P}a" netns "${P}c" type veth peer name "${P}b" netns "${P}s"
     ip -n "${P}c" addr add 10.251.9.1/24 dev "${P}a"
     ip -n "${P}s" addr add 10.251.9.2/24 dev "${P}b"

@@ -9,17 +9,10 @@
 # stopped by their PIDs. Needs root, nginx-light, tcpdump, python3, iproute2.
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/netdoctor-slowreader.XXXXXX)"
+. "$out/lib.sh"
+lab_begin netdoctor-slowreader
 N="nd-core-$$-sr"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [[ -f "$work/nginx.pid" ]]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-    ip netns del "$N" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$N"
+lab_netns "$N"
 ip -n "$N" link set lo up
 
 chmod 755 "$work"

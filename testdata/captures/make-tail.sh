@@ -9,16 +9,10 @@
 #                  and repeated 1 s later.
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/netdoctor-tail.XXXXXX)"
+. "$out/lib.sh"
+lab_begin netdoctor-tail
 N="ndtail$$"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$N" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add "$N"
+lab_netns "$N"
 ip -n "$N" link set lo up
 
 cat >"$work/server.py" <<'PY'

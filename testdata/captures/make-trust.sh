@@ -18,32 +18,12 @@
 # Usage: ./make-trust.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/ndtr-lab.XXXXXX)"
+. "$out/lib.sh"
+lab_begin ndtr-lab
 C="ndtr$$c"
 S="ndtr$$s"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$C" 2>/dev/null || true
-    ip netns del "$S" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$C"
-ip netns add "$S"
-ip link add ndtr-c netns "$C" type veth peer name ndtr-s netns "$S"
-ip -n "$C" addr add 10.78.0.1/24 dev ndtr-c
-ip -n "$S" addr add 10.78.0.2/24 dev ndtr-s
-for ns in "$C" "$S"; do
-    for dev in $(ip netns exec "$ns" ls /sys/class/net); do
-        ip -n "$ns" link set "$dev" up
-    done
-done
-for _ in $(seq 1 100); do
-    ip -n "$C" link show ndtr-c | grep -q LOWER_UP && break
-    sleep 0.02
-done
+lab_netns "$C" "$S"
+lab_veth "$C" "$S" ndtr-c ndtr-s 10.78.0.1 10.78.0.2
 
 # An HTTP/1.1 server: answers each request after `delay` ms; `close` closes after one answer.
 cat >"$work/srv.py" <<'PY'

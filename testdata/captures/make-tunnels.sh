@@ -11,37 +11,21 @@
 # started, by PID) on exit. The root namespace is not touched. Usage: ./make-tunnels.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/ndsw-lab.XXXXXX)"
+. "$out/lib.sh"
+lab_begin ndsw-lab
 C="ndsw$$c"
 S="ndsw$$s"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$C" 2>/dev/null || true
-    ip netns del "$S" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$C"
-ip netns add "$S"
-ip link add ndsw-c netns "$C" type veth peer name ndsw-s netns "$S"
-ip -n "$C" addr add 10.80.0.1/24 dev ndsw-c
-ip -n "$S" addr add 10.80.0.2/24 dev ndsw-s
+lab_netns "$C" "$S"
+lab_veth "$C" "$S" ndsw-c ndsw-s 10.80.0.1 10.80.0.2
+# The VXLAN (VNI 42) over that veth, inner addresses 10.81.0.1 and 10.81.0.2.
 n=1
 for ns in "$C" "$S"; do
     peer=$((3 - n))
     dev=$([ "$ns" = "$C" ] && echo ndsw-c || echo ndsw-s)
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set "$dev" up
     ip -n "$ns" link add vx42 type vxlan id 42 remote 10.80.0.$peer local 10.80.0.$n dstport 4789 dev "$dev"
     ip -n "$ns" addr add 10.81.0.$n/24 dev vx42
     ip -n "$ns" link set vx42 mtu 1400 up
     n=2
-done
-for _ in $(seq 1 100); do
-    ip -n "$C" link show ndsw-c | grep -q LOWER_UP && break
-    sleep 0.02
 done
 
 cat >"$work/srv.py" <<'PY'

@@ -13,19 +13,8 @@ set -euo pipefail
 what="${1:-all}"
 
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/netdoctor-captures.XXXXXX)"
-pids=()
-
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    if [[ -f "$work/nginx.pid" ]]; then kill "$(cat "$work/nginx.pid")" 2>/dev/null || true; fi
-    # deleting a namespace also deletes its veth end, its iptables rules and its sockets
-    ip netns del nd-cap-cli 2>/dev/null || true
-    ip netns del nd-cap-rtr 2>/dev/null || true
-    ip netns del nd-cap-srv 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$out/lib.sh"
+lab_begin netdoctor-captures
 
 # want NAME: whether this lab capture is to be made (all unless ONLY names some)
 want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
@@ -178,9 +167,7 @@ if [[ "$what" == all || "$what" == lab ]]; then
 CLI=(ip netns exec nd-cap-cli)
 RTR=(ip netns exec nd-cap-rtr)
 SRV=(ip netns exec nd-cap-srv)
-ip netns add nd-cap-cli
-ip netns add nd-cap-rtr
-ip netns add nd-cap-srv
+lab_netns nd-cap-cli nd-cap-rtr nd-cap-srv
 ip link add nd-c netns nd-cap-cli type veth peer name nd-rc netns nd-cap-rtr
 ip link add nd-s netns nd-cap-srv type veth peer name nd-rs netns nd-cap-rtr
 "${CLI[@]}" ip addr add 10.77.1.1/24 dev nd-c

@@ -8,7 +8,7 @@
 //! 2. builds the test binaries (`cargo test --no-run`), then runs `cargo test --workspace
 //!    --release --no-fail-fast` (one failing test binary does not hide the others), and says how
 //!    long each took; arguments after `test` replace `--workspace`
-//!    (`cargo xtask test -p netdoctor --test cli_usage`);
+//!    (`cargo xtask test -p netdoctor --test cli`);
 //! 3. fails when the run left a network namespace behind (`nd*`/`netdoctor*` names that were not
 //!    there before it started).
 //!

@@ -1,0 +1,27 @@
+//! netdoctor-core's capture tests, one module per story, in one test binary: one link instead
+//! of one per file, and cargo runs their tests on parallel threads (they only read committed
+//! captures and the shared corpus). A new file here needs its `mod` line below.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod arrived;
+mod attribution;
+mod bloat;
+mod bulk;
+mod capture_order;
+mod capture_quality;
+mod captures;
+mod client_think;
+mod echo_turns;
+mod gap_not_pipelining;
+mod h2;
+mod headers_only;
+mod held_by_loss;
+mod injected_reset;
+mod nagle;
+mod protocols;
+mod queue_wait;
+mod realworld;
+mod realworld_trust;
+mod tail;

@@ -1,0 +1,25 @@
+//! The netdoctor binary's tests that need no lab: usage and bad input, the committed captures
+//! and the corpus through `netdoctor analyze`, completions and man pages, jobs, MCP, SLO and
+//! watch arguments, and a few on servers of their own on ephemeral loopback ports. One test
+//! binary (one link instead of one per file); cargo runs their tests on parallel threads. The
+//! live tests that share the lab name and fixed ports stay one binary per file beside this
+//! folder. A new file here needs its `mod` line below.
+
+#[path = "../common.rs"]
+mod common;
+
+mod analyze_captures;
+mod analyze_protocols;
+mod analyze_streams;
+mod bad_input;
+mod cli_usage;
+mod completions_man;
+mod corpus;
+mod http_errors;
+mod jobs;
+mod mcp_session;
+mod realworld_corpus;
+mod route_cli;
+mod silent_peer;
+mod slo;
+mod watch_cli;
