@@ -22,32 +22,12 @@
 # Usage: ./make-idle.sh
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d /tmp/nd-idle-lab.XXXXXX)"
+. "$out/lib.sh"
 C="nd-idle-c$$"
 S="nd-idle-s$$"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    ip netns del "$C" 2>/dev/null || true
-    ip netns del "$S" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$C"
-ip netns add "$S"
-ip link add ndidle-c netns "$C" type veth peer name ndidle-s netns "$S"
-ip -n "$C" addr add 10.79.0.1/24 dev ndidle-c
-ip -n "$S" addr add 10.79.0.2/24 dev ndidle-s
-for ns in "$C" "$S"; do
-    for dev in $(ip netns exec "$ns" ls /sys/class/net); do
-        ip -n "$ns" link set "$dev" up
-    done
-done
-for _ in $(seq 1 100); do
-    ip -n "$C" link show ndidle-c | grep -q LOWER_UP && break
-    sleep 0.02
-done
+lab_begin nd-idle-lab
+lab_netns "$C" "$S"
+lab_veth "$C" "$S" ndidle-c ndidle-s 10.79.0.1 10.79.0.2
 
 # nginx on `port` with `keepalive_timeout` `ka` (its process is started in the foreground
 # and stopped by PID).

@@ -7,7 +7,7 @@
 //! The closed-loop keep-alive probe that follows never idles and gets its connections kept.
 //! That was told as "ended by the client" (side client); it is the server's idle timeout set
 //! shorter than the client's wait (side server, both knobs in the fix). The offline look-alikes
-//! are in `crates/netdoctor-core/tests/idle_timeout.rs`.
+//! are in `crates/netdoctor-core/tests/analysis/idle_timeout.rs`.
 
 mod common;
 use common::*;

@@ -18,6 +18,7 @@ mod gap_not_pipelining;
 mod h2;
 mod headers_only;
 mod held_by_loss;
+mod idle_timeout;
 mod injected_reset;
 mod nagle;
 mod protocols;

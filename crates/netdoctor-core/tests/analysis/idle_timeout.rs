@@ -10,9 +10,7 @@
 //!   and a FIN right after each answer), `idle-client-close.pcap.gz` (the client closes each
 //!   connection after its answer), `idle-reuse-ok.pcap.gz` (reused within 0.3 s: kept).
 
-mod common;
-
-use common::{analyze, findings, one};
+use crate::common::{analyze, findings, one};
 use netdoctor_core::detect::short_connections::IDLE_EVIDENCE;
 use netdoctor_core::finding::{Evidence, Finding, FindingId, Side};
 
