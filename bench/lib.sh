@@ -49,3 +49,28 @@ netns_del_all() {
 
 # load_average WHEN: "load average WHEN: 1m 5m 15m" (the machine may be shared).
 load_average() { echo "load average $1: $(cut -d' ' -f1-3 /proc/loadavg)"; }
+
+# nginx in namespace NS serving a 614-byte page on 127.0.0.1:80 (keep-alive, tcp_nodelay,
+# NGINX_WORKERS workers, default 2), files and pid under WORK: the watched server of
+# watch-overhead.sh and watch-ab.sh. Stop it by the pid in WORK/nginx.pid.
+nginx_watched() {
+    local ns=$1 work=$2
+    mkdir -p "$work/html" "$work/logs" "$work/tmp"
+    head -c 589 /dev/zero | tr '\0' x | sed 's/^/<html><body>/; s/$/<\/body><\/html>/' >"$work/html/index.html"
+    cat >"$work/nginx.conf" <<CONF
+worker_processes ${NGINX_WORKERS:-2};
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    default_type text/html;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 127.0.0.1:80; tcp_nodelay on; root $work/html; }
+}
+CONF
+    ip netns exec "$ns" nginx -c "$work/nginx.conf" -p "$work"
+}

@@ -57,24 +57,7 @@ trap cleanup EXIT INT TERM
 
 netns_add "$NS"
 chmod 755 "$work"
-mkdir -p "$work/html" "$work/logs" "$work/tmp"
-head -c 589 /dev/zero | tr '\0' x | sed 's/^/<html><body>/; s/$/<\/body><\/html>/' >"$work/html/index.html"
-cat >"$work/nginx.conf" <<CONF
-worker_processes ${NGINX_WORKERS:-2};
-pid $work/nginx.pid;
-error_log $work/logs/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    default_type text/html;
-    keepalive_requests 1000000;
-    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-    server { listen 127.0.0.1:80; tcp_nodelay on; root $work/html; }
-}
-CONF
-ip netns exec "$NS" nginx -c "$work/nginx.conf" -p "$work"
+nginx_watched "$NS" "$work"
 
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 # idle and total jiffies of all CPUs
