@@ -11,6 +11,7 @@ mod bloat;
 mod bulk;
 mod capture_order;
 mod capture_quality;
+mod capture_side;
 mod captures;
 mod client_think;
 mod echo_turns;

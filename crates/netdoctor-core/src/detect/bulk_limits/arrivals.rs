@@ -50,6 +50,8 @@ pub struct Arrivals {
     /// Per bin: bytes that arrived and transfers running.
     bins: Vec<(f64, u32)>,
     transfers: u64,
+    /// Transfers whose connection's handshake put the capture at the server (the sender).
+    at_sender: u64,
     connections: Vec<String>,
     bytes: u64,
     segments: u64,
@@ -69,9 +71,12 @@ pub struct Arrivals {
 impl Arrivals {
     /// Adds one transfer of the server seen near the receiver (others are ignored).
     pub fn add(&mut self, t: &BulkTransfer) {
-        if !t.sender_is_server || t.sender_side == Some(true) || t.bin_ns <= 0 {
+        if !t.sender_is_server || t.bin_ns <= 0 {
             return;
         }
+        // Judged per connection from its handshake; one capture point is one place, so a
+        // minority judged "at the sender" is counted with the rest (see `judge`).
+        self.at_sender += u64::from(t.sender_side == Some(true));
         let start = *self.start_ns.get_or_insert(t.chart_start_ns);
         if self.bin_ns == 0 {
             self.bin_ns = BIN_NS;
@@ -244,7 +249,12 @@ impl Arrivals {
 
     /// The finding, when the rule holds.
     pub fn judge(&self) -> Option<Finding> {
-        if self.bytes < MIN_TOTAL || self.window_tight || self.bin_ns <= 0 {
+        // Most transfers captured at the sender: `bulk_limits`' sender-side rule judges them.
+        if self.bytes < MIN_TOTAL
+            || self.window_tight
+            || self.bin_ns <= 0
+            || 2 * self.at_sender >= self.transfers
+        {
             return None;
         }
         let (flat, mean, n, busy_share) = self.flatness()?;
