@@ -10,26 +10,13 @@
 //! sender, legs 83/17 and 20/5 µs, where the sender-side rule names the shaper), is in
 //! `bulk.rs`.
 
-use crate::common;
-
-use common::for_each_packet;
+use crate::common::{analyze, one};
 use netdoctor_core::finding::FindingId;
-use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
-
-fn analyze(name: &str) -> Analysis {
-    let mut a = Analyzer::new(AnalyzerConfig::default());
-    for_each_packet(name, |p| a.push(p));
-    a.finish()
-}
 
 #[test]
 fn microsecond_handshake_legs_do_not_split_one_capture_point() {
-    let an = analyze("shaper-receiver.pcap.gz");
-    let f = an
-        .findings
-        .iter()
-        .find(|f| f.id == FindingId::ShaperLimited)
-        .unwrap_or_else(|| panic!("{:#?}", an.findings));
+    let (an, _) = analyze("shaper-receiver.pcap.gz");
+    let f = one(&an, FindingId::ShaperLimited);
     assert!(
         f.summary.contains("across 4 connections"),
         "every connection's arrivals are summed: {}",
