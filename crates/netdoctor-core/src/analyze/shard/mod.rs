@@ -133,7 +133,7 @@ pub struct ShardedAnalyzer {
 /// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
 /// [`CaptureStats`] for [`Analyzer::push`], with the clamp's bounds computed once at the
 /// first packet instead of at every one (two saturating sums a frame), written into the
-/// stats at the end ([`Stamps::into_stats`]). Same figures, same clamped timestamps.
+/// stats at the end ([`Stamps::write_into`]). Same figures, same clamped timestamps.
 #[derive(Default)]
 struct Stamps {
     packets: u64,
@@ -168,7 +168,7 @@ impl Stamps {
     }
 
     /// Writes the counts into `stats` (as `stamp` would have); the clamped packets.
-    fn into_stats(&self, stats: &mut CaptureStats) -> u64 {
+    fn write_into(&self, stats: &mut CaptureStats) -> u64 {
         stats.packets += self.packets;
         stats.bytes += self.bytes;
         if let Some(first) = self.first {
@@ -377,7 +377,7 @@ impl ShardedAnalyzer {
         if self.in_round > 0 {
             self.send_round();
         }
-        let clamped_ts = self.stamps.into_stats(&mut self.stats);
+        let clamped_ts = self.stamps.write_into(&mut self.stats);
         self.to_workers.clear();
         for h in self.workers.drain(..) {
             if let Err(p) = h.join() {
