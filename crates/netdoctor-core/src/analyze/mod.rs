@@ -295,7 +295,7 @@ impl Analysis {
 pub const MAX_MISSING_SHARE_FOR_HEALTHY: f64 = 0.05;
 
 /// How far (2^55 ns ≈ 1.1 years) a packet's time may lie from the first packet's.
-const TS_BOUND_NS: i64 = 1 << 55;
+pub(crate) const TS_BOUND_NS: i64 = 1 << 55;
 
 pub struct Analyzer {
     cfg: AnalyzerConfig,

@@ -39,6 +39,7 @@
 //! every round) is what lets the merger order the logs and the shared counts stay exact, and
 //! std's bounded channels are enough for it.
 
+mod route;
 pub(super) mod shared;
 
 use std::sync::Arc;
@@ -49,9 +50,12 @@ use super::agg::{Agg, Entry};
 use super::flow::Endpoint;
 use super::hub::Hub;
 use super::orient::Shared;
-use super::{Analysis, Analyzer, AnalyzerConfig, CaptureQuality, CaptureStats, conclude, stamp};
+use super::{
+    Analysis, Analyzer, AnalyzerConfig, CaptureQuality, CaptureStats, TS_BOUND_NS, conclude,
+};
 use crate::decode::{decode, tcp_ends};
 use crate::packet::{LinkType, RawPacket};
+use route::{Owners, end_bits, ipv4_route, route_hash};
 
 /// Packets per round (over all workers).
 const ROUND: usize = 4096;
@@ -116,7 +120,7 @@ struct WorkerChans {
 /// [`Analyzer`]'s offline path over `workers` threads. See the module docs.
 pub struct ShardedAnalyzer {
     stats: CaptureStats,
-    clamped_ts: u64,
+    stamps: Stamps,
     last_frame: u64,
     in_round: usize,
     round_bytes: usize,
@@ -128,55 +132,53 @@ pub struct ShardedAnalyzer {
     owners: Owners,
 }
 
-/// Hash buckets of the connection key ([`Owners::BUCKETS`]).
-const BUCKET_BITS: u32 = 16;
-
-/// Which worker owns each hash bucket of connection keys, set when the bucket is first seen to
-/// the worker given the fewest packets lately (its count halves every round, so a worker whose
-/// connections have ended takes new ones). A bucket keeps its worker for the whole run, so
-/// both directions and every later packet of a connection go where its first went. Buckets,
-/// not connections: the table is a fixed 128 KiB whatever the number of connections (two
-/// connections in one bucket share a worker), and a lookup is one load.
-struct Owners {
-    /// Per bucket, the owner's index, or [`Owners::NONE`].
-    of: Box<[u16]>,
-    /// Per worker, packets given lately.
-    load: Vec<u32>,
+/// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
+/// [`CaptureStats`] for [`Analyzer::push`], with the clamp's bounds computed once at the
+/// first packet instead of at every one (two saturating sums a frame), written into the
+/// stats at the end ([`Stamps::write_into`]). Same figures, same clamped timestamps.
+#[derive(Default)]
+struct Stamps {
+    packets: u64,
+    bytes: u64,
+    /// The first raw timestamp, and the clamp's bounds around it.
+    first: Option<i64>,
+    lo: i64,
+    hi: i64,
+    /// The last clamped timestamp.
+    last: i64,
+    clamped: u64,
+    backdated: u64,
 }
 
-impl Owners {
-    const NONE: u16 = u16::MAX;
-
-    fn new(workers: usize) -> Owners {
-        Owners {
-            of: vec![Owners::NONE; 1 << BUCKET_BITS].into_boxed_slice(),
-            load: vec![0; workers],
-        }
-    }
-
-    /// The worker of the connection whose key hashes to `h`, counting one packet to it.
+impl Stamps {
+    /// Counts a packet; its timestamp, clamped as [`super::clamp_stamp`] clamps it.
     #[inline]
-    fn pick(&mut self, h: u64) -> usize {
-        let slot = &mut self.of[(h >> (64 - BUCKET_BITS)) as usize];
-        if *slot == Owners::NONE {
-            let mut best = 0;
-            for (w, l) in self.load.iter().enumerate() {
-                if *l < self.load[best] {
-                    best = w;
-                }
-            }
-            *slot = best as u16;
+    fn take(&mut self, raw: i64, orig_len: u32) -> i64 {
+        self.packets += 1;
+        self.bytes += u64::from(orig_len);
+        if self.first.is_none() {
+            self.first = Some(raw);
+            self.lo = raw.saturating_sub(TS_BOUND_NS);
+            self.hi = raw.saturating_add(TS_BOUND_NS);
+            self.last = raw;
         }
-        let w = usize::from(*slot);
-        self.load[w] += 1;
-        w
+        let ts = raw.clamp(self.lo, self.hi);
+        self.clamped += u64::from(ts != raw);
+        self.backdated += u64::from(ts < self.last);
+        self.last = ts;
+        ts
     }
 
-    /// A round went: older packets weigh half.
-    fn age(&mut self) {
-        for l in &mut self.load {
-            *l /= 2;
+    /// Writes the counts into `stats` (as `stamp` would have); the clamped packets.
+    fn write_into(&self, stats: &mut CaptureStats) -> u64 {
+        stats.packets += self.packets;
+        stats.bytes += self.bytes;
+        if let Some(first) = self.first {
+            stats.first_ts_ns.get_or_insert(first);
+            stats.last_ts_ns = Some(self.last);
         }
+        stats.quality.backdated_frames += self.backdated;
+        self.clamped
     }
 }
 
@@ -221,7 +223,7 @@ impl ShardedAnalyzer {
             .expect("spawn the analyzer's merger");
         ShardedAnalyzer {
             stats: CaptureStats::default(),
-            clamped_ts: 0,
+            stamps: Stamps::default(),
             last_frame: 0,
             in_round: 0,
             round_bytes: 0,
@@ -239,10 +241,12 @@ impl ShardedAnalyzer {
         self.stats.quality.sorted_frames += frames;
     }
 
-    /// Feeds one captured packet (as [`Analyzer::push`]).
+    /// Feeds one captured packet (as [`Analyzer::push`]). Inlined into the reader's loop: it
+    /// is the reader's whole per-frame work (session 15: 178 instructions a frame before the
+    /// stamps were kept as below).
+    #[inline]
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
-        let ts = stamp(&mut self.stats, &mut self.clamped_ts, pkt);
-        let pkt = &RawPacket { ts_ns: ts, ..*pkt };
+        let ts = self.stamps.take(pkt.ts_ns, pkt.orig_len);
         self.last_frame = pkt.frame;
         let h = match ipv4_route(pkt) {
             Some(h) => h,
@@ -256,7 +260,7 @@ impl ShardedAnalyzer {
         // Captured lengths are at most the reader's limit (256 KiB), so offsets fit in u32.
         b.frames.push(Frame {
             frame: pkt.frame,
-            ts_ns: pkt.ts_ns,
+            ts_ns: ts,
             link: pkt.link,
             off: b.data.len() as u32,
             len: pkt.data.len() as u32,
@@ -323,6 +327,7 @@ impl ShardedAnalyzer {
         if self.in_round > 0 {
             self.send_round();
         }
+        let clamped_ts = self.stamps.write_into(&mut self.stats);
         self.to_workers.clear();
         for h in self.workers.drain(..) {
             if let Err(p) = h.join() {
@@ -334,54 +339,8 @@ impl ShardedAnalyzer {
             Err(p) => std::panic::resume_unwind(p),
         };
         add_counts(&mut self.stats, &counts);
-        conclude(&mut self.stats, self.clamped_ts, &mut agg)
+        conclude(&mut self.stats, clamped_ts, &mut agg)
     }
-}
-
-/// The route hash of an untagged Ethernet frame carrying an unfragmented IPv4 TCP segment
-/// (nearly every frame of a server capture), read straight from the header bytes; `None`
-/// for any other frame ([`ShardedAnalyzer::other_route`] takes it). The same connection
-/// gets the same hash on either path: both hash the endpoints' [`end_bits`].
-#[inline]
-fn ipv4_route(pkt: &RawPacket<'_>) -> Option<u64> {
-    let d = pkt.data;
-    if pkt.link != LinkType::Ethernet || d.len() < 14 + 20 || d[12] != 0x08 || d[13] != 0x00 {
-        return None;
-    }
-    let ip = &d[14..];
-    let hl = usize::from(ip[0] & 0x0f) * 4;
-    // Version 4, TCP, no fragment (more-fragments flag or offset), the ports captured.
-    if ip[0] >> 4 != 4 || hl < 20 || ip[9] != 6 || ip[6] & 0x3f != 0 || ip[7] != 0 {
-        return None;
-    }
-    let t = ip.get(hl..hl + 4)?;
-    let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
-    let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
-    let v4 = |a: u32, port: [u8; 2]| u64::from(a) << 16 | u64::from(u16::from_be_bytes(port));
-    Some(route_hash(v4(src, [t[0], t[1]]), v4(dst, [t[2], t[3]])))
-}
-
-/// An endpoint in 64 bits for [`route_hash`]: an IPv4 (v4-mapped) address and port exactly
-/// as [`ipv4_route`] packs them, an IPv6 one folded (a collision only puts two connections on
-/// one worker).
-#[inline]
-fn end_bits(e: Endpoint) -> u64 {
-    let port = u64::from(e.port);
-    if e.ip >> 32 == 0xffff {
-        (e.ip as u64 & 0xffff_ffff) << 16 | port
-    } else {
-        (e.ip >> 64) as u64 ^ (e.ip as u64).rotate_left(29) ^ port << 48 ^ 0x9e37_79b9
-    }
-}
-
-/// The symmetric route hash of a connection's two endpoints (either order): the owner table's
-/// bucket is its top bits. One folded multiply (as foldhash's), enough to spread endpoints
-/// that differ in a port only.
-#[inline]
-fn route_hash(a: u64, b: u64) -> u64 {
-    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    let p = u128::from(lo ^ 0x243f_6a88_85a3_08d3) * u128::from(hi ^ 0x1319_8a2e_0370_7344);
-    (p as u64) ^ (p >> 64) as u64
 }
 
 /// One worker: an analyzer over its connections, logging.
@@ -591,92 +550,4 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     q.sequence_gaps += sequence_gaps;
     q.client_unseen_connections += client_unseen_connections;
     q.server_unseen_connections += server_unseen_connections;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An Ethernet frame (with a VLAN tag when `vlan`) of an IPv4 TCP segment.
-    fn frame(vlan: bool, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
-        let mut f = vec![0u8; 12];
-        if vlan {
-            f.extend_from_slice(&[0x81, 0x00, 0x00, 0x07]);
-        }
-        f.extend_from_slice(&[0x08, 0x00]);
-        let mut ip = vec![0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0];
-        ip.extend_from_slice(&src);
-        ip.extend_from_slice(&dst);
-        f.extend_from_slice(&ip);
-        let mut tcp = vec![0u8; 20];
-        tcp[..2].copy_from_slice(&sport.to_be_bytes());
-        tcp[2..4].copy_from_slice(&dport.to_be_bytes());
-        tcp[12] = 0x50;
-        tcp[13] = 0x10;
-        f.extend_from_slice(&tcp);
-        f
-    }
-
-    fn raw(data: &[u8]) -> RawPacket<'_> {
-        RawPacket {
-            frame: 1,
-            ts_ns: 0,
-            link: LinkType::Ethernet,
-            data,
-            orig_len: data.len() as u32,
-        }
-    }
-
-    /// The general path's hash of a frame (what [`ShardedAnalyzer::other_route`] computes).
-    fn general(data: &[u8]) -> u64 {
-        let (s, d) = tcp_ends(&raw(data)).expect("a TCP frame");
-        route_hash(end_bits(Endpoint::from(s)), end_bits(Endpoint::from(d)))
-    }
-
-    #[test]
-    fn both_directions_and_both_paths_give_one_route() {
-        let (a, b) = ([10, 0, 0, 1], [192, 168, 7, 9]);
-        let out = frame(false, a, 40_000, b, 80);
-        let back = frame(false, b, 80, a, 40_000);
-        let tagged = frame(true, b, 80, a, 40_000);
-        let h = ipv4_route(&raw(&out)).expect("the fast path takes untagged IPv4");
-        assert_eq!(ipv4_route(&raw(&back)), Some(h));
-        assert_eq!(ipv4_route(&raw(&tagged)), None, "tags go the general way");
-        assert_eq!(general(&out), h);
-        assert_eq!(general(&tagged), h);
-        // Another port: another route (the hash is not of the addresses alone).
-        let other = frame(false, a, 40_001, b, 80);
-        assert_ne!(ipv4_route(&raw(&other)), Some(h));
-    }
-
-    #[test]
-    fn a_new_bucket_goes_to_the_worker_given_fewest_packets_lately() {
-        let mut o = Owners::new(2);
-        let bucket = |i: u64| i << (64 - BUCKET_BITS);
-        assert_eq!(o.pick(bucket(1)), 0);
-        assert_eq!(
-            o.pick(bucket(2)),
-            1,
-            "worker 0 has one packet, worker 1 none"
-        );
-        for _ in 0..10 {
-            assert_eq!(o.pick(bucket(1)), 0, "a bucket keeps its worker");
-        }
-        assert_eq!(o.pick(bucket(3)), 1, "worker 1 is the less loaded");
-        assert_eq!(o.pick(bucket(3) | 12_345), 1, "the same bucket");
-        // Worker 1's connections go quiet; worker 0 keeps receiving: new ones go to 1.
-        for _ in 0..8 {
-            o.age();
-            for _ in 0..100 {
-                o.pick(bucket(1));
-            }
-        }
-        assert_eq!(o.pick(bucket(4)), 1);
-        assert_eq!(o.pick(bucket(2)), 1);
-        // Worker 1 now far busier: the next new bucket goes to 0.
-        for _ in 0..500 {
-            o.pick(bucket(2));
-        }
-        assert_eq!(o.pick(bucket(5)), 0);
-    }
 }

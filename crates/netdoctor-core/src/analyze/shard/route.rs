@@ -1,0 +1,194 @@
+//! Which worker gets a frame: the connection's symmetric route hash read straight from the
+//! frame ([`ipv4_route`], [`route_hash`]), and the owner of each hash bucket ([`Owners`]).
+//! Apart from the reader's loop because it is the one piece a test can check alone: both
+//! directions and both paths (the fast IPv4 one and `tcp_ends`) must give one route.
+
+use super::super::flow::Endpoint;
+use crate::packet::{LinkType, RawPacket};
+
+/// Hash buckets of the connection key (2^BUCKET_BITS, of [`Owners`]).
+pub(super) const BUCKET_BITS: u32 = 16;
+
+/// Which worker owns each hash bucket of connection keys, set when the bucket is first seen to
+/// the worker given the fewest packets lately (its count halves every round, so a worker whose
+/// connections have ended takes new ones). A bucket keeps its worker for the whole run, so
+/// both directions and every later packet of a connection go where its first went. Buckets,
+/// not connections: the table is a fixed 128 KiB whatever the number of connections (two
+/// connections in one bucket share a worker), and a lookup is one load.
+pub(super) struct Owners {
+    /// Per bucket, the owner's index, or [`Owners::NONE`].
+    of: Box<[u16]>,
+    /// Per worker, packets given lately.
+    load: Vec<u32>,
+}
+
+impl Owners {
+    pub(super) const NONE: u16 = u16::MAX;
+
+    pub(super) fn new(workers: usize) -> Owners {
+        Owners {
+            of: vec![Owners::NONE; 1 << BUCKET_BITS].into_boxed_slice(),
+            load: vec![0; workers],
+        }
+    }
+
+    /// The worker of the connection whose key hashes to `h`, counting one packet to it.
+    #[inline]
+    pub(super) fn pick(&mut self, h: u64) -> usize {
+        let slot = &mut self.of[(h >> (64 - BUCKET_BITS)) as usize];
+        if *slot == Owners::NONE {
+            let mut best = 0;
+            for (w, l) in self.load.iter().enumerate() {
+                if *l < self.load[best] {
+                    best = w;
+                }
+            }
+            *slot = best as u16;
+        }
+        let w = usize::from(*slot);
+        self.load[w] += 1;
+        w
+    }
+
+    /// A round went: older packets weigh half.
+    pub(super) fn age(&mut self) {
+        for l in &mut self.load {
+            *l /= 2;
+        }
+    }
+}
+
+/// The route hash of an untagged Ethernet frame carrying an unfragmented IPv4 TCP segment
+/// (nearly every frame of a server capture), read straight from the header bytes; `None`
+/// for any other frame ([`ShardedAnalyzer::other_route`] takes it). The same connection
+/// gets the same hash on either path: both hash the endpoints' [`end_bits`].
+#[inline]
+pub(super) fn ipv4_route(pkt: &RawPacket<'_>) -> Option<u64> {
+    let d = pkt.data;
+    if pkt.link != LinkType::Ethernet || d.len() < 14 + 20 || d[12] != 0x08 || d[13] != 0x00 {
+        return None;
+    }
+    let ip = &d[14..];
+    let hl = usize::from(ip[0] & 0x0f) * 4;
+    // Version 4, TCP, no fragment (more-fragments flag or offset), the ports captured.
+    if ip[0] >> 4 != 4 || hl < 20 || ip[9] != 6 || ip[6] & 0x3f != 0 || ip[7] != 0 {
+        return None;
+    }
+    let t = ip.get(hl..hl + 4)?;
+    let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+    let dst = u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]);
+    let v4 = |a: u32, port: [u8; 2]| u64::from(a) << 16 | u64::from(u16::from_be_bytes(port));
+    Some(route_hash(v4(src, [t[0], t[1]]), v4(dst, [t[2], t[3]])))
+}
+
+/// An endpoint in 64 bits for [`route_hash`]: an IPv4 (v4-mapped) address and port exactly
+/// as [`ipv4_route`] packs them, an IPv6 one folded (a collision only puts two connections on
+/// one worker).
+#[inline]
+pub(super) fn end_bits(e: Endpoint) -> u64 {
+    let port = u64::from(e.port);
+    if e.ip >> 32 == 0xffff {
+        (e.ip as u64 & 0xffff_ffff) << 16 | port
+    } else {
+        (e.ip >> 64) as u64 ^ (e.ip as u64).rotate_left(29) ^ port << 48 ^ 0x9e37_79b9
+    }
+}
+
+/// The symmetric route hash of a connection's two endpoints (either order): the owner table's
+/// bucket is its top bits. One folded multiply (as foldhash's), enough to spread endpoints
+/// that differ in a port only.
+#[inline]
+pub(super) fn route_hash(a: u64, b: u64) -> u64 {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    let p = u128::from(lo ^ 0x243f_6a88_85a3_08d3) * u128::from(hi ^ 0x1319_8a2e_0370_7344);
+    (p as u64) ^ (p >> 64) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::tcp_ends;
+
+    /// An Ethernet frame (with a VLAN tag when `vlan`) of an IPv4 TCP segment.
+    fn frame(vlan: bool, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        if vlan {
+            f.extend_from_slice(&[0x81, 0x00, 0x00, 0x07]);
+        }
+        f.extend_from_slice(&[0x08, 0x00]);
+        let mut ip = vec![0x45, 0, 0, 40, 0, 1, 0x40, 0, 64, 6, 0, 0];
+        ip.extend_from_slice(&src);
+        ip.extend_from_slice(&dst);
+        f.extend_from_slice(&ip);
+        let mut tcp = vec![0u8; 20];
+        tcp[..2].copy_from_slice(&sport.to_be_bytes());
+        tcp[2..4].copy_from_slice(&dport.to_be_bytes());
+        tcp[12] = 0x50;
+        tcp[13] = 0x10;
+        f.extend_from_slice(&tcp);
+        f
+    }
+
+    fn raw(data: &[u8]) -> RawPacket<'_> {
+        RawPacket {
+            frame: 1,
+            ts_ns: 0,
+            link: LinkType::Ethernet,
+            data,
+            orig_len: data.len() as u32,
+        }
+    }
+
+    /// The general path's hash of a frame (what [`ShardedAnalyzer::other_route`] computes).
+    fn general(data: &[u8]) -> u64 {
+        let (s, d) = tcp_ends(&raw(data)).expect("a TCP frame");
+        route_hash(end_bits(Endpoint::from(s)), end_bits(Endpoint::from(d)))
+    }
+
+    #[test]
+    fn both_directions_and_both_paths_give_one_route() {
+        let (a, b) = ([10, 0, 0, 1], [192, 168, 7, 9]);
+        let out = frame(false, a, 40_000, b, 80);
+        let back = frame(false, b, 80, a, 40_000);
+        let tagged = frame(true, b, 80, a, 40_000);
+        let h = ipv4_route(&raw(&out)).expect("the fast path takes untagged IPv4");
+        assert_eq!(ipv4_route(&raw(&back)), Some(h));
+        assert_eq!(ipv4_route(&raw(&tagged)), None, "tags go the general way");
+        assert_eq!(general(&out), h);
+        assert_eq!(general(&tagged), h);
+        // Another port: another route (the hash is not of the addresses alone).
+        let other = frame(false, a, 40_001, b, 80);
+        assert_ne!(ipv4_route(&raw(&other)), Some(h));
+    }
+
+    #[test]
+    fn a_new_bucket_goes_to_the_worker_given_fewest_packets_lately() {
+        let mut o = Owners::new(2);
+        let bucket = |i: u64| i << (64 - BUCKET_BITS);
+        assert_eq!(o.pick(bucket(1)), 0);
+        assert_eq!(
+            o.pick(bucket(2)),
+            1,
+            "worker 0 has one packet, worker 1 none"
+        );
+        for _ in 0..10 {
+            assert_eq!(o.pick(bucket(1)), 0, "a bucket keeps its worker");
+        }
+        assert_eq!(o.pick(bucket(3)), 1, "worker 1 is the less loaded");
+        assert_eq!(o.pick(bucket(3) | 12_345), 1, "the same bucket");
+        // Worker 1's connections go quiet; worker 0 keeps receiving: new ones go to 1.
+        for _ in 0..8 {
+            o.age();
+            for _ in 0..100 {
+                o.pick(bucket(1));
+            }
+        }
+        assert_eq!(o.pick(bucket(4)), 1);
+        assert_eq!(o.pick(bucket(2)), 1);
+        // Worker 1 now far busier: the next new bucket goes to 0.
+        for _ in 0..500 {
+            o.pick(bucket(2));
+        }
+        assert_eq!(o.pick(bucket(5)), 0);
+    }
+}
