@@ -88,7 +88,8 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its
     // warning. An uncompressed file's stamps are walked first ([`first_backdated`]), so the
     // analysis runs once; a gzip'd one (a walk would decompress it twice) is analyzed in file
-    // order until its first backdated frame and then again.
+    // order until its first backdated frame and then again. A mapped pcap is then read with
+    // its in-order runs merged (`TimeRuns`, up to MAX_RUNS), anything else through TimeOrder.
     let rereads = rereadable(&args.file, args.follow);
     let scanned = rereads && !file.is_gzip();
     let read = |file: &mut CaptureFile, sort: bool| {
