@@ -21,9 +21,11 @@
 mod input;
 mod mapped;
 mod ng;
+mod runs;
 
 pub use input::Follow;
 use ng::{NgState, read_ng};
+pub use runs::{RUN_BYTES, TimeRuns};
 
 use crate::error::io_error;
 use crate::{BadCaptureKind, ObserveError, PacketSource, SourceSummary};
@@ -228,6 +230,21 @@ impl CaptureFile {
             gzip,
             input,
         })
+    }
+
+    /// The runs of frames in timestamp order that make up the file, for reading it merged by
+    /// timestamp ([`TimeRuns`]); `on_stamp` gets every timestamp in file order. Only a classic
+    /// pcap file read through a map, with no record cut short or too long and at most
+    /// `max_runs` runs; `None` otherwise.
+    pub fn time_runs(
+        &self,
+        max_runs: usize,
+        on_stamp: &mut dyn FnMut(i64),
+    ) -> Option<TimeRuns<'_>> {
+        match &self.inner {
+            Inner::Mapped(st) => runs::walk(st, max_runs, on_stamp),
+            _ => None,
+        }
     }
 
     /// Whether the data was gzip'd.

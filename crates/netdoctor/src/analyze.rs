@@ -11,11 +11,11 @@ use crate::cli::AnalyzeArgs;
 use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
 use netdoctor_core::RawPacket;
-use netdoctor_core::analyze::order::{StampOrder, TimeOrder};
+use netdoctor_core::analyze::order::{DEPTH, StampOrder, TimeOrder};
 use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
-use netdoctor_observe::pcapfile::{CaptureFile, Follow};
+use netdoctor_observe::pcapfile::{CaptureFile, Follow, RUN_BYTES};
 use netdoctor_report::{
     CaptureSection, CaptureSource, Check, CheckName, Report, ReportCommand, Target,
 };
@@ -88,7 +88,8 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its
     // warning. An uncompressed file's stamps are walked first ([`first_backdated`]), so the
     // analysis runs once; a gzip'd one (a walk would decompress it twice) is analyzed in file
-    // order until its first backdated frame and then again.
+    // order until its first backdated frame and then again. A mapped pcap is then read with
+    // its in-order runs merged (`TimeRuns`, up to MAX_RUNS), anything else through TimeOrder.
     let rereads = rereadable(&args.file, args.follow);
     let scanned = rereads && !file.is_gzip();
     let read = |file: &mut CaptureFile, sort: bool| {
@@ -101,20 +102,40 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
             Engine::One(Box::new(Analyzer::new(cfg.clone())))
         };
         let mut last_tick = Instant::now();
+        // Frames handed on (merged by timestamp, frame numbers do not count up).
+        let mut fed = 0u64;
         let mut feed = |p: &RawPacket<'_>| {
             match &mut analyzer {
                 Engine::One(a) => a.push(p),
                 Engine::Sharded(a) => a.push(p),
             }
-            if p.frame.is_multiple_of(65_536) && last_tick.elapsed().as_millis() >= 250 {
-                progress.count("read", p.frame);
+            fed += 1;
+            if fed.is_multiple_of(65_536) && last_tick.elapsed().as_millis() >= 250 {
+                progress.count("read", fed);
                 last_tick = Instant::now();
             }
         };
         // The frames stamped before the frame ahead of them, in file order.
         let mut stamps = StampOrder::new();
         let mut backdated_at = None;
-        let summary = if sort {
+        let mut merged = None;
+        let runs = if sort {
+            file.time_runs(MAX_RUNS, &mut |ts| {
+                stamps.push(ts);
+            })
+        } else {
+            None
+        };
+        let summary = if let Some(runs) = runs {
+            progress.stage(&format!(
+                "{} runs in timestamp order: merging them",
+                runs.len()
+            ));
+            let (summary, moved) = runs.for_each(&mut feed);
+            merged = Some((runs.len(), moved));
+            summary
+        } else if sort {
+            stamps = StampOrder::new();
             let mut order = TimeOrder::new();
             let summary = file.for_each_packet(&mut |p| {
                 stamps.push(p.ts_ns);
@@ -150,9 +171,9 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                 a.finish()
             }
         };
-        anyhow::Ok((summary, analysis, backdated_at))
+        anyhow::Ok((summary, analysis, backdated_at, merged))
     };
-    let (summary, analysis) = if scanned {
+    let (summary, analysis, merged) = if scanned {
         let backdated_at = first_backdated(&mut file);
         if let Some(frame) = backdated_at {
             progress.stage(&format!(
@@ -161,19 +182,19 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
             ));
         }
         let mut again = CaptureFile::open_with(&args.file, None)?;
-        let (summary, analysis, _) = read(&mut again, backdated_at.is_some())?;
-        (summary, analysis)
+        let (summary, analysis, _, merged) = read(&mut again, backdated_at.is_some())?;
+        (summary, analysis, merged)
     } else {
-        let (mut summary, mut analysis, backdated_at) = read(&mut file, false)?;
+        let (mut summary, mut analysis, backdated_at, mut merged) = read(&mut file, false)?;
         if let Some(frame) = backdated_at {
             progress.stage(&format!(
                 "frame {frame} is stamped before the frame ahead of it: reading {shown} again \
                  in timestamp order"
             ));
             let mut again = CaptureFile::open_with(&args.file, None)?;
-            (summary, analysis, _) = read(&mut again, true)?;
+            (summary, analysis, _, merged) = read(&mut again, true)?;
         }
-        (summary, analysis)
+        (summary, analysis, merged)
     };
 
     let mut report = Report::new(
@@ -187,6 +208,9 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let mut warnings = summary.warnings.clone();
     warnings.extend(analysis.warnings.iter().cloned());
     let mut notes = summary.warnings.clone();
+    if let Some(note) = merged.and_then(|(runs, moved)| appended_note(runs, moved)) {
+        notes.push(note);
+    }
     if let Some(end) = file.follow_end() {
         notes.push(format!("followed the file until {end}"));
     }
@@ -244,6 +268,24 @@ fn first_backdated(file: &mut CaptureFile) -> Option<u64> {
     })
     .ok()?;
     at
+}
+
+/// Runs of frames in timestamp order a file read merged by timestamp may have
+/// ([`netdoctor_observe::pcapfile::TimeRuns`]): [`RUN_BYTES`] each, 16 MiB for all. A file
+/// with more (every other frame backdated) goes through the reorder buffer.
+const MAX_RUNS: usize = (16 << 20) / RUN_BYTES;
+
+/// The capture check's line for a file read merged by timestamp whose frames moved further
+/// than a reorder buffer mends (`None` for a multi-queue capture's jitter): what it looks like
+/// and what was done, so a slow or surprising reading has its reason in the report.
+fn appended_note(runs: usize, moved: u64) -> Option<String> {
+    (moved > DEPTH as u64).then(|| {
+        format!(
+            "the file is {runs} runs of frames in time order that overlap (captures appended \
+             one after another, as `mergecap -a` writes): analyzed merged by timestamp, a frame \
+             moved up to {moved} places"
+        )
+    })
 }
 
 /// A regular file read once to its end (not standard input, a FIFO or a followed file).

@@ -8,7 +8,9 @@
 //! queueing: [`TimeOrder`] holds the last [`DEPTH`] frames and hands them on by timestamp
 //! (file order among equal ones). Frame numbers stay the file's, so evidence can be found in
 //! Wireshark. A frame later than the window can mend stays where it is and is counted by the
-//! analyzer again (`CaptureQuality::backdated_frames`).
+//! analyzer again (`CaptureQuality::backdated_frames`). A mapped classic pcap file whose frames
+//! are a few long runs in time order (captures appended with `mergecap -a`) is not read through
+//! this window at all: `netdoctor_observe::pcapfile::TimeRuns` merges its runs by the same key.
 //!
 //! Holding frames costs a copy of each, so `analyze` sorts only a file that holds a backdated
 //! frame (and can be read again): [`StampOrder`] finds the first one on the analyzer's own

@@ -16,7 +16,7 @@ use std::ops::ControlFlow;
 /// Pages are released behind the reader (and the next ones mapped in advance) in steps of
 /// this many bytes: what is resident of the file stays within about two steps. A consumer that
 /// keeps frames past the callback (`analyze -j N`'s reader) copies them.
-const STEP: usize = 1 << 20;
+pub(super) const STEP: usize = 1 << 20;
 
 pub(super) struct MappedState {
     pub map: Mapped,

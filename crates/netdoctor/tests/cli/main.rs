@@ -11,6 +11,7 @@ mod common;
 mod analyze_captures;
 mod analyze_protocols;
 mod analyze_streams;
+mod appended;
 mod bad_input;
 mod cli_usage;
 mod completions_man;
