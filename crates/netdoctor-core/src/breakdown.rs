@@ -13,10 +13,12 @@
 //!
 //!    Intervals are clipped to the exchange and never counted twice: a stall that overlaps an
 //!    earlier one of the same exchange only adds its non-overlapping part.
-//! 2. **network**: one path RTT (the connection's handshake RTT; 0 when it was not captured),
-//!    at most what the stalls left.
-//! 3. **server**: first response byte − last request byte − RTT (the server's think time), at
-//!    most what was left. When a queue filled under load (the exchange's round trip under load,
+//! 2. **network**: the round trip between the capture point and the server (SYN → SYN/ACK:
+//!    the whole handshake RTT at the client, next to nothing at the server; the handshake RTT
+//!    when the handshake was repeated; 0 when it was not captured), at most what the stalls
+//!    left.
+//! 3. **server**: first response byte − last request byte − that round trip (the server's
+//!    think time), at most what was left. When a queue filled under load (the exchange's round trip under load,
 //!    from the TCP timestamps, `track::echo::queued` against the handshake RTT), that round
 //!    trip is subtracted instead: the first byte waited in the queue too, and that wait goes
 //!    to transfer (the bytes moving through the rate and its queue), not to the server.

@@ -137,10 +137,15 @@ pub struct ExchangeDone {
     pub last_resp: Pkt,
     /// Last response byte (or the last needed retransmission of it) − first request byte.
     pub latency_ns: i64,
-    /// First response byte − last request byte − handshake RTT (≥ 0).
+    /// First response byte − last request byte − the capture point's round trip to the
+    /// server (`leg_ns`; ≥ 0).
     pub server_time_ns: i64,
     /// The connection's handshake RTT, when captured.
     pub rtt_ns: Option<i64>,
+    /// The round trip from the capture point to the server and back (SYN → SYN/ACK,
+    /// `SynState::server_leg_ns`; else the handshake RTT): the network's part of the gap
+    /// between request and answer at the capture point (the breakdown's network).
+    pub leg_ns: Option<i64>,
     pub(crate) parts: ExchangeParts,
     /// The HTTP/1.x status code of the response, when it is one.
     pub status: Option<u16>,
@@ -172,6 +177,7 @@ impl ExchangeDone {
             latency_ns: resp.ts_ns - req.ts_ns,
             server_time_ns: (resp.ts_ns - req.ts_ns).max(0),
             rtt_ns: None,
+            leg_ns: None,
             parts: ExchangeParts::default(),
             status: None,
             req_ack: None,

@@ -178,7 +178,7 @@ impl Agg {
                     parts.sides[SYN_RETRANSMIT] |= setup.sides;
                     self.breakdown.record(
                         done.latency_ns + setup.setup_ns,
-                        done.rtt_ns.unwrap_or(0) + setup.handshake_ns,
+                        done.leg_ns.unwrap_or(0) + setup.handshake_ns,
                         done.server_total_ns(),
                         &parts,
                     );

@@ -338,7 +338,13 @@ impl Hub {
         let first = c.exchanges == 0;
         c.exchanges += 1;
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
-        let path_rtt = super::http::path_rtt_ns(rtt, &x.last_req, x.req_ack);
+        // The round trip inside the request → first byte gap is the capture point's leg to
+        // the server, not the whole handshake RTT: a capture at a server 384 ms from its
+        // client read a 2.8 ms answer as 0 ms of server time and 2.8 ms of network, and one
+        // next to a phone slow to ACK its SYN/ACKs (39.5 ms to the server, 118 ms back to the
+        // phone) read every answer as network. Without an unrepeated handshake: the RTT.
+        let leg = c.syn.server_leg_ns().or(rtt);
+        let path_rtt = super::http::path_rtt_ns(leg, &x.last_req, x.req_ack);
         // A queue that filled under load delayed the first byte too: its wait is not the
         // server's. Measured directly when the server's TCP timestamp says when the first byte
         // left (`track::tsclock`); else from the round trip under load, the client's
@@ -390,6 +396,7 @@ impl Hub {
             latency_ns: latency,
             server_time_ns: server_time,
             rtt_ns: rtt,
+            leg_ns: leg,
             parts: x.parts,
             status: (x.status > 0).then_some(x.status),
             req_ack: x.req_ack,

@@ -87,6 +87,19 @@ impl SynState {
                 (Some(_), None) => false,
             }
     }
+    /// The round trip from the capture point to the server and back: SYN → SYN/ACK, for a
+    /// handshake sent once each way (a repeated one does not say which SYN the SYN/ACK
+    /// answered). Wherever the capture was taken, this is the part of the handshake RTT that
+    /// lies between a request's last byte and the answer's first byte at the capture point:
+    /// all of it at the client, none at the server, the server's side midway. No side is
+    /// judged, so microsecond legs decide nothing (see [`SynState::near_client`]).
+    pub fn server_leg_ns(&self) -> Option<i64> {
+        let (Some(syn), Some(synack), Some(_)) = (self.last_syn, self.last_synack, self.done)
+        else {
+            return None;
+        };
+        (!self.repeated()).then_some((synack.ts_ns - syn.ts_ns).max(0))
+    }
     /// The capture point was near the client: its own leg of the handshake (SYN → SYN/ACK
     /// near the client, SYN/ACK → ACK near the server) was the longer one. `None` without a
     /// complete handshake, and when the legs do not tell: within a factor of 2 of each other

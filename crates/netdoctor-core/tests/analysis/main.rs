@@ -26,4 +26,5 @@ mod protocols;
 mod queue_wait;
 mod realworld;
 mod realworld_trust;
+mod server_leg;
 mod tail;
