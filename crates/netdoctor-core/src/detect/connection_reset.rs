@@ -79,8 +79,10 @@ pub struct ConnectionReset {
 }
 
 /// An idle reset that answered the client's request (sent on a connection already dropped).
+/// (`hub::reset_kind` tells it: the server's side answered the request with a reset that
+/// acknowledges nothing.)
 fn hits_request(e: &Example) -> bool {
-    e.before.is_some_and(|b| !b.from_server)
+    e.rst.from_server && !e.rst.flags.ack() && e.before.is_some_and(|b| !b.from_server)
 }
 
 impl Detector for ConnectionReset {
