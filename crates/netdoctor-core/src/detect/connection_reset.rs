@@ -7,8 +7,11 @@
 //!   coming (the server reset it, or the client gave up before the response started);
 //! - **client abort**: the client reset while a response was arriving (a client that closes
 //!   with unread data, e.g. a load generator stopping or a browser cancelling): info;
-//! - **idle**: between exchanges (keep-alive connection dropped), or after a response that was
-//!   fully acknowledged and followed by seconds of silence;
+//! - **idle**: between exchanges (keep-alive connection dropped), after a response that was
+//!   fully acknowledged and followed by seconds of silence (200 ms when it was complete by its
+//!   `Content-Length`), or answering a request sent on a connection already dropped; told in
+//!   [`idle`]: a steady silence is an idle timer (side network), and only requests that got
+//!   such a reset make it more than info;
 //! - **after close**: its sender had already closed its side with a FIN (the peer's keep-alive
 //!   probe or late data found no socket): the end of a closed connection, info;
 //! - **at setup**: after the handshake, before any byte either way: a refusal or an abort at
