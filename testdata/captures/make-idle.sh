@@ -15,16 +15,29 @@
 #                          load balancer or NAT does; the pooled client as in idle-timeout.
 #   idle-midway.pcap.gz    idle-timeout's capture without its first 60 packets (a capture
 #                          that starts mid-way: its first connections have no handshake).
+# Look-alikes of idle-lb-reset (resets that are not an idle timeout, and its harm):
+#   idle-stall-reset.pcap.gz  a proxy that times out a stalled response: the server sends
+#                          the header and 200 of 600 body bytes, then resets 1 s later.
+#   idle-crash.pcap.gz     a server (one forked process per connection) that dies
+#                          mid-response with the client's pipelined second request unread:
+#                          its kernel resets.
+#   idle-vary-reset.pcap.gz  resets after a silence drawn from 0.3-1.3 s (no timer).
+#   idle-linger0.pcap.gz   a reset right after each answer (SO_LINGER 0 at close).
+#   idle-lb-drop.pcap.gz   as idle-lb-reset, but the idle reset (RST+ACK) towards the client is dropped in
+#                          the server's namespace (a load balancer that forgets idle
+#                          connections silently): the client's next request on the connection
+#                          gets a reset with no ACK, and the client retries on a new one.
 # Captured on the client's veth with tcpdump. Needs root, iproute2, tcpdump, editcap, nginx,
 # gzip and /usr/bin/python3. Creates namespaces nd-idle-c<pid> and nd-idle-s<pid> joined by a
 # veth pair, removes them (and stops every process it started, by PID) on exit. The root
-# namespace is not touched. Ports 19701-19705.
-# Usage: ./make-idle.sh
+# namespace is not touched. Ports 19701-19705, 19710-19714.
+# NS_PREFIX (default nd-idle) names the namespaces; nft is needed for idle-lb-drop.
+# Usage: ./make-idle.sh [NAME...]   (only these captures, e.g. idle-crash; default: all)
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
 . "$out/lib.sh"
-C="nd-idle-c$$"
-S="nd-idle-s$$"
+C="${NS_PREFIX:-nd-idle}-c$$"
+S="${NS_PREFIX:-nd-idle}-s$$"
 lab_begin nd-idle-lab
 lab_netns "$C" "$S"
 lab_veth "$C" "$S" ndidle-c ndidle-s 10.79.0.1 10.79.0.2
@@ -52,17 +65,37 @@ EOF
 
 # A server that answers at once and resets a connection idle for `idle` s (SO_LINGER 0).
 cat >"$work/rst.py" <<'PY'
-import select, socket, struct, sys, threading
+import os, random, select, socket, struct, sys, threading, time
 port, idle = int(sys.argv[1]), float(sys.argv[2])
+mode = sys.argv[3] if len(sys.argv) > 3 else "idle"
+random.seed(7)
 msg = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 600\r\n\r\n" + b"x" * 600
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.79.0.2", port))
 s.listen(64)
+def rst(c):
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    c.close()
+def crash(c):
+    # Reads the first request's header only (the pipelined one stays unread), answers part
+    # of it and dies: the kernel resets a socket closed with unread data.
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += c.recv(1)
+    c.sendall(msg[:len(msg) - 400])
+    time.sleep(0.02)
+    os._exit(1)
 def serve(c):
+    if mode == "stall":
+        c.recv(65536)
+        c.sendall(msg[:len(msg) - 400])
+        time.sleep(idle)
+        return rst(c)
     buf = b""
     while True:
-        r, _, _ = select.select([c], [], [], idle)
+        wait = random.uniform(0.3, 1.3) if mode == "vary" else idle
+        r, _, _ = select.select([c], [], [], wait)
         if not r:
             c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             c.close()
@@ -75,9 +108,21 @@ def serve(c):
         while b"\r\n\r\n" in buf:
             _, buf = buf.split(b"\r\n\r\n", 1)
             c.sendall(msg)
+            if mode == "linger0":
+                return rst(c)
 while True:
     c, _ = s.accept()
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if mode == "crash":
+        if os.fork() == 0:
+            s.close()
+            crash(c)
+        c.close()
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        continue
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 # The client: `n` requests, one every `interval` s round-robin over a pool of `pool`
@@ -88,11 +133,12 @@ import select, socket, sys, time
 mode, port, pool, interval, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 req = b"GET /%d HTTP/1.1\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\n\r\n"
 def read_resp(c):
+    # True when the whole answer came.
     got = b""
     while b"\r\n\r\n" not in got:
         d = c.recv(65536)
         if not d:
-            return
+            return False
         got += d
     head, body = got.split(b"\r\n\r\n", 1)
     cl = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
@@ -100,8 +146,19 @@ def read_resp(c):
     while len(body) < want:
         d = c.recv(65536)
         if not d:
-            return
+            return False
         body += d
+    return True
+def exchange(c, k):
+    try:
+        c.sendall(req % k if mode != "pipe" else (req % k) * 2)
+        return read_resp(c)
+    except OSError:
+        return False
+def connect():
+    c = socket.create_connection(("10.79.0.2", port))
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return c
 conns = [None] * pool
 for k in range(n):
     i = k % pool
@@ -114,11 +171,14 @@ for k in range(n):
         c.close()
         c = None
     if c is None:
-        c = socket.create_connection(("10.79.0.2", port))
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    c.sendall(req % k)
-    read_resp(c)
-    if mode == "close":
+        c = connect()
+    if not exchange(c, k) and mode == "pool":
+        # The pooled connection was dead: an error, then the request again on a new one.
+        print("request %d failed on a reused connection; retried" % k, file=sys.stderr)
+        c.close()
+        c = connect()
+        exchange(c, k)
+    if mode in ("close", "pipe"):
         c.close()
         c = None
     conns[i] = c
@@ -129,8 +189,17 @@ for c in conns:
         c.close()
 PY
 
+only=("$@")
+want() { # name: asked for on the command line (or nothing asked)
+    local n
+    [ "${#only[@]}" -eq 0 ] && return 0
+    for n in "${only[@]}"; do [ "$n" = "$1" ] && return 0; done
+    return 1
+}
+
 run() { # name port server-cmd... -- client-mode pool interval n
     local name=$1 port=$2
+    want "$name" || return 0
     shift 2
     local srv=()
     while [ "$1" != "--" ]; do srv+=("$1"); shift; done
@@ -162,12 +231,25 @@ nginx_conf 19701 1s
 nginx_conf 19702 1s
 nginx_conf 19703 75s
 nginx_conf 19704 0
+nft_drop_rst() { # port: the server's namespace drops the resets it sends from port
+    ip netns exec "$S" nft add table inet ndidle
+    ip netns exec "$S" nft add chain inet ndidle out '{ type filter hook output priority 0; }'
+    ip netns exec "$S" nft add rule inet ndidle out tcp sport "$1" 'tcp flags & (rst | ack) == rst | ack' drop
+}
 run idle-timeout 19701 nginx -c "$work/ngx19701/nginx.conf" -- pool 19701 3 0.5 15
 run idle-reuse-ok 19702 nginx -c "$work/ngx19702/nginx.conf" -- pool 19702 3 0.1 30
 run idle-client-close 19703 nginx -c "$work/ngx19703/nginx.conf" -- close 19703 3 0.2 10
 run idle-server-close 19704 nginx -c "$work/ngx19704/nginx.conf" -- pool 19704 3 0.2 10
 run idle-lb-reset 19705 /usr/bin/python3 "$work/rst.py" 19705 1.0 -- pool 19705 3 0.5 15
-gunzip -c "$out/idle-timeout.pcap.gz" >"$work/full.pcap"
-editcap -r "$work/full.pcap" "$work/midway.pcap" 61-100000
-gzip -9n <"$work/midway.pcap" >"$out/idle-midway.pcap.gz"
-echo "wrote idle-timeout idle-reuse-ok idle-client-close idle-server-close idle-lb-reset idle-midway (.pcap.gz) in $out"
+run idle-stall-reset 19710 /usr/bin/python3 "$work/rst.py" 19710 1.0 stall -- close 19710 3 0.5 10
+run idle-crash 19711 /usr/bin/python3 "$work/rst.py" 19711 1.0 crash -- pipe 19711 3 0.3 10
+run idle-vary-reset 19712 /usr/bin/python3 "$work/rst.py" 19712 1.0 vary -- pool 19712 3 0.5 15
+run idle-linger0 19713 /usr/bin/python3 "$work/rst.py" 19713 1.0 linger0 -- pool 19713 3 0.3 10
+if want idle-lb-drop; then nft_drop_rst 19714; fi
+run idle-lb-drop 19714 /usr/bin/python3 "$work/rst.py" 19714 1.0 -- pool 19714 3 0.5 15
+if want idle-midway; then
+    gunzip -c "$out/idle-timeout.pcap.gz" >"$work/full.pcap"
+    editcap -r "$work/full.pcap" "$work/midway.pcap" 61-100000
+    gzip -9n <"$work/midway.pcap" >"$out/idle-midway.pcap.gz"
+fi
+echo "wrote ${only[*]:-every capture} (.pcap.gz) in $out"

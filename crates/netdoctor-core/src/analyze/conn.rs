@@ -203,6 +203,8 @@ pub(super) struct Conn {
     /// Time of the last packet that was not a keep-alive probe (how long a reset followed
     /// silence).
     pub last_active_ns: Option<i64>,
+    /// Its value before the current packet (the silence a new request followed).
+    pub prev_active_ns: Option<i64>,
     /// The frame that opened the state (orders the connections still open at the end).
     pub first_frame: u64,
     /// Per direction, its bulk-transfer view once it carried one ([`super::bulk`]).
@@ -255,6 +257,7 @@ impl Conn {
             first_close: None,
             idle_before_close_ns: None,
             last_active_ns: None,
+            prev_active_ns: None,
             first_frame: seg.frame,
             bulk: [None, None],
             half_open: false,

@@ -63,6 +63,12 @@ pub(super) struct Exchange {
     /// The response's bytes (new data), and the smallest round trip under load seen while it
     /// arrived (`track::echo`; `i64::MAX`: none).
     pub resp_bytes: u64,
+    /// The response's whole size by its `Content-Length` (its header plus the body), when
+    /// the captured first segment held the whole header and it had one: the response was
+    /// complete once `resp_bytes` reached it ([`Exchange::answered`]).
+    pub resp_want: Option<u64>,
+    /// The connection's silence before the request's first byte (0: its first packet).
+    pub idle_before_ns: i64,
     pub echo_min_ns: i64,
     /// The first response byte's TSval (ticks since the server's first one), when stamped:
     /// when it left the server (`track::tsclock`).
@@ -176,7 +182,35 @@ pub(super) fn paced_ns(
     }
 }
 
+/// An HTTP/1.x response's whole size (header and body) from the start of its first segment
+/// `payload`: the header's length plus its `Content-Length`. `None` when the captured bytes
+/// end inside the header (snaplen), or it has no `Content-Length` or is chunked (then only
+/// the connection's end tells where the body ends).
+pub(super) fn response_size(payload: &[u8]) -> Option<u64> {
+    let end = payload.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let mut len = None;
+    for line in payload[..end].split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            return None;
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let v = std::str::from_utf8(value).ok()?.parse::<u64>().ok()?;
+            len = Some(v);
+        }
+    }
+    len.map(|n| end as u64 + n)
+}
+
 impl Exchange {
+    /// The response arrived whole by its `Content-Length` (see [`response_size`]).
+    pub(super) fn answered(&self) -> bool {
+        self.first_resp.is_some() && self.resp_want.is_some_and(|w| self.resp_bytes >= w)
+    }
+
     /// Charges `[start, end]` to stall cause `cause` (an index of
     /// [`crate::breakdown::STALL_CAUSES`]) on a side.
     pub(super) fn add_stall(&mut self, cause: usize, server_side: bool, start: i64, end: i64) {
@@ -202,6 +236,9 @@ impl Conn {
                         x.resp_bytes += u64::from(pkt.len);
                         if x.found == Found::Http1 {
                             x.status = http_status(payload).unwrap_or(0);
+                            x.resp_want = (x.status > 0 && !gap)
+                                .then(|| response_size(payload))
+                                .flatten();
                             let cut = (payload.len() as u64) < u64::from(pkt.len);
                             let unreadable = gap || (cut && is_prefix_of_http(payload));
                             x.found = http_answer(x.status, unreadable, &mut self.http_answered);
@@ -260,6 +297,8 @@ impl Conn {
                         status: 0,
                         gap_cut: false,
                         resp_bytes: 0,
+                        resp_want: None,
+                        idle_before_ns: self.prev_active_ns.map_or(0, |t| (pkt.ts_ns - t).max(0)),
                         echo_min_ns: i64::MAX,
                         first_resp_ts: None,
                         last_resp_ts: None,

@@ -469,12 +469,25 @@ impl Hub {
     }
 }
 
+/// The silence after a complete, acknowledged response from which a reset ended an idle
+/// connection (the floor of `short_connections`' idle timeout,
+/// [`crate::detect::short_connections::IDLE_MIN_MS`]).
+pub const ANSWERED_IDLE_NS: i64 = 200_000_000;
+
 /// Why a reset after the handshake came, from what the trackers saw before it
 /// ([`ResetContext`]) and the exchange in progress:
 /// - after its own sender's FIN (its socket is gone: the peer's late keep-alive probe or data
 ///   got the reset): the end of a closed connection ([`ResetKind::AfterClose`]);
 /// - after [`IDLE_RESET_NS`] of silence with no request waiting and every response byte
 ///   acknowledged, or between exchanges: an idle connection ended ([`ResetKind::Idle`]);
+///   so is one after [`ANSWERED_IDLE_NS`] of silence when the response was complete by its
+///   `Content-Length` and acknowledged (a load balancer's 1 s idle timeout: nothing was in the
+///   middle). A reset right after the answer (`SO_LINGER` 0 at close) is not idle; a response
+///   short of its `Content-Length` (a proxy timing out a stalled answer, a crash) is cut;
+///   and so is the reset that answered a request sent after that much silence when the
+///   reset acknowledges nothing (no ACK flag: the answer of a host that holds no state for
+///   the connection any more, not an abortive close of a live socket): the client reused a
+///   connection that had been dropped while idle, and that request failed;
 /// - otherwise, by the exchange's phase: during a request or its response, or the client
 ///   giving up on a response.
 fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
@@ -488,9 +501,17 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
     {
         return ResetKind::AfterClose;
     }
-    let idle = cx.idle_ns >= IDLE_RESET_NS;
+    let answered = c.cur.is_some_and(|x| x.answered()) && cx.idle_ns >= ANSWERED_IDLE_NS;
+    let idle = cx.idle_ns >= IDLE_RESET_NS || answered;
     match (c.phase, rst.from_server) {
         (Phase::Idle, _) => ResetKind::Idle,
+        (Phase::Request, true)
+            if !rst.flags.ack()
+                && c.exchanges > 0
+                && c.cur.is_some_and(|x| x.idle_before_ns >= ANSWERED_IDLE_NS) =>
+        {
+            ResetKind::Idle
+        }
         (Phase::Response, _) if idle && delivered => ResetKind::Idle,
         (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
         (Phase::Response, false) => ResetKind::ClientAbort,

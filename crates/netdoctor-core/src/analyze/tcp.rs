@@ -351,6 +351,7 @@ impl Analyzer {
             && c.dirs[i].started
             && seg.seq == c.dirs[i].nxt.wrapping_sub(1);
         let prev_active = c.last_active_ns;
+        c.prev_active_ns = prev_active;
         if keep_alive {
             fl.set(SegFlags::KEEP_ALIVE);
             self.stats.keep_alives += 1;
@@ -487,7 +488,12 @@ impl Analyzer {
         // Teardown.
         if (f.fin() || f.rst()) && c.first_close.is_none() {
             c.first_close = Some(pkt);
-            c.idle_before_close_ns = prev_active.map(|t| (seg.ts_ns - t).max(0));
+            // A close that cut a response short of its `Content-Length` ended no idle
+            // connection, however long the response had stalled.
+            let cut = c.phase == Phase::Response
+                && c.cur
+                    .is_some_and(|x| x.resp_want.is_some() && !x.answered());
+            c.idle_before_close_ns = prev_active.filter(|_| !cut).map(|t| (seg.ts_ns - t).max(0));
         }
         if f.fin() {
             c.dirs[i].fin = true;

@@ -7,8 +7,11 @@
 //!   coming (the server reset it, or the client gave up before the response started);
 //! - **client abort**: the client reset while a response was arriving (a client that closes
 //!   with unread data, e.g. a load generator stopping or a browser cancelling): info;
-//! - **idle**: between exchanges (keep-alive connection dropped), or after a response that was
-//!   fully acknowledged and followed by seconds of silence;
+//! - **idle**: between exchanges (keep-alive connection dropped), after a response that was
+//!   fully acknowledged and followed by seconds of silence (200 ms when it was complete by its
+//!   `Content-Length`), or answering a request sent on a connection already dropped; told in
+//!   [`idle`]: a steady silence is an idle timer (side network), and only requests that got
+//!   such a reset make it more than info;
 //! - **after close**: its sender had already closed its side with a FIN (the peer's keep-alive
 //!   probe or late data found no socket): the end of a closed connection, info;
 //! - **at setup**: after the handshake, before any byte either way: a refusal or an abort at
@@ -28,6 +31,9 @@
 
 use std::net::SocketAddr;
 
+mod idle;
+pub use idle::IDLE_RESET_EVIDENCE;
+
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
 use crate::event::{Event, Forged, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
@@ -43,6 +49,8 @@ struct Example {
     req: Option<Pkt>,
     /// How the reset differs from its apparent sender's packets ([`ResetKind::Injected`]).
     forged: Option<Forged>,
+    /// The connection's silence before the reset.
+    silence_ns: i64,
 }
 
 #[derive(Default)]
@@ -69,6 +77,15 @@ pub struct ConnectionReset {
     /// ([`Observation::ServerSockets`]): `(process, pid)`. Refusals then are not "nothing
     /// listens".
     listener: Option<(String, u32)>,
+    /// The silences before resets of idle connections, and the requests that hit one.
+    idle: idle::IdleResets,
+}
+
+/// An idle reset that answered the client's request (sent on a connection already dropped).
+/// (`hub::reset_kind` tells it: the server's side answered the request with a reset that
+/// acknowledges nothing.)
+fn hits_request(e: &Example) -> bool {
+    e.rst.from_server && !e.rst.flags.ack() && e.before.is_some_and(|b| !b.from_server)
 }
 
 impl Detector for ConnectionReset {
@@ -93,7 +110,11 @@ impl Detector for ConnectionReset {
                     rst: *rst,
                     req: *req,
                     forged: context.forged,
+                    silence_ns: context.idle_ns,
                 };
+                if *kind == ResetKind::Idle {
+                    self.idle.record(context.idle_ns, hits_request(&e));
+                }
                 self.on_reset(*kind, e);
                 if let Some(r) = req
                     && !rst.from_server
@@ -189,7 +210,7 @@ impl ConnectionReset {
                 continue;
             }
             let by_server = k.by_server * 2 >= n;
-            let (who, side) = if by_server {
+            let (who, mut side) = if by_server {
                 ("server", Side::Server)
             } else {
                 ("client", Side::Client)
@@ -381,23 +402,12 @@ impl ConnectionReset {
                     )
                 }
                 ResetKind::Injected => injected_story(who, n, k, connections),
-                ResetKind::Idle => (
-                    (n as f64 / connections.max(1) as f64).min(1.0),
-                    if n >= 5 {
-                        Severity::Warning
-                    } else {
-                        Severity::Info
-                    },
-                    format!("The {who} reset {n} idle connections between requests"),
-                    format!(
-                        "A connection with no request in progress was reset by the {who}. The \
-                         next request on it fails and has to open a new connection; proxies \
-                         and NAT devices reset idle connections after their timeout."
-                    ),
-                    "Align idle timeouts: the client should close idle keep-alive connections \
-                     before the server or a middlebox drops them."
-                        .to_string(),
-                ),
+                ResetKind::Idle => {
+                    let (frac, sev, idle_side, summary, explanation, fix) =
+                        self.idle.story(who, side, n, exchanges, connections);
+                    side = idle_side;
+                    (frac, sev, summary, explanation, fix)
+                }
             };
             // An unused connection's reset is told on the side that closed it.
             let side = match (kind, side) {
@@ -446,7 +456,15 @@ impl ConnectionReset {
                             ResetKind::ClientAbort => {
                                 "the client reset while the response arrived".to_string()
                             }
-                            ResetKind::Idle => format!("the {who} reset an idle connection"),
+                            ResetKind::Idle if hits_request(e) => format!(
+                                "the client's request on a connection dropped while idle; the \
+                                 {who}'s side answered with a reset that acknowledges nothing"
+                            ),
+                            ResetKind::Idle => format!(
+                                "the {who} reset an idle connection, {:.2} s after its last \
+                                 packet",
+                                e.silence_ns as f64 / 1e9
+                            ),
                             ResetKind::UnusedClosed => format!(
                                 "the other side closed the unused connection (FIN), the {who} \
                                  reset it"
@@ -462,6 +480,15 @@ impl ConnectionReset {
                     }
                 })
                 .collect();
+            if kind == ResetKind::Idle
+                && side == Side::Network
+                && let Some(s) = self.idle.steady()
+            {
+                f.evidence.push(Evidence::Probe {
+                    probe: IDLE_RESET_EVIDENCE.into(),
+                    note: self.idle.note(&s),
+                });
+            }
             out.push(f);
         }
         if own_timeout_total > 0 {
@@ -653,7 +680,10 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
         if !lead.fix.contains(&f.fix) {
             lead.fix.push_str(&format!(" {}", f.fix));
         }
-        lead.evidence.extend(f.evidence);
+        // The measured idle timer keys the zh texts' idle story: only when that story leads.
+        lead.evidence.extend(f.evidence.into_iter().filter(
+            |e| !matches!(e, Evidence::Probe { probe, .. } if probe == IDLE_RESET_EVIDENCE),
+        ));
     }
     Some(lead)
 }

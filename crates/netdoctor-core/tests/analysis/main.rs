@@ -19,6 +19,7 @@ mod gap_not_pipelining;
 mod h2;
 mod headers_only;
 mod held_by_loss;
+mod idle_reset;
 mod idle_timeout;
 mod injected_reset;
 mod nagle;

@@ -625,6 +625,8 @@ impl H2Conn {
                     status: 0,
                     gap_cut: false,
                     resp_bytes: 0,
+                    resp_want: None,
+                    idle_before_ns: 0,
                     echo_min_ns: i64::MAX,
                     first_resp_ts: None,
                     last_resp_ts: None,

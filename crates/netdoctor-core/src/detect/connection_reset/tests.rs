@@ -174,8 +174,20 @@ fn a_listener_seen_in_the_run_contradicts_nothing_listens() {
 
 #[test]
 fn a_few_idle_resets_are_info() {
-    let ev = [reset(ResetKind::Idle, true, 1)];
+    // Before the reset: the server's answer (an idle connection).
+    let mut ev = [reset(ResetKind::Idle, true, 1)];
+    if let Event::Reset { before, .. } = &mut ev[0] {
+        *before = Some(pkt(2, 1, true, F::PSH, 100));
+    }
     let v = run::<ConnectionReset>(&ev, &cx(10));
     assert_eq!(v[0].severity, Severity::Info);
+    // Before it, the client's request: a request on a connection dropped while idle failed.
+    let v = run::<ConnectionReset>(&[reset(ResetKind::Idle, true, 1)], &cx(10));
+    assert_eq!(v[0].severity, Severity::Critical, "{}", v[0].summary);
+    assert!(
+        v[0].summary.contains("1 requests sent on a connection"),
+        "{}",
+        v[0].summary
+    );
     assert!(run::<ConnectionReset>(&[], &cx(10)).is_empty());
 }

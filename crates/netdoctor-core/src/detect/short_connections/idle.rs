@@ -57,9 +57,14 @@ impl IdleCloses {
             p50_ms: h.quantile_ms(0.5),
             p90_ms: h.quantile_ms(0.9),
         };
-        let spread_ok = t.p90_ms - t.p10_ms <= (SPREAD_MAX * t.p50_ms).max(SPREAD_FLOOR_MS);
-        (t.n >= min && t.p50_ms >= IDLE_MIN_MS && spread_ok).then_some(t)
+        (t.n >= min && steady(t.p10_ms, t.p50_ms, t.p90_ms)).then_some(t)
     }
+}
+
+/// Silences before closes (10th, 50th, 90th percentile, ms) that are one timer's: long
+/// enough ([`IDLE_MIN_MS`]) and clustered ([`SPREAD_MAX`], [`SPREAD_FLOOR_MS`]).
+pub(crate) fn steady(p10_ms: f64, p50_ms: f64, p90_ms: f64) -> bool {
+    p50_ms >= IDLE_MIN_MS && p90_ms - p10_ms <= (SPREAD_MAX * p50_ms).max(SPREAD_FLOOR_MS)
 }
 
 fn secs(ms: f64) -> String {

@@ -39,6 +39,7 @@
 use std::net::SocketAddr;
 
 mod idle;
+pub(crate) use idle::steady;
 pub use idle::{IDLE_EVIDENCE, IDLE_MIN_MS};
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
@@ -165,6 +166,10 @@ impl ShortConnections {
         self.conns += 1;
         self.exchanges += u64::from(exchanges);
         match first_close {
+            // A reset that acknowledges nothing, from a host without the connection's state:
+            // it had been dropped unseen (a load balancer's idle timeout) and this answers
+            // the client's next segment. Who ended it, and when, is not in the capture.
+            Some(p) if p.from_server && p.flags.rst() && !p.flags.ack() => {}
             Some(p) if p.from_server => {
                 self.closed_by_server += 1;
                 if let Some(ns) = idle_before_close_ns {
