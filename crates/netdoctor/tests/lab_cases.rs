@@ -15,23 +15,34 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-/// The band of a tail percentile is the SYN retransmit's: every request in it waited for a
-/// repeated SYN (share 1), which gave it ≥ 0.9 s, and with the setup-time RTO (the other
-/// consequence of the full queue) it explains at least half of the band's time. The rest is
+/// The band of a tail percentile is the full queue's: every request in it waited for a
+/// repeated SYN or for a setup-time RTO (a dropped handshake ACK: the request resent after
+/// 1 s + 2 s), which gave it ≥ 0.9 s and explains at least half of the band's time. The rest is
 /// mostly server time: an accepted-late connection waits in the accept queue (the acceptor
-/// takes one per 100 ms).
-fn assert_band_is_the_syn_retransmits(report: &Value, band: &str) {
+/// takes one per 100 ms). Which of the two consequences the few slowest requests met is chance
+/// (at load 11 the max band of the printed command held 2 requests, both RTO: 3.4 of 3.6 s),
+/// so each band may be either; the caller asserts the SYN retransmits across its bands.
+/// Returns the band's SYN retransmit time (ms).
+fn assert_band_is_the_full_queues(report: &Value, band: &str) -> f64 {
     let b = &report["measurements"]["capture"]["exchanges"][band];
     let latency = b["latency"].as_f64().unwrap();
     let syn = b["stalls"]["syn_retransmit"].as_f64().unwrap();
     let rto = b["stalls"]["retransmission_timeout"].as_f64().unwrap();
-    assert_eq!(b["share"]["syn_retransmit"], 1.0, "{band}: {b}");
-    assert!(syn >= 900.0, "{band}: SYN retransmit {syn} ms: {b}");
+    let share = |k: &str| b["share"][k].as_f64().unwrap();
+    assert!(
+        share("syn_retransmit") + share("retransmission_timeout") >= 0.999,
+        "{band}: not every request waited for a repeated SYN or an RTO: {b}"
+    );
+    assert!(
+        syn + rto >= 900.0,
+        "{band}: SYN retransmit + RTO {syn} + {rto} ms: {b}"
+    );
     assert!(
         syn + rto >= 0.5 * latency,
         "{band}: SYN retransmit + RTO {syn} + {rto} of {latency} ms: {b}"
     );
     eprintln!("{band}: {latency:.0} ms, SYN retransmit {syn:.0} ms, RTO {rto:.0} ms");
+    syn
 }
 
 #[test]
@@ -47,9 +58,15 @@ fn backlog_is_a_listen_queue_overflow() {
             args.extend(["--rate", "500", "--json", argv[argv.len() - 1]]);
             at_rate = json(&netdoctor(&args));
         });
-        assert_band_is_the_syn_retransmits(&report, "breakdown_max_ms");
-        assert_band_is_the_syn_retransmits(&at_rate, "breakdown_p99_ms");
-        assert_band_is_the_syn_retransmits(&at_rate, "breakdown_max_ms");
+        let syn = assert_band_is_the_full_queues(&report, "breakdown_max_ms")
+            + assert_band_is_the_full_queues(&at_rate, "breakdown_p99_ms")
+            + assert_band_is_the_full_queues(&at_rate, "breakdown_max_ms");
+        // The repeated SYNs are found and timed: 47 first requests waited for one, and the
+        // tail bands hold them (each ≥ 0.9 s), whichever band the RTOs took.
+        assert!(
+            syn >= 900.0,
+            "no tail band waited for a repeated SYN: {syn} ms"
+        );
         // The typical request is not: p50's band has no SYN retransmit.
         let p50 = &at_rate["measurements"]["capture"]["exchanges"]["breakdown_p50_ms"];
         assert_eq!(p50["stalls"]["syn_retransmit"], 0.0, "{p50}");

@@ -368,7 +368,17 @@ fn diagnose_of_an_ipv6_url_finds_high_base_rtt_and_a_near_one_is_healthy() {
     // sub-millisecond path overflow the capture ring, and an incomplete capture is no verdict).
     let (code, r) = diagnose(&near, &["--rate", "300"]);
     assert_eq!(code, 0, "{r}");
-    assert!(ids(&r).is_empty(), "{r}");
+    assert_eq!(r["verdict"], "healthy", "{r}");
+    // Healthy, and no finding above info: at load 14 on 2 CPUs the client, short of CPU, acked
+    // late and the server resent 14 segments that had arrived (D-SACK): a true `info`
+    // `spurious_retransmission`, not a problem of the path (a high base RTT is a warning).
+    let loud: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
+    assert!(loud.is_empty(), "{loud:?}");
     assert_eq!(check(&r, "trace").0, "ok", "{}", r["checks"]);
     assert_eq!(hop_ips(&r).len(), 3, "{r}");
     srv.stop();
