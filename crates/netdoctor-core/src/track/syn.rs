@@ -94,11 +94,15 @@ impl SynState {
     /// all of it at the client, none at the server, the server's side midway. No side is
     /// judged, so microsecond legs decide nothing (see [`SynState::near_client`]).
     pub fn server_leg_ns(&self) -> Option<i64> {
-        let (Some(syn), Some(synack), Some(_)) = (self.last_syn, self.last_synack, self.done)
-        else {
+        let (to_server, _) = self.legs()?;
+        (!self.repeated()).then_some(to_server)
+    }
+    /// The complete handshake's legs at the capture point, ns: (SYN → SYN/ACK, SYN/ACK → ACK).
+    fn legs(&self) -> Option<(i64, i64)> {
+        let (Some(a), Some(b), Some(d)) = (self.last_syn, self.last_synack, self.done) else {
             return None;
         };
-        (!self.repeated()).then_some((synack.ts_ns - syn.ts_ns).max(0))
+        Some(((b.ts_ns - a.ts_ns).max(0), (d.ts_ns - b.ts_ns).max(0)))
     }
     /// The capture point was near the client: its own leg of the handshake (SYN → SYN/ACK
     /// near the client, SYN/ACK → ACK near the server) was the longer one. `None` without a
@@ -110,10 +114,7 @@ impl SynState {
     /// connection's share), or apart by under [`SIDE_MARGIN_NS`]. A capture at the sender of
     /// an iperf3 run over veth shows 15–20 µs against 5–6 µs: still told.
     pub fn near_client(&self) -> Option<bool> {
-        let (Some(a), Some(b), Some(d)) = (self.last_syn, self.last_synack, self.done) else {
-            return None;
-        };
-        let (to_server, to_client) = ((b.ts_ns - a.ts_ns).max(0), (d.ts_ns - b.ts_ns).max(0));
+        let (to_server, to_client) = self.legs()?;
         let (long, short) = (to_server.max(to_client), to_server.min(to_client));
         if long < 2 * short || long - short < SIDE_MARGIN_NS {
             return None;

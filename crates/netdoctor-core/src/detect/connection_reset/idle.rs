@@ -100,7 +100,9 @@ impl IdleResets {
         connections: u64,
     ) -> Story {
         let failed = self.failed;
-        let severity = match failed as f64 / (exchanges + failed).max(1) as f64 {
+        // The share of requests that failed on a dropped connection.
+        let failed_share = (failed as f64 / (exchanges + failed).max(1) as f64).min(1.0);
+        let severity = match failed_share {
             _ if failed == 0 => Severity::Info,
             f if f >= 0.05 => Severity::Critical,
             _ => Severity::Warning,
@@ -127,7 +129,7 @@ impl IdleResets {
             )
         };
         let fraction = if failed > 0 {
-            (failed as f64 / (exchanges + failed).max(1) as f64).min(1.0)
+            failed_share
         } else {
             (n as f64 / connections.max(1) as f64).min(1.0)
         };
