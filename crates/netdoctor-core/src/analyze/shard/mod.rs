@@ -1,4 +1,4 @@
-//! The sharded analyzer (`analyze -j N`): one reader, N workers, one merger, with the same
+//! The sharded analyzer (`analyze -j N`): N threads, the caller's one of them, with the same
 //! result as a single [`Analyzer`] over the same packets.
 //!
 //! - The reader (the caller's thread, [`ShardedAnalyzer::push`]) counts each packet and picks
@@ -6,44 +6,51 @@
 //!   Ethernet IPv4 by [`ipv4_route`]; every other frame through [`crate::decode::tcp_ends`]:
 //!   VLAN/SLL/loopback/raw IP, IPv6): their hash ([`route_hash`]) is symmetric, so both
 //!   directions of a connection go to one worker. The worker is picked when the connection's
-//!   hash bucket is first seen ([`Owners`]): the one given the fewest packets lately, so a
-//!   capture of a few long connections splits evenly (the bench capture's 101 connections
-//!   split 56/44 by the hash alone). The pick depends on the packets only (identical runs pick
-//!   alike) and no result depends on it: every connection still lives on one worker. It
-//!   copies the frame into that worker's batch (one buffer per batch, frames as offsets into
-//!   it) and leaves the decoding to the worker.
-//!   (Workers reading frames in place from a mapped capture instead cost more CPU in all than
-//!   the copy: the copy leaves the frames packed and warm for them.)
+//!   hash bucket is first seen ([`Owners`]): the one given the fewest packets lately, the
+//!   reader's own counted heavier ([`route::READER_EIGHTHS`]), so a capture of a few long
+//!   connections splits evenly (the bench capture's 101 connections split 56/44 by the hash
+//!   alone). The pick depends on the packets only (identical runs pick alike) and no result
+//!   depends on it: every connection still lives on one worker. It copies the frame into that
+//!   worker's batch (one buffer per batch, frames as offsets into it) and leaves the decoding
+//!   to the worker.
 //!   Only the frames `tcp_ends` does not take (fragments, IPv6 extension headers, other
 //!   protocols, malformed headers) are decoded on the reader: a segment goes to the worker of
 //!   its key (decoded there again), anything else is counted there. Frames go in rounds of
 //!   [`ROUND`] packets or [`ROUND_BYTES`] bytes, every worker getting its part of each round
 //!   (maybe empty), so workers advance together.
+//! - Worker 0 is the reader itself: at the end of each round it sends the other workers their
+//!   batches, then analyzes its own (so it never waits on a worker for frames it has not
+//!   handed on), then merges. Workers 1.. are threads.
 //! - A worker is an [`Analyzer`] whose hub logs its conclusions with their frame instead of
 //!   applying them ([`super::agg::Out::Log`]): connection state is per connection, so the
 //!   worker computes what the single analyzer would for its connections. The one exception,
 //!   endpoint sharing for orienting connections picked up mid-stream, is kept across workers
 //!   in [`shared`].
-//! - The merger replays each round's logs in frame order into one [`Agg`] (histograms with float
-//!   sums, detectors keeping their first examples: the order matters), and at the end the
-//!   connections still open, ordered by their first frame as [`Analyzer::finish`] orders them.
-//!   The counters are summed ([`add_counts`]).
+//! - The merge (on the reader, between rounds, never waiting: [`Merge`]) replays each round's
+//!   logs in frame order into one [`Agg`] (histograms with float sums, detectors keeping their
+//!   first examples: the order matters) once every worker has logged it, and at the end the
+//!   connections still open, ordered by their first frame as [`Analyzer::finish`] orders
+//!   them. The counters are summed ([`add_counts`]).
 //!
-//! Tried and measured (bench/README.md, analyze-jobs.sh): workers each walking the mapped file
-//! and routing every frame themselves, no reader (session 13): JSON identical, 2 MiB less, but
-//! 1.20× the instructions of `-j 1` against this design's 1.15× (a walk costs ~190 instructions
-//! a frame in each worker), so it was reverted. The wall bound on 2 cores is `-j 1` over
-//! max(busiest thread, total / 2): 1.8× needs the total within 1.11× of `-j 1`.
+//! Why the reader works and merges (session 16): on 2 cores a reader, two workers and a merger
+//! were four threads, and the reader and the merger each used a fraction of a core, so the
+//! cores idled ~13 % of the run while handing frames and logs across; with the reader as
+//! worker 0, `-j 2` is two busy threads and a third of the frames never leave the reader's
+//! core. Tried and measured before (bench/README.md, analyze-jobs.sh): workers each walking
+//! the mapped file and routing every frame themselves, no reader (session 13): JSON
+//! identical, but 1.20× the instructions of `-j 1` (a walk costs ~190 instructions a frame in
+//! each worker), so it was reverted.
 //!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
-//! every round) is what lets the merger order the logs and the shared counts stay exact, and
-//! std's bounded channels are enough for it.
+//! every round) is what lets the merge order the logs and the shared counts stay exact, and
+//! std's channels are enough for it.
 
 mod route;
 pub(super) mod shared;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use super::agg::{Agg, Entry};
@@ -104,31 +111,39 @@ enum Msg {
     End(Log, Box<CaptureStats>),
 }
 
-/// A worker's conclusions of one round, each with its frame. The merger hands the emptied
+/// A worker's conclusions of one round, each with its frame. The merge hands the emptied
 /// vector back, so a worker logs into memory it has used before (a fresh vector per round
 /// cost page faults and a cold copy of every entry).
 type Log = Vec<(u64, Entry)>;
 
-/// A worker's channels: batches in and back to the reader, logs out and back from the merger.
+/// A worker thread's channels: batches in and back to the reader, logs out and back. The log
+/// channel is unbounded: the reader merges between its own work and must never wait on a
+/// worker that waits to hand it a log (a worker is at most [`DEPTH`] rounds ahead of the
+/// reader's merge, so the logs in flight stay bounded).
 struct WorkerChans {
     rx: Receiver<Batch>,
-    log: SyncSender<Msg>,
+    log: Sender<Msg>,
     recycle: SyncSender<Batch>,
     logs_back: Receiver<Log>,
 }
 
-/// [`Analyzer`]'s offline path over `workers` threads. See the module docs.
+/// [`Analyzer`]'s offline path over `workers` threads, the caller's one of them. See the
+/// module docs.
 pub struct ShardedAnalyzer {
     stats: CaptureStats,
     stamps: Stamps,
     last_frame: u64,
     in_round: usize,
     round_bytes: usize,
+    /// This round's frames per worker; `batches[0]` are the reader's own.
     batches: Vec<Batch>,
+    /// The reader's own analyzer (worker 0).
+    own: Box<Analyzer>,
+    /// The worker threads' queues (workers 1..).
     to_workers: Vec<SyncSender<Batch>>,
     recycle: Receiver<Batch>,
     workers: Vec<JoinHandle<()>>,
-    merger: JoinHandle<(Agg, CaptureStats)>,
+    merge: Merge,
     owners: Owners,
 }
 
@@ -182,20 +197,28 @@ impl Stamps {
     }
 }
 
+/// A shard worker's analyzer: logging hub, the shared endpoint counts as worker `me`.
+fn worker_analyzer(cfg: AnalyzerConfig, global: Arc<shared::Global>, me: usize) -> Analyzer {
+    let mut a = Analyzer::new(cfg);
+    a.hub = Hub::logging();
+    a.shared = Shared::global(shared::Handle::new(global, me));
+    a
+}
+
 impl ShardedAnalyzer {
-    /// `workers` ≥ 2 threads (1 is [`Analyzer`] itself).
+    /// `workers` ≥ 2 threads, the caller's included (1 is [`Analyzer`] itself).
     pub fn new(cfg: AnalyzerConfig, workers: usize) -> ShardedAnalyzer {
         // A worker's index fits the owner table's u16 (below its empty mark).
-        let n = workers.clamp(1, usize::from(Owners::NONE));
+        let n = workers.clamp(2, usize::from(Owners::NONE));
         let global = shared::Global::new(n);
         let (recycle_tx, recycle) = sync_channel::<Batch>(n * (DEPTH + 2));
         let mut to_workers = Vec::new();
         let mut from_workers = Vec::new();
         let mut handles = Vec::new();
         let mut logs_back = Vec::new();
-        for me in 0..n {
+        for me in 1..n {
             let (tx, rx) = sync_channel::<Batch>(DEPTH);
-            let (log_tx, log_rx) = sync_channel::<Msg>(DEPTH);
+            let (log_tx, log_rx) = channel::<Msg>();
             let (back_tx, back_rx) = sync_channel::<Log>(DEPTH + 1);
             let cfg = cfg.clone();
             let global = Arc::clone(&global);
@@ -217,10 +240,7 @@ impl ShardedAnalyzer {
             logs_back.push(back_tx);
             handles.push(h);
         }
-        let merger = std::thread::Builder::new()
-            .name("analyze-merge".into())
-            .spawn(move || merge(from_workers, logs_back))
-            .expect("spawn the analyzer's merger");
+        let own = Box::new(worker_analyzer(cfg, global, 0));
         ShardedAnalyzer {
             stats: CaptureStats::default(),
             stamps: Stamps::default(),
@@ -228,10 +248,11 @@ impl ShardedAnalyzer {
             in_round: 0,
             round_bytes: 0,
             batches: (0..n).map(|_| Batch::new()).collect(),
+            own,
             to_workers,
             recycle,
             workers: handles,
-            merger,
+            merge: Merge::new(from_workers, logs_back),
             owners: Owners::new(n),
         }
     }
@@ -307,19 +328,31 @@ impl ShardedAnalyzer {
         }
     }
 
+    /// Ends a round: the workers' batches go first (so a worker is never waited on for
+    /// frames it has not been given), then the reader analyzes its own, publishes its
+    /// progress and merges every round all workers have logged.
     fn send_round(&mut self) {
         self.owners.age();
         self.in_round = 0;
         self.round_bytes = 0;
+        let cut = self.last_frame;
         for (w, tx) in self.to_workers.iter().enumerate() {
             let mut fresh = self.recycle.try_recv().unwrap_or_else(|_| Batch::new());
             fresh.frames.clear();
             fresh.data.clear();
-            let mut b = std::mem::replace(&mut self.batches[w], fresh);
-            b.cut = self.last_frame;
+            let mut b = std::mem::replace(&mut self.batches[w + 1], fresh);
+            b.cut = cut;
             // A worker gone (it panicked) is reported when it is joined.
             let _ = tx.send(b);
         }
+        let own = &mut self.batches[0];
+        own.cut = cut;
+        run_batch(&mut self.own, own);
+        own.frames.clear();
+        own.data.clear();
+        let log = take_log(&mut self.own.hub, self.merge.spare());
+        self.merge.own(log);
+        self.merge.poll();
     }
 
     /// Ends the analysis (as [`Analyzer::finish`]).
@@ -329,21 +362,54 @@ impl ShardedAnalyzer {
         }
         let clamped_ts = self.stamps.write_into(&mut self.stats);
         self.to_workers.clear();
+        if let Some(h) = self.own.shared.handle() {
+            h.publish(u64::MAX);
+        }
+        self.own.flush_open();
+        let entries = take_log(&mut self.own.hub, Vec::new());
+        let own_stats = self.own.stats.clone();
+        self.merge.own(entries);
+        let (mut agg, counts) = self.merge.finish();
         for h in self.workers.drain(..) {
             if let Err(p) = h.join() {
                 std::panic::resume_unwind(p);
             }
         }
-        let (mut agg, counts) = match self.merger.join() {
-            Ok(r) => r,
-            Err(p) => std::panic::resume_unwind(p),
-        };
         add_counts(&mut self.stats, &counts);
+        add_counts(&mut self.stats, &own_stats);
         conclude(&mut self.stats, clamped_ts, &mut agg)
     }
 }
 
-/// One worker: an analyzer over its connections, logging.
+/// Analyzes the frames of one batch (a worker's round) with `a`, and publishes the progress.
+fn run_batch(a: &mut Analyzer, b: &Batch) {
+    for f in &b.frames {
+        let pkt = RawPacket {
+            frame: f.frame,
+            ts_ns: f.ts_ns,
+            link: f.link,
+            data: &b.data[f.off as usize..(f.off + f.len) as usize],
+            orig_len: f.orig_len,
+        };
+        match decode(&pkt) {
+            Ok(Some(ref seg)) => {
+                a.stats.tcp_segments += 1;
+                a.hub.tag(seg.frame);
+                if let Some(h) = a.shared.handle() {
+                    h.at(seg.frame);
+                }
+                a.on_segment(seg);
+            }
+            Ok(None) => a.stats.other_packets += 1,
+            Err(e) => a.stats.count_decode_error(&e),
+        }
+    }
+    if let Some(h) = a.shared.handle() {
+        h.publish(b.cut);
+    }
+}
+
+/// One worker thread: an analyzer over its connections, logging.
 fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: WorkerChans) {
     let WorkerChans {
         rx,
@@ -359,34 +425,9 @@ fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: Wo
         }
     }
     let _done = Done(Arc::clone(&global), me);
-    let mut a = Analyzer::new(cfg);
-    a.hub = Hub::logging();
-    a.shared = Shared::global(shared::Handle::new(global, me));
+    let mut a = worker_analyzer(cfg, global, me);
     for b in rx {
-        for f in &b.frames {
-            let pkt = RawPacket {
-                frame: f.frame,
-                ts_ns: f.ts_ns,
-                link: f.link,
-                data: &b.data[f.off as usize..(f.off + f.len) as usize],
-                orig_len: f.orig_len,
-            };
-            match decode(&pkt) {
-                Ok(Some(ref seg)) => {
-                    a.stats.tcp_segments += 1;
-                    a.hub.tag(seg.frame);
-                    if let Some(h) = a.shared.handle() {
-                        h.at(seg.frame);
-                    }
-                    a.on_segment(seg);
-                }
-                Ok(None) => a.stats.other_packets += 1,
-                Err(e) => a.stats.count_decode_error(&e),
-            }
-        }
-        if let Some(h) = a.shared.handle() {
-            h.publish(b.cut);
-        }
+        run_batch(&mut a, &b);
         let entries = take_log(&mut a.hub, logs_back.try_recv().unwrap_or_default());
         if log.send(Msg::Round(entries)).is_err() {
             return;
@@ -409,34 +450,100 @@ fn take_log(hub: &mut Hub, fresh: Log) -> Log {
     }
 }
 
-/// The merger: each round's logs, in frame order, into one `Agg`; then the ends.
-fn merge(from: Vec<Receiver<Msg>>, back: Vec<SyncSender<Log>>) -> (Agg, CaptureStats) {
-    let mut agg = Agg::new();
-    let mut counts = CaptureStats::default();
-    let mut logs: Vec<Log> = Vec::with_capacity(from.len());
-    loop {
-        let mut ended = 0;
-        for rx in &from {
-            match rx.recv() {
-                Ok(Msg::Round(l)) => logs.push(l),
-                Ok(Msg::End(l, s)) => {
-                    logs.push(l);
-                    add_counts(&mut counts, &s);
-                    ended += 1;
-                }
-                // A worker that panicked: its join reports it.
-                Err(_) => return (agg, counts),
+/// The merge, on the reader's thread: each round's logs of every worker (the reader's own
+/// first), in frame order, into one `Agg`, a round as soon as every worker has logged it;
+/// then the ends.
+struct Merge {
+    agg: Agg,
+    counts: CaptureStats,
+    from: Vec<Receiver<Msg>>,
+    back: Vec<SyncSender<Log>>,
+    /// Per worker (the reader's own at 0), its logs not merged yet, oldest first.
+    queued: Vec<VecDeque<Log>>,
+    /// Emptied logs of the reader's own, for its next rounds.
+    spare: Vec<Log>,
+}
+
+impl Merge {
+    fn new(from: Vec<Receiver<Msg>>, back: Vec<SyncSender<Log>>) -> Merge {
+        let n = from.len() + 1;
+        Merge {
+            agg: Agg::new(),
+            counts: CaptureStats::default(),
+            from,
+            back,
+            queued: (0..n).map(|_| VecDeque::new()).collect(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// An emptied log for the reader's next round.
+    fn spare(&mut self) -> Log {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// The reader's own log of its latest round.
+    fn own(&mut self, log: Log) {
+        self.queued[0].push_back(log);
+    }
+
+    /// Takes what the workers have logged so far, without waiting, and merges every round
+    /// complete.
+    fn poll(&mut self) {
+        for (w, rx) in self.from.iter().enumerate() {
+            while let Ok(m) = rx.try_recv() {
+                Self::take(&mut self.queued[w + 1], &mut self.counts, m);
             }
         }
-        replay(&mut agg, &logs);
-        if ended == from.len() {
-            return (agg, counts);
+        self.merge_ready();
+    }
+
+    fn take(q: &mut VecDeque<Log>, counts: &mut CaptureStats, m: Msg) {
+        match m {
+            Msg::Round(l) => q.push_back(l),
+            Msg::End(l, s) => {
+                q.push_back(l);
+                add_counts(counts, &s);
+            }
         }
-        for (mut l, tx) in logs.drain(..).zip(&back) {
-            l.clear();
-            // Full (the worker has not taken the last ones) or gone: dropped.
-            let _ = tx.try_send(l);
+    }
+
+    /// Merges the rounds every worker has logged, oldest first.
+    fn merge_ready(&mut self) {
+        while self.queued.iter().all(|q| !q.is_empty()) {
+            let logs: Vec<Log> = self
+                .queued
+                .iter_mut()
+                .map(|q| q.pop_front().expect("not empty"))
+                .collect();
+            replay(&mut self.agg, &logs);
+            let mut logs = logs.into_iter();
+            if let Some(mut l) = logs.next() {
+                l.clear();
+                self.spare.push(l);
+            }
+            for (mut l, tx) in logs.zip(&self.back) {
+                l.clear();
+                // Full (the worker has not taken the last ones) or gone: dropped.
+                let _ = tx.try_send(l);
+            }
         }
+    }
+
+    /// Waits for every worker's last log (their queues are closed; the reader's own is
+    /// queued), merging every round; the aggregates and the workers' counters. A worker gone
+    /// without its last log (it panicked) leaves its rounds unmerged: its join reports it.
+    fn finish(mut self) -> (Agg, CaptureStats) {
+        for w in 0..self.from.len() {
+            while self.queued[w + 1].len() < self.queued[0].len() {
+                match self.from[w].recv() {
+                    Ok(m) => Self::take(&mut self.queued[w + 1], &mut self.counts, m),
+                    Err(_) => break,
+                }
+            }
+        }
+        self.merge_ready();
+        (self.agg, self.counts)
     }
 }
 

@@ -20,15 +20,30 @@ pub(super) struct Owners {
     of: Box<[u16]>,
     /// Per worker, packets given lately.
     load: Vec<u32>,
+    /// How much heavier worker 0's packets count, in eighths ([`READER_EIGHTHS`]).
+    reader: u32,
 }
+
+/// Worker 0 is the reader, who also reads, routes and merges every packet: its packets count
+/// this many eighths (8 = as any worker's), so it is given fewer connections.
+pub(super) const READER_EIGHTHS: u32 = 24;
 
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
 
     pub(super) fn new(workers: usize) -> Owners {
+        Owners::weighted(workers, READER_EIGHTHS)
+    }
+
+    /// Worker 0's packets counting `reader` eighths.
+    pub(super) fn weighted(workers: usize, reader: u32) -> Owners {
         Owners {
             of: vec![Owners::NONE; 1 << BUCKET_BITS].into_boxed_slice(),
             load: vec![0; workers],
+            reader: std::env::var("ND_READER_EIGHTHS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(reader),
         }
     }
 
@@ -37,9 +52,13 @@ impl Owners {
     pub(super) fn pick(&mut self, h: u64) -> usize {
         let slot = &mut self.of[(h >> (64 - BUCKET_BITS)) as usize];
         if *slot == Owners::NONE {
+            // Worker 0 (the reader's own) counts its packets `reader` eighths heavier.
+            let cost = |w: usize, l: u32| {
+                (u64::from(l) + 1) * if w == 0 { u64::from(self.reader) } else { 8 }
+            };
             let mut best = 0;
             for (w, l) in self.load.iter().enumerate() {
-                if *l < self.load[best] {
+                if cost(w, *l) < cost(best, self.load[best]) {
                     best = w;
                 }
             }
@@ -162,8 +181,17 @@ mod tests {
     }
 
     #[test]
+    fn the_reader_is_given_fewer_connections() {
+        let mut o = Owners::weighted(2, 24);
+        let bucket = |i: u64| i << (64 - BUCKET_BITS);
+        // 40 connections starting at once, a packet each: a quarter to the reader.
+        let to_reader = (1..=40).filter(|&i| o.pick(bucket(i)) == 0).count();
+        assert_eq!(to_reader, 10);
+    }
+
+    #[test]
     fn a_new_bucket_goes_to_the_worker_given_fewest_packets_lately() {
-        let mut o = Owners::new(2);
+        let mut o = Owners::weighted(2, 8);
         let bucket = |i: u64| i << (64 - BUCKET_BITS);
         assert_eq!(o.pick(bucket(1)), 0);
         assert_eq!(
