@@ -25,7 +25,7 @@ mod runs;
 
 pub use input::Follow;
 use ng::{NgState, read_ng};
-pub use runs::{RUN_BYTES, TimeRuns};
+pub use runs::{Backdated, RUN_BYTES, TimeRuns};
 
 use crate::error::io_error;
 use crate::{BadCaptureKind, ObserveError, PacketSource, SourceSummary};
@@ -233,16 +233,18 @@ impl CaptureFile {
     }
 
     /// The runs of frames in timestamp order that make up the file, for reading it merged by
-    /// timestamp ([`TimeRuns`]); `on_stamp` gets every timestamp in file order. Only a classic
-    /// pcap file read through a map, with no record cut short or too long and at most
+    /// timestamp ([`TimeRuns`]), and how many frames `backdated` (first, previous, this
+    /// stamp) calls backdated; the walk goes in `parts` at once on a large file. Only a
+    /// classic pcap file read through a map, with no record cut short or too long and at most
     /// `max_runs` runs; `None` otherwise.
     pub fn time_runs(
         &self,
         max_runs: usize,
-        on_stamp: &mut dyn FnMut(i64),
-    ) -> Option<TimeRuns<'_>> {
+        parts: usize,
+        backdated: &runs::Backdated,
+    ) -> Option<(TimeRuns<'_>, u64)> {
         match &self.inner {
-            Inner::Mapped(st) => runs::walk(st, max_runs, on_stamp),
+            Inner::Mapped(st) => runs::walk(st, max_runs, parts, backdated),
             _ => None,
         }
     }

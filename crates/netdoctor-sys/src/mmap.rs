@@ -94,6 +94,27 @@ impl Mapped {
         }
     }
 
+    /// Asks the CPU to bring the cache line at byte `off` of the map into its caches (a hint:
+    /// nothing when `off` is past the end or the CPU has no such instruction). A walk over the
+    /// record headers is a chain of dependent loads (each record's length says where the next
+    /// one starts), so without it every record waits for memory: measured on a 232 MB pcap,
+    /// 8 KiB ahead took the header walk from 53 to 36 ms (session 16, bench/README.md).
+    #[inline]
+    pub fn warm(&self, off: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if off < self.len {
+            // SAFETY: `off < len`, so the address lies inside our own live mapping; a prefetch
+            // never faults, never writes and changes no visible state (SSE is baseline on
+            // x86_64, so the instruction exists).
+            unsafe {
+                use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                _mm_prefetch::<_MM_HINT_T0>(self.ptr.cast::<i8>().add(off));
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = off;
+    }
+
     /// `madvise` on part of the map; the advice is only a hint, so its errors are ignored.
     fn advise(&self, off: usize, len: usize, advice: libc::c_int) {
         debug_assert!(off + len <= self.len && off.is_multiple_of(page_size()));

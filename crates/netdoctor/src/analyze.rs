@@ -11,11 +11,11 @@ use crate::cli::AnalyzeArgs;
 use crate::output::{Progress, write_report};
 use crate::stop::StopOnSignals;
 use netdoctor_core::RawPacket;
-use netdoctor_core::analyze::order::{DEPTH, StampOrder, TimeOrder};
+use netdoctor_core::analyze::order::{DEPTH, StampOrder, TimeOrder, backdated_after};
 use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
-use netdoctor_observe::pcapfile::{CaptureFile, Follow, RUN_BYTES};
+use netdoctor_observe::pcapfile::{CaptureFile, Follow, RUN_BYTES, TimeRuns};
 use netdoctor_report::{
     CaptureSection, CaptureSource, Check, CheckName, Report, ReportCommand, Target,
 };
@@ -37,6 +37,14 @@ pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     }
     write_report(&report, format, lang, out)?;
     Ok(slo_code.unwrap_or(report.exit_code()))
+}
+
+/// How a capture is read: in file order, its in-order runs merged by timestamp (with the
+/// frames backdated), or through the reorder buffer.
+enum Pass<'f> {
+    File(&'f mut CaptureFile),
+    Runs(TimeRuns<'f>, u64),
+    Reorder(&'f mut CaptureFile),
 }
 
 /// One analyzer on this thread, or `-j N` workers fed by this thread.
@@ -86,13 +94,16 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         .unwrap_or_else(|| default_jobs(&args.file, args.follow));
     // A regular file is read in timestamp order when it holds a backdated frame
     // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its
-    // warning. An uncompressed file's stamps are walked first ([`first_backdated`]), so the
-    // analysis runs once; a gzip'd one (a walk would decompress it twice) is analyzed in file
-    // order until its first backdated frame and then again. A mapped pcap is then read with
-    // its in-order runs merged (`TimeRuns`, up to MAX_RUNS), anything else through TimeOrder.
+    // warning. A mapped classic pcap's record headers are walked first (`time_runs`: in
+    // `jobs` parts at once on a large file), which tells both whether it is in order and, if
+    // not, its in-order runs, merged by timestamp while it is read (`TimeRuns`, up to
+    // MAX_RUNS). Any other uncompressed file's stamps are walked first ([`first_backdated`])
+    // and a file out of order goes through TimeOrder; a gzip'd one (a walk would decompress it
+    // twice) is analyzed in file order until its first backdated frame and then again. Each
+    // way the analysis runs once over a file read from disk.
     let rereads = rereadable(&args.file, args.follow);
     let scanned = rereads && !file.is_gzip();
-    let read = |file: &mut CaptureFile, sort: bool| {
+    let read = |pass: Pass<'_>| {
         // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
         let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
             Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg.clone(), jobs)))
@@ -119,42 +130,38 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         let mut stamps = StampOrder::new();
         let mut backdated_at = None;
         let mut merged = None;
-        let runs = if sort {
-            file.time_runs(MAX_RUNS, &mut |ts| {
-                stamps.push(ts);
-            })
-        } else {
-            None
-        };
-        let summary = if let Some(runs) = runs {
-            progress.stage(&format!(
-                "{} runs in timestamp order: merging them",
-                runs.len()
-            ));
-            let (summary, moved) = runs.for_each(&mut feed);
-            merged = Some((runs.len(), moved));
-            summary
-        } else if sort {
-            stamps = StampOrder::new();
-            let mut order = TimeOrder::new();
-            let summary = file.for_each_packet(&mut |p| {
-                stamps.push(p.ts_ns);
-                order.push(p, &mut feed);
-                ControlFlow::Continue(())
-            })?;
-            order.finish(&mut feed);
-            summary
-        } else {
-            file.for_each_packet(&mut |p| {
+        let mut sorted = 0;
+        let summary = match pass {
+            Pass::Runs(runs, backdated) => {
+                progress.stage(&format!(
+                    "{} runs in timestamp order: merging them",
+                    runs.len()
+                ));
+                let (summary, moved) = runs.for_each(&mut feed);
+                merged = Some((runs.len(), moved));
+                sorted = backdated;
+                summary
+            }
+            Pass::Reorder(file) => {
+                let mut order = TimeOrder::new();
+                let summary = file.for_each_packet(&mut |p| {
+                    stamps.push(p.ts_ns);
+                    order.push(p, &mut feed);
+                    ControlFlow::Continue(())
+                })?;
+                order.finish(&mut feed);
+                sorted = stamps.backdated();
+                summary
+            }
+            Pass::File(file) => file.for_each_packet(&mut |p| {
                 if rereads && !scanned && stamps.push(p.ts_ns) {
                     backdated_at = Some(p.frame);
                     return ControlFlow::Break(());
                 }
                 feed(p);
                 ControlFlow::Continue(())
-            })?
+            })?,
         };
-        let sorted = if sort { stamps.backdated() } else { 0 };
         progress.end_ticks();
         let analysis = match analyzer {
             Engine::One(mut a) => {
@@ -173,26 +180,41 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         };
         anyhow::Ok((summary, analysis, backdated_at, merged))
     };
+    let backdated_note = |frame: u64| {
+        progress.stage(&format!(
+            "frame {frame} is stamped before the frame ahead of it: reading {shown} in \
+             timestamp order"
+        ));
+    };
     let (summary, analysis, merged) = if scanned {
-        let backdated_at = first_backdated(&mut file);
-        if let Some(frame) = backdated_at {
-            progress.stage(&format!(
-                "frame {frame} is stamped before the frame ahead of it: reading {shown} in \
-                 timestamp order"
-            ));
-        }
-        let mut again = CaptureFile::open_with(&args.file, None)?;
-        let (summary, analysis, _, merged) = read(&mut again, backdated_at.is_some())?;
+        let reopen = || CaptureFile::open_with(&args.file, None);
+        let (summary, analysis, _, merged) = match file.time_runs(MAX_RUNS, jobs, &backdated_after)
+        {
+            Some((runs, backdated)) if backdated > 0 => {
+                if let Some(frame) = runs.first_backdated() {
+                    backdated_note(frame);
+                }
+                read(Pass::Runs(runs, backdated))?
+            }
+            Some(_) => read(Pass::File(&mut reopen()?))?,
+            None => match first_backdated(&mut reopen()?) {
+                Some(frame) => {
+                    backdated_note(frame);
+                    read(Pass::Reorder(&mut reopen()?))?
+                }
+                None => read(Pass::File(&mut reopen()?))?,
+            },
+        };
         (summary, analysis, merged)
     } else {
-        let (mut summary, mut analysis, backdated_at, mut merged) = read(&mut file, false)?;
+        let (mut summary, mut analysis, backdated_at, mut merged) = read(Pass::File(&mut file))?;
         if let Some(frame) = backdated_at {
             progress.stage(&format!(
                 "frame {frame} is stamped before the frame ahead of it: reading {shown} again \
                  in timestamp order"
             ));
             let mut again = CaptureFile::open_with(&args.file, None)?;
-            (summary, analysis, _, merged) = read(&mut again, true)?;
+            (summary, analysis, _, merged) = read(Pass::Reorder(&mut again))?;
         }
         (summary, analysis, merged)
     };

@@ -55,10 +55,7 @@ impl StampOrder {
             (self.first, self.last, self.started) = (ts_ns, ts_ns, true);
             return false;
         }
-        // The clamp keeps order, so a timestamp not before the last raw one is not backdated
-        // after the clamp either: one comparison for nearly every frame.
-        let back = ts_ns < self.last
-            && super::clamp_stamp(self.first, ts_ns) < super::clamp_stamp(self.first, self.last);
+        let back = backdated_after(self.first, self.last, ts_ns);
         self.last = ts_ns;
         self.backdated += u64::from(back);
         back
@@ -68,6 +65,16 @@ impl StampOrder {
     pub fn backdated(&self) -> u64 {
         self.backdated
     }
+}
+
+/// Whether a frame stamped `ts` right after one stamped `prev` is backdated as the analyzer
+/// counts it (on timestamps clamped near the capture's `first`): what [`StampOrder`] counts,
+/// for a walk that counts parts of a file apart.
+#[inline]
+pub fn backdated_after(first: i64, prev: i64, ts: i64) -> bool {
+    // The clamp keeps order, so a timestamp not before the last raw one is not backdated after
+    // the clamp either: one comparison for nearly every frame.
+    ts < prev && super::clamp_stamp(first, ts) < super::clamp_stamp(first, prev)
 }
 
 /// One frame held back, owning its bytes.

@@ -8,4 +8,5 @@ mod counters;
 mod fanout;
 mod mapped;
 mod pcap_files;
+mod runs;
 mod streams;
