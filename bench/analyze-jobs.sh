@@ -133,9 +133,9 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     awk -v a="${medcpu[j1]}" -v b="${medcpu[jn]}" -v n="$N" 'BEGIN {
         if (a > 0) printf "  CPU -j %d / -j 1: %.2fx (speedup on %d idle cores <= %.2fx)\n", n, b / a, n, n * a / b
     }'
-    # Where -j N's CPU goes, per thread (reader "netdoctor", workers "analyze-K", merger
-    # "analyze-merge"): on a busy machine the wall-time ratio says little, this split says
-    # whether the reader still bounds the run.
+    # Where -j N's CPU goes, per thread (the reader "netdoctor", also worker 0 and the merge;
+    # the header walk's "walk"; workers "analyze-K"): on a busy machine the wall-time ratio says
+    # little, this split says whether the reader still bounds the run.
     if [[ -n "${PERF:-}" ]] && command -v perf >/dev/null; then
         perf record -q -e cpu-clock -F 4000 -o "$work/perf.data" \
             "$NETDOCTOR" analyze -j "$N" --json "$f" >/dev/null 2>&1 || true
@@ -144,25 +144,24 @@ for f in "$big" "$CACHE/nagle.pcap"; do
             sed 's/^/    /' || true
     fi
     # Instructions (callgrind, ~1 min per run on the big capture): -j N's total over -j 1's is
-    # the CPU overhead the load does not blur; the workers' split bounds the speedup (the
-    # busiest worker's share of all workers' instructions).
+    # the CPU overhead the load does not blur; the busiest thread bounds the speedup.
     if [[ -n "${CALLGRIND:-}" ]] && command -v valgrind >/dev/null; then
         valgrind --tool=callgrind --callgrind-out-file="$work/cg1.out" \
             "$NETDOCTOR" analyze -j 1 --json "$f" >/dev/null 2>&1 || true
         valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$work/cgn.out" \
             "$NETDOCTOR" analyze -j "$N" --json "$f" >/dev/null 2>&1 || true
         one="$(awk '/^summary:/ { print $2 }' "$work/cg1.out")"
-        # Threads in start order: the reader (main), the workers analyze-0.., the merger.
+        # Threads in start order: the reader (main, also worker 0 and the merge), the workers
+        # analyze-1.. (the header walk's threads end before and may share their numbers).
         per=()
         for t in "$work"/cgn.out-*; do per+=("$(awk '/^summary:/ { print $2 }' "$t")"); done
         awk -v one="$one" -v n="$N" -v all="${per[*]}" 'BEGIN {
-            k = split(all, v, " "); tot = 0; wt = 0; wmax = 0
-            for (i = 1; i <= k; i++) tot += v[i]
-            for (i = 2; i < k; i++) { wt += v[i]; if (v[i] > wmax) wmax = v[i] }
+            k = split(all, v, " "); tot = 0; max = 0
+            for (i = 1; i <= k; i++) { tot += v[i]; if (v[i] > max) max = v[i] }
             printf "  instructions (callgrind): -j 1 %.0f M; -j %d %.0f M = %.3fx\n", one / 1e6, n, tot / 1e6, tot / one
-            printf "    reader %.0f M, merger %.0f M, workers", v[1] / 1e6, v[k] / 1e6
-            for (i = 2; i < k; i++) printf " %.1f%%", 100 * v[i] / wt
-            printf " (split bound %.2fx)\n", wt / wmax
+            printf "    reader (worker 0, merge) %.0f M, workers", v[1] / 1e6
+            for (i = 2; i <= k; i++) printf " %.0f M", v[i] / 1e6
+            printf " (bound -j 1 / busiest thread: %.2fx)\n", one / max
         }'
     fi
     unset secs rss med cpu medcpu

@@ -312,10 +312,10 @@ pub struct AnalyzeArgs {
     /// code is then the SLO's: 0 pass, 1 fail, 3 inconclusive.
     #[arg(long, value_name = "OBJECTIVES", value_parser = parse_slo)]
     pub slo: Option<netdoctor_report::Slo>,
-    /// Worker threads: connections are split among them by a hash of both ends (one reader,
-    /// one merger; the report is the same for every N). Default: the available cores, at most
-    /// one per 16 MiB of a regular file (a small capture stays on one thread); 1 reads and
-    /// analyzes on one thread.
+    /// Threads: connections are split among them by a hash of both ends (the reading thread
+    /// is one of them and also merges; the report is the same for every N). Default: the
+    /// available cores, at most one per 16 MiB of a regular file (a small capture stays on one
+    /// thread); 1 reads and analyzes on one thread.
     #[arg(long, short = 'j', value_name = "N", value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Write each flagged segment's analysis flags (frame number, tab, comma-separated names

@@ -25,8 +25,11 @@ pub(super) struct Owners {
 }
 
 /// Worker 0 is the reader, who also reads, routes and merges every packet: its packets count
-/// this many eighths (8 = as any worker's), so it is given fewer connections.
-pub(super) const READER_EIGHTHS: u32 = 24;
+/// this many eighths (8 = as any worker's), so it is given fewer connections (a third of them
+/// on 2 workers when all start at once). Chosen by wall time on the bench capture (session
+/// 16, 6–8 alternating rounds): 8 → 12 → 16 → 20 → 24 → 32 → 64 eighths gave -j 2 medians of
+/// 0.39, 0.36, 0.34, 0.34, 0.37, 0.40, 0.43 s against -j 1's 0.64 s.
+pub(super) const READER_EIGHTHS: u32 = 16;
 
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
@@ -40,10 +43,7 @@ impl Owners {
         Owners {
             of: vec![Owners::NONE; 1 << BUCKET_BITS].into_boxed_slice(),
             load: vec![0; workers],
-            reader: std::env::var("ND_READER_EIGHTHS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(reader),
+            reader,
         }
     }
 
