@@ -60,6 +60,11 @@ pub enum ResetKind {
     DuringExchange,
     /// The client reset while a response was arriving.
     ClientAbort,
+    /// Right after a response that was complete by its `Content-Length`, with no request
+    /// waiting: an abortive close (`SO_LINGER` 0, or a close with unread data) instead of a
+    /// FIN. Nothing was in the middle; [`ResetContext::unacked`] tells whether the receiver
+    /// had acknowledged the whole answer before it.
+    AfterAnswer,
     /// Between exchanges.
     Idle,
     /// After its sender had closed its side (FIN): the peer's later segment (a keep-alive
@@ -117,6 +122,9 @@ pub struct ResetContext {
     /// The reset's header differs from every other packet of its apparent sender on the
     /// connection: injected by a middlebox ([`ResetKind::Injected`]).
     pub forged: Option<Forged>,
+    /// [`ResetKind::AfterAnswer`]: the reset came before the client had acknowledged the
+    /// whole answer (a reset can overtake or discard its tail).
+    pub unacked: bool,
 }
 
 impl ResetContext {

@@ -521,6 +521,7 @@ impl Analyzer {
                         after_fin,
                         idle_ns,
                         forged,
+                        unacked: false,
                     },
                 );
             }

@@ -191,3 +191,47 @@ fn a_few_idle_resets_are_info() {
     );
     assert!(run::<ConnectionReset>(&[], &cx(10)).is_empty());
 }
+
+#[test]
+fn a_reset_after_a_complete_answer_is_a_warning_only_when_the_answer_was_not_acknowledged() {
+    let after = |k: u64, unacked: bool| Event::Reset {
+        ends: ends(),
+        kind: ResetKind::AfterAnswer,
+        before: Some(pkt(k * 2, k as i64 * 10, true, F::PSH, 600)),
+        rst: pkt(k * 2 + 1, k as i64 * 10 + 1, true, F::RST, 0),
+        req: None,
+        context: crate::event::ResetContext {
+            unacked,
+            ..Default::default()
+        },
+    };
+    let probe = |f: &Finding| {
+        f.evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::Probe { probe, .. } if probe == AFTER_ANSWER_EVIDENCE))
+    };
+    let v = run::<ConnectionReset>(&[after(1, false), after(2, false)], &cx(10));
+    assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Server));
+    assert!(v[0].summary.contains("1.00 ms after"), "{}", v[0].summary);
+    assert!(probe(&v[0]));
+    let v = run::<ConnectionReset>(&[after(1, false), after(2, true)], &cx(10));
+    assert_eq!(v[0].severity, Severity::Warning, "{}", v[0].summary);
+    assert!(
+        v[0].summary
+            .contains("1 came before the client had acknowledged"),
+        "{}",
+        v[0].summary
+    );
+    // Behind a failure in the middle, it follows as "also" without its zh key.
+    let v = run::<ConnectionReset>(
+        &[after(1, false), reset(ResetKind::DuringExchange, true, 3)],
+        &cx(10),
+    );
+    assert_eq!(v[0].severity, Severity::Critical, "{}", v[0].summary);
+    assert!(
+        v[0].summary.contains("; also, the server closed"),
+        "{}",
+        v[0].summary
+    );
+    assert!(!probe(&v[0]));
+}
