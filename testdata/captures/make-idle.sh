@@ -31,6 +31,8 @@
 #   idle-conn-close.pcap.gz  nginx keeps connections (75 s); the client's requests carry
 #                          `Connection: close`, so nginx closes (its FIN first) after each answer.
 #   idle-http10.pcap.gz    the same with HTTP/1.0 requests without keep-alive.
+#   idle-conn-close-snap.pcap.gz  idle-conn-close cut to 90 bytes a packet (a small snap
+#                          length): the request header ends before its `Connection:` line.
 #   idle-lb-drop.pcap.gz   as idle-lb-reset, but the idle reset (RST+ACK) towards the client is dropped in
 #                          the server's namespace (a load balancer that forgets idle
 #                          connections silently): the client's next request on the connection
@@ -275,6 +277,11 @@ run idle-conn-close 19717 nginx -c "$work/ngx19717/nginx.conf" -- cclose 19717 3
 run idle-http10 19718 nginx -c "$work/ngx19718/nginx.conf" -- http10 19718 3 0.2 10
 if want idle-lb-drop; then nft_drop_rst 19714; fi
 run idle-lb-drop 19714 /usr/bin/python3 "$work/rst.py" 19714 1.0 -- pool 19714 3 0.5 15
+if want idle-conn-close-snap; then
+    gunzip -c "$out/idle-conn-close.pcap.gz" >"$work/cc.pcap"
+    editcap -s 90 "$work/cc.pcap" "$work/cc-snap.pcap"
+    gzip -9n <"$work/cc-snap.pcap" >"$out/idle-conn-close-snap.pcap.gz"
+fi
 if want idle-midway; then
     gunzip -c "$out/idle-timeout.pcap.gz" >"$work/full.pcap"
     editcap -r "$work/full.pcap" "$work/midway.pcap" 61-100000

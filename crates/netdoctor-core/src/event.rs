@@ -248,6 +248,26 @@ pub struct ConnDone {
     /// packet other than a TCP keep-alive probe (how long it sat idle before it was closed:
     /// a server's idle timeout shows as one steady value).
     pub idle_before_close_ns: Option<i64>,
+    /// What the connection's last HTTP/1.x request said about keeping the connection.
+    pub asked: ClientAsked,
+}
+
+/// What a client's HTTP/1.x request said about keeping its connection, from the captured
+/// header: who asked for the close after the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClientAsked {
+    /// No HTTP/1.x request header seen (another protocol, TLS, no payload captured).
+    #[default]
+    Unknown,
+    /// The capture's snap length cut the header before its end and before any `Connection:`
+    /// line: what it asked is not in the capture.
+    Cut,
+    /// `Connection: close`.
+    Close,
+    /// HTTP/1.0 without `Connection: keep-alive` (closes after the answer by default).
+    Http10,
+    /// Keep-alive asked (HTTP/1.1 without `Connection: close`, HTTP/1.0 with keep-alive).
+    KeepAlive,
 }
 
 /// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the

@@ -460,6 +460,7 @@ impl Hub {
             exchanges: c.exchanges,
             first_close: c.first_close,
             idle_before_close_ns: c.idle_before_close_ns,
+            asked: c.asked,
         };
         self.emit(&Event::ConnDone(&done));
         if let Source::H2(h) = &c.source {
@@ -498,9 +499,10 @@ pub const ANSWERED_IDLE_NS: i64 = 200_000_000;
 ///   reset acknowledges nothing (no ACK flag: the answer of a host that holds no state for
 ///   the connection any more, not an abortive close of a live socket): the client reused a
 ///   connection that had been dropped while idle, and that request failed;
-/// - a reset (either side's) sooner after a response complete by its `Content-Length`, on a
-///   connection that showed no pipelining: an abortive close after the answer
-///   ([`ResetKind::AfterAnswer`]: `SO_LINGER` 0 at close, or a close with unread data);
+/// - a reset (either side's) less than [`ANSWERED_IDLE_NS`] after a response complete by its
+///   `Content-Length`, on a connection that showed no pipelining: an abortive close after
+///   the answer ([`ResetKind::AfterAnswer`]: `SO_LINGER` 0 at close, or a close with unread
+///   data);
 /// - otherwise, by the exchange's phase: during a request or its response, or the client
 ///   giving up on a response.
 fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
@@ -525,7 +527,9 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
         (Phase::Response, _) if idle && delivered => ResetKind::Idle,
         // Complete by its `Content-Length`, no pipelined request possibly unread: an
         // abortive close after the answer, not a failure in the middle of it.
-        (Phase::Response, _) if c.cur.is_some_and(|x| x.answered()) && !c.ambiguous => {
+        // (After a longer silence with the answer unacknowledged, the peer may be gone:
+        // not told as an abortive close.)
+        (Phase::Response, _) if !idle && c.cur.is_some_and(|x| x.answered()) && !c.ambiguous => {
             ResetKind::AfterAnswer
         }
         (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,

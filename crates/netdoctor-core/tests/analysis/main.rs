@@ -14,6 +14,7 @@ mod capture_order;
 mod capture_quality;
 mod capture_side;
 mod captures;
+mod client_asked_close;
 mod client_think;
 mod echo_turns;
 mod gap_not_pipelining;
