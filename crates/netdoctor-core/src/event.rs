@@ -125,6 +125,9 @@ pub struct ResetContext {
     /// [`ResetKind::AfterAnswer`]: the reset came before the client had acknowledged the
     /// whole answer (a reset can overtake or discard its tail).
     pub unacked: bool,
+    /// A request was waiting: the time from the connection's previous answer's last byte to
+    /// that request (the client's reuse gap), when it reused the connection.
+    pub reuse_gap_ns: Option<i64>,
 }
 
 impl ResetContext {
@@ -139,6 +142,9 @@ impl ResetContext {
 #[derive(Clone, Copy, Debug)]
 pub struct ExchangeDone {
     pub ends: Ends,
+    /// On a reused connection: the time from the previous answer's last byte to this
+    /// request's first packet (the client's reuse gap).
+    pub reuse_gap_ns: Option<i64>,
     pub first_req: Pkt,
     pub last_req: Pkt,
     pub first_resp: Pkt,
@@ -193,6 +199,7 @@ impl ExchangeDone {
             resp_bytes: 0,
             echo_rtt_ns: None,
             body_wait_ns: 0,
+            reuse_gap_ns: None,
         }
     }
 

@@ -77,6 +77,9 @@ pub(super) struct Exchange {
     /// between its response segments with nothing making it wait ([`paced_ns`]).
     pub last_resp_ts: Option<i64>,
     pub body_wait_ns: i64,
+    /// On a reused connection: the time from the previous answer's last byte to this
+    /// request's first (the client's reuse gap).
+    pub reuse_gap_ns: Option<i64>,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -326,6 +329,10 @@ impl Conn {
                 }
                 Phase::Idle | Phase::Response => {
                     finished = self.cur.take();
+                    let reuse_gap_ns = finished
+                        .as_ref()
+                        .filter(|p| p.first_resp.is_some())
+                        .map(|p| (pkt.ts_ns - p.last_resp.ts_ns).max(0));
                     self.first_req.get_or_insert(pkt);
                     if looks_like_request(payload) {
                         self.asked =
@@ -354,6 +361,7 @@ impl Conn {
                         first_resp_ts: None,
                         last_resp_ts: None,
                         body_wait_ns: 0,
+                        reuse_gap_ns,
                     });
                     self.phase = Phase::Request;
                 }

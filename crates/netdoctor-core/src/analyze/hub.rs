@@ -298,6 +298,9 @@ impl Hub {
         if kind == ResetKind::AfterAnswer {
             context.unacked = !answer_acked(c);
         }
+        if c.phase == super::http::Phase::Request {
+            context.reuse_gap_ns = c.cur.and_then(|x| x.reuse_gap_ns);
+        }
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
             ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
@@ -407,6 +410,7 @@ impl Hub {
             resp_bytes: x.resp_bytes,
             echo_rtt_ns: (x.echo_min_ns < i64::MAX).then_some(x.echo_min_ns),
             body_wait_ns: x.body_wait_ns,
+            reuse_gap_ns: x.reuse_gap_ns,
         };
         self.out.put(Entry::Exchange {
             found: x.found,

@@ -522,6 +522,7 @@ impl Analyzer {
                         idle_ns,
                         forged,
                         unacked: false,
+                        reuse_gap_ns: None,
                     },
                 );
             }

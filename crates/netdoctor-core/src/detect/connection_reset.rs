@@ -102,7 +102,9 @@ fn hits_request(e: &Example) -> bool {
 
 impl Detector for ConnectionReset {
     fn interests(&self) -> Interests {
-        Interests::RESET.and(Interests::OBSERVED)
+        Interests::RESET
+            .and(Interests::OBSERVED)
+            .and(Interests::EXCHANGE_DONE)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -127,6 +129,10 @@ impl Detector for ConnectionReset {
                 };
                 if *kind == ResetKind::Idle {
                     self.idle.record(context.idle_ns, hits_request(&e));
+                    // The reuse that lost: its gap counts with the ones that worked.
+                    if let Some(g) = context.reuse_gap_ns.filter(|_| hits_request(&e)) {
+                        self.idle.reuse.record(g);
+                    }
                 }
                 if *kind == ResetKind::AfterAnswer {
                     let gap = before.map(|b| rst.ts_ns - b.ts_ns);
@@ -141,6 +147,11 @@ impl Detector for ConnectionReset {
                         .client_waited
                         .get_or_insert_with(Hist::new)
                         .record_ns(rst.ts_ns - r.ts_ns);
+                }
+            }
+            Event::ExchangeDone(x) => {
+                if let Some(g) = x.reuse_gap_ns {
+                    self.idle.reuse.record(g);
                 }
             }
             Event::Observed(Observation::RunConfig { timeout_ms, .. }) if *timeout_ms > 0 => {

@@ -29,5 +29,6 @@ mod protocols;
 mod queue_wait;
 mod realworld;
 mod realworld_trust;
+mod reuse_gap;
 mod server_leg;
 mod tail;

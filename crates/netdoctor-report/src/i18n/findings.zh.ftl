@@ -133,7 +133,7 @@ connection_reset-explanation = { $probe ->
    *[other] 连接没有正常关闭，而是被 RST 中止了。可能的原因：没有套接字在监听该端口（或防火墙以 RST 拒绝）；服务端的 worker 崩溃或被杀死，或用 SO_LINGER 0 关闭套接字；全连接队列已满且 net.ipv4.tcp_abort_on_overflow 为 1；中间的代理或负载均衡器超时；或者客户端在响应未读完时关闭了套接字（压测工具停止时、浏览器离开页面时都会这样，不影响其他请求）。被复位的请求都失败了。下方的证据给出了发生复位的连接和分组。
 }
 connection_reset-fix = { $probe ->
-    [idle_reset] 让客户端在连接被复位之前丢弃空闲连接：把连接池的空闲超时调到小于证据中测得的静默时间（Go `IdleConnTimeout`、OkHttp `keepAliveDuration`、Apache HttpClient `evictIdleConnections`），或者把负载均衡、NAT、防火墙（或服务端）的空闲超时调到大于客户端的；并让客户端重试在复用连接上失败的幂等请求。
+    [idle_reset] 让客户端在连接被复位之前丢弃空闲连接：把连接池的空闲超时调到小于证据中测得的静默时间（证据中与之并列的是客户端复用连接前的实测间隔：从响应的最后一个字节到同一连接上的下一个请求；没有连接被复用时，证据会说明抓包中测不到）（Go `IdleConnTimeout`、OkHttp `keepAliveDuration`、Apache HttpClient `evictIdleConnections`），或者把负载均衡、NAT、防火墙（或服务端）的空闲超时调到大于客户端的；并让客户端重试在复用连接上失败的幂等请求。
     [abortive_close] { $side ->
         [client] 请求本身无需修复。若想消除服务端的复位错误，让客户端用 FIN 关闭（不要 SO_LINGER 0），或者保留连接以便复用（keep-alive）。
        *[other] 让{ common-who }用 FIN 关闭：去掉套接字上的 SO_LINGER 0，或者先关闭写方向（shutdown(SHUT_WR)），读到客户端关闭后再 close()。如果它本意就是每个响应后关闭，就用 `Connection: close` 告诉客户端，让客户端不再复用这个连接。
@@ -222,7 +222,7 @@ short_connections-explanation = { $probe ->
    *[other] 每个请求都新建一个 TCP 连接，响应之后就关闭。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字（速率高时会导致临时端口耗尽）。使用 keep-alive，每个连接只需握手一次。这里的建立连接开销只算到客户端对 SYN/ACK 的 ACK 为止：客户端在此之后、写出请求之前自己等待的时间属于客户端应用（connect() 与 write() 之间的工作），不算在网络或服务端头上，复用连接也不能省掉它。
 }
 short_connections-fix = { $probe ->
-    [idle_timeout] 让两边的空闲设置匹配：把服务端的空闲超时（nginx `keepalive_timeout`、Apache `KeepAliveTimeout`、代理的 upstream 空闲超时；如果是 RST，还有负载均衡、NAT 或防火墙的空闲超时）调到大于客户端复用连接的最长间隔；或者把客户端连接池的空闲超时调到小于服务端的超时（例如 Go 的 `IdleConnTimeout`、OkHttp 的 `keepAliveDuration`，或按请求速率确定连接池大小），让客户端先丢弃连接，永远不会拿到一个正在被关闭的连接。
+    [idle_timeout] 证据中与空闲超时并列的是客户端复用连接前的实测间隔（从响应的最后一个字节到同一连接上的下一个请求；没有连接被复用时，证据会说明抓包中测不到）。让两边的空闲设置匹配：把服务端的空闲超时（nginx `keepalive_timeout`、Apache `KeepAliveTimeout`、代理的 upstream 空闲超时；如果是 RST，还有负载均衡、NAT 或防火墙的空闲超时）调到大于客户端复用连接的最长间隔；或者把客户端连接池的空闲超时调到小于服务端的超时（例如 Go 的 `IdleConnTimeout`、OkHttp 的 `keepAliveDuration`，或按请求速率确定连接池大小），让客户端先丢弃连接，永远不会拿到一个正在被关闭的连接。
     [client_asked_close] 让客户端保持连接：不要再发送 `Connection: close`（HTTP 客户端或压测工具的 keep-alive 开关，例如 Go 的 `DisableKeepAlives` 或 `Request.Close`，或手工加上的请求头），使用 HTTP/1.1（或在 HTTP/1.0 中发送 `Connection: keep-alive`），并按请求速率配置连接池来复用连接。
    *[other] 复用连接：使用 HTTP/1.1 keep-alive（不要发送 `Connection: close`；wrk、curl 和 HTTP 客户端库默认都会复用连接），在客户端使用连接池，在 nginx 的 upstream 块中使用 `keepalive`；如果是服务端关闭连接，开启它的 keep-alive 并调大限制（nginx `keepalive_timeout`、`keepalive_requests`）。如果本次运行特意关闭了 keep-alive（--no-keepalive），这里无需修复。
 }

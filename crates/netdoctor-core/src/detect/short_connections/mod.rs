@@ -40,6 +40,7 @@ use std::net::SocketAddr;
 
 mod asked;
 mod idle;
+pub(crate) mod reuse;
 pub use asked::ASKED_CLOSE_EVIDENCE;
 pub(crate) use idle::steady;
 pub use idle::{IDLE_EVIDENCE, IDLE_MIN_MS};
@@ -102,6 +103,8 @@ pub struct ShortConnections {
     idle: idle::IdleCloses,
     /// What the requests on the connections the server closed first asked.
     asked: asked::AskedCloses,
+    /// The client's reuse gaps (answer's end to its next request on the connection).
+    reuse: reuse::ReuseGaps,
     /// From the run's config: keep-alive was on (`Some(false)`: the user asked for one
     /// connection per request).
     keepalive: Option<bool>,
@@ -112,7 +115,9 @@ pub struct ShortConnections {
 
 impl Detector for ShortConnections {
     fn interests(&self) -> Interests {
-        Interests::CONN_DONE.and(Interests::OBSERVED)
+        Interests::CONN_DONE
+            .and(Interests::OBSERVED)
+            .and(Interests::EXCHANGE_DONE)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -136,6 +141,11 @@ impl Detector for ShortConnections {
                 self.keepalive = Some(*keepalive);
             }
             Event::Observed(Observation::KeepAlive(c)) => self.probe = Some(c.clone()),
+            Event::ExchangeDone(x) => {
+                if let Some(g) = x.reuse_gap_ns {
+                    self.reuse.record(g);
+                }
+            }
             _ => {}
         }
     }
@@ -428,6 +438,7 @@ impl ShortConnections {
                 (false, Closer::ServerIdle, _) => idle.map_or(String::new(), |t| {
                     t.explanation(
                         self.conns,
+                        self.reuse.gaps(),
                         probe
                             .filter(|p| p.reused > 0)
                             .map(|p| (p.requests, p.connections)),
@@ -539,7 +550,7 @@ impl ShortConnections {
         if let Some(t) = idle {
             f.evidence.push(Evidence::Probe {
                 probe: IDLE_EVIDENCE.into(),
-                note: t.note(),
+                note: t.note(self.reuse.gaps()),
             });
         }
         if closer == Closer::ClientAsked {
