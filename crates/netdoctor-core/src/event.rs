@@ -255,7 +255,8 @@ pub struct ConnDone {
     /// packet other than a TCP keep-alive probe (how long it sat idle before it was closed:
     /// a server's idle timeout shows as one steady value).
     pub idle_before_close_ns: Option<i64>,
-    /// What the connection's last HTTP/1.x request said about keeping the connection.
+    /// What the connection's last HTTP/1.x request said about keeping the connection (read
+    /// on its first three requests only: a longer connection's close is not per request).
     pub asked: ClientAsked,
 }
 

@@ -194,7 +194,8 @@ pub(super) struct Conn {
     pub ambiguous: bool,
     /// An answer on this connection began with an HTTP/1.x status line.
     pub http_answered: bool,
-    /// What the last HTTP/1.x request asked about the connection (`Connection:`, version).
+    /// What the last HTTP/1.x request asked about the connection (`Connection:`, version),
+    /// read on the connection's first three requests only ([`super::http`]).
     pub asked: crate::event::ClientAsked,
     /// Last packet seen on the connection (ends open zero-window periods; idle eviction).
     pub last: Option<Pkt>,

@@ -334,7 +334,10 @@ impl Conn {
                         .filter(|p| p.first_resp.is_some())
                         .map(|p| (pkt.ts_ns - p.last_resp.ts_ns).max(0));
                     self.first_req.get_or_insert(pkt);
-                    if looks_like_request(payload) {
+                    // Read on a connection's first requests only: `short_connections` asks it of
+                    // connections with up to two, and reading every request of long keep-alive
+                    // connections cost a fifth of the analysis (healthy-big).
+                    if self.exchanges <= 2 && looks_like_request(payload) {
                         self.asked =
                             client_asked(payload, (payload.len() as u64) < u64::from(pkt.len));
                     }
