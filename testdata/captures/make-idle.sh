@@ -23,6 +23,16 @@
 #                          its kernel resets.
 #   idle-vary-reset.pcap.gz  resets after a silence drawn from 0.3-1.3 s (no timer).
 #   idle-linger0.pcap.gz   a reset right after each answer (SO_LINGER 0 at close).
+#   idle-client-linger0.pcap.gz  nginx keeps connections (75 s); the client resets each one
+#                          (SO_LINGER 0 at close) right after reading its complete answer.
+#   idle-noanswer.pcap.gz  a server that reads each request and resets (SO_LINGER 0) without
+#                          answering it: a failed request, not an abortive close after one.
+# Who asked for the close (short connections):
+#   idle-conn-close.pcap.gz  nginx keeps connections (75 s); the client's requests carry
+#                          `Connection: close`, so nginx closes (its FIN first) after each answer.
+#   idle-http10.pcap.gz    the same with HTTP/1.0 requests without keep-alive.
+#   idle-conn-close-snap.pcap.gz  idle-conn-close cut to 90 bytes a packet (a small snap
+#                          length): the request header ends before its `Connection:` line.
 #   idle-lb-drop.pcap.gz   as idle-lb-reset, but the idle reset (RST+ACK) towards the client is dropped in
 #                          the server's namespace (a load balancer that forgets idle
 #                          connections silently): the client's next request on the connection
@@ -30,7 +40,7 @@
 # Captured on the client's veth with tcpdump. Needs root, iproute2, tcpdump, editcap, nginx,
 # gzip and /usr/bin/python3. Creates namespaces nd-idle-c<pid> and nd-idle-s<pid> joined by a
 # veth pair, removes them (and stops every process it started, by PID) on exit. The root
-# namespace is not touched. Ports 19701-19705, 19710-19714.
+# namespace is not touched. Ports 19701-19705, 19710-19718.
 # NS_PREFIX (default nd-idle) names the namespaces; nft is needed for idle-lb-drop.
 # Usage: ./make-idle.sh [NAME...]   (only these captures, e.g. idle-crash; default: all)
 set -euo pipefail
@@ -87,6 +97,12 @@ def crash(c):
     time.sleep(0.02)
     os._exit(1)
 def serve(c):
+    if mode == "noanswer":
+        # The request is read whole, then the connection is reset without an answer.
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += c.recv(65536)
+        return rst(c)
     if mode == "stall":
         c.recv(65536)
         c.sendall(msg[:len(msg) - 400])
@@ -110,6 +126,7 @@ def serve(c):
             c.sendall(msg)
             if mode == "linger0":
                 return rst(c)
+
 while True:
     c, _ = s.accept()
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -129,9 +146,13 @@ PY
 # connections; a connection the server closed (readable before the request) is replaced by a
 # new one. `close`: the client closes each connection itself after its answer.
 cat >"$work/cli.py" <<'PY'
-import select, socket, sys, time
+import select, socket, struct, sys, time
 mode, port, pool, interval, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 req = b"GET /%d HTTP/1.1\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\n\r\n"
+if mode == "cclose":
+    req = b"GET /%d HTTP/1.1\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\nConnection: close\r\n\r\n"
+if mode == "http10":
+    req = b"GET /%d HTTP/1.0\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\n\r\n"
 def read_resp(c):
     # True when the whole answer came.
     got = b""
@@ -178,7 +199,9 @@ for k in range(n):
         c.close()
         c = connect()
         exchange(c, k)
-    if mode in ("close", "pipe"):
+    if mode == "linger0":
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if mode in ("close", "pipe", "linger0", "cclose", "http10"):
         c.close()
         c = None
     conns[i] = c
@@ -231,6 +254,9 @@ nginx_conf 19701 1s
 nginx_conf 19702 1s
 nginx_conf 19703 75s
 nginx_conf 19704 0
+nginx_conf 19715 75s
+nginx_conf 19717 75s
+nginx_conf 19718 75s
 nft_drop_rst() { # port: the server's namespace drops the resets it sends from port
     ip netns exec "$S" nft add table inet ndidle
     ip netns exec "$S" nft add chain inet ndidle out '{ type filter hook output priority 0; }'
@@ -245,8 +271,17 @@ run idle-stall-reset 19710 /usr/bin/python3 "$work/rst.py" 19710 1.0 stall -- cl
 run idle-crash 19711 /usr/bin/python3 "$work/rst.py" 19711 1.0 crash -- pipe 19711 3 0.3 10
 run idle-vary-reset 19712 /usr/bin/python3 "$work/rst.py" 19712 1.0 vary -- pool 19712 3 0.5 15
 run idle-linger0 19713 /usr/bin/python3 "$work/rst.py" 19713 1.0 linger0 -- pool 19713 3 0.3 10
+run idle-client-linger0 19715 nginx -c "$work/ngx19715/nginx.conf" -- linger0 19715 3 0.2 10
+run idle-noanswer 19716 /usr/bin/python3 "$work/rst.py" 19716 1.0 noanswer -- close 19716 3 0.2 10
+run idle-conn-close 19717 nginx -c "$work/ngx19717/nginx.conf" -- cclose 19717 3 0.2 10
+run idle-http10 19718 nginx -c "$work/ngx19718/nginx.conf" -- http10 19718 3 0.2 10
 if want idle-lb-drop; then nft_drop_rst 19714; fi
 run idle-lb-drop 19714 /usr/bin/python3 "$work/rst.py" 19714 1.0 -- pool 19714 3 0.5 15
+if want idle-conn-close-snap; then
+    gunzip -c "$out/idle-conn-close.pcap.gz" >"$work/cc.pcap"
+    editcap -s 90 "$work/cc.pcap" "$work/cc-snap.pcap"
+    gzip -9n <"$work/cc-snap.pcap" >"$out/idle-conn-close-snap.pcap.gz"
+fi
 if want idle-midway; then
     gunzip -c "$out/idle-timeout.pcap.gz" >"$work/full.pcap"
     editcap -r "$work/full.pcap" "$work/midway.pcap" 61-100000

@@ -60,6 +60,11 @@ pub enum ResetKind {
     DuringExchange,
     /// The client reset while a response was arriving.
     ClientAbort,
+    /// Right after a response that was complete by its `Content-Length`, with no request
+    /// waiting: an abortive close (`SO_LINGER` 0, or a close with unread data) instead of a
+    /// FIN. Nothing was in the middle; [`ResetContext::unacked`] tells whether the receiver
+    /// had acknowledged the whole answer before it.
+    AfterAnswer,
     /// Between exchanges.
     Idle,
     /// After its sender had closed its side (FIN): the peer's later segment (a keep-alive
@@ -117,6 +122,12 @@ pub struct ResetContext {
     /// The reset's header differs from every other packet of its apparent sender on the
     /// connection: injected by a middlebox ([`ResetKind::Injected`]).
     pub forged: Option<Forged>,
+    /// [`ResetKind::AfterAnswer`]: the reset came before the client had acknowledged the
+    /// whole answer (a reset can overtake or discard its tail).
+    pub unacked: bool,
+    /// A request was waiting: the time from the connection's previous answer's last byte to
+    /// that request (the client's reuse gap), when it reused the connection.
+    pub reuse_gap_ns: Option<i64>,
 }
 
 impl ResetContext {
@@ -131,6 +142,9 @@ impl ResetContext {
 #[derive(Clone, Copy, Debug)]
 pub struct ExchangeDone {
     pub ends: Ends,
+    /// On a reused connection: the time from the previous answer's last byte to this
+    /// request's first packet (the client's reuse gap).
+    pub reuse_gap_ns: Option<i64>,
     pub first_req: Pkt,
     pub last_req: Pkt,
     pub first_resp: Pkt,
@@ -185,6 +199,7 @@ impl ExchangeDone {
             resp_bytes: 0,
             echo_rtt_ns: None,
             body_wait_ns: 0,
+            reuse_gap_ns: None,
         }
     }
 
@@ -240,6 +255,27 @@ pub struct ConnDone {
     /// packet other than a TCP keep-alive probe (how long it sat idle before it was closed:
     /// a server's idle timeout shows as one steady value).
     pub idle_before_close_ns: Option<i64>,
+    /// What the connection's last HTTP/1.x request said about keeping the connection (read
+    /// on its first three requests only: a longer connection's close is not per request).
+    pub asked: ClientAsked,
+}
+
+/// What a client's HTTP/1.x request said about keeping its connection, from the captured
+/// header: who asked for the close after the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClientAsked {
+    /// No HTTP/1.x request header seen (another protocol, TLS, no payload captured).
+    #[default]
+    Unknown,
+    /// The capture's snap length cut the header before its end and before any `Connection:`
+    /// line: what it asked is not in the capture.
+    Cut,
+    /// `Connection: close`.
+    Close,
+    /// HTTP/1.0 without `Connection: keep-alive` (closes after the answer by default).
+    Http10,
+    /// Keep-alive asked (HTTP/1.1 without `Connection: close`, HTTP/1.0 with keep-alive).
+    KeepAlive,
 }
 
 /// Which kinds of [`Event`] a detector wants ([`crate::detect::Detector::interests`]): the

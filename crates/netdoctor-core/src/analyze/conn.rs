@@ -194,6 +194,9 @@ pub(super) struct Conn {
     pub ambiguous: bool,
     /// An answer on this connection began with an HTTP/1.x status line.
     pub http_answered: bool,
+    /// What the last HTTP/1.x request asked about the connection (`Connection:`, version),
+    /// read on the connection's first three requests only ([`super::http`]).
+    pub asked: crate::event::ClientAsked,
     /// Last packet seen on the connection (ends open zero-window periods; idle eviction).
     pub last: Option<Pkt>,
     /// The first FIN or RST (who closed first).
@@ -253,6 +256,7 @@ impl Conn {
             first_req: None,
             ambiguous: false,
             http_answered: false,
+            asked: crate::event::ClientAsked::Unknown,
             last: None,
             first_close: None,
             idle_before_close_ns: None,

@@ -98,6 +98,7 @@ impl Tomb {
             exchanges: 0,
             first_close: self.first_close,
             idle_before_close_ns: None,
+            asked: Default::default(),
         }
     }
 }

@@ -17,7 +17,7 @@
 use super::conn::Conn;
 use super::orient::looks_like_request;
 use crate::breakdown::ExchangeParts;
-use crate::event::{Pkt, side_bit};
+use crate::event::{ClientAsked, Pkt, side_bit};
 use crate::track::tsclock::TsClock;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,9 @@ pub(super) struct Exchange {
     /// between its response segments with nothing making it wait ([`paced_ns`]).
     pub last_resp_ts: Option<i64>,
     pub body_wait_ns: i64,
+    /// On a reused connection: the time from the previous answer's last byte to this
+    /// request's first (the client's reuse gap).
+    pub reuse_gap_ns: Option<i64>,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -205,6 +208,53 @@ pub(super) fn response_size(payload: &[u8]) -> Option<u64> {
     len.map(|n| end as u64 + n)
 }
 
+/// What an HTTP/1.x request's header at the start of its first segment `payload` asked
+/// about the connection. `cut`: the capture kept fewer bytes than the segment carried.
+pub(super) fn client_asked(payload: &[u8], cut: bool) -> ClientAsked {
+    let Some(line_end) = payload.iter().position(|&b| b == b'\n') else {
+        return if cut {
+            ClientAsked::Cut
+        } else {
+            ClientAsked::Unknown
+        };
+    };
+    let http10 = payload[..line_end].trim_ascii_end().ends_with(b"HTTP/1.0");
+    let end = payload.windows(4).position(|w| w == b"\r\n\r\n");
+    let head = &payload[line_end + 1..end.map_or(payload.len(), |e| e + 2)];
+    // Whole lines only: the last one may be cut.
+    let whole = head.len()
+        - head
+            .iter()
+            .rev()
+            .position(|&b| b == b'\n')
+            .unwrap_or(head.len());
+    for line in head[..whole].split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if !line[..colon].eq_ignore_ascii_case(b"connection") {
+            continue;
+        }
+        let value = line[colon + 1..].trim_ascii();
+        // A list (`keep-alive, Upgrade`): each token.
+        for token in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+            if token.eq_ignore_ascii_case(b"close") {
+                return ClientAsked::Close;
+            }
+            if token.eq_ignore_ascii_case(b"keep-alive") {
+                return ClientAsked::KeepAlive;
+            }
+        }
+    }
+    match end {
+        Some(_) if http10 => ClientAsked::Http10,
+        Some(_) => ClientAsked::KeepAlive,
+        None if cut => ClientAsked::Cut,
+        // The header goes on in the next segment.
+        None => ClientAsked::Unknown,
+    }
+}
+
 impl Exchange {
     /// The response arrived whole by its `Content-Length` (see [`response_size`]).
     pub(super) fn answered(&self) -> bool {
@@ -279,7 +329,18 @@ impl Conn {
                 }
                 Phase::Idle | Phase::Response => {
                     finished = self.cur.take();
+                    let reuse_gap_ns = finished
+                        .as_ref()
+                        .filter(|p| p.first_resp.is_some())
+                        .map(|p| (pkt.ts_ns - p.last_resp.ts_ns).max(0));
                     self.first_req.get_or_insert(pkt);
+                    // Read on a connection's first requests only: `short_connections` asks it of
+                    // connections with up to two, and reading every request of long keep-alive
+                    // connections cost a fifth of the analysis (healthy-big).
+                    if self.exchanges <= 2 && looks_like_request(payload) {
+                        self.asked =
+                            client_asked(payload, (payload.len() as u64) < u64::from(pkt.len));
+                    }
                     self.cur = Some(Exchange {
                         first_req: pkt,
                         last_req: pkt,
@@ -303,6 +364,7 @@ impl Conn {
                         first_resp_ts: None,
                         last_resp_ts: None,
                         body_wait_ns: 0,
+                        reuse_gap_ns,
                     });
                     self.phase = Phase::Request;
                 }
@@ -346,6 +408,40 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_request_header_asks_about_its_connection() {
+        use ClientAsked as A;
+        let ask = |p: &[u8]| client_asked(p, false);
+        assert_eq!(ask(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"), A::KeepAlive);
+        assert_eq!(
+            ask(b"GET / HTTP/1.1\r\nconnection: Close\r\n\r\n"),
+            A::Close
+        );
+        assert_eq!(ask(b"GET / HTTP/1.0\r\nHost: a\r\n\r\n"), A::Http10);
+        assert_eq!(
+            ask(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"),
+            A::KeepAlive
+        );
+        assert_eq!(
+            ask(b"GET / HTTP/1.1\r\nConnection: TE, close\r\n\r\n"),
+            A::Close
+        );
+        // A `Connection:` line inside the body is not the header's.
+        assert_eq!(
+            ask(b"POST / HTTP/1.1\r\nHost: a\r\n\r\nConnection: close\r\n"),
+            A::KeepAlive
+        );
+        // Cut by the snap length before the header said; a partial last line says nothing.
+        let cut = b"GET / HTTP/1.1\r\nHost: a\r\nConnec";
+        assert_eq!(client_asked(cut, true), A::Cut);
+        assert_eq!(client_asked(cut, false), A::Unknown);
+        assert_eq!(
+            client_asked(b"GET / HTTP/1.1\r\nConnection: close\r\nHo", true),
+            A::Close
+        );
+        assert_eq!(client_asked(b"GET / HT", true), A::Cut);
+    }
 
     /// A server clock ticking 1 ms per ms, every packet on time, spanning a second.
     fn clock() -> TsClock {

@@ -275,7 +275,7 @@ impl Hub {
     }
 
     /// A reset `rst` arrived on the connection (before its state is dropped).
-    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt, context: ResetContext) {
+    pub(super) fn on_reset(&mut self, c: &Conn, rst: Pkt, mut context: ResetContext) {
         // No byte of payload either way (a SYN counts one, a FIN one more).
         let no_payload = c.first_req.is_none()
             && c.dirs
@@ -295,6 +295,12 @@ impl Hub {
         } else {
             reset_kind(c, rst, &context)
         };
+        if kind == ResetKind::AfterAnswer {
+            context.unacked = !answer_acked(c);
+        }
+        if c.phase == super::http::Phase::Request {
+            context.reuse_gap_ns = c.cur.and_then(|x| x.reuse_gap_ns);
+        }
         let before = match kind {
             ResetKind::Refused => c.syn.last_syn,
             ResetKind::Setup => c.syn.done.or(c.syn.last_synack),
@@ -404,6 +410,7 @@ impl Hub {
             resp_bytes: x.resp_bytes,
             echo_rtt_ns: (x.echo_min_ns < i64::MAX).then_some(x.echo_min_ns),
             body_wait_ns: x.body_wait_ns,
+            reuse_gap_ns: x.reuse_gap_ns,
         };
         self.out.put(Entry::Exchange {
             found: x.found,
@@ -457,6 +464,7 @@ impl Hub {
             exchanges: c.exchanges,
             first_close: c.first_close,
             idle_before_close_ns: c.idle_before_close_ns,
+            asked: c.asked,
         };
         self.emit(&Event::ConnDone(&done));
         if let Source::H2(h) = &c.source {
@@ -467,6 +475,12 @@ impl Hub {
             });
         }
     }
+}
+
+/// Every byte the server sent was acknowledged by the client.
+fn answer_acked(c: &Conn) -> bool {
+    let d = &c.dirs[c.server];
+    d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
 }
 
 /// The silence after a complete, acknowledged response from which a reset ended an idle
@@ -482,19 +496,21 @@ pub const ANSWERED_IDLE_NS: i64 = 200_000_000;
 ///   acknowledged, or between exchanges: an idle connection ended ([`ResetKind::Idle`]);
 ///   so is one after [`ANSWERED_IDLE_NS`] of silence when the response was complete by its
 ///   `Content-Length` and acknowledged (a load balancer's 1 s idle timeout: nothing was in the
-///   middle). A reset right after the answer (`SO_LINGER` 0 at close) is not idle; a response
-///   short of its `Content-Length` (a proxy timing out a stalled answer, a crash) is cut;
+///   middle). A reset right after the answer (`SO_LINGER` 0 at close) is not idle (an
+///   abortive close, below); a response short of its `Content-Length` (a proxy timing out a
+///   stalled answer, a crash) is cut;
 ///   and so is the reset that answered a request sent after that much silence when the
 ///   reset acknowledges nothing (no ACK flag: the answer of a host that holds no state for
 ///   the connection any more, not an abortive close of a live socket): the client reused a
 ///   connection that had been dropped while idle, and that request failed;
+/// - a reset (either side's) less than [`ANSWERED_IDLE_NS`] after a response complete by its
+///   `Content-Length`, on a connection that showed no pipelining: an abortive close after
+///   the answer ([`ResetKind::AfterAnswer`]: `SO_LINGER` 0 at close, or a close with unread
+///   data);
 /// - otherwise, by the exchange's phase: during a request or its response, or the client
 ///   giving up on a response.
 fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
-    let delivered = {
-        let d = &c.dirs[c.server];
-        d.acked.is_some_and(|a| !super::flow::seq_gt(d.nxt, a))
-    };
+    let delivered = answer_acked(c);
     if cx
         .after_fin
         .is_some_and(|fin| fin.from_server == rst.from_server)
@@ -513,6 +529,13 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
             ResetKind::Idle
         }
         (Phase::Response, _) if idle && delivered => ResetKind::Idle,
+        // Complete by its `Content-Length`, no pipelined request possibly unread: an
+        // abortive close after the answer, not a failure in the middle of it.
+        // (After a longer silence with the answer unacknowledged, the peer may be gone:
+        // not told as an abortive close.)
+        (Phase::Response, _) if !idle && c.cur.is_some_and(|x| x.answered()) && !c.ambiguous => {
+            ResetKind::AfterAnswer
+        }
         (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
         (Phase::Response, false) => ResetKind::ClientAbort,
     }

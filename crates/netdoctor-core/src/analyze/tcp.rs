@@ -521,6 +521,8 @@ impl Analyzer {
                         after_fin,
                         idle_ns,
                         forged,
+                        unacked: false,
+                        reuse_gap_ns: None,
                     },
                 );
             }

@@ -7,6 +7,10 @@
 //!   coming (the server reset it, or the client gave up before the response started);
 //! - **client abort**: the client reset while a response was arriving (a client that closes
 //!   with unread data, e.g. a load generator stopping or a browser cancelling): info;
+//! - **after the answer**: sooner than an idle timer after an answer complete by its
+//!   `Content-Length`, no request waiting: an abortive close (`SO_LINGER` 0) instead of a FIN,
+//!   told in [`after_answer`]: by the server, info when the client had acknowledged every
+//!   answer, warning when not (its tail can be lost); by the client, info;
 //! - **idle**: between exchanges (keep-alive connection dropped), after a response that was
 //!   fully acknowledged and followed by seconds of silence (200 ms when it was complete by its
 //!   `Content-Length`), or answering a request sent on a connection already dropped; told in
@@ -31,8 +35,12 @@
 
 use std::net::SocketAddr;
 
+mod after_answer;
 mod idle;
+mod injected;
+pub use after_answer::AFTER_ANSWER_EVIDENCE;
 pub use idle::IDLE_RESET_EVIDENCE;
+use injected::{forged_note, injected_story};
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
 use crate::event::{Event, Forged, ResetKind};
@@ -51,6 +59,8 @@ struct Example {
     forged: Option<Forged>,
     /// The connection's silence before the reset.
     silence_ns: i64,
+    /// After a complete answer the client had not wholly acknowledged.
+    unacked: bool,
 }
 
 #[derive(Default)]
@@ -70,7 +80,7 @@ const OWN_TIMEOUT_SLACK: f64 = 0.95;
 /// The `connection_reset` detector.
 #[derive(Default)]
 pub struct ConnectionReset {
-    kinds: [KindAgg; 8],
+    kinds: [KindAgg; 9],
     /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
     timeout_ms: Option<u64>,
     /// A listening socket of the server process seen during the run
@@ -79,6 +89,8 @@ pub struct ConnectionReset {
     listener: Option<(String, u32)>,
     /// The silences before resets of idle connections, and the requests that hit one.
     idle: idle::IdleResets,
+    /// The resets right after a complete answer: their gap, the unacknowledged ones.
+    after_answer: after_answer::AfterAnswer,
 }
 
 /// An idle reset that answered the client's request (sent on a connection already dropped).
@@ -90,7 +102,9 @@ fn hits_request(e: &Example) -> bool {
 
 impl Detector for ConnectionReset {
     fn interests(&self) -> Interests {
-        Interests::RESET.and(Interests::OBSERVED)
+        Interests::RESET
+            .and(Interests::OBSERVED)
+            .and(Interests::EXCHANGE_DONE)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -111,9 +125,18 @@ impl Detector for ConnectionReset {
                     req: *req,
                     forged: context.forged,
                     silence_ns: context.idle_ns,
+                    unacked: context.unacked,
                 };
                 if *kind == ResetKind::Idle {
                     self.idle.record(context.idle_ns, hits_request(&e));
+                    // The reuse that lost: its gap counts with the ones that worked.
+                    if let Some(g) = context.reuse_gap_ns.filter(|_| hits_request(&e)) {
+                        self.idle.reuse.record(g);
+                    }
+                }
+                if *kind == ResetKind::AfterAnswer {
+                    let gap = before.map(|b| rst.ts_ns - b.ts_ns);
+                    self.after_answer.record(gap, context.unacked);
                 }
                 self.on_reset(*kind, e);
                 if let Some(r) = req
@@ -124,6 +147,11 @@ impl Detector for ConnectionReset {
                         .client_waited
                         .get_or_insert_with(Hist::new)
                         .record_ns(rst.ts_ns - r.ts_ns);
+                }
+            }
+            Event::ExchangeDone(x) => {
+                if let Some(g) = x.reuse_gap_ns {
+                    self.idle.reuse.record(g);
                 }
             }
             Event::Observed(Observation::RunConfig { timeout_ms, .. }) if *timeout_ms > 0 => {
@@ -156,6 +184,7 @@ fn idx(k: ResetKind) -> usize {
         ResetKind::AfterClose => 5,
         ResetKind::UnusedClosed => 6,
         ResetKind::Injected => 7,
+        ResetKind::AfterAnswer => 8,
     }
 }
 
@@ -183,6 +212,7 @@ impl ConnectionReset {
             ResetKind::Refused,
             ResetKind::DuringExchange,
             ResetKind::ClientAbort,
+            ResetKind::AfterAnswer,
             ResetKind::Idle,
             ResetKind::Setup,
             ResetKind::AfterClose,
@@ -402,6 +432,7 @@ impl ConnectionReset {
                     )
                 }
                 ResetKind::Injected => injected_story(who, n, k, connections),
+                ResetKind::AfterAnswer => self.after_answer.story(who, side, n, connections),
                 ResetKind::Idle => {
                     let (frac, sev, idle_side, summary, explanation, fix) =
                         self.idle.story(who, side, n, exchanges, connections);
@@ -456,6 +487,16 @@ impl ConnectionReset {
                             ResetKind::ClientAbort => {
                                 "the client reset while the response arrived".to_string()
                             }
+                            ResetKind::AfterAnswer => format!(
+                                "the answer was complete; the {who} reset {:.2} ms after its \
+                                 last byte{}",
+                                e.before.map_or(0, |b| e.rst.ts_ns - b.ts_ns) as f64 / 1e6,
+                                if e.unacked {
+                                    ", before the client had acknowledged all of it"
+                                } else {
+                                    ""
+                                }
+                            ),
                             ResetKind::Idle if hits_request(e) => format!(
                                 "the client's request on a connection dropped while idle; the \
                                  {who}'s side answered with a reset that acknowledges nothing"
@@ -487,6 +528,12 @@ impl ConnectionReset {
                 f.evidence.push(Evidence::Probe {
                     probe: IDLE_RESET_EVIDENCE.into(),
                     note: self.idle.note(&s),
+                });
+            }
+            if kind == ResetKind::AfterAnswer {
+                f.evidence.push(Evidence::Probe {
+                    probe: AFTER_ANSWER_EVIDENCE.into(),
+                    note: self.after_answer.note(who, n),
                 });
             }
             out.push(f);
@@ -569,98 +616,6 @@ impl ConnectionReset {
     }
 }
 
-/// The TTL range of a sender's packets: `49` or `49–50`.
-fn ttl_range(f: &Forged) -> String {
-    if f.ttl_lo == f.ttl_hi {
-        f.ttl_lo.to_string()
-    } else {
-        format!("{}–{}", f.ttl_lo, f.ttl_hi)
-    }
-}
-
-/// What marks one injected reset: `TTL 46, the server's 3 other packets 49; reserved TCP
-/// bits set; ignored, the connection went on`.
-fn forged_note(who: &str, f: &Forged) -> String {
-    let mut parts = Vec::new();
-    if f.ttl_differs() {
-        parts.push(format!(
-            "TTL {}, the {who}'s {} other packets {}",
-            f.ttl,
-            f.others,
-            ttl_range(f)
-        ));
-    }
-    if f.reserved {
-        parts.push("reserved TCP header bits set".to_string());
-    }
-    if f.ignored {
-        parts.push("it did not acknowledge the SYN: ignored, the handshake went on".to_string());
-    }
-    parts.join("; ")
-}
-
-/// The story of resets that carried the `who`'s address but not its header traits
-/// ([`ResetKind::Injected`]): network side, info when every one was ignored.
-fn injected_story(
-    who: &str,
-    n: u64,
-    k: &KindAgg,
-    connections: u64,
-) -> (f64, Severity, String, String, String) {
-    let ended = n.saturating_sub(k.ignored);
-    let first = k.examples.iter().find_map(|e| e.forged);
-    let traits = first.map_or_else(String::new, |f| {
-        let mut t = Vec::new();
-        if f.ttl_differs() {
-            t.push(format!(
-                "IP TTL {} where the {who}'s {} other packets on the connection had {}",
-                f.ttl,
-                f.others,
-                ttl_range(&f)
-            ));
-        }
-        if f.reserved {
-            t.push("reserved TCP header bits set, which no TCP stack sets".to_string());
-        }
-        format!(" ({})", t.join("; "))
-    });
-    let effect = if ended == 0 {
-        format!(
-            "; the receiver ignored {} and the connection went on",
-            if n == 1 { "it" } else { "them" }
-        )
-    } else {
-        format!("; {ended} ended a connection")
-    };
-    let summary = format!(
-        "{n} reset{} carrying the {who}'s address probably came from a middlebox on the path, \
-         not from the {who}{traits}{effect}",
-        if n == 1 { "" } else { "s" }
-    );
-    let explanation = format!(
-        "Every packet one host sends to one place crosses the same routers, so they all arrive \
-         with the same IP TTL (hop limit), and no TCP stack sets the reserved header bits. \
-         These resets differ from every other packet of the {who} on their connection{traits}: \
-         a device on the path forged them in the {who}'s name (a firewall or IPS rule, a DPI \
-         or censorship box, a load balancer's timeout), the {who} did not send them. A forged \
-         reset the receiver cannot accept (in SYN-SENT, one that does not acknowledge the SYN) \
-         is dropped and the connection goes on; one it accepts ends the connection and its \
-         request fails."
-    );
-    let fix = format!(
-        "Look for the device between the two ends that resets connections (firewall and IPS \
-         rules, DPI, proxies, load balancers): its hop count is about the {who}'s minus the TTL \
-         difference (`netdoctor trace`). The {who}'s own logs will not show these resets."
-    );
-    let frac = (ended as f64 / connections.max(1) as f64).min(1.0);
-    let severity = if ended == 0 {
-        Severity::Info
-    } else {
-        Severity::Warning
-    };
-    (frac, severity, summary, explanation, fix)
-}
-
 /// One finding out of the findings for each kind: the most severe leads (its side, story and
 /// fix), the others are added as "also ..." with their evidence.
 fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
@@ -680,10 +635,12 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
         if !lead.fix.contains(&f.fix) {
             lead.fix.push_str(&format!(" {}", f.fix));
         }
-        // The measured idle timer keys the zh texts' idle story: only when that story leads.
-        lead.evidence.extend(f.evidence.into_iter().filter(
-            |e| !matches!(e, Evidence::Probe { probe, .. } if probe == IDLE_RESET_EVIDENCE),
-        ));
+        // The measured idle timer (or gap after the answer) keys the zh texts' story: only
+        // when that story leads.
+        lead.evidence.extend(f.evidence.into_iter().filter(|e| {
+            !matches!(e, Evidence::Probe { probe, .. }
+                if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE)
+        }));
     }
     Some(lead)
 }

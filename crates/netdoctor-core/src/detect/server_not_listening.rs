@@ -487,6 +487,7 @@ mod tests {
             exchanges: 1,
             first_close: None,
             idle_before_close_ns: None,
+            asked: Default::default(),
         };
         ok.syn.done = Some(pkt(100, 100, false, F::ACK, 0));
         let mut c = cx(0);
@@ -566,6 +567,7 @@ mod tests {
                         exchanges: 0,
                         first_close: None,
                         idle_before_close_ns: None,
+                        asked: Default::default(),
                     };
                     c.ends.server.set_port(1000 + i);
                     c.syn.first_syn = Some(pkt(10 + u64::from(i), 10, false, F::SYN, 0));

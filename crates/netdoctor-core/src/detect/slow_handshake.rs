@@ -347,6 +347,7 @@ mod tests {
             exchanges: 0,
             first_close: None,
             idle_before_close_ns: None,
+            asked: Default::default(),
         }
     }
 

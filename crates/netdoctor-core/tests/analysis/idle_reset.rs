@@ -9,7 +9,8 @@
 //! - look-alikes that are not an idle timeout: `idle-stall-reset.pcap.gz` (the answer stalls
 //!   at 200 of its 600 body bytes, reset 1 s later: a proxy's response timeout),
 //!   `idle-crash.pcap.gz` (the server process dies mid-answer), `idle-vary-reset.pcap.gz`
-//!   (resets after 0.3–1.3 s: no timer), `idle-linger0.pcap.gz` (reset right after the answer).
+//!   (resets after 0.3–1.3 s: no timer), `idle-linger0.pcap.gz` (reset right after the answer:
+//!   an abortive close, told in `abortive_close.rs`).
 
 use crate::common::{analyze, one};
 use netdoctor_core::detect::connection_reset::IDLE_RESET_EVIDENCE;
@@ -107,7 +108,14 @@ fn a_server_that_dies_mid_answer_cuts_it_in_the_middle() {
 
 #[test]
 fn a_reset_right_after_the_answer_is_no_idle_timeout() {
-    not_idle("idle-linger0.pcap.gz", 10);
+    // Its own story (an abortive close): `abortive_close.rs`.
+    let (an, _) = analyze("idle-linger0.pcap.gz");
+    let f = one(&an, FindingId::ConnectionReset);
+    assert!(probe(f, IDLE_RESET_EVIDENCE).is_none(), "{}", f.summary);
+    assert!(!f.summary.contains("idle"), "{}", f.summary);
+    let s = one(&an, FindingId::ShortConnections);
+    assert!(probe(s, IDLE_EVIDENCE).is_none(), "{}", s.summary);
+    assert!(!s.summary.contains("idle"), "{}", s.summary);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod abortive_close;
 mod arrived;
 mod attribution;
 mod bloat;
@@ -13,6 +14,7 @@ mod capture_order;
 mod capture_quality;
 mod capture_side;
 mod captures;
+mod client_asked_close;
 mod client_think;
 mod echo_turns;
 mod gap_not_pipelining;
@@ -27,5 +29,6 @@ mod protocols;
 mod queue_wait;
 mod realworld;
 mod realworld_trust;
+mod reuse_gap;
 mod server_leg;
 mod tail;

@@ -109,19 +109,35 @@ zero_window-fix = 让{ common-who }及时读取套接字（排查被阻塞的事
 ## connection_reset
 
 # $probe 为 idle_reset：服务端一侧在完整且已确认的响应之后、连接静默一段稳定的时间后发出 RST（空闲超时）。
+# $probe 为 abortive_close：在按 Content-Length 完整的响应之后、没有请求在等待时，一方立刻用 RST 代替 FIN 关闭连接（SO_LINGER 0）。
 connection_reset-summary = { $probe ->
     [idle_reset] 服务端一侧在每个完整且已被确认的响应之后、连接静默一段稳定的时间后复位了空闲连接：这是空闲超时（多半是服务端前面的负载均衡、NAT 或防火墙），不是在请求/响应中途复位；{ $severity ->
         [info] 抓包中没有请求因此失败
        *[other] 有请求发在已被丢弃的连接上，收到的是 RST 而不是响应
     }
+    [abortive_close] { $side ->
+        [client] 客户端在读完完整的响应之后立刻用 RST 关闭了连接（异常关闭，不是故障）：没有请求失败
+       *[other] { common-who }在完整的响应之后立刻用 RST 而不是 FIN 关闭了连接（异常关闭，SO_LINGER 0），不是在请求/响应中途复位；{ $severity ->
+            [info] 每个响应都已被客户端确认，没有请求丢失
+           *[other] 有些 RST 在客户端确认完整个响应之前就发出了（响应的末尾可能丢失）
+        }
+    }
    *[other] { common-who }用 RST 复位了连接：{ common-impact }
 }
 connection_reset-explanation = { $probe ->
     [idle_reset] 每个响应都完整到达并被确认，随后连接静默了一段稳定的时间，然后服务端一侧发出 RST：这是丢弃空闲连接的定时器，而不是交换中途的故障。带着服务端地址的 RST 来自在服务端一侧持有该连接的设备：有空闲超时的负载均衡、NAT 或防火墙，或者用 SO_LINGER 0 关闭空闲连接的服务端本身；仅凭分组无法区分（它们的报头与服务端的其他分组没有差别）。受害的是使用连接池的客户端：在连接被复位后仍拿它发下一个请求，就会得到错误（需要重试）；这类请求的数量决定严重程度，见证据。
+    [abortive_close] { $side ->
+        [client] 每个响应都已完整到达（按 Content-Length），也没有请求在等待；随后客户端用 RST 而不是 FIN 结束了连接。客户端用 SO_LINGER 0 关闭套接字（一些 HTTP 客户端和压测工具这样做，以免留下 TIME_WAIT），或者关闭时套接字里还有未读的数据，就会这样。服务端日志里会出现并非它的错的“connection reset by peer”；没有丢失任何东西。
+       *[other] 每个响应都按 Content-Length 完整发出，也没有下一个请求在等待；随后{ common-who }用 RST 而不是 FIN 结束了连接：这是异常关闭，不是交换中途的故障。服务端用 SO_LINGER 0 关闭套接字（以免留下 TIME_WAIT），或者关闭时套接字里还有客户端未读的数据，就会这样；它前面的代理也可能以它的名义这样做。风险在于：RST 如果赶在响应最后的报文段之前（丢包或乱序），或者到达一个收到 RST 就丢弃未读数据的客户端协议栈，完整的响应就会变成错误；已经在这个连接上写出下一个请求的客户端（流水线，或立即复用连接的连接池）会因这个请求收到错误。有多少 RST 在客户端确认完响应之前发出，见证据。
+    }
    *[other] 连接没有正常关闭，而是被 RST 中止了。可能的原因：没有套接字在监听该端口（或防火墙以 RST 拒绝）；服务端的 worker 崩溃或被杀死，或用 SO_LINGER 0 关闭套接字；全连接队列已满且 net.ipv4.tcp_abort_on_overflow 为 1；中间的代理或负载均衡器超时；或者客户端在响应未读完时关闭了套接字（压测工具停止时、浏览器离开页面时都会这样，不影响其他请求）。被复位的请求都失败了。下方的证据给出了发生复位的连接和分组。
 }
 connection_reset-fix = { $probe ->
-    [idle_reset] 让客户端在连接被复位之前丢弃空闲连接：把连接池的空闲超时调到小于证据中测得的静默时间（Go `IdleConnTimeout`、OkHttp `keepAliveDuration`、Apache HttpClient `evictIdleConnections`），或者把负载均衡、NAT、防火墙（或服务端）的空闲超时调到大于客户端的；并让客户端重试在复用连接上失败的幂等请求。
+    [idle_reset] 让客户端在连接被复位之前丢弃空闲连接：把连接池的空闲超时调到小于证据中测得的静默时间（证据中与之并列的是客户端复用连接前的实测间隔：从响应的最后一个字节到同一连接上的下一个请求；没有连接被复用时，证据会说明抓包中测不到）（Go `IdleConnTimeout`、OkHttp `keepAliveDuration`、Apache HttpClient `evictIdleConnections`），或者把负载均衡、NAT、防火墙（或服务端）的空闲超时调到大于客户端的；并让客户端重试在复用连接上失败的幂等请求。
+    [abortive_close] { $side ->
+        [client] 请求本身无需修复。若想消除服务端的复位错误，让客户端用 FIN 关闭（不要 SO_LINGER 0），或者保留连接以便复用（keep-alive）。
+       *[other] 让{ common-who }用 FIN 关闭：去掉套接字上的 SO_LINGER 0，或者先关闭写方向（shutdown(SHUT_WR)），读到客户端关闭后再 close()。如果它本意就是每个响应后关闭，就用 `Connection: close` 告诉客户端，让客户端不再复用这个连接。
+    }
    *[other] 对照下方分组的时间查看{ common-who }的日志（崩溃、超时、被杀死的 worker），以及客户端与服务端之间的代理或负载均衡器（空闲超时、请求超时）。如果复位发生在握手之后、交换数据之前，检查全连接队列（`ss -ltn`、`nstat -az TcpExtListenOverflows`），并让 tcp_abort_on_overflow 保持为 0，这样队列满时只会变慢而不会复位。
 }
 
@@ -197,14 +213,17 @@ short_connections-summary = 每个请求一个连接：建立连接的开销占�
    *[no] {""}
 }{ $probe ->
     [idle_timeout] ；服务端一侧在每个连接空闲一段稳定的时间后关闭了它：空闲（keep-alive）超时短于客户端复用连接前的等待，所以客户端只好新建连接
+    [client_asked_close] ；是客户端要求的：服务端先关闭连接，但都是在回答了要求关闭的请求（`Connection: close`，或不带 `Connection: keep-alive` 的 HTTP/1.0）之后
    *[other] {""}
 }
 short_connections-explanation = { $probe ->
     [idle_timeout] 每个请求都新建了一个 TCP 连接：服务端（或它前面的负载均衡、NAT、防火墙）在连接空闲一段稳定的时间后发出第一个 FIN（或 RST），这个固定的值就是它的空闲（keep-alive）超时，而不是每个响应之后都关闭（那样关闭会在响应后几毫秒内发生）。客户端在复用连接之前等待的时间比这个超时更长，于是每个请求都发现连接已被关闭，只能付出新建连接的开销：两边单独看都没有错，是两边的空闲设置不匹配。只在连接上不停发请求的 keep-alive 探测不会让连接空闲，所以它能复用连接与此并不矛盾。
+    [client_asked_close] 每个请求都新建一个 TCP 连接，响应之后就关闭。第一个 FIN 虽然由服务端发出，但它回答的请求要求关闭连接（见证据中抓到的请求头）：HTTP/1.1 除非请求带 `Connection: close`，否则保持连接；HTTP/1.0 除非带 `Connection: keep-alive`，否则每个响应后都关闭。服务端只是照客户端的要求做：每个请求一个连接是客户端的设置，不是服务端的。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字。
    *[other] 每个请求都新建一个 TCP 连接，响应之后就关闭。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字（速率高时会导致临时端口耗尽）。使用 keep-alive，每个连接只需握手一次。这里的建立连接开销只算到客户端对 SYN/ACK 的 ACK 为止：客户端在此之后、写出请求之前自己等待的时间属于客户端应用（connect() 与 write() 之间的工作），不算在网络或服务端头上，复用连接也不能省掉它。
 }
 short_connections-fix = { $probe ->
-    [idle_timeout] 让两边的空闲设置匹配：把服务端的空闲超时（nginx `keepalive_timeout`、Apache `KeepAliveTimeout`、代理的 upstream 空闲超时；如果是 RST，还有负载均衡、NAT 或防火墙的空闲超时）调到大于客户端复用连接的最长间隔；或者把客户端连接池的空闲超时调到小于服务端的超时（例如 Go 的 `IdleConnTimeout`、OkHttp 的 `keepAliveDuration`，或按请求速率确定连接池大小），让客户端先丢弃连接，永远不会拿到一个正在被关闭的连接。
+    [idle_timeout] 证据中与空闲超时并列的是客户端复用连接前的实测间隔（从响应的最后一个字节到同一连接上的下一个请求；没有连接被复用时，证据会说明抓包中测不到）。让两边的空闲设置匹配：把服务端的空闲超时（nginx `keepalive_timeout`、Apache `KeepAliveTimeout`、代理的 upstream 空闲超时；如果是 RST，还有负载均衡、NAT 或防火墙的空闲超时）调到大于客户端复用连接的最长间隔；或者把客户端连接池的空闲超时调到小于服务端的超时（例如 Go 的 `IdleConnTimeout`、OkHttp 的 `keepAliveDuration`，或按请求速率确定连接池大小），让客户端先丢弃连接，永远不会拿到一个正在被关闭的连接。
+    [client_asked_close] 让客户端保持连接：不要再发送 `Connection: close`（HTTP 客户端或压测工具的 keep-alive 开关，例如 Go 的 `DisableKeepAlives` 或 `Request.Close`，或手工加上的请求头），使用 HTTP/1.1（或在 HTTP/1.0 中发送 `Connection: keep-alive`），并按请求速率配置连接池来复用连接。
    *[other] 复用连接：使用 HTTP/1.1 keep-alive（不要发送 `Connection: close`；wrk、curl 和 HTTP 客户端库默认都会复用连接），在客户端使用连接池，在 nginx 的 upstream 块中使用 `keepalive`；如果是服务端关闭连接，开启它的 keep-alive 并调大限制（nginx `keepalive_timeout`、`keepalive_requests`）。如果本次运行特意关闭了 keep-alive（--no-keepalive），这里无需修复。
 }
 

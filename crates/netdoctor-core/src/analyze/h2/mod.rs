@@ -631,6 +631,7 @@ impl H2Conn {
                     first_resp_ts: None,
                     last_resp_ts: None,
                     body_wait_ns: 0,
+                    reuse_gap_ns: None,
                 },
                 req_done: b.end_stream,
                 win,

@@ -9,6 +9,7 @@
 //! state for it answers that request with a reset that acknowledges nothing. Those are
 //! counted (`failed`) and set the severity; without them the finding is info.
 
+use crate::detect::short_connections::reuse::ReuseGaps;
 use crate::finding::{Severity, Side};
 use crate::stats::Hist;
 
@@ -24,6 +25,9 @@ pub(super) struct IdleResets {
     silence: Option<Hist>,
     /// Resets that answered a request sent on a connection dropped while idle.
     pub failed: u64,
+    /// The client's reuse gaps (an answer's end to its next request on the connection),
+    /// those of the requests that hit a dropped connection too.
+    pub reuse: ReuseGaps,
 }
 
 /// The steady silence: 10th, 50th, 90th percentile (ms) and the count.
@@ -81,12 +85,17 @@ impl IdleResets {
         format!(
             "{} resets came after {} of silence (median; 10th–90th percentile {}–{}) that \
              followed an acknowledged answer; {} requests sent on a connection already dropped \
-             got a reset",
+             got a reset; {}",
             s.n,
             secs(s.p50_ms),
             secs(s.p10_ms),
             secs(s.p90_ms),
-            self.failed
+            self.failed,
+            self.reuse.gaps().map_or_else(
+                || "no connection was reused, so the client's reuse gap is not in the capture"
+                    .to_string(),
+                |g| g.note()
+            )
         )
     }
 
@@ -133,9 +142,24 @@ impl IdleResets {
         } else {
             (n as f64 / connections.max(1) as f64).min(1.0)
         };
+        // The client's wait, measured: when it reused connections.
+        let gaps = self.reuse.gaps();
+        let (wait, now) = gaps.map_or((String::new(), String::new()), |g| {
+            (
+                format!(
+                    " The client reused connections {} after an answer's last byte",
+                    g.text()
+                ),
+                format!(" (the client now reuses after up to {})", secs(g.max_ms)),
+            )
+        });
         match self.steady().filter(|_| side == Side::Server) {
             Some(s) => {
                 let x = secs(s.p50_ms);
+                let wait = match gaps {
+                    Some(_) => format!("{wait}, against the {x} timer."),
+                    None => String::new(),
+                };
                 (
                     fraction,
                     severity,
@@ -157,14 +181,14 @@ impl IdleResets {
                          a load balancer, NAT or firewall with an idle timeout, or the server \
                          itself closing idle connections with SO_LINGER 0; the packets alone \
                          do not tell which (nothing in their headers differs from the \
-                         server's).{harm_why}",
+                         server's).{harm_why}{wait}",
                         secs(s.p10_ms),
                         secs(s.p90_ms),
                         s.n
                     ),
                     format!(
                         "Make the client drop idle connections before they are reset: a pool \
-                         idle timeout below {x} (Go `IdleConnTimeout`, OkHttp \
+                         idle timeout below {x}{now} (Go `IdleConnTimeout`, OkHttp \
                          `keepAliveDuration`, Apache HttpClient `evictIdleConnections`), or \
                          raise the idle timeout of the load balancer, NAT or firewall (or the \
                          server's) above the client's; let the client retry idempotent requests \
@@ -178,7 +202,8 @@ impl IdleResets {
                 side,
                 format!("The {who} reset {n} idle connections between requests{harm}"),
                 format!(
-                    "A connection with no request in progress was reset by the {who}{}. {}{harm_why}",
+                    "A connection with no request in progress was reset by the {who}{}. \
+                     {}{harm_why}{}",
                     self.varying().map_or(String::new(), |(lo, hi)| format!(
                         ", after silences that were not one steady value (10th–90th \
                          percentile {}–{}: no single idle timer)",
@@ -192,12 +217,18 @@ impl IdleResets {
                         "Clients do this when they close pooled connections with SO_LINGER 0 \
                          or exit with connections open (a middlebox's idle timeout can reset \
                          in the client's name too)."
+                    },
+                    if wait.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{wait}.")
                     }
                 ),
-                "Align idle timeouts: the client should close idle keep-alive connections \
-                 before the server or a middlebox drops them, and retry idempotent requests \
-                 that fail on a reused connection."
-                    .to_string(),
+                format!(
+                    "Align idle timeouts: the client should close idle keep-alive connections \
+                     before the server or a middlebox drops them{now}, and retry idempotent \
+                     requests that fail on a reused connection."
+                ),
             ),
         }
     }

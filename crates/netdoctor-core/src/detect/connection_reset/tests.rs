@@ -3,6 +3,7 @@
 use super::*;
 use crate::decode::TcpFlags as F;
 use crate::detect::testkit::*;
+use crate::event::ExchangeDone;
 
 fn reset(kind: ResetKind, from_server: bool, k: u64) -> Event<'static> {
     Event::Reset {
@@ -190,4 +191,109 @@ fn a_few_idle_resets_are_info() {
         v[0].summary
     );
     assert!(run::<ConnectionReset>(&[], &cx(10)).is_empty());
+}
+
+#[test]
+fn a_reset_after_a_complete_answer_is_a_warning_only_when_the_answer_was_not_acknowledged() {
+    let after = |k: u64, unacked: bool| Event::Reset {
+        ends: ends(),
+        kind: ResetKind::AfterAnswer,
+        before: Some(pkt(k * 2, k as i64 * 10, true, F::PSH, 600)),
+        rst: pkt(k * 2 + 1, k as i64 * 10 + 1, true, F::RST, 0),
+        req: None,
+        context: crate::event::ResetContext {
+            unacked,
+            ..Default::default()
+        },
+    };
+    let probe = |f: &Finding| {
+        f.evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::Probe { probe, .. } if probe == AFTER_ANSWER_EVIDENCE))
+    };
+    let v = run::<ConnectionReset>(&[after(1, false), after(2, false)], &cx(10));
+    assert_eq!((v[0].severity, v[0].side), (Severity::Info, Side::Server));
+    assert!(v[0].summary.contains("1.00 ms after"), "{}", v[0].summary);
+    assert!(probe(&v[0]));
+    let v = run::<ConnectionReset>(&[after(1, false), after(2, true)], &cx(10));
+    assert_eq!(v[0].severity, Severity::Warning, "{}", v[0].summary);
+    assert!(
+        v[0].summary
+            .contains("1 came before the client had acknowledged"),
+        "{}",
+        v[0].summary
+    );
+    // Behind a failure in the middle, it follows as "also" without its zh key.
+    let v = run::<ConnectionReset>(
+        &[after(1, false), reset(ResetKind::DuringExchange, true, 3)],
+        &cx(10),
+    );
+    assert_eq!(v[0].severity, Severity::Critical, "{}", v[0].summary);
+    assert!(
+        v[0].summary.contains("; also, the server closed"),
+        "{}",
+        v[0].summary
+    );
+    assert!(!probe(&v[0]));
+}
+
+#[test]
+fn the_clients_reuse_gap_stands_next_to_the_idle_timer() {
+    let idle = |k: u64| Event::Reset {
+        ends: ends(),
+        kind: ResetKind::Idle,
+        before: Some(pkt(k * 2, k as i64 * 10_000, true, F::PSH, 600)),
+        rst: pkt(
+            k * 2 + 1,
+            k as i64 * 10_000 + 1000,
+            true,
+            F::RST | F::ACK,
+            0,
+        ),
+        req: None,
+        context: crate::event::ResetContext {
+            idle_ns: 1_000_000_000,
+            ..Default::default()
+        },
+    };
+    let xs: Vec<ExchangeDone> = (0..3)
+        .map(|k| ExchangeDone {
+            reuse_gap_ns: Some(500_000_000),
+            ..ExchangeDone::new(
+                ends(),
+                pkt(100 + k, 0, false, F::PSH, 50),
+                pkt(200 + k, 1, true, F::PSH, 600),
+            )
+        })
+        .collect();
+    let mut ev: Vec<Event<'_>> = (1..=6).map(idle).collect();
+    ev.extend(xs.iter().map(Event::ExchangeDone));
+    let v = run::<ConnectionReset>(&ev, &cx(10));
+    assert_eq!(v[0].side, Side::Network, "{}", v[0].summary);
+    assert!(
+        v[0].explanation.contains(
+            "The client reused connections 0.50 s (median; 90th percentile 0.50 s, largest \
+             0.50 s, over 3 reuses) after an answer's last byte, against the 1.00 s timer."
+        ),
+        "{}",
+        v[0].explanation
+    );
+    assert!(
+        v[0].fix
+            .contains("below 1.00 s (the client now reuses after up to 0.50 s)"),
+        "{}",
+        v[0].fix
+    );
+    let note = v[0]
+        .evidence
+        .iter()
+        .find_map(|e| match e {
+            Evidence::Probe { probe, note } if probe == IDLE_RESET_EVIDENCE => Some(note),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{:#?}", v[0].evidence));
+    assert!(
+        note.contains("the client reused a connection 0.50 s"),
+        "{note}"
+    );
 }

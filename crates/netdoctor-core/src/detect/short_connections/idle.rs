@@ -11,6 +11,7 @@
 //! Resets instead of FINs after that steady silence are an idle timeout too, often a load
 //! balancer's, NAT's or firewall's rather than the server's own.
 
+use super::reuse::Gaps;
 use crate::stats::Hist;
 
 /// The median silence before the server's FIN from which it is a timer, not a close after
@@ -100,7 +101,13 @@ impl IdleTimeout {
 
     /// The explanation's sentences on it; `probe` is the closed-loop keep-alive probe's
     /// (requests, connections) when it kept connections.
-    pub(super) fn explanation(&self, conns: u64, probe: Option<(u32, u32)>) -> String {
+    /// `gaps`: the client's measured reuse gaps.
+    pub(super) fn explanation(
+        &self,
+        conns: u64,
+        gaps: Option<Gaps>,
+        probe: Option<(u32, u32)>,
+    ) -> String {
         let by = if self.resets_most() {
             format!(
                 "The server's side reset (RST, not FIN) {} of {conns} connections, each after the \
@@ -124,11 +131,24 @@ impl IdleTimeout {
                 secs(self.p90_ms)
             )
         };
+        let wait = match gaps {
+            Some(g) => format!(
+                "The client reused the connections it did reuse {} after an answer's last byte; \
+                 those it came back to after more than {} had been closed, so those requests \
+                 paid for a new connection",
+                g.text(),
+                secs(self.p50_ms)
+            ),
+            None => "The client waited longer than that before it reused a connection (no \
+                     connection was reused in the capture to time that wait: each was closed \
+                     before the client came back), so each request found its connection closed \
+                     and paid for a new one"
+                .to_string(),
+        };
         format!(
             " {by}, not a close after each response (that follows the answer within \
-             milliseconds). The client waited longer than that before it reused a connection, so \
-             each request found its connection closed and paid for a new one: neither side alone \
-             is wrong, the two idle settings do not fit.{}",
+             milliseconds). {wait}: neither side alone is wrong, the two idle settings do not \
+             fit.{}",
             probe.map_or(String::new(), |(requests, connections)| format!(
                 " A short keep-alive probe afterwards, which never leaves a connection idle, got \
                  {requests} requests answered on {connections} connections: consistent with an \
@@ -161,16 +181,21 @@ impl IdleTimeout {
     }
 
     /// The evidence entry: the measured timeout.
-    pub(super) fn note(&self) -> String {
+    pub(super) fn note(&self, gaps: Option<Gaps>) -> String {
         format!(
             "{} first closes by the server's side ({} of them resets) came after {} idle \
              (median; 10th–90th percentile {}–{}); silence measured from the connection's \
-             previous packet (TCP keep-alive probes aside)",
+             previous packet (TCP keep-alive probes aside); {}",
             self.n,
             self.resets,
             secs(self.p50_ms),
             secs(self.p10_ms),
-            secs(self.p90_ms)
+            secs(self.p90_ms),
+            gaps.map_or_else(
+                || "no connection was reused, so the client's reuse gap is not in the capture"
+                    .to_string(),
+                |g| g.note()
+            )
         )
     }
 }

@@ -38,12 +38,15 @@
 
 use std::net::SocketAddr;
 
+mod asked;
 mod idle;
+pub(crate) mod reuse;
+pub use asked::ASKED_CLOSE_EVIDENCE;
 pub(crate) use idle::steady;
 pub use idle::{IDLE_EVIDENCE, IDLE_MIN_MS};
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
-use crate::event::Event;
+use crate::event::{ClientAsked, Event};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{KeepAliveCost, Observation};
 use crate::stats::Hist;
@@ -60,6 +63,9 @@ enum Closer {
     /// The server closed them after a steady idle time ([`idle`]): its idle timeout is
     /// shorter than the client's wait before reusing a connection.
     ServerIdle,
+    /// The server closed them right after requests that asked for it (`Connection: close`,
+    /// HTTP/1.0): the client's choice ([`asked`]).
+    ClientAsked,
     Client,
     Unknown,
 }
@@ -95,6 +101,10 @@ pub struct ShortConnections {
     closed_by_client: u64,
     /// The silences before the server's first closes.
     idle: idle::IdleCloses,
+    /// What the requests on the connections the server closed first asked.
+    asked: asked::AskedCloses,
+    /// The client's reuse gaps (answer's end to its next request on the connection).
+    reuse: reuse::ReuseGaps,
     /// From the run's config: keep-alive was on (`Some(false)`: the user asked for one
     /// connection per request).
     keepalive: Option<bool>,
@@ -105,7 +115,9 @@ pub struct ShortConnections {
 
 impl Detector for ShortConnections {
     fn interests(&self) -> Interests {
-        Interests::CONN_DONE.and(Interests::OBSERVED)
+        Interests::CONN_DONE
+            .and(Interests::OBSERVED)
+            .and(Interests::EXCHANGE_DONE)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -121,6 +133,7 @@ impl Detector for ShortConnections {
                         c.exchanges,
                         c.first_close,
                         c.idle_before_close_ns,
+                        c.asked,
                     );
                 }
             }
@@ -128,6 +141,11 @@ impl Detector for ShortConnections {
                 self.keepalive = Some(*keepalive);
             }
             Event::Observed(Observation::KeepAlive(c)) => self.probe = Some(c.clone()),
+            Event::ExchangeDone(x) => {
+                if let Some(g) = x.reuse_gap_ns {
+                    self.reuse.record(g);
+                }
+            }
             _ => {}
         }
     }
@@ -151,6 +169,7 @@ impl ShortConnections {
         exchanges: u32,
         first_close: Option<Pkt>,
         idle_before_close_ns: Option<i64>,
+        asked: ClientAsked,
     ) {
         let Some(first_req) = first_req else {
             return;
@@ -172,6 +191,7 @@ impl ShortConnections {
             Some(p) if p.from_server && p.flags.rst() && !p.flags.ack() => {}
             Some(p) if p.from_server => {
                 self.closed_by_server += 1;
+                self.asked.record(asked);
                 if let Some(ns) = idle_before_close_ns {
                     self.idle.record(ns, p.flags.rst());
                 }
@@ -240,9 +260,16 @@ impl ShortConnections {
             None if setup >= 1.0 && share >= 0.2 => Severity::Warning,
             None => Severity::Info,
         };
+        // Offline, the server closed them right after requests that asked for the close.
+        let client_asked = !requested
+            && seen
+            && probe.is_none()
+            && self.closed_by_server > self.closed_by_client
+            && self.asked.by_client(self.closed_by_server);
         // The server closed them after one steady idle time, and a probe (if any) did not see
         // it refuse keep-alive outright: its idle timeout, not a close after each answer.
         let idle = (!requested
+            && !client_asked
             && seen
             && self.closed_by_server > self.closed_by_client
             && !probe.is_some_and(|p| p.server_closed > 0 && p.reused == 0))
@@ -250,6 +277,7 @@ impl ShortConnections {
         .flatten();
         let closer = match probe {
             _ if idle.is_some() => Closer::ServerIdle,
+            _ if client_asked => Closer::ClientAsked,
             // The server closed the probe's keep-alive connections after one answer.
             Some(p) if p.server_closed > 0 && p.reused == 0 => Closer::Server,
             // The server kept them: the load's connections ended at the client's request.
@@ -258,6 +286,10 @@ impl ShortConnections {
             _ if self.closed_by_client > 0 => Closer::Client,
             _ => Closer::Unknown,
         };
+        // Offline, the server closed them but the snap length cut what the requests asked.
+        let unreadable = probe.is_none()
+            && closer == Closer::Server
+            && self.asked.unreadable(self.closed_by_server);
         let side = match closer {
             Closer::Server | Closer::ServerIdle if !requested => Side::Server,
             _ => Side::Client,
@@ -275,9 +307,15 @@ impl ShortConnections {
                 p.requests, p.connections
             ),
             (None, Closer::Server) => format!(
-                "; the server closed {} of them first",
-                self.closed_by_server
+                "; the server closed {} of them first{}",
+                self.closed_by_server,
+                if unreadable {
+                    " (whether the client asked for it, the capture's snap length cut off)"
+                } else {
+                    ""
+                }
             ),
+            (_, Closer::ClientAsked) => self.asked.summary(self.closed_by_server),
             (None, Closer::Client) => format!(
                 "; the client closed {} of them first",
                 self.closed_by_client
@@ -342,7 +380,12 @@ impl ShortConnections {
                 if requested { String::new() } else { who_closed }
             ),
         );
-        f.confidence = if probe.is_some() { 0.95 } else { 0.9 };
+        f.confidence = match probe {
+            Some(_) => 0.95,
+            // The server closed, but maybe because the client asked (not in the capture).
+            None if unreadable => 0.7,
+            None => 0.9,
+        };
         f.impact.added_latency_ms = Some(match probe {
             Some(p) => (p.first_p50_ms - p.request_p50_ms).max(0.0),
             None => setup,
@@ -395,17 +438,24 @@ impl ShortConnections {
                 (false, Closer::ServerIdle, _) => idle.map_or(String::new(), |t| {
                     t.explanation(
                         self.conns,
+                        self.reuse.gaps(),
                         probe
                             .filter(|p| p.reused > 0)
                             .map(|p| (p.requests, p.connections)),
                     )
                 }),
+                (false, Closer::Server, None) if unreadable => {
+                    self.asked.cut_note(self.closed_by_server, self.conns)
+                }
                 (false, Closer::Server, None) => format!(
                     " The server sent the first FIN on {} of {} connections: it closes after \
                      each response (keep-alive off or limited on the server, or it answers with \
                      `Connection: close`).",
                     self.closed_by_server, self.conns
                 ),
+                (false, Closer::ClientAsked, _) => {
+                    self.asked.explanation(self.closed_by_server, self.conns)
+                }
                 (false, Closer::Client, None) => format!(
                     " The client sent the first FIN on {} of {} connections: it does not reuse \
                      them.",
@@ -439,6 +489,7 @@ impl ShortConnections {
                           measure with connection reuse."
                 .to_string(),
             (false, Closer::ServerIdle, Some(t)) => t.fix(),
+            (false, Closer::ClientAsked, _) => asked::AskedCloses::fix(),
             (false, Closer::Server, _) => "Let the server keep connections open: enable HTTP \
                  keep-alive and raise its limits (nginx `keepalive_timeout`, \
                  `keepalive_requests`; Apache `KeepAlive On`, `MaxKeepAliveRequests`), and stop \
@@ -499,7 +550,13 @@ impl ShortConnections {
         if let Some(t) = idle {
             f.evidence.push(Evidence::Probe {
                 probe: IDLE_EVIDENCE.into(),
-                note: t.note(),
+                note: t.note(self.reuse.gaps()),
+            });
+        }
+        if closer == Closer::ClientAsked {
+            f.evidence.push(Evidence::Probe {
+                probe: ASKED_CLOSE_EVIDENCE.into(),
+                note: self.asked.note(self.closed_by_server),
             });
         }
         if let Some(p) = probe {

@@ -20,6 +20,7 @@ fn conn(repeat_syn: bool) -> ConnDone {
         exchanges: 0,
         first_close: None,
         idle_before_close_ns: None,
+        asked: Default::default(),
     }
 }
 
@@ -115,6 +116,7 @@ fn synacks_to_a_silent_client_are_not_a_slow_setup() {
             exchanges: 0,
             first_close: None,
             idle_before_close_ns: None,
+            asked: Default::default(),
         }
     };
     let cs = [silent(), silent(), conn(false)];
@@ -194,6 +196,7 @@ fn a_synack_repeated_to_an_idle_open_connection_delays_nobody() {
             exchanges: 0,
             first_close: None,
             idle_before_close_ns: None,
+            asked: Default::default(),
         }
     };
     let idle = handshake(None, None);

@@ -1,0 +1,67 @@
+//! The client's reuse gap: on a connection it reused, the time from an answer's last byte to
+//! its next request. The idle stories compare the server's (or a middlebox's) idle timeout
+//! with how long the client waits before it reuses a connection; this is that wait, measured,
+//! so the fix has two numbers to compare. Requests sent on a connection already dropped while
+//! idle count too (their gap is the one that lost). A client that never reused a connection
+//! (the server closed each one first) leaves nothing to measure, and the texts say so.
+
+use crate::stats::Hist;
+
+/// Reuse gaps from which the percentiles are told.
+const MIN_GAPS: u64 = 3;
+
+/// The reuse gaps seen.
+#[derive(Default)]
+pub(crate) struct ReuseGaps {
+    hist: Option<Hist>,
+}
+
+/// The measured gaps: count, 50th and 90th percentile, largest (ms).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Gaps {
+    pub n: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub max_ms: f64,
+}
+
+fn secs(ms: f64) -> String {
+    format!("{:.2} s", ms / 1000.0)
+}
+
+impl ReuseGaps {
+    pub(crate) fn record(&mut self, gap_ns: i64) {
+        self.hist.get_or_insert_with(Hist::new).record_ns(gap_ns);
+    }
+
+    pub(crate) fn gaps(&self) -> Option<Gaps> {
+        let h = self.hist.as_ref()?;
+        (h.len() >= MIN_GAPS).then(|| Gaps {
+            n: h.len(),
+            p50_ms: h.quantile_ms(0.5),
+            p90_ms: h.quantile_ms(0.9),
+            max_ms: h.quantile_ms(1.0),
+        })
+    }
+}
+
+impl Gaps {
+    /// "1.50 s (median; 90th percentile 1.50 s, largest 1.51 s, over 12 reuses)".
+    pub(crate) fn text(&self) -> String {
+        format!(
+            "{} (median; 90th percentile {}, largest {}, over {} reuses)",
+            secs(self.p50_ms),
+            secs(self.p90_ms),
+            secs(self.max_ms),
+            self.n
+        )
+    }
+
+    /// The evidence clause: the client's gap next to the idle timeout.
+    pub(crate) fn note(&self) -> String {
+        format!(
+            "the client reused a connection {} after an answer's last byte",
+            self.text()
+        )
+    }
+}

@@ -1,0 +1,93 @@
+//! Resets right after a complete answer: an abortive close (`SO_LINGER` 0 at close), not a
+//! reset in the middle of a request/response. `idle-linger0` was told as a critical failure of
+//! every request although each answer had arrived whole. Real traffic between two namespaces
+//! (`testdata/captures/make-idle.sh`), captured at the client:
+//! - `idle-linger0.pcap.gz`: a Python server answers (600 bytes by `Content-Length`) and
+//!   resets at close; the client had acknowledged each answer: info, side server;
+//! - `idle-client-linger0.pcap.gz`: nginx keeps the connection, the client resets it right
+//!   after reading its answer: info, side client;
+//! - `idle-noanswer.pcap.gz`: the server reads the request and resets without answering: a
+//!   failed request, stays critical "in the middle".
+
+use crate::common::{analyze, one};
+use netdoctor_core::detect::connection_reset::{AFTER_ANSWER_EVIDENCE, IDLE_RESET_EVIDENCE};
+use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
+
+fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
+    f.evidence.iter().find_map(|e| match e {
+        Evidence::Probe { probe, note } if probe == name => Some(note.as_str()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_server_reset_right_after_a_complete_acknowledged_answer_is_an_abortive_close() {
+    let (an, _) = analyze("idle-linger0.pcap.gz");
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Info, Side::Server),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains("in the middle"), "{}", f.summary);
+    assert!(
+        f.summary
+            .contains("closed 10 connections with a reset 0.03 ms after a complete answer"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("no request was lost"), "{}", f.summary);
+    let note = probe(f, AFTER_ANSWER_EVIDENCE).unwrap_or_else(|| panic!("{:#?}", f.evidence));
+    assert!(note.contains("0 of them before the client"), "{note}");
+    assert!(probe(f, IDLE_RESET_EVIDENCE).is_none());
+    assert!(f.fix.contains("SO_LINGER 0"), "{}", f.fix);
+    // Every example shows the answer, then the reset, with the gap between them.
+    let mut n = 0;
+    for e in &f.evidence {
+        if let Evidence::Packets { packets, note, .. } = e {
+            assert_eq!(packets.len(), 2, "{note}");
+            assert!(note.starts_with("the answer was complete"), "{note}");
+            n += 1;
+        }
+    }
+    assert!(n > 0, "{:#?}", f.evidence);
+}
+
+#[test]
+fn a_client_reset_right_after_reading_its_answer_is_the_clients_abortive_close() {
+    let (an, _) = analyze("idle-client-linger0.pcap.gz");
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Info, Side::Client),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.summary
+            .contains("The client closed 10 connections with a reset"),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains("while a response"), "{}", f.summary);
+    assert!(probe(f, AFTER_ANSWER_EVIDENCE).is_some());
+}
+
+#[test]
+fn a_server_reset_of_a_request_it_never_answered_stays_a_failure_in_the_middle() {
+    let (an, _) = analyze("idle-noanswer.pcap.gz");
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Critical, Side::Server),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.summary.contains("reset 10 connections in the middle"),
+        "{}",
+        f.summary
+    );
+    assert!(probe(f, AFTER_ANSWER_EVIDENCE).is_none());
+}
