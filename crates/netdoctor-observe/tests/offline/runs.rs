@@ -31,9 +31,12 @@ fn record(out: &mut Vec<u8>, ts_us: i64, data: &[u8]) {
     out.extend_from_slice(data);
 }
 
-/// What a walk in `parts` found: runs, first backdated frame, frames, backdated count and
-/// the frame numbers in merged order.
-fn walk(path: &Path, parts: usize) -> Option<(usize, Option<u64>, u64, u64, Vec<u64>)> {
+/// What a walk found: runs, first backdated frame, frames, backdated count and the frame
+/// numbers in merged order.
+type Walked = (usize, Option<u64>, u64, u64, Vec<u64>);
+
+/// What a walk in `parts` found.
+fn walk(path: &Path, parts: usize) -> Option<Walked> {
     let file = CaptureFile::open(path).expect("open");
     let (runs, back) = file.time_runs(1 << 20, parts, &backdated_after)?;
     let mut order = Vec::new();
