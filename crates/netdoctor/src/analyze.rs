@@ -99,8 +99,8 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     // not, its in-order runs, merged by timestamp while it is read (`TimeRuns`, up to
     // MAX_RUNS). Any other uncompressed file's stamps are walked first ([`first_backdated`])
     // and a file out of order goes through TimeOrder; a gzip'd one (a walk would decompress it
-    // twice) is analyzed in file order until its first backdated frame and then again. Each
-    // way the analysis runs once over a file read from disk.
+    // twice) is analyzed in file order until its first backdated frame and then again. An
+    // uncompressed file is so analyzed once.
     let rereads = rereadable(&args.file, args.follow);
     let scanned = rereads && !file.is_gzip();
     let read = |pass: Pass<'_>| {
@@ -276,8 +276,10 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
 /// [`StampOrder`] judges), reading stamps only. A file that cannot be read to there gives
 /// `None`: the analysis reads it in file order and reports what it finds.
 ///
-/// The walk costs ~4 % of an analysis pass (bench/README.md), and spares the pass a file
-/// with a late backdated frame would otherwise make in file order up to it and throw away.
+/// For a file the mapped walk (`CaptureFile::time_runs`) does not take (pcapng, a record cut
+/// short or too long, too many runs). The walk costs ~4 % of an analysis pass
+/// (bench/README.md), and spares the pass a file with a late backdated frame would otherwise
+/// make in file order up to it and throw away.
 fn first_backdated(file: &mut CaptureFile) -> Option<u64> {
     let mut stamps = StampOrder::new();
     let mut at = None;
