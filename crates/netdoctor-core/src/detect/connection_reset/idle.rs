@@ -9,7 +9,7 @@
 //! state for it answers that request with a reset that acknowledges nothing. Those are
 //! counted (`failed`) and set the severity; without them the finding is info.
 
-use crate::detect::short_connections::reuse::ReuseGaps;
+use crate::detect::short_connections::reuse::{ReuseGaps, secs};
 use crate::finding::{Severity, Side};
 use crate::stats::Hist;
 
@@ -37,10 +37,6 @@ pub(super) struct Steady {
     pub p10_ms: f64,
     pub p50_ms: f64,
     pub p90_ms: f64,
-}
-
-fn secs(ms: f64) -> String {
-    format!("{:.2} s", ms / 1000.0)
 }
 
 /// What the idle arm of the report needs: (fraction, severity, side, summary, explanation,

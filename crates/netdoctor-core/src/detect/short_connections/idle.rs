@@ -11,7 +11,7 @@
 //! Resets instead of FINs after that steady silence are an idle timeout too, often a load
 //! balancer's, NAT's or firewall's rather than the server's own.
 
-use super::reuse::Gaps;
+use super::reuse::{Gaps, secs};
 use crate::stats::Hist;
 
 /// The median silence before the server's FIN from which it is a timer, not a close after
@@ -66,10 +66,6 @@ impl IdleCloses {
 /// enough ([`IDLE_MIN_MS`]) and clustered ([`SPREAD_MAX`], [`SPREAD_FLOOR_MS`]).
 pub(crate) fn steady(p10_ms: f64, p50_ms: f64, p90_ms: f64) -> bool {
     p50_ms >= IDLE_MIN_MS && p90_ms - p10_ms <= (SPREAD_MAX * p50_ms).max(SPREAD_FLOOR_MS)
-}
-
-fn secs(ms: f64) -> String {
-    format!("{:.2} s", ms / 1000.0)
 }
 
 impl IdleTimeout {

@@ -25,7 +25,8 @@ pub(crate) struct Gaps {
     pub max_ms: f64,
 }
 
-fn secs(ms: f64) -> String {
+/// A duration of `ms` milliseconds in seconds, as the idle stories write it: "1.50 s".
+pub(crate) fn secs(ms: f64) -> String {
     format!("{:.2} s", ms / 1000.0)
 }
 
