@@ -52,13 +52,18 @@ fn response_len(body: usize) -> i32 {
 fn client_lowats(peer: SocketAddr) -> Option<Vec<i32>> {
     let pid = std::process::id();
     let mut out = Vec::new();
+    // One entry per socket, not per descriptor: the other tests of this binary run at the same
+    // time and duplicate every socket of the process while they look for theirs, so a client
+    // socket can briefly have two descriptors here (seen in CI: 5 sockets for 4 connections).
+    let mut seen = std::collections::HashSet::new();
     for e in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
-        let is_socket =
-            std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"));
+        let Ok(link) = std::fs::read_link(e.path()) else {
+            continue;
+        };
         let Some(fd) = e.file_name().to_str().and_then(|s| s.parse::<RawFd>().ok()) else {
             continue;
         };
-        if !is_socket {
+        if !link.to_string_lossy().starts_with("socket:") || !seen.insert(link) {
             continue;
         }
         let dup = match netdoctor_sys::pidfd::dup_from(pid, fd) {
