@@ -3,7 +3,9 @@
 # packets/s, GB/s (capture file bytes / wall time), peak RSS, and whether the JSON reports of
 # -j 1 and -j N are byte-identical (elapsed_s aside). Rounds alternate the tools; the median
 # of ROUNDS runs is shown (tshark: one run). The load average is printed before and after (the machine may be
-# shared: read the ratios with it).
+# shared: read the ratios with it). Each round also runs N copies of -j 1 at once: what the
+# machine's cores do together at that moment bounds any -j N (the ceiling; on this 2-vCPU VM
+# ~1.6x, not 2x, since the vCPUs slow each other down), and -j N is shown against it.
 #
 # Needs what bench/analyze-vs-tshark.sh needs (its cached captures are used; made by it when
 # missing), /usr/bin/time and jq.
@@ -80,6 +82,7 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     tools+=(tcptrace)
     [[ "${TSHARK:-1}" != 0 ]] && tools+=(tshark)
     declare -A secs=() rss=() cpu=()
+    all_par="" ceil="" speed=""
     for round in $(seq 1 "$ROUNDS"); do
         for t in "${tools[@]}"; do
             # tshark is ~50x slower: one run of it (round 1) is enough for its ratio.
@@ -97,6 +100,25 @@ for f in "$big" "$CACHE/nagle.pcap"; do
             rss[$t]+="$m "
             cpu[$t]+="$c "
         done
+        # The machine's parallel ceiling this round: N copies of -j 1 at once. Together they
+        # do sum(1 / t_k) runs a second where one alone did 1 / t(-j 1), so no split of one
+        # run over N threads can beat t(-j 1) * sum(1 / t_k) times -j 1's speed. On this VM
+        # the two vCPUs often run at different speeds at the same moment (0.35 s and 0.59 s
+        # for the same run, session 17), which is also why -j 1 alone looks bimodal.
+        par=""
+        for k in $(seq 1 "$N"); do
+            /usr/bin/time -f '%e' -o "$work/par.$k" \
+                "$NETDOCTOR" analyze -j 1 --json "$f" >/dev/null 2>&1 &
+        done
+        wait
+        for k in $(seq 1 "$N"); do par+="$(tail -1 "$work/par.$k") "; done
+        all_par+="[$par] "
+        j1s="$(awk '{ print $NF }' <<<"${secs[j1]}")"
+        jns="$(awk '{ print $NF }' <<<"${secs[jn]}")"
+        ceil+="$(awk -v one="$j1s" -v p="$par" 'BEGIN {
+            k = split(p, v, " "); r = 0; for (i = 1; i <= k; i++) r += 1 / (v[i] < 0.01 ? 0.01 : v[i])
+            printf "%.3f", (one < 0.01 ? 0.01 : one) * r }') "
+        speed+="$(awk -v a="$j1s" -v b="$jns" 'BEGIN { if (a < 0.01) a = 0.01; if (b < 0.01) b = 0.01; printf "%.3f", a / b }') "
     done
     printf '  %-30s %8s %12s %8s %9s %10s %7s\n' tool seconds packets/s GB/s "RSS MiB" "vs -j 1" "CPU s"
     declare -A med=() medcpu=()
@@ -121,6 +143,13 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         }'
     done
     echo "  (all runs, seconds: -j 1: ${secs[j1]}; -j $N: ${secs[jn]})"
+    echo "  (all runs, $N x -j 1 at once, seconds: $all_par)"
+    eff="$(awk -v s="$speed" -v c="$ceil" 'BEGIN {
+        k = split(s, a, " "); split(c, b, " "); for (i = 1; i <= k; i++) printf "%.3f\n", a[i] / b[i] }')"
+    printf '  per round (median): -j %d speedup %.2fx; ceiling (%d x -j 1 at once) %.2fx; -j %d reaches %.0f %% of it\n' \
+        "$N" "$(tr ' ' '\n' <<<"$speed" | grep . | median)" "$N" \
+        "$(tr ' ' '\n' <<<"$ceil" | grep . | median)" "$N" \
+        "$(median <<<"$eff" | awk '{ print 100 * $1 }')"
     echo "  (all runs, CPU seconds: -j 1: ${cpu[j1]}; -j $N: ${cpu[jn]})"
     if [[ -n "${PEER:-}" ]]; then
         echo "  (PEER all runs, seconds: -j 1: ${secs[p1]}; -j $N: ${secs[pn]}; CPU: ${cpu[p1]}; ${cpu[pn]})"
@@ -165,6 +194,7 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         }'
     fi
     unset secs rss med cpu medcpu
+    all_par="" ceil="" speed=""
 done
 echo
 load_average after
