@@ -31,6 +31,7 @@ use crate::error::io_error;
 use crate::{BadCaptureKind, ObserveError, PacketSource, SourceSummary};
 use input::{Input, Shared};
 use mapped::{MappedState, read_mapped};
+pub use mapped::{PageHold, SharedMap};
 use netdoctor_core::{LinkType, RawPacket};
 use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
@@ -245,6 +246,16 @@ impl CaptureFile {
     ) -> Option<(TimeRuns<'_>, u64)> {
         match &self.inner {
             Inner::Mapped(st) => runs::walk(st, max_runs, parts, backdated),
+            _ => None,
+        }
+    }
+
+    /// The map of a file read in place, for a consumer that reads frames after the
+    /// callback returns (pages are then released only behind it); `None` for a file read
+    /// through a stream (its frames are gone when the callback returns).
+    pub fn share_map(&self) -> Option<SharedMap> {
+        match &self.inner {
+            Inner::Mapped(st) => Some(st.share()),
             _ => None,
         }
     }

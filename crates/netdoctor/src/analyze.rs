@@ -106,7 +106,25 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     let read = |pass: Pass<'_>| {
         // --dump-flags lists flags in frame order from one analyzer: it stays on one thread.
         let mut analyzer = if jobs > 1 && args.dump_flags.is_none() {
-            Engine::Sharded(Box::new(ShardedAnalyzer::new(cfg.clone(), jobs)))
+            // Frames read in place from the map go to the workers as offsets into it; the
+            // reader then drops pages only behind the workers.
+            let shared = match &pass {
+                Pass::File(file) => file.share_map(),
+                Pass::Runs(runs, _) => Some(runs.share_map()),
+                Pass::Reorder(_) => None,
+            };
+            Engine::Sharded(Box::new(match shared {
+                Some(m) => {
+                    let hold = m.hold;
+                    ShardedAnalyzer::with_region(
+                        cfg.clone(),
+                        jobs,
+                        m.bytes,
+                        Box::new(move |n| hold.done_through(n)),
+                    )
+                }
+                None => ShardedAnalyzer::new(cfg.clone(), jobs),
+            }))
         } else if args.dump_flags.is_some() {
             Engine::One(Box::new(Analyzer::new(cfg.clone()).record_flags()))
         } else {

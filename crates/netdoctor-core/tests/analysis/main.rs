@@ -31,4 +31,5 @@ mod realworld;
 mod realworld_trust;
 mod reuse_gap;
 mod server_leg;
+mod shard_region;
 mod tail;

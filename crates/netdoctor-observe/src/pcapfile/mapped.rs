@@ -10,12 +10,16 @@ use super::{LegacyHeader, MAX_CAPLEN, bad, read_u32, truncated_warning};
 use crate::{BadCaptureKind, ObserveError, SourceSummary};
 use netdoctor_core::RawPacket;
 use netdoctor_sys::mmap::Mapped;
+use std::collections::VecDeque;
 use std::fs::File;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Pages are released behind the reader (and the next ones mapped in advance) in steps of
 /// this many bytes: what is resident of the file stays within about two steps. A consumer that
-/// keeps frames past the callback (`analyze -j N`'s reader) copies them.
+/// keeps frames past the callback either copies them or takes the map ([`SharedMap`]) and
+/// tells the reader how far it got, so pages are released only behind it.
 pub(super) const STEP: usize = 1 << 20;
 
 /// How far ahead of a walk the next records' cache lines are asked for
@@ -24,8 +28,42 @@ pub(super) const STEP: usize = 1 << 20;
 pub(super) const AHEAD: usize = 8 << 10;
 
 pub(super) struct MappedState {
-    pub map: Mapped,
+    pub map: Arc<Mapped>,
     pub header: LegacyHeader,
+    /// Set once a consumer shares the map ([`MappedState::share`]).
+    hold: OnceLock<PageHold>,
+}
+
+/// The map of a capture shared with a consumer that reads its frames after the reader's
+/// callback returns (`analyze -j N`'s workers read frames where the map holds them instead of
+/// from copies the reader made), and the hold that keeps the pages it has not read yet.
+pub struct SharedMap {
+    /// The file's bytes; a frame the reader delivers from the map lies inside them.
+    pub bytes: Arc<Mapped>,
+    /// Tell it how many of the delivered frames the consumer is done with.
+    pub hold: PageHold,
+}
+
+/// Pages the reader would release now, held until the consumer is done with every frame
+/// delivered before ([`PageHold::done_through`]): a page released early would only be faulted
+/// back in from the page cache (the same bytes), but it would then stay in the process for the
+/// rest of the run. Cloned handles share one hold.
+#[derive(Clone, Default)]
+pub struct PageHold(Arc<Held>);
+
+#[derive(Default)]
+struct Held {
+    /// Frames delivered that the consumer is done with (it counts them as delivered).
+    done: AtomicU64,
+    /// Ranges to release, each once this many frames are done.
+    queue: Mutex<VecDeque<(u64, usize, usize)>>,
+}
+
+impl PageHold {
+    /// The consumer is done with the first `frames` frames delivered.
+    pub fn done_through(&self, frames: u64) {
+        self.0.done.fetch_max(frames, Ordering::Release);
+    }
 }
 
 impl MappedState {
@@ -42,7 +80,38 @@ impl MappedState {
             return None;
         }
         let header = LegacyHeader::of(head).ok()?;
-        Some(MappedState { map, header })
+        Some(MappedState {
+            map: Arc::new(map),
+            header,
+            hold: OnceLock::new(),
+        })
+    }
+
+    /// The map for a consumer that reads frames after the callback; from now on pages are
+    /// released only behind it.
+    pub(super) fn share(&self) -> SharedMap {
+        SharedMap {
+            bytes: Arc::clone(&self.map),
+            hold: self.hold.get_or_init(PageHold::default).clone(),
+        }
+    }
+
+    /// Releases `start..end` (read through by the reader once `delivered` frames were
+    /// delivered) now, or once a consumer that shares the map is done with those frames.
+    pub(super) fn release(&self, start: usize, end: usize, delivered: u64) {
+        let Some(hold) = self.hold.get() else {
+            self.map.release(start, end);
+            return;
+        };
+        let done = hold.0.done.load(Ordering::Acquire);
+        let mut q = hold.0.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back((delivered, start, end));
+        while let Some(&(at, s, e)) = q.front()
+            && at <= done
+        {
+            self.map.release(s, e);
+            q.pop_front();
+        }
     }
 }
 
@@ -104,7 +173,7 @@ pub(super) fn read_mapped(
         pos = start + caplen as usize;
         if pos >= next_step {
             st.map.prefetch(next_step, next_step + STEP);
-            st.map.release(next_step - STEP, next_step);
+            st.release(next_step - STEP, next_step, summary.packets);
             next_step += STEP;
         }
         if flow.is_break() {

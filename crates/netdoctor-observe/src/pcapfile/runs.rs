@@ -342,6 +342,12 @@ impl TimeRuns<'_> {
         self.runs.get(1).map(|r| r.frame)
     }
 
+    /// The map, for a consumer that reads frames after [`TimeRuns::for_each`]'s callback
+    /// returns (pages are then released only behind it).
+    pub fn share_map(&self) -> super::SharedMap {
+        self.st.share()
+    }
+
     /// Whether the file holds no frame.
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
@@ -421,7 +427,7 @@ impl TimeRuns<'_> {
                 at[i] = next;
                 st.map.warm(next + AHEAD);
                 if next - released[i] >= STEP {
-                    self.st.map.release(released[i], next);
+                    self.st.release(released[i], next, delivered);
                     released[i] = next;
                 }
                 if i == open {
@@ -430,7 +436,7 @@ impl TimeRuns<'_> {
                     }
                     let mark = at.get(open).copied().unwrap_or(data.len());
                     if mark - low >= STEP {
-                        self.st.map.release(low, mark);
+                        self.st.release(low, mark, delivered);
                         low = mark;
                     }
                 }

@@ -7,6 +7,7 @@
 mod counters;
 mod fanout;
 mod mapped;
+mod page_hold;
 mod pcap_files;
 mod runs;
 mod streams;

@@ -10,9 +10,11 @@
 //!   reader's own counted heavier ([`route::READER_EIGHTHS`]), so a capture of a few long
 //!   connections splits evenly (the bench capture's 101 connections split 56/44 by the hash
 //!   alone). The pick depends on the packets only (identical runs pick alike) and no result
-//!   depends on it: every connection still lives on one worker. It copies the frame into that
-//!   worker's batch (one buffer per batch, frames as offsets into it) and leaves the decoding
-//!   to the worker.
+//!   depends on it: every connection still lives on one worker. A frame that lies in the map of
+//!   the file ([`ShardedAnalyzer::with_region`]) goes into that worker's batch as an offset
+//!   into the map, any other is copied into the batch (one buffer per batch); the decoding is
+//!   left to the worker. The reader of the map is told how far every worker got, so it drops
+//!   pages only behind them.
 //!   Only the frames `tcp_ends` does not take (fragments, IPv6 extension headers, other
 //!   protocols, malformed headers) are decoded on the reader: a segment goes to the worker of
 //!   its key (decoded there again), anything else is counted there. Frames go in rounds of
@@ -74,16 +76,37 @@ const ROUND_BYTES: usize = 1 << 20;
 /// Rounds in flight per worker (bounds the memory between the reader and a worker).
 const DEPTH: usize = 2;
 
-/// One frame of a batch: its bytes are `data[off..off + len]` of the batch.
+/// One frame of a batch: its bytes are `off..off + len` of the shared bytes when `shared`
+/// (the map of the file, [`Region`]), else of the batch's own `data`.
 #[derive(Clone, Copy)]
 struct Frame {
     frame: u64,
     ts_ns: i64,
-    link: LinkType,
-    off: u32,
+    off: u64,
     len: u32,
     /// The length on the wire: a frame the snap length cut is read as one (its TCP options).
     orig_len: u32,
+    link: LinkType,
+    shared: bool,
+}
+
+/// Bytes every thread can read for the whole run (the map of the capture file): a frame that
+/// lies inside them goes to its worker as an offset, not as a copy.
+pub type Region = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Told how many of the frames pushed every worker is done with (called on the reader's
+/// thread after each merged round): the reader of a shared [`Region`] may then drop their
+/// pages.
+pub type DoneThrough = Box<dyn FnMut(u64)>;
+
+/// Where the shared bytes lie in memory, and who is told what is done with.
+struct MapShare {
+    region: Region,
+    base: usize,
+    len: usize,
+    done: DoneThrough,
+    /// Frames pushed by the end of each round sent and not merged yet, oldest first.
+    ends: VecDeque<u64>,
 }
 
 /// One round's frames for one worker, copied into one buffer.
@@ -145,6 +168,7 @@ pub struct ShardedAnalyzer {
     workers: Vec<JoinHandle<()>>,
     merge: Merge,
     owners: Owners,
+    map: Option<MapShare>,
 }
 
 /// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
@@ -208,6 +232,33 @@ fn worker_analyzer(cfg: AnalyzerConfig, global: Arc<shared::Global>, me: usize) 
 impl ShardedAnalyzer {
     /// `workers` ≥ 2 threads, the caller's included (1 is [`Analyzer`] itself).
     pub fn new(cfg: AnalyzerConfig, workers: usize) -> ShardedAnalyzer {
+        ShardedAnalyzer::build(cfg, workers, None)
+    }
+
+    /// As [`ShardedAnalyzer::new`], for frames that lie in `region` (the map of the capture
+    /// file): they reach their worker as offsets into it instead of copies (session 17: the
+    /// copy was ~5 % of the reader's CPU on the bench capture). `done` is told, after each
+    /// merged round, how many of the frames pushed every worker is done with. Frames from
+    /// elsewhere are copied as by `new`.
+    pub fn with_region(
+        cfg: AnalyzerConfig,
+        workers: usize,
+        region: Region,
+        done: DoneThrough,
+    ) -> ShardedAnalyzer {
+        let bytes = (*region).as_ref();
+        let (base, len) = (bytes.as_ptr() as usize, bytes.len());
+        let map = MapShare {
+            region,
+            base,
+            len,
+            done,
+            ends: VecDeque::new(),
+        };
+        ShardedAnalyzer::build(cfg, workers, Some(map))
+    }
+
+    fn build(cfg: AnalyzerConfig, workers: usize, map: Option<MapShare>) -> ShardedAnalyzer {
         // A worker's index fits the owner table's u16 (below its empty mark).
         let n = workers.clamp(2, usize::from(Owners::NONE));
         let global = shared::Global::new(n);
@@ -223,6 +274,7 @@ impl ShardedAnalyzer {
             let cfg = cfg.clone();
             let global = Arc::clone(&global);
             let recycle_tx = recycle_tx.clone();
+            let region = map.as_ref().map(|m| Arc::clone(&m.region));
             let h = std::thread::Builder::new()
                 .name(format!("analyze-{me}"))
                 .spawn(move || {
@@ -232,7 +284,7 @@ impl ShardedAnalyzer {
                         recycle: recycle_tx,
                         logs_back: back_rx,
                     };
-                    worker(me, cfg, global, chans);
+                    worker(me, cfg, global, chans, region);
                 })
                 .expect("spawn an analyzer worker");
             to_workers.push(tx);
@@ -254,6 +306,7 @@ impl ShardedAnalyzer {
             workers: handles,
             merge: Merge::new(from_workers, logs_back),
             owners: Owners::new(n),
+            map,
         }
     }
 
@@ -278,16 +331,27 @@ impl ShardedAnalyzer {
         };
         let w = self.owners.pick(h);
         let b = &mut self.batches[w];
-        // Captured lengths are at most the reader's limit (256 KiB), so offsets fit in u32.
+        let at = pkt.data.as_ptr() as usize;
+        let (off, shared) = match &self.map {
+            Some(m) if at >= m.base && at + pkt.data.len() <= m.base + m.len => {
+                ((at - m.base) as u64, true)
+            }
+            _ => {
+                let off = b.data.len() as u64;
+                b.data.extend_from_slice(pkt.data);
+                (off, false)
+            }
+        };
+        // Captured lengths are at most the reader's limit (256 KiB), so they fit in u32.
         b.frames.push(Frame {
             frame: pkt.frame,
             ts_ns: ts,
-            link: pkt.link,
-            off: b.data.len() as u32,
+            off,
             len: pkt.data.len() as u32,
             orig_len: pkt.orig_len,
+            link: pkt.link,
+            shared,
         });
-        b.data.extend_from_slice(pkt.data);
         self.count_in_round(pkt.data.len());
     }
 
@@ -318,7 +382,7 @@ impl ShardedAnalyzer {
         ))
     }
 
-    /// One more packet (of `bytes` copied) in the round; the round goes when full.
+    /// One more packet (of `bytes`, copied or not) in the round; the round goes when full.
     #[inline]
     fn count_in_round(&mut self, bytes: usize) {
         self.in_round += 1;
@@ -347,12 +411,25 @@ impl ShardedAnalyzer {
         }
         let own = &mut self.batches[0];
         own.cut = cut;
-        run_batch(&mut self.own, own);
+        let region = self.map.as_ref().map(|m| (*m.region).as_ref());
+        run_batch(&mut self.own, own, region);
         own.frames.clear();
         own.data.clear();
         let log = take_log(&mut self.own.hub, self.merge.spare());
         self.merge.own(log);
-        self.merge.poll();
+        if let Some(m) = &mut self.map {
+            m.ends.push_back(self.stamps.packets);
+        }
+        let merged = self.merge.poll();
+        if let Some(m) = &mut self.map {
+            let mut done = None;
+            for _ in 0..merged {
+                done = m.ends.pop_front();
+            }
+            if let Some(n) = done {
+                (m.done)(n);
+            }
+        }
     }
 
     /// Ends the analysis (as [`Analyzer::finish`]).
@@ -382,13 +459,19 @@ impl ShardedAnalyzer {
 }
 
 /// Analyzes the frames of one batch (a worker's round) with `a`, and publishes the progress.
-fn run_batch(a: &mut Analyzer, b: &Batch) {
+/// `region`: the shared bytes that frames marked `shared` lie in.
+fn run_batch(a: &mut Analyzer, b: &Batch, region: Option<&[u8]>) {
     for f in &b.frames {
+        let from = match region {
+            Some(r) if f.shared => r,
+            _ => &b.data,
+        };
+        let off = f.off as usize;
         let pkt = RawPacket {
             frame: f.frame,
             ts_ns: f.ts_ns,
             link: f.link,
-            data: &b.data[f.off as usize..(f.off + f.len) as usize],
+            data: &from[off..off + f.len as usize],
             orig_len: f.orig_len,
         };
         match decode(&pkt) {
@@ -410,7 +493,13 @@ fn run_batch(a: &mut Analyzer, b: &Batch) {
 }
 
 /// One worker thread: an analyzer over its connections, logging.
-fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: WorkerChans) {
+fn worker(
+    me: usize,
+    cfg: AnalyzerConfig,
+    global: Arc<shared::Global>,
+    chans: WorkerChans,
+    region: Option<Region>,
+) {
     let WorkerChans {
         rx,
         log,
@@ -426,8 +515,9 @@ fn worker(me: usize, cfg: AnalyzerConfig, global: Arc<shared::Global>, chans: Wo
     }
     let _done = Done(Arc::clone(&global), me);
     let mut a = worker_analyzer(cfg, global, me);
+    let region = region.as_deref().map(AsRef::as_ref);
     for b in rx {
-        run_batch(&mut a, &b);
+        run_batch(&mut a, &b, region);
         let entries = take_log(&mut a.hub, logs_back.try_recv().unwrap_or_default());
         if log.send(Msg::Round(entries)).is_err() {
             return;
@@ -488,14 +578,14 @@ impl Merge {
     }
 
     /// Takes what the workers have logged so far, without waiting, and merges every round
-    /// complete.
-    fn poll(&mut self) {
+    /// complete; how many rounds it merged.
+    fn poll(&mut self) -> usize {
         for (w, rx) in self.from.iter().enumerate() {
             while let Ok(m) = rx.try_recv() {
                 Self::take(&mut self.queued[w + 1], &mut self.counts, m);
             }
         }
-        self.merge_ready();
+        self.merge_ready()
     }
 
     fn take(q: &mut VecDeque<Log>, counts: &mut CaptureStats, m: Msg) {
@@ -508,9 +598,11 @@ impl Merge {
         }
     }
 
-    /// Merges the rounds every worker has logged, oldest first.
-    fn merge_ready(&mut self) {
+    /// Merges the rounds every worker has logged, oldest first; how many.
+    fn merge_ready(&mut self) -> usize {
+        let mut merged = 0;
         while self.queued.iter().all(|q| !q.is_empty()) {
+            merged += 1;
             let logs: Vec<Log> = self
                 .queued
                 .iter_mut()
@@ -528,6 +620,7 @@ impl Merge {
                 let _ = tx.try_send(l);
             }
         }
+        merged
     }
 
     /// Waits for every worker's last log (their queues are closed; the reader's own is
