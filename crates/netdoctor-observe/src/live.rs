@@ -76,8 +76,8 @@ const POLL_MS: i32 = 50;
 /// that `watch` starts on (~11k such packets) while its reader slept: about 9k drops a burst.
 /// So the pause is also at most the time `limit` blocks take to fill at the rate of the
 /// fastest block of the batch (its first to last packet, scaled from the bytes it holds to a
-/// whole block; blocks handed over on their timeout count too, this kernel retires the current
-/// block every 10 ms even mid-burst); a batch without such a block (one packet each) keeps the
+/// whole block; blocks handed over on their timeout count too, scaled the same way); a batch
+/// without such a block (one packet each) keeps the
 /// previous batch's rate, until the reader catches up and waits for the kernel again. A burst
 /// is then read as it comes. A rate misjudged still costs no overrun: the pause is slept in
 /// [`PAUSE_SLICE`]s and ends once `limit` blocks wait.
@@ -596,8 +596,8 @@ impl LiveCapture {
     }
 }
 
-/// The reader's pause after a batch of `batch` blocks, the fastest full one of which filled in
-/// `full_ns` (see [`COALESCE`]).
+/// The reader's pause after a batch of `batch` blocks, at whose fastest rate a whole block
+/// fills in `full_ns` (see [`COALESCE`]).
 fn pause(batch: usize, limit: usize, full_ns: Option<u64>) -> Duration {
     let by_batch = if batch <= limit {
         COALESCE
