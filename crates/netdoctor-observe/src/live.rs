@@ -77,9 +77,8 @@ const POLL_MS: i32 = 50;
 /// So the pause is also at most the time `limit` blocks take to fill at the rate of the
 /// fastest block of the batch (its first to last packet, scaled from the bytes it holds to a
 /// whole block; blocks handed over on their timeout count too, scaled the same way); a batch
-/// without such a block (one packet each) keeps the
-/// previous batch's rate, until the reader catches up and waits for the kernel again. A burst
-/// is then read as it comes. A rate misjudged still costs no overrun: the pause is slept in
+/// without such a block (one packet each) keeps the previous batch's rate, until the reader
+/// catches up and waits for the kernel again. A burst is then read as it comes. A rate misjudged still costs no overrun: the pause is slept in
 /// [`PAUSE_SLICE`]s and ends once `limit` blocks wait.
 const COALESCE: Duration = Duration::from_millis(40);
 /// A pause is slept in slices of at most this, the ring looked at after each (status words
