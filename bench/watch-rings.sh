@@ -25,9 +25,10 @@
 # analysed (packets over its windows), HTTP exchanges/s, kernel drops: in all, per window and
 # per ring (from watch's warnings), the rings watch moved to (count x size; rings start at
 # 2 MiB and double after a window with drops, `auto` fans out on rate or on drops), watch's
-# CPU (user + sys, % of one core over its run) and CPU µs per analysed packet, and the 1-minute
-# load average. The kernel's side of capture (the clone into the ring) runs in the sender's
-# context, so it is in neither figure; the µs per packet is watch's own reading and analysis.
+# CPU (user + sys, % of one core over its run) and CPU µs per analysed packet, its peak RSS
+# (MiB, /usr/bin/time's %M), and the 1-minute load average. The kernel's side of capture (the
+# clone into the ring) runs in the sender's context, so it is in neither figure; the µs per
+# packet is watch's own reading and analysis.
 #
 # Needs root, trafgen (netsniff-ng), iptables, jq, /usr/bin/time and a release build of
 # netdoctor (NETDOCTOR, else built with cargo). Everything made here (namespaces and the veth
@@ -157,9 +158,9 @@ for spec in $GENS; do
     printf '  %-12s %9s packets/s  (load %s)\n' "$spec" "$(rate "$r0" "$r1" "$t0" "$t1")" "$(load1)"
 done
 echo
-printf '%-11s %-5s %9s %9s %9s %8s %7s %-22s %-9s %-13s %6s %7s %5s\n' generator rings \
+printf '%-11s %-5s %9s %9s %9s %8s %7s %-22s %-9s %-13s %6s %7s %6s %5s\n' generator rings \
     "sent pps" "veth pps" "watch pps" "exch/s" drops "per window" "per ring" "ended on" "CPU %" \
-    "µs/pkt" load
+    "µs/pkt" "RSS MB" load
 ringopt=()
 [[ -n ${RING_MB:-} ]] && ringopt=(--ring-mb "$RING_MB")
 : >"$work/results"
@@ -170,7 +171,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
             gen_start "$spec"
             sleep 1
             t0=$(now); s0=$(tx); r0=$(rx)
-            ip netns exec "$W" /usr/bin/time -f '%e %U %S' -o "$work/time" "$NETDOCTOR" watch \
+            ip netns exec "$W" /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$NETDOCTOR" watch \
                 -p "$PORT" --window 2s --windows "$WINDOWS" --capture-rings "$mode" \
                 "${ringopt[@]}" --json >"$out" 2>"$work/watch.err" &
             wpid=$!
@@ -195,14 +196,15 @@ for ((round = 1; round <= ROUNDS; round++)); do
             moved=$(jq -r '.measurements.capture.warnings[]?' "$out" |
                 sed -n 's/.*the capture moves to \([0-9]*\) ring(s) of \([0-9]*\) KiB.*/\1x\2K/p' | tr '\n' ' ')
             ended="${moved:-as started}"
-            read -r el us sy < <(tail -1 "$work/time")
+            read -r el us sy rss < <(tail -1 "$work/time")
+            rss=$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')
             cpu=$(awk -v e="$el" -v u="$us" -v s="$sy" 'BEGIN { printf "%.1f", (e > 0) ? 100 * (u + s) / e : 0 }')
             uspp=$(awk -v p="$packets" -v u="$us" -v s="$sy" 'BEGIN { printf "%.2f", p ? 1e6 * (u + s) / p : 0 }')
             secs=$((2 * WINDOWS))
-            printf '%-11s %-5s %9s %9s %9s %8s %7s %-22s %-9s %-13s %6s %7s %5s\n' "$spec" "$mode" \
+            printf '%-11s %-5s %9s %9s %9s %8s %7s %-22s %-9s %-13s %6s %7s %6s %5s\n' "$spec" "$mode" \
                 "$(rate "$s0" "$s1" "$t0" "$t1")" "$(rate "$r0" "$r1" "$t0" "$t1")" \
                 $((packets / secs)) $((exch / secs)) "$drops" "$perwin" "$perring" "${ended% }" \
-                "$cpu" "$uspp" "$(load1)"
+                "$cpu" "$uspp" "$rss" "$(load1)"
             echo "$mode $(rate "$r0" "$r1" "$t0" "$t1") $drops $uspp" >>"$work/results"
         done
     done

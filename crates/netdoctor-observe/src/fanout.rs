@@ -113,6 +113,12 @@ impl LiveRings {
         }
     }
 
+    /// The kernel's drops over every ring since they opened, as of the end of the last
+    /// [`run_flow`](Self::run_flow) (a [`hand_over`](Self::hand_over) reads them once more).
+    pub fn drops(&self) -> u64 {
+        self.rings.iter().map(LiveCapture::drops).sum()
+    }
+
     /// How many rings.
     pub fn rings(&self) -> usize {
         self.rings.len()

@@ -69,7 +69,22 @@ const POLL_MS: i32 = 50;
 /// 20 ms pause). A faster stream gets shorter pauses, so the pause holds about `limit` blocks
 /// whatever the rate (the ring's quiet threshold, [`crate::SourceSummary::ring_fill`] 0.25 in
 /// the agent, stays above it), and a reader with half the ring waiting does not pause.
+///
+/// The batch alone misjudges a burst: after an idle second the first block of a burst wakes
+/// the reader, the batch is that one block, and a 40 ms pause let a 20k-packet burst (trafgen
+/// `-b 20000pps` sends each second's packets in ~30 ms, ~700 per ms) overrun the 2 MiB ring
+/// that `watch` starts on (~11k such packets) while its reader slept: about 9k drops a burst.
+/// So the pause is also at most the time `limit` blocks take to fill at the rate of the
+/// fastest block of the batch (its first to last packet, scaled from the bytes it holds to a
+/// whole block; blocks handed over on their timeout count too, scaled the same way); a batch
+/// without such a block (one packet each) keeps the previous batch's rate, until the reader
+/// catches up and waits for the kernel again. A burst is then read as it comes. A rate misjudged still costs no overrun: the pause is slept in
+/// [`PAUSE_SLICE`]s and ends once `limit` blocks wait.
 const COALESCE: Duration = Duration::from_millis(40);
+/// A pause is slept in slices of at most this, the ring looked at after each (status words
+/// only): at most ~10k packets arrive in one even at 1 M packets/s, less than the 2 MiB start
+/// ring holds (~11k small ones).
+const PAUSE_SLICE: Duration = Duration::from_millis(BLOCK_TIMEOUT_MS as u64);
 const COALESCE_SHARE: usize = 5;
 /// After `stop`, keep reading this long so the partly filled block retires and is read.
 const DRAIN: Duration = Duration::from_millis(4 * BLOCK_TIMEOUT_MS as u64 + 20);
@@ -331,6 +346,12 @@ impl LiveCapture {
         self.skip_through = Some(ts_ns);
     }
 
+    /// The kernel's drops since the socket opened, as of the end of the last
+    /// [`run_flow`](Self::run_flow).
+    pub fn drops(&self) -> u64 {
+        self.drops
+    }
+
     /// Outgoing copies of loopback packets that reached the ring and were skipped by the
     /// reader: 0 while the kernel applies the filter's loopback rule ([`port_filter`]).
     pub fn skipped_copies(&self) -> u64 {
@@ -370,6 +391,10 @@ impl LiveCapture {
         // Blocks read since the reader last came back from a wait, and when that was.
         let mut batch = 0usize;
         let mut woke = Instant::now();
+        // The shortest time a block of the batch (or of the last one that said) took to fill
+        // at its own rate (see [`COALESCE`]), and the same for the batch being read.
+        let mut full_ns: Option<u64> = None;
+        let mut batch_ns: Option<u64> = None;
         loop {
             if self.max_packets.is_some_and(|m| self.frames >= m) {
                 break;
@@ -393,7 +418,10 @@ impl LiveCapture {
                     back = false;
                     peak_ready = peak_ready.max(self.ready_blocks(idx));
                 }
-                let flow = self.walk_block(idx, f);
+                let (flow, fill) = self.walk_block(idx, f);
+                if let Some(ns) = fill {
+                    batch_ns = Some(batch_ns.map_or(ns, |m| m.min(ns)));
+                }
                 self.ring
                     .status(idx)
                     .store(TP_STATUS_KERNEL, Ordering::Release);
@@ -406,13 +434,27 @@ impl LiveCapture {
             }
             back = true;
             let limit = (self.ring.blocks / COALESCE_SHARE).max(1);
+            full_ns = batch_ns.take().or(full_ns);
             if drain_until.is_none()
                 && batch > 0
                 && batch <= self.ring.blocks / 2
                 && !stop.load(Ordering::Relaxed)
-                && let Some(rest) = pause(batch, limit).checked_sub(woke.elapsed())
+                && let Some(rest) = pause(batch, limit, full_ns).checked_sub(woke.elapsed())
             {
-                self.wait(false, rest)?;
+                // In slices, looking at the ring between them: a pause misjudged (a burst that
+                // began in a block of one packet, or late in a slow block) ends once `limit`
+                // blocks wait.
+                let until = Instant::now() + rest;
+                loop {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    self.wait(false, left.min(PAUSE_SLICE))?;
+                    if stop.load(Ordering::Relaxed) || self.ready_blocks(self.next_block) >= limit {
+                        break;
+                    }
+                }
                 batch = 0;
                 woke = Instant::now();
                 continue;
@@ -424,6 +466,8 @@ impl LiveCapture {
             };
             self.wait(true, timeout)?;
             batch = 0;
+            // Caught up: what comes next is judged afresh.
+            full_ns = None;
             woke = Instant::now();
         }
         let stats = sys::packet_stats(&self.fd)
@@ -463,12 +507,14 @@ impl LiveCapture {
             .count()
     }
 
-    /// Hands every packet of user-owned block `idx` to `f`.
+    /// Hands every packet of user-owned block `idx` to `f`; also returns how long a whole block
+    /// takes to fill at this block's rate: its first to last packet, scaled by the block's size
+    /// over the bytes it holds (`None` under two packets).
     fn walk_block(
         &mut self,
         idx: usize,
         f: &mut dyn FnMut(&RawPacket<'_>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+    ) -> (ControlFlow<()>, Option<u64>) {
         let block = self.ring.block(idx);
         let u32_at = |o: usize| -> Option<u32> {
             let b = block.get(o..o + 4)?;
@@ -481,6 +527,17 @@ impl LiveCapture {
         // tpacket_block_desc: version, offset_to_priv, then tpacket_hdr_v1.
         let num_pkts = u32_at(12).unwrap_or(0);
         let mut off = u32_at(16).unwrap_or(0) as usize;
+        // blk_len: the bytes in use, from the block's start.
+        let used = u64::from(u32_at(20).unwrap_or(0)).max(1);
+        let size = block.len() as u64;
+        let (mut first, mut last) = (None, 0i64);
+        let span = |first: Option<i64>, last: i64| {
+            first.filter(|_| num_pkts > 1).map(|a| {
+                let ns = u64::try_from(last - a).unwrap_or(0);
+                u64::try_from(u128::from(ns) * u128::from(size) / u128::from(used))
+                    .unwrap_or(u64::MAX)
+            })
+        };
         for _ in 0..num_pkts {
             if off == 0 || off >= block.len() {
                 break;
@@ -503,6 +560,8 @@ impl LiveCapture {
             let copy = hatype == ARPHRD_LOOPBACK && pkttype == PACKET_OUTGOING;
             self.skipped_copies += u64::from(copy && data.is_some());
             let ts_ns = i64::from(sec) * 1_000_000_000 + i64::from(nsec);
+            first.get_or_insert(ts_ns);
+            last = ts_ns;
             let seen = match self.skip_through {
                 Some(t) if ts_ns <= t => true,
                 Some(_) => {
@@ -524,7 +583,7 @@ impl LiveCapture {
                     orig_len: len,
                 };
                 if f(&pkt).is_break() || self.max_packets.is_some_and(|m| self.frames >= m) {
-                    return ControlFlow::Break(());
+                    return (ControlFlow::Break(()), span(first, last));
                 }
             }
             if next == 0 {
@@ -532,16 +591,21 @@ impl LiveCapture {
             }
             off += next as usize;
         }
-        ControlFlow::Continue(())
+        (ControlFlow::Continue(()), span(first, last))
     }
 }
 
-/// The reader's pause after a batch of `batch` blocks (see [`COALESCE`]).
-fn pause(batch: usize, limit: usize) -> Duration {
-    if batch <= limit {
+/// The reader's pause after a batch of `batch` blocks, at whose fastest rate a whole block
+/// fills in `full_ns` (see [`COALESCE`]).
+fn pause(batch: usize, limit: usize, full_ns: Option<u64>) -> Duration {
+    let by_batch = if batch <= limit {
         COALESCE
     } else {
         COALESCE * limit as u32 / batch as u32
+    };
+    match full_ns {
+        Some(ns) => by_batch.min(Duration::from_nanos(ns.saturating_mul(limit as u64))),
+        None => by_batch,
     }
 }
 
@@ -603,60 +667,9 @@ impl Drop for Ring {
     }
 }
 
-/// The classic BPF program: IPv4/IPv6 TCP with source or destination port `port`, IPv4
-/// non-first fragments dropped, cut to `snaplen` bytes, and the outgoing copy of a packet on a
-/// loopback device rejected (`SKF_AD_PKTTYPE` `PACKET_OUTGOING` with `SKF_AD_HATYPE`
-/// `ARPHRD_LOOPBACK`): loopback passes every packet through the tap twice, and the kernel
-/// copying both into the ring only for the reader to skip one doubled the ring's traffic and
-/// the reader's wake-ups. Offsets are from the network header (cooked socket); the ethertype
-/// is the SKF_AD_PROTOCOL ancillary load.
-pub fn port_filter(port: u16, snaplen: u32) -> Vec<libc::sock_filter> {
-    const LD_W_ABS: u16 = 0x20;
-    const LD_H_ABS: u16 = 0x28;
-    const LD_B_ABS: u16 = 0x30;
-    const LDX_B_MSH: u16 = 0xb1;
-    const LD_H_IND: u16 = 0x48;
-    const JEQ_K: u16 = 0x15;
-    const JSET_K: u16 = 0x45;
-    const RET_K: u16 = 0x06;
-    const AD_PROTOCOL: u32 = (libc::SKF_AD_OFF + libc::SKF_AD_PROTOCOL) as u32;
-    const AD_PKTTYPE: u32 = (libc::SKF_AD_OFF + libc::SKF_AD_PKTTYPE) as u32;
-    const AD_HATYPE: u32 = (libc::SKF_AD_OFF + libc::SKF_AD_HATYPE) as u32;
-    const IPV4: usize = 4;
-    const IPV6: usize = 15;
-    const ACCEPT: usize = 22;
-    const REJECT: usize = 23;
-    let p = u32::from(port);
-    let ins = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
-    // Jump offset from instruction `at` to `to`.
-    let j = |at: usize, to: usize| (to - at - 1) as u8;
-    vec![
-        ins(LD_W_ABS, 0, 0, AD_PKTTYPE), // 0: A = packet type
-        ins(JEQ_K, 0, j(1, IPV4), u32::from(PACKET_OUTGOING)), // 1: outgoing?
-        ins(LD_W_ABS, 0, 0, AD_HATYPE),  // 2: A = device type
-        ins(JEQ_K, j(3, REJECT), 0, u32::from(ARPHRD_LOOPBACK)), // 3: loopback's copy?
-        ins(LD_H_ABS, 0, 0, AD_PROTOCOL), // 4: A = ethertype
-        ins(JEQ_K, 0, j(5, IPV6), 0x0800), // 5: IPv4?
-        ins(LD_B_ABS, 0, 0, 9),          // 6: A = protocol
-        ins(JEQ_K, 0, j(7, REJECT), 6),  // 7: TCP?
-        ins(LD_H_ABS, 0, 0, 6),          // 8: A = flags + fragment offset
-        ins(JSET_K, j(9, REJECT), 0, 0x1fff), // 9: non-first fragment?
-        ins(LDX_B_MSH, 0, 0, 0),         // 10: X = IPv4 header length
-        ins(LD_H_IND, 0, 0, 0),          // 11: A = source port
-        ins(JEQ_K, j(12, ACCEPT), 0, p), // 12
-        ins(LD_H_IND, 0, 0, 2),          // 13: A = destination port
-        ins(JEQ_K, j(14, ACCEPT), j(14, REJECT), p), // 14
-        ins(JEQ_K, 0, j(15, REJECT), 0x86dd), // 15: IPv6?
-        ins(LD_B_ABS, 0, 0, 6),          // 16: A = next header
-        ins(JEQ_K, 0, j(17, REJECT), 6), // 17: TCP (no extension headers)?
-        ins(LD_H_ABS, 0, 0, 40),         // 18: A = source port
-        ins(JEQ_K, j(19, ACCEPT), 0, p), // 19
-        ins(LD_H_ABS, 0, 0, 42),         // 20: A = destination port
-        ins(JEQ_K, j(21, ACCEPT), j(21, REJECT), p), // 21
-        ins(RET_K, 0, 0, snaplen),       // 22: accept, cut to snaplen
-        ins(RET_K, 0, 0, 0),             // 23: reject
-    ]
-}
+/// The classic BPF program of every capture socket.
+mod filter;
+pub use filter::port_filter;
 
 /// Thin syscall wrappers; every `unsafe` block of the capture lives here.
 mod sys;
@@ -670,17 +683,28 @@ mod tests {
         let limit = 32 / COALESCE_SHARE;
         // Small batches: the whole pause.
         for b in 1..=limit {
-            assert_eq!(pause(b, limit), COALESCE);
+            assert_eq!(pause(b, limit, None), COALESCE);
         }
         // Larger ones: shorter in proportion, so about `limit` blocks wait at the next look.
-        assert_eq!(pause(2 * limit, limit), COALESCE / 2);
+        assert_eq!(pause(2 * limit, limit, None), COALESCE / 2);
         let mut last = COALESCE;
         for b in limit + 1..=32 {
-            let p = pause(b, limit);
+            let p = pause(b, limit, None);
             assert!(p < last, "{b} blocks: {p:?}");
             let held = p.as_secs_f64() / COALESCE.as_secs_f64() * b as f64;
             assert!((held - limit as f64).abs() < 0.01, "{b} blocks hold {held}");
             last = p;
         }
+    }
+
+    #[test]
+    fn a_burst_shortens_the_pause_to_what_the_ring_holds() {
+        let limit = 32 / COALESCE_SHARE;
+        // One block read after an idle second, filled in 0.5 ms (a burst of ~700 packets per
+        // ms): the pause lets `limit` such blocks come, 3 ms, not 40.
+        assert_eq!(pause(1, limit, Some(500_000)), Duration::from_millis(3));
+        // A slow full block (200 ms) changes nothing.
+        assert_eq!(pause(1, limit, Some(200_000_000)), COALESCE);
+        assert_eq!(pause(2 * limit, limit, Some(200_000_000)), COALESCE / 2);
     }
 }

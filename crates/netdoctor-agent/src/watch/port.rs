@@ -167,6 +167,9 @@ pub(super) fn port_thread(mut cap: LiveRings, mut ctx: PortCtx) {
                         // this window; the new ones, capturing since they opened, skip what
                         // the old ones already gave (see `LiveRings::hand_over`).
                         s.packets += cap.hand_over(&mut c, &mut on_packet);
+                        // Drops between the window's statistics and the old rings' stop are
+                        // this window's too (the new sockets count from zero).
+                        window_drops += cap.drops().saturating_sub(s.drops);
                         s.warnings.push(format!(
                             "{} packets/s, {drops} dropped, ring at most {:.0} % full: the \
                              capture moves to {more} ring(s) of {} KiB (PACKET_FANOUT past one) \
