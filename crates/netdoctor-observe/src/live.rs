@@ -78,8 +78,9 @@ const POLL_MS: i32 = 50;
 /// fastest block of the batch (its first to last packet, scaled from the bytes it holds to a
 /// whole block; blocks handed over on their timeout count too, scaled the same way); a batch
 /// without such a block (one packet each) keeps the previous batch's rate, until the reader
-/// catches up and waits for the kernel again. A burst is then read as it comes. A rate misjudged still costs no overrun: the pause is slept in
-/// [`PAUSE_SLICE`]s and ends once `limit` blocks wait.
+/// catches up and waits for the kernel again. A burst is then read as it comes. A rate
+/// misjudged still costs no overrun: the pause is slept in [`PAUSE_SLICE`]s and ends once
+/// `limit` blocks wait.
 const COALESCE: Duration = Duration::from_millis(40);
 /// A pause is slept in slices of at most this, the ring looked at after each (status words
 /// only): at most ~10k packets arrive in one even at 1 M packets/s, less than the 2 MiB start
