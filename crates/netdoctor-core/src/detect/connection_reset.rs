@@ -159,9 +159,7 @@ fn hits_request(e: &Example) -> bool {
 
 impl Detector for ConnectionReset {
     fn interests(&self) -> Interests {
-        Interests::RESET
-            .and(Interests::OBSERVED)
-            .and(Interests::EXCHANGE_DONE)
+        Interests::RESET.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -212,11 +210,6 @@ impl Detector for ConnectionReset {
                         .record_ns(rst.ts_ns - r.ts_ns);
                 }
             }
-            Event::ExchangeDone(x) => {
-                if let Some(g) = x.reuse_gap_ns {
-                    self.idle.reuse.record(g);
-                }
-            }
             Event::Observed(Observation::RunConfig { timeout_ms, .. }) if *timeout_ms > 0 => {
                 self.timeout_ms = Some(*timeout_ms);
             }
@@ -233,6 +226,7 @@ impl Detector for ConnectionReset {
     }
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.idle.gaps = self.idle.reuse.with(cx.reuse_gaps);
         self.report(cx.exchanges, cx.connections, cx.t0_ns, out);
     }
 }
