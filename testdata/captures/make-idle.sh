@@ -33,6 +33,25 @@
 #   idle-http10.pcap.gz    the same with HTTP/1.0 requests without keep-alive.
 #   idle-conn-close-snap.pcap.gz  idle-conn-close cut to 90 bytes a packet (a small snap
 #                          length): the request header ends before its `Connection:` line.
+# Answers complete by their framing other than `Content-Length` (RFC 9112 §6.3), reset by the
+# same 1 s idle timer as idle-lb-reset, and their look-alikes:
+#   idle-chunked-lb-reset.pcap.gz  chunked answers (two 200-byte chunks with the header,
+#                          the third in its own segment, then the `0` chunk in its own);
+#                          captured whole (snap length 0, as the two chunked ones below).
+#   idle-head-lb-reset.pcap.gz  HEAD requests: the answer's header says `Content-Length:
+#                          600` and no body follows.
+#   idle-204-lb-reset.pcap.gz  `204 No Content` answers (every other one a `304 Not
+#                          Modified` with a `Content-Length`), no body.
+#   idle-chunked-stall.pcap.gz  a chunked answer that stalls after its first chunk, reset
+#                          1 s later (a proxy timing out a stalled answer).
+#   idle-chunked-snap.pcap.gz  idle-chunked-lb-reset cut to 256 bytes a packet (the other
+#                          captures' snap length): the second chunk's size line is past it,
+#                          the capture cannot tell the end.
+# Abortive closes with a next request lost:
+#   idle-linger0-pipe.pcap.gz  the client pipelines two requests in one segment; the
+#                          server answers the first whole and resets (SO_LINGER 0 at close).
+#   idle-linger0-next.pcap.gz  the server answers, resets 20 ms later (SO_LINGER 0); the
+#                          client writes its next request at once after reading the answer.
 #   idle-lb-drop.pcap.gz   as idle-lb-reset, but the idle reset (RST+ACK) towards the client is dropped in
 #                          the server's namespace (a load balancer that forgets idle
 #                          connections silently): the client's next request on the connection
@@ -40,7 +59,8 @@
 # Captured on the client's veth with tcpdump. Needs root, iproute2, tcpdump, editcap, nginx,
 # gzip and /usr/bin/python3. Creates namespaces nd-idle-c<pid> and nd-idle-s<pid> joined by a
 # veth pair, removes them (and stops every process it started, by PID) on exit. The root
-# namespace is not touched. Ports 19701-19705, 19710-19718.
+# namespace is not touched. Ports 19701-19705, 19710-19718,
+# 19720-19726.
 # NS_PREFIX (default nd-idle) names the namespaces; nft is needed for idle-lb-drop.
 # Usage: ./make-idle.sh [NAME...]   (only these captures, e.g. idle-crash; default: all)
 set -euo pipefail
@@ -80,6 +100,31 @@ port, idle = int(sys.argv[1]), float(sys.argv[2])
 mode = sys.argv[3] if len(sys.argv) > 3 else "idle"
 random.seed(7)
 msg = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 600\r\n\r\n" + b"x" * 600
+chunk = b"c8\r\n" + b"x" * 200 + b"\r\n"
+chunked_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+nocontent = [b"HTTP/1.1 204 No Content\r\nServer: idle\r\n\r\n",
+             b"HTTP/1.1 304 Not Modified\r\nETag: \"7\"\r\nContent-Length: 600\r\n\r\n"]
+answers = 0
+def answer(c, req):
+    # The answer of `mode` to one request (its header `req`).
+    global answers
+    answers += 1
+    if mode == "chunkstall":
+        c.sendall(chunked_head + chunk)
+        time.sleep(idle)
+        return rst(c)
+    if mode == "chunked":
+        c.sendall(chunked_head + chunk + chunk)
+        time.sleep(0.002)
+        c.sendall(chunk)
+        time.sleep(0.002)
+        c.sendall(b"0\r\n\r\n")
+    elif mode == "head":
+        c.sendall(msg[:msg.index(b"\r\n\r\n") + 4])
+    elif mode == "nocontent":
+        c.sendall(nocontent[answers % 2])
+    else:
+        c.sendall(msg)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.79.0.2", port))
@@ -122,9 +167,13 @@ def serve(c):
             return
         buf += d
         while b"\r\n\r\n" in buf:
-            _, buf = buf.split(b"\r\n\r\n", 1)
-            c.sendall(msg)
+            req, buf = buf.split(b"\r\n\r\n", 1)
+            if answer(c, req) is not None or mode == "chunkstall":
+                return
             if mode == "linger0":
+                return rst(c)
+            if mode == "linger-late":
+                time.sleep(0.02)
                 return rst(c)
 
 while True:
@@ -153,6 +202,8 @@ if mode == "cclose":
     req = b"GET /%d HTTP/1.1\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\nConnection: close\r\n\r\n"
 if mode == "http10":
     req = b"GET /%d HTTP/1.0\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\n\r\n"
+if mode == "head":
+    req = b"HEAD /%d HTTP/1.1\r\nHost: 10.79.0.2\r\nUser-Agent: idle\r\n\r\n"
 def read_resp(c):
     # True when the whole answer came.
     got = b""
@@ -162,6 +213,15 @@ def read_resp(c):
             return False
         got += d
     head, body = got.split(b"\r\n\r\n", 1)
+    if mode == "head" or head.split(b" ")[1] in (b"204", b"304"):
+        return True
+    if b"transfer-encoding: chunked" in head.lower():
+        while not body.endswith(b"0\r\n\r\n"):
+            d = c.recv(65536)
+            if not d:
+                return False
+            body += d
+        return True
     cl = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
     want = int(cl[0].split(b":")[1]) if cl else 0
     while len(body) < want:
@@ -199,9 +259,12 @@ for k in range(n):
         c.close()
         c = connect()
         exchange(c, k)
+    if mode == "next":
+        # The next request at once: the server's reset (20 ms after its answer) meets it.
+        exchange(c, k)
     if mode == "linger0":
         c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    if mode in ("close", "pipe", "linger0", "cclose", "http10"):
+    if mode in ("close", "pipe", "linger0", "cclose", "http10", "next"):
         c.close()
         c = None
     conns[i] = c
@@ -230,7 +293,7 @@ run() { # name port server-cmd... -- client-mode pool interval n
     ip netns exec "$S" "${srv[@]}" &
     local sp=$!
     pids+=($sp)
-    ip netns exec "$C" tcpdump -U -s 256 -i ndidle-c -w "$work/$name.pcap" "tcp port $port" 2>/dev/null &
+    ip netns exec "$C" tcpdump -U -s "${SNAP:-256}" -i ndidle-c -w "$work/$name.pcap" "tcp port $port" 2>/dev/null &
     local cap=$!
     pids+=($cap)
     for _ in $(seq 1 100); do
@@ -275,12 +338,23 @@ run idle-client-linger0 19715 nginx -c "$work/ngx19715/nginx.conf" -- linger0 19
 run idle-noanswer 19716 /usr/bin/python3 "$work/rst.py" 19716 1.0 noanswer -- close 19716 3 0.2 10
 run idle-conn-close 19717 nginx -c "$work/ngx19717/nginx.conf" -- cclose 19717 3 0.2 10
 run idle-http10 19718 nginx -c "$work/ngx19718/nginx.conf" -- http10 19718 3 0.2 10
+SNAP=0 run idle-chunked-lb-reset 19720 /usr/bin/python3 "$work/rst.py" 19720 1.0 chunked -- pool 19720 3 0.5 15
+run idle-head-lb-reset 19721 /usr/bin/python3 "$work/rst.py" 19721 1.0 head -- head 19721 3 0.5 15
+run idle-204-lb-reset 19722 /usr/bin/python3 "$work/rst.py" 19722 1.0 nocontent -- pool 19722 3 0.5 15
+SNAP=0 run idle-chunked-stall 19723 /usr/bin/python3 "$work/rst.py" 19723 1.0 chunkstall -- close 19723 3 0.5 10
+run idle-linger0-pipe 19724 /usr/bin/python3 "$work/rst.py" 19724 1.0 linger0 -- pipe 19724 3 0.3 10
+run idle-linger0-next 19725 /usr/bin/python3 "$work/rst.py" 19725 1.0 linger-late -- next 19725 3 0.3 10
 if want idle-lb-drop; then nft_drop_rst 19714; fi
 run idle-lb-drop 19714 /usr/bin/python3 "$work/rst.py" 19714 1.0 -- pool 19714 3 0.5 15
 if want idle-conn-close-snap; then
     gunzip -c "$out/idle-conn-close.pcap.gz" >"$work/cc.pcap"
     editcap -s 90 "$work/cc.pcap" "$work/cc-snap.pcap"
     gzip -9n <"$work/cc-snap.pcap" >"$out/idle-conn-close-snap.pcap.gz"
+fi
+if want idle-chunked-snap; then
+    gunzip -c "$out/idle-chunked-lb-reset.pcap.gz" >"$work/ch.pcap"
+    editcap -s 256 "$work/ch.pcap" "$work/ch-snap.pcap"
+    gzip -9n <"$work/ch-snap.pcap" >"$out/idle-chunked-snap.pcap.gz"
 fi
 if want idle-midway; then
     gunzip -c "$out/idle-timeout.pcap.gz" >"$work/full.pcap"

@@ -128,6 +128,15 @@ pub struct ResetContext {
     /// A request was waiting: the time from the connection's previous answer's last byte to
     /// that request (the client's reuse gap), when it reused the connection.
     pub reuse_gap_ns: Option<i64>,
+    /// A reset during an answer whose end the capture cannot tell: it did not keep bytes the
+    /// answer's framing needed (a snap length that cut a chunk-size line, missed data), so
+    /// the answer may have been complete.
+    pub answer_unseen: bool,
+    /// [`ResetKind::AfterAnswer`]: the client had already sent its next request (pipelined
+    /// with the answered one, or written right after the answer), and got no answer: lost.
+    pub lost_request: bool,
+    /// [`ResetKind::AfterAnswer`]: the time from the answer's last byte to the reset.
+    pub answer_gap_ns: Option<i64>,
 }
 
 impl ResetContext {

@@ -24,10 +24,23 @@ pub struct Percentiles {
 
 /// Microsecond histogram from 1 µs to 10 minutes, 3 significant digits, with a running sum
 /// and sum of squares (mean and standard deviation without walking the histogram).
+#[derive(Clone)]
 pub(crate) struct Hist {
     h: Histogram<u64>,
     sum: f64,
     sum_sq: f64,
+}
+
+impl std::fmt::Debug for Hist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hist({} values)", self.h.len())
+    }
+}
+
+impl PartialEq for Hist {
+    fn eq(&self, other: &Hist) -> bool {
+        self.h == other.h
+    }
 }
 
 const MAX_US: u64 = 600_000_000;
@@ -58,6 +71,14 @@ impl Hist {
         let v = us as f64;
         self.sum += v;
         self.sum_sq += v * v;
+    }
+
+    /// Adds every value of `other` (both have the same bounds).
+    pub(crate) fn add(&mut self, other: &Hist) {
+        // Same bounds: adding cannot fail.
+        let _ = self.h.add(&other.h);
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
     }
 
     pub(crate) fn len(&self) -> u64 {

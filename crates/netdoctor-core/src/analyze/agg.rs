@@ -28,6 +28,9 @@ pub(super) struct Agg {
     /// Of [`Agg::exchanges`], HTTP/2 streams.
     pub h2_exchanges: u64,
     pub breakdown: BreakdownAgg,
+    /// The clients' reuse gaps of the complete exchanges: recorded here once for the
+    /// detectors that tell them (`Context::reuse_gaps`), not by each of them.
+    pub reuse_gaps: Option<Hist>,
     pub detectors: Vec<Box<dyn Detector>>,
     /// The largest bulk transfers ([`super::bulk::MAX_CHARTED`]), for charts.
     pub bulk: Vec<super::bulk::BulkTransfer>,
@@ -130,6 +133,7 @@ impl Agg {
             http1_exchanges: 0,
             h2_exchanges: 0,
             breakdown: BreakdownAgg::new(),
+            reuse_gaps: None,
             detectors: Vec::new(),
             bulk: Vec::new(),
             by_kind: Default::default(),
@@ -182,6 +186,9 @@ impl Agg {
                         done.server_total_ns(),
                         &parts,
                     );
+                    if let Some(g) = done.reuse_gap_ns {
+                        self.reuse_gaps.get_or_insert_with(Hist::new).record_ns(g);
+                    }
                     self.emit(&Event::ExchangeDone(done));
                 } else {
                     self.emit(&Event::ExchangeCut(done));

@@ -33,6 +33,7 @@ pub(super) fn conclude_judged(
         data_segments: judged.data_segments,
         latency_p50_ms: g.latency.quantile_ms(0.5),
         server_time_p50_ms: g.server_time.quantile_ms(0.5),
+        reuse_gaps: g.reuse_gaps.as_ref(),
     };
     let mut findings: Vec<Finding> = Vec::new();
     for d in &mut g.detectors {

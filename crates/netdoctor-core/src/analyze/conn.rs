@@ -192,6 +192,9 @@ pub(super) struct Conn {
     /// Pipelined or multiplexed traffic seen (HTTP/1 pipelining, the HTTP/2 preface): the
     /// exchanges found from turns are approximate.
     pub ambiguous: bool,
+    /// A request's first segment held the next request too (HTTP/1 pipelining in one
+    /// segment, `http::Exchange::pipelined`): every request of the connection is read for it.
+    pub pipelines: bool,
     /// An answer on this connection began with an HTTP/1.x status line.
     pub http_answered: bool,
     /// What the last HTTP/1.x request asked about the connection (`Connection:`, version),
@@ -255,6 +258,7 @@ impl Conn {
             exchanges: 0,
             first_req: None,
             ambiguous: false,
+            pipelines: false,
             http_answered: false,
             asked: crate::event::ClientAsked::Unknown,
             last: None,

@@ -15,6 +15,7 @@
 //! but by the HTTP/2 source (`super::h2`), chosen per connection by [`super::conn::Source`].
 
 use super::conn::Conn;
+use super::framing::{Framing, Method, answer_framing, header_end};
 use super::orient::looks_like_request;
 use crate::breakdown::ExchangeParts;
 use crate::event::{ClientAsked, Pkt, side_bit};
@@ -63,10 +64,18 @@ pub(super) struct Exchange {
     /// The response's bytes (new data), and the smallest round trip under load seen while it
     /// arrived (`track::echo`; `i64::MAX`: none).
     pub resp_bytes: u64,
-    /// The response's whole size by its `Content-Length` (its header plus the body), when
-    /// the captured first segment held the whole header and it had one: the response was
-    /// complete once `resp_bytes` reached it ([`Exchange::answered`]).
-    pub resp_want: Option<u64>,
+    /// Where the response ends by its HTTP/1.x framing (`super::framing`), when its
+    /// captured first segment held the whole header ([`Exchange::answered`]).
+    pub framing: Framing,
+    /// The request's method, as far as the answer's framing depends on it.
+    pub method: Method,
+    /// The request's first segment held the start of another request after it (pipelined
+    /// in one segment: read on a connection's first requests, and on every one of a
+    /// connection that showed it, [`Conn::pipelines`]).
+    pub pipelined: bool,
+    /// The connection's previous answer was complete by its framing (this request followed
+    /// a whole answer).
+    pub prev_answered: bool,
     /// The connection's silence before the request's first byte (0: its first packet).
     pub idle_before_ns: i64,
     pub echo_min_ns: i64,
@@ -185,27 +194,20 @@ pub(super) fn paced_ns(
     }
 }
 
-/// An HTTP/1.x response's whole size (header and body) from the start of its first segment
-/// `payload`: the header's length plus its `Content-Length`. `None` when the captured bytes
-/// end inside the header (snaplen), or it has no `Content-Length` or is chunked (then only
-/// the connection's end tells where the body ends).
-pub(super) fn response_size(payload: &[u8]) -> Option<u64> {
-    let end = payload.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let mut len = None;
-    for line in payload[..end].split(|&b| b == b'\n') {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            continue;
-        };
-        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
-        if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            return None;
-        }
-        if name.eq_ignore_ascii_case(b"content-length") {
-            let v = std::str::from_utf8(value).ok()?.parse::<u64>().ok()?;
-            len = Some(v);
-        }
-    }
-    len.map(|n| end as u64 + n)
+/// More of a chunked answer (`payload` captured of `wire` bytes, the first `old` of them seen
+/// before) for its decoder. Out of line: only chunked answers come here.
+#[inline(never)]
+fn chunk_data(f: &mut Framing, payload: &[u8], wire: u32, old: u32) {
+    let new = &payload[(old as usize).min(payload.len())..];
+    let missing = u64::from(wire.saturating_sub(old)).saturating_sub(new.len() as u64);
+    f.feed(new, missing);
+}
+
+/// A request's first segment `payload` holds the start of another request after its
+/// header (a body-less request pipelined with the next one in one segment). A request with a
+/// body whose bytes look like a request line would look the same; rare enough.
+fn next_request_follows(payload: &[u8]) -> bool {
+    header_end(payload).is_some_and(|e| looks_like_request(&payload[e..]))
 }
 
 /// What an HTTP/1.x request's header at the start of its first segment `payload` asked
@@ -256,9 +258,9 @@ pub(super) fn client_asked(payload: &[u8], cut: bool) -> ClientAsked {
 }
 
 impl Exchange {
-    /// The response arrived whole by its `Content-Length` (see [`response_size`]).
+    /// The response arrived whole by its framing (see [`super::framing`]).
     pub(super) fn answered(&self) -> bool {
-        self.first_resp.is_some() && self.resp_want.is_some_and(|w| self.resp_bytes >= w)
+        self.first_resp.is_some() && self.framing.complete(self.resp_bytes)
     }
 
     /// Charges `[start, end]` to stall cause `cause` (an index of
@@ -272,8 +274,15 @@ impl Exchange {
 impl Conn {
     /// New data `pkt` (oriented) with its captured `payload`: advances the exchange state and
     /// returns the exchange this data completed (a new request ends the previous exchange).
-    /// `gap`: the capture missed data of this direction just before `pkt`.
-    pub(super) fn on_http_data(&mut self, pkt: Pkt, payload: &[u8], gap: bool) -> Option<Exchange> {
+    /// `gap`: the capture missed data of this direction just before `pkt`; `old`: bytes at
+    /// its start that were seen before (a segment re-cut after a loss).
+    pub(super) fn on_http_data(
+        &mut self,
+        pkt: Pkt,
+        payload: &[u8],
+        gap: bool,
+        old: u32,
+    ) -> Option<Exchange> {
         let mut finished = None;
         if pkt.from_server {
             match self.phase {
@@ -286,9 +295,9 @@ impl Conn {
                         x.resp_bytes += u64::from(pkt.len);
                         if x.found == Found::Http1 {
                             x.status = http_status(payload).unwrap_or(0);
-                            x.resp_want = (x.status > 0 && !gap)
-                                .then(|| response_size(payload))
-                                .flatten();
+                            if x.status > 0 && !gap {
+                                x.framing = answer_framing(payload, pkt.len, x.status, x.method);
+                            }
                             let cut = (payload.len() as u64) < u64::from(pkt.len);
                             let unreadable = gap || (cut && is_prefix_of_http(payload));
                             x.found = http_answer(x.status, unreadable, &mut self.http_answered);
@@ -316,6 +325,13 @@ impl Conn {
                         x.last_resp_ts = rel;
                         x.last_resp = pkt;
                         x.resp_bytes += u64::from(pkt.len);
+                        if let Framing::Chunked(_) = x.framing {
+                            if gap {
+                                x.framing.lost();
+                            } else {
+                                chunk_data(&mut x.framing, payload, pkt.len, old);
+                            }
+                        }
                     }
                 }
                 Phase::Idle => {}
@@ -333,13 +349,19 @@ impl Conn {
                         .as_ref()
                         .filter(|p| p.first_resp.is_some())
                         .map(|p| (pkt.ts_ns - p.last_resp.ts_ns).max(0));
+                    let prev_answered = finished.as_ref().is_some_and(Exchange::answered);
                     self.first_req.get_or_insert(pkt);
                     // Read on a connection's first requests only: `short_connections` asks it of
                     // connections with up to two, and reading every request of long keep-alive
                     // connections cost a fifth of the analysis (healthy-big).
-                    if self.exchanges <= 2 && looks_like_request(payload) {
-                        self.asked =
-                            client_asked(payload, (payload.len() as u64) < u64::from(pkt.len));
+                    let mut pipelined = false;
+                    if (self.exchanges <= 2 || self.pipelines) && looks_like_request(payload) {
+                        if self.exchanges <= 2 {
+                            self.asked =
+                                client_asked(payload, (payload.len() as u64) < u64::from(pkt.len));
+                        }
+                        pipelined = next_request_follows(payload);
+                        self.pipelines |= pipelined;
                     }
                     self.cur = Some(Exchange {
                         first_req: pkt,
@@ -358,7 +380,10 @@ impl Conn {
                         status: 0,
                         gap_cut: false,
                         resp_bytes: 0,
-                        resp_want: None,
+                        framing: Framing::Open,
+                        method: Method::of(payload),
+                        pipelined,
+                        prev_answered,
                         idle_before_ns: self.prev_active_ns.map_or(0, |t| (pkt.ts_ns - t).max(0)),
                         echo_min_ns: i64::MAX,
                         first_resp_ts: None,

@@ -14,6 +14,7 @@ use crate::event::{
 use crate::track::flags::IDLE_RESET_NS;
 
 use super::conn::Source;
+use super::framing::Framing;
 use super::h2::H2Conn;
 use super::h2::frame::PREFACE as H2_PREFACE;
 use super::http::Phase;
@@ -105,10 +106,13 @@ impl Hub {
                 }
                 // Data of this direction before it went uncaptured (or never was).
                 let start = end.wrapping_sub(pkt.len);
-                let gap = c.dirs[i]
-                    .seen_nxt
-                    .is_none_or(|s| super::flow::seq_gt(start, s));
-                turn_done = c.on_http_data(pkt, payload, gap);
+                let seen = c.dirs[i].seen_nxt;
+                let gap = seen.is_none_or(|s| super::flow::seq_gt(start, s));
+                // Bytes at its start seen before (re-cut after a loss).
+                let old = seen
+                    .filter(|&s| super::flow::seq_gt(s, start))
+                    .map_or(0, |s| s.wrapping_sub(start).min(pkt.len));
+                turn_done = c.on_http_data(pkt, payload, gap, old);
                 if !pkt.from_server
                     && c.phase == Phase::Request
                     && let Some(x) = c.cur.as_mut()
@@ -295,9 +299,23 @@ impl Hub {
         } else {
             reset_kind(c, rst, &context)
         };
-        if kind == ResetKind::AfterAnswer {
+        if kind == ResetKind::AfterAnswer
+            && let Some(x) = c.cur
+        {
             context.unacked = !answer_acked(c);
+            // In the request phase the answer was the previous exchange's; the request
+            // written after it, or pipelined with the answered one, got none.
+            let request = c.phase == Phase::Request;
+            context.lost_request = request || (x.pipelined && rst.from_server);
+            context.answer_gap_ns = Some(if request {
+                x.reuse_gap_ns.unwrap_or(0) + (rst.ts_ns - x.first_req.ts_ns)
+            } else {
+                rst.ts_ns - x.last_resp.ts_ns
+            });
         }
+        context.answer_unseen = matches!(kind, ResetKind::DuringExchange | ResetKind::ClientAbort)
+            && c.phase == Phase::Response
+            && c.cur.is_some_and(|x| x.framing == Framing::Unseen);
         if c.phase == super::http::Phase::Request {
             context.reuse_gap_ns = c.cur.and_then(|x| x.reuse_gap_ns);
         }
@@ -495,18 +513,21 @@ pub const ANSWERED_IDLE_NS: i64 = 200_000_000;
 /// - after [`IDLE_RESET_NS`] of silence with no request waiting and every response byte
 ///   acknowledged, or between exchanges: an idle connection ended ([`ResetKind::Idle`]);
 ///   so is one after [`ANSWERED_IDLE_NS`] of silence when the response was complete by its
-///   `Content-Length` and acknowledged (a load balancer's 1 s idle timeout: nothing was in the
-///   middle). A reset right after the answer (`SO_LINGER` 0 at close) is not idle (an
-///   abortive close, below); a response short of its `Content-Length` (a proxy timing out a
-///   stalled answer, a crash) is cut;
+///   framing (`super::framing`: `Content-Length`, the last chunk, no body for HEAD, 204 and
+///   304) and acknowledged (a load balancer's 1 s idle timeout: nothing was in the middle).
+///   A reset right after the answer (`SO_LINGER` 0 at close) is not idle (an abortive close,
+///   below); a response short of its framing's end (a proxy timing out a stalled answer, a
+///   crash) is cut, and one whose end the capture cannot tell is not called complete;
 ///   and so is the reset that answered a request sent after that much silence when the
 ///   reset acknowledges nothing (no ACK flag: the answer of a host that holds no state for
 ///   the connection any more, not an abortive close of a live socket): the client reused a
 ///   connection that had been dropped while idle, and that request failed;
 /// - a reset (either side's) less than [`ANSWERED_IDLE_NS`] after a response complete by its
-///   `Content-Length`, on a connection that showed no pipelining: an abortive close after
-///   the answer ([`ResetKind::AfterAnswer`]: `SO_LINGER` 0 at close, or a close with unread
-///   data);
+///   framing, on a connection that showed no pipelining across segments: an abortive close
+///   after the answer ([`ResetKind::AfterAnswer`]: `SO_LINGER` 0 at close, or a close with
+///   unread data); so is the server's reset that soon after a complete answer when the
+///   client had already written its next request (the story tells that request as lost, as
+///   one pipelined in the answered request's segment);
 /// - otherwise, by the exchange's phase: during a request or its response, or the client
 ///   giving up on a response.
 fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
@@ -528,9 +549,13 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
         {
             ResetKind::Idle
         }
+        // The client wrote its next request right after a complete answer, and the server
+        // reset soon after that answer: an abortive close that lost the request.
+        (Phase::Request, true) if next_request_lost(c, rst) => ResetKind::AfterAnswer,
         (Phase::Response, _) if idle && delivered => ResetKind::Idle,
-        // Complete by its `Content-Length`, no pipelined request possibly unread: an
-        // abortive close after the answer, not a failure in the middle of it.
+        // Complete by its framing, no pipelined request possibly unread (one pipelined in
+        // the answered request's segment is lost: told by the story): an abortive close
+        // after the answer, not a failure in the middle of it.
         // (After a longer silence with the answer unacknowledged, the peer may be gone:
         // not told as an abortive close.)
         (Phase::Response, _) if !idle && c.cur.is_some_and(|x| x.answered()) && !c.ambiguous => {
@@ -539,4 +564,15 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
         (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
         (Phase::Response, false) => ResetKind::ClientAbort,
     }
+}
+
+/// A server's reset less than [`ANSWERED_IDLE_NS`] after the connection's previous answer,
+/// complete by its framing, while the request the client wrote after it waited unanswered.
+fn next_request_lost(c: &Conn, rst: Pkt) -> bool {
+    c.cur.is_some_and(|x| {
+        x.prev_answered
+            && x.first_resp.is_none()
+            && x.reuse_gap_ns
+                .is_some_and(|g| g + (rst.ts_ns - x.first_req.ts_ns) < ANSWERED_IDLE_NS)
+    })
 }

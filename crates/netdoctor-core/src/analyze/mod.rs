@@ -34,6 +34,7 @@ pub mod bulk;
 mod conclude;
 mod conn;
 mod flow;
+mod framing;
 pub mod h2;
 mod halfopen;
 mod http;

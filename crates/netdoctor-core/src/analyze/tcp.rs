@@ -6,6 +6,7 @@ use std::collections::hash_map::Entry;
 
 use super::conn::{Conn, StrayRst};
 use super::flow::{ConnKey, conn_key, seq_gt};
+use super::framing::Framing;
 use super::http::Phase;
 use super::orient::{Reason, Shared, reorient};
 use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS, MAX_HALF_OPEN};
@@ -488,11 +489,12 @@ impl Analyzer {
         // Teardown.
         if (f.fin() || f.rst()) && c.first_close.is_none() {
             c.first_close = Some(pkt);
-            // A close that cut a response short of its `Content-Length` ended no idle
-            // connection, however long the response had stalled.
+            // A close that cut a response short of its framing's end ended no idle
+            // connection, however long the response had stalled; nor did one whose end the
+            // capture cannot tell (not taken as complete).
             let cut = c.phase == Phase::Response
                 && c.cur
-                    .is_some_and(|x| x.resp_want.is_some() && !x.answered());
+                    .is_some_and(|x| x.framing != Framing::Open && !x.answered());
             c.idle_before_close_ns = prev_active.filter(|_| !cut).map(|t| (seg.ts_ns - t).max(0));
         }
         if f.fin() {
@@ -521,8 +523,7 @@ impl Analyzer {
                         after_fin,
                         idle_ns,
                         forged,
-                        unacked: false,
-                        reuse_gap_ns: None,
+                        ..ResetContext::default()
                     },
                 );
             }

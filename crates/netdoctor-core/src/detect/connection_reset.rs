@@ -38,7 +38,7 @@ use std::net::SocketAddr;
 mod after_answer;
 mod idle;
 mod injected;
-pub use after_answer::AFTER_ANSWER_EVIDENCE;
+pub use after_answer::{AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE};
 pub use idle::IDLE_RESET_EVIDENCE;
 use injected::{forged_note, injected_story};
 
@@ -61,6 +61,10 @@ struct Example {
     silence_ns: i64,
     /// After a complete answer the client had not wholly acknowledged.
     unacked: bool,
+    /// After a complete answer: the client's next request was lost, and the time from the
+    /// answer's last byte to the reset.
+    lost_request: bool,
+    answer_gap_ns: Option<i64>,
 }
 
 #[derive(Default)]
@@ -69,9 +73,62 @@ struct KindAgg {
     by_server: u64,
     /// Injected resets the receiver ignored (the connection went on).
     ignored: u64,
+    /// During an answer whose end the capture cannot tell (`ResetContext::answer_unseen`).
+    unseen: u64,
     /// Client resets of a request in progress: how long the request had waited.
     client_waited: Option<Hist>,
     examples: Vec<Example>,
+}
+
+/// The evidence entry of resets during answers whose end the capture cannot tell (the zh
+/// texts key on it).
+pub const ANSWER_UNSEEN_EVIDENCE: &str = "answer_end_unseen";
+
+/// The summary, explanation and fix of `n` resets by `who` during an exchange, `unseen` of
+/// them during answers whose end the capture cannot tell (not called complete, nor cut).
+fn during_exchange(who: &str, n: u64, unseen: u64) -> (String, String, String) {
+    let logs = format!(
+        "Look at the {who}'s logs at these times (crashes, timeouts, killed workers) and at \
+         proxies or load balancers between the client and the server (idle and request \
+         timeouts)."
+    );
+    let failed = "A request was sent and the {who} aborted the connection with a reset before \
+                  the response was complete: the request failed. Servers do this when a \
+                  worker crashes or is killed, when they close a socket with SO_LINGER 0, or \
+                  when a proxy or load balancer in between times out; clients when they give \
+                  up waiting."
+        .replace("{who}", who);
+    let cut = "The capture did not keep bytes that tell where an answer ends (its snap length \
+               cut a chunk-size line or the header, or it missed data): whether those answers \
+               were complete cannot be told, so they are not taken as complete. A load \
+               balancer's idle timeout after a whole answer and a reset that cut the answer \
+               look the same here; a capture with a larger snap length (tcpdump -s 0) tells \
+               them apart.";
+    match unseen {
+        0 => (
+            format!("The {who} reset {n} connections in the middle of a request/response"),
+            failed,
+            logs,
+        ),
+        u if u == n => (
+            format!(
+                "The {who} reset {n} connections while an answer was arriving or right after \
+                 it; the capture cut the answers' framing, so whether they were complete \
+                 cannot be told"
+            ),
+            cut.to_string(),
+            format!("Capture again with a larger snap length (tcpdump -s 0) to tell. {logs}"),
+        ),
+        u => (
+            format!(
+                "The {who} reset {} connections in the middle of a request/response, and {u} \
+                 more during answers whose end the capture cannot tell (it cut their framing)",
+                n - u
+            ),
+            format!("{failed} {cut}"),
+            logs,
+        ),
+    }
 }
 
 /// A client reset this close to the load generator's timeout (or later) is its own.
@@ -102,9 +159,7 @@ fn hits_request(e: &Example) -> bool {
 
 impl Detector for ConnectionReset {
     fn interests(&self) -> Interests {
-        Interests::RESET
-            .and(Interests::OBSERVED)
-            .and(Interests::EXCHANGE_DONE)
+        Interests::RESET.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -126,6 +181,8 @@ impl Detector for ConnectionReset {
                     forged: context.forged,
                     silence_ns: context.idle_ns,
                     unacked: context.unacked,
+                    lost_request: context.lost_request,
+                    answer_gap_ns: context.answer_gap_ns,
                 };
                 if *kind == ResetKind::Idle {
                     self.idle.record(context.idle_ns, hits_request(&e));
@@ -135,9 +192,13 @@ impl Detector for ConnectionReset {
                     }
                 }
                 if *kind == ResetKind::AfterAnswer {
-                    let gap = before.map(|b| rst.ts_ns - b.ts_ns);
-                    self.after_answer.record(gap, context.unacked);
+                    self.after_answer.record(
+                        context.answer_gap_ns,
+                        context.unacked,
+                        context.lost_request,
+                    );
                 }
+                self.kinds[idx(*kind)].unseen += u64::from(context.answer_unseen);
                 self.on_reset(*kind, e);
                 if let Some(r) = req
                     && !rst.from_server
@@ -147,11 +208,6 @@ impl Detector for ConnectionReset {
                         .client_waited
                         .get_or_insert_with(Hist::new)
                         .record_ns(rst.ts_ns - r.ts_ns);
-                }
-            }
-            Event::ExchangeDone(x) => {
-                if let Some(g) = x.reuse_gap_ns {
-                    self.idle.reuse.record(g);
                 }
             }
             Event::Observed(Observation::RunConfig { timeout_ms, .. }) if *timeout_ms > 0 => {
@@ -170,6 +226,7 @@ impl Detector for ConnectionReset {
     }
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.idle.gaps = self.idle.reuse.with(cx.reuse_gaps);
         self.report(cx.exchanges, cx.connections, cx.t0_ns, out);
     }
 }
@@ -298,6 +355,7 @@ impl ConnectionReset {
                 }
                 ResetKind::DuringExchange => {
                     let frac = (n as f64 / (exchanges + n).max(1) as f64).min(1.0);
+                    let (summary, explanation, fix) = during_exchange(who, n, k.unseen.min(n));
                     (
                         frac,
                         if frac >= 0.05 {
@@ -305,21 +363,9 @@ impl ConnectionReset {
                         } else {
                             Severity::Warning
                         },
-                        format!(
-                            "The {who} reset {n} connections in the middle of a request/response"
-                        ),
-                        format!(
-                            "A request was sent and the {who} aborted the connection with a reset \
-                             before the response was complete: the request failed. Servers do \
-                             this when a worker crashes or is killed, when they close a socket \
-                             with SO_LINGER 0, or when a proxy or load balancer in between times \
-                             out; clients when they give up waiting."
-                        ),
-                        format!(
-                            "Look at the {who}'s logs at these times (crashes, timeouts, killed \
-                             workers) and at proxies or load balancers between the client and \
-                             the server (idle and request timeouts)."
-                        ),
+                        summary,
+                        explanation,
+                        fix,
                     )
                 }
                 ResetKind::ClientAbort => (
@@ -432,7 +478,10 @@ impl ConnectionReset {
                     )
                 }
                 ResetKind::Injected => injected_story(who, n, k, connections),
-                ResetKind::AfterAnswer => self.after_answer.story(who, side, n, connections),
+                ResetKind::AfterAnswer => {
+                    self.after_answer
+                        .story(who, side, n, connections, exchanges)
+                }
                 ResetKind::Idle => {
                     let (frac, sev, idle_side, summary, explanation, fix) =
                         self.idle.story(who, side, n, exchanges, connections);
@@ -490,8 +539,11 @@ impl ConnectionReset {
                             ResetKind::AfterAnswer => format!(
                                 "the answer was complete; the {who} reset {:.2} ms after its \
                                  last byte{}",
-                                e.before.map_or(0, |b| e.rst.ts_ns - b.ts_ns) as f64 / 1e6,
-                                if e.unacked {
+                                e.answer_gap_ns.unwrap_or(0) as f64 / 1e6,
+                                if e.lost_request {
+                                    ", with the client's next request sent and unanswered \
+                                     (lost)"
+                                } else if e.unacked {
                                     ", before the client had acknowledged all of it"
                                 } else {
                                     ""
@@ -532,8 +584,24 @@ impl ConnectionReset {
             }
             if kind == ResetKind::AfterAnswer {
                 f.evidence.push(Evidence::Probe {
-                    probe: AFTER_ANSWER_EVIDENCE.into(),
+                    probe: if self.after_answer.lost > 0 {
+                        AFTER_ANSWER_LOST_EVIDENCE
+                    } else {
+                        AFTER_ANSWER_EVIDENCE
+                    }
+                    .into(),
                     note: self.after_answer.note(who, n),
+                });
+            }
+            if kind == ResetKind::DuringExchange && k.unseen > 0 {
+                f.evidence.push(Evidence::Probe {
+                    probe: ANSWER_UNSEEN_EVIDENCE.into(),
+                    note: format!(
+                        "{} of {n} resets came while an answer was arriving whose end the \
+                         capture cannot tell: it did not keep bytes of the answer's framing \
+                         (a chunk-size line or header past the snap length, or data it missed)",
+                        k.unseen.min(n)
+                    ),
                 });
             }
             out.push(f);
@@ -639,7 +707,8 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
         // when that story leads.
         lead.evidence.extend(f.evidence.into_iter().filter(|e| {
             !matches!(e, Evidence::Probe { probe, .. }
-                if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE)
+                if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE
+                    || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE)
         }));
     }
     Some(lead)

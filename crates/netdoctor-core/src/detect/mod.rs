@@ -38,7 +38,7 @@ pub const MAX_EXAMPLES: usize = 3;
 
 /// What a detector knows at the end of a window (or of the capture) besides its own events.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Context {
+pub struct Context<'a> {
     /// Timestamp of the capture's first packet (evidence times are relative to it).
     pub t0_ns: i64,
     /// Completed exchanges in the window (HTTP/1.x or turns).
@@ -54,6 +54,11 @@ pub struct Context {
     pub latency_p50_ms: f64,
     /// Median server time in the window, ms (0 without exchanges).
     pub server_time_p50_ms: f64,
+    /// The clients' reuse gaps of the window's complete exchanges
+    /// ([`crate::event::ExchangeDone::reuse_gap_ns`]), recorded once per exchange by the
+    /// window's aggregates (`analyze::agg::Agg`, rebuilt with the detectors for every window)
+    /// for the idle stories of `short_connections` and `connection_reset`.
+    pub(crate) reuse_gaps: Option<&'a crate::stats::Hist>,
 }
 
 /// One detector: consumes events, emits findings.
@@ -203,7 +208,7 @@ pub(crate) mod testkit {
         }
     }
 
-    pub fn cx(exchanges: u64) -> Context {
+    pub fn cx(exchanges: u64) -> Context<'static> {
         Context {
             t0_ns: T0,
             exchanges,
@@ -212,6 +217,7 @@ pub(crate) mod testkit {
             data_segments: exchanges * 2,
             latency_p50_ms: 1.0,
             server_time_p50_ms: 0.1,
+            reuse_gaps: None,
         }
     }
 
@@ -242,11 +248,23 @@ pub(crate) mod testkit {
     /// Runs `events` through a fresh detector and returns its findings.
     pub fn run<D: Detector + Default>(events: &[Event<'_>], cx: &Context) -> Vec<Finding> {
         let mut d = D::default();
+        // The reuse gaps, as the window's aggregates record them for every detector.
+        let mut gaps: Option<crate::stats::Hist> = None;
         for e in events {
+            if let Event::ExchangeDone(x) = e
+                && let Some(g) = x.reuse_gap_ns
+            {
+                gaps.get_or_insert_with(crate::stats::Hist::new)
+                    .record_ns(g);
+            }
             d.on_event(e);
         }
+        let cx = Context {
+            reuse_gaps: gaps.as_ref(),
+            ..*cx
+        };
         let mut out = Vec::new();
-        d.finish(cx, &mut out);
+        d.finish(&cx, &mut out);
         out
     }
 }

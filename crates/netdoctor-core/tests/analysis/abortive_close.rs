@@ -7,10 +7,17 @@
 //! - `idle-client-linger0.pcap.gz`: nginx keeps the connection, the client resets it right
 //!   after reading its answer: info, side client;
 //! - `idle-noanswer.pcap.gz`: the server reads the request and resets without answering: a
-//!   failed request, stays critical "in the middle".
+//!   failed request, stays critical "in the middle";
+//! - `idle-linger0-pipe.pcap.gz`: the client pipelines two requests in one segment, the server
+//!   answers the first and resets: was told "no request was lost" (info); the second is lost;
+//! - `idle-linger0-next.pcap.gz`: the server resets 20 ms after its answer, the client had
+//!   written its next request at once: was told a reset "in the middle"; an abortive close
+//!   that lost that request.
 
 use crate::common::{analyze, one};
-use netdoctor_core::detect::connection_reset::{AFTER_ANSWER_EVIDENCE, IDLE_RESET_EVIDENCE};
+use netdoctor_core::detect::connection_reset::{
+    AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE, IDLE_RESET_EVIDENCE,
+};
 use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
 
 fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
@@ -90,4 +97,66 @@ fn a_server_reset_of_a_request_it_never_answered_stays_a_failure_in_the_middle()
         f.summary
     );
     assert!(probe(f, AFTER_ANSWER_EVIDENCE).is_none());
+}
+
+/// An abortive close right after a complete answer that lost the client's next request:
+/// critical (every connection lost one), on the side that sent the reset.
+fn lost_next(name: &str, gap: &str) {
+    let (an, _) = analyze(name);
+    let f = one(&an, FindingId::ConnectionReset);
+    assert_eq!(
+        (f.severity, f.side),
+        (Severity::Critical, Side::Server),
+        "{name}: {}",
+        f.summary
+    );
+    assert!(
+        !f.summary.contains("in the middle"),
+        "{name}: {}",
+        f.summary
+    );
+    assert!(
+        !f.summary.contains("no request was lost"),
+        "{name}: {}",
+        f.summary
+    );
+    assert!(
+        f.summary.contains(&format!(
+            "closed 10 connections with a reset {gap} after a complete answer"
+        )),
+        "{name}: {}",
+        f.summary
+    );
+    assert!(
+        f.summary.contains(
+            "on 10 of them the client had already sent its next request, and that request was lost"
+        ),
+        "{name}: {}",
+        f.summary
+    );
+    let note =
+        probe(f, AFTER_ANSWER_LOST_EVIDENCE).unwrap_or_else(|| panic!("{name}: {:#?}", f.evidence));
+    assert!(
+        note.contains("on 10 of them the client had already sent"),
+        "{note}"
+    );
+    assert!(probe(f, AFTER_ANSWER_EVIDENCE).is_none(), "{name}");
+    for e in &f.evidence {
+        if let Evidence::Packets { note, .. } = e {
+            assert!(
+                note.contains("next request sent and unanswered"),
+                "{name}: {note}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_reset_right_after_the_answer_loses_a_request_pipelined_with_it() {
+    lost_next("idle-linger0-pipe.pcap.gz", "0.06 ms");
+}
+
+#[test]
+fn a_reset_soon_after_the_answer_loses_the_request_written_after_it() {
+    lost_next("idle-linger0-next.pcap.gz", "20.21 ms");
 }

@@ -17,6 +17,7 @@ mod captures;
 mod client_asked_close;
 mod client_think;
 mod echo_turns;
+mod framing_complete;
 mod gap_not_pipelining;
 mod h2;
 mod headers_only;

@@ -510,6 +510,43 @@ mod tests {
         assert!(zh.fix.contains("错误日志"), "{}", zh.fix);
     }
 
+    /// A reset whose answer's end the capture cannot tell, and an abortive close that lost the
+    /// next request: their own texts, not the plain reset's or the harmless close's.
+    #[test]
+    fn resets_the_capture_cannot_tell_and_lost_next_requests_are_told_in_chinese() {
+        use netdoctor_core::detect::connection_reset::{
+            AFTER_ANSWER_LOST_EVIDENCE, ANSWER_UNSEEN_EVIDENCE,
+        };
+        let zh = |probe: &str| {
+            let mut f = Finding::new(
+                FindingId::ConnectionReset,
+                Severity::Critical,
+                Side::Server,
+                "s",
+            );
+            f.explanation = "e".into();
+            f.fix = "x".into();
+            f.evidence.push(Evidence::Probe {
+                probe: probe.into(),
+                note: "n".into(),
+            });
+            let t = texts(&f, Lang::Zh);
+            (
+                t.summary.into_owned(),
+                t.explanation.into_owned(),
+                t.fix.into_owned(),
+            )
+        };
+        let (s, e, x) = zh(ANSWER_UNSEEN_EVIDENCE);
+        assert!(s.contains("无法判断响应是否完整"), "{s}");
+        assert!(e.contains("快照长度"), "{e}");
+        assert!(x.contains("tcpdump -s 0"), "{x}");
+        let (s, e, _) = zh(AFTER_ANSWER_LOST_EVIDENCE);
+        assert!(s.contains("这些请求丢失了"), "{s}");
+        assert!(!s.contains("没有请求丢失"), "{s}");
+        assert!(e.contains("下一个请求"), "{e}");
+    }
+
     #[test]
     fn english_is_the_detectors_text_and_empty_stays_empty() {
         let mut f = Finding::new(

@@ -109,7 +109,9 @@ zero_window-fix = 让{ common-who }及时读取套接字（排查被阻塞的事
 ## connection_reset
 
 # $probe 为 idle_reset：服务端一侧在完整且已确认的响应之后、连接静默一段稳定的时间后发出 RST（空闲超时）。
-# $probe 为 abortive_close：在按 Content-Length 完整的响应之后、没有请求在等待时，一方立刻用 RST 代替 FIN 关闭连接（SO_LINGER 0）。
+# $probe 为 abortive_close：在按分帧（Content-Length、最后一个分块或无消息体）完整的响应之后、没有请求在等待时，一方立刻用 RST 代替 FIN 关闭连接（SO_LINGER 0）。
+# $probe 为 abortive_close_lost：同上，但客户端已经发出了下一个请求（流水线或紧接着响应发出），这个请求没有得到响应，丢失了。
+# $probe 为 answer_end_unseen：RST 发生在响应到达期间或刚结束时，但抓包没有保留响应分帧所需的字节（快照长度截断了分块大小行或响应头，或漏抓了数据），无法判断响应是否完整。
 connection_reset-summary = { $probe ->
     [idle_reset] 服务端一侧在每个完整且已被确认的响应之后、连接静默一段稳定的时间后复位了空闲连接：这是空闲超时（多半是服务端前面的负载均衡、NAT 或防火墙），不是在请求/响应中途复位；{ $severity ->
         [info] 抓包中没有请求因此失败
@@ -122,14 +124,18 @@ connection_reset-summary = { $probe ->
            *[other] 有些 RST 在客户端确认完整个响应之前就发出了（响应的末尾可能丢失）
         }
     }
+    [abortive_close_lost] { common-who }在完整的响应之后立刻用 RST 而不是 FIN 关闭了连接（异常关闭，SO_LINGER 0）；其中有些连接上客户端已经发出了下一个请求，这些请求丢失了
+    [answer_end_unseen] { common-who }在响应到达期间或刚结束时复位了连接；抓包截断了响应的分帧，无法判断响应是否完整：{ common-impact }
    *[other] { common-who }用 RST 复位了连接：{ common-impact }
 }
 connection_reset-explanation = { $probe ->
     [idle_reset] 每个响应都完整到达并被确认，随后连接静默了一段稳定的时间，然后服务端一侧发出 RST：这是丢弃空闲连接的定时器，而不是交换中途的故障。带着服务端地址的 RST 来自在服务端一侧持有该连接的设备：有空闲超时的负载均衡、NAT 或防火墙，或者用 SO_LINGER 0 关闭空闲连接的服务端本身；仅凭分组无法区分（它们的报头与服务端的其他分组没有差别）。受害的是使用连接池的客户端：在连接被复位后仍拿它发下一个请求，就会得到错误（需要重试）；这类请求的数量决定严重程度，见证据。
     [abortive_close] { $side ->
-        [client] 每个响应都已完整到达（按 Content-Length），也没有请求在等待；随后客户端用 RST 而不是 FIN 结束了连接。客户端用 SO_LINGER 0 关闭套接字（一些 HTTP 客户端和压测工具这样做，以免留下 TIME_WAIT），或者关闭时套接字里还有未读的数据，就会这样。服务端日志里会出现并非它的错的“connection reset by peer”；没有丢失任何东西。
-       *[other] 每个响应都按 Content-Length 完整发出，也没有下一个请求在等待；随后{ common-who }用 RST 而不是 FIN 结束了连接：这是异常关闭，不是交换中途的故障。服务端用 SO_LINGER 0 关闭套接字（以免留下 TIME_WAIT），或者关闭时套接字里还有客户端未读的数据，就会这样；它前面的代理也可能以它的名义这样做。风险在于：RST 如果赶在响应最后的报文段之前（丢包或乱序），或者到达一个收到 RST 就丢弃未读数据的客户端协议栈，完整的响应就会变成错误；已经在这个连接上写出下一个请求的客户端（流水线，或立即复用连接的连接池）会因这个请求收到错误。有多少 RST 在客户端确认完响应之前发出，见证据。
+        [client] 每个响应都已完整到达（按其分帧），也没有请求在等待；随后客户端用 RST 而不是 FIN 结束了连接。客户端用 SO_LINGER 0 关闭套接字（一些 HTTP 客户端和压测工具这样做，以免留下 TIME_WAIT），或者关闭时套接字里还有未读的数据，就会这样。服务端日志里会出现并非它的错的“connection reset by peer”；没有丢失任何东西。
+       *[other] 每个响应都按其分帧（Content-Length、最后一个分块或无消息体）完整发出，也没有下一个请求在等待；随后{ common-who }用 RST 而不是 FIN 结束了连接：这是异常关闭，不是交换中途的故障。服务端用 SO_LINGER 0 关闭套接字（以免留下 TIME_WAIT），或者关闭时套接字里还有客户端未读的数据，就会这样；它前面的代理也可能以它的名义这样做。风险在于：RST 如果赶在响应最后的报文段之前（丢包或乱序），或者到达一个收到 RST 就丢弃未读数据的客户端协议栈，完整的响应就会变成错误；已经在这个连接上写出下一个请求的客户端（流水线，或立即复用连接的连接池）会因这个请求收到错误。有多少 RST 在客户端确认完响应之前发出，见证据。
     }
+    [abortive_close_lost] 每个响应都按其分帧（Content-Length、最后一个分块或无消息体）完整发出；随后{ common-who }用 RST 而不是 FIN 结束了连接：这是异常关闭（SO_LINGER 0，或关闭时套接字里还有未读的数据），不是在响应中途的故障。但证据中的这些连接上，客户端在 RST 到来之前已经写出了下一个请求（与上一个请求一起流水线发出，或在响应之后立即发出）：这些请求没有得到响应，失败了；重试它们的客户端可能把请求发送两次。丢失的请求数决定严重程度，见证据。
+    [answer_end_unseen] 抓包没有保留说明响应在哪里结束的字节（快照长度截断了分块大小行或响应头，或者漏抓了数据）：无法判断这些响应是否完整，因此不把它们当作完整的。在完整响应之后负载均衡的空闲超时，与截断响应的复位，在这里看起来一样；用更大的快照长度（tcpdump -s 0）重新抓包就能区分。
    *[other] 连接没有正常关闭，而是被 RST 中止了。可能的原因：没有套接字在监听该端口（或防火墙以 RST 拒绝）；服务端的 worker 崩溃或被杀死，或用 SO_LINGER 0 关闭套接字；全连接队列已满且 net.ipv4.tcp_abort_on_overflow 为 1；中间的代理或负载均衡器超时；或者客户端在响应未读完时关闭了套接字（压测工具停止时、浏览器离开页面时都会这样，不影响其他请求）。被复位的请求都失败了。下方的证据给出了发生复位的连接和分组。
 }
 connection_reset-fix = { $probe ->
@@ -138,6 +144,8 @@ connection_reset-fix = { $probe ->
         [client] 请求本身无需修复。若想消除服务端的复位错误，让客户端用 FIN 关闭（不要 SO_LINGER 0），或者保留连接以便复用（keep-alive）。
        *[other] 让{ common-who }用 FIN 关闭：去掉套接字上的 SO_LINGER 0，或者先关闭写方向（shutdown(SHUT_WR)），读到客户端关闭后再 close()。如果它本意就是每个响应后关闭，就用 `Connection: close` 告诉客户端，让客户端不再复用这个连接。
     }
+    [abortive_close_lost] 让{ common-who }用 FIN 关闭：去掉套接字上的 SO_LINGER 0，或者先关闭写方向（shutdown(SHUT_WR)），读到客户端关闭后再 close()。如果它本意就是每个响应后关闭，就用 `Connection: close` 告诉客户端，让客户端不再复用这个连接，也不再在上面流水线发送请求。
+    [answer_end_unseen] 用更大的快照长度（tcpdump -s 0）重新抓包以便区分。对照下方分组的时间查看{ common-who }的日志（崩溃、超时、被杀死的 worker），以及客户端与服务端之间的代理或负载均衡器（空闲超时、请求超时）。
    *[other] 对照下方分组的时间查看{ common-who }的日志（崩溃、超时、被杀死的 worker），以及客户端与服务端之间的代理或负载均衡器（空闲超时、请求超时）。如果复位发生在握手之后、交换数据之前，检查全连接队列（`ss -ltn`、`nstat -az TcpExtListenOverflows`），并让 tcp_abort_on_overflow 保持为 0，这样队列满时只会变慢而不会复位。
 }
 

@@ -9,7 +9,7 @@
 //! state for it answers that request with a reset that acknowledges nothing. Those are
 //! counted (`failed`) and set the severity; without them the finding is info.
 
-use crate::detect::short_connections::reuse::{ReuseGaps, secs};
+use crate::detect::short_connections::reuse::{Gaps, ReuseGaps, secs};
 use crate::finding::{Severity, Side};
 use crate::stats::Hist;
 
@@ -25,9 +25,11 @@ pub(super) struct IdleResets {
     silence: Option<Hist>,
     /// Resets that answered a request sent on a connection dropped while idle.
     pub failed: u64,
-    /// The client's reuse gaps (an answer's end to its next request on the connection),
-    /// those of the requests that hit a dropped connection too.
+    /// The reuse gaps of the requests that hit a dropped connection (those of the window's
+    /// complete exchanges come from `Context::reuse_gaps`).
     pub reuse: ReuseGaps,
+    /// Both, set when the window ends.
+    pub gaps: Option<Gaps>,
 }
 
 /// The steady silence: 10th, 50th, 90th percentile (ms) and the count.
@@ -87,7 +89,7 @@ impl IdleResets {
             secs(s.p10_ms),
             secs(s.p90_ms),
             self.failed,
-            self.reuse.gaps().map_or_else(
+            self.gaps.map_or_else(
                 || "no connection was reused, so the client's reuse gap is not in the capture"
                     .to_string(),
                 |g| g.note()
@@ -139,7 +141,7 @@ impl IdleResets {
             (n as f64 / connections.max(1) as f64).min(1.0)
         };
         // The client's wait, measured: when it reused connections.
-        let gaps = self.reuse.gaps();
+        let gaps = self.gaps;
         let (wait, now) = gaps.map_or((String::new(), String::new()), |g| {
             (
                 format!(

@@ -203,6 +203,7 @@ fn a_reset_after_a_complete_answer_is_a_warning_only_when_the_answer_was_not_ack
         req: None,
         context: crate::event::ResetContext {
             unacked,
+            answer_gap_ns: Some(1_000_000),
             ..Default::default()
         },
     };

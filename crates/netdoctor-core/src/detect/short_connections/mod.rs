@@ -103,8 +103,9 @@ pub struct ShortConnections {
     idle: idle::IdleCloses,
     /// What the requests on the connections the server closed first asked.
     asked: asked::AskedCloses,
-    /// The client's reuse gaps (answer's end to its next request on the connection).
-    reuse: reuse::ReuseGaps,
+    /// The client's reuse gaps (answer's end to its next request on the connection), from
+    /// the window's aggregates at the end (`Context::reuse_gaps`).
+    reuse: Option<reuse::Gaps>,
     /// From the run's config: keep-alive was on (`Some(false)`: the user asked for one
     /// connection per request).
     keepalive: Option<bool>,
@@ -115,9 +116,7 @@ pub struct ShortConnections {
 
 impl Detector for ShortConnections {
     fn interests(&self) -> Interests {
-        Interests::CONN_DONE
-            .and(Interests::OBSERVED)
-            .and(Interests::EXCHANGE_DONE)
+        Interests::CONN_DONE.and(Interests::OBSERVED)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
@@ -141,16 +140,12 @@ impl Detector for ShortConnections {
                 self.keepalive = Some(*keepalive);
             }
             Event::Observed(Observation::KeepAlive(c)) => self.probe = Some(c.clone()),
-            Event::ExchangeDone(x) => {
-                if let Some(g) = x.reuse_gap_ns {
-                    self.reuse.record(g);
-                }
-            }
             _ => {}
         }
     }
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        self.reuse = reuse::gaps(cx.reuse_gaps);
         self.report(cx.latency_p50_ms, cx.t0_ns, out);
     }
 }
@@ -438,7 +433,7 @@ impl ShortConnections {
                 (false, Closer::ServerIdle, _) => idle.map_or(String::new(), |t| {
                     t.explanation(
                         self.conns,
-                        self.reuse.gaps(),
+                        self.reuse,
                         probe
                             .filter(|p| p.reused > 0)
                             .map(|p| (p.requests, p.connections)),
@@ -550,7 +545,7 @@ impl ShortConnections {
         if let Some(t) = idle {
             f.evidence.push(Evidence::Probe {
                 probe: IDLE_EVIDENCE.into(),
-                note: t.note(self.reuse.gaps()),
+                note: t.note(self.reuse),
             });
         }
         if closer == Closer::ClientAsked {

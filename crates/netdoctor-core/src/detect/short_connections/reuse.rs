@@ -4,13 +4,19 @@
 //! so the fix has two numbers to compare. Requests sent on a connection already dropped while
 //! idle count too (their gap is the one that lost). A client that never reused a connection
 //! (the server closed each one first) leaves nothing to measure, and the texts say so.
+//!
+//! The gaps of complete exchanges are recorded once per exchange by the window's aggregates
+//! and handed to both detectors that tell them (`Context::reuse_gaps`): each recorded every
+//! gap into its own histogram before (+58 M instructions of 3,125 M on the bench capture).
+//! `connection_reset` adds the gaps of the requests that hit a dropped connection
+//! ([`ReuseGaps::with`]).
 
 use crate::stats::Hist;
 
 /// Reuse gaps from which the percentiles are told.
 const MIN_GAPS: u64 = 3;
 
-/// The reuse gaps seen.
+/// Reuse gaps a detector saw itself (beyond the window's).
 #[derive(Default)]
 pub(crate) struct ReuseGaps {
     hist: Option<Hist>,
@@ -35,15 +41,28 @@ impl ReuseGaps {
         self.hist.get_or_insert_with(Hist::new).record_ns(gap_ns);
     }
 
-    pub(crate) fn gaps(&self) -> Option<Gaps> {
-        let h = self.hist.as_ref()?;
-        (h.len() >= MIN_GAPS).then(|| Gaps {
-            n: h.len(),
-            p50_ms: h.quantile_ms(0.5),
-            p90_ms: h.quantile_ms(0.9),
-            max_ms: h.quantile_ms(1.0),
-        })
+    /// The gaps of the window's exchanges (`shared`) with these.
+    pub(crate) fn with(&self, shared: Option<&Hist>) -> Option<Gaps> {
+        match (shared, &self.hist) {
+            (Some(s), Some(own)) => {
+                let mut all = s.clone();
+                all.add(own);
+                gaps(Some(&all))
+            }
+            (s, own) => gaps(s.or(own.as_ref())),
+        }
     }
+}
+
+/// The told figures of the gaps in `h`, when there are enough of them.
+pub(crate) fn gaps(h: Option<&Hist>) -> Option<Gaps> {
+    let h = h?;
+    (h.len() >= MIN_GAPS).then(|| Gaps {
+        n: h.len(),
+        p50_ms: h.quantile_ms(0.5),
+        p90_ms: h.quantile_ms(0.9),
+        max_ms: h.quantile_ms(1.0),
+    })
 }
 
 impl Gaps {
