@@ -1,12 +1,11 @@
-//! The netdoctor binary's live tests: labs, namespaces, nginx, captures, load against servers
-//! of their own, the Debian package. One test binary (one link instead of one per file: the
-//! link of the whole netdoctor tree per file was a third of the CI's build). Every test first
-//! takes its file's turn ([`common::file_turn`]): tests of one file run beside each other as
-//! they did when each file was its own binary, never beside another file's, so the lab name
-//! nd-demo, the fixed ports 18080/18081/18450 and the CPU stay one file's at a time. A new file
-//! here needs its `mod` line below and `let _turn = crate::common::file_turn(file!());` first
-//! in each test. Run one file's tests with a filter: `cargo test --release -p netdoctor --test
-//! live lab_cases::`.
+//! The netdoctor binary's live tests: labs, namespaces, nginx, captures, load against servers of
+//! their own, the Debian package. One test binary: one link of the whole netdoctor tree instead of
+//! forty (each file was its own binary). Every test first takes its file's turn
+//! ([`common::file_turn`]): tests of one file run beside each other as they did when each file was
+//! its own binary, never beside another file's, so the lab name nd-demo, the fixed ports
+//! 18080/18081/18450 and the CPU stay one file's at a time. A new file here needs its `mod` line
+//! below and `let _turn = crate::common::file_turn(file!());` first in each test. Run one file's
+//! tests with a filter: `cargo test --release -p netdoctor --test live lab_cases::`.
 
 #[path = "../common/mod.rs"]
 mod common;
