@@ -23,7 +23,7 @@
 //! the first of the one-request probes, so a healthy run pays only the route and neighbour
 //! and neighbour reads (a small file each; an IPv6 neighbour is an rtnetlink dump). The
 //! findings are pure functions of what was seen, tested without
-//! root below; `crates/netdoctor/tests/preflight.rs` builds each failure in namespaces.
+//! root below; `crates/netdoctor/tests/live/preflight.rs` builds each failure in namespaces.
 
 use crate::host::Host;
 use crate::plan::DiagnosePlan;

@@ -2,7 +2,7 @@
 //! rate-limited writer is `application_limited`; a receiver with a small receive buffer is
 //! `receive_window_limited` (and not application-limited); a flat-out transfer is not
 //! application-limited, nor limited by its send buffer, loss, a shaper or the MTU. The other
-//! limits need a path: `crates/netdoctor/tests/throughput_lab.rs` runs the lab cases.
+//! limits need a path: `crates/netdoctor/tests/live/throughput_lab.rs` runs the lab cases.
 
 use netdoctor_core::FindingId;
 use netdoctor_throughput::{ClientConfig, Report, Server, ServerConfig, run_client};

@@ -2,7 +2,7 @@
 //! interface by `netdoctor diagnose` (so with [`Observation::RunConfig`], as a live run has):
 //!
 //! - `client-input-drop.pcap`: the built-in server in a namespace, 5 % of its packets dropped
-//!   by an iptables INPUT rule in the client's namespace (`crates/netdoctor/tests/client_drop.rs`,
+//!   by an iptables INPUT rule in the client's namespace (`crates/netdoctor/tests/live/client_drop.rs`,
 //!   `-c 2 -d 5s --rate 60 --snaplen 96`). The capture saw every first copy arrive; the client
 //!   never acknowledged them; the server resent them on SACK, by a tail-loss probe or its timer.
 //! - `route-lossy.pcap`: the route lab's lossy hop (the user-space bridge drops 20 % of frames

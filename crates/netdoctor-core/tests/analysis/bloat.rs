@@ -1,7 +1,7 @@
 //! `analyze` on packets alone for a shaper with a deep queue (bufferbloat): captured with
 //! `netdoctor diagnose --pcap FILE --snaplen 96` in the client's namespace (gzip'd), nginx
 //! serving 50 KB behind `htb rate 50mbit` with a 5,000-packet `pfifo` on the server's veth
-//! (`crates/netdoctor/tests/bloat.rs` builds the same lab):
+//! (`crates/netdoctor/tests/live/bloat.rs` builds the same lab):
 //!
 //! - `bloat-htb-pfifo.pcap.gz`: 16 connections for 2 s. Nothing is lost; the round trip under
 //!   load (the client's timestamps echoed by the server's data) is tens of ms against a

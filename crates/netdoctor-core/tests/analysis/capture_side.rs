@@ -1,6 +1,6 @@
 //! Which side of a connection the capture was taken on, judged from its handshake legs, must
 //! not be a coin flip on a path of microseconds. `shaper-receiver.pcap.gz` was captured by
-//! `netdoctor diagnose --pcap` in the client's namespace of `crates/netdoctor/tests/shaper.rs`'s
+//! `netdoctor diagnose --pcap` in the client's namespace of `crates/netdoctor/tests/live/shaper.rs`'s
 //! lab (nginx serving 200 KB behind `tbf rate 20mbit burst 32kb latency 50ms` on the server's
 //! veth, `-c 4 -d 4s`): its four handshakes have legs of 23.5/11.3, 22.5/12.8, 2.5/2.6 and
 //! 3.6/2.9 µs. Before, two connections were judged "captured at the server" (the sender) and

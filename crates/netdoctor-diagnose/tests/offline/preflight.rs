@@ -1,6 +1,6 @@
 //! The preflight stage on a recorded host: which failures end the run before any load (and with
 //! which finding, side and verdict), and which go on to the probes and the load. The real
-//! failures are built in namespaces by `crates/netdoctor/tests/preflight.rs`.
+//! failures are built in namespaces by `crates/netdoctor/tests/live/preflight.rs`.
 
 use netdoctor_core::{FindingId, Side, Verdict};
 use netdoctor_diagnose::fake::FakeHost;

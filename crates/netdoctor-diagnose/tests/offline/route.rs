@@ -2,7 +2,7 @@
 //! resolver asked): a name that does not resolve is a diagnosis with the DNS finding; a slow
 //! resolver joins the report of a run that goes on; a routed target is traced and its base RTT
 //! compared with the load; IP targets, direct networks and the off switches skip with the
-//! reason. The real thing on the route lab: `crates/netdoctor/tests/route_lab.rs`.
+//! reason. The real thing on the route lab: `crates/netdoctor/tests/live/route_lab.rs`.
 
 use netdoctor_core::{FindingId, Severity, Verdict};
 use netdoctor_diagnose::fake::FakeHost;

@@ -2,10 +2,10 @@
 //! and the corpus through `netdoctor analyze`, completions and man pages, jobs, MCP, SLO and
 //! watch arguments, and a few on servers of their own on ephemeral loopback ports. One test
 //! binary (one link instead of one per file); cargo runs their tests on parallel threads. The
-//! live tests that share the lab name and fixed ports stay one binary per file beside this
-//! folder. A new file here needs its `mod` line below.
+//! live tests (labs, the lab name nd-demo, the fixed ports) are the `live` binary beside this
+//! folder, one file at a time. A new file here needs its `mod` line below.
 
-#[path = "../common.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 
 mod analyze_captures;

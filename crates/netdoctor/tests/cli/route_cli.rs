@@ -1,5 +1,5 @@
 //! `netdoctor trace` and `netdoctor dns` without root: usage errors and a trace to loopback.
-//! (Tests that need other addresses run on the route lab: tests/route_lab.rs.)
+//! (Tests that need other addresses run on the route lab: tests/live/route_lab.rs.)
 
 use crate::common;
 
