@@ -33,6 +33,11 @@ pub(super) enum Framing {
     Chunked(Chunked),
     /// The capture did not keep bytes the framing needed (snap length, a capture gap).
     Unseen,
+    /// The snap length cut the header itself: nothing of the framing is known (nearly every
+    /// live capture at the default 256-byte snap length of an answer with a header over ~190
+    /// bytes, such as nginx's). Told as [`Framing::Unseen`] by the reset stories, but the
+    /// silence before a close still counts as the connection's idle time (`tcp.rs`).
+    HeadUnseen,
 }
 
 /// The chunked decoder's state (RFC 9112 §7.1).
@@ -102,7 +107,7 @@ pub(super) fn answer_framing(payload: &[u8], wire: u32, status: u16, method: Met
     let missing = u64::from(wire).saturating_sub(payload.len() as u64);
     let Some(end) = header_end(payload) else {
         return if missing > 0 {
-            Framing::Unseen
+            Framing::HeadUnseen
         } else {
             Framing::Open
         };
@@ -208,7 +213,7 @@ impl Framing {
         match self {
             Framing::Length(w) => bytes >= w,
             Framing::Chunked(c) => c == Chunked::Done,
-            Framing::Open | Framing::Unseen => false,
+            Framing::Open | Framing::Unseen | Framing::HeadUnseen => false,
         }
     }
 }
@@ -362,7 +367,10 @@ mod tests {
         assert_eq!(r, Framing::Chunked(Chunked::DataLf));
         // A header cut by the snap length: unknown; one going on in the next segment: open.
         let h = b"HTTP/1.1 200 OK\r\nTransfer-Enc";
-        assert_eq!(answer_framing(h, 80, 200, Method::Other), Framing::Unseen);
+        assert_eq!(
+            answer_framing(h, 80, 200, Method::Other),
+            Framing::HeadUnseen
+        );
         assert_eq!(
             answer_framing(h, h.len() as u32, 200, Method::Other),
             Framing::Open

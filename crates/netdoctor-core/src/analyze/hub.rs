@@ -315,7 +315,8 @@ impl Hub {
         }
         context.answer_unseen = matches!(kind, ResetKind::DuringExchange | ResetKind::ClientAbort)
             && c.phase == Phase::Response
-            && c.cur.is_some_and(|x| x.framing == Framing::Unseen);
+            && c.cur
+                .is_some_and(|x| matches!(x.framing, Framing::Unseen | Framing::HeadUnseen));
         if c.phase == super::http::Phase::Request {
             context.reuse_gap_ns = c.cur.and_then(|x| x.reuse_gap_ns);
         }

@@ -491,10 +491,15 @@ impl Analyzer {
             c.first_close = Some(pkt);
             // A close that cut a response short of its framing's end ended no idle
             // connection, however long the response had stalled; nor did one whose end the
-            // capture cannot tell (not taken as complete).
+            // capture cannot tell (not taken as complete). A header the snap length cut
+            // (`HeadUnseen`) says nothing either way: the silence before the close is still
+            // the connection's idle time, as before framing was read (session 17: taking it
+            // as cut lost the idle-timeout story of every live run against nginx, whose
+            // header the default 256-byte snap length cuts).
             let cut = c.phase == Phase::Response
-                && c.cur
-                    .is_some_and(|x| x.framing != Framing::Open && !x.answered());
+                && c.cur.is_some_and(|x| {
+                    !matches!(x.framing, Framing::Open | Framing::HeadUnseen) && !x.answered()
+                });
             c.idle_before_close_ns = prev_active.filter(|_| !cut).map(|t| (seg.ts_ns - t).max(0));
         }
         if f.fin() {
