@@ -31,6 +31,9 @@
 //!
 //! `unsafe` is confined to the [`sys`] wrappers and to the two views into the ring
 //! ([`Ring::status`], [`Ring::block`]), each with its `// SAFETY:` argument.
+//!
+//! ~710 lines: the socket setup, the ring and its reader loop (with the coalescing pause that
+//! must see the ring's blocks) stay together; the filter program is in `live/filter.rs`.
 
 use crate::error::sys_error;
 use crate::{ObserveError, PacketSource, SourceSummary};

@@ -8,12 +8,13 @@
 //! - **client abort**: the client reset while a response was arriving (a client that closes
 //!   with unread data, e.g. a load generator stopping or a browser cancelling): info;
 //! - **after the answer**: sooner than an idle timer after an answer complete by its
-//!   `Content-Length`, no request waiting: an abortive close (`SO_LINGER` 0) instead of a FIN,
+//!   framing (`analyze::framing`), no request waiting: an abortive close (`SO_LINGER` 0)
+//!   instead of a FIN,
 //!   told in [`after_answer`]: by the server, info when the client had acknowledged every
 //!   answer, warning when not (its tail can be lost); by the client, info;
 //! - **idle**: between exchanges (keep-alive connection dropped), after a response that was
 //!   fully acknowledged and followed by seconds of silence (200 ms when it was complete by its
-//!   `Content-Length`), or answering a request sent on a connection already dropped; told in
+//!   framing), or answering a request sent on a connection already dropped; told in
 //!   [`idle`]: a steady silence is an idle timer (side network), and only requests that got
 //!   such a reset make it more than info;
 //! - **after close**: its sender had already closed its side with a FIN (the peer's keep-alive
@@ -32,6 +33,11 @@
 //! A client reset of a request that had waited as long as the load generator's own timeout
 //! ([`Observation::RunConfig`]`::timeout_ms`) is netdoctor giving up, not the server resetting:
 //! it is reported apart, at info, on the client's side.
+//!
+//! This file is the classification and the main story (~720 lines with its texts); each
+//! other story already has its own file (`after_answer`, `idle`, `injected`, `tests`). What is
+//! left here shares the per-reset counts and one summary sentence, so splitting it further
+//! would pass that state between files rather than separate concerns.
 
 use std::net::SocketAddr;
 
