@@ -20,6 +20,15 @@
 //! the end unknown ([`Framing::Unseen`]): the story says so and does not call the answer
 //! complete. The decoder skips chunk data without reading it, so it costs a few steps per
 //! segment of a chunked answer and nothing for the others.
+//!
+//! The header is searched with the `memchr` crate (SIMD) for its blank line and line ends, and
+//! only lines starting like the two names read are compared: a byte-by-byte search cost ~8 %
+//! of `analyze` on a keep-alive capture (session 18, callgrind: 3,064 → 2,903 M instructions
+//! on the bench capture, identical output).
+
+use std::sync::LazyLock;
+
+use memchr::memmem;
 
 /// How the end of an answer is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,10 +104,10 @@ impl Method {
 
 /// The position just past the header's blank line in `payload`, if it is there.
 pub(super) fn header_end(payload: &[u8]) -> Option<usize> {
-    payload
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|e| e + 4)
+    /// Built once: building a finder per answer cost more than the search itself.
+    static BLANK_LINE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\r\n\r\n"));
+    BLANK_LINE.find(payload).map(|e| e + 4)
 }
 
 /// The framing of an HTTP/1.x answer with status `status` to a `method` request, from its
@@ -119,8 +128,17 @@ pub(super) fn answer_framing(payload: &[u8], wire: u32, status: u16, method: Met
         return Framing::Length(end as u64);
     }
     let mut len: Option<u64> = None;
-    for line in payload[..end].split(|&b| b == b'\n') {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+    let head = &payload[..end];
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', head).chain(std::iter::once(head.len()));
+    for nl in ends {
+        let line = &head[start..nl];
+        start = nl + 1;
+        // Only the two names below are read: a line starting otherwise is skipped unread.
+        if !matches!(line.first(), Some(b't' | b'T' | b'c' | b'C')) {
+            continue;
+        }
+        let Some(colon) = memchr::memchr(b':', line) else {
             continue;
         };
         let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
@@ -318,6 +336,21 @@ mod tests {
         ));
         let gz = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n";
         assert_eq!(framing(gz, 200, Method::Other), Framing::Open);
+        // Names in any case, among other lines that start alike (`Cache-…`, `trailer`).
+        let lower =
+            b"HTTP/1.1 200 OK\r\ncache-control: no\r\ntrailer: x\r\ncontent-length: 5\r\n\r\nhello";
+        assert_eq!(
+            framing(lower, 200, Method::Other),
+            Framing::Length(lower.len() as u64)
+        );
+        let upper = b"HTTP/1.1 200 OK\r\nCONTENT-LENGTH: 0\r\nTRANSFER-ENCODING: chunked\r\n\r\n";
+        assert!(matches!(
+            framing(upper, 200, Method::Other),
+            Framing::Chunked(_)
+        ));
+        // The header's last line, without a value: no length.
+        let bare = b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\n";
+        assert_eq!(framing(bare, 200, Method::Other), Framing::Open);
     }
 
     #[test]
