@@ -69,11 +69,13 @@ pub(super) struct Dir {
     pub reserved_seen: bool,
     /// The IPv4 id of this endpoint's last packet, whether that packet was one segment (not
     /// coalesced by GRO/TSO, which carry the first of several ids), and how many steps its
-    /// ids took of +1 and of anything else (see [`Dir::note_ip_id`]).
+    /// ids took of +1, of a small skip (2 to 64 after one segment) and of anything farther
+    /// or backwards (see [`Dir::note_ip_id`]).
     pub last_ip_id: Option<u16>,
     pub last_single: bool,
     pub id_ones: u16,
-    pub id_others: u16,
+    pub id_skips: u16,
+    pub id_far: u16,
     /// Since this direction's last new data, its IP ids skipped: a small segment after a
     /// late ACK then is a resend, not one Nagle held (only Nagle stalls are dropped for it).
     pub id_skipped: bool,
@@ -107,25 +109,44 @@ impl Dir {
     /// Notes the IPv4 id of this endpoint's packet (`single`: at most one segment); true when
     /// it skipped ids while they count one per packet: a packet of this endpoint the capture
     /// never saw went in between (lost before the capture point), so this one may be its
-    /// resend. Linux numbers a connection's packets one by one (most steps are +1, a GRO/TSO
-    /// packet carries the first of its ids); a stack with one counter for every connection
-    /// steps by more most of the time, and then a skip says nothing.
+    /// resend.
+    ///
+    /// Linux numbers a connection's packets one by one: its steps are +1 (a GRO/TSO packet
+    /// carries the first of its ids), and a small skip is a packet lost before the capture. A
+    /// stack with one counter for the host (or, like Windows, for the path) steps by whatever
+    /// the host sent in between: by far more than 64 or backwards once it is busy, by small
+    /// skips as often as by +1 with a few connections. So the skips are believed while no step
+    /// went far and +1 steps are at least as many as the skips, or, after a far step, while
+    /// +1 steps are at least twice all others. A loss is a skip too: the look-alike of
+    /// `client_drop.rs` lost the first response (skip), sent one more (+1), and lost the next
+    /// body (skip) before the client's delayed ACK; asking for two +1 steps for each other
+    /// step, as before, let that resend read as Nagle.
+    ///
+    /// An id of 0 is no id: Linux sends its SYN/ACKs (from the request socket, before the
+    /// connection's counter exists) with 0, as do stacks that zero the id of every atomic
+    /// datagram (RFC 6864). Only after 0xffff is it the counter's next value.
     #[inline]
     pub(super) fn note_ip_id(&mut self, id: Option<u16>, single: bool) -> bool {
-        let Some(b) = id else {
+        let Some(b) = id.filter(|&b| b != 0 || self.last_ip_id == Some(u16::MAX)) else {
             return false;
         };
         let mut skipped = false;
         if let Some(a) = self.last_ip_id {
             let step = b.wrapping_sub(a);
-            skipped = self.last_single
-                && self.id_ones >= 2
-                && self.id_ones >= 2 * self.id_others
-                && (2..=64).contains(&step);
+            let ones = u32::from(self.id_ones);
+            let (skips, far) = (u32::from(self.id_skips), u32::from(self.id_far));
+            let counted = if far == 0 {
+                ones >= 1 && ones >= skips
+            } else {
+                ones >= 2 && ones >= 2 * (skips + far)
+            };
+            skipped = self.last_single && counted && (2..=64).contains(&step);
             if step == 1 {
                 self.id_ones = self.id_ones.saturating_add(1);
-            } else if self.last_single || !(1..=64).contains(&step) {
-                self.id_others = self.id_others.saturating_add(1);
+            } else if !(1..=64).contains(&step) {
+                self.id_far = self.id_far.saturating_add(1);
+            } else if self.last_single {
+                self.id_skips = self.id_skips.saturating_add(1);
             }
         }
         self.last_ip_id = Some(b);

@@ -14,18 +14,11 @@
 //!   written its next request at once: was told a reset "in the middle"; an abortive close
 //!   that lost that request.
 
-use crate::common::{analyze, one};
+use crate::common::{analyze, one, probe};
 use netdoctor_core::detect::connection_reset::{
     AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE, IDLE_RESET_EVIDENCE,
 };
-use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
-
-fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
-    f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == name => Some(note.as_str()),
-        _ => None,
-    })
-}
+use netdoctor_core::finding::{Evidence, FindingId, Severity, Side};
 
 #[test]
 fn a_server_reset_right_after_a_complete_acknowledged_answer_is_an_abortive_close() {

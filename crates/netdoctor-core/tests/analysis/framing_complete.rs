@@ -13,17 +13,10 @@
 //!   chunk's size line is past the snap length, so the end cannot be told: said so, and
 //!   neither called complete nor an idle timeout).
 
-use crate::common::{analyze, one};
+use crate::common::{analyze, one, probe};
 use netdoctor_core::detect::connection_reset::{ANSWER_UNSEEN_EVIDENCE, IDLE_RESET_EVIDENCE};
 use netdoctor_core::detect::short_connections::IDLE_EVIDENCE;
-use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
-
-fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
-    f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == name => Some(note.as_str()),
-        _ => None,
-    })
-}
+use netdoctor_core::finding::{FindingId, Severity, Side};
 
 fn idle_after_complete(name: &str) {
     let (an, _) = analyze(name);

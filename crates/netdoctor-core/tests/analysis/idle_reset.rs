@@ -12,17 +12,10 @@
 //!   (resets after 0.3–1.3 s: no timer), `idle-linger0.pcap.gz` (reset right after the answer:
 //!   an abortive close, told in `abortive_close.rs`).
 
-use crate::common::{analyze, one};
+use crate::common::{analyze, one, probe};
 use netdoctor_core::detect::connection_reset::IDLE_RESET_EVIDENCE;
 use netdoctor_core::detect::short_connections::IDLE_EVIDENCE;
-use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
-
-fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
-    f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == name => Some(note.as_str()),
-        _ => None,
-    })
-}
+use netdoctor_core::finding::{FindingId, Severity, Side};
 
 #[test]
 fn a_reset_after_a_steady_silence_following_a_complete_answer_is_an_idle_timeout() {

@@ -16,6 +16,7 @@ mod capture_side;
 mod captures;
 mod client_asked_close;
 mod client_think;
+mod early_resend;
 mod echo_turns;
 mod framing_complete;
 mod gap_not_pipelining;

@@ -146,3 +146,12 @@ pub fn frames(f: &Finding) -> Vec<Vec<u64>> {
         })
         .collect()
 }
+
+/// The note of the finding's `Probe` evidence named `name`, if it has one.
+#[allow(dead_code)] // not every test binary uses it
+pub fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
+    f.evidence.iter().find_map(|e| match e {
+        Evidence::Probe { probe, note } if probe == name => Some(note.as_str()),
+        _ => None,
+    })
+}
