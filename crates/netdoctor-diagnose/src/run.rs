@@ -582,6 +582,7 @@ mod tests {
             timeline: None,
             protocol: None,
             h2: None,
+            cpu_wait: None,
         }
     }
 

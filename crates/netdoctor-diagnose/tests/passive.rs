@@ -59,6 +59,7 @@ fn no_load() -> LoadResult {
         timeline: None,
         protocol: None,
         h2: None,
+        cpu_wait: None,
     }
 }
 

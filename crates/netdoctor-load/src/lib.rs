@@ -77,7 +77,7 @@ pub use distribution::{LatencyBucket, QuantilePoint};
 pub use netdoctor_sys::os_error::errno_name;
 pub use pinning::{BUSY_TO_PIN, Pinning, busy_cpus};
 use result::percentiles;
-pub use result::{ErrorCounts, H2Result, LoadResult};
+pub use result::{CpuWait, ErrorCounts, H2Result, LoadResult};
 pub use timeline::TimelinePoint;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -407,7 +407,9 @@ pub fn run(
                             // Best effort: unpinned is still a correct run.
                             let _ = netdoctor_sys::affinity::pin_current_thread(cpu);
                         }
-                        w.run(spec, start, deadline, done)
+                        let s0 = result::CpuWait::thread_now();
+                        let out = w.run(spec, start, deadline, done);
+                        (out, s0.zip(result::CpuWait::thread_now()))
                     }
                 });
             match h {
@@ -473,8 +475,10 @@ pub fn run(
         Ok(results)
     })?;
     // The run lasted until the last worker stopped (not until this thread noticed).
+    let (outcome, sched): (Vec<_>, Vec<_>) = outcome.into_iter().unzip();
     let end = outcome.iter().map(|o| o.ended).max().unwrap_or(start);
     let mut res = result::merge(cfg.connections, threads, end - start, outcome);
+    res.cpu_wait = result::CpuWait::from_threads(&sched);
     res.rate = cfg.rate;
     res.protocol = Some(protocol.to_string());
     if let Some(h) = res.h2.as_mut() {

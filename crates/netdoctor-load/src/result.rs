@@ -105,6 +105,66 @@ pub struct LoadResult {
     /// HTTP/2: streams per connection, resets and GOAWAYs by code, gRPC statuses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub h2: Option<H2Result>,
+    /// How long the load's own threads waited for a CPU: the run's evidence about its own
+    /// starvation (absent without schedstats, and in reports written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait: Option<CpuWait>,
+}
+
+/// The load threads' scheduler figures over the run (`/proc/thread-self/schedstat`, summed
+/// over the threads). A load thread that is runnable but not on a CPU cannot read a response
+/// or send a request: its wait lands in the latencies it measures, so a run whose load
+/// generator was starved measured the host as much as the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuWait {
+    /// Time the threads waited on a run queue (runnable, not running), ms.
+    pub wait_ms: f64,
+    /// Time they ran on a CPU, ms.
+    pub run_ms: f64,
+    /// Times they were put on a CPU (each wake-up or preemption ends one wait).
+    pub slices: u64,
+}
+
+impl CpuWait {
+    /// The share of the threads' wall time spent waiting for a CPU (0..=1).
+    pub fn share(&self, threads: usize, duration_s: f64) -> f64 {
+        let wall_ms = threads.max(1) as f64 * duration_s * 1000.0;
+        if wall_ms > 0.0 {
+            (self.wait_ms / wall_ms).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// The mean wait before each time on a CPU, ms.
+    pub fn per_slice_ms(&self) -> f64 {
+        if self.slices > 0 {
+            self.wait_ms / self.slices as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// This thread's counters now: (on-CPU ns, run-queue ns, slices); `None` without
+    /// schedstats.
+    pub(crate) fn thread_now() -> Option<[u64; 3]> {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        let mut it = s.split_whitespace().map(|v| v.parse::<u64>().ok());
+        Some([it.next()??, it.next()??, it.next()??])
+    }
+
+    /// The sum over threads of (before, after) readings.
+    pub(crate) fn from_threads(readings: &[Option<([u64; 3], [u64; 3])>]) -> Option<CpuWait> {
+        let mut w = CpuWait::default();
+        let mut any = false;
+        for (a, b) in readings.iter().flatten() {
+            any = true;
+            w.run_ms += b[0].saturating_sub(a[0]) as f64 / 1e6;
+            w.wait_ms += b[1].saturating_sub(a[1]) as f64 / 1e6;
+            w.slices += b[2].saturating_sub(a[2]);
+        }
+        any.then_some(w)
+    }
 }
 
 /// What an HTTP/2 run saw beyond the HTTP/1.1 figures.
@@ -201,6 +261,7 @@ pub(crate) fn merge(
         timeline: Some(timeline::merge(timelines, elapsed)).filter(|t| !t.is_empty()),
         protocol: None,
         h2,
+        cpu_wait: None,
     }
 }
 

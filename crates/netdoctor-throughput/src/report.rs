@@ -118,7 +118,8 @@ pub struct IntervalStream {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_rtt_us: Option<u32>,
     /// TCP sender: the share of the interval the writing thread slept (neither on a CPU nor
-    /// waiting for one; 0–1). Unthrottled, it sleeps only waiting for send-buffer space.
+    /// waiting for one; 0–1), out of the time it was not waiting for a CPU, so a busy host
+    /// does not move it. Unthrottled, it sleeps only waiting for send-buffer space.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_asleep: Option<f64>,
     /// TCP sender: `TCP_INFO` read inside the interval (every 100 ms by the writer, and at

@@ -128,8 +128,12 @@ impl Session {
             );
             let (l_run, l_wait) = self.last_sched[i];
             // The first sample has no baseline (the thread's counters start at its birth).
-            let awake = (l_run > 0).then(|| {
-                (sched.0.saturating_sub(l_run) + sched.1.saturating_sub(l_wait)) as f64 / 1e9
+            let asleep = (l_run > 0).then(|| {
+                asleep_share(
+                    seconds,
+                    sched.0.saturating_sub(l_run) as f64 / 1e9,
+                    sched.1.saturating_sub(l_wait) as f64 / 1e9,
+                )
             });
             self.last_sched[i] = sched;
             let tcp_reads = tcp.as_ref().map(|t| {
@@ -162,10 +166,7 @@ impl Session {
                 notsent: tcp.as_ref().map(|t| u64::from(t.notsent_bytes)),
                 sndbuf: tcp.as_ref().map(|t| u64::from(t.sndbuf)),
                 min_rtt_us: tcp.as_ref().map(|t| t.min_rtt_us),
-                writer_asleep: tcp
-                    .as_ref()
-                    .and(awake)
-                    .map(|a| (1.0 - a / seconds).clamp(0.0, 1.0)),
+                writer_asleep: tcp.as_ref().and(asleep),
                 tcp_reads,
                 sender: s.plan.sender,
             });
@@ -366,6 +367,19 @@ impl Session {
     }
 }
 
+/// The share of an interval the writer slept, out of the time it was not waiting for a CPU:
+/// `(seconds − run − wait) / (seconds − wait)`, 0–1. Time on a run queue is neither the
+/// writer's own work nor a wait for buffer space; counted as awake (as before session 18) it
+/// moved the share with the host's load (the small-wmem lab's writer: 31–38 % quiet,
+/// 20–32 % beside a busy loop), so a busy node hid a small send buffer.
+fn asleep_share(seconds: f64, run: f64, wait: f64) -> f64 {
+    let own = seconds - wait;
+    if own <= 0.0 {
+        return 0.0;
+    }
+    ((own - run) / own).clamp(0.0, 1.0)
+}
+
 /// A TCP socket's congestion control name.
 fn congestion_of(s: &std::net::TcpStream) -> Option<String> {
     let name = socket2::SockRef::from(s).tcp_congestion().ok()?;
@@ -406,5 +420,21 @@ fn tcp_reads(
         sndbuf_limited: share(t.sndbuf_limited_us, s0),
         rwnd_limited_peak: sub.rwnd_limited_peak,
         sndbuf_limited_peak: sub.sndbuf_limited_peak,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asleep_share;
+
+    #[test]
+    fn time_waiting_for_a_cpu_is_neither_asleep_nor_awake() {
+        // Quiet: 0.6 s on a CPU, no wait, 0.4 s asleep.
+        assert!((asleep_share(1.0, 0.6, 0.0) - 0.4).abs() < 1e-9);
+        // The same writer beside a busy loop: a quarter of the second on a run queue.
+        assert!((asleep_share(1.0, 0.45, 0.25) - 0.4).abs() < 1e-9);
+        // A CPU-bound writer starved of CPU is never asleep.
+        assert_eq!(asleep_share(1.0, 0.5, 0.5), 0.0);
+        assert_eq!(asleep_share(1.0, 0.0, 1.0), 0.0);
     }
 }

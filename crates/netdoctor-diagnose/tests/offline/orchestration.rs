@@ -57,6 +57,7 @@ fn load(p50: f64) -> LoadResult {
         timeline: None,
         protocol: None,
         h2: None,
+        cpu_wait: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn host() -> FakeHost {
         timeline: None,
         protocol: None,
         h2: None,
+        cpu_wait: None,
     };
     let mut h = FakeHost::answering(addr, load);
     h.next_hop = Ok(Some(NextHop::Direct {

@@ -434,6 +434,10 @@ impl Comparison {
             s.push_str(&lang.t("term-sep"));
             s.push_str(&note);
         }
+        if let Some(note) = self.starved_note_in(lang) {
+            s.push_str(&lang.t("term-sep"));
+            s.push_str(&note);
+        }
         s
     }
 
@@ -453,6 +457,27 @@ impl Comparison {
         } else {
             None
         }
+    }
+
+    /// Why a latency direction was not claimed: the run whose load generator was starved of
+    /// CPU, with both runs' wait shares ([`judge`]'s module docs).
+    pub fn starved_note_in(&self, lang: Lang) -> Option<String> {
+        let p = self.performance.as_ref()?;
+        let (a, b) = p.cpu_wait_share?;
+        let (run, other, mine, theirs) = match p.starved.as_deref()? {
+            "a" => ("A", "B", a, b),
+            _ => ("B", "A", b, a),
+        };
+        let pc = |x: f64| format!("{:.0} %", x * 100.0);
+        Some(lang.ui(
+            "cmp-sum-starved",
+            &[
+                ("run", run.into()),
+                ("share", pc(mine).into()),
+                ("other", other.into()),
+                ("other_share", pc(theirs).into()),
+            ],
+        ))
     }
 
     /// Why the latency distributions were not compared, in `lang` (`latency_skipped` holds

@@ -177,7 +177,7 @@ pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
     );
     f.confidence = (n_full as f64 / n as f64).max(1.0 - busy).min(1.0);
     f.explanation = format!(
-        "The writer had no rate limit and slept {:.0} % of the time (median over {n} intervals; neither on a CPU nor waiting for one, per /proc/thread-self/schedstat), which an unthrottled writer does only in write() waiting for buffer space, yet the connection had nothing in flight for {:.0} % of the test (tcp_info busy time {} ms of {:.1} s). In {n_full} of {n} samples the data in flight stayed under 80 % of both the congestion window and the receiver's window, and almost nothing waited unsent: the send buffer (SO_SNDBUF {}) drains faster than the blocked writer refills it; neither the network nor the receiver held the sender back.{} (The kernel lets one write of up to 64 KB past SO_SNDBUF, so in flight can exceed it.)",
+        "The writer had no rate limit and slept {:.0} % of the time it was not waiting for a CPU (median over {n} intervals; neither on a CPU nor on a run queue, per /proc/thread-self/schedstat), which an unthrottled writer does only in write() waiting for buffer space, yet the connection had nothing in flight for {:.0} % of the test (tcp_info busy time {} ms of {:.1} s). In {n_full} of {n} samples the data in flight stayed under 80 % of both the congestion window and the receiver's window, and almost nothing waited unsent: the send buffer (SO_SNDBUF {}) drains faster than the blocked writer refills it; neither the network nor the receiver held the sender back.{} (The kernel lets one write of up to 64 KB past SO_SNDBUF, so in flight can exceed it.)",
         asleep * 100.0,
         (1.0 - busy) * 100.0,
         t.busy_time_us / 1000,

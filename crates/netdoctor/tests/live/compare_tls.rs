@@ -4,7 +4,9 @@
 //! waits for the client's delayed ACK). Both nginx run in a namespace this test creates, removed
 //! (and nginx stopped by PID) on drop, also on failure. Checked in the default (closed-loop)
 //! mode and at one constant rate (`--rate`): the comparison says fixed, and its latency
-//! sentence agrees with the p99 and the throughput beside it. Needs root, nginx-light and
+//! sentence agrees with the p99 and the throughput beside it. The same server twice must not
+//! read as a change, also when one run was starved of CPU by busy loops (this test's own,
+//! ended by PID). Needs root, nginx-light and
 //! openssl; skips with the reason otherwise.
 
 use crate::common::*;
@@ -209,4 +211,99 @@ fn the_same_server_twice_at_500_per_s_has_the_same_tail() {
     assert_ne!(p["direction"], "worse", "{p:#}");
     assert_ne!(p["direction"], "better", "{p:#}");
     assert_eq!(c["verdict"], "unchanged", "{}", c["summary"]);
+}
+
+/// Busy loops this test starts (`timeout 60 sh -c 'while :; do :; done'`, one per CPU), ended
+/// by PID on drop, also on failure: SIGTERM to `timeout`, which passes it on to its loop (a
+/// SIGKILL would end `timeout` alone and leave the loop spinning).
+struct BusyLoops(Vec<std::process::Child>);
+
+impl BusyLoops {
+    fn start(n: usize) -> BusyLoops {
+        BusyLoops(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("timeout")
+                        .args(["60", "sh", "-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("start a busy loop")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Session 17's wrong story, made on purpose: the same `on` server twice at 500 req/s, run A
+/// beside busy loops (one per CPU) for its whole length and saved, run B quiet against it
+/// (`--baseline`). A starved run is slow in every second alike, so the per-second noise does
+/// not cover it ("B is better, p99 8.0 → 4.2 ms"). The runs' own evidence must: A's load
+/// threads waited for a CPU more than B's, and the comparison claims no improvement; when it
+/// withheld one it names A and says why.
+#[test]
+fn the_same_server_with_run_a_starved_of_cpu_is_not_better() {
+    let _turn = crate::common::file_turn(file!());
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(s) = servers("st") else {
+        return;
+    };
+    let url = s.on.https_url();
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("a.json");
+    let saved_arg = saved.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "diagnose",
+            "-k",
+            "-d",
+            "3s",
+            "-c",
+            "20",
+            "--rate",
+            "500",
+            "--json",
+            "--netns",
+            s.lab.server_netns(),
+        ];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        netdoctor(&args)
+    };
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let busy = BusyLoops::start(cpus);
+    let a = run(&[]);
+    drop(busy);
+    std::fs::write(&saved, &a.stdout).unwrap();
+    let c = json(&run(&["--baseline", saved_arg]));
+    assert_compare_schema(&c);
+    let p = &c["performance"];
+    let share = p["cpu_wait_share"].as_array().expect("cpu_wait_share");
+    let (sa, sb) = (share[0].as_f64().unwrap(), share[1].as_f64().unwrap());
+    let (a99, b99) = compare_metric(&c, "latency_p99_ms");
+    eprintln!(
+        "load threads waiting for a CPU: A {sa:.3}, B {sb:.3}; p99 {a99} → {b99} ms: {}",
+        c["summary"]
+    );
+    assert!(sa > sb, "A ran beside busy loops: {p:#}");
+    assert_ne!(p["direction"], "better", "{p:#}");
+    assert_ne!(p["tail"], "better", "{p:#}");
+    assert_eq!(c["verdict"], "unchanged", "{}", c["summary"]);
+    if !p["starved"].is_null() {
+        assert_eq!(p["starved"], "a", "{p:#}");
+        let summary = c["summary"].as_str().unwrap();
+        assert!(
+            summary.contains("run A's load generator waited for a CPU"),
+            "{summary}"
+        );
+    }
 }
