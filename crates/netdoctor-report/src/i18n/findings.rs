@@ -41,6 +41,17 @@ fn word<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
+/// A share of requests in percent as the sentences print it: a share under 1 % is "<1", never
+/// a rounded "0" that contradicts the finding's own count (session 18: "0%" of requests for
+/// one stall in 4,878).
+fn pct_text(p: f64) -> String {
+    if p > 0.0 && p < 0.01 {
+        "<1".to_string()
+    } else {
+        format!("{:.0}", p * 100.0)
+    }
+}
+
 /// An added latency at a precision that shows it: below 0.01 ms in µs, never "0.00 ms"
 /// beside evidence that names a stall.
 fn latency_text(v: f64) -> String {
@@ -93,9 +104,10 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
         ("has_latency", yes(lat.is_some_and(|v| v > 0.0))),
         (
             "pct",
-            FluentValue::from(pct.map(|p| format!("{:.0}", p * 100.0)).unwrap_or_default()),
+            FluentValue::from(pct.map(pct_text).unwrap_or_default()),
         ),
-        ("has_pct", yes(pct.is_some())),
+        // A share of exactly 0 is no share to tell ("影响 0% 的请求" reads as harmless).
+        ("has_pct", yes(pct.is_some_and(|p| p > 0.0))),
         ("conns", FluentValue::from(conns)),
         (
             "counter",
@@ -281,6 +293,28 @@ mod tests {
             t.summary
         );
         assert_eq!(t.fix, plain.1);
+    }
+
+    #[test]
+    fn a_share_under_one_percent_is_never_printed_as_zero_in_chinese() {
+        let zh = |fraction: Option<f64>| {
+            let mut f = Finding::new(
+                FindingId::NagleDelayedAck,
+                Severity::Info,
+                Side::Server,
+                "Server's Nagle algorithm waits for the client's delayed ACK: +43.7 ms on 1 of 4878 requests",
+            );
+            f.impact = Impact {
+                added_latency_ms: Some(43.7),
+                affected_fraction: fraction,
+            };
+            texts(&f, Lang::Zh).summary.into_owned()
+        };
+        let small = zh(Some(1.0 / 4878.0));
+        assert!(small.contains("影响 <1% 的请求"), "{small}");
+        assert!(zh(Some(0.25)).contains("影响 25% 的请求"));
+        let none = zh(Some(0.0));
+        assert!(!none.contains('%'), "{none}");
     }
 
     #[test]
