@@ -34,3 +34,4 @@ mod reuse_gap;
 mod server_leg;
 mod shard_region;
 mod tail;
+mod unseen_request;
