@@ -248,6 +248,10 @@ pub(super) struct Conn {
     /// from `n` is its closed socket answering that segment, a consequence of the first reset
     /// and not a second one (zeek-rst-inject-rae frame 9).
     pub after_reset: Option<u8>,
+    /// How far the server had acknowledged the client's data when the answer in progress
+    /// began: an ACK past it and past every client byte captured, on more of that answer,
+    /// means the client sent a request the capture missed ([`Conn::request_unseen`]).
+    pub resp_ack: Option<u32>,
 }
 
 impl Conn {
@@ -293,6 +297,7 @@ impl Conn {
             stray_rst: None,
             echo: Default::default(),
             after_reset: None,
+            resp_ack: None,
         }
     }
 

@@ -304,6 +304,16 @@ impl Conn {
                         }
                     }
                     self.phase = Phase::Response;
+                    self.resp_ack = self.dirs[1 - self.server].acked;
+                }
+                Phase::Response if self.request_unseen() => {
+                    // The answer to a request the capture missed: the exchange in progress
+                    // ended with its last captured answer byte, and this one cannot be timed
+                    // (its request's first byte is unknown). Before, it ran on as the earlier
+                    // answer's body: zeek-zero-length-bodies-with-drops showed a 15.2 s
+                    // exchange of two 0.1 s ones 15 s apart.
+                    finished = self.cur.take();
+                    self.phase = Phase::Idle;
                 }
                 Phase::Response => {
                     let rel = self.dirs[self.server].ts.last();
@@ -416,6 +426,21 @@ impl Conn {
             }
             _ => false,
         };
+    }
+
+    /// The server acknowledged more than a FIN's worth of client data the capture never saw,
+    /// past what it had acknowledged when its answer in progress began: the client sent a
+    /// request in between (the mirror of [`Conn::answer_unseen`]). Client bytes missed
+    /// before the answer began (a request's uncaptured tail) are under `resp_ack` and do not
+    /// count: that answer is still the request's.
+    fn request_unseen(&self) -> bool {
+        let cli = &self.dirs[1 - self.server];
+        match (cli.acked, cli.seen_nxt, self.resp_ack) {
+            (Some(a), Some(s), Some(r)) => {
+                super::flow::seq_gt(a, s.wrapping_add(1)) && super::flow::seq_gt(a, r)
+            }
+            _ => false,
+        }
     }
 
     /// The client acknowledged server data the capture never saw (a capture gap).

@@ -1,5 +1,5 @@
 //! The link layer peeled by hand (see the parent module's docs for why): Ethernet with VLAN
-//! and QinQ tags, Linux cooked v1/v2, BSD Null/Loop, raw IP, 802.11 with or without radiotap and
+//! and QinQ tags and PPPoE sessions, Linux cooked v1/v2, BSD Null/Loop, raw IP, 802.11 with or without radiotap and
 //! Linux NFLOG, down to the IP packet they carry.
 
 use super::{
@@ -41,7 +41,17 @@ fn link_payload_general<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, Dec
                     off += 4;
                 }
             }
-            (et, off)
+            if et == ETHERTYPE_PPPOE_SESSION {
+                // A PPPoE session (a DSL access network's frames, often under QinQ tags:
+                // ppp-one_http_stream_rst was "no TCP segments" without this).
+                let Some(et) = pppoe_session(d.get(off..).ok_or_else(|| trunc("PPPoE"))?) else {
+                    return Ok(None);
+                };
+                off += PPPOE_HEADER;
+                (et, off)
+            } else {
+                (et, off)
+            }
         }
         LinkType::LinuxSll => (be16(d, 14).ok_or_else(|| trunc("Linux SLL"))?, 16),
         LinkType::LinuxSll2 => {
@@ -89,6 +99,26 @@ fn link_payload_general<'a>(pkt: &RawPacket<'a>) -> Result<Option<&'a [u8]>, Dec
     match ethertype {
         ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => Ok(Some(&d[off..])),
         _ => Ok(None),
+    }
+}
+
+/// Ethertype of PPPoE session frames (RFC 2516; 0x8863, discovery, carries no IP).
+const ETHERTYPE_PPPOE_SESSION: u16 = 0x8864;
+/// The PPPoE header (version/type, code, session id, length) and the PPP protocol field.
+const PPPOE_HEADER: usize = 8;
+
+/// The ethertype of what a PPPoE session frame `d` (from its PPPoE header on) carries: IPv4
+/// or IPv6 by its PPP protocol field; `None` for anything else (LCP, IPCP, CHAP, a header
+/// that is not version 1 type 1 with code 0, a short frame).
+fn pppoe_session(d: &[u8]) -> Option<u16> {
+    let h = d.get(..PPPOE_HEADER)?;
+    if h[0] != 0x11 || h[1] != 0 {
+        return None;
+    }
+    match u16::from_be_bytes([h[6], h[7]]) {
+        0x0021 => Some(ETHERTYPE_IPV4),
+        0x0057 => Some(ETHERTYPE_IPV6),
+        _ => None,
     }
 }
 

@@ -259,6 +259,29 @@ fn ethernet_plain_and_vlan() {
     vlan.extend_from_slice(&ip);
     check_v4(&decode(&raw(LinkType::Ethernet, &vlan)).unwrap().unwrap());
 
+    // QinQ, then a PPPoE session carrying IPv4 (PPP protocol 0x0021); then the same with
+    // LCP (0xc021), as a discovery frame (0x8863), its header cut: no IP.
+    let mut pppoe = vec![0u8; 12];
+    pppoe.extend_from_slice(&[
+        0x88, 0xa8, 0, 7, 0x81, 0, 0, 9, 0x88, 0x64, 0x11, 0, 1, 2, 0, 0,
+    ]);
+    pppoe.extend_from_slice(&[0x00, 0x21]);
+    pppoe.extend_from_slice(&ip);
+    let seg = decode(&raw(LinkType::Ethernet, &pppoe)).unwrap().unwrap();
+    check_v4(&seg);
+    let ends = tcp_ends(&raw(LinkType::Ethernet, &pppoe));
+    assert_eq!(ends, Some((seg.src, seg.dst)));
+    for (at, b) in [(28, [0xc0, 0x21]), (20, [0x88, 0x63])] {
+        let mut other = pppoe.clone();
+        other[at..at + 2].copy_from_slice(&b);
+        assert!(decode(&raw(LinkType::Ethernet, &other)).unwrap().is_none());
+    }
+    assert!(
+        decode(&raw(LinkType::Ethernet, &pppoe[..26]))
+            .unwrap()
+            .is_none()
+    );
+
     let mut arp = vec![0u8; 12];
     arp.extend_from_slice(&[0x08, 0x06]);
     arp.extend_from_slice(&[0u8; 28]);

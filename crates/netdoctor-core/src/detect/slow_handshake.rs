@@ -10,8 +10,8 @@
 //!   warning when the round trip is at least half the median latency (it explains it), or when
 //!   no latency is known (no exchange completed), else info.
 //! - When only some handshakes are slow (at least [`OUTLIER_FACTOR`] times the median one), or
-//!   the server acknowledged a request on the same connection much faster than it answered the
-//!   SYN (the data path is fast), the setup alone was slow: a SYN or SYN/ACK was lost and
+//!   the server acknowledged a request on the same connection (its fastest ACK of any request)
+//!   much faster than it answered the SYN (the data path is fast), the setup alone was slow: a SYN or SYN/ACK was lost and
 //!   repeated where the capture could not see it (before the capture point), or the server's
 //!   SYN queue answered late. That is connection setup delayed: `syn_retransmit`, side server
 //!   when the SYN → SYN/ACK leg was the slow one, client when the ACK was.
@@ -42,7 +42,7 @@ struct Example {
     client: SocketAddr,
     server: SocketAddr,
     st: SynState,
-    /// The first request → the server's ACK of it on this connection, ns.
+    /// The fastest of this connection's requests → the server's ACK of it, ns.
     data_rtt_ns: Option<i64>,
 }
 
@@ -72,7 +72,7 @@ impl Example {
 /// The slow-handshake detector (`high_base_rtt` / `syn_retransmit` for setups).
 #[derive(Default)]
 pub struct SlowHandshake {
-    /// The first request → server ACK, per connection still open.
+    /// The fastest request → server ACK, per connection still open.
     data_rtt: HashMap<(SocketAddr, SocketAddr), i64>,
     handshakes: Option<Hist>,
     n: u64,
@@ -93,15 +93,21 @@ impl Detector for SlowHandshake {
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::ExchangeDone(x) | Event::ExchangeCut(x) => {
-                // The connection's first request, closest in time to its handshake; an ACK
-                // under a millisecond is not the far end's (a middlebox, a proxy on the
-                // capture host), so it says nothing about the path.
+                // The fastest ACK of any of the connection's requests: a delayed ACK or a
+                // queue only adds to a round trip, so the smallest is the path's own (the
+                // first alone, 154 ms with the server's ACK delay in it, read the 407 ms
+                // handshake of zeek-zero-length-bodies-with-drops as the path, where its
+                // later requests were acknowledged in 111 ms). An ACK under a millisecond is
+                // not the far end's (a middlebox, a proxy on the capture host), so it says
+                // nothing about the path.
                 if let Some(a) = x.req_ack {
                     let d = a.ts_ns - x.last_req.ts_ns;
                     if d >= MIN_DATA_RTT_NS {
-                        self.data_rtt
+                        let e = self
+                            .data_rtt
                             .entry((x.ends.client, x.ends.server))
                             .or_insert(d);
+                        *e = (*e).min(d);
                     }
                 }
             }
@@ -218,7 +224,17 @@ impl SlowHandshake {
              microseconds; {median:.1} ms for it is the path's own round-trip time (distance, a \
              congested or satellite link, a slow hop), not the server's work. Every request \
              pays at least one such round trip, a new connection one more{}.",
-            if lat > 0.0 {
+            if lat > 0.0 && lat < median {
+                // Less than one round trip: the capture point saw only the server's side of
+                // each request (arkime-http-500-head: 2.8 ms requests, a 385 ms handshake
+                // whose ACK leg held 384 ms), so the path time is not in that figure.
+                format!(
+                    "; the median request took {lat:.1} ms at the capture point, less than \
+                     one such round trip: the capture saw them from nearer the server (or \
+                     something near it answered them), and at the client each also waited the \
+                     round trip"
+                )
+            } else if lat > 0.0 {
                 format!(
                     "; the median request took {lat:.1} ms{}",
                     if explains {

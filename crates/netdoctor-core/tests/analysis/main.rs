@@ -35,3 +35,4 @@ mod reuse_gap;
 mod server_leg;
 mod shard_region;
 mod tail;
+mod unseen_request;

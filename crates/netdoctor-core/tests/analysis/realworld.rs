@@ -322,3 +322,38 @@ fn an_http_get_inside_vxlan_is_read() {
     assert_eq!(an.stats.connections, 1, "{:#?}", an.stats);
     assert_eq!(an.exchanges.count, 1, "{:#?}", an.exchanges);
 }
+
+#[test]
+fn tcp_inside_pppoe_under_qinq_is_read() {
+    // ppp-one_http_stream_rst: a GET and its answer in PPPoE session frames under two
+    // VLAN tags (a DSL access network's capture). Before: "the capture contains no TCP
+    // segments" (all 10 frames counted as other packets).
+    let Some(an) = analyze("ppp-one_http_stream_rst.pcap") else {
+        return;
+    };
+    assert_eq!(
+        (an.stats.tcp_segments, an.stats.other_packets),
+        (10, 0),
+        "{:#?}",
+        an.stats
+    );
+    assert_eq!(an.stats.connections_with_handshake, 1, "{:#?}", an.stats);
+    assert_eq!(an.exchanges.count, 1, "{:#?}", an.exchanges);
+    assert!(
+        an.warnings.iter().all(|w| !w.contains("no TCP")),
+        "{:?}",
+        an.warnings
+    );
+    // Its answer is a 503 (tshark: "Service Temporarily Unavailable"), missed before.
+    let f = one(&an, FindingId::HttpErrors);
+    assert_eq!((f.severity, f.side), (Severity::Critical, Side::Server));
+    // The look-alikes without PPPoE keep their reading: QinQ (zeek-http-qinq-0), two VLAN
+    // tags (arkime-twovlan).
+    for (name, segs) in [("zeek-http-qinq-0.pcap", 14), ("arkime-twovlan.pcap", 6)] {
+        let Some(an) = analyze(name) else {
+            return;
+        };
+        assert_eq!(an.stats.tcp_segments, segs, "{name}");
+        assert_eq!(an.exchanges.count, 1, "{name}");
+    }
+}

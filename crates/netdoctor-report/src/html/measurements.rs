@@ -70,7 +70,12 @@ pub(super) fn latency(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
                 h,
                 r#"<p class="lead">{}</p>"#,
                 l.ui(
-                    "html-capture-lead",
+                    // Every exchange cut by the capture's end: no latency was measured.
+                    if e.incomplete >= e.count {
+                        "html-capture-lead-cut"
+                    } else {
+                        "html-capture-lead"
+                    },
                     &[
                         ("n", a(e.count)),
                         ("p50", a(svg::fmt_ms(e.latency_ms.p50))),

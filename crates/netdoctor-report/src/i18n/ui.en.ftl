@@ -72,6 +72,7 @@ term-capture-line = { $packets } packets ({ $drops } dropped) on { $conns } conn
 }
 term-handshake-rtt = ; handshake RTT { $rtt }
 term-exchange-line = exchange latency p50 { $p50 } · p99 { $p99 }; server time p50 { $server }{ $rtt }
+term-exchange-line-cut = exchange latency unknown (no exchange ended before the capture did); server time p50 { $server }{ $rtt }
 term-exchanges-turns = exchanges found from direction turns (payload not HTTP/1.x)
 term-exchanges-mixed = exchanges found in more than one way (HTTP/1.x requests, HTTP/2 streams, direction turns: mixed)
 term-exchanges-h2 = exchanges are HTTP/2 streams (cleartext h2c, read frame by frame)
@@ -279,6 +280,10 @@ html-capture-lead = In the capture: { $n } HTTP { $n ->
     [one] exchange
    *[other] exchanges
 } (first request byte to last response byte at the capture point): p50 <b>{ $p50 }</b>, p90 { $p90 }, p99 <b>{ $p99 }</b>, max { $max }{ $rtt }.
+html-capture-lead-cut = In the capture: { $n } HTTP { $n ->
+    [one] exchange
+   *[other] exchanges
+}, none of them ended before the capture did: latency unknown{ $rtt }.
 html-handshake-rtt = ; handshake RTT { $rtt }
 html-baseline-syn = TCP handshake RTT <b>{ $rtt }</b> (median of { $answered } answered, { $method })
 html-baseline-http = one request <b>{ $total }</b> (connect { $connect }{ $tls }, first byte { $first } from the start, HTTP { $status })

@@ -66,6 +66,7 @@ term-capture-line = { $packets } 个分组（丢弃 { $drops } 个），{ $conns
 }
 term-handshake-rtt = ；握手 RTT { $rtt }
 term-exchange-line = 交换延迟 p50 { $p50 } · p99 { $p99 }；服务端耗时 p50 { $server }{ $rtt }
+term-exchange-line-cut = 交换延迟未知（没有交换在抓包结束前完成）；服务端耗时 p50 { $server }{ $rtt }
 term-exchanges-turns = 交换按方向切换划分（载荷不是 HTTP/1.x）
 term-exchanges-mixed = 交换以多种方式划分（HTTP/1.x 请求、HTTP/2 流、方向切换：混合）
 term-exchanges-h2 = 交换为 HTTP/2 流（明文 h2c，逐帧读取）
@@ -249,6 +250,7 @@ html-no-histogram-data = 本报告没有直方图数据
 html-curve-caption = 百分位曲线：给定比例的请求的延迟不超过该值；右侧是长尾
 html-load = 负载
 html-capture-lead = 抓包中：{ $n } 个 HTTP 交换（在抓包点从请求的第一个字节到响应的最后一个字节）：p50 <b>{ $p50 }</b>，p90 { $p90 }，p99 <b>{ $p99 }</b>，最大 { $max }{ $rtt }。
+html-capture-lead-cut = 抓包中：{ $n } 个 HTTP 交换，均未在抓包结束前完成：延迟未知{ $rtt }。
 html-handshake-rtt = ；握手 RTT { $rtt }
 html-baseline-syn = TCP 握手 RTT <b>{ $rtt }</b>（{ $answered } 个应答的中位数，{ $method }）
 html-baseline-http = 单个请求 <b>{ $total }</b>（建连 { $connect }{ $tls }，自开始起首字节 { $first }，HTTP { $status }）

@@ -187,8 +187,15 @@ pub(super) fn render_measurements(
                 .rtt_ms
                 .map(|r| lang.ui("term-handshake-rtt", &[("rtt", a(ms(r)))]))
                 .unwrap_or_default();
+            // Every exchange cut by the capture's end: no latency was measured (its
+            // percentiles are zeros), only first bytes.
+            let key = if e.incomplete >= e.count {
+                "term-exchange-line-cut"
+            } else {
+                "term-exchange-line"
+            };
             let line = lang.ui(
-                "term-exchange-line",
+                key,
                 &[
                     ("p50", a(ms(e.latency_ms.p50))),
                     ("p99", a(ms(e.latency_ms.p99))),

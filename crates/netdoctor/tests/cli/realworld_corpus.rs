@@ -128,3 +128,49 @@ fn every_corpus_capture_ends_in_a_verdict_or_a_clear_error() {
         }
     }
 }
+
+#[test]
+fn no_latency_is_printed_when_no_exchange_ended() {
+    // ppa-latency1 (and 2, 3, 4): one GET each, the capture ending in its answer; ndpi-
+    // exe_download: a download cut the same way. No exchange ended, so none has a latency:
+    // the Measured line said "exchange latency p50 0.00 ms · p99 0.00 ms" (its zeros).
+    // zeek-get, whose exchange ends, keeps its figures.
+    let dir = common::tempdir("cut-latency");
+    for (name, cut) in [
+        ("ppa-latency1.pcapng", true),
+        ("ndpi-exe_download.pcap", true),
+        ("zeek-get.pcap", false),
+    ] {
+        let path = corpus().join(name);
+        if !path.exists() {
+            eprintln!(
+                "skipped: needs {} (the shared realworld-pcaps corpus)",
+                path.display()
+            );
+            return;
+        }
+        let o = common::netdoctor(&["analyze", path.to_str().unwrap()]);
+        let text = common::stdout(&o);
+        assert_eq!(
+            text.contains("exchange latency p50"),
+            !cut,
+            "{name}:\n{text}"
+        );
+        assert_eq!(
+            text.contains("exchange latency unknown"),
+            cut,
+            "{name}:\n{text}"
+        );
+        let page = dir.join(format!("{name}.html"));
+        let o = common::netdoctor(&[
+            "analyze",
+            "--html",
+            page.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ]);
+        assert!(o.status.code().is_some_and(|c| c <= 3), "{name}");
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert_eq!(html.contains("latency unknown"), cut, "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
