@@ -388,6 +388,44 @@ impl PacketSource for CaptureFile {
     }
 }
 
+/// The error for pcap record `at` (its number and byte offset) with an odd captured length
+/// (0, or over `limit`), if it is one; `rec` its first bytes. A record that starts with a pcap
+/// file header's magic number is a second capture appended with `cat` (its header read as a
+/// record has the time zone field, 0, as captured length), which no pcap reader takes as one
+/// file (tshark calls it corrupt): the message says so and how captures are joined. Checked
+/// only for those lengths, so the loop over records pays one compare.
+fn odd_record(
+    path: &str,
+    rec: &[u8],
+    at: (u64, u64),
+    caplen: u32,
+    limit: u32,
+    snaplen: u32,
+) -> Option<ObserveError> {
+    let (packet, pos) = at;
+    if let Some(&[a, b, c, d]) = rec.get(..4)
+        && is_pcap_magic([a, b, c, d])
+    {
+        return Some(bad(
+            path,
+            BadCaptureKind::Malformed,
+            format!(
+                "byte {pos}: a second pcap file header after packet {}: two captures joined with `cat`? Join captures with `mergecap -w joined.pcap a.pcap b.pcap`",
+                packet - 1
+            ),
+        ));
+    }
+    (caplen > limit).then(|| {
+        bad(
+            path,
+            BadCaptureKind::HostileLength,
+            format!(
+                "packet {packet} at byte {pos}: captured length {caplen} exceeds the limit of {limit} bytes (snap length {snaplen}, max {MAX_CAPLEN})"
+            ),
+        )
+    })
+}
+
 fn bad(path: &str, kind: BadCaptureKind, message: String) -> ObserveError {
     ObserveError::BadCapture {
         path: path.to_string(),
@@ -437,16 +475,11 @@ fn read_legacy(
             let data = st.reader.data();
             if data.len() >= 16 {
                 let caplen = read_u32(&data[8..12], h.big_endian);
-                if caplen > limit {
-                    return Err(bad(
-                        path,
-                        BadCaptureKind::HostileLength,
-                        format!(
-                            "packet {} at byte {offset}: captured length {caplen} exceeds the limit of {limit} bytes (snap length {}, max {MAX_CAPLEN})",
-                            summary.packets + 1,
-                            h.snaplen
-                        ),
-                    ));
+                if caplen == 0 || caplen > limit {
+                    let at = (summary.packets + 1, offset as u64);
+                    if let Some(e) = odd_record(path, data, at, caplen, limit, h.snaplen) {
+                        return Err(e);
+                    }
                 }
             }
         }

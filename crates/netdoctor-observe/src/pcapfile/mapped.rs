@@ -6,8 +6,8 @@
 //! format, pipes, `--follow`) stays on the streaming path. The record checks are that path's:
 //! the same limit on the captured length with the same error, a cut record a warning.
 
-use super::{LegacyHeader, MAX_CAPLEN, bad, read_u32, truncated_warning};
-use crate::{BadCaptureKind, ObserveError, SourceSummary};
+use super::{LegacyHeader, MAX_CAPLEN, odd_record, read_u32, truncated_warning};
+use crate::{ObserveError, SourceSummary};
 use netdoctor_core::RawPacket;
 use netdoctor_sys::mmap::Mapped;
 use std::collections::VecDeque;
@@ -140,16 +140,11 @@ pub(super) fn read_mapped(
         st.map.warm(pos + AHEAD);
         let u32_at = |o: usize| read_u32(&rec[o..o + 4], h.big_endian);
         let caplen = u32_at(8);
-        if caplen > limit {
-            return Err(bad(
-                path,
-                BadCaptureKind::HostileLength,
-                format!(
-                    "packet {} at byte {pos}: captured length {caplen} exceeds the limit of {limit} bytes (snap length {}, max {MAX_CAPLEN})",
-                    summary.packets + 1,
-                    h.snaplen
-                ),
-            ));
+        if caplen == 0 || caplen > limit {
+            let at = (summary.packets + 1, pos as u64);
+            if let Some(e) = odd_record(path, rec, at, caplen, limit, h.snaplen) {
+                return Err(e);
+            }
         }
         let start = pos + 16;
         let Some(bytes) = data.get(start..start + caplen as usize) else {

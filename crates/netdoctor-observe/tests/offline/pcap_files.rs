@@ -469,6 +469,45 @@ fn truncated_tail_is_a_warning_with_partial_packets() {
     }
 }
 
+/// Two captures joined with `cat` (the second one's file header where a record should be):
+/// no reader takes them as one file, so the error says what the file is and how captures are
+/// joined, on the mapped path (a file) and the streaming one (gzip'd), instead of a captured
+/// length read from the second header's fields.
+#[test]
+fn two_pcaps_joined_with_cat_are_named_as_such() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let one = legacy_pcap(
+        false,
+        false,
+        1,
+        262_144,
+        &[(1, 2, b"abcd"), (1, 3, b"efgh")],
+    );
+    let mut joined = one.clone();
+    joined.extend_from_slice(&one);
+    let plain = write_file(&dir, "joined.pcap", &joined);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&joined).unwrap();
+    let zipped = write_file(&dir, "joined.pcap.gz", &gz.finish().unwrap());
+    for p in [plain, zipped] {
+        let (kind, msg) = bad_kind(read_all(&p));
+        assert_eq!(kind, BadCaptureKind::Malformed, "{msg}");
+        assert!(
+            msg.contains(&format!(
+                "byte {}: a second pcap file header after packet 2",
+                one.len()
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("mergecap"), "{msg}");
+    }
+    // A record of zero captured bytes is no second header: read as before.
+    let empty = legacy_pcap(false, false, 1, 262_144, &[(1, 2, b""), (1, 3, b"efgh")]);
+    let (pkts, _) = read_all(&write_file(&dir, "empty.pcap", &empty)).unwrap();
+    assert_eq!(pkts.len(), 2);
+}
+
 #[test]
 fn hostile_caplen_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
