@@ -12,7 +12,8 @@
 //!   iperf3, prometheus, a server that takes an address). It comes from a per-process counter
 //!   below the kernel's ephemeral range (`ip_local_port_range`), so no outgoing connection and no
 //!   `bind(0)` is ever given it, and no two calls in one process return the same port; it is
-//!   checked free (TCP and UDP) when picked.
+//!   checked free (TCP and UDP) when picked. [`on_unused_port`] tries another when the
+//!   server's own bind still finds it taken (another process may bind it in between).
 //!
 //! Hand-written: a counter and a bound socket; no crate does just this.
 
@@ -84,6 +85,28 @@ pub fn unused_port(ip: impl Into<IpAddr>) -> u16 {
     panic!("no free port in {lo}..{hi} on {ip}");
 }
 
+/// How many ports [`on_unused_port`] tries.
+const TRIES: usize = 8;
+
+/// Runs `start` (a server binding the port it is given) on ports from [`unused_port`] until it
+/// does not fail with `AddrInUse`, up to [`TRIES`] ports. A port checked free can still be
+/// taken by another process before the server binds it: CI of session 18 failed once on a
+/// built-in server's `bind 127.0.0.1:22074: Address already in use` a moment after the check.
+pub fn on_unused_port<T>(
+    ip: impl Into<IpAddr>,
+    mut start: impl FnMut(u16) -> io::Result<T>,
+) -> io::Result<T> {
+    let ip = ip.into();
+    let mut last = None;
+    for _ in 0..TRIES {
+        match start(unused_port(ip)) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => last = Some(e),
+            done => return done,
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AddrInUse)))
+}
+
 /// `[lo, hi)`: up to [`SPAN`] ports just below the first ephemeral port (32768 by default).
 fn below_ephemeral() -> (u16, u16) {
     let first = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
@@ -106,6 +129,35 @@ mod tests {
         let e = TcpStream::connect(c.addr()).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
         assert!(TcpListener::bind(c.addr()).is_err(), "the port is held");
+    }
+
+    #[test]
+    fn a_port_taken_before_the_bind_is_replaced_by_another() {
+        let mut tried = Vec::new();
+        let got = on_unused_port([127, 0, 0, 1], |p| {
+            tried.push(p);
+            if tried.len() < 3 {
+                Err(io::Error::from(io::ErrorKind::AddrInUse))
+            } else {
+                Ok(p)
+            }
+        })
+        .unwrap();
+        assert_eq!(tried.len(), 3);
+        assert_eq!(got, tried[2]);
+        assert_ne!(tried[0], tried[1]);
+        // Any other error ends the tries at once; a port always taken ends them after TRIES.
+        let e = on_unused_port([127, 0, 0, 1], |_| -> io::Result<()> {
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        let mut n = 0;
+        let e = on_unused_port([127, 0, 0, 1], |_| -> io::Result<()> {
+            n += 1;
+            Err(io::Error::from(io::ErrorKind::AddrInUse))
+        });
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::AddrInUse);
+        assert_eq!(n, TRIES);
     }
 
     #[test]

@@ -14,9 +14,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// Starts a built-in server on loopback; returns it with its URL.
 fn server(nodelay: bool) -> (BuiltinServers, String) {
     // Below the ephemeral range: a port bind(0) freed could be taken before the server binds it.
-    let port = netdoctor_lab::ports::unused_port([127, 0, 0, 1]);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let s = BuiltinServers::start(&[(addr, nodelay)]).expect("start built-in server");
+    let (s, addr) = netdoctor_lab::ports::on_unused_port([127, 0, 0, 1], |port| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        Ok((BuiltinServers::start(&[(addr, nodelay)])?, addr))
+    })
+    .expect("start built-in server");
     (s, format!("http://{addr}/"))
 }
 

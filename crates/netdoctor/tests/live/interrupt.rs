@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 fn server() -> (BuiltinServers, String) {
     // Below the ephemeral range: a port bind(0) freed could be taken before the server binds it.
-    let port = netdoctor_lab::ports::unused_port([127, 0, 0, 1]);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     // TCP_NODELAY off: the reference stall, so the partial run has something to find.
-    let s = BuiltinServers::start(&[(addr, false)]).expect("start built-in server");
+    let (s, addr) = netdoctor_lab::ports::on_unused_port([127, 0, 0, 1], |port| {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        Ok((BuiltinServers::start(&[(addr, false)])?, addr))
+    })
+    .expect("start built-in server");
     (s, format!("http://{addr}/"))
 }
 
