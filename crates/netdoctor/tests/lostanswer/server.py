@@ -1,5 +1,6 @@
 """HTTP server for the lost_answer test: `big` answers 200 KB at once, `hang` reads the
-request and never answers, `slow` answers after 3 s. argv: MODE ADDR PORT."""
+request and never answers, `slow` answers after 1.5 s (after
+lost_answer.rs's 1 s request timeout, inside its 2 s run). argv: MODE ADDR PORT."""
 import http.server
 import sys
 import time
@@ -19,7 +20,7 @@ class H(http.server.BaseHTTPRequestHandler):
             time.sleep(30)
             return
         if MODE == "slow":
-            time.sleep(3)
+            time.sleep(1.5)
         body = BODY if MODE == "big" else b"ok\n"
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
