@@ -174,9 +174,12 @@ fn a_neighbours_retransmits_on_the_same_address_are_not_counted() {
     ));
     std::thread::sleep(Duration::from_secs(2));
     let url = format!("http://{SERVER_IP}:{PORT}/big");
-    let args = ["-c", "4", "-d", "4s"];
+    // 2 s runs: the lossy server resends many times a second, so a 2 s window of the clean run
+    // holds plenty of its neighbour's retransmissions to miscount, and the lossy run's own.
+    // The clean server never answers: its requests time out after 1 s, not the default 2 s
+    // (the preflight's, the probe's and the load's last ones each waited that out).
     let mut all = vec!["--netns", clean.ns[0].as_str()];
-    all.extend(args);
+    all.extend(["-c", "4", "-d", "2s", "--timeout", "1s"]);
     let r = diagnose_json("clean", &url, &all);
     let k = kernel(&r);
     eprintln!("clean: {k:#}");
@@ -184,7 +187,7 @@ fn a_neighbours_retransmits_on_the_same_address_are_not_counted() {
     assert_eq!(k["target_retransmits"], 0, "{k:#}");
     assert_eq!(k["retransmits_total"], 0, "{k:#}");
     let mut all = vec!["--netns", lc.as_str()];
-    all.extend(args);
+    all.extend(["-c", "4", "-d", "2s"]);
     let r = diagnose_json("lossy", &url, &all);
     let k = kernel(&r);
     eprintln!("lossy: {k:#}");
