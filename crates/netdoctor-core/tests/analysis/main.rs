@@ -28,6 +28,7 @@ mod idle_timeout;
 mod injected_reset;
 mod lost_before_capture;
 mod nagle;
+mod near_ack;
 mod protocols;
 mod queue_wait;
 mod realworld;

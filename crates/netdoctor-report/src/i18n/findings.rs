@@ -545,10 +545,12 @@ mod tests {
     }
 
     /// A loss told only by IPv4 id skips is told as lost before the capture point, one with
-    /// some such resends adds a sentence; the plain texts stay.
+    /// some such resends adds a sentence, and a slow handshake acknowledged by something near
+    /// the capture point says the round trip lies beyond it; the plain texts stay.
     #[test]
     fn losses_before_the_capture_point_and_near_acks_are_told_in_chinese() {
         use netdoctor_core::detect::loss::{BEFORE_CAPTURE_EVIDENCE, SOME_BEFORE_CAPTURE_EVIDENCE};
+        use netdoctor_core::detect::slow_handshake::NEAR_ACK_EVIDENCE;
         let zh = |id: FindingId, probe: &str| {
             let mut f = Finding::new(id, Severity::Warning, Side::Network, "s");
             f.explanation = "e".into();
@@ -574,6 +576,9 @@ mod tests {
         assert!(explanation.contains("IPv4 id"), "{explanation}");
         let (_, explanation, _) = zh(loss, "load");
         assert!(!explanation.contains("IPv4 id"), "{explanation}");
+        let rtt = FindingId::HighBaseRtt;
+        assert!(zh(rtt, NEAR_ACK_EVIDENCE).1.contains("代理"));
+        assert!(!zh(rtt, "load").1.contains("代理"));
     }
 
     /// A reset whose answer's end the capture cannot tell, and an abortive close that lost the
