@@ -424,6 +424,11 @@ impl Analyzer {
                     } => {
                         let timeout = class == RetxClass::Timeout;
                         super::bulk::on_retransmission(c, i, pkt, seg.seq, spurious, timeout);
+                        // Resent into the receiver's closed window: a probe of a full window
+                        // (`ppa-inconsistent_printer`), the reader's stop, not a loss.
+                        if c.dirs[j].zero.active() {
+                            c.dirs[i].loss.note_window_closed();
+                        }
                         let d = &mut c.dirs[i];
                         self.stats.retransmitted_segments += 1;
                         self.stats.spurious_retransmissions += u64::from(spurious);

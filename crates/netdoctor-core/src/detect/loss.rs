@@ -53,7 +53,10 @@ use crate::stats::Hist;
 pub use crate::track::loss::{Episode, REACT_RTT_DIV, RTO_MIN_NS};
 
 mod arrived;
+mod before_capture;
 mod silent;
+pub use before_capture::{BEFORE_CAPTURE_EVIDENCE, SOME_BEFORE_CAPTURE_EVIDENCE};
+use before_capture::{before_capture_evidence, before_capture_story};
 pub use silent::SILENT_PEER_MARK;
 
 #[derive(Clone, Copy, Debug)]
@@ -84,6 +87,9 @@ struct KindAgg {
     /// times one segment was resent in one of them.
     unacked: u64,
     max_retx: u32,
+    /// Episodes whose original never reached the capture point, told by the sender's IPv4
+    /// ids ([`Episode::before_capture`]).
+    before_capture: u64,
     examples: Vec<Example>,
 }
 
@@ -167,6 +173,13 @@ impl Loss {
             self.spurious_episodes += 1;
             return;
         }
+        // Resent into the receiver's closed window (zero, or below one MSS): the sender
+        // probing a full window, and a reader that never answered is `zero_window`'s story
+        // (`ppa-inconsistent_printer`: a printer's last 1092 bytes resent twice after 5.5 s,
+        // nothing acknowledged for 16 s), not a loss to find on the path.
+        if ep.window_closed {
+            return;
+        }
         // Not one packet of the receiver was captured (a one-way capture): whether the data
         // arrived cannot be seen (the capture-quality warning says so), unless the sender's own
         // timer, firing again and again on the same data, shows that no ACK reached it
@@ -190,6 +203,7 @@ impl Loss {
         k.worst_episode_ns = k.worst_episode_ns.max(ep.stall_ns());
         k.unacked += u64::from(ep.unacked);
         k.max_retx = k.max_retx.max(ep.head_resends);
+        k.before_capture += u64::from(ep.before_capture);
         k.local += u64::from(
             client.ip().is_loopback() || server.ip().is_loopback() || client.ip() == server.ip(),
         );
@@ -353,6 +367,8 @@ impl Loss {
                  segments that have nothing behind them to trigger fast retransmit."
                     .to_string(),
             )
+        } else if k.before_capture == k.episodes {
+            before_capture_story(k, who, rate, &cost)
         } else {
             (
                 FindingId::PacketLossRetransmission,
@@ -378,6 +394,9 @@ impl Loss {
             )
         };
         let mut f = Finding::new(id, severity, side, summary);
+        if k.before_capture > 0 {
+            f.evidence.push(before_capture_evidence(k));
+        }
         f.confidence = (0.7 + 0.29 * (k.episodes as f64 / 5.0).min(1.0)).min(0.99);
         if at_setup && !listen_full {
             // Path loss and a full listen queue look the same in the packets.
@@ -386,13 +405,23 @@ impl Loss {
         f.impact.added_latency_ms = k.stall.is_some().then_some(added);
         f.impact.affected_fraction = fraction;
         f.explanation = explanation;
+        if k.before_capture > 0 && k.before_capture < k.episodes {
+            f.explanation.push_str(&format!(
+                " {} of these resends were of segments lost before the capture point: the \
+                 capture never saw the originals, the sender's IPv4 ids skipped them.",
+                k.before_capture
+            ));
+        }
         f.fix = fix;
-        f.evidence = k
-            .examples
-            .iter()
-            .map(|e| {
+        f.evidence.extend(k.examples.iter().map(|e| {
                 let packets = e.ep.packet_refs(t0_ns);
-                let note = if e.ep.timeout {
+                let note = if e.ep.before_capture {
+                    format!(
+                        "the sender's IPv4 id skipped one: the original of this data never \
+                         reached the capture point; resent {:.1} ms after the data before it",
+                        ms(e.ep.stall_ns())
+                    )
+                } else if e.ep.timeout {
                     format!(
                         "{} retransmission(s); the first came after {:.1} ms of silence (RTO); stalled {:.1} ms",
                         e.ep.retx,
@@ -412,8 +441,7 @@ impl Loss {
                     packets,
                     note,
                 }
-            })
-            .collect();
+            }));
         if listen_full {
             f.evidence.extend(counter_evidence(&self.listen));
         }
@@ -543,6 +571,17 @@ mod tests {
         let rto = &v[1];
         assert_eq!(rto.severity, Severity::Critical, "{rto:?}");
         assert!(rto.summary.contains("210 ms"), "{}", rto.summary);
+    }
+
+    #[test]
+    fn resends_into_a_closed_window_are_not_loss() {
+        let mut e = episode(0, 5500, false);
+        e.window_closed = true;
+        let ev = [Event::LossEpisode {
+            ends: ends(),
+            episode: e,
+        }];
+        assert!(run::<Loss>(&ev, &cx(10)).is_empty());
     }
 
     #[test]

@@ -16,6 +16,11 @@
 //!   SYN queue answered late. That is connection setup delayed: `syn_retransmit`, side server
 //!   when the SYN → SYN/ACK leg was the slow one, client when the ACK was.
 //!
+//! A path finding whose request was acknowledged in under [`MIN_DATA_RTT_NS`] at the client
+//! (`ndpi-exe_download`: 0.26 ms against a 319 ms handshake) says so: what answered is near the
+//! capture point (a proxy, an accelerator, a firewall, or the server itself), and the
+//! handshake's time went beyond it or in it, which the capture cannot tell apart.
+//!
 //! Where the capture point was decides which leg holds the round trip (at the client:
 //! SYN → SYN/ACK; at the server: SYN/ACK → ACK); both legs together are the handshake RTT.
 
@@ -36,6 +41,9 @@ pub const OUTLIER_FACTOR: f64 = 3.0;
 const FAST_DATA_SHARE: f64 = 0.33;
 /// A request ACK faster than this comes from something near the capture point, not the server.
 const MIN_DATA_RTT_NS: i64 = 1_000_000;
+/// The evidence of `high_base_rtt` that says such an ACK came (the Chinese texts choose
+/// their sentences by it).
+pub const NEAR_ACK_EVIDENCE: &str = "near_ack";
 
 #[derive(Clone, Copy, Debug)]
 struct Example {
@@ -44,6 +52,9 @@ struct Example {
     st: SynState,
     /// The fastest of this connection's requests → the server's ACK of it, ns.
     data_rtt_ns: Option<i64>,
+    /// The fastest such ACK under [`MIN_DATA_RTT_NS`]: something near the capture point
+    /// acknowledged for the server, ns.
+    near_ack_ns: Option<i64>,
 }
 
 impl Example {
@@ -72,8 +83,10 @@ impl Example {
 /// The slow-handshake detector (`high_base_rtt` / `syn_retransmit` for setups).
 #[derive(Default)]
 pub struct SlowHandshake {
-    /// The fastest request → server ACK, per connection still open.
+    /// The fastest request → server ACK, per connection still open, and the fastest one under
+    /// [`MIN_DATA_RTT_NS`].
     data_rtt: HashMap<(SocketAddr, SocketAddr), i64>,
+    near_ack: HashMap<(SocketAddr, SocketAddr), i64>,
     handshakes: Option<Hist>,
     n: u64,
     /// Slow handshakes, the first few (the rest are counted by the histogram).
@@ -102,13 +115,13 @@ impl Detector for SlowHandshake {
                 // nothing about the path.
                 if let Some(a) = x.req_ack {
                     let d = a.ts_ns - x.last_req.ts_ns;
-                    if d >= MIN_DATA_RTT_NS {
-                        let e = self
-                            .data_rtt
-                            .entry((x.ends.client, x.ends.server))
-                            .or_insert(d);
-                        *e = (*e).min(d);
-                    }
+                    let map = if d >= MIN_DATA_RTT_NS {
+                        &mut self.data_rtt
+                    } else {
+                        &mut self.near_ack
+                    };
+                    let e = map.entry((x.ends.client, x.ends.server)).or_insert(d);
+                    *e = (*e).min(d);
                 }
             }
             Event::ConnDone(c) => self.on_conn(c),
@@ -125,6 +138,7 @@ impl SlowHandshake {
     fn on_conn(&mut self, c: &ConnDone) {
         let key = (c.ends.client, c.ends.server);
         let data_rtt_ns = self.data_rtt.remove(&key);
+        let near_ack_ns = self.near_ack.remove(&key);
         let st = c.syn;
         if st.repeated() || st.first_synack.is_none() {
             return;
@@ -134,6 +148,7 @@ impl SlowHandshake {
             server: c.ends.server,
             st,
             data_rtt_ns,
+            near_ack_ns,
         };
         let total = ex.total_ns();
         if st.done.is_none() || total < 0 {
@@ -247,6 +262,31 @@ impl SlowHandshake {
                 String::new()
             }
         );
+        // Requests acknowledged in under a millisecond by what answered the SYN
+        // (`ndpi-exe_download`: a 319 ms handshake, the request acknowledged in 0.26 ms, the
+        // answer 298 ms later): a box near the capture point acknowledges for the server.
+        let near: Vec<i64> = self
+            .slow
+            .iter()
+            // At the client (the SYN → SYN/ACK leg holds the time): at the server, its own
+            // kernel acknowledges in microseconds.
+            .filter(|e| e.data_rtt_ns.is_none() && 2 * e.synack_leg_ns() >= e.total_ns())
+            .filter_map(|e| e.near_ack_ns)
+            .collect();
+        let near_fastest = near.iter().min().copied();
+        if let Some(fastest) = near_fastest {
+            f.explanation.push_str(&format!(
+                " Yet a request on {} of these connections was acknowledged {:.2} ms after it \
+                 left: what answered is near the capture point (a proxy, a TCP accelerator or \
+                 a firewall answering for the server, or the server itself), so {median:.1} ms \
+                 is not the round trip to it. The time went beyond that box (a proxy that \
+                 connects onward before it answers a SYN waits that onward round trip, and its \
+                 answers wait it again) or in it (a SYN answered late): the capture cannot tell \
+                 which.",
+                near.len(),
+                ms(fastest)
+            ));
+        }
         f.fix = "Find where the round trip goes (`netdoctor trace HOST` or `mtr --tcp`): a hop \
                  that adds the delay, a congested link or a far region. Serve from nearer, and \
                  keep connections alive so the handshake is not paid per request."
@@ -257,6 +297,21 @@ impl SlowHandshake {
             .take(MAX_EXAMPLES)
             .map(|e| self.evidence(e, cx.t0_ns))
             .collect();
+        if let Some(fastest) = near_fastest {
+            f.evidence.insert(
+                0,
+                Evidence::Probe {
+                    probe: NEAR_ACK_EVIDENCE.to_string(),
+                    note: format!(
+                        "a request acknowledged {:.2} ms after it left, on {} slow connection(s): \
+                         what answered is near the capture point; the handshake's time went \
+                         beyond it or in it",
+                        ms(fastest),
+                        near.len()
+                    ),
+                },
+            );
+        }
         f
     }
 

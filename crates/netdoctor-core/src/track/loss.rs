@@ -99,6 +99,13 @@ pub struct Episode {
     /// Not one packet of the receiver was captured on the connection (set by the analyzer
     /// when the connection ends): whether it got the data cannot be seen.
     pub receiver_unseen: bool,
+    /// The receiver's window was closed (zero, or near zero below one MSS) when the episode
+    /// began (set by the analyzer): the sender filled the little window left and probed it
+    /// again; no loss is shown, the reader's stop is (`zero_window` tells it).
+    pub window_closed: bool,
+    /// The original never reached the capture point: a resend that looks like new data, told
+    /// by a skip of the sender's IPv4 ids (set by the analyzer, never by this tracker).
+    pub before_capture: bool,
 }
 
 impl Episode {
@@ -147,6 +154,8 @@ impl Episode {
             },
             dsacked: false,
             receiver_unseen: false,
+            window_closed: false,
+            before_capture: false,
         }
     }
 
@@ -395,6 +404,8 @@ impl LossDir {
                     class,
                     dsacked: false,
                     receiver_unseen: false,
+                    window_closed: false,
+                    before_capture: false,
                 });
             }
         }
@@ -628,6 +639,16 @@ impl LossDir {
     pub(crate) fn on_peer_packet(&mut self, ts_ns: i64) {
         if let Some(e) = self.episode.as_mut() {
             e.peer_last_ns = Some(ts_ns);
+        }
+    }
+
+    /// The episode just opened by a retransmission (its first) went while the receiver's
+    /// window was closed: see [`Episode::window_closed`].
+    pub(crate) fn note_window_closed(&mut self) {
+        if let Some(e) = self.episode.as_mut()
+            && e.retx == 1
+        {
+            e.window_closed = true;
         }
     }
 

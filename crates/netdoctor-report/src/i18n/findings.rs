@@ -544,6 +544,43 @@ mod tests {
         assert!(zh.fix.contains("错误日志"), "{}", zh.fix);
     }
 
+    /// A loss told only by IPv4 id skips is told as lost before the capture point, one with
+    /// some such resends adds a sentence, and a slow handshake acknowledged by something near
+    /// the capture point says the round trip lies beyond it; the plain texts stay.
+    #[test]
+    fn losses_before_the_capture_point_and_near_acks_are_told_in_chinese() {
+        use netdoctor_core::detect::loss::{BEFORE_CAPTURE_EVIDENCE, SOME_BEFORE_CAPTURE_EVIDENCE};
+        use netdoctor_core::detect::slow_handshake::NEAR_ACK_EVIDENCE;
+        let zh = |id: FindingId, probe: &str| {
+            let mut f = Finding::new(id, Severity::Warning, Side::Network, "s");
+            f.explanation = "e".into();
+            f.fix = "x".into();
+            f.evidence.push(Evidence::Probe {
+                probe: probe.into(),
+                note: "n".into(),
+            });
+            let t = texts(&f, Lang::Zh);
+            (
+                t.summary.to_string(),
+                t.explanation.to_string(),
+                t.fix.to_string(),
+            )
+        };
+        let loss = FindingId::PacketLossRetransmission;
+        let (summary, explanation, fix) = zh(loss, BEFORE_CAPTURE_EVIDENCE);
+        assert!(summary.contains("抓包点之前"), "{summary}");
+        assert!(explanation.contains("IPv4 id"), "{explanation}");
+        assert!(fix.contains("发送方"), "{fix}");
+        let (summary, explanation, _) = zh(loss, SOME_BEFORE_CAPTURE_EVIDENCE);
+        assert!(!summary.contains("抓包点之前"), "{summary}");
+        assert!(explanation.contains("IPv4 id"), "{explanation}");
+        let (_, explanation, _) = zh(loss, "load");
+        assert!(!explanation.contains("IPv4 id"), "{explanation}");
+        let rtt = FindingId::HighBaseRtt;
+        assert!(zh(rtt, NEAR_ACK_EVIDENCE).1.contains("代理"));
+        assert!(!zh(rtt, "load").1.contains("代理"));
+    }
+
     /// A reset whose answer's end the capture cannot tell, and an abortive close that lost the
     /// next request: their own texts, not the plain reset's or the harmless close's.
     #[test]

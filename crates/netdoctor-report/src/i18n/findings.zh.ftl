@@ -70,9 +70,21 @@ delayed_ack_stall-fix = 给{ common-peer }留出余地，别让一个 ACK 成为
 
 ## packet_loss_retransmission
 
-packet_loss_retransmission-summary = 丢包与重传：{ common-impact }
-packet_loss_retransmission-explanation = 有分段在路上丢失，发送方通过快速重传（重复 ACK / SACK）补发。每次丢包都要多等至少一个往返时间，拥塞窗口也会减半，传输随之变慢。{ common-counter }丢包可能发生在网卡、交换机、路由器，或者被防火墙、限速规则丢弃。
-packet_loss_retransmission-fix = 找出丢包的位置：两端的 `nstat -az`（TcpRetransSegs、TcpExtTCPLostRetransmit）、`ip -s link`（接口的 drop/error），沿路径用 `mtr` 逐跳查看丢包；检查限速、队列溢出和防火墙规则。
+# $probe 为 ip_id_skip：原始分段在到达抓包点之前就丢了（抓包里没有它），只能从发送方 IPv4 id 的跳号看出；重传看起来像新数据，tshark 也不标记。
+# $probe 为 ip_id_skip_some：只有一部分重传是这样。
+packet_loss_retransmission-summary = { $probe ->
+    [ip_id_skip] 抓包点之前的丢包：分段在到达抓包点前丢失后被重传（只能从发送方 IPv4 id 的跳号看出）：{ common-impact }
+   *[other] 丢包与重传：{ common-impact }
+}
+packet_loss_retransmission-explanation = { $probe ->
+    [ip_id_skip] 分段在到达抓包点之前就丢失了：在发送方主机上，或在它与抓包点之间。抓包从未看到原始分段，所以其中没有任何包被标记为重传（tshark 也不标记）；但发送方的 IPv4 id（Linux 上每个包加一）跳过了一个号，紧接着的数据就是被重传的那个分段。它是发送方最后要发的数据，后面没有分段能让接收方报告缺口，所以发送方要等到接收方对前面数据的延迟确认到达（或定时器到期）才重传。这种等待看起来像 Nagle 算法在等延迟确认，但 TCP_NODELAY 改变不了它：原因是丢包。IPv6 没有 id，无法这样分辨。{ common-counter }
+    [ip_id_skip_some] 有分段在路上丢失，发送方通过快速重传（重复 ACK / SACK）补发。每次丢包都要多等至少一个往返时间，拥塞窗口也会减半，传输随之变慢。{ common-counter }丢包可能发生在网卡、交换机、路由器，或者被防火墙、限速规则丢弃。其中一部分重传的原始分段在到达抓包点之前就丢了：抓包没有看到它们，只能从发送方 IPv4 id 的跳号看出。
+   *[other] 有分段在路上丢失，发送方通过快速重传（重复 ACK / SACK）补发。每次丢包都要多等至少一个往返时间，拥塞窗口也会减半，传输随之变慢。{ common-counter }丢包可能发生在网卡、交换机、路由器，或者被防火墙、限速规则丢弃。
+}
+packet_loss_retransmission-fix = { $probe ->
+    [ip_id_skip] 在抓包点之前、发送方一侧找出丢包的位置：它的接口和队列丢包（`ip -s link`、`tc -s qdisc`）、它主机上的防火墙规则或限速（`iptables -L -v -n`、`nft list ruleset`）、它的重传计数（`nstat -az TcpRetransSegs TcpExtTCPLossProbes`），以及它与抓包点之间的链路。在发送方主机上抓包可以看到原始分段发出。
+   *[other] 找出丢包的位置：两端的 `nstat -az`（TcpRetransSegs、TcpExtTCPLostRetransmit）、`ip -s link`（接口的 drop/error），沿路径用 `mtr` 逐跳查看丢包；检查限速、队列溢出和防火墙规则。
+}
 
 ## retransmission_timeout
 
@@ -297,7 +309,11 @@ high_base_rtt-summary = 路径本身的往返时间（RTT）就很高{ $has_late
     [yes] ：约 { $latency }
    *[no] {""}
 }
-high_base_rtt-explanation = 单个 SYN 的往返时间已经这么长：延迟来自距离或路由，而不是服务端或 TCP 的行为。每个请求至少付出一个往返时间，每个新连接还要再付出一个（握手），TLS 再加一到两个。
+# $probe 为 near_ack：抓包点附近的一方在不到 1 ms 内确认了请求（代理、TCP 加速器、代替服务端应答的防火墙，或服务端本身），握手的时间不是到它的往返时间。
+high_base_rtt-explanation = 单个 SYN 的往返时间已经这么长：延迟来自距离或路由，而不是服务端或 TCP 的行为。每个请求至少付出一个往返时间，每个新连接还要再付出一个（握手），TLS 再加一到两个。{ $probe ->
+    [near_ack] 但请求在发出后不到 1 ms 就被确认了：应答的一方就在抓包点附近（代理、TCP 加速器、代替服务端应答的防火墙，或者服务端本身），所以握手的时间并不是到它的往返时间。时间花在它之外（先向外建立连接再应答 SYN 的代理要等这一段往返，它的响应也要再等一次），或者花在它内部（SYN 应答得晚）：抓包无法区分。
+   *[other] {""}
+}
 high_base_rtt-fix = 让服务离客户端更近（就近的区域或 CDN），保持连接（keep-alive、连接池）以免每次都握手，并减少每个请求的往返次数（TLS 1.3、会话恢复、HTTP/2）。
 
 ## route_problem
