@@ -35,7 +35,6 @@ mod realworld;
 mod realworld_trust;
 mod reuse_gap;
 mod server_leg;
-mod shard_moves;
 mod shard_region;
 mod tail;
 mod unseen_request;

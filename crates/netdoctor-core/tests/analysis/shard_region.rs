@@ -17,7 +17,7 @@ use netdoctor_core::packet::LinkType;
 use netdoctor_core::{Analyzer, AnalyzerConfig, RawPacket};
 
 /// A frame without its bytes: they are `off..off + len` of the region.
-pub(crate) struct Meta {
+struct Meta {
     frame: u64,
     ts_ns: i64,
     link: LinkType,
@@ -27,7 +27,7 @@ pub(crate) struct Meta {
 }
 
 /// Every committed capture's frames, in one buffer.
-pub(crate) fn all_captures() -> (Vec<Meta>, Vec<u8>) {
+fn all_captures() -> (Vec<Meta>, Vec<u8>) {
     let dir = capture_path("");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("testdata/captures")
@@ -62,7 +62,7 @@ pub(crate) fn all_captures() -> (Vec<Meta>, Vec<u8>) {
     (metas, bytes)
 }
 
-pub(crate) fn pkt<'a>(m: &Meta, from: &'a [u8]) -> RawPacket<'a> {
+fn pkt<'a>(m: &Meta, from: &'a [u8]) -> RawPacket<'a> {
     RawPacket {
         frame: m.frame,
         ts_ns: m.ts_ns,
@@ -72,7 +72,7 @@ pub(crate) fn pkt<'a>(m: &Meta, from: &'a [u8]) -> RawPacket<'a> {
     }
 }
 
-pub(crate) fn json<T: serde::Serialize>(v: &T) -> String {
+fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serialize")
 }
 

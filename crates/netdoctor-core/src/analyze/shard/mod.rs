@@ -10,11 +10,7 @@
 //!   reader's own counted heavier ([`route::READER_EIGHTHS`]), so a capture of a few long
 //!   connections splits evenly (the bench capture's 101 connections split 56/44 by the hash
 //!   alone). The pick depends on the packets only (identical runs pick alike) and no result
-//!   depends on it: a connection lives on one worker at a time. While the analysis runs, the
-//!   balancer ([`balance`]) may hand a bucket with its connections' state ([`migrate`]) from
-//!   a worker that falls behind to one that keeps up, between two rounds: the vCPUs of the
-//!   machines this runs on are often not equally fast, and an even split ends when the slower
-//!   half does. A frame that lies in the map of
+//!   depends on it: every connection still lives on one worker. A frame that lies in the map of
 //!   the file ([`ShardedAnalyzer::with_region`]) goes into that worker's batch as an offset
 //!   into the map, any other is copied into the batch (one buffer per batch); the decoding is
 //!   left to the worker. The reader of the map is told how far every worker got, so it drops
@@ -51,17 +47,14 @@
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
 //! std's channels are enough for it.
 
-mod balance;
 mod merge;
-mod migrate;
 mod route;
 pub(super) mod shared;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, TrySendError, channel, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use super::agg::Entry;
 use super::flow::Endpoint;
@@ -70,9 +63,7 @@ use super::orient::Shared;
 use super::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, TS_BOUND_NS, conclude};
 use crate::decode::{decode, tcp_ends};
 use crate::packet::{LinkType, RawPacket};
-use balance::{Balancer, Idle, Move, add_idle, idle_counters};
 use merge::{Merge, add_counts};
-use migrate::{Buckets, Moved};
 use route::{Owners, end_bits, ipv4_route, route_hash};
 
 /// Packets per round (over all workers).
@@ -124,10 +115,6 @@ struct Batch {
     data: Vec<u8>,
     /// The last frame of the round: the worker has processed every packet up to it after it.
     cut: u64,
-    /// Before the round: connections handed to this worker ([`balance`]).
-    import: Vec<Receiver<Moved>>,
-    /// After the round: the connections of these buckets go to another worker.
-    export: Vec<(Buckets, SyncSender<Moved>)>,
 }
 
 impl Batch {
@@ -136,25 +123,6 @@ impl Batch {
             frames: Vec::new(),
             data: Vec::new(),
             cut: 0,
-            import: Vec::new(),
-            export: Vec::new(),
-        }
-    }
-
-    /// Takes in the connections handed over before the round (waiting for them).
-    fn import_into(&mut self, a: &mut Analyzer) {
-        for rx in self.import.drain(..) {
-            // A worker gone (it panicked) is reported when it is joined.
-            if let Ok(m) = rx.recv() {
-                a.import(m);
-            }
-        }
-    }
-
-    /// Hands over the connections of the buckets that leave after the round.
-    fn export_from(&mut self, a: &mut Analyzer) {
-        for (buckets, tx) in self.export.drain(..) {
-            let _ = tx.send(a.export(&buckets));
         }
     }
 }
@@ -180,8 +148,6 @@ struct WorkerChans {
     log: Sender<Msg>,
     recycle: SyncSender<Batch>,
     logs_back: Receiver<Log>,
-    /// The balancer's count of this worker's waits.
-    idle: Idle,
 }
 
 /// [`Analyzer`]'s offline path over `workers` threads, the caller's one of them. See the
@@ -192,8 +158,6 @@ pub struct ShardedAnalyzer {
     last_frame: u64,
     in_round: usize,
     round_bytes: usize,
-    /// Packets per round: [`ROUND`] (tests make it smaller).
-    round: usize,
     /// This round's frames per worker; `batches[0]` are the reader's own.
     batches: Vec<Batch>,
     /// The reader's own analyzer (worker 0).
@@ -205,9 +169,6 @@ pub struct ShardedAnalyzer {
     merge: Merge,
     owners: Owners,
     map: Option<MapShare>,
-    balance: Balancer,
-    /// Per worker, connections handed to it in the last look, for its next round.
-    imports: Vec<Vec<Receiver<Moved>>>,
 }
 
 /// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
@@ -302,7 +263,6 @@ impl ShardedAnalyzer {
         let n = workers.clamp(2, usize::from(Owners::NONE));
         let global = shared::Global::new(n);
         let (recycle_tx, recycle) = sync_channel::<Batch>(n * (DEPTH + 2));
-        let idle = idle_counters(n - 1);
         let mut to_workers = Vec::new();
         let mut from_workers = Vec::new();
         let mut handles = Vec::new();
@@ -315,7 +275,6 @@ impl ShardedAnalyzer {
             let global = Arc::clone(&global);
             let recycle_tx = recycle_tx.clone();
             let region = map.as_ref().map(|m| Arc::clone(&m.region));
-            let idle = Arc::clone(&idle);
             let h = std::thread::Builder::new()
                 .name(format!("analyze-{me}"))
                 .spawn(move || {
@@ -324,7 +283,6 @@ impl ShardedAnalyzer {
                         log: log_tx,
                         recycle: recycle_tx,
                         logs_back: back_rx,
-                        idle,
                     };
                     worker(me, cfg, global, chans, region);
                 })
@@ -341,7 +299,6 @@ impl ShardedAnalyzer {
             last_frame: 0,
             in_round: 0,
             round_bytes: 0,
-            round: ROUND,
             batches: (0..n).map(|_| Batch::new()).collect(),
             own,
             to_workers,
@@ -350,23 +307,7 @@ impl ShardedAnalyzer {
             merge: Merge::new(from_workers, logs_back),
             owners: Owners::new(n),
             map,
-            balance: Balancer::new(n, idle),
-            imports: (0..n).map(|_| Vec::new()).collect(),
         }
-    }
-
-    /// Tests: rounds of `packets` packets, and every `rounds` rounds half the connection
-    /// buckets move to the next worker with their state, whatever the workers' speeds
-    /// ([`balance`]); the analysis must stay the single analyzer's.
-    #[doc(hidden)]
-    pub fn force_moves_every(&mut self, rounds: usize, packets: usize) {
-        self.balance.force_every(rounds);
-        self.round = packets.clamp(1, ROUND);
-    }
-
-    /// Hand-overs of buckets between workers so far ([`balance`]).
-    pub fn moves(&self) -> u64 {
-        self.balance.moves
     }
 
     /// As [`Analyzer::note_sorted_frames`].
@@ -446,60 +387,32 @@ impl ShardedAnalyzer {
     fn count_in_round(&mut self, bytes: usize) {
         self.in_round += 1;
         self.round_bytes += bytes;
-        if self.in_round >= self.round || self.round_bytes >= ROUND_BYTES {
-            self.send_round(false);
+        if self.in_round >= ROUND || self.round_bytes >= ROUND_BYTES {
+            self.send_round();
         }
     }
 
     /// Ends a round: the workers' batches go first (so a worker is never waited on for
     /// frames it has not been given), then the reader analyzes its own, publishes its
     /// progress and merges every round all workers have logged.
-    fn send_round(&mut self, last: bool) {
+    fn send_round(&mut self) {
         self.owners.age();
         self.in_round = 0;
         self.round_bytes = 0;
         let cut = self.last_frame;
-        // Connections handed over in the last look join their worker before this round;
-        // the buckets moved now leave theirs after it (the frames of this round were routed
-        // to it), and the next round's frames go to their new worker.
-        for (w, pending) in self.imports.iter_mut().enumerate() {
-            self.batches[w].import.append(pending);
-        }
-        if !last && self.owners.tracking() {
-            let owners = &mut self.owners;
-            for Move { from, to, buckets } in self.balance.look(|| owners.take_counts()) {
-                for &b in &buckets {
-                    owners.hand(b, to);
-                }
-                let (tx, rx) = sync_channel(1);
-                self.batches[from].export.push((Buckets::of(&buckets), tx));
-                self.imports[to].push(rx);
-            }
-        }
         for (w, tx) in self.to_workers.iter().enumerate() {
             let mut fresh = self.recycle.try_recv().unwrap_or_else(|_| Batch::new());
             fresh.frames.clear();
             fresh.data.clear();
             let mut b = std::mem::replace(&mut self.batches[w + 1], fresh);
             b.cut = cut;
-            // A worker behind: the reader waits for it (the balancer counts the wait).
             // A worker gone (it panicked) is reported when it is joined.
-            if let Err(TrySendError::Full(b)) = tx.try_send(b) {
-                let t = Instant::now();
-                let _ = tx.send(b);
-                self.balance.waited(t.elapsed());
-            }
+            let _ = tx.send(b);
         }
         let own = &mut self.batches[0];
         own.cut = cut;
-        if !own.import.is_empty() {
-            let t = Instant::now();
-            own.import_into(&mut self.own);
-            self.balance.waited(t.elapsed());
-        }
         let region = self.map.as_ref().map(|m| (*m.region).as_ref());
         run_batch(&mut self.own, own, region);
-        own.export_from(&mut self.own);
         own.frames.clear();
         own.data.clear();
         let log = take_log(&mut self.own.hub, self.merge.spare());
@@ -521,9 +434,8 @@ impl ShardedAnalyzer {
 
     /// Ends the analysis (as [`Analyzer::finish`]).
     pub fn finish(mut self) -> Analysis {
-        // The last round goes (also empty, when connections were handed over for it).
-        if self.in_round > 0 || self.imports.iter().any(|p| !p.is_empty()) {
-            self.send_round(true);
+        if self.in_round > 0 {
+            self.send_round();
         }
         let clamped_ts = self.stamps.write_into(&mut self.stats);
         self.to_workers.clear();
@@ -593,7 +505,6 @@ fn worker(
         log,
         recycle,
         logs_back,
-        idle,
     } = chans;
     /// Others never wait on a worker that ended, also by a panic.
     struct Done(Arc<shared::Global>, usize);
@@ -605,14 +516,8 @@ fn worker(
     let _done = Done(Arc::clone(&global), me);
     let mut a = worker_analyzer(cfg, global, me);
     let region = region.as_deref().map(AsRef::as_ref);
-    let idle = &idle[me - 1];
-    loop {
-        let t = Instant::now();
-        let Ok(mut b) = rx.recv() else { break };
-        b.import_into(&mut a);
-        add_idle(idle, t.elapsed());
+    for b in rx {
         run_batch(&mut a, &b, region);
-        b.export_from(&mut a);
         let entries = take_log(&mut a.hub, logs_back.try_recv().unwrap_or_default());
         if log.send(Msg::Round(entries)).is_err() {
             return;

@@ -11,26 +11,17 @@ pub(super) const BUCKET_BITS: u32 = 16;
 
 /// Which worker owns each hash bucket of connection keys, set when the bucket is first seen to
 /// the worker given the fewest packets lately (its count halves every round, so a worker whose
-/// connections have ended takes new ones). Both directions and every later packet of a
-/// connection go to the bucket's worker; the bucket moves to another worker only when the
-/// balancer hands it on with its connections' state ([`super::balance`], [`Owners::hand`]).
-/// Buckets, not connections: the table is a fixed 512 KiB whatever the number of connections
-/// (two connections in one bucket share a worker), and a lookup is one load.
-///
-/// The first pick depends on the packets alone: the load it weighs is counted to each
-/// bucket's first worker, whatever the balancer moved since, so where a new connection starts
-/// does not depend on how fast the threads ran.
+/// connections have ended takes new ones). A bucket keeps its worker for the whole run, so
+/// both directions and every later packet of a connection go where its first went. Buckets,
+/// not connections: the table is a fixed 128 KiB whatever the number of connections (two
+/// connections in one bucket share a worker), and a lookup is one load.
 pub(super) struct Owners {
-    /// Per bucket: its first worker (bits 0..16, [`Owners::NONE`] when not seen yet), its
-    /// worker now (16..32), its packets since the balancer last looked (32..64).
-    of: Box<[u64]>,
-    /// Per worker, packets given lately (to the buckets it was first given).
+    /// Per bucket, the owner's index, or [`Owners::NONE`].
+    of: Box<[u16]>,
+    /// Per worker, packets given lately.
     load: Vec<u32>,
     /// How much heavier worker 0's packets count, in eighths ([`READER_EIGHTHS`]).
     reader: u32,
-    /// The buckets seen, in the order they were first seen (for the balancer), while at
-    /// most [`Owners::TRACKED`].
-    seen: Vec<u16>,
 }
 
 /// Worker 0 is the reader, who also reads, routes and merges every packet: its packets count
@@ -43,10 +34,6 @@ pub(super) const READER_EIGHTHS: u32 = 16;
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
 
-    /// Buckets the balancer keeps track of; past them it stops for the run
-    /// ([`Owners::tracking`]).
-    pub(super) const TRACKED: usize = 1024;
-
     pub(super) fn new(workers: usize) -> Owners {
         Owners::weighted(workers, READER_EIGHTHS)
     }
@@ -54,25 +41,17 @@ impl Owners {
     /// Worker 0's packets counting `reader` eighths.
     pub(super) fn weighted(workers: usize, reader: u32) -> Owners {
         Owners {
-            of: vec![u64::from(Owners::NONE); 1 << BUCKET_BITS].into_boxed_slice(),
+            of: vec![Owners::NONE; 1 << BUCKET_BITS].into_boxed_slice(),
             load: vec![0; workers],
             reader,
-            seen: Vec::new(),
         }
-    }
-
-    /// The bucket of a route hash.
-    #[inline]
-    pub(super) fn bucket(h: u64) -> u16 {
-        (h >> (64 - BUCKET_BITS)) as u16
     }
 
     /// The worker of the connection whose key hashes to `h`, counting one packet to it.
     #[inline]
     pub(super) fn pick(&mut self, h: u64) -> usize {
-        let b = Owners::bucket(h);
-        let slot = &mut self.of[usize::from(b)];
-        if *slot as u16 == Owners::NONE {
+        let slot = &mut self.of[(h >> (64 - BUCKET_BITS)) as usize];
+        if *slot == Owners::NONE {
             // Worker 0 (the reader's own) counts its packets `reader` eighths heavier.
             let cost = |w: usize, l: u32| {
                 (u64::from(l) + 1) * if w == 0 { u64::from(self.reader) } else { 8 }
@@ -83,15 +62,11 @@ impl Owners {
                     best = w;
                 }
             }
-            *slot = (best as u64) << 16 | best as u64;
-            if self.seen.len() <= Owners::TRACKED {
-                self.seen.push(b);
-            }
+            *slot = best as u16;
         }
-        // The count wraps in its own 32 bits (the balancer clears it every few rounds).
-        *slot = slot.wrapping_add(1 << 32);
-        self.load[usize::from(*slot as u16)] += 1;
-        usize::from((*slot >> 16) as u16)
+        let w = usize::from(*slot);
+        self.load[w] += 1;
+        w
     }
 
     /// A round went: older packets weigh half.
@@ -99,33 +74,6 @@ impl Owners {
         for l in &mut self.load {
             *l /= 2;
         }
-    }
-
-    /// Whether the balancer may still move buckets: at most [`Owners::TRACKED`] buckets were
-    /// seen (past it, the per-worker caps on half-open connections and remembered keys could
-    /// be reached, and where a connection then lives could change what they keep).
-    pub(super) fn tracking(&self) -> bool {
-        self.seen.len() <= Owners::TRACKED
-    }
-
-    /// The buckets seen with their worker now and their packets since the last call, which
-    /// starts their count over.
-    pub(super) fn take_counts(&mut self) -> Vec<(u16, usize, u32)> {
-        self.seen
-            .iter()
-            .map(|&b| {
-                let slot = &mut self.of[usize::from(b)];
-                let n = (*slot >> 32) as u32;
-                *slot &= 0xffff_ffff;
-                (b, usize::from((*slot >> 16) as u16), n)
-            })
-            .collect()
-    }
-
-    /// Bucket `b` (seen) goes to worker `w` from the next packet on.
-    pub(super) fn hand(&mut self, b: u16, w: usize) {
-        let slot = &mut self.of[usize::from(b)];
-        *slot = (*slot & !0xffff_0000) | (w as u64) << 16;
     }
 }
 
