@@ -257,7 +257,8 @@ impl Drop for BusyLoops {
 /// that case (A 4.5 %, p99 6.3 → 1.0 ms, withheld), but session 19 ended at 3 of 5 runs: once
 /// A's p99 (6.1 → 2.4 ms, A 3.7 %) was not within reach of its waits, and twice the starved
 /// A's *p50* was lower (0.09 vs 0.20 ms, past the 0.1 ms floor: busy loops keep the CPUs out
-/// of idle, so wake-ups are quicker) and the median said "B is worse". Still ignored.
+/// of idle, so wake-ups are quicker — a guess, not measured) and the median said "B is worse".
+/// Still ignored.
 #[test]
 #[ignore = "known wrong story: a moderately starved run's p50 is lower (busy CPUs wake faster) and reads as B worse"]
 fn the_same_server_with_run_a_starved_of_cpu_is_not_better() {
