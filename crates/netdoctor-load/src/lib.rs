@@ -477,8 +477,10 @@ pub fn run(
     // The run lasted until the last worker stopped (not until this thread noticed).
     let (outcome, sched): (Vec<_>, Vec<_>) = outcome.into_iter().unzip();
     let end = outcome.iter().map(|o| o.ended).max().unwrap_or(start);
+    let clocks: Vec<_> = outcome.iter().map(|o| &o.sched).collect();
+    let cpu_wait = result::CpuWait::from_threads(&sched).map(|w| w.with_tail(&clocks));
     let mut res = result::merge(cfg.connections, threads, end - start, outcome);
-    res.cpu_wait = result::CpuWait::from_threads(&sched);
+    res.cpu_wait = cpu_wait;
     res.rate = cfg.rate;
     res.protocol = Some(protocol.to_string());
     if let Some(h) = res.h2.as_mut() {

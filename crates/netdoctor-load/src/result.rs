@@ -123,6 +123,24 @@ pub struct CpuWait {
     pub run_ms: f64,
     /// Times they were put on a CPU (each wake-up or preemption ends one wait).
     pub slices: u64,
+    /// The tail of the waits (`worker::sched`): the 99th percentile of the wait before each
+    /// wake-up of the event loop, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_p99_ms: Option<f64>,
+    /// The longest wait before a wake-up, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_max_ms: Option<f64>,
+    /// Wake-ups that waited over 1 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_waits: Option<u64>,
+    /// The 99th percentile of each request's thread wait during its life, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_wait_p99_ms: Option<f64>,
+    /// The latency p50 and p99 net of each request's own thread wait, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_p99_ms: Option<f64>,
 }
 
 impl CpuWait {
@@ -164,6 +182,30 @@ impl CpuWait {
             w.slices += b[2].saturating_sub(a[2]);
         }
         any.then_some(w)
+    }
+
+    /// These sums with the tail of the waits from the threads' clocks (when they read any).
+    pub(crate) fn with_tail(mut self, clocks: &[&worker::sched::SchedClock]) -> CpuWait {
+        let mut wakes = worker::new_histogram();
+        let mut req = worker::new_histogram();
+        let mut net = worker::new_histogram();
+        let mut long = 0;
+        for c in clocks.iter().filter(|c| c.enabled()) {
+            let _ = wakes.add(&c.wakes);
+            let _ = req.add(&c.request_wait);
+            let _ = net.add(&c.net);
+            long += c.long_waits;
+        }
+        let ms = |h: &Histogram<u64>, q: f64| {
+            (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / 1000.0)
+        };
+        self.wake_p99_ms = ms(&wakes, 0.99);
+        self.wake_max_ms = ms(&wakes, 1.0);
+        self.long_waits = (!wakes.is_empty()).then_some(long);
+        self.request_wait_p99_ms = ms(&req, 0.99);
+        self.net_p50_ms = ms(&net, 0.5);
+        self.net_p99_ms = ms(&net, 0.99);
+        self
     }
 }
 

@@ -40,6 +40,7 @@ impl<'a> Base<'a> {
                 ended: start,
                 timeline: crate::timeline::Recorder::new(start, deadline - start),
                 h2: None,
+                sched: super::sched::SchedClock::new(start),
             },
             retry_at: None,
             draining: false,
@@ -74,6 +75,7 @@ impl<'a> Base<'a> {
         let us = u64::try_from(us).unwrap_or(u64::MAX).max(1);
         self.out.requests += 1;
         self.out.hist.saturating_record(us);
+        self.out.sched.request(since, us);
         self.out.timeline.request(now, us);
         if let Some(n) = self.out.status.get_mut(usize::from(status)) {
             *n += 1;
@@ -235,6 +237,7 @@ pub(super) fn drive<'a>(
                 .note_error(Kind::Read, || format!("epoll_wait: {}", describe(&e)));
             break;
         }
+        lp.base().out.sched.tick(Instant::now());
         dispatch(lp, &poll, &events);
         lp.base().publish(counters);
     }

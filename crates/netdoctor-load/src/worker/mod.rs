@@ -30,6 +30,7 @@ mod base;
 mod conn;
 pub(crate) mod h2;
 mod lowat;
+pub(crate) mod sched;
 mod schedule;
 mod timer;
 mod tls;
@@ -129,6 +130,8 @@ pub(crate) struct Outcome {
     pub timeline: crate::timeline::Recorder,
     /// HTTP/2 counts (resets, GOAWAYs, gRPC statuses); `None` for HTTP/1.1.
     pub h2: Option<h2::H2Counts>,
+    /// The thread's waits for a CPU, per wake-up and per request.
+    pub sched: sched::SchedClock,
 }
 
 pub(crate) fn new_histogram() -> Histogram<u64> {

@@ -463,11 +463,25 @@ impl Comparison {
     /// CPU, with both runs' wait shares ([`judge`]'s module docs).
     pub fn starved_note_in(&self, lang: Lang) -> Option<String> {
         let p = self.performance.as_ref()?;
+        let starved_a = p.starved.as_deref()? == "a";
+        let (run, other) = if starved_a { ("A", "B") } else { ("B", "A") };
+        let by_share = judge::starved_run(p.cpu_wait_share).is_some();
+        if let (false, Some((a, b))) = (by_share, p.request_wait_p99_ms) {
+            // The tail of the waits, not their mean share, withheld the direction.
+            let (mine, theirs) = if starved_a { (a, b) } else { (b, a) };
+            let ms = |x: f64| format!("{x:.1} ms");
+            return Some(lang.ui(
+                "cmp-sum-starved-tail",
+                &[
+                    ("run", run.into()),
+                    ("wait", ms(mine).into()),
+                    ("other", other.into()),
+                    ("other_wait", ms(theirs).into()),
+                ],
+            ));
+        }
         let (a, b) = p.cpu_wait_share?;
-        let (run, other, mine, theirs) = match p.starved.as_deref()? {
-            "a" => ("A", "B", a, b),
-            _ => ("B", "A", b, a),
-        };
+        let (mine, theirs) = if starved_a { (a, b) } else { (b, a) };
         let pc = |x: f64| format!("{:.0} %", x * 100.0);
         Some(lang.ui(
             "cmp-sum-starved",
