@@ -8,7 +8,8 @@
 //!   (the client dup-ACKing a real hole) stays path loss.
 //! - `ppa-tcp_retransmissions`: one direction only (no ACK ever captured): the capture cannot
 //!   tell, so it stays a retransmission timeout on the network, "resent up to 5 times".
-//! - `ppa-inconsistent_printer`: a server's near-zero window; its window is the root.
+//! - `ppa-inconsistent_printer`: a server's near-zero window; the client's resends into the
+//!   closed window are probes, not loss: the window is the one finding, on the server.
 //! - `ppa-http_espn_fail`: 11 SYNs over 67 s with no answer: failed connects, not "+67437 ms
 //!   setup delayed". `suri-syn_retransmit_with_ts` (a SYN answered after one retry) stays a
 //!   delayed setup; `ppa-tcp_refuseconnection` (a SYN answered by a reset) is refused.
@@ -101,14 +102,22 @@ fn retransmissions_without_any_ack_captured_stay_a_timeout_on_the_network() {
 
 #[test]
 fn a_shut_window_with_answered_probes_is_not_a_silent_peer() {
-    // The printer's near-zero window: the client's probes are answered; the window is the
-    // root of the timeouts.
+    // The printer's near-zero window: the client's data resent into it probes the window
+    // (session 19; before, a critical retransmission_timeout "find where packets are lost"
+    // caused by the window): the window alone is the story, on the printer.
     let Some(r) = analyze("ppa-inconsistent_printer.pcapng") else {
         return;
     };
-    let rto = finding(&r, "retransmission_timeout");
-    assert!(!summary(rto).contains("stopped acknowledging"), "{rto:#}");
-    assert_eq!(rto["caused_by"], "zero_window", "{rto:#}");
+    let ids: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["zero_window"], "{:#}", r["findings"]);
+    let w = finding(&r, "zero_window");
+    assert_eq!(w["side"], "server", "{w:#}");
+    assert!(!summary(w).contains("stopped acknowledging"), "{w:#}");
 }
 
 #[test]

@@ -260,7 +260,7 @@ impl Drop for BusyLoops {
 /// of idle, so wake-ups are quicker — a guess, not measured) and the median said "B is worse".
 /// Still ignored.
 #[test]
-#[ignore = "known wrong story: a moderately starved run's p50 is lower (busy CPUs wake faster) and reads as B worse"]
+#[ignore = "known wrong story: a moderately starved run's p50 can be lower (cause not measured) and read as B worse"]
 fn the_same_server_with_run_a_starved_of_cpu_is_not_better() {
     let _turn = crate::common::file_turn(file!());
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
