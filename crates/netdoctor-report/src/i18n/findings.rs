@@ -544,6 +544,23 @@ mod tests {
         assert!(zh.fix.contains("错误日志"), "{}", zh.fix);
     }
 
+    /// The Chinese summary, explanation and fix of `f` (given placeholder English texts)
+    /// with one probe evidence named `probe`.
+    fn zh_with_probe(mut f: Finding, probe: &str) -> (String, String, String) {
+        f.explanation = "e".into();
+        f.fix = "x".into();
+        f.evidence.push(Evidence::Probe {
+            probe: probe.into(),
+            note: "n".into(),
+        });
+        let t = texts(&f, Lang::Zh);
+        (
+            t.summary.into_owned(),
+            t.explanation.into_owned(),
+            t.fix.into_owned(),
+        )
+    }
+
     /// A loss told only by IPv4 id skips is told as lost before the capture point, one with
     /// some such resends adds a sentence, and a slow handshake acknowledged by something near
     /// the capture point says the round trip lies beyond it; the plain texts stay.
@@ -552,18 +569,9 @@ mod tests {
         use netdoctor_core::detect::loss::{BEFORE_CAPTURE_EVIDENCE, SOME_BEFORE_CAPTURE_EVIDENCE};
         use netdoctor_core::detect::slow_handshake::NEAR_ACK_EVIDENCE;
         let zh = |id: FindingId, probe: &str| {
-            let mut f = Finding::new(id, Severity::Warning, Side::Network, "s");
-            f.explanation = "e".into();
-            f.fix = "x".into();
-            f.evidence.push(Evidence::Probe {
-                probe: probe.into(),
-                note: "n".into(),
-            });
-            let t = texts(&f, Lang::Zh);
-            (
-                t.summary.to_string(),
-                t.explanation.to_string(),
-                t.fix.to_string(),
+            zh_with_probe(
+                Finding::new(id, Severity::Warning, Side::Network, "s"),
+                probe,
             )
         };
         let loss = FindingId::PacketLossRetransmission;
@@ -589,24 +597,13 @@ mod tests {
             AFTER_ANSWER_LOST_EVIDENCE, ANSWER_UNSEEN_EVIDENCE,
         };
         let zh = |probe: &str| {
-            let mut f = Finding::new(
+            let f = Finding::new(
                 FindingId::ConnectionReset,
                 Severity::Critical,
                 Side::Server,
                 "s",
             );
-            f.explanation = "e".into();
-            f.fix = "x".into();
-            f.evidence.push(Evidence::Probe {
-                probe: probe.into(),
-                note: "n".into(),
-            });
-            let t = texts(&f, Lang::Zh);
-            (
-                t.summary.into_owned(),
-                t.explanation.into_owned(),
-                t.fix.into_owned(),
-            )
+            zh_with_probe(f, probe)
         };
         let (s, e, x) = zh(ANSWER_UNSEEN_EVIDENCE);
         assert!(s.contains("无法判断响应是否完整"), "{s}");

@@ -101,28 +101,22 @@ mod tests {
     fn resends_told_by_ip_ids_are_loss_before_the_capture_point() {
         let mut eps = [episode(0, 40), episode(1, 40)];
         eps[0].before_capture = true;
-        let ev: Vec<Event<'_>> = eps
-            .iter()
-            .map(|e| Event::LossEpisode {
-                ends: ends(),
-                episode: *e,
-            })
-            .collect();
+        let events = |eps: &[_]| -> Vec<Event<'_>> {
+            eps.iter()
+                .map(|e| Event::LossEpisode {
+                    ends: ends(),
+                    episode: *e,
+                })
+                .collect()
+        };
         // One of two: the usual story, with a sentence and its evidence.
-        let v = run::<Loss>(&ev, &cx(10));
+        let v = run::<Loss>(&events(&eps), &cx(10));
         assert!(v[0].summary.starts_with("Packet loss: 2 segments"), "{v:?}");
         assert!(v[0].explanation.contains("1 of these resends"), "{v:?}");
         assert_eq!(probe_names(&v[0]), [SOME_BEFORE_CAPTURE_EVIDENCE]);
         // All: the story of a loss the capture never saw.
         eps[1].before_capture = true;
-        let ev: Vec<Event<'_>> = eps
-            .iter()
-            .map(|e| Event::LossEpisode {
-                ends: ends(),
-                episode: *e,
-            })
-            .collect();
-        let v = run::<Loss>(&ev, &cx(10));
+        let v = run::<Loss>(&events(&eps), &cx(10));
         assert_eq!(v[0].id, FindingId::PacketLossRetransmission);
         assert!(
             v[0].summary
