@@ -201,3 +201,43 @@ fn the_busy_median_sentence_says_why() {
     }
     assert!(args(Lang::En).contains("run A was measured on a busy host"));
 }
+
+/// Session 19's wrong story through the whole judgement: the same server, A beside busy loops
+/// with a *lower* p50 (0.09 vs 0.20 ms, past the median's 0.1 ms floor) and the histogram test
+/// saying B is slower. A's requests waited 5.0 ms at p99 (B 0.5 ms): the median is withheld as
+/// the busy run's, not called worse; a real regression beside the same busy A (B 44 ms) is.
+#[test]
+fn the_busy_runs_lower_p50_is_not_a_regression_and_a_real_one_is() {
+    let run = |p50: f64, wait_ms: f64, wait_p99: f64| {
+        let mut r = crate::slo::tests::report(2.0, 3.0, 5000, 0);
+        let l = r.measurements.load.as_mut().unwrap();
+        l.latency_ms.p50 = p50;
+        l.cpu_wait = Some(netdoctor_load::CpuWait {
+            wait_ms,
+            request_wait_p99_ms: Some(wait_p99),
+            ..Default::default()
+        });
+        r
+    };
+    // Shares 4 % and 3 %: not starved by the share rule.
+    let a = run(0.09, 400.0, 5.0);
+    let p = judge::judge(&a, &run(0.20, 300.0, 0.5), Some(LatencyDirection::Slower));
+    assert_eq!((p.median, p.direction), (Direction::Same, Direction::Same));
+    assert_eq!(p.busy.as_deref(), Some("a"));
+    assert_eq!(p.starved, None);
+    let p = judge::judge(&a, &run(44.0, 300.0, 0.5), Some(LatencyDirection::Slower));
+    assert_eq!(
+        (p.median, p.direction),
+        (Direction::Worse, Direction::Worse)
+    );
+    assert_eq!(p.busy, None);
+    // Both quiet: the same 0.09 → 0.20 ms stays the histogram test's call.
+    let quiet = run(0.09, 300.0, 0.6);
+    let p = judge::judge(
+        &quiet,
+        &run(0.20, 300.0, 0.5),
+        Some(LatencyDirection::Slower),
+    );
+    assert_eq!(p.median, Direction::Worse);
+    assert_eq!(p.busy, None);
+}
