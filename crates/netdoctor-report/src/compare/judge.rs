@@ -93,14 +93,19 @@
 //! CPUs were never idle in any round (`/proc/stat` idle 0 %, haltpoll entries 0–4/s), and the
 //! woken process's scheduling delay stayed 2–3 µs at the median (`perf sched timehist`): what
 //! changed is the CPU time each wake-up took (20 → 9 µs median per switch-in) when a nice-0
-//! hog instead of a compiler held the CPU between requests. So a run on a busy host is not a
-//! measure of a short request's CPU time in either direction: its median's direction is
-//! withheld, either way, when the p50 moved by at most [`BUSY_MEDIAN_MS`] (a request's CPU
-//! work on loopback: 0.1–0.2 ms for TLS; every network cause a diagnosis names, and the real
-//! changes the live tests make — 3 → 6 ms, 44 → 3 ms — are far above it). A run is on a busy
-//! host when it is starved by its share, or its request-wait p99 exceeds the other run's by
-//! [`BUSY_WAIT_MIN_MS`] (quiet runs of one server differed by up to 1.7 ms, a run beside busy
-//! loops by 14–16 ms); `busy` names it and the sentence says why.
+//! hog instead of a compiler held the CPU between requests. The live test's TLS runs agree: net
+//! of its own waits (`net_p50_ms`), the run beside busy loops took 0.07–0.18 ms (median 0.09) a
+//! request against the quiet run's 0.14–0.20 ms (median 0.18), 24 pairs at a load average of
+//! 8–13. So a run on a busy host is not a measure of a short request's CPU time in either
+//! direction: its median's direction is withheld, either way, when the p50 moved by at most
+//! [`BUSY_MEDIAN_MS`] (a request's CPU work on loopback: 0.1–0.2 ms for TLS; every network
+//! cause a diagnosis names, and the real changes the live tests make — 3 → 6 ms, 44 → 3 ms,
+//! 0.3–5 → 45 ms — are far above it). A run is on a busy host when it is starved by its share,
+//! or its request-wait p99 exceeds the other run's by [`BUSY_WAIT_MIN_MS`] (quiet runs of one
+//! server differed by up to 1.7 ms in session 18; a run beside busy loops was 14–16 ms above
+//! then, 5–27 ms above in 22 of 24 pairs at a load average of 8–13 here, the host busier
+//! still during B in the other 2); `busy` names it and the sentence says why. Not covered: a run made faster by work that does not make its own threads wait (the
+//! same nice-0 hogs at nice 19 left the ping-pong's 40 µs alone, but nothing bounds that).
 
 use super::stats::LatencyDirection;
 use crate::model::Report;
