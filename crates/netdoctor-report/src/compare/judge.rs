@@ -104,8 +104,9 @@
 //! or its request-wait p99 exceeds the other run's by [`BUSY_WAIT_MIN_MS`] (quiet runs of one
 //! server differed by up to 1.7 ms in session 18; a run beside busy loops was 14–16 ms above
 //! then, 5–27 ms above in 22 of 24 pairs at a load average of 8–13 here, the host busier
-//! still during B in the other 2); `busy` names it and the sentence says why. Not covered: a run made faster by work that does not make its own threads wait (the
-//! same nice-0 hogs at nice 19 left the ping-pong's 40 µs alone, but nothing bounds that).
+//! still during B in the other 2); `busy` names it and the sentence says why. Not covered: a
+//! run made faster by work that does not make its own threads wait (the same loops at nice 19
+//! left the ping-pong's 40 µs alone, but nothing bounds that).
 
 use super::stats::LatencyDirection;
 use crate::model::Report;
