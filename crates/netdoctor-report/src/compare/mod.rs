@@ -434,11 +434,35 @@ impl Comparison {
             s.push_str(&lang.t("term-sep"));
             s.push_str(&note);
         }
-        if let Some(note) = self.starved_note_in(lang) {
+        for note in [self.starved_note_in(lang), self.busy_note_in(lang)]
+            .into_iter()
+            .flatten()
+        {
             s.push_str(&lang.t("term-sep"));
             s.push_str(&note);
         }
         s
+    }
+
+    /// Why the median's direction was not claimed: the run measured on a busy host, with both
+    /// runs' request-wait p99 ([`judge`]'s module docs).
+    pub fn busy_note_in(&self, lang: Lang) -> Option<String> {
+        let p = self.performance.as_ref()?;
+        let busy_a = p.busy.as_deref()? == "a";
+        let (run, other) = if busy_a { ("A", "B") } else { ("B", "A") };
+        let (a, b) = p.request_wait_p99_ms.unwrap_or((0.0, 0.0));
+        let (mine, theirs) = if busy_a { (a, b) } else { (b, a) };
+        let ms = |x: f64| format!("{x:.1} ms");
+        Some(lang.ui(
+            "cmp-sum-busy-median",
+            &[
+                ("run", run.into()),
+                ("wait", ms(mine).into()),
+                ("other", other.into()),
+                ("other_wait", ms(theirs).into()),
+                ("bound", ms(judge::BUSY_MEDIAN_MS).into()),
+            ],
+        ))
     }
 
     /// Why the median moved against the verdict (the offered load changed), when it did.

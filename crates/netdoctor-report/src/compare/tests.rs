@@ -138,3 +138,106 @@ fn overall_rules_in_order() {
         Change::Unchanged
     );
 }
+
+/// A busy host moves a short request's p50 either way (judge's module docs): the run whose
+/// request-wait p99 is 2 ms above the other's (or starved by its share) is on a busy host, and
+/// its median's direction is withheld within 0.5 ms of p50, whichever run was faster; a real
+/// change above that stands.
+#[test]
+fn a_busy_hosts_median_is_withheld_either_way_and_a_real_change_is_not() {
+    use Direction::*;
+    use judge::{busy_median, busy_run};
+    // Session 19: A beside two busy loops, request-wait p99 15.8–16.2 ms against 0.4–2.1 ms.
+    assert_eq!(
+        busy_run(Some((0.045, 0.03)), Some((16.2, 0.41))),
+        Some(true)
+    );
+    assert_eq!(
+        busy_run(Some((0.03, 0.045)), Some((2.1, 16.2))),
+        Some(false)
+    );
+    // Flagrant starvation by the share alone (no request waits recorded).
+    assert_eq!(busy_run(Some((0.261, 0.025)), None), Some(true));
+    // Quiet runs of one server: request-wait p99 up to 1.7 ms apart; both busy alike.
+    assert_eq!(busy_run(Some((0.03, 0.025)), Some((2.1, 0.4))), None);
+    assert_eq!(busy_run(Some((0.23, 0.17)), Some((16.0, 15.0))), None);
+    assert_eq!(busy_run(None, None), None);
+    let a = Some(true);
+    // The starved A's p50 *lower* (0.09 vs 0.20 ms): "B is worse" is withheld …
+    assert_eq!(busy_median(a, Worse, Some((0.09, 0.20))), a);
+    // … and so is a busy A slower by a few tenths.
+    assert_eq!(busy_median(a, Better, Some((0.45, 0.2))), a);
+    // Nothing to withhold when the median did not move.
+    assert_eq!(busy_median(a, Same, Some((0.09, 0.20))), None);
+    // Real changes beside a busy run: compare_median's 2× (3 → 6 ms), the Nagle fix
+    // (44 → 3 ms), a much slower B (0.1 → 44 ms).
+    assert_eq!(busy_median(a, Worse, Some((3.1, 6.2))), None);
+    assert_eq!(busy_median(Some(false), Better, Some((44.0, 3.0))), None);
+    assert_eq!(busy_median(a, Worse, Some((0.1, 44.0))), None);
+    assert_eq!(busy_median(None, Worse, Some((0.09, 0.20))), None);
+}
+
+/// The sentence names the busy run, both request-wait p99s and the bound, in both languages.
+#[test]
+fn the_busy_median_sentence_says_why() {
+    let args = |l: Lang| {
+        l.ui(
+            "cmp-sum-busy-median",
+            &[
+                ("run", "A".into()),
+                ("wait", "16.2 ms".into()),
+                ("other", "B".into()),
+                ("other_wait", "0.4 ms".into()),
+                ("bound", "0.5 ms".into()),
+            ],
+        )
+    };
+    for l in [Lang::En, Lang::Zh] {
+        let s = args(l);
+        for want in ["A", "16.2 ms", "B", "0.4 ms", "0.5 ms"] {
+            assert!(s.contains(want), "{l:?}: {s}");
+        }
+        assert!(!s.contains('{'), "{l:?}: {s}");
+    }
+    assert!(args(Lang::En).contains("run A was measured on a busy host"));
+}
+
+/// Session 19's wrong story through the whole judgement: the same server, A beside busy loops
+/// with a *lower* p50 (0.09 vs 0.20 ms, past the median's 0.1 ms floor) and the histogram test
+/// saying B is slower. A's requests waited 5.0 ms at p99 (B 0.5 ms): the median is withheld as
+/// the busy run's, not called worse; a real regression beside the same busy A (B 44 ms) is.
+#[test]
+fn the_busy_runs_lower_p50_is_not_a_regression_and_a_real_one_is() {
+    let run = |p50: f64, wait_ms: f64, wait_p99: f64| {
+        let mut r = crate::slo::tests::report(2.0, 3.0, 5000, 0);
+        let l = r.measurements.load.as_mut().unwrap();
+        l.latency_ms.p50 = p50;
+        l.cpu_wait = Some(netdoctor_load::CpuWait {
+            wait_ms,
+            request_wait_p99_ms: Some(wait_p99),
+            ..Default::default()
+        });
+        r
+    };
+    // Shares 4 % and 3 %: not starved by the share rule.
+    let a = run(0.09, 400.0, 5.0);
+    let p = judge::judge(&a, &run(0.20, 300.0, 0.5), Some(LatencyDirection::Slower));
+    assert_eq!((p.median, p.direction), (Direction::Same, Direction::Same));
+    assert_eq!(p.busy.as_deref(), Some("a"));
+    assert_eq!(p.starved, None);
+    let p = judge::judge(&a, &run(44.0, 300.0, 0.5), Some(LatencyDirection::Slower));
+    assert_eq!(
+        (p.median, p.direction),
+        (Direction::Worse, Direction::Worse)
+    );
+    assert_eq!(p.busy, None);
+    // Both quiet: the same 0.09 → 0.20 ms stays the histogram test's call.
+    let quiet = run(0.09, 300.0, 0.6);
+    let p = judge::judge(
+        &quiet,
+        &run(0.20, 300.0, 0.5),
+        Some(LatencyDirection::Slower),
+    );
+    assert_eq!(p.median, Direction::Worse);
+    assert_eq!(p.busy, None);
+}

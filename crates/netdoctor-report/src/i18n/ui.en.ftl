@@ -198,6 +198,7 @@ cmp-sum-median-load-up = the median rose because B carried ×{ $ratio } the requ
 cmp-sum-median-load-down = the median fell only because B carried ×{ $ratio } the requests/s in a closed loop (fewer requests queue at once)
 cmp-sum-starved = not conclusive about latency: run { $run }'s load generator waited for a CPU { $share } of its time (run { $other }: { $other_share }), which alone makes run { $run } the slower one; run again on a quieter host or with the load generator on another machine
 cmp-sum-starved-tail = not conclusive about latency: run { $run }'s requests waited for a CPU in the load generator { $wait } at the 99th percentile (run { $other }: { $other_wait }), which with the server's own waits on the same host can alone make run { $run } the slower one; run again on a quieter host or with the load generator on another machine
+cmp-sum-busy-median = the medians are not compared: run { $run } was measured on a busy host (its requests waited for a CPU in the load generator { $wait } at the 99th percentile, run { $other }: { $other_wait }), and a busy host moves a short request's p50 either way, by up to { $bound } (CPUs kept busy by other work ran its wake-ups faster here, as well as later); run again on a quieter host
 cmp-sum-list = { $word }: { $ids }
 cmp-sum-latency = { $lat } ({ $p50 })
 cmp-html-title = netdoctor compare: { $verdict } – { $a } vs { $b }

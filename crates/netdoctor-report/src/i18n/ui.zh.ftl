@@ -180,6 +180,7 @@ cmp-sum-median-load-up = 中位数上升是因为 B 在闭环压测中承载了 
 cmp-sum-median-load-down = 中位数下降只是因为 B 在闭环压测中承载了 ×{ $ratio } 的每秒请求数（同时排队的请求更少）
 cmp-sum-starved = 延迟比较不具结论性：运行 { $run } 的压测端有 { $share } 的时间在等待 CPU（运行 { $other }：{ $other_share }），仅此一项就足以使运行 { $run } 更慢；请在更空闲的主机上重跑，或把压测端放到另一台机器上
 cmp-sum-starved-tail = 延迟比较不具结论性：运行 { $run } 的请求在压测端等待 CPU 的时间第 99 百分位为 { $wait }（运行 { $other }：{ $other_wait }），加上同一主机上服务端自身的等待，仅此就可能使运行 { $run } 更慢；请在更空闲的主机上重跑，或把压测端放到另一台机器上
+cmp-sum-busy-median = 不比较中位数：运行 { $run } 是在繁忙的主机上测得的（其请求在压测端等待 CPU 的时间第 99 百分位为 { $wait }，运行 { $other }：{ $other_wait }），而繁忙的主机会使短请求的 p50 朝任一方向变化，幅度可达 { $bound }（被其他工作占满的 CPU 在这里处理唤醒反而更快，也可能更晚）；请在更空闲的主机上重跑
 cmp-sum-list = { $word }：{ $ids }
 cmp-sum-latency = { $lat }（{ $p50 }）
 cmp-html-title = netdoctor 对比：{ $verdict } – { $a } 对 { $b }
