@@ -531,13 +531,16 @@ fn side(s: &Option<FindingSide>, lang: Lang) -> String {
                     "cmp-html-side-impact",
                     &[
                         ("sev", arg(sev)),
-                        ("ms", arg(fmt_ms(ms))),
-                        ("pct", arg(format!("{:.0}", f * 100.0))),
+                        ("ms", arg(crate::i18n::findings::latency_text(ms))),
+                        ("pct", arg(crate::i18n::findings::pct_text(f))),
                     ],
                 ),
                 (Some(ms), None) => lang.ui(
                     "cmp-html-side-added",
-                    &[("sev", arg(sev)), ("ms", arg(fmt_ms(ms)))],
+                    &[
+                        ("sev", arg(sev)),
+                        ("ms", arg(crate::i18n::findings::latency_text(ms))),
+                    ],
                 ),
                 _ => sev,
             }

@@ -7,6 +7,7 @@
 //! takes two cells).
 
 use super::{Change, Comparison, Direction, FindingSide, LatencyDirection, MetricChange, Origin};
+use crate::i18n::findings::{latency_text, pct_text};
 use crate::i18n::{self, Lang};
 use crate::terminal::{ms, thousands, word_in};
 use netdoctor_core::Severity;
@@ -109,13 +110,13 @@ fn side(s: &Option<FindingSide>, lang: Lang) -> String {
                     "cmp-side-impact",
                     &[
                         ("sev", sev.into()),
-                        ("ms", ms(ms_).into()),
-                        ("pct", format!("{:.0}", f * 100.0).into()),
+                        ("ms", latency_text(ms_).into()),
+                        ("pct", pct_text(f).into()),
                     ],
                 ),
                 (Some(ms_), None) => lang.ui(
                     "cmp-side-added",
-                    &[("sev", sev.into()), ("ms", ms(ms_).into())],
+                    &[("sev", sev.into()), ("ms", latency_text(ms_).into())],
                 ),
                 _ => sev,
             }
@@ -363,6 +364,27 @@ pub fn render_body_in(c: &Comparison, lang: Lang, out: &mut dyn Write) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Session 20's demo on a busy host: a loss on 5 of 83,351 requests read "info +4.81 ms on
+    /// 0 %" in the table while its sentence said "on 5 of 83351 requests".
+    #[test]
+    fn a_finding_cell_never_rounds_a_share_or_a_wait_to_zero() {
+        let cell = |ms, f| {
+            let s = Some(FindingSide {
+                severity: Severity::Info,
+                added_latency_ms: Some(ms),
+                affected_fraction: Some(f),
+            });
+            (side(&s, Lang::En), side(&s, Lang::Zh))
+        };
+        let (en, zh) = cell(4.81, 5.0 / 83_351.0);
+        assert!(en.ends_with("+4.81 ms on <1 %"), "{en}");
+        assert!(zh.contains("<1 %"), "{zh}");
+        let (en, _) = cell(0.004, 0.5);
+        assert!(en.ends_with("+4 µs on 50 %"), "{en}");
+        let (en, _) = cell(43.6, 0.83);
+        assert!(en.ends_with("+43.6 ms on 83 %"), "{en}");
+    }
 
     #[test]
     fn padding_ignores_colour_and_counts_cells() {

@@ -44,7 +44,7 @@ fn word<T: serde::Serialize>(v: &T) -> String {
 /// A share of requests in percent as the sentences print it: a share under 1 % is "<1", never
 /// a rounded "0" that contradicts the finding's own count (session 18: "0%" of requests for
 /// one stall in 4,878).
-fn pct_text(p: f64) -> String {
+pub(crate) fn pct_text(p: f64) -> String {
     if p > 0.0 && p < 0.01 {
         "<1".to_string()
     } else {
@@ -54,7 +54,7 @@ fn pct_text(p: f64) -> String {
 
 /// An added latency at a precision that shows it: below 0.01 ms in µs, never "0.00 ms"
 /// beside evidence that names a stall.
-fn latency_text(v: f64) -> String {
+pub(crate) fn latency_text(v: f64) -> String {
     if v > 0.0 && v < 0.01 {
         format!("{:.0} µs", (v * 1000.0).max(1.0))
     } else {
