@@ -252,6 +252,12 @@ fn side_of(r: &Report, id: FindingId) -> Option<FindingSide> {
     })
 }
 
+/// "113.3 ms → 49.8 ms" (a percentile of A and B), or "-" when it was not measured.
+fn a_to_b(v: Option<(f64, f64)>) -> String {
+    use crate::terminal::ms;
+    v.map_or_else(|| "-".into(), |(a, b)| format!("{} → {}", ms(a), ms(b)))
+}
+
 /// The change of one finding between A and B.
 pub fn finding_change(a: Option<FindingSide>, b: Option<FindingSide>) -> Change {
     let problem = |s: &Option<FindingSide>| s.is_some_and(|s| s.severity > Severity::Info);
@@ -400,9 +406,16 @@ impl Comparison {
         let pq = |name: &str, v: Option<(f64, f64)>| {
             v.map(|(a, b)| format!("{name} {} → {} ({})", ms(a), ms(b), pct((a, b))))
         };
+        // A percentile whose direction was withheld is not listed as evidence of the head: its
+        // note names it (session 20's demo on a busy host read "latency significantly lower
+        // (…, p99 113.3 ms → 49.8 ms …); not conclusive about latency").
         let mut nums: Vec<String> = Vec::new();
-        nums.extend(pq("p50", p.p50_ms));
-        nums.extend(pq("p99", p.p99_ms));
+        if p.busy.is_none() {
+            nums.extend(pq("p50", p.p50_ms));
+        }
+        if !self.tail_withheld() {
+            nums.extend(pq("p99", p.p99_ms));
+        }
         if let Some((a, b)) = p.stalled
             && (a > 0.0 || b > 0.0)
         {
@@ -426,10 +439,14 @@ impl Comparison {
             Direction::Same => "cmp-sum-same",
             Direction::Mixed => "cmp-sum-mixed",
         });
-        let mut s = lang.ui(
-            "cmp-sum-latency",
-            &[("lat", head.into()), ("p50", nums.join(", ").into())],
-        );
+        let mut s = if nums.is_empty() {
+            head
+        } else {
+            lang.ui(
+                "cmp-sum-latency",
+                &[("lat", head.into()), ("p50", nums.join(", ").into())],
+            )
+        };
         if let Some(note) = self.median_note_in(lang) {
             s.push_str(&lang.t("term-sep"));
             s.push_str(&note);
@@ -461,8 +478,18 @@ impl Comparison {
                 ("other", other.into()),
                 ("other_wait", ms(theirs).into()),
                 ("bound", ms(judge::BUSY_MEDIAN_MS).into()),
+                ("p50", a_to_b(p.p50_ms).into()),
             ],
         ))
+    }
+
+    /// Whether the tail of the waits (not their mean share) withheld the p99's direction.
+    fn tail_withheld(&self) -> bool {
+        self.performance.as_ref().is_some_and(|p| {
+            p.starved.is_some()
+                && judge::starved_run(p.cpu_wait_share).is_none()
+                && p.request_wait_p99_ms.is_some()
+        })
     }
 
     /// Why the median moved against the verdict (the offered load changed), when it did.
@@ -489,8 +516,7 @@ impl Comparison {
         let p = self.performance.as_ref()?;
         let starved_a = p.starved.as_deref()? == "a";
         let (run, other) = if starved_a { ("A", "B") } else { ("B", "A") };
-        let by_share = judge::starved_run(p.cpu_wait_share).is_some();
-        if let (false, Some((a, b))) = (by_share, p.request_wait_p99_ms) {
+        if let (true, Some((a, b))) = (self.tail_withheld(), p.request_wait_p99_ms) {
             // The tail of the waits, not their mean share, withheld the direction.
             let (mine, theirs) = if starved_a { (a, b) } else { (b, a) };
             let ms = |x: f64| format!("{x:.1} ms");
@@ -501,6 +527,7 @@ impl Comparison {
                     ("wait", ms(mine).into()),
                     ("other", other.into()),
                     ("other_wait", ms(theirs).into()),
+                    ("p99", a_to_b(p.p99_ms).into()),
                 ],
             ));
         }

@@ -177,7 +177,8 @@ fn a_busy_hosts_median_is_withheld_either_way_and_a_real_change_is_not() {
     assert_eq!(busy_median(None, Worse, Some((0.09, 0.20))), None);
 }
 
-/// The sentence names the busy run, both request-wait p99s and the bound, in both languages.
+/// The sentence names the busy run, both request-wait p99s, the bound and the medians it did not
+/// compare, in both languages.
 #[test]
 fn the_busy_median_sentence_says_why() {
     let args = |l: Lang| {
@@ -189,12 +190,13 @@ fn the_busy_median_sentence_says_why() {
                 ("other", "B".into()),
                 ("other_wait", "0.4 ms".into()),
                 ("bound", "0.5 ms".into()),
+                ("p50", "0.09 ms → 0.20 ms".into()),
             ],
         )
     };
     for l in [Lang::En, Lang::Zh] {
         let s = args(l);
-        for want in ["A", "16.2 ms", "B", "0.4 ms", "0.5 ms"] {
+        for want in ["A", "16.2 ms", "B", "0.4 ms", "0.5 ms", "0.09 ms → 0.20 ms"] {
             assert!(s.contains(want), "{l:?}: {s}");
         }
         assert!(!s.contains('{'), "{l:?}: {s}");
@@ -240,4 +242,56 @@ fn the_busy_runs_lower_p50_is_not_a_regression_and_a_real_one_is() {
     );
     assert_eq!(p.median, Direction::Worse);
     assert_eq!(p.busy, None);
+}
+
+/// Session 20's demo on a busy host: the Nagle fix (p50 48.1 → 1.25 ms) with A's requests
+/// waiting 100.4 ms for a CPU at p99 (B 35.2 ms). The tail was withheld, yet the sentence read
+/// "latency significantly lower (p50 …, p99 113.3 ms → 49.8 ms …); not conclusive about
+/// latency". The p99 is now named only in its own note, and the median still says faster.
+#[test]
+fn a_withheld_percentile_is_named_in_its_note_not_as_evidence() {
+    let run = |p50: f64, p99: f64, wait_p99: f64| {
+        let mut r = crate::slo::tests::report(p99, p99 * 1.5, 5000, 0);
+        let l = r.measurements.load.as_mut().unwrap();
+        l.latency_ms.p50 = p50;
+        l.cpu_wait = Some(netdoctor_load::CpuWait {
+            wait_ms: 300.0,
+            request_wait_p99_ms: Some(wait_p99),
+            ..Default::default()
+        });
+        r
+    };
+    let side = |label: &str, report: Report| Compared {
+        label: label.into(),
+        origin: Origin::Run,
+        file: None,
+        report,
+    };
+    let mut c = Comparison::new(
+        side("off", run(48.1, 113.3, 100.4)),
+        side("on", run(1.25, 49.8, 35.2)),
+    );
+    c.performance = Some(judge::judge(
+        &c.a.report,
+        &c.b.report,
+        Some(LatencyDirection::Faster),
+    ));
+    assert!(c.tail_withheld(), "{:?}", c.performance);
+    let en = c.latency_sentence_in(Lang::En);
+    let (head, note) = en
+        .split_once("the p99 (113.3 ms → 49.8 ms) is not compared: run A's")
+        .expect(&en);
+    assert!(
+        head.contains("latency significantly lower (p50 48.1 ms → 1.25 ms"),
+        "{en}"
+    );
+    assert!(!head.contains("p99"), "{en}");
+    assert!(!en.contains("not conclusive about latency"), "{en}");
+    assert!(
+        note.contains("100.4 ms") && note.contains("35.2 ms"),
+        "{en}"
+    );
+    let zh = c.latency_sentence_in(Lang::Zh);
+    assert!(zh.contains("不比较 p99（113.3 ms → 49.8 ms）"), "{zh}");
+    assert!(!zh.contains('{'), "{zh}");
 }
