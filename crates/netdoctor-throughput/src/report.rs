@@ -122,6 +122,11 @@ pub struct IntervalStream {
     /// does not move it. Unthrottled, it sleeps only waiting for send-buffer space.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_asleep: Option<f64>,
+    /// TCP sender: the share of the interval's wall time the writing thread waited on a run
+    /// queue for a CPU (0–1, `/proc/thread-self/schedstat`): how short of CPU the sending host
+    /// was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_runq: Option<f64>,
     /// TCP sender: `TCP_INFO` read inside the interval (every 100 ms by the writer, and at
     /// the edge), not only at its edge.
     #[serde(default, skip_serializing_if = "Option::is_none")]

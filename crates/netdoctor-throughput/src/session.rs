@@ -135,6 +135,8 @@ impl Session {
                     sched.1.saturating_sub(l_wait) as f64 / 1e9,
                 )
             });
+            let runq = (l_run > 0)
+                .then(|| (sched.1.saturating_sub(l_wait) as f64 / 1e9 / seconds).clamp(0.0, 1.0));
             self.last_sched[i] = sched;
             let tcp_reads = tcp.as_ref().map(|t| {
                 tcp_reads(
@@ -167,6 +169,7 @@ impl Session {
                 sndbuf: tcp.as_ref().map(|t| u64::from(t.sndbuf)),
                 min_rtt_us: tcp.as_ref().map(|t| t.min_rtt_us),
                 writer_asleep: tcp.as_ref().and(asleep),
+                writer_runq: tcp.as_ref().and(runq),
                 tcp_reads,
                 sender: s.plan.sender,
             });

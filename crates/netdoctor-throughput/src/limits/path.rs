@@ -2,8 +2,9 @@
 //! full-size segments that vanish (`mss_mtu_problem`).
 
 use super::{Facts, cwnd, inflight, wnd};
+use crate::report::IntervalStream;
 use crate::text::{fmt_bits, fmt_bytes};
-use netdoctor_core::{Finding, FindingId, Severity, Side};
+use netdoctor_core::{Evidence, Finding, FindingId, Severity, Side};
 
 /// The interval rates' coefficient of variation (standard deviation over mean).
 fn rate_cv(x: &Facts) -> f64 {
@@ -29,10 +30,98 @@ fn rtts(x: &Facts) -> (u64, u64) {
     (srtt, min)
 }
 
-/// How many samples had at least half of cwnd in flight (bbr keeps 80–100 % in flight behind
-/// a shaper, and reno's cwnd saws; a writer or a window that holds the sender back keeps less).
-fn cwnd_bound(x: &Facts) -> usize {
-    x.count(|s| cwnd(s) > 0 && inflight(s) * 2 >= cwnd(s))
+/// A sample with at least half of cwnd in flight at the interval's edge (bbr keeps 80–100 % in
+/// flight behind a shaper, and reno's cwnd saws; a writer or a window that holds the sender
+/// back keeps less).
+fn at_cwnd(s: &IntervalStream) -> bool {
+    cwnd(s) > 0 && inflight(s) * 2 >= cwnd(s)
+}
+
+/// A sample whose edge read undercounts what the path held: under half of cwnd in flight at
+/// the edge while at least a cwnd waited unsent and the peer's window had room (so neither
+/// the writer nor the receiver held the data back), and the reads inside the interval (every
+/// 100 ms) saw at least half of the interval's largest cwnd in flight. The sender had data,
+/// room and cwnd, and sent it when its host got to it: a sending host short of CPU (session
+/// 19, load 5.4: 65 KB in flight of a 150–185 KB cwnd with 1.2 MB unsent, 2 of 4 edges under
+/// half while every interval's reads reached it). A writer that cannot keep up has nothing
+/// unsent; a small send buffer holds less than a cwnd; a receiver's window is full.
+fn lagging(s: &IntervalStream) -> bool {
+    let c = cwnd(s);
+    let Some(r) = s.tcp_reads else {
+        return false;
+    };
+    c > 0
+        && !at_cwnd(s)
+        && s.notsent.unwrap_or(0) >= c
+        && inflight(s) * 10 < wnd(s) * 8
+        && r.inflight_max * 2 >= r.cwnd_max.max(c)
+}
+
+/// How many samples had the path holding at least half of cwnd: at the edge, or inside an
+/// interval whose edge read caught a lagging sender ([`lagging`]); and how many of them only
+/// inside.
+fn cwnd_bound(x: &Facts) -> (usize, usize) {
+    let edge = x.count(at_cwnd);
+    let lag = x.count(lagging);
+    (edge + lag, lag)
+}
+
+/// The median share of the intervals the writer waited on a run queue for a CPU, over the
+/// lagging samples (`None` without schedstats).
+fn lag_runq(x: &Facts) -> Option<f64> {
+    let mut v: Vec<f64> =
+        x.ss.iter()
+            .filter(|s| lagging(s))
+            .filter_map(|s| s.writer_runq)
+            .collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// The sentence and evidence line for the lagging samples, if any.
+fn lag_note(x: &Facts, lag: usize) -> Option<(String, String)> {
+    if lag == 0 {
+        return None;
+    }
+    let lagged: Vec<&IntervalStream> = x.ss.iter().copied().filter(|s| lagging(s)).collect();
+    let med = |f: &dyn Fn(&IntervalStream) -> u64| {
+        let mut v: Vec<u64> = lagged.iter().map(|s| f(s)).collect();
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (inf, cw, unsent) = (med(&inflight), med(&cwnd), med(&|s| s.notsent.unwrap_or(0)));
+    let peak = med(&|s| s.tcp_reads.map_or(0, |r| r.inflight_max));
+    let runq = lag_runq(x);
+    let cpu = match runq {
+        Some(q) if q >= 0.05 => format!(
+            " The sending host was short of CPU: its writer waited for one {:.0} % of those intervals.",
+            q * 100.0
+        ),
+        Some(q) => format!(
+            " (Its writer waited for a CPU only {:.0} % of those intervals: what delayed the sending is not measured here.)",
+            q * 100.0
+        ),
+        None => String::new(),
+    };
+    let sentence = format!(
+        "In {lag} of them the read at the interval's edge caught less than half ({} of a {} cwnd) while {} waited unsent and the peer's window had room, and the reads inside the interval saw {} in flight: the sender was late to send what it had, not held back by the path, the writer or the receiver.{cpu}",
+        fmt_bytes(inf as f64).trim(),
+        fmt_bytes(cw as f64).trim(),
+        fmt_bytes(unsent as f64).trim(),
+        fmt_bytes(peak as f64).trim(),
+    );
+    let note = format!(
+        "{lag} samples under half of cwnd at the edge but not in the interval (median): {} in flight, cwnd {}, unsent {}, the interval's most in flight {}{}",
+        fmt_bytes(inf as f64).trim(),
+        fmt_bytes(cw as f64).trim(),
+        fmt_bytes(unsent as f64).trim(),
+        fmt_bytes(peak as f64).trim(),
+        runq.map_or(String::new(), |q| format!(
+            ", the writer waiting for a CPU {:.0} % of the interval",
+            q * 100.0
+        ))
+    );
+    Some((sentence, note))
 }
 
 fn retrans_share(x: &Facts) -> f64 {
@@ -41,8 +130,49 @@ fn retrans_share(x: &Facts) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// A flat rate with a standing queue, bounded by cwnd.
-pub(super) fn shaper_limited(x: &Facts) -> Option<Finding> {
+/// A sample whose rate the writer set, not the path: nothing waited unsent at the edge and the
+/// unthrottled writer hardly slept (it sleeps only waiting for buffer space), so it spent the
+/// interval writing or waiting for a CPU. Session 20, the shaper lab beside busy loops (one
+/// per CPU, load 10): one interval at 25 Mbit/s behind the 100 Mbit/s shaper, 0 B unsent, the
+/// writer asleep 0 % and its 100 ms tick run twice in the second; the others 96–118 Mbit/s.
+fn writer_bound(s: &IntervalStream) -> bool {
+    s.notsent == Some(0) && s.writer_asleep.is_some_and(|a| a < 0.1)
+}
+
+/// The sentence for the samples left out as the writer's ([`writer_bound`]), if any.
+fn writer_note(all: &Facts) -> Option<String> {
+    let left: Vec<&IntervalStream> = all.ss.iter().copied().filter(|s| writer_bound(s)).collect();
+    if left.is_empty() {
+        return None;
+    }
+    let rates: Vec<String> = left.iter().map(|s| fmt_bits(s.bits_per_second)).collect();
+    let mut q: Vec<f64> = left.iter().filter_map(|s| s.writer_runq).collect();
+    q.sort_by(f64::total_cmp);
+    Some(format!(
+        "Left out: {} of the {} intervals ({}), with nothing unsent and the writer never waiting for buffer space, so the writer set their rate, not the path{}.",
+        left.len(),
+        all.n(),
+        rates.join(", "),
+        q.get(q.len() / 2).map_or(String::new(), |m| format!(
+            " (it waited for a CPU {:.0} % of the time: the sending host was short of CPU)",
+            m * 100.0
+        ))
+    ))
+}
+
+/// A flat rate with a standing queue, bounded by cwnd. Judged on the samples whose rate the
+/// path set (those [`writer_bound`] are left out).
+pub(super) fn shaper_limited(all: &Facts) -> Option<Finding> {
+    let kept = Facts {
+        ss: all
+            .ss
+            .iter()
+            .copied()
+            .filter(|s| !writer_bound(s))
+            .collect(),
+        ..*all
+    };
+    let x = &kept;
     let n = x.n();
     if n < 3 {
         return None;
@@ -50,12 +180,13 @@ pub(super) fn shaper_limited(x: &Facts) -> Option<Finding> {
     let cv = rate_cv(x);
     let (srtt, min_rtt) = rtts(x);
     let queue = srtt.saturating_sub(min_rtt);
-    let bound = cwnd_bound(x);
+    let (bound, lag) = cwnd_bound(x);
     if cv > 0.10 || queue < 2000 || srtt < 2 * min_rtt.max(1) || bound * 10 < n * 6 {
         return None;
     }
     let rate = x.med(|s| s.bits_per_second as u64);
     let retr = x.info.map(|t| t.total_retrans).unwrap_or(0);
+    let note = lag_note(x, lag);
     let mut f = Finding::new(
         FindingId::ShaperLimited,
         Severity::Warning,
@@ -70,9 +201,12 @@ pub(super) fn shaper_limited(x: &Facts) -> Option<Finding> {
     );
     f.confidence = (bound as f64 / n as f64).min(1.0 - cv);
     f.explanation = format!(
-        "Over {n} intervals the rate varied by only {:.1} % (coefficient of variation) while the smoothed RTT stayed {:.1} ms above the minimum RTT: data waits in a queue in front of a fixed rate. In {bound} of {n} samples the data in flight filled at least half of the congestion window, and the receiver's window had room, so neither end set this rate. {}",
+        "Over {n} intervals the rate varied by only {:.1} % (coefficient of variation) while the smoothed RTT stayed {:.1} ms above the minimum RTT: data waits in a queue in front of a fixed rate. In {bound} of {n} samples the data in flight filled at least half of the congestion window, and the receiver's window had room, so neither end set this rate.{}{} {}",
         cv * 100.0,
         queue as f64 / 1000.0,
+        writer_note(all).map_or(String::new(), |w| format!(" {w}")),
+        note.as_ref()
+            .map_or(String::new(), |(sentence, _)| format!(" {sentence}")),
         if retr > 0 {
             format!("{retr} segments were retransmitted: the queue overflowed now and then.")
         } else {
@@ -81,6 +215,12 @@ pub(super) fn shaper_limited(x: &Facts) -> Option<Finding> {
     );
     f.fix = "Find what sets this rate on the path (tc -s qdisc on the routers, a cloud instance's or link's bandwidth cap, the carrier's contract) and raise it, or accept it; tuning TCP on either end cannot beat a shaper.".into();
     x.evidence(&mut f, &["net.ipv4.tcp_congestion_control"]);
+    if let Some((_, line)) = note {
+        f.evidence.push(Evidence::Probe {
+            probe: "tcp_info".into(),
+            note: line,
+        });
+    }
     Some(f)
 }
 

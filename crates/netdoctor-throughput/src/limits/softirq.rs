@@ -7,7 +7,8 @@
 //! a shaper's standing queue, and drops them when the backlog is full, which looks like loss.
 //!
 //! The rule: that CPU had no time left (idle ≤ [`MAX_IDLE`]), its receive softirq stopped with
-//! packets still waiting (time squeezes or backlog drops ≥ [`MIN_SQUEEZES_PER_S`]), and
+//! packets still waiting (time squeezes or backlog drops ≥ [`MIN_SQUEEZES_PER_S`]; at least one
+//! when softirq took ≥ [`SURE_SHARE`]), and
 //! softirq took ≥ [`MIN_SHARE`] of it. Measured on the `softirq-bound` lab case (10,000
 //! non-matching iptables rules in the receiver's INPUT chain, RPS steering the receive to one
 //! CPU) on this shared 2-core VM, 5 s each: with a few builds beside it (load ~4) that CPU
@@ -29,6 +30,12 @@ pub(super) const MIN_SHARE: f64 = 0.25;
 pub(super) const MIN_SQUEEZES_PER_S: f64 = 2.0;
 /// That CPU's idle share, at most (it had no time left).
 pub(super) const MAX_IDLE: f64 = 0.1;
+/// A softirq share from which any squeeze (or backlog drop) will do, not [`MIN_SQUEEZES_PER_S`]:
+/// beside busy loops (one per CPU, session 20) the receive ran in `ksoftirqd` at its fair
+/// share, whose passes seldom end with packets left: 81 % softirq with 8 squeezes in 5 s
+/// (1.6/s), while the look-alikes in the same runs (shaper, loss, small windows, slow writer)
+/// stayed ≤ 12 % softirq with none.
+pub(super) const SURE_SHARE: f64 = 0.5;
 
 /// One receiving CPU had no time left, much of it in softirq, and its receive softirq ran out of
 /// budget with packets left.
@@ -38,7 +45,8 @@ pub(super) fn receiver_softirq_saturated(x: &Facts) -> Option<Finding> {
     let secs = h.seconds.max(1e-3);
     let backlog = (c.time_squeeze + c.dropped) as f64 / secs;
     if c.softirq < MIN_SHARE
-        || backlog < MIN_SQUEEZES_PER_S
+        || backlog == 0.0
+        || (backlog < MIN_SQUEEZES_PER_S && c.softirq < SURE_SHARE)
         || c.idle > MAX_IDLE
         || c.processed == 0
     {
@@ -176,6 +184,10 @@ mod tests {
         assert!(f.explanation.contains("60 % user"), "{}", f.explanation);
         assert!(f.summary.contains("70 time squeezes"), "{}", f.summary);
         assert!(f.fix.contains("RPS") && f.fix.contains("GRO"), "{}", f.fix);
+        // Beside busy loops the receive runs in ksoftirqd and seldom squeezes: 81 % softirq
+        // with 8 squeezes in 5 s (session 20) is still the finding.
+        let f = judge(&report(0.81, 8, 0.16)).expect("saturated beside busy loops");
+        assert!(f.summary.contains("8 time squeezes"), "{}", f.summary);
     }
 
     #[test]
@@ -184,6 +196,8 @@ mod tests {
         assert!(judge(&report(0.05, 0, 0.95)).is_none());
         // Much softirq but it kept up (no squeeze): not saturated.
         assert!(judge(&report(0.7, 0, 0.2)).is_none());
+        // Few squeezes (under 2/s) with a minority in softirq: not saturated.
+        assert!(judge(&report(0.4, 8, 0.6)).is_none());
         // Squeezes but little softirq (a CPU busy in user space).
         assert!(judge(&report(0.15, 200, 0.85)).is_none());
         // Squeezes and softirq, but the CPU had time left (idle): it kept up.

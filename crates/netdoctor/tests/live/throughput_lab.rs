@@ -118,10 +118,11 @@ fn run_case(case: &str) -> Value {
     assert_eq!(
         limits,
         [expect.as_str()],
-        "{case}: expected only {expect}: {}\nsender tcp_info: {}\nintervals: {}",
+        "{case}: expected only {expect}: {}\nsender tcp_info: {}\nintervals: {}\nreceiver_cpu: {}",
         serde_json::to_string_pretty(&report["findings"]).unwrap(),
         report["sender_tcp_info"],
-        report["intervals"]
+        report["intervals"],
+        report["receiver_cpu"]
     );
     report
 }

@@ -1,0 +1,138 @@
+//! The transfer-limit rules on recorded reports: each lab case of
+//! `crates/netdoctor/tests/live/throughput_lab.rs` run once beside busy loops (one per CPU,
+//! session 20, load 7–13 on the 2-core VM) with `netdoctor throughput --json`, the report's
+//! findings removed (`tests/recorded/*-busy.json`). Judged again here, each must name its case's
+//! limit and no other: a sender starved of CPU must not hide a shaper, and the look-alikes
+//! (a small send buffer, a small receive window, a rate-limited writer, loss, a receiver's CPU
+//! in softirq) must keep their verdicts.
+
+use netdoctor_core::FindingId;
+use netdoctor_throughput::Report;
+use netdoctor_throughput::limits::findings;
+
+fn recorded(name: &str) -> Report {
+    let path = format!(
+        "{}/tests/recorded/{name}-busy.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn ids(r: &Report) -> Vec<FindingId> {
+    findings(r).iter().map(|f| f.id).collect()
+}
+
+/// The sender's samples after the first interval (those the rules judge), mutably.
+fn samples(r: &mut Report) -> Vec<&mut netdoctor_throughput::report::IntervalStream> {
+    r.intervals
+        .iter_mut()
+        .skip(1)
+        .flat_map(|iv| iv.streams.iter_mut())
+        .filter(|s| s.sender)
+        .collect()
+}
+
+#[test]
+fn a_shaper_beside_busy_loops_is_shaper_limited() {
+    assert_eq!(ids(&recorded("shaper")), [FindingId::ShaperLimited]);
+}
+
+/// One interval at 25 Mbit/s behind the 100 Mbit/s shaper (nothing unsent, the writer never
+/// asleep: it did not get the CPU), the others 96–118: the old rule's interval CV was 0.41
+/// and nothing was found. That interval is the writer's, left out, and said so.
+#[test]
+fn a_writer_short_of_cpu_does_not_hide_a_shaper() {
+    let r = recorded("shaper-writer-starved");
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::ShaperLimited],
+        "{f:#?}"
+    );
+    assert!(
+        f[0].explanation
+            .contains("Left out: 1 of the 4 intervals (25.4 Mbits/sec), with nothing unsent"),
+        "{}",
+        f[0].explanation
+    );
+}
+
+/// Session 19 (ci4, load 5.4): 2 of 4 edge reads had under half of cwnd in flight (65,160 B
+/// against 150–185 KB, 1.2 MB unsent) while the reads inside those intervals saw more; the old
+/// rule counted 2 of 4 cwnd-bound and found nothing. Made from the recorded shaper run with
+/// two edges set to ci4's figures.
+#[test]
+fn a_sender_late_to_send_does_not_hide_a_shaper() {
+    let mut r = recorded("shaper");
+    for s in samples(&mut r).into_iter().take(2) {
+        s.inflight = Some(65_160);
+        s.snd_cwnd = Some(185_000);
+        s.notsent = Some(1_200_000);
+        let t = s.tcp_reads.as_mut().unwrap();
+        t.cwnd_min = 150_000;
+        t.cwnd_max = 185_000;
+        t.inflight_max = 150_000;
+    }
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::ShaperLimited],
+        "{f:#?}"
+    );
+    assert!(
+        f[0].explanation.contains(
+            "In 2 of them the read at the interval's edge caught less than half (63.6 KBytes of a 181 KBytes cwnd) while 1.14 MBytes waited unsent"
+        ),
+        "{}",
+        f[0].explanation
+    );
+    // The look-alikes of a late sender keep it from counting: with nothing unsent (a writer
+    // that cannot keep up) or the peer's window full, 2 of 4 is not enough.
+    for look_alike in ["writer", "window"] {
+        let mut r2 = r.clone();
+        for s in samples(&mut r2).into_iter().take(2) {
+            match look_alike {
+                "writer" => s.notsent = Some(0),
+                _ => s.snd_wnd = Some(70_000),
+            }
+        }
+        assert!(
+            !ids(&r2).contains(&FindingId::ShaperLimited),
+            "{look_alike}: {:#?}",
+            findings(&r2)
+        );
+    }
+    // Nor when the reads inside the interval never saw half the cwnd either.
+    let mut r3 = r.clone();
+    for s in samples(&mut r3).into_iter().take(2) {
+        s.tcp_reads.as_mut().unwrap().inflight_max = 80_000;
+    }
+    assert!(!ids(&r3).contains(&FindingId::ShaperLimited));
+}
+
+/// The receiver's CPU 81 % in softirq with 8 squeezes in 5 s (1.6/s: `ksoftirqd` beside a busy
+/// loop seldom squeezes); the old rule wanted 2/s and found nothing, and its queue and
+/// unsent backlog look like a late sender behind a shaper.
+#[test]
+fn a_receiver_in_softirq_beside_busy_loops_is_not_a_shaper() {
+    assert_eq!(
+        ids(&recorded("softirq-bound")),
+        [FindingId::ReceiverSoftirqSaturated]
+    );
+}
+
+#[test]
+fn the_look_alikes_beside_busy_loops_keep_their_verdicts() {
+    for (name, id) in [
+        ("small-wmem", FindingId::SendBufferLimited),
+        // Every edge caught 0–1,448 B in flight, the reads inside 65 KB (the old rule's
+        // most in flight was the edges': nothing found).
+        ("small-wmem-edges-empty", FindingId::SendBufferLimited),
+        ("small-rmem", FindingId::ReceiveWindowLimited),
+        ("slow-writer", FindingId::ApplicationLimited),
+        ("path-loss", FindingId::CongestionLimited),
+    ] {
+        assert_eq!(ids(&recorded(name)), [id], "{name}");
+    }
+}
