@@ -508,7 +508,7 @@ impl ConnectionReset {
             // "Probably": a route change just before the reset would look the same.
             f.confidence = if kind == ResetKind::Injected {
                 0.8
-            } else if side == Side::Network {
+            } else if kind == ResetKind::ClientAbort && side == Side::Network {
                 // A stalled response: whose stall (server or path) the packets do not tell.
                 0.6
             } else {
