@@ -210,8 +210,11 @@ impl Analyzer {
             c.syn.on_data(pkt);
         }
         // Any packet from this endpoint (an ACK, data, a reset) shows it alive to the loss
-        // episode of the peer's data (a silent receiver is not loss: `detect::loss`).
-        c.dirs[j].loss.on_peer_packet(seg.ts_ns);
+        // episode of the peer's data (a silent receiver is not loss: `detect::loss`), except a
+        // reset that acknowledges nothing: its host no longer had the connection.
+        c.dirs[j]
+            .loss
+            .on_peer_packet(seg.ts_ns, f.rst() && !f.ack());
 
         if c.half_open && (c.syn.done.is_some() || seg.payload_len > 0) {
             self.half.left(c);

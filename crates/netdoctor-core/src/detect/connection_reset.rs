@@ -41,6 +41,7 @@
 
 use std::net::SocketAddr;
 
+mod abort;
 mod after_answer;
 mod idle;
 mod injected;
@@ -152,6 +153,8 @@ pub struct ConnectionReset {
     listener: Option<(String, u32)>,
     /// The silences before resets of idle connections, and the requests that hit one.
     idle: idle::IdleResets,
+    /// The client resets during responses, and those after a stall.
+    aborts: abort::ClientAborts,
     /// The resets right after a complete answer: their gap, the unacknowledged ones.
     after_answer: after_answer::AfterAnswer,
 }
@@ -196,6 +199,9 @@ impl Detector for ConnectionReset {
                     if let Some(g) = context.reuse_gap_ns.filter(|_| hits_request(&e)) {
                         self.idle.reuse.record(g);
                     }
+                }
+                if *kind == ResetKind::ClientAbort {
+                    self.aborts.record(&e);
                 }
                 if *kind == ResetKind::AfterAnswer {
                     self.after_answer.record(
@@ -374,16 +380,12 @@ impl ConnectionReset {
                         fix,
                     )
                 }
-                ResetKind::ClientAbort => (
-                    (n as f64 / (exchanges + n).max(1) as f64).min(1.0),
-                    Severity::Info,
-                    format!("The client reset {n} connections while a response was arriving"),
-                    "The client closed its socket with response data still unread, which makes \
-                     its kernel send a reset. Load generators do this when they stop, browsers \
-                     when a page is left; it does not slow the other requests down."
-                        .to_string(),
-                    "Nothing to do unless the client did not mean to abort.".to_string(),
-                ),
+                ResetKind::ClientAbort => {
+                    let (frac, sev, abort_side, summary, explanation, fix) =
+                        self.aborts.story(n, exchanges);
+                    side = abort_side;
+                    (frac, sev, summary, explanation, fix)
+                }
                 ResetKind::Setup => {
                     let frac = (n as f64 / connections.max(1) as f64).min(1.0);
                     let (explanation, fix) = if by_server {
@@ -506,6 +508,9 @@ impl ConnectionReset {
             // "Probably": a route change just before the reset would look the same.
             f.confidence = if kind == ResetKind::Injected {
                 0.8
+            } else if kind == ResetKind::ClientAbort && side == Side::Network {
+                // A stalled response: whose stall (server or path) the packets do not tell.
+                0.6
             } else {
                 0.9
             };
@@ -539,9 +544,7 @@ impl ConnectionReset {
                             ResetKind::DuringExchange => {
                                 format!("the {who} reset the connection during an exchange")
                             }
-                            ResetKind::ClientAbort => {
-                                "the client reset while the response arrived".to_string()
-                            }
+                            ResetKind::ClientAbort => abort::note(e),
                             ResetKind::AfterAnswer => format!(
                                 "the answer was complete; the {who} reset {:.2} ms after its \
                                  last byte{}",

@@ -80,6 +80,12 @@ pub struct Episode {
     /// began firing went silent (or the capture stopped seeing it).
     pub peer_last_ns: Option<i64>,
     pub first_timer_ns: Option<i64>,
+    /// The receiver answered with a reset that acknowledges nothing (RFC 9293's
+    /// `<SEQ=SEG.ACK><CTL=RST>`): what a host sends for a segment of a connection it does not
+    /// have. The sender's data reached the receiver's host, which had dropped the connection
+    /// without a FIN or a reset; that reset is not counted in `peer_last_ns` (it shows the host
+    /// up, not the connection alive).
+    pub peer_forgot: bool,
     /// The capture point was near the receiver of the retransmitted data (from the
     /// handshake, set by the analyzer; `None` without one): what the capture shows arriving
     /// reached the receiver's host.
@@ -145,6 +151,7 @@ impl Episode {
             head_resends: retx,
             peer_last_ns: None,
             first_timer_ns: (silence >= RTO_MIN_NS).then_some(first.ts_ns),
+            peer_forgot: false,
             near_receiver: None,
             original_seen: false,
             class: if silence >= RTO_MIN_NS {
@@ -388,6 +395,7 @@ impl LossDir {
                     head_resends: 1,
                     peer_last_ns: None,
                     first_timer_ns: timeout.then_some(pkt.ts_ns),
+                    peer_forgot: false,
                     near_receiver: None,
                     // Where the sender had a reason: the receiver's signal, the timer, or a
                     // tail-loss probe after silence (a probe that only preceded a delayed ACK
@@ -635,10 +643,15 @@ impl LossDir {
         news
     }
 
-    /// The receiver of this direction's data sent a packet (any: an ACK, data, a reset).
-    pub(crate) fn on_peer_packet(&mut self, ts_ns: i64) {
+    /// The receiver of this direction's data sent a packet (any: an ACK, data, a reset);
+    /// `forgot`: a reset without the ACK flag (see [`Episode::peer_forgot`]).
+    pub(crate) fn on_peer_packet(&mut self, ts_ns: i64, forgot: bool) {
         if let Some(e) = self.episode.as_mut() {
-            e.peer_last_ns = Some(ts_ns);
+            if forgot {
+                e.peer_forgot = true;
+            } else {
+                e.peer_last_ns = Some(ts_ns);
+            }
         }
     }
 

@@ -14,6 +14,7 @@ mod analyze_streams;
 mod appended;
 mod bad_input;
 mod cli_usage;
+mod client_abort;
 mod completions_man;
 mod corpus;
 mod http_errors;

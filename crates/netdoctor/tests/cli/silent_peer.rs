@@ -10,6 +10,11 @@
 //!   tell, so it stays a retransmission timeout on the network, "resent up to 5 times".
 //! - `ppa-inconsistent_printer`: a server's near-zero window; the client's resends into the
 //!   closed window are probes, not loss: the window is the one finding, on the server.
+//! - `suri-tcp-empty-sack`: an iPhone's TLS close alert; the server's alert and FIN resent 3
+//!   times by its timer over 2.4 s, unanswered, then a reset without ACK from the phone (the
+//!   answer of a host that no longer has the connection): the client's, wherever the capture
+//!   was, not loss; the same capture with that reset made a RST|ACK (a live host aborting)
+//!   stays a timeout on the network.
 //! - `ppa-http_espn_fail`: 11 SYNs over 67 s with no answer: failed connects, not "+67437 ms
 //!   setup delayed". `suri-syn_retransmit_with_ts` (a SYN answered after one retry) stays a
 //!   delayed setup; `ppa-tcp_refuseconnection` (a SYN answered by a reset) is refused.
@@ -39,10 +44,14 @@ fn analyze(name: &str) -> Option<Value> {
         );
         return None;
     }
+    Some(analyze_path(&path))
+}
+
+fn analyze_path(path: &std::path::Path) -> Value {
     let o = netdoctor(&["analyze", "--json", path.to_str().unwrap()]);
     // 0 healthy, 1 problem, 3 inconclusive: a verdict, never an error.
     assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
-    Some(json(&o))
+    json(&o)
 }
 
 fn finding<'a>(r: &'a Value, id: &str) -> &'a Value {
@@ -166,4 +175,74 @@ fn a_syn_answered_by_a_reset_is_refused_not_failed() {
         "{:#}",
         r["findings"]
     );
+}
+
+#[test]
+fn a_reset_without_ack_after_the_timer_is_a_host_that_dropped_the_connection() {
+    let Some(r) = analyze("suri-tcp-empty-sack.pcap") else {
+        return;
+    };
+    let rto = finding(&r, "retransmission_timeout");
+    let s = summary(rto);
+    assert_eq!(rto["side"], "client", "{s}");
+    assert!(s.starts_with("The client stopped acknowledging"), "{s}");
+    // tshark: #38 at 32.755 s, resent at 33.158, 33.969, 35.578; #42 RST, no ACK, 36.638 s.
+    assert!(s.contains("timer fired 3 times over 2.4 s"), "{s}");
+    assert!(s.contains("a reset that acknowledges nothing"), "{s}");
+    assert!(!s.contains("waiting for lost segments"), "{s}");
+    // The client's fast retransmission 32 s before (a hole the server SACKed) is path loss,
+    // and it does not explain the client's vanished connection.
+    let loss = finding(&r, "packet_loss_retransmission");
+    assert_eq!(loss["side"], "network", "{loss:#}");
+    assert!(rto["caused_by"].is_null(), "{rto:#}");
+}
+
+/// The offsets of each record's packet data in a classic pcap file (either byte order).
+fn pcap_records(b: &[u8]) -> Vec<(usize, usize)> {
+    let le = b[..4] == [0xd4, 0xc3, 0xb2, 0xa1] || b[..4] == [0x4d, 0x3c, 0xb2, 0xa1];
+    let u32_at = |i: usize| {
+        let w = [b[i], b[i + 1], b[i + 2], b[i + 3]];
+        if le {
+            u32::from_le_bytes(w)
+        } else {
+            u32::from_be_bytes(w)
+        }
+    };
+    let mut out = Vec::new();
+    let mut i = 24;
+    while i + 16 <= b.len() {
+        let incl = u32_at(i + 8) as usize;
+        out.push((i + 16, incl));
+        i += 16 + incl;
+    }
+    out
+}
+
+#[test]
+fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
+    // The look-alike: the same capture with the phone's last packet a RST|ACK (a host that still
+    // had the connection aborting it, its ACK not covering the resent FIN). Whether the
+    // resends arrived cannot be told: a timeout on the network, as before.
+    let path = corpus().join("suri-tcp-empty-sack.pcap");
+    let Ok(mut b) = std::fs::read(&path) else {
+        eprintln!("skipped: needs {}", path.display());
+        return;
+    };
+    // Raw IPv4 link type: the TCP header follows the IP header.
+    let recs = pcap_records(&b);
+    let tcp = |b: &[u8], (off, _): (usize, usize)| off + usize::from(b[off] & 0x0f) * 4;
+    let (rst, fin) = (tcp(&b, recs[41]), tcp(&b, recs[40]));
+    assert_eq!(b[rst + 13], 0x04, "#42 is a bare RST");
+    // ACK number: the server's FIN's sequence number (nothing of it acknowledged).
+    let seq: [u8; 4] = b[fin + 4..fin + 8].try_into().unwrap();
+    b[rst + 8..rst + 12].copy_from_slice(&seq);
+    b[rst + 13] = 0x14;
+    let dir = tempfile::tempdir().unwrap();
+    let mutated = dir.path().join("rst-ack.pcap");
+    std::fs::write(&mutated, &b).unwrap();
+    let r = analyze_path(&mutated);
+    let rto = finding(&r, "retransmission_timeout");
+    let s = summary(rto);
+    assert_eq!(rto["side"], "network", "{s}");
+    assert!(!s.contains("stopped acknowledging"), "{s}");
 }

@@ -17,6 +17,14 @@
 //! capture shows them *leaving*: a receiver gone and a path that drops everything look the
 //! same, and the finding stays the network's at half confidence.
 //!
+//! A receiver that, after the silence, answers with a reset that acknowledges nothing (RFC
+//! 9293's `<SEQ=SEG.ACK><CTL=RST>`, [`Episode::peer_forgot`]) shows where the capture could not:
+//! the retransmissions reached its host, which no longer had the connection (dropped without
+//! a FIN or a reset: an application suspended or killed, a host restarted, a firewall in front
+//! of it that forgot the flow). That side is the receiver's wherever the capture was
+//! (`suri-tcp-empty-sack`: an iPhone's TLS close alert answered by the server's alert and
+//! FIN, resent 3 times over 2.4 s, then a bare reset from the phone).
+//!
 //! Look-alikes kept apart: a lossy path with a live receiver (its ACKs come after the timer
 //! fired: not silent), a capture of one direction only (no ACK ever: `acked_at_start` is
 //! `None`), a receiver with a zero window (persist probes are answered, and are not
@@ -48,6 +56,8 @@ pub(super) struct SilentAgg {
     near_receiver: u64,
     /// Of them, the server's data (the client went silent).
     by_server: u64,
+    /// Of them, answered at last by a reset of a host without the connection.
+    forgot: u64,
     /// The most timer retransmissions of one episode, and the most times its oldest segment
     /// was resent.
     timer_max: u32,
@@ -62,6 +72,7 @@ impl SilentAgg {
         self.episodes += 1;
         self.near_receiver += u64::from(ep.near_receiver == Some(true));
         self.by_server += u64::from(ep.first.from_server);
+        self.forgot += u64::from(ep.peer_forgot);
         self.timer_max = self.timer_max.max(ep.timer_retx);
         self.head_max = self.head_max.max(ep.head_resends);
         let span = ep.last.ts_ns - ep.first_timer_ns.unwrap_or(ep.first.ts_ns);
@@ -119,7 +130,38 @@ impl SilentAgg {
              every segment it receives whatever its application does (an application that \
              stops reading shows as a zero window, not as silence)."
         );
-        if near {
+        if self.forgot * 2 > self.episodes {
+            f.side = if rcv == "client" {
+                Side::Client
+            } else {
+                Side::Server
+            };
+            f.confidence = 0.7;
+            f.summary = format!(
+                "The {rcv} {SILENT_PEER_MARK}: {counts}, and then the {rcv}'s host answered with \
+                 a reset that acknowledges nothing, the answer of a host to a connection it does \
+                 not have: the segments reached it, the connection was gone there, not lost on \
+                 the path{cost}"
+            );
+            f.explanation = format!(
+                "{common} Then a reset came from the {rcv}'s address without the ACK flag, its \
+                 sequence number taken from the {snd}'s acknowledgement: that is how a TCP stack \
+                 answers a segment of a connection it does not know (RFC 9293). So the {snd}'s \
+                 segments reached the {rcv}'s host, and the connection had been dropped there \
+                 without a FIN or a reset: its application was suspended or killed and the \
+                 socket discarded (mobile systems do this to an application sent to the \
+                 background), the host restarted or changed networks, or a firewall or NAT in \
+                 front of it forgot the flow and answered for it. The retransmissions are the \
+                 {snd} waiting for a connection that no longer existed, not loss on the path."
+            );
+            f.fix = format!(
+                "Look at the {rcv} at that time: was its application suspended, killed or \
+                 restarted, did its host sleep, restart or change networks? A firewall or NAT \
+                 in front of it that resets unknown flows does the same (compare the reset's IP \
+                 TTL with the {rcv}'s other packets). Loss on the path does not explain these \
+                 retransmissions."
+            );
+        } else if near {
             f.side = if rcv == "client" {
                 Side::Client
             } else {
@@ -197,11 +239,16 @@ fn evidence(e: &Example, rcv: &str, t0_ns: i64) -> Evidence {
         packets,
         note: format!(
             "{} retransmission(s), {} of them by the timer over {}, the oldest segment resent \
-             {} times; never acknowledged: the {rcv} sent nothing after the timer began firing",
+             {} times; never acknowledged: the {rcv} sent nothing after the timer began firing{}",
             ep.retx,
             ep.timer_retx,
             secs(ep.last.ts_ns - from),
-            ep.head_resends
+            ep.head_resends,
+            if ep.peer_forgot {
+                " but a reset that acknowledges nothing (no such connection)"
+            } else {
+                ""
+            }
         ),
     }
 }

@@ -1,0 +1,88 @@
+//! Client resets during a response on third-party captures (`../shared/realworld-pcaps/`,
+//! skipped when missing): a client that gave up on a response that had stopped arriving is a
+//! failed request, not a browser leaving a page; a reset while the response still moved keeps
+//! its info story.
+//!
+//! - `suri-rst-unacked-http`: a 181 KB page (Content-Length 181348) over a lossy, slow path;
+//!   58 KB delivered, the server's last captured segment at 50.39 s, the client's reset at
+//!   93.46 s (tshark). Told before as "The client reset 1 connections while a response was
+//!   arriving" (info, "it does not slow the other requests down").
+//! - `suri-tcp-empty-sack`: the phone's reset comes 3.9 s after the server's TLS close alert
+//!   (1.1 s after its last resend; the phone had dropped the connection: `silent_peer`'s
+//!   story); under the 5 s of a stall, so it stays the info abort, a consequence of that story.
+
+use crate::common;
+
+use std::path::PathBuf;
+
+use common::{json, netdoctor};
+use serde_json::Value;
+
+fn analyze(name: &str) -> Option<Value> {
+    let path = std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
+        })
+        .join(name);
+    if !path.exists() {
+        eprintln!(
+            "skipped: needs {} (the shared realworld-pcaps corpus)",
+            path.display()
+        );
+        return None;
+    }
+    let o = netdoctor(&["analyze", "--json", path.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
+    Some(json(&o))
+}
+
+fn reset_finding(r: &Value) -> &Value {
+    let v: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "connection_reset")
+        .collect();
+    assert_eq!(v.len(), 1, "{:#}", r["findings"]);
+    v[0]
+}
+
+#[test]
+fn a_client_that_gave_up_on_a_stalled_response_failed_its_request() {
+    let Some(r) = analyze("suri-rst-unacked-http.pcap") else {
+        return;
+    };
+    let f = reset_finding(&r);
+    let s = f["summary"].as_str().unwrap();
+    assert!(
+        s.starts_with("The client gave up on 1 responses that had stopped arriving"),
+        "{s}"
+    );
+    // 93.460411 s − 50.386377 s.
+    assert!(s.contains("no response byte for up to 43.1 s"), "{s}");
+    assert!(s.contains("those requests failed"), "{s}");
+    assert_ne!(f["severity"], "info", "{f:#}");
+    // The stall is the server's or the path's: the packets do not tell which.
+    assert_eq!(f["side"], "network", "{f:#}");
+    let note = f["evidence"][0]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("43.1 s after the response's last byte"),
+        "{f:#}"
+    );
+}
+
+#[test]
+fn a_reset_soon_after_the_last_response_byte_stays_an_info_abort() {
+    let Some(r) = analyze("suri-tcp-empty-sack.pcap") else {
+        return;
+    };
+    let f = reset_finding(&r);
+    let s = f["summary"].as_str().unwrap();
+    assert_eq!(
+        s, "The client reset 1 connections while a response was arriving",
+        "{f:#}"
+    );
+    assert_eq!(f["severity"], "info", "{f:#}");
+    assert_eq!(f["side"], "client", "{f:#}");
+}
