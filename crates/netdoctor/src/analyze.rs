@@ -113,7 +113,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                 Pass::Runs(runs, _) => Some(runs.share_map()),
                 Pass::Reorder(_) => None,
             };
-            Engine::Sharded(Box::new(match shared {
+            let sharded = match shared {
                 Some(m) => {
                     let hold = m.hold;
                     ShardedAnalyzer::with_region(
@@ -124,6 +124,11 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                     )
                 }
                 None => ShardedAnalyzer::new(cfg.clone(), jobs),
+            };
+            // The reader that merges runs or reorders frames takes fewer connections.
+            Engine::Sharded(Box::new(match &pass {
+                Pass::File(_) => sharded,
+                Pass::Runs(..) | Pass::Reorder(_) => sharded.merging_by_time(),
             }))
         } else if args.dump_flags.is_some() {
             Engine::One(Box::new(Analyzer::new(cfg.clone()).record_flags()))

@@ -310,6 +310,15 @@ impl ShardedAnalyzer {
         }
     }
 
+    /// For a reader that also puts the frames in timestamp order (merging the file's runs or
+    /// reordering them) before it pushes them: it is given fewer connections
+    /// ([`route::READER_EIGHTHS_MERGING`]). Call before the first push; no result depends on
+    /// it, only how the work is split.
+    pub fn merging_by_time(mut self) -> ShardedAnalyzer {
+        self.owners = Owners::weighted(self.batches.len(), route::READER_EIGHTHS_MERGING);
+        self
+    }
+
     /// As [`Analyzer::note_sorted_frames`].
     pub fn note_sorted_frames(&mut self, frames: u64) {
         self.stats.quality.sorted_frames += frames;

@@ -31,6 +31,16 @@ pub(super) struct Owners {
 /// 0.39, 0.36, 0.34, 0.34, 0.37, 0.40, 0.43 s against -j 1's 0.64 s.
 pub(super) const READER_EIGHTHS: u32 = 16;
 
+/// [`READER_EIGHTHS`] when the reader also merges the file's in-order runs by timestamp (or
+/// reorders frames): that merge is ~250 M instructions on the bench capture, all on the
+/// reader, and its first touch of each frame waits for memory. Chosen by wall time on a VM
+/// whose two vCPUs ran alike (session 20: two `-j 1` at once took a lone one's time), 5
+/// alternating rounds each, `-j 1` 0.33 s: on the bench capture (57 runs merged) 16 → 24 → 28
+/// → 32 → 36 → 40 → 48 → 64 eighths gave `-j 2` medians of 0.245, 0.228, 0.215, 0.213, 0.211,
+/// 0.217, 0.230, 0.236 s; on the same frames sorted (file order, `-j 1` 0.29 s) 16 → 28 → 32
+/// → 36 → 40 gave 0.197, 0.196, 0.203, 0.208, 0.211 s, so the file-order weight stays.
+pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
+
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
 
@@ -187,6 +197,14 @@ mod tests {
         // 40 connections starting at once, a packet each: a quarter to the reader.
         let to_reader = (1..=40).filter(|&i| o.pick(bucket(i)) == 0).count();
         assert_eq!(to_reader, 10);
+        // The weights in use: a third of them to a reader that only reads; a fifth to one
+        // that also merges the file's runs by time.
+        let share = |w: u32| {
+            let mut o = Owners::weighted(2, w);
+            (1..=60).filter(|&i| o.pick(bucket(i)) == 0).count()
+        };
+        assert_eq!(share(READER_EIGHTHS), 20);
+        assert_eq!(share(READER_EIGHTHS_MERGING), 12);
     }
 
     #[test]
