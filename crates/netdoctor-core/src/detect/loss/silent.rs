@@ -130,12 +130,13 @@ impl SilentAgg {
              every segment it receives whatever its application does (an application that \
              stops reading shows as a zero window, not as silence)."
         );
+        let rcv_side = if rcv == "client" {
+            Side::Client
+        } else {
+            Side::Server
+        };
         if self.forgot * 2 > self.episodes {
-            f.side = if rcv == "client" {
-                Side::Client
-            } else {
-                Side::Server
-            };
+            f.side = rcv_side;
             f.confidence = 0.7;
             f.summary = format!(
                 "The {rcv} {SILENT_PEER_MARK}: {counts}, and then the {rcv}'s host answered with \
@@ -162,11 +163,7 @@ impl SilentAgg {
                  retransmissions."
             );
         } else if near {
-            f.side = if rcv == "client" {
-                Side::Client
-            } else {
-                Side::Server
-            };
+            f.side = rcv_side;
             f.confidence = 0.7;
             f.summary = format!(
                 "The {rcv} {SILENT_PEER_MARK}: {counts}, and the capture, taken next to the \
