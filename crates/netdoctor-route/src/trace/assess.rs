@@ -53,8 +53,14 @@ impl Default for Thresholds {
     }
 }
 
-/// One-sided significance level of "this hop loses more than the lossy hop before it".
-pub const LOSS_P: f64 = 0.01;
+/// One-sided significance level of "this hop loses more than the lossy hop before it". Every
+/// hop after a lossy one is one such test, so a false "second lossy hop" (critical when its
+/// share is the larger) must be rare per test: at 0.01, one lossy link read twice — the lab's
+/// 15 % link gave 10 of 60 lost at hop 2 and 24 of 60 at the destination (p 0.004), a failed
+/// CI run in session 20 — came up in 0.62 % of simulated runs of that lab (both hops ~28 %,
+/// 60 probes each, 20,000 runs); at 0.002, 0.12 %. A real second lossy hop of 20 → 50 % over
+/// 50 probes each (p 0.0015) still counts.
+pub const LOSS_P: f64 = 0.002;
 
 /// ln(n!) for the counts of a trace (n ≤ a few thousand probes).
 fn ln_fact(n: u64) -> f64 {
@@ -420,7 +426,10 @@ pub(crate) mod tests {
         let p = fisher_greater(5, 50, 13, 50);
         assert!((0.02..0.05).contains(&p), "{p}");
         let p = fisher_greater(10, 50, 25, 50);
-        assert!(p < 0.01, "{p}");
+        assert!(p < LOSS_P, "{p}");
+        // Session 20's CI run: one 15 % link, 10 of 60 then 24 of 60 by chance.
+        let p = fisher_greater(10, 60, 24, 60);
+        assert!((LOSS_P..0.01).contains(&p), "{p}");
         assert!((fisher_greater(3, 10, 3, 10) - 0.65).abs() < 0.05);
         assert_eq!(fisher_greater(0, 10, 0, 10), 1.0);
     }
@@ -441,6 +450,16 @@ pub(crate) mod tests {
             "{:?}",
             a[1]
         );
+        assert!(a[2].notes.is_empty(), "{:?}", a[2]);
+        // Session 20's CI run: one 15 % link read at hop 2 (10 of 60 lost) and at the
+        // destination (24 of 60) is still one lossy hop.
+        let lossy60 = |lost: usize| -> Vec<Option<f64>> {
+            (0..60)
+                .map(|i| if i * 7 % 60 < lost { None } else { Some(0.5) })
+                .collect()
+        };
+        let t = trace_of(&[row(0.2, 60), lossy60(10), lossy60(24)]);
+        let a = assess(&t, &Thresholds::default());
         assert!(a[2].notes.is_empty(), "{:?}", a[2]);
         // 10 of 50, then 25 of 50: a second lossy hop.
         let t = trace_of(&[row(0.2, 50), lossy(10), lossy(25)]);
