@@ -103,19 +103,13 @@ fn lag_note(x: &Facts, lag: usize) -> Option<(String, String)> {
         ),
         None => String::new(),
     };
+    let [inf, cw, unsent, peak] =
+        [inf, cw, unsent, peak].map(|b| fmt_bytes(b as f64).trim().to_string());
     let sentence = format!(
-        "In {lag} of them the read at the interval's edge caught less than half ({} of a {} cwnd) while {} waited unsent and the peer's window had room, and the reads inside the interval saw {} in flight: the sender was late to send what it had, not held back by the path, the writer or the receiver.{cpu}",
-        fmt_bytes(inf as f64).trim(),
-        fmt_bytes(cw as f64).trim(),
-        fmt_bytes(unsent as f64).trim(),
-        fmt_bytes(peak as f64).trim(),
+        "In {lag} of them the read at the interval's edge caught less than half ({inf} of a {cw} cwnd) while {unsent} waited unsent and the peer's window had room, and the reads inside the interval saw {peak} in flight: the sender was late to send what it had, not held back by the path, the writer or the receiver.{cpu}",
     );
     let note = format!(
-        "{lag} samples under half of cwnd at the edge but not in the interval (median): {} in flight, cwnd {}, unsent {}, the interval's most in flight {}{}",
-        fmt_bytes(inf as f64).trim(),
-        fmt_bytes(cw as f64).trim(),
-        fmt_bytes(unsent as f64).trim(),
-        fmt_bytes(peak as f64).trim(),
+        "{lag} samples under half of cwnd at the edge but not in the interval (median): {inf} in flight, cwnd {cw}, unsent {unsent}, the interval's most in flight {peak}{}",
         runq.map_or(String::new(), |q| format!(
             ", the writer waiting for a CPU {:.0} % of the interval",
             q * 100.0
