@@ -136,3 +136,49 @@ fn the_look_alikes_beside_busy_loops_keep_their_verdicts() {
         assert_eq!(ids(&recorded(name)), [id], "{name}");
     }
 }
+
+/// Session 20's CI (90cd021, load ~7): every interval's edge caught the small-rmem sender with
+/// nothing in flight and nothing unsent, while the reads inside saw 4,344 B in flight against
+/// a 4.6 KB window in 7 of 10, rwnd-limited 29 % of the wall time; the old rule counted no
+/// sample with data and found nothing. Made from the recorded small-rmem run with its edges
+/// emptied and the kernel's whole-test share set under the 50 % it alone would need.
+#[test]
+fn a_small_window_caught_only_by_the_reads_inside_is_receive_window_limited() {
+    let mut r = recorded("small-rmem");
+    for s in samples(&mut r) {
+        s.inflight = Some(0);
+        s.notsent = Some(0);
+        s.snd_wnd = Some(4_608);
+        let t = s.tcp_reads.as_mut().unwrap();
+        (t.reads, t.at_window, t.inflight_max) = (10, 7, 4_344);
+        (t.busy, t.rwnd_limited) = (0.45, 0.29);
+    }
+    let t = &mut r.sender_tcp_info[0].info;
+    (t.busy_time_us, t.rwnd_limited_us) = (2_200_000, 880_000);
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::ReceiveWindowLimited],
+        "{f:#?}"
+    );
+    // The sentence gives what the reads saw in flight, not the empty edges' 0 B.
+    assert!(
+        f[0].summary.starts_with(
+            "limited by the receiver's window: 4.24 KBytes in flight against a 4.50 KBytes window"
+        ),
+        "{}",
+        f[0].summary
+    );
+    // The look-alike: the same empty edges from a writer short of CPU while the window was
+    // not the bound (the reads never at it, the kernel's clock not stopped by it).
+    let mut r2 = r.clone();
+    for s in samples(&mut r2) {
+        let t = s.tcp_reads.as_mut().unwrap();
+        (t.at_window, t.rwnd_limited) = (1, 0.02);
+    }
+    assert!(
+        !ids(&r2).contains(&FindingId::ReceiveWindowLimited),
+        "{:#?}",
+        findings(&r2)
+    );
+}
