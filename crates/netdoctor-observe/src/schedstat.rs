@@ -104,6 +104,40 @@ pub fn server_tasks(pid: u32) -> Option<Vec<TaskCpu>> {
     Some(out)
 }
 
+/// The CPU a per-CPU softirq thread serves, from its command name (`ksoftirqd/3` → 3).
+pub fn parse_ksoftirqd(comm: &str) -> Option<u32> {
+    comm.trim_end().strip_prefix("ksoftirqd/")?.parse().ok()
+}
+
+/// The per-CPU softirq threads (`ksoftirqd/N`): (CPU, pid) of each one this process can see.
+/// The kernel runs a CPU's softirqs in its thread once they defer (too much work in one pass,
+/// or the CPU busy); when that thread waits on the run queue, packets wait in the backlog.
+/// Empty in a PID namespace that does not show kernel threads.
+pub fn ksoftirqd_pids() -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(cpu) = fs::read_to_string(e.path().join("comm"))
+            .ok()
+            .and_then(|c| parse_ksoftirqd(&c))
+        {
+            out.push((cpu, pid));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// On-CPU and run-queue ns of one process (its main task), `None` when it is gone.
+pub fn process_cpu(pid: u32) -> Option<(u64, u64)> {
+    parse_task(&fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,6 +151,9 @@ mod tests {
             Some(811)
         );
         assert_eq!(parse_ppid("garbage"), None);
+        assert_eq!(parse_ksoftirqd("ksoftirqd/12\n"), Some(12));
+        assert_eq!(parse_ksoftirqd("kworker/1:0"), None);
+        assert_eq!(parse_ksoftirqd("ksoftirqd/x"), None);
         assert_eq!(
             parse_comm("812 (nginx: worker (x)) S 811"),
             Some("nginx: worker (x)")
@@ -129,5 +166,18 @@ mod tests {
         let me = server_tasks(std::process::id()).unwrap();
         assert!(me.iter().any(|t| t.cpu_ns > 0), "{me:?}");
         assert_eq!(server_tasks(u32::MAX), None);
+    }
+
+    #[test]
+    fn every_online_cpu_has_a_softirq_thread() {
+        // Run as root in the initial PID namespace (as the tests are), kernel threads show.
+        let k = ksoftirqd_pids();
+        if k.is_empty() {
+            eprintln!("skipped: no ksoftirqd visible (a PID namespace without kernel threads)");
+            return;
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(k.len() >= cpus, "{k:?}");
+        assert!(k.iter().all(|&(_, pid)| process_cpu(pid).is_some()));
     }
 }

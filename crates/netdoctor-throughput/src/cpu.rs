@@ -4,9 +4,13 @@
 //! budget ran out (`time_squeeze`, `/proc/net/softnet_stat`). Each side of a test takes a
 //! snapshot when the streams start and when they end; our server sends its figures to the
 //! client with its results (an extra key, `netdoctor_cpu`, that iperf3 ignores), so the client
-//! that sends can judge the receiver's CPUs.
+//! that sends can judge the receiver's CPUs. With them, each CPU's softirq thread
+//! (`ksoftirqd/N`, `/proc/PID/schedstat`): the time it ran and the time it waited on the run
+//! queue. Beside busy tasks the receive softirq defers to that thread and gets a task's share,
+//! which /proc/stat and softnet_stat hardly show (see `limits::softirq`).
 
 use netdoctor_observe::cpustat::{self, CpuTicks};
+use netdoctor_observe::schedstat;
 use netdoctor_observe::softnet::{self, SoftnetCpu};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -22,6 +26,8 @@ pub struct CpuSnapshot {
     ticks: Vec<CpuTicks>,
     net_rx: Vec<u64>,
     softnet: Vec<SoftnetCpu>,
+    /// Per CPU, its softirq thread: (CPU, pid, on-CPU ns, run-queue ns).
+    ksoftirqd: Vec<(u32, u32, u64, u64)>,
 }
 
 impl CpuSnapshot {
@@ -29,10 +35,28 @@ impl CpuSnapshot {
     /// file that could not be read.
     pub fn take() -> Result<CpuSnapshot, String> {
         Ok(CpuSnapshot {
+            ksoftirqd: ksoftirqd(&schedstat::ksoftirqd_pids()),
+            ..CpuSnapshot::take_without_threads()?
+        })
+    }
+
+    /// The next snapshot, reading the softirq threads this one found (no second walk of
+    /// `/proc`).
+    pub fn take_again(&self) -> Result<CpuSnapshot, String> {
+        let pids: Vec<(u32, u32)> = self.ksoftirqd.iter().map(|k| (k.0, k.1)).collect();
+        Ok(CpuSnapshot {
+            ksoftirqd: ksoftirqd(&pids),
+            ..CpuSnapshot::take_without_threads()?
+        })
+    }
+
+    fn take_without_threads() -> Result<CpuSnapshot, String> {
+        Ok(CpuSnapshot {
             at: Instant::now(),
             ticks: cpustat::read_cpus().map_err(|e| e.to_string())?,
             net_rx: cpustat::read_softirqs("NET_RX").map_err(|e| e.to_string())?,
             softnet: softnet::read().map_err(|e| e.to_string())?,
+            ksoftirqd: Vec::new(),
         })
     }
 
@@ -56,6 +80,21 @@ impl CpuSnapshot {
                 // softnet_stat has a line per online CPU, in the order /proc/stat lists them.
                 let sn = |v: &[SoftnetCpu]| v.get(i).cloned().unwrap_or_default();
                 let (a, b) = (sn(&self.softnet), sn(&before.softnet));
+                // The CPU's softirq thread, when both snapshots read the same one.
+                let thread =
+                    |v: &[(u32, u32, u64, u64)]| v.iter().find(|k| k.0 == now.cpu).copied();
+                let ks = match (thread(&self.ksoftirqd), thread(&before.ksoftirqd)) {
+                    (Some(a), Some(b)) if a.1 == b.1 && seconds > 0.0 => {
+                        let wall = seconds * 1e9;
+                        // A wait that began before `before` is counted when it ends, so a
+                        // share can pass 1 on a short span: capped.
+                        Some((
+                            (a.2.saturating_sub(b.2) as f64 / wall).min(1.0),
+                            (a.3.saturating_sub(b.3) as f64 / wall).min(1.0),
+                        ))
+                    }
+                    _ => None,
+                };
                 Some(CpuShare {
                     cpu: now.cpu,
                     softirq: share(d.softirq),
@@ -66,6 +105,8 @@ impl CpuSnapshot {
                     processed: a.processed.saturating_sub(b.processed),
                     dropped: a.dropped.saturating_sub(b.dropped),
                     time_squeeze: a.time_squeeze.saturating_sub(b.time_squeeze),
+                    ksoftirqd_run: ks.map(|k| k.0),
+                    ksoftirqd_wait: ks.map(|k| k.1),
                 })
             })
             .collect();
@@ -109,6 +150,23 @@ pub struct CpuShare {
     pub dropped: u64,
     /// Times the receive softirq stopped with work left (budget or time used up).
     pub time_squeeze: u64,
+    /// Shares of the wall time the CPU's softirq thread (`ksoftirqd/N`) ran, and waited on
+    /// the run queue (ready, the CPU taken by other tasks); absent when it could not be read
+    /// (a PID namespace without kernel threads, a server before this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ksoftirqd_run: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ksoftirqd_wait: Option<f64>,
+}
+
+/// Each CPU's softirq thread's counters now: (CPU, pid, on-CPU ns, run-queue ns).
+fn ksoftirqd(pids: &[(u32, u32)]) -> Vec<(u32, u32, u64, u64)> {
+    pids.iter()
+        .filter_map(|&(cpu, pid)| {
+            let (run, wait) = schedstat::process_cpu(pid)?;
+            Some((cpu, pid, run, wait))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -137,6 +195,7 @@ mod tests {
                     time_squeeze: s,
                 })
                 .collect(),
+            ksoftirqd: Vec::new(),
         }
     }
 
@@ -161,8 +220,18 @@ mod tests {
     #[test]
     fn this_host() {
         let a = CpuSnapshot::take().unwrap();
-        let b = CpuSnapshot::take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = a.take_again().unwrap();
         let h = b.since(&a);
+        // The softirq threads are read (where the PID namespace shows kernel threads).
+        let visible = !netdoctor_observe::schedstat::ksoftirqd_pids().is_empty();
+        assert!(
+            !visible
+                || h.busiest
+                    .iter()
+                    .all(|c| c.ksoftirqd_wait.is_some_and(|w| (0.0..=1.0).contains(&w))),
+            "{h:?}"
+        );
         assert!(h.busiest.len() <= KEEP);
         assert!(h.busiest.iter().all(|c| (0.0..=1.0).contains(&c.softirq)));
     }

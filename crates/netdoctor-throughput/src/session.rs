@@ -184,7 +184,7 @@ impl Session {
             self.counting.store(false, Ordering::Relaxed);
             self.end = Some(Instant::now());
             self.host_cpu = match &self.host0 {
-                Ok(a) => CpuSnapshot::take().map(|b| b.since(a)),
+                Ok(a) => a.take_again().map(|b| b.since(a)),
                 Err(e) => Err(e.clone()),
             };
             self.tcp_final = self
