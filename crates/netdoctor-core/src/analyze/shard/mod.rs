@@ -320,6 +320,27 @@ impl ShardedAnalyzer {
         self
     }
 
+    /// For a reader that also walks the file's record headers as it reads them and merges
+    /// its runs by time (`CaptureFile::merge_walking`): it is given fewer connections still
+    /// ([`route::READER_EIGHTHS_WALKING`]). Call before the first push; no result depends on
+    /// it, only how the work is split.
+    pub fn walking_and_merging(mut self) -> ShardedAnalyzer {
+        self.owners = Owners::weighted(self.batches.len(), route::READER_EIGHTHS_WALKING);
+        self
+    }
+
+    /// Drops the analysis without a result (the caller reads the capture again another
+    /// way): the workers end and are joined.
+    pub fn abandon(mut self) {
+        self.to_workers.clear();
+        if let Some(h) = self.own.shared.handle() {
+            h.publish(u64::MAX);
+        }
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
+    }
+
     /// As [`Analyzer::note_sorted_frames`].
     pub fn note_sorted_frames(&mut self, frames: u64) {
         self.stats.quality.sorted_frames += frames;
