@@ -14,6 +14,8 @@
 //! The key is the reorder buffer's, (timestamp, frame number): frames come out in the same
 //! order it gives whenever it can mend the file, and frame numbers stay the file's. Memory is
 //! [`RUN_BYTES`] a run; the caller bounds the runs (a file with more goes through the buffer).
+//! `analyze` reads a mapped pcap with the walk a chunk ahead of the merge (`super::stream`);
+//! this walk-first reading is for a file that stops that merge.
 //! Only a classic pcap file on the mapped path with no record the streaming reader would
 //! complain of (cut short, too long) is taken: anything else gives `None` and the caller keeps
 //! the streaming reader and its warnings.

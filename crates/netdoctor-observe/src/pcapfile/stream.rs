@@ -1,6 +1,6 @@
 //! A mapped capture merged by timestamp while its record headers are still being walked.
 //!
-//! [`super::runs`] walks every record header of the file before the first frame is merged:
+//! `super::runs` walks every record header of the file before the first frame is merged:
 //! a pass over the whole map that reads it from memory once more and, since the walk drops
 //! the pages behind it, maps every page twice (session 20: a third of `analyze -j 2`'s wall
 //! time on the bench capture). Here the merge's own thread walks a [`CHUNK`] (256 KiB) at a

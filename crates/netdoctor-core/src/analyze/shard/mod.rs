@@ -8,8 +8,9 @@
 //!   directions of a connection go to one worker. The worker is picked when the connection's
 //!   hash bucket is first seen ([`Owners`]): the one given the fewest packets lately, the
 //!   reader's own counted heavier ([`route::READER_EIGHTHS`]; heavier still when it also
-//!   merges the file's runs by time, [`ShardedAnalyzer::merging_by_time`]), so a capture of a
-//!   few long connections splits evenly (the bench capture's 101 connections split 56/44 by the
+//!   merges the file's runs by time, [`ShardedAnalyzer::merging_by_time`], or also walks
+//!   the file's record headers as it reads, [`ShardedAnalyzer::walking_and_merging`]), so a
+//!   capture of a few long connections splits evenly (the bench capture's 101 connections split 56/44 by the
 //!   hash alone). The pick depends on the packets only (identical runs pick alike) and no result
 //!   depends on it: every connection still lives on one worker. A frame that lies in the map of
 //!   the file ([`ShardedAnalyzer::with_region`]) goes into that worker's batch as an offset
