@@ -97,8 +97,8 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     // A regular file is read in timestamp order when it holds a backdated frame
     // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its
     // warning. A mapped classic pcap is merged by timestamp while its record headers are
-    // walked a chunk ahead on the reader's thread (`merge_walking`), which finds its in-order runs (one for a file in order) as it goes; the
-    // rare file that stops that merge (a run that starts before frames already analyzed, as
+    // walked a chunk ahead on the reader's thread (`merge_walking`), which finds its in-order
+    // runs (one for a file in order) as it goes; the rare file that stops that merge (a run that starts before frames already analyzed, as
     // `mergecap -a` writes, more than MAX_RUNS runs, a record cut short in a file out of order)
     // is analyzed again from the start with its headers walked first (`time_runs`: in `jobs`
     // parts at once on a large file) and its runs merged (`TimeRuns`, up to MAX_RUNS), or as
