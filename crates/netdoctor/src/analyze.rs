@@ -95,17 +95,17 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         .jobs
         .unwrap_or_else(|| default_jobs(&args.file, args.follow));
     // A regular file is read in timestamp order when it holds a backdated frame
-    // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its warning. A
-    // mapped classic pcap is merged by timestamp while its record headers are walked a chunk ahead on
-    // the reader's thread (`merge_walking`), which finds its in-order runs (one for a file in order)
-    // as it goes; the rare file that stops that merge (a run that starts before frames already
-    // analyzed, as `mergecap -a` writes, more than MAX_RUNS runs, a record cut short in a file out of
-    // order) is analyzed again from the start with its headers walked first (`time_runs`: in `jobs`
-    // parts at once on a large file) and its runs merged (`TimeRuns`, up to MAX_RUNS), or as below.
-    // Any other uncompressed file's stamps are walked first ([`first_backdated`]) and a file out of
-    // order goes through TimeOrder; a gzip'd one (a walk would decompress it twice) is analyzed in
-    // file order until its first backdated frame and then again. An uncompressed file is so analyzed
-    // once.
+    // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its
+    // warning. A mapped classic pcap is merged by timestamp while its record headers are walked a
+    // chunk ahead on the reader's thread (`merge_walking`), which finds its in-order runs (one for
+    // a file in order) as it goes; the rare file that stops that merge (a run that starts before
+    // frames already analyzed, as `mergecap -a` writes, more than MAX_RUNS runs, a record cut
+    // short in a file out of order) is analyzed again from the start with its headers walked first
+    // (`time_runs`: in `jobs` parts at once on a large file) and its runs merged (`TimeRuns`, up
+    // to MAX_RUNS), or as below. Any other uncompressed file's stamps are walked first
+    // ([`first_backdated`]) and a file out of order goes through TimeOrder; a gzip'd one (a walk
+    // would decompress it twice) is analyzed in file order until its first backdated frame and
+    // then again. An uncompressed file is so analyzed once.
     let backdated_note = |frame: u64| {
         progress.stage(&format!(
             "frame {frame} is stamped before the frame ahead of it: reading {shown} in \
