@@ -22,10 +22,12 @@ mod input;
 mod mapped;
 mod ng;
 mod runs;
+mod stream;
 
 pub use input::Follow;
 use ng::{NgState, read_ng};
 pub use runs::{Backdated, RUN_BYTES, TimeRuns};
+pub use stream::{Abort, LEAD, Streamed};
 
 use crate::error::io_error;
 use crate::{BadCaptureKind, ObserveError, PacketSource, SourceSummary};
@@ -250,6 +252,24 @@ impl CaptureFile {
         }
     }
 
+    /// Hands every frame to `f` merged by timestamp as [`TimeRuns::for_each`] does (in file
+    /// order for a file in order) while the record headers are walked a chunk ahead on this
+    /// thread: the analysis starts at once and reads each page right after the walk, in one
+    /// pass over memory (`stream`'s module docs). `Err` when the merge had to stop (the frames
+    /// handed on so far are to be dropped and the file read as before); `None` for a file not
+    /// read through a map.
+    pub fn merge_walking(
+        &self,
+        max_runs: usize,
+        backdated: &runs::Backdated,
+        f: &mut dyn FnMut(&RawPacket<'_>),
+    ) -> Option<Result<Streamed, Abort>> {
+        match &self.inner {
+            Inner::Mapped(st) => Some(stream::merge_walking(st, max_runs, backdated, f)),
+            _ => None,
+        }
+    }
+
     /// The map of a file read in place, for a consumer that reads frames after the
     /// callback returns (pages are then released only behind it); `None` for a file read
     /// through a stream (its frames are gone when the callback returns).
@@ -258,6 +278,11 @@ impl CaptureFile {
             Inner::Mapped(st) => Some(st.share()),
             _ => None,
         }
+    }
+
+    /// Whether the file is read in place through a map (a classic pcap regular file).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.inner, Inner::Mapped(_))
     }
 
     /// Whether the data was gzip'd.

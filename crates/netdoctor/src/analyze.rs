@@ -15,7 +15,7 @@ use netdoctor_core::analyze::order::{DEPTH, StampOrder, TimeOrder, backdated_aft
 use netdoctor_core::analyze::shard::ShardedAnalyzer;
 use netdoctor_core::analyze::{Analyzer, AnalyzerConfig};
 use netdoctor_observe::PacketSource;
-use netdoctor_observe::pcapfile::{CaptureFile, Follow, RUN_BYTES, TimeRuns};
+use netdoctor_observe::pcapfile::{Abort, CaptureFile, Follow, RUN_BYTES, TimeRuns};
 use netdoctor_report::{
     CaptureSection, CaptureSource, Check, CheckName, Report, ReportCommand, Target,
 };
@@ -42,6 +42,8 @@ pub fn command(args: &AnalyzeArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
 /// How a capture is read: in file order, its in-order runs merged by timestamp (with the
 /// frames backdated), or through the reorder buffer.
 enum Pass<'f> {
+    /// Merged by timestamp while the record headers are walked (may stop: `None`).
+    Walking(&'f CaptureFile),
     File(&'f mut CaptureFile),
     Runs(TimeRuns<'f>, u64),
     Reorder(&'f mut CaptureFile),
@@ -94,13 +96,22 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         .unwrap_or_else(|| default_jobs(&args.file, args.follow));
     // A regular file is read in timestamp order when it holds a backdated frame
     // (netdoctor_core::analyze::order); a pipe or a followed file keeps file order and its
-    // warning. A mapped classic pcap's record headers are walked first (`time_runs`: in
-    // `jobs` parts at once on a large file), which tells both whether it is in order and, if
-    // not, its in-order runs, merged by timestamp while it is read (`TimeRuns`, up to
-    // MAX_RUNS). Any other uncompressed file's stamps are walked first ([`first_backdated`])
-    // and a file out of order goes through TimeOrder; a gzip'd one (a walk would decompress it
-    // twice) is analyzed in file order until its first backdated frame and then again. An
-    // uncompressed file is so analyzed once.
+    // warning. A mapped classic pcap is merged by timestamp while its record headers are walked a
+    // chunk ahead on the reader's thread (`merge_walking`), which finds its in-order runs (one for
+    // a file in order) as it goes; the rare file that stops that merge (a run that starts before
+    // frames already analyzed, as `mergecap -a` writes, more than MAX_RUNS runs, a record cut
+    // short in a file out of order) is analyzed again from the start with its headers walked first
+    // (`time_runs`: in `jobs` parts at once on a large file) and its runs merged (`TimeRuns`, up
+    // to MAX_RUNS), or as below. Any other uncompressed file's stamps are walked first
+    // ([`first_backdated`]) and a file out of order goes through TimeOrder; a gzip'd one (a walk
+    // would decompress it twice) is analyzed in file order until its first backdated frame and
+    // then again. An uncompressed file is so analyzed once.
+    let backdated_note = |frame: u64| {
+        progress.stage(&format!(
+            "frame {frame} is stamped before the frame ahead of it: reading {shown} in \
+             timestamp order"
+        ));
+    };
     let rereads = rereadable(&args.file, args.follow);
     let scanned = rereads && !file.is_gzip();
     let read = |pass: Pass<'_>| {
@@ -109,6 +120,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
             // Frames read in place from the map go to the workers as offsets into it; the
             // reader then drops pages only behind the workers.
             let shared = match &pass {
+                Pass::Walking(file) => file.share_map(),
                 Pass::File(file) => file.share_map(),
                 Pass::Runs(runs, _) => Some(runs.share_map()),
                 Pass::Reorder(_) => None,
@@ -127,6 +139,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
             };
             // The reader that merges runs or reorders frames takes fewer connections.
             Engine::Sharded(Box::new(match &pass {
+                Pass::Walking(_) => sharded.walking_and_merging(),
                 Pass::File(_) => sharded,
                 Pass::Runs(..) | Pass::Reorder(_) => sharded.merging_by_time(),
             }))
@@ -155,6 +168,34 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
         let mut merged = None;
         let mut sorted = 0;
         let summary = match pass {
+            Pass::Walking(file) => {
+                let walked = file.merge_walking(MAX_RUNS, &backdated_after, &mut feed);
+                match walked {
+                    Some(Ok(w)) => {
+                        if let Some(frame) = w.first_backdated {
+                            backdated_note(frame);
+                            progress
+                                .stage(&format!("{} runs in timestamp order: merged them", w.runs));
+                        }
+                        merged = Some((w.runs, w.moved));
+                        sorted = w.backdated;
+                        w.summary
+                    }
+                    stopped => {
+                        progress.end_ticks();
+                        if let Engine::Sharded(a) = analyzer {
+                            a.abandon();
+                        }
+                        if let Some(Err(why)) = stopped {
+                            progress.stage(&format!(
+                                "{}: walking {shown} before the analysis",
+                                stop_reason(why)
+                            ));
+                        }
+                        return Ok(None);
+                    }
+                }
+            }
             Pass::Runs(runs, backdated) => {
                 progress.stage(&format!(
                     "{} runs in timestamp order: merging them",
@@ -201,43 +242,55 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                 a.finish()
             }
         };
-        anyhow::Ok((summary, analysis, backdated_at, merged))
+        anyhow::Ok(Some((summary, analysis, backdated_at, merged)))
     };
-    let backdated_note = |frame: u64| {
-        progress.stage(&format!(
-            "frame {frame} is stamped before the frame ahead of it: reading {shown} in \
-             timestamp order"
-        ));
+    // Read by the full walk first when the merge during the walk stops (or the file is not
+    // mapped).
+    let walked = if scanned && file.is_mapped() {
+        read(Pass::Walking(&file))?
+    } else {
+        None
     };
-    let (summary, analysis, merged) = if scanned {
+    let (summary, analysis, merged) = if let Some((summary, analysis, _, merged)) = walked {
+        (summary, analysis, merged)
+    } else if scanned {
         let reopen = || CaptureFile::open_with(&args.file, None);
-        let (summary, analysis, _, merged) = match file.time_runs(MAX_RUNS, jobs, &backdated_after)
+        // Opened again: the stopped merge's hold on the map is not this reading's.
+        let reopened;
+        let walk = if file.is_mapped() {
+            reopened = reopen()?;
+            &reopened
+        } else {
+            &file
+        };
+        let (summary, analysis, _, merged) = match walk.time_runs(MAX_RUNS, jobs, &backdated_after)
         {
             Some((runs, backdated)) if backdated > 0 => {
                 if let Some(frame) = runs.first_backdated() {
                     backdated_note(frame);
                 }
-                read(Pass::Runs(runs, backdated))?
+                whole(read(Pass::Runs(runs, backdated))?)?
             }
-            Some(_) => read(Pass::File(&mut reopen()?))?,
+            Some(_) => whole(read(Pass::File(&mut reopen()?))?)?,
             None => match first_backdated(&mut reopen()?) {
                 Some(frame) => {
                     backdated_note(frame);
-                    read(Pass::Reorder(&mut reopen()?))?
+                    whole(read(Pass::Reorder(&mut reopen()?))?)?
                 }
-                None => read(Pass::File(&mut reopen()?))?,
+                None => whole(read(Pass::File(&mut reopen()?))?)?,
             },
         };
         (summary, analysis, merged)
     } else {
-        let (mut summary, mut analysis, backdated_at, mut merged) = read(Pass::File(&mut file))?;
+        let (mut summary, mut analysis, backdated_at, mut merged) =
+            whole(read(Pass::File(&mut file))?)?;
         if let Some(frame) = backdated_at {
             progress.stage(&format!(
                 "frame {frame} is stamped before the frame ahead of it: reading {shown} again \
                  in timestamp order"
             ));
             let mut again = CaptureFile::open_with(&args.file, None)?;
-            (summary, analysis, _, merged) = read(Pass::Reorder(&mut again))?;
+            (summary, analysis, _, merged) = whole(read(Pass::Reorder(&mut again))?)?;
         }
         (summary, analysis, merged)
     };
@@ -293,6 +346,21 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
     report.decide(&inputs);
     report.elapsed_s = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// A pass that is not [`Pass::Walking`] never stops before the end of the file.
+fn whole<T>(pass: Option<T>) -> anyhow::Result<T> {
+    pass.ok_or_else(|| anyhow::anyhow!("a pass over the capture stopped before its end"))
+}
+
+/// Why the merge during the walk stopped, for the progress line.
+fn stop_reason(why: Abort) -> &'static str {
+    match why {
+        Abort::Late => "frames far out of time order (captures appended?)",
+        Abort::Runs => "too many runs of frames in time order",
+        Abort::Lead => "runs of frames in time order far apart",
+        Abort::Odd => "an odd record or frames out of order in a file cut short",
+    }
 }
 
 /// The first frame of `file` stamped before the frame ahead of it (as

@@ -14,6 +14,8 @@
 //! The key is the reorder buffer's, (timestamp, frame number): frames come out in the same
 //! order it gives whenever it can mend the file, and frame numbers stay the file's. Memory is
 //! [`RUN_BYTES`] a run; the caller bounds the runs (a file with more goes through the buffer).
+//! `analyze` reads a mapped pcap with the walk a chunk ahead of the merge (`super::stream`);
+//! this walk-first reading is for a file that stops that merge.
 //! Only a classic pcap file on the mapped path with no record the streaming reader would
 //! complain of (cut short, too long) is taken: anything else gives `None` and the caller keeps
 //! the streaming reader and its warnings.
@@ -33,10 +35,10 @@ pub const RUN_BYTES: usize = std::mem::size_of::<Run>() + 8 + 24;
 /// stamped `ts`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
-    pos: usize,
-    end: usize,
-    frame: u64,
-    ts: i64,
+    pub(super) pos: usize,
+    pub(super) end: usize,
+    pub(super) frame: u64,
+    pub(super) ts: i64,
 }
 
 /// The in-order runs of a mapped capture, found by [`walk`]; [`TimeRuns::for_each`] delivers
@@ -50,7 +52,7 @@ pub struct TimeRuns<'a> {
 /// One record: (timestamp, captured bytes, original length, the next record's position).
 /// `None` when it is cut short or longer than `limit` (the streaming reader's cases).
 #[inline]
-fn record<'d>(
+pub(super) fn record<'d>(
     data: &'d [u8],
     pos: usize,
     h: &LegacyHeader,
@@ -74,7 +76,7 @@ fn record<'d>(
     Some((ts, bytes, u32_at(12), next))
 }
 
-fn limit(h: &LegacyHeader) -> u32 {
+pub(super) fn limit(h: &LegacyHeader) -> u32 {
     if h.snaplen == 0 {
         MAX_CAPLEN
     } else {

@@ -11,3 +11,4 @@ mod page_hold;
 mod pcap_files;
 mod runs;
 mod streams;
+mod walking;

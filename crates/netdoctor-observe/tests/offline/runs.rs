@@ -9,7 +9,7 @@ use netdoctor_observe::CaptureFile;
 use std::path::Path;
 
 /// A classic little-endian microsecond pcap (Ethernet) of `(ts_us, payload)` records.
-fn pcap(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn pcap(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     out.extend_from_slice(&2u16.to_le_bytes());
@@ -23,7 +23,7 @@ fn pcap(frames: &[(i64, Vec<u8>)]) -> Vec<u8> {
     out
 }
 
-fn record(out: &mut Vec<u8>, ts_us: i64, data: &[u8]) {
+pub(crate) fn record(out: &mut Vec<u8>, ts_us: i64, data: &[u8]) {
     out.extend_from_slice(&((ts_us / 1_000_000) as u32).to_le_bytes());
     out.extend_from_slice(&((ts_us % 1_000_000) as u32).to_le_bytes());
     out.extend_from_slice(&(data.len() as u32).to_le_bytes());
@@ -33,10 +33,10 @@ fn record(out: &mut Vec<u8>, ts_us: i64, data: &[u8]) {
 
 /// What a walk found: runs, first backdated frame, frames, backdated count and the frame
 /// numbers in merged order.
-type Walked = (usize, Option<u64>, u64, u64, Vec<u64>);
+pub(crate) type Walked = (usize, Option<u64>, u64, u64, Vec<u64>);
 
 /// What a walk in `parts` found.
-fn walk(path: &Path, parts: usize) -> Option<Walked> {
+pub(crate) fn walk(path: &Path, parts: usize) -> Option<Walked> {
     let file = CaptureFile::open(path).expect("open");
     let (runs, back) = file.time_runs(1 << 20, parts, &backdated_after)?;
     let mut order = Vec::new();
@@ -52,7 +52,7 @@ fn walk(path: &Path, parts: usize) -> Option<Walked> {
 
 /// Frames of varied sizes, stamped mostly in order with a backdated frame every 97th and a
 /// second capture's worth appended part way (a long overlapping run).
-fn frames(n: usize, payload: impl Fn(usize) -> Vec<u8>) -> Vec<(i64, Vec<u8>)> {
+pub(crate) fn frames(n: usize, payload: impl Fn(usize) -> Vec<u8>) -> Vec<(i64, Vec<u8>)> {
     let base = 1_700_000_000_000_000i64;
     (0..n)
         .map(|i| {

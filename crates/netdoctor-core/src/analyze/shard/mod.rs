@@ -1,21 +1,21 @@
 //! The sharded analyzer (`analyze -j N`): N threads, the caller's one of them, with the same
 //! result as a single [`Analyzer`] over the same packets.
 //!
-//! - The reader (the caller's thread, [`ShardedAnalyzer::push`]) counts each packet and picks
-//!   its worker from the connection's endpoints read straight from the frame (untagged
-//!   Ethernet IPv4 by [`ipv4_route`]; every other frame through [`crate::decode::tcp_ends`]:
-//!   VLAN/SLL/loopback/raw IP, IPv6): their hash ([`route_hash`]) is symmetric, so both
-//!   directions of a connection go to one worker. The worker is picked when the connection's
-//!   hash bucket is first seen ([`Owners`]): the one given the fewest packets lately, the
-//!   reader's own counted heavier ([`route::READER_EIGHTHS`]; heavier still when it also
-//!   merges the file's runs by time, [`ShardedAnalyzer::merging_by_time`]), so a capture of a
-//!   few long connections splits evenly (the bench capture's 101 connections split 56/44 by the
-//!   hash alone). The pick depends on the packets only (identical runs pick alike) and no result
-//!   depends on it: every connection still lives on one worker. A frame that lies in the map of
-//!   the file ([`ShardedAnalyzer::with_region`]) goes into that worker's batch as an offset
-//!   into the map, any other is copied into the batch (one buffer per batch); the decoding is
-//!   left to the worker. The reader of the map is told how far every worker got, so it drops
-//!   pages only behind them.
+//! - The reader (the caller's thread, [`ShardedAnalyzer::push`]) counts each packet and picks its
+//!   worker from the connection's endpoints read straight from the frame (untagged Ethernet IPv4 by
+//!   [`ipv4_route`]; every other frame through [`crate::decode::tcp_ends`]: VLAN/SLL/loopback/raw
+//!   IP, IPv6): their hash ([`route_hash`]) is symmetric, so both directions of a connection go to
+//!   one worker. The worker is picked when the connection's hash bucket is first seen ([`Owners`]):
+//!   the one given the fewest packets lately, the reader's own counted heavier
+//!   ([`route::READER_EIGHTHS`]; heavier still when it also merges the file's runs by time,
+//!   [`ShardedAnalyzer::merging_by_time`], or also walks the file's record headers as it reads,
+//!   [`ShardedAnalyzer::walking_and_merging`]), so a capture of a few long connections splits
+//!   evenly (the bench capture's 101 connections split 56/44 by the hash alone). The pick depends
+//!   on the packets only (identical runs pick alike) and no result depends on it: every connection
+//!   still lives on one worker. A frame that lies in the map of the file
+//!   ([`ShardedAnalyzer::with_region`]) goes into that worker's batch as an offset into the map,
+//!   any other is copied into the batch (one buffer per batch); the decoding is left to the worker.
+//!   The reader of the map is told how far every worker got, so it drops pages only behind them.
 //!   Only the frames `tcp_ends` does not take (fragments, IPv6 extension headers, other
 //!   protocols, malformed headers) are decoded on the reader: a segment goes to the worker of
 //!   its key (decoded there again), anything else is counted there. Frames go in rounds of
@@ -318,6 +318,27 @@ impl ShardedAnalyzer {
     pub fn merging_by_time(mut self) -> ShardedAnalyzer {
         self.owners = Owners::weighted(self.batches.len(), route::READER_EIGHTHS_MERGING);
         self
+    }
+
+    /// For a reader that also walks the file's record headers as it reads them and merges
+    /// its runs by time (`CaptureFile::merge_walking`): it is given fewer connections still
+    /// ([`route::READER_EIGHTHS_WALKING`]). Call before the first push; no result depends on
+    /// it, only how the work is split.
+    pub fn walking_and_merging(mut self) -> ShardedAnalyzer {
+        self.owners = Owners::weighted(self.batches.len(), route::READER_EIGHTHS_WALKING);
+        self
+    }
+
+    /// Drops the analysis without a result (the caller reads the capture again another
+    /// way): the workers end and are joined.
+    pub fn abandon(mut self) {
+        self.to_workers.clear();
+        if let Some(h) = self.own.shared.handle() {
+            h.publish(u64::MAX);
+        }
+        for h in self.workers.drain(..) {
+            let _ = h.join();
+        }
     }
 
     /// As [`Analyzer::note_sorted_frames`].

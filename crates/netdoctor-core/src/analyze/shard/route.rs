@@ -41,6 +41,14 @@ pub(super) const READER_EIGHTHS: u32 = 16;
 /// → 36 → 40 gave 0.197, 0.196, 0.203, 0.208, 0.211 s, so the file-order weight stays.
 pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
 
+/// [`READER_EIGHTHS`] when the reader also walks the record headers a chunk ahead of the
+/// merge (`CaptureFile::merge_walking`, every mapped pcap since session 21): the walk is the
+/// first touch of every byte of the file, on the reader. Chosen by `perf record -e cpu-clock`
+/// samples per thread, 2 runs each (load 6–7, so not by wall time): 32 → 48 → 64 → 80 eighths
+/// gave the reader / worker ~950 / 780, 1030 / 880, 820 / 800, 830 / 815 samples on the bench
+/// capture (57 runs) and ~825 / 740, 785 / 770, 720 / 783, 750 / 810 on it sorted.
+pub(super) const READER_EIGHTHS_WALKING: u32 = 56;
+
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
 
