@@ -424,9 +424,11 @@ impl Analyzer {
                         spurious,
                         class,
                         at_dupack,
+                        sacked,
                     } => {
                         let timeout = class == RetxClass::Timeout;
-                        super::bulk::on_retransmission(c, i, pkt, seg.seq, spurious, timeout);
+                        let wasted = spurious || sacked;
+                        super::bulk::on_retransmission(c, i, pkt, seg.seq, wasted, timeout);
                         // Resent into the receiver's closed window: a probe of a full window
                         // (`ppa-inconsistent_printer`), the reader's stop, not a loss.
                         if c.dirs[j].zero.active() {

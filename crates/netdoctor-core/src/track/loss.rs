@@ -208,6 +208,10 @@ pub(crate) enum Old {
         /// the receiver's last ACK, and it was not already acknowledged. SACK recovery of
         /// other segments and resends later within an RTT are [`RetxClass::Fast`] without it.
         at_dupack: bool,
+        /// Not acknowledged cumulatively (`spurious` is false) but inside a SACK block the
+        /// receiver had sent: it resent bytes the receiver said it held. Spurious for the
+        /// episode; Wireshark does not flag it, so neither do the segment flags.
+        sacked: bool,
     },
 }
 
@@ -251,6 +255,9 @@ pub(crate) struct LossDir {
     /// The last retransmission already known to be spurious when sent (its D-SACK is not
     /// counted again).
     spurious_range: Option<(u32, u32)>,
+    /// The last retransmission inside a SACK block of the receiver: counted spurious in its
+    /// episode when sent, so its D-SACK is not counted there again.
+    sacked_range: Option<(u32, u32)>,
     /// Duplicate ACKs since the cumulative ACK last advanced.
     dupacks: u32,
     /// A SACK block above the cumulative ACK came since it last advanced.
@@ -340,6 +347,15 @@ impl LossDir {
         if spurious {
             self.spurious_range = Some((seq, end));
         }
+        // Inside a SACK block: the receiver had said it held these bytes, so the resend is
+        // spurious even when its D-SACK comes only after the episode closed
+        // (`suri-tcp-empty-sack`: 3326-3954 SACKed, resent with the hole's fill, D-SACKed after
+        // the ACK that closed the episode).
+        let had = !spurious && sacked;
+        if had {
+            self.sacked_range = Some((seq, end));
+        }
+        let wasted = spurious || had;
         let silence = self.last_tx.map_or(0, |p| pkt.ts_ns - p.ts_ns);
         let react = FAST_REACT_NS.max(rtt_ns.unwrap_or(0)).min(RTO_MIN_NS);
         let signalled = (self.dupacks >= 2 || self.sacked)
@@ -364,7 +380,7 @@ impl LossDir {
         match self.episode.as_mut() {
             Some(e) => {
                 e.retx += 1;
-                e.spurious += u32::from(spurious);
+                e.spurious += u32::from(wasted);
                 e.last = pkt;
                 e.timer_retx += u32::from(timeout);
                 if timeout && e.first_timer_ns.is_none() {
@@ -386,7 +402,7 @@ impl LossDir {
                     rto_ns: if timeout { silence } else { 0 },
                     stall_from: self.progress_ts.max(self.flight_ts),
                     retx: 1,
-                    spurious: u32::from(spurious),
+                    spurious: u32::from(wasted),
                     acked_at_start: acked,
                     setup: false,
                     unacked: false,
@@ -422,6 +438,7 @@ impl LossDir {
             spurious,
             class,
             at_dupack,
+            sacked: had,
         }
     }
 
@@ -557,7 +574,14 @@ impl LossDir {
             let inside = sack
                 .get(1)
                 .is_some_and(|&(l2, r2)| seq_ge(l, l2) && seq_ge(r2, r));
-            if (below || inside) && self.spurious_range != Some((l, r)) {
+            if (below || inside) && self.sacked_range == Some((l, r)) {
+                // Counted spurious when it was resent; the D-SACK confirms it.
+                news.dsack = true;
+                self.sacked_range = None;
+                if let Some(e) = self.episode.as_mut() {
+                    e.dsacked = true;
+                }
+            } else if (below || inside) && self.spurious_range != Some((l, r)) {
                 news.dsack = true;
                 if let Some(e) = self.episode.as_mut()
                     && e.spurious < e.retx
