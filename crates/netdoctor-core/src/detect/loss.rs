@@ -20,10 +20,11 @@
 //!   sender had been silent for ≥ [`RTO_MIN_NS`] before it (Linux' minimum RTO is 200 ms; a
 //!   tail-loss probe for a single outstanding segment waits as long), else a fast one (duplicate
 //!   ACKs, SACK, RACK, or a short tail-loss probe).
-//! - **Spurious**: the bytes were already acknowledged when they were resent, or the receiver
-//!   reported them with a D-SACK (a SACK block below the cumulative ACK or inside the next
-//!   block: "I got this twice"). Spurious retransmissions cost the requests nothing and are
-//!   not loss: a healthy server whose client was briefly starved of CPU must not look lossy.
+//! - **Spurious**: the bytes were already acknowledged when they were resent (cumulatively, or
+//!   inside a SACK block the receiver had sent), or the receiver reported them with a D-SACK
+//!   (a SACK block below the cumulative ACK or inside the next block: "I got this twice").
+//!   Spurious retransmissions cost the requests nothing and are not loss: a healthy server
+//!   whose client was briefly starved of CPU must not look lossy.
 //!
 //! Retransmissions are grouped into **episodes**: from the first retransmission until the
 //! cumulative ACK passes the highest byte sent when it began. An episode is a timeout episode
