@@ -85,7 +85,19 @@ impl ClientAborts {
                        makes its kernel send a reset. Load generators do this when they stop, \
                        browsers when a page is left; it does not slow the other requests down.";
         let s = self.stalled.min(n);
-        if s == 0 && self.bare >= n {
+        let gone = "A reset without the ACK flag is how a TCP stack answers a segment of a \
+                    connection it does not know (RFC 9293's <SEQ=SEG.ACK><CTL=RST>); a client \
+                    that closes its socket with data unread resets with ACK. Those connections \
+                    had been dropped on the client's host before the response arrived, without \
+                    a FIN or a reset (its application suspended or killed, the host asleep, \
+                    restarted or on another network), or a firewall or NAT in front of it forgot \
+                    the flow and answered for it.";
+        let gone_fix = "Look at the client at that time: was its application suspended or \
+                        killed, did its host sleep or change networks? A firewall or NAT that \
+                        resets unknown flows does the same (compare the reset's IP TTL with the \
+                        client's other packets).";
+        let bare = self.bare.min(n - s);
+        if s == 0 && bare == n {
             return (
                 frac(n),
                 Severity::Info,
@@ -95,20 +107,22 @@ impl ClientAborts {
                      with resets that acknowledge nothing: it no longer had those connections, \
                      and the responses were not read"
                 ),
-                "The resets came from the client's address without the ACK flag, their \
-                 sequence number taken from the server's acknowledgement: that is how a TCP \
-                 stack answers a segment of a connection it does not know (RFC 9293). A client \
-                 that closes its socket with data unread sends its reset with ACK; these \
-                 connections had been dropped on the client's host before the response \
-                 arrived, without a FIN or a reset (the application was suspended or killed, \
-                 the host slept, restarted or changed networks), or a firewall or NAT in front \
-                 of it forgot the flow and answered for it."
-                    .to_string(),
-                "Look at the client at that time: was its application suspended or killed, \
-                 did its host sleep or change networks? A firewall or NAT that resets unknown \
-                 flows does the same (compare the reset's IP TTL with the client's other \
-                 packets)."
-                    .to_string(),
+                gone.to_string(),
+                gone_fix.to_string(),
+            );
+        }
+        if s == 0 && bare > 0 {
+            return (
+                frac(n),
+                Severity::Info,
+                Side::Client,
+                format!(
+                    "The client reset {n} connections while a response was arriving; {bare} of \
+                     those resets acknowledge nothing: the client's host no longer had those \
+                     connections"
+                ),
+                format!("{flowing} {gone}"),
+                gone_fix.to_string(),
             );
         }
         if s == 0 {
