@@ -121,6 +121,16 @@ impl Analyzer {
             len: seg.payload_len,
         };
         c.last = Some(pkt);
+        // A loss episode held for a late D-SACK ends before anything of this packet is read,
+        // unless this is its receiver's ACK, which reads it first.
+        if let Some(ep) = c.dirs[i].loss.take_closing() {
+            self.hub.on_episode(c, ep);
+        }
+        if !(f.ack() && c.dirs[j].started)
+            && let Some(ep) = c.dirs[j].loss.take_closing()
+        {
+            self.hub.on_episode(c, ep);
+        }
         if !f.rst() {
             let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
             let d = &mut c.dirs[i];
@@ -288,6 +298,7 @@ impl Analyzer {
                 peer.nxt,
                 seg.sack.as_slice(),
                 same,
+                pure,
                 mss,
             );
             let acked_before = peer.acked;

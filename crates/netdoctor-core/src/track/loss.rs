@@ -258,6 +258,13 @@ pub(crate) struct LossDir {
     /// The last retransmission inside a SACK block of the receiver: counted spurious in its
     /// episode when sent, so its D-SACK is not counted there again.
     sacked_range: Option<(u32, u32)>,
+    /// An episode a pure ACK of the receiver closed, held until the connection's next packet
+    /// ([`Self::take_closing`]): when that packet is the receiver's D-SACK of a resend (the
+    /// resend arrived after the original, and the receiver reported it right after the ACK the
+    /// original earned), the resend counts as spurious (`ndpi-iphone`: two tail-loss probes of
+    /// the server, each D-SACKed by the phone in the packet after the ACK that closed its
+    /// episode, read as 2 segments lost).
+    closing: Option<Episode>,
     /// Duplicate ACKs since the cumulative ACK last advanced.
     dupacks: u32,
     /// A SACK block above the cumulative ACK came since it last advanced.
@@ -492,9 +499,15 @@ impl LossDir {
         nxt: u32,
         sack: &[(u32, u32)],
         pure: bool,
+        hold: bool,
         mss: u32,
     ) -> AckNews {
-        if sack.is_empty() && self.n_holes == 0 && self.episode.is_none() && !seq_gt(ack, nxt) {
+        if sack.is_empty()
+            && self.n_holes == 0
+            && self.episode.is_none()
+            && self.closing.is_none()
+            && !seq_gt(ack, nxt)
+        {
             self.last_ack = Some((ack, ts_ns));
             let advanced = prev.is_none_or(|p| seq_gt(ack, p));
             return AckNews {
@@ -502,7 +515,7 @@ impl LossDir {
                 ..AckNews::default()
             };
         }
-        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, mss)
+        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, hold, mss)
     }
 
     /// The cumulative ACK moved up (`advanced`), or a pure ACK repeated it below `nxt`: a
@@ -528,7 +541,9 @@ impl LossDir {
         }
     }
 
-    /// [`Self::on_peer_ack`] with SACK blocks, holes, an open episode or an ACK beyond `nxt`.
+    /// [`Self::on_peer_ack`] with SACK blocks, holes, an open or held episode or an ACK beyond
+    /// `nxt`. `hold`: the ACK carries nothing else (no data, FIN or reset), so an episode it
+    /// closes may wait for the receiver's next packet ([`Self::closing`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn on_peer_ack_full(
@@ -539,9 +554,11 @@ impl LossDir {
         nxt: u32,
         sack: &[(u32, u32)],
         pure: bool,
+        hold: bool,
         mss: u32,
     ) -> AckNews {
         let mut news = AckNews::default();
+        let mut held = self.closing.take();
         self.last_ack = Some((ack, ts_ns));
         let advanced = prev.is_none_or(|p| seq_gt(ack, p));
         // Blocks in another sequence space ([`MAX_WINDOW_SPAN`]) are not read, with one
@@ -562,7 +579,7 @@ impl LossDir {
         if foreign_dsack {
             // Which range it names cannot be read: it counts for the open episode only (not
             // for a keep-alive probe's byte, which some stacks answer with a D-SACK too).
-            if let Some(e) = self.episode.as_mut()
+            if let Some(e) = self.episode.as_mut().or(held.as_mut())
                 && e.spurious < e.retx
             {
                 news.dsack = true;
@@ -578,12 +595,16 @@ impl LossDir {
                 // Counted spurious when it was resent; the D-SACK confirms it.
                 news.dsack = true;
                 self.sacked_range = None;
-                if let Some(e) = self.episode.as_mut() {
+                if let Some(e) = self.episode.as_mut().or(held.as_mut()) {
                     e.dsacked = true;
                 }
             } else if (below || inside) && self.spurious_range != Some((l, r)) {
                 news.dsack = true;
-                if let Some(e) = self.episode.as_mut()
+                // The held episode: only a block inside what it resent.
+                let late = held.as_mut().filter(|e| {
+                    seq_ge(e.recover, r) && e.acked_at_start.is_none_or(|a| seq_ge(l, a))
+                });
+                if let Some(e) = self.episode.as_mut().or(late)
                     && e.spurious < e.retx
                 {
                     e.spurious += 1;
@@ -661,10 +682,25 @@ impl LossDir {
         if let Some(e) = self.episode
             && seq_ge(ack, e.recover)
         {
-            news.closed = Some(e);
             self.episode = None;
+            if held.is_none() && !(hold && !e.is_spurious()) {
+                news.closed = Some(e);
+            } else {
+                // Held; or, behind an episode already held (the sender's packets end one
+                // before they are read, so not expected), told at the next packet.
+                self.closing = Some(e);
+            }
+        }
+        if held.is_some() {
+            news.closed = held;
         }
         news
+    }
+
+    /// The episode held by [`Self::closing`], ended by a packet of the connection that is not
+    /// its receiver's ACK (that one reads it first, in [`Self::on_peer_ack`]).
+    pub(crate) fn take_closing(&mut self) -> Option<Episode> {
+        self.closing.take()
     }
 
     /// The receiver of this direction's data sent a packet (any: an ACK, data, a reset);
@@ -690,7 +726,10 @@ impl LossDir {
     }
 
     /// The connection ended or the capture did: an episode still open ends here.
+    /// A held episode (acknowledged) comes first; call until `None`.
     pub(crate) fn take_open(&mut self) -> Option<Episode> {
-        self.episode.take().map(|e| Episode { unacked: true, ..e })
+        self.closing
+            .take()
+            .or_else(|| self.episode.take().map(|e| Episode { unacked: true, ..e }))
     }
 }
