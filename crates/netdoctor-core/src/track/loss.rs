@@ -683,7 +683,7 @@ impl LossDir {
             && seq_ge(ack, e.recover)
         {
             self.episode = None;
-            if held.is_none() && !(hold && !e.is_spurious()) {
+            if held.is_none() && (!hold || e.is_spurious()) {
                 news.closed = Some(e);
             } else {
                 // Held; or, behind an episode already held (the sender's packets end one
