@@ -27,7 +27,9 @@
 //!   whose client was briefly starved of CPU must not look lossy.
 //!
 //! Retransmissions are grouped into **episodes**: from the first retransmission until the
-//! cumulative ACK passes the highest byte sent when it began. An episode is a timeout episode
+//! cumulative ACK passes the highest byte sent when it began (an episode a pure ACK ends is
+//! told at the connection's next packet, so that a D-SACK the receiver sends right after that
+//! ACK still counts: a resend that arrived after the original, `ndpi-iphone`). An episode is a timeout episode
 //! if any of its retransmissions was. Its **stall** runs from the last moment the transfer was
 //! known to progress (the last cumulative ACK advance, or the start of the flight when the
 //! sender had nothing outstanding) to its last retransmission; entirely spurious episodes have
