@@ -468,7 +468,7 @@ impl Hub {
     /// progress).
     pub(super) fn flush_stalls(&mut self, c: &mut Conn) {
         for k in 0..2 {
-            if let Some(ep) = c.dirs[k].loss.take_open() {
+            while let Some(ep) = c.dirs[k].loss.take_open() {
                 self.on_episode(c, ep);
             }
             if let Some(last) = c.last

@@ -121,6 +121,16 @@ impl Analyzer {
             len: seg.payload_len,
         };
         c.last = Some(pkt);
+        // A loss episode held for a late D-SACK ends before anything of this packet is read,
+        // unless this is its receiver's ACK, which reads it first.
+        if let Some(ep) = c.dirs[i].loss.take_closing() {
+            self.hub.on_episode(c, ep);
+        }
+        if !(f.ack() && c.dirs[j].started)
+            && let Some(ep) = c.dirs[j].loss.take_closing()
+        {
+            self.hub.on_episode(c, ep);
+        }
         if !f.rst() {
             let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
             let d = &mut c.dirs[i];
@@ -288,6 +298,7 @@ impl Analyzer {
                 peer.nxt,
                 seg.sack.as_slice(),
                 same,
+                pure,
                 mss,
             );
             let acked_before = peer.acked;
@@ -424,9 +435,11 @@ impl Analyzer {
                         spurious,
                         class,
                         at_dupack,
+                        sacked,
                     } => {
                         let timeout = class == RetxClass::Timeout;
-                        super::bulk::on_retransmission(c, i, pkt, seg.seq, spurious, timeout);
+                        let wasted = spurious || sacked;
+                        super::bulk::on_retransmission(c, i, pkt, seg.seq, wasted, timeout);
                         // Resent into the receiver's closed window: a probe of a full window
                         // (`ppa-inconsistent_printer`), the reader's stop, not a loss.
                         if c.dirs[j].zero.active() {

@@ -20,13 +20,16 @@
 //!   sender had been silent for ≥ [`RTO_MIN_NS`] before it (Linux' minimum RTO is 200 ms; a
 //!   tail-loss probe for a single outstanding segment waits as long), else a fast one (duplicate
 //!   ACKs, SACK, RACK, or a short tail-loss probe).
-//! - **Spurious**: the bytes were already acknowledged when they were resent, or the receiver
-//!   reported them with a D-SACK (a SACK block below the cumulative ACK or inside the next
-//!   block: "I got this twice"). Spurious retransmissions cost the requests nothing and are
-//!   not loss: a healthy server whose client was briefly starved of CPU must not look lossy.
+//! - **Spurious**: the bytes were already acknowledged when they were resent (cumulatively, or
+//!   inside a SACK block the receiver had sent), or the receiver reported them with a D-SACK
+//!   (a SACK block below the cumulative ACK or inside the next block: "I got this twice").
+//!   Spurious retransmissions cost the requests nothing and are not loss: a healthy server
+//!   whose client was briefly starved of CPU must not look lossy.
 //!
 //! Retransmissions are grouped into **episodes**: from the first retransmission until the
-//! cumulative ACK passes the highest byte sent when it began. An episode is a timeout episode
+//! cumulative ACK passes the highest byte sent when it began (an episode a pure ACK ends is
+//! told at the connection's next packet, so that a D-SACK the receiver sends right after that
+//! ACK still counts: a resend that arrived after the original, `ndpi-iphone`). An episode is a timeout episode
 //! if any of its retransmissions was. Its **stall** runs from the last moment the transfer was
 //! known to progress (the last cumulative ACK advance, or the start of the flight when the
 //! sender had nothing outstanding) to its last retransmission; entirely spurious episodes have

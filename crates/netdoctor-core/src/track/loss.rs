@@ -5,6 +5,9 @@
 
 use crate::event::Pkt;
 
+mod episode;
+pub use episode::{Episode, RetxClass};
+
 /// Silence before a retransmission that marks it as timer-driven (Linux: RTO ≥ 200 ms).
 pub const RTO_MIN_NS: i64 = 150_000_000;
 /// A fill that comes less than RTT / this after the receiver's complaint is out of order.
@@ -42,160 +45,6 @@ struct Hole {
     signalled: Option<i64>,
 }
 
-/// A group of retransmissions repairing one loss.
-#[derive(Clone, Copy, Debug)]
-pub struct Episode {
-    /// The episode ends when the cumulative ACK reaches this.
-    recover: u32,
-    pub first: Pkt,
-    pub last: Pkt,
-    /// The sender's last transmission before the first retransmission.
-    pub before: Option<Pkt>,
-    pub timeout: bool,
-    /// Silence before the first timeout retransmission (the RTO), 0 without a timeout.
-    pub rto_ns: i64,
-    stall_from: i64,
-    pub retx: u32,
-    pub spurious: u32,
-    /// The peer's cumulative ACK of this direction when the episode began.
-    pub acked_at_start: Option<u32>,
-    /// The retransmitted data was a connection's first request, of which the server had
-    /// acknowledged nothing (set by the analyzer): at setup, a full listen queue drops it
-    /// as readily as the path.
-    pub setup: bool,
-    /// The capture (or the connection) ended before the receiver acknowledged the
-    /// retransmitted data: the stall lasted at least until the last retransmission.
-    pub unacked: bool,
-    /// Retransmissions sent by the sender's timer (silence ≥ [`RTO_MIN_NS`] before them, no
-    /// loss signal): how often the timer fired.
-    pub timer_retx: u32,
-    /// Sequence number of the first retransmitted segment, and how many times a segment
-    /// starting there was resent (the most any one segment was resent, in practice: the
-    /// timer resends the oldest unacknowledged segment each time).
-    head_seq: u32,
-    pub head_resends: u32,
-    /// The receiver's last packet (an ACK, also a duplicate, data, a reset) while the episode
-    /// was open, and the
-    /// first timer-driven retransmission: a receiver that answered nothing after the timer
-    /// began firing went silent (or the capture stopped seeing it).
-    pub peer_last_ns: Option<i64>,
-    pub first_timer_ns: Option<i64>,
-    /// The receiver answered with a reset that acknowledges nothing (RFC 9293's
-    /// `<SEQ=SEG.ACK><CTL=RST>`): what a host sends for a segment of a connection it does not
-    /// have. The sender's data reached the receiver's host, which had dropped the connection
-    /// without a FIN or a reset; that reset is not counted in `peer_last_ns` (it shows the host
-    /// up, not the connection alive).
-    pub peer_forgot: bool,
-    /// The capture point was near the receiver of the retransmitted data (from the
-    /// handshake, set by the analyzer; `None` without one): what the capture shows arriving
-    /// reached the receiver's host.
-    pub near_receiver: Option<bool>,
-    /// The first retransmission repeated bytes the capture had already seen (not a hole) and
-    /// the receiver had not acknowledged, cumulatively or by SACK: the original passed the
-    /// capture point and the receiver never said it had it. Set only for a retransmission
-    /// the receiver signalled (duplicate ACKs, SACK), the sender's timer sent, or a tail-loss
-    /// probe; never inside a range the capture missed (a hole, also one a bare FIN jumped
-    /// over, or one forgotten past [`MAX_HOLES`]).
-    pub original_seen: bool,
-    /// What made the sender resend the first time (its timer, a tail-loss probe, the
-    /// receiver's duplicate ACKs or SACK).
-    pub class: RetxClass,
-    /// The receiver reported a retransmission of the episode as received twice (D-SACK).
-    pub dsacked: bool,
-    /// Not one packet of the receiver was captured on the connection (set by the analyzer
-    /// when the connection ends): whether it got the data cannot be seen.
-    pub receiver_unseen: bool,
-    /// The receiver's window was closed (zero, or near zero below one MSS) when the episode
-    /// began (set by the analyzer): the sender filled the little window left and probed it
-    /// again; no loss is shown, the reader's stop is (`zero_window` tells it).
-    pub window_closed: bool,
-    /// The original never reached the capture point: a resend that looks like new data, told
-    /// by a skip of the sender's IPv4 ids (set by the analyzer, never by this tracker).
-    pub before_capture: bool,
-}
-
-impl Episode {
-    /// The episode's packets as evidence: the last one sent before the loss (if known), the
-    /// first retransmission and, when another, the last one.
-    pub fn packet_refs(&self, t0_ns: i64) -> Vec<crate::finding::PacketRef> {
-        let mut packets = Vec::with_capacity(3);
-        if let Some(b) = self.before {
-            packets.push(b.to_ref(t0_ns));
-        }
-        packets.push(self.first.to_ref(t0_ns));
-        if self.last.frame != self.first.frame {
-            packets.push(self.last.to_ref(t0_ns));
-        }
-        packets
-    }
-
-    /// An episode of `retx` retransmissions (`spurious` of them spurious) from `first` to
-    /// `last`, stalled since `stall_from` (for detectors' tests and synthetic streams).
-    pub fn synthetic(first: Pkt, last: Pkt, stall_from: i64, retx: u32, spurious: u32) -> Self {
-        let silence = first.ts_ns - stall_from;
-        Episode {
-            recover: 0,
-            first,
-            last,
-            before: None,
-            timeout: silence >= RTO_MIN_NS,
-            rto_ns: if silence >= RTO_MIN_NS { silence } else { 0 },
-            stall_from,
-            retx,
-            spurious,
-            acked_at_start: None,
-            setup: false,
-            unacked: false,
-            timer_retx: u32::from(silence >= RTO_MIN_NS),
-            head_seq: 0,
-            head_resends: retx,
-            peer_last_ns: None,
-            first_timer_ns: (silence >= RTO_MIN_NS).then_some(first.ts_ns),
-            peer_forgot: false,
-            near_receiver: None,
-            original_seen: false,
-            class: if silence >= RTO_MIN_NS {
-                RetxClass::Timeout
-            } else {
-                RetxClass::Fast
-            },
-            dsacked: false,
-            receiver_unseen: false,
-            window_closed: false,
-            before_capture: false,
-        }
-    }
-
-    /// Time the transfer was stalled by this loss (0 when every retransmission was spurious).
-    pub fn stall_ns(&self) -> i64 {
-        if self.spurious >= self.retx {
-            0
-        } else {
-            (self.last.ts_ns - self.stall_from).max(0)
-        }
-    }
-    pub fn stall_start_ns(&self) -> i64 {
-        self.stall_from
-    }
-    pub fn is_spurious(&self) -> bool {
-        self.spurious >= self.retx
-    }
-    /// Minimum timer retransmissions, none answered, for [`Episode::peer_silent`].
-    pub const SILENT_TIMER_RETX: u32 = 3;
-    /// The receiver went silent: the episode was never acknowledged, the sender's timer fired
-    /// at least [`Episode::SILENT_TIMER_RETX`] times (0.2 + 0.4 + 0.8 s at least, with the
-    /// usual doubling), and the receiver sent no ACK at all from the first of those on, though
-    /// it had acknowledged this direction's data before (its direction was captured).
-    pub fn peer_silent(&self) -> bool {
-        self.unacked
-            && self.acked_at_start.is_some()
-            && self.timer_retx >= Self::SILENT_TIMER_RETX
-            && self
-                .first_timer_ns
-                .is_some_and(|t| self.peer_last_ns.is_none_or(|a| a < t))
-    }
-}
-
 /// What a data segment that is not entirely new turned out to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Old {
@@ -208,23 +57,11 @@ pub(crate) enum Old {
         /// the receiver's last ACK, and it was not already acknowledged. SACK recovery of
         /// other segments and resends later within an RTT are [`RetxClass::Fast`] without it.
         at_dupack: bool,
+        /// Not acknowledged cumulatively (`spurious` is false) but inside a SACK block the
+        /// receiver had sent: it resent bytes the receiver said it held. Spurious for the
+        /// episode; Wireshark does not flag it, so neither do the segment flags.
+        sacked: bool,
     },
-}
-
-/// What made the sender resend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RetxClass {
-    /// The receiver signalled the loss (≥ 2 duplicate ACKs, or SACK blocks above the
-    /// cumulative ACK) less than [`FAST_REACT_NS`] (or an RTT) before: fast retransmit /
-    /// SACK recovery.
-    Fast,
-    /// No signal, and the sender had been silent ≥ [`RTO_MIN_NS`]: its retransmission timer.
-    Timeout,
-    /// No signal, the sender's highest segment, before the RTO: a tail-loss probe.
-    Probe,
-    /// No captured signal, before any timer and not the highest segment (RACK's reordering
-    /// timer, or signals the capture missed): counted with the fast ones.
-    Quick,
 }
 
 /// What an ACK of this direction's data told us.
@@ -251,6 +88,16 @@ pub(crate) struct LossDir {
     /// The last retransmission already known to be spurious when sent (its D-SACK is not
     /// counted again).
     spurious_range: Option<(u32, u32)>,
+    /// The last retransmission inside a SACK block of the receiver: counted spurious in its
+    /// episode when sent, so its D-SACK is not counted there again.
+    sacked_range: Option<(u32, u32)>,
+    /// An episode a pure ACK of the receiver closed, held until the connection's next packet
+    /// ([`Self::take_closing`]): when that packet is the receiver's D-SACK of a resend (the
+    /// resend arrived after the original, and the receiver reported it right after the ACK the
+    /// original earned), the resend counts as spurious (`ndpi-iphone`: two tail-loss probes of
+    /// the server, each D-SACKed by the phone in the packet after the ACK that closed its
+    /// episode, read as 2 segments lost).
+    closing: Option<Episode>,
     /// Duplicate ACKs since the cumulative ACK last advanced.
     dupacks: u32,
     /// A SACK block above the cumulative ACK came since it last advanced.
@@ -340,6 +187,15 @@ impl LossDir {
         if spurious {
             self.spurious_range = Some((seq, end));
         }
+        // Inside a SACK block: the receiver had said it held these bytes, so the resend is
+        // spurious even when its D-SACK comes only after the episode closed
+        // (`suri-tcp-empty-sack`: 3326-3954 SACKed, resent with the hole's fill, D-SACKed after
+        // the ACK that closed the episode).
+        let had = !spurious && sacked;
+        if had {
+            self.sacked_range = Some((seq, end));
+        }
+        let wasted = spurious || had;
         let silence = self.last_tx.map_or(0, |p| pkt.ts_ns - p.ts_ns);
         let react = FAST_REACT_NS.max(rtt_ns.unwrap_or(0)).min(RTO_MIN_NS);
         let signalled = (self.dupacks >= 2 || self.sacked)
@@ -364,7 +220,7 @@ impl LossDir {
         match self.episode.as_mut() {
             Some(e) => {
                 e.retx += 1;
-                e.spurious += u32::from(spurious);
+                e.spurious += u32::from(wasted);
                 e.last = pkt;
                 e.timer_retx += u32::from(timeout);
                 if timeout && e.first_timer_ns.is_none() {
@@ -386,7 +242,7 @@ impl LossDir {
                     rto_ns: if timeout { silence } else { 0 },
                     stall_from: self.progress_ts.max(self.flight_ts),
                     retx: 1,
-                    spurious: u32::from(spurious),
+                    spurious: u32::from(wasted),
                     acked_at_start: acked,
                     setup: false,
                     unacked: false,
@@ -422,6 +278,7 @@ impl LossDir {
             spurious,
             class,
             at_dupack,
+            sacked: had,
         }
     }
 
@@ -475,9 +332,15 @@ impl LossDir {
         nxt: u32,
         sack: &[(u32, u32)],
         pure: bool,
+        hold: bool,
         mss: u32,
     ) -> AckNews {
-        if sack.is_empty() && self.n_holes == 0 && self.episode.is_none() && !seq_gt(ack, nxt) {
+        if sack.is_empty()
+            && self.n_holes == 0
+            && self.episode.is_none()
+            && self.closing.is_none()
+            && !seq_gt(ack, nxt)
+        {
             self.last_ack = Some((ack, ts_ns));
             let advanced = prev.is_none_or(|p| seq_gt(ack, p));
             return AckNews {
@@ -485,7 +348,7 @@ impl LossDir {
                 ..AckNews::default()
             };
         }
-        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, mss)
+        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, hold, mss)
     }
 
     /// The cumulative ACK moved up (`advanced`), or a pure ACK repeated it below `nxt`: a
@@ -511,7 +374,9 @@ impl LossDir {
         }
     }
 
-    /// [`Self::on_peer_ack`] with SACK blocks, holes, an open episode or an ACK beyond `nxt`.
+    /// [`Self::on_peer_ack`] with SACK blocks, holes, an open or held episode or an ACK beyond
+    /// `nxt`. `hold`: the ACK carries nothing else (no data, FIN or reset), so an episode it
+    /// closes may wait for the receiver's next packet ([`Self::closing`]).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn on_peer_ack_full(
@@ -522,9 +387,11 @@ impl LossDir {
         nxt: u32,
         sack: &[(u32, u32)],
         pure: bool,
+        hold: bool,
         mss: u32,
     ) -> AckNews {
         let mut news = AckNews::default();
+        let mut held = self.closing.take();
         self.last_ack = Some((ack, ts_ns));
         let advanced = prev.is_none_or(|p| seq_gt(ack, p));
         // Blocks in another sequence space ([`MAX_WINDOW_SPAN`]) are not read, with one
@@ -545,7 +412,7 @@ impl LossDir {
         if foreign_dsack {
             // Which range it names cannot be read: it counts for the open episode only (not
             // for a keep-alive probe's byte, which some stacks answer with a D-SACK too).
-            if let Some(e) = self.episode.as_mut()
+            if let Some(e) = self.episode.as_mut().or(held.as_mut())
                 && e.spurious < e.retx
             {
                 news.dsack = true;
@@ -557,9 +424,20 @@ impl LossDir {
             let inside = sack
                 .get(1)
                 .is_some_and(|&(l2, r2)| seq_ge(l, l2) && seq_ge(r2, r));
-            if (below || inside) && self.spurious_range != Some((l, r)) {
+            if (below || inside) && self.sacked_range == Some((l, r)) {
+                // Counted spurious when it was resent; the D-SACK confirms it.
                 news.dsack = true;
-                if let Some(e) = self.episode.as_mut()
+                self.sacked_range = None;
+                if let Some(e) = self.episode.as_mut().or(held.as_mut()) {
+                    e.dsacked = true;
+                }
+            } else if (below || inside) && self.spurious_range != Some((l, r)) {
+                news.dsack = true;
+                // The held episode: only a block inside what it resent.
+                let late = held.as_mut().filter(|e| {
+                    seq_ge(e.recover, r) && e.acked_at_start.is_none_or(|a| seq_ge(l, a))
+                });
+                if let Some(e) = self.episode.as_mut().or(late)
                     && e.spurious < e.retx
                 {
                     e.spurious += 1;
@@ -637,10 +515,25 @@ impl LossDir {
         if let Some(e) = self.episode
             && seq_ge(ack, e.recover)
         {
-            news.closed = Some(e);
             self.episode = None;
+            if held.is_none() && (!hold || e.is_spurious()) {
+                news.closed = Some(e);
+            } else {
+                // Held; or, behind an episode already held (the sender's packets end one
+                // before they are read, so not expected), told at the next packet.
+                self.closing = Some(e);
+            }
+        }
+        if held.is_some() {
+            news.closed = held;
         }
         news
+    }
+
+    /// The episode held by [`Self::closing`], ended by a packet of the connection that is not
+    /// its receiver's ACK (that one reads it first, in [`Self::on_peer_ack`]).
+    pub(crate) fn take_closing(&mut self) -> Option<Episode> {
+        self.closing.take()
     }
 
     /// The receiver of this direction's data sent a packet (any: an ACK, data, a reset);
@@ -666,7 +559,10 @@ impl LossDir {
     }
 
     /// The connection ended or the capture did: an episode still open ends here.
+    /// A held episode (acknowledged) comes first; call until `None`.
     pub(crate) fn take_open(&mut self) -> Option<Episode> {
-        self.episode.take().map(|e| Episode { unacked: true, ..e })
+        self.closing
+            .take()
+            .or_else(|| self.episode.take().map(|e| Episode { unacked: true, ..e }))
     }
 }

@@ -9,7 +9,12 @@
 //!   arriving" (info, "it does not slow the other requests down").
 //! - `suri-tcp-empty-sack`: the phone's reset comes 3.9 s after the server's TLS close alert
 //!   (1.1 s after its last resend; the phone had dropped the connection: `silent_peer`'s
-//!   story); under the 5 s of a stall, so it stays the info abort, a consequence of that story.
+//!   story); under the 5 s of a stall, so it stays an info abort, a consequence of that story.
+//!   Its reset has no ACK flag (#42, `[R]`): a host that no longer had the connection, not a
+//!   client closing with data unread (those reset with ACK). Told before as "The client reset
+//!   1 connections while a response was arriving", "Nothing to do unless the client did not
+//!   mean to abort". The same capture with that reset made a RST|ACK keeps that story
+//!   (`silent_peer`'s look-alike).
 
 use crate::common;
 
@@ -73,16 +78,28 @@ fn a_client_that_gave_up_on_a_stalled_response_failed_its_request() {
 }
 
 #[test]
-fn a_reset_soon_after_the_last_response_byte_stays_an_info_abort() {
+fn a_bare_reset_soon_after_the_last_response_byte_is_a_host_without_the_connection() {
     let Some(r) = analyze("suri-tcp-empty-sack.pcap") else {
         return;
     };
     let f = reset_finding(&r);
     let s = f["summary"].as_str().unwrap();
-    assert_eq!(
-        s, "The client reset 1 connections while a response was arriving",
+    assert!(
+        s.starts_with("The client's host reset 1 connections while a response was arriving"),
         "{f:#}"
     );
+    assert!(s.contains("resets that acknowledge nothing"), "{s}");
+    let why = f["explanation"].as_str().unwrap();
+    assert!(
+        !why.contains("closed its socket with response data"),
+        "{why}"
+    );
+    assert!(
+        !f["fix"].as_str().unwrap().contains("Nothing to do"),
+        "{f:#}"
+    );
+    let note = f["evidence"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("acknowledging nothing"), "{f:#}");
     assert_eq!(f["severity"], "info", "{f:#}");
     assert_eq!(f["side"], "client", "{f:#}");
 }

@@ -19,6 +19,7 @@ mod completions_man;
 mod corpus;
 mod http_errors;
 mod jobs;
+mod late_dsack;
 mod mcp_session;
 mod realworld_corpus;
 mod route_cli;

@@ -14,7 +14,10 @@
 //!   times by its timer over 2.4 s, unanswered, then a reset without ACK from the phone (the
 //!   answer of a host that no longer has the connection): the client's, wherever the capture
 //!   was, not loss; the same capture with that reset made a RST|ACK (a live host aborting)
-//!   stays a timeout on the network.
+//!   stays a timeout on the network, and its reset the client's abort. The client's own
+//!   recovery 32 s before: 2084-2692 lost (the server SACKed 2692-3954 around it) and resent,
+//!   and 3326-3954 resent with it though inside the SACK block (D-SACKed in #31, after the ACK
+//!   that ended the recovery): 1 segment lost, not 2.
 //! - `ppa-http_espn_fail`: 11 SYNs over 67 s with no answer: failed connects, not "+67437 ms
 //!   setup delayed". `suri-syn_retransmit_with_ts` (a SYN answered after one retry) stays a
 //!   delayed setup; `ppa-tcp_refuseconnection` (a SYN answered by a reset) is refused.
@@ -197,6 +200,31 @@ fn a_reset_without_ack_after_the_timer_is_a_host_that_dropped_the_connection() {
     assert!(rto["caused_by"].is_null(), "{rto:#}");
 }
 
+#[test]
+fn a_resend_of_data_the_receiver_had_sacked_is_not_counted_lost() {
+    let Some(r) = analyze("suri-tcp-empty-sack.pcap") else {
+        return;
+    };
+    // tshark: #25/#26 ACK 2084 SACK 2692-3326/2692-3954; #27 resends 2084-2692 (the hole,
+    // loss), #28 3326-3954 (inside the block); #30 ACK 3954; #31 D-SACK 3326-3954.
+    let loss = finding(&r, "packet_loss_retransmission");
+    let s = summary(loss);
+    assert!(
+        s.starts_with("Packet loss: 1 segments of the client's data retransmitted"),
+        "{s}"
+    );
+    let note = loss["evidence"][0]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("2 retransmission(s) (1 spurious)"),
+        "{loss:#}"
+    );
+    // The hole's fill keeps its stall: the recovery cost the request a round trip.
+    assert!(s.contains("+70.8 ms"), "{s}");
+    let stats = &r["measurements"]["capture"]["stats"];
+    assert_eq!(stats["retransmitted_segments"], 5, "{stats:#}");
+    assert_eq!(stats["spurious_retransmissions"], 1, "{stats:#}");
+}
+
 /// The offsets of each record's packet data in a classic pcap file (either byte order).
 fn pcap_records(b: &[u8]) -> Vec<(usize, usize)> {
     let le = b[..4] == [0xd4, 0xc3, 0xb2, 0xa1] || b[..4] == [0x4d, 0x3c, 0xb2, 0xa1];
@@ -245,4 +273,11 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
     let s = summary(rto);
     assert_eq!(rto["side"], "network", "{s}");
     assert!(!s.contains("stopped acknowledging"), "{s}");
+    // A reset with ACK is a client closing with the response unread.
+    let reset = finding(&r, "connection_reset");
+    assert_eq!(
+        summary(reset),
+        "The client reset 1 connections while a response was arriving",
+        "{reset:#}"
+    );
 }

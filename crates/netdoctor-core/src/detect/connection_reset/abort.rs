@@ -12,6 +12,14 @@
 //! what it sent (`suri-rst-unacked-http`: a 181 KB page, 58 KB delivered in 43 s over a lossy
 //! path, then 43 s without a byte, then the client's reset; told before as a browser leaving a
 //! page, "it does not slow the other requests down").
+//!
+//! A reset without the ACK flag is not a socket closed with data unread (Linux, Windows and
+//! macOS send those with ACK): it is a host's answer to a segment of a connection it does not
+//! have (RFC 9293's `<SEQ=SEG.ACK><CTL=RST>`). When every client abort is one, the client's
+//! host had already dropped the connection and the response was never read there
+//! (`suri-tcp-empty-sack`: the server's last 31 bytes resent 3 times by its timer, then the
+//! client's host reset with a bare RST, told before as a client that chose to abort, "nothing
+//! to do"); `retransmission_timeout` tells how the connection was lost.
 
 use super::Example;
 use crate::finding::{Severity, Side};
@@ -28,6 +36,9 @@ pub(super) struct ClientAborts {
     stalled: u64,
     /// The longest of those stalls, ns.
     longest_ns: i64,
+    /// Of the others (the response was flowing), resets without the ACK flag: from a host that
+    /// no longer had the connection.
+    bare: u64,
 }
 
 /// The time from the response's last byte before the reset to the reset, when that byte was
@@ -45,6 +56,9 @@ pub(super) fn note(e: &Example) -> String {
             "the client reset {:.1} s after the response's last byte: the response had stalled",
             s as f64 / 1e9
         ),
+        None if !e.rst.flags.ack() => "the client's host reset while the response arrived, \
+                                       acknowledging nothing: it no longer had the connection"
+            .to_string(),
         None => "the client reset while the response arrived".to_string(),
     }
 }
@@ -54,6 +68,8 @@ impl ClientAborts {
         if let Some(s) = stall_ns(e).filter(|&s| s >= STALLED_NS) {
             self.stalled += 1;
             self.longest_ns = self.longest_ns.max(s);
+        } else if !e.rst.flags.ack() {
+            self.bare += 1;
         }
     }
 
@@ -69,6 +85,46 @@ impl ClientAborts {
                        makes its kernel send a reset. Load generators do this when they stop, \
                        browsers when a page is left; it does not slow the other requests down.";
         let s = self.stalled.min(n);
+        let gone = "A reset without the ACK flag is how a TCP stack answers a segment of a \
+                    connection it does not know (RFC 9293's <SEQ=SEG.ACK><CTL=RST>); a client \
+                    that closes its socket with data unread resets with ACK. Those connections \
+                    had been dropped on the client's host before the response arrived, without \
+                    a FIN or a reset (its application suspended or killed, the host asleep, \
+                    restarted or on another network), or a firewall or NAT in front of it forgot \
+                    the flow and answered for it.";
+        let gone_fix = "Look at the client at that time: was its application suspended or \
+                        killed, did its host sleep or change networks? A firewall or NAT that \
+                        resets unknown flows does the same (compare the reset's IP TTL with the \
+                        client's other packets).";
+        let bare = self.bare.min(n - s);
+        if s == 0 && bare == n {
+            return (
+                frac(n),
+                Severity::Info,
+                Side::Client,
+                format!(
+                    "The client's host reset {n} connections while a response was arriving, \
+                     with resets that acknowledge nothing: it no longer had those connections, \
+                     and the responses were not read"
+                ),
+                gone.to_string(),
+                gone_fix.to_string(),
+            );
+        }
+        if s == 0 && bare > 0 {
+            return (
+                frac(n),
+                Severity::Info,
+                Side::Client,
+                format!(
+                    "The client reset {n} connections while a response was arriving; {bare} of \
+                     those resets acknowledge nothing: the client's host no longer had those \
+                     connections"
+                ),
+                format!("{flowing} {gone}"),
+                gone_fix.to_string(),
+            );
+        }
         if s == 0 {
             return (
                 frac(n),

@@ -16,6 +16,83 @@ fn reset(kind: ResetKind, from_server: bool, k: u64) -> Event<'static> {
     }
 }
 
+/// The same reset with the ACK flag (a live socket's reset: Linux, Windows and macOS send
+/// those with ACK).
+fn with_ack(ev: Event<'static>) -> Event<'static> {
+    match ev {
+        Event::Reset {
+            ends,
+            kind,
+            before,
+            rst,
+            req,
+            context,
+        } => Event::Reset {
+            ends,
+            kind,
+            before,
+            rst: Pkt {
+                flags: crate::decode::TcpFlags(F::RST | F::ACK),
+                ..rst
+            },
+            req,
+            context,
+        },
+        ev => ev,
+    }
+}
+
+#[test]
+fn a_client_abort_without_ack_is_a_host_that_no_longer_had_the_connection() {
+    // `suri-tcp-empty-sack`'s shape: a reset with no ACK flag while the response flowed.
+    let v = run::<ConnectionReset>(&[reset(ResetKind::ClientAbort, false, 1)], &cx(4));
+    assert_eq!(v.len(), 1);
+    assert_eq!((v[0].side, v[0].severity), (Side::Client, Severity::Info));
+    assert!(
+        v[0].summary
+            .starts_with("The client's host reset 1 connections"),
+        "{}",
+        v[0].summary
+    );
+    assert!(
+        v[0].explanation.contains("RFC 9293"),
+        "{}",
+        v[0].explanation
+    );
+    assert!(!v[0].fix.contains("Nothing to do"), "{}", v[0].fix);
+    // The look-alike: a client closing its socket with the response unread resets with ACK.
+    let ev = [
+        reset(ResetKind::ClientAbort, false, 1),
+        with_ack(reset(ResetKind::ClientAbort, false, 2)),
+    ];
+    let v = run::<ConnectionReset>(&ev[1..], &cx(4));
+    assert_eq!(
+        v[0].summary, "The client reset 1 connections while a response was arriving",
+        "{v:?}"
+    );
+    assert!(
+        v[0].explanation
+            .contains("closed its socket with response data still unread"),
+        "{}",
+        v[0].explanation
+    );
+    // Both: each told for what it is.
+    let v = run::<ConnectionReset>(&ev, &cx(4));
+    assert!(
+        v[0].summary.starts_with(
+            "The client reset 2 connections while a response was arriving; 1 of those resets \
+             acknowledge nothing"
+        ),
+        "{}",
+        v[0].summary
+    );
+    assert!(
+        v[0].explanation.contains("RFC 9293"),
+        "{}",
+        v[0].explanation
+    );
+}
+
 #[test]
 fn a_reset_before_any_byte_is_a_refusal_at_setup_not_an_idle_timeout() {
     let ev: Vec<Event<'_>> = (1..=10).map(|k| reset(ResetKind::Setup, true, k)).collect();
@@ -87,7 +164,7 @@ fn kinds_get_their_own_finding_side_and_severity() {
     let ev = [
         reset(ResetKind::DuringExchange, true, 1),
         reset(ResetKind::DuringExchange, true, 2),
-        reset(ResetKind::ClientAbort, false, 3),
+        with_ack(reset(ResetKind::ClientAbort, false, 3)),
     ];
     let v = run::<ConnectionReset>(&ev, &cx(10));
     assert_eq!(v.len(), 1, "merged: {v:?}");
