@@ -94,6 +94,7 @@ if not switches or not name:
     sys.exit("no scheduler events of nginx or the client in the trace")
 t0, t1 = switches[0] + 0.25, switches[-1] - 0.25
 state, since, woke, cpu = {}, {}, {}, {}
+oncpu, cpu_since, cpu_time = {}, {}, collections.Counter()
 run, runnable, sleep, wakes, wlat, ins = (collections.Counter() for _ in range(6))
 joint = collections.Counter()
 def key(order):
@@ -125,6 +126,10 @@ for t, c, e, a in ev:
     elif e == "sched_switch":
         m = re.search(r"prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=.*? next_pid=(\d+)", a)
         pp, ps, np_ = m.groups()
+        if c in cpu_since and t0 <= t <= t1:
+            kind = "idle" if pp == "0" else "ours" if pp in name else "other"
+            cpu_time[(c, kind)] += t - max(cpu_since[c], t0)
+        cpu_since[c] = t
         if pp in name:
             account(pp, t); state[pp] = "W" if ps.startswith("R") else "S"
         if np_ in name:
@@ -143,6 +148,10 @@ for p in sorted(name, key=lambda p: (not name[p].startswith("nginx"), name[p], p
         continue
     w = wakes[p]
     print(f"  {name[p] + chr(58) + p:14} {100 * run[p] / span:8.1f} {100 * runnable[p] / span:9.1f} {100 * sleep[p] / span:9.1f} {ins[p]:14d} {w:9d} {1e6 * wlat[p] / w if w else 0:10.1f}")
+cpus = sorted({k[0] for k in cpu_time})
+print("  per CPU, % idle / ours (nginx, client) / other tasks: " + ", ".join(
+    f"CPU {c.lstrip(chr(48)) or chr(48)} {100 * cpu_time[(c, chr(105) + chr(100) + chr(108) + chr(101))] / span:.1f} / {100 * cpu_time[(c, chr(111) + chr(117) + chr(114) + chr(115))] / span:.1f} / {100 * cpu_time[(c, chr(111) + chr(116) + chr(104) + chr(101) + chr(114))] / span:.1f}"
+    for c in cpus))
 tot = sum(joint.values())
 print(f"  joint states (nginx and the two busiest client threads), top {top}:")
 for k, v in joint.most_common(top):
