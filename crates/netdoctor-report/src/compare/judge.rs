@@ -50,8 +50,13 @@
 //! (`load.cpu_wait`: runnable, not on a CPU, so not reading the response that arrived). A run
 //! is starved when that is at least [`STARVED_SHARE`] of its threads' time and at least
 //! [`STARVED_RATIO`] times the other run's. A direction that makes the starved run the
-//! slower one (its higher p50 or p99, its lower requests/s) is then not claimed, whatever its
-//! size: the wait alone explains it. Measured here (one nginx, 20 connections at 500 req/s,
+//! slower one (its higher p50 or p99, its lower requests/s) is then not claimed when the
+//! run's own waits can make it: a p50 moved by at most that run's request-wait p99 (below), a
+//! p99 by at most [`WAIT_TAIL_K`] times it (session 21's CI, at load ~8: the Nagle fix over
+//! TLS at 200 req/s, A waiting 6.2 % of its time against B's 2.4 %, read "same" although its
+//! p50 went 45.1 → 0.23 ms and its p99 59.5 → 5.5 ms; A's requests had waited 19.2 ms at p99,
+//! which cannot move a median by 45 ms). Without the request waits (an older report) it is
+//! not claimed whatever its size. Measured here (one nginx, 20 connections at 500 req/s,
 //! 3 s): quiet runs waited 2.5–3.5 % of the time with a p99 of 2.4–4.0 ms; beside two busy
 //! loops 8–26 % with a p99 of 7.8–30 ms; beside two compilers 55 % with 780 ms. The mean wait
 //! per wake-up (0.13–0.5 ms) is no bound for the p99: the tail of the waits is what lands in
@@ -427,8 +432,20 @@ pub fn judge(a: &Report, b: &Report, median: Option<LatencyDirection>) -> Perfor
         }
     };
     let explained = starved_run(cpu_share).map(as_dir);
+    // What the starved run's own waits can explain (module docs): its median by at most its
+    // request-wait p99, its p99 by at most WAIT_TAIL_K times that.
+    let within = |d: &Direction, pair: Option<(f64, f64)>, k: f64| {
+        let a_starved = *d == Direction::Better;
+        match (pair, wait_p99) {
+            (Some((x, y)), Some((wa, wb))) => (x - y).abs() <= k * if a_starved { wa } else { wb },
+            _ => true,
+        }
+    };
+    let median_explained = explained.filter(|d| within(d, p50, 1.0));
     // The tail of the waits is evidence about the p99 only (module docs).
-    let tail_explained = explained.or_else(|| tail_starved_run(wait_p99, p99).map(as_dir));
+    let tail_explained = explained
+        .filter(|d| within(d, p99, WAIT_TAIL_K))
+        .or_else(|| tail_starved_run(wait_p99, p99).map(as_dir));
     let mut withheld = None;
     let mut withhold = |d: Direction, by: Option<Direction>| {
         if Some(d) == by {
@@ -438,7 +455,7 @@ pub fn judge(a: &Report, b: &Report, median: Option<LatencyDirection>) -> Perfor
             d
         }
     };
-    let median = withhold(median, explained);
+    let median = withhold(median, median_explained);
     let tail = withhold(tail, tail_explained);
     let throughput = withhold(throughput, explained);
     let starved = withheld.map(|d| if d == Direction::Better { "a" } else { "b" }.to_string());

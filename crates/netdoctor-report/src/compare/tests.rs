@@ -295,3 +295,43 @@ fn a_withheld_percentile_is_named_in_its_note_not_as_evidence() {
     assert!(zh.contains("不比较 p99（113.3 ms → 49.8 ms）"), "{zh}");
     assert!(!zh.contains('{'), "{zh}");
 }
+
+/// Session 21's CI at load ~8: the Nagle fix over TLS at 200 req/s with run A starved by the
+/// share rule (6.2 % against 2.4 %). The old rule withheld every direction that made A the
+/// slower ("same", "starved: a") although A's requests had waited 19.2 ms at p99 and its p50
+/// was 45.1 ms against 0.23 ms: the waits cannot explain that. The look-alike, session 17's
+/// same server with A beside busy loops (p50 0.30 → 0.25 ms, p99 8.0 → 4.2 ms, A's waits
+/// 15.8 ms at p99), stays withheld.
+#[test]
+fn a_starved_run_does_not_hide_a_change_its_waits_cannot_make() {
+    let run = |p50: f64, p99: f64, wait_ms: f64, wait_p99: f64| {
+        let mut r = crate::slo::tests::report(p99, p99 * 1.5, 2000, 0);
+        let l = r.measurements.load.as_mut().unwrap();
+        l.latency_ms.p50 = p50;
+        l.cpu_wait = Some(netdoctor_load::CpuWait {
+            wait_ms,
+            request_wait_p99_ms: Some(wait_p99),
+            ..Default::default()
+        });
+        r
+    };
+    // 10 s, one thread: 624 ms is 6.2 %, 235 ms 2.4 %.
+    let p = judge::judge(
+        &run(45.119, 59.519, 624.0, 19.183),
+        &run(0.228, 5.451, 235.0, 4.883),
+        Some(LatencyDirection::Faster),
+    );
+    assert_eq!(
+        (p.median, p.tail, p.direction),
+        (Direction::Better, Direction::Better, Direction::Better),
+        "{p:?}"
+    );
+    assert_eq!(p.starved, None);
+    let p = judge::judge(
+        &run(0.30, 8.0, 624.0, 15.8),
+        &run(0.25, 4.2, 235.0, 1.0),
+        Some(LatencyDirection::Faster),
+    );
+    assert_eq!(p.direction, Direction::Same, "{p:?}");
+    assert_eq!(p.starved.as_deref(), Some("a"));
+}
