@@ -102,6 +102,17 @@ fn same_as_sorted(
     let run = |p: &Path| netdoctor(&["analyze", "-j", "1", "--json", p.to_str().unwrap()]);
     let (ra, rs) = (run(appended), run(&oracle));
     assert_eq!(ra.status.code(), rs.status.code(), "{}", stderr(&ra));
+    // `-j 2` prints what `-j 1` prints, byte for byte, evidence packets too (issue 25: its
+    // merge replayed the workers' conclusions by frame number, not in the order read).
+    for (p, one) in [(appended, &ra), (oracle.as_path(), &rs)] {
+        let two = netdoctor(&["analyze", "-j", "2", "--json", p.to_str().unwrap()]);
+        assert_eq!(two.status.code(), one.status.code(), "{}", stderr(&two));
+        assert!(
+            two.stdout == one.stdout,
+            "{}: -j 2 JSON differs from -j 1",
+            p.display()
+        );
+    }
     let (a, s) = (json(&ra), json(&rs));
     assert_schema(&a);
     // Findings without their frame numbers (the appended file's are its own), evidence
