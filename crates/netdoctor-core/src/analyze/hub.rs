@@ -31,7 +31,7 @@ impl Hub {
         }
     }
 
-    /// A shard worker's hub: conclusions are logged with their frame ([`Hub::tag`]).
+    /// A shard worker's hub: conclusions are logged with a tag ([`Hub::tag`]).
     pub(super) fn logging() -> Self {
         Hub {
             out: Out::Log {
@@ -41,7 +41,8 @@ impl Hub {
         }
     }
 
-    /// The frame whose conclusions follow (a logging hub).
+    /// The tag of the conclusions that follow (a logging hub): the frame's place in the order
+    /// pushed while analyzing, a connection's first frame at the end.
     #[inline]
     pub(super) fn tag(&mut self, frame: u64) {
         if let Out::Log { tag, .. } = &mut self.out {

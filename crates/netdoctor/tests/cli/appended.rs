@@ -102,6 +102,27 @@ fn same_as_sorted(
     let run = |p: &Path| netdoctor(&["analyze", "-j", "1", "--json", p.to_str().unwrap()]);
     let (ra, rs) = (run(appended), run(&oracle));
     assert_eq!(ra.status.code(), rs.status.code(), "{}", stderr(&ra));
+    // `-j 2` prints what `-j 1` prints, byte for byte but the run time, evidence packets too
+    // (issue 25: its merge replayed the workers' conclusions by frame number, not in the
+    // order the frames were read).
+    let timeless = |o: &std::process::Output| -> String {
+        let text = String::from_utf8_lossy(&o.stdout);
+        let kept: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("\"elapsed_s\":"))
+            .collect();
+        assert!(kept.len() + 1 == text.lines().count(), "one elapsed_s line");
+        kept.join("\n")
+    };
+    for (p, one) in [(appended, &ra), (oracle.as_path(), &rs)] {
+        let two = netdoctor(&["analyze", "-j", "2", "--json", p.to_str().unwrap()]);
+        assert_eq!(two.status.code(), one.status.code(), "{}", stderr(&two));
+        assert!(
+            timeless(&two) == timeless(one),
+            "{}: -j 2 JSON differs from -j 1",
+            p.display()
+        );
+    }
     let (a, s) = (json(&ra), json(&rs));
     assert_schema(&a);
     // Findings without their frame numbers (the appended file's are its own), evidence

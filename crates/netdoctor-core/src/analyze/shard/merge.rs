@@ -1,5 +1,5 @@
 //! The merge of the workers' logs, on the reader's thread between its rounds ([`Merge`]): each
-//! round's logs replayed in frame order into one [`Agg`] once every worker has logged it, and
+//! round's logs replayed in the order the frames were pushed into one [`Agg`] once every worker has logged it, and
 //! the workers' counters summed ([`add_counts`]). Apart from the reader's loop because it is
 //! the one half of the sharded analyzer that sees every worker: what order the conclusions
 //! are applied in, and which counters are summed, is decided here alone.
@@ -12,7 +12,7 @@ use super::super::{CaptureQuality, CaptureStats};
 use super::{Log, Msg};
 
 /// The merge, on the reader's thread: each round's logs of every worker (the reader's own
-/// first), in frame order, into one `Agg`, a round as soon as every worker has logged it;
+/// first), in the order the frames were pushed (their `Frame::seq`), into one `Agg`, a round as soon as every worker has logged it;
 /// then the ends.
 pub(super) struct Merge {
     agg: Agg,

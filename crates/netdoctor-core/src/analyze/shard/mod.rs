@@ -24,14 +24,18 @@
 //! - Worker 0 is the reader itself: at the end of each round it sends the other workers their
 //!   batches, then analyzes its own (so it never waits on a worker for frames it has not
 //!   handed on), then merges. Workers 1.. are threads.
-//! - A worker is an [`Analyzer`] whose hub logs its conclusions with their frame instead of
-//!   applying them ([`super::agg::Out::Log`]): connection state is per connection, so the
+//! - A worker is an [`Analyzer`] whose hub logs its conclusions with their frame's place in the
+//!   order the frames were pushed (`Frame::seq`, not the frame number) instead of applying them ([`super::agg::Out::Log`]): connection state is per connection, so the
 //!   worker computes what the single analyzer would for its connections. The one exception,
 //!   endpoint sharing for orienting connections picked up mid-stream, is kept across workers
 //!   in [`shared`].
 //! - The merge (on the reader, between rounds, never waiting: [`Merge`]) replays each round's
-//!   logs in frame order into one [`Agg`] (histograms with float sums, detectors keeping their
-//!   first examples: the order matters) once every worker has logged it, and at the end the
+//!   logs in the order the frames were pushed into one [`Agg`] (histograms with float sums,
+//!   detectors keeping their first examples and worst cases: the order matters) once every worker
+//!   has logged it. That is the order a single analyzer sees, also when the reader pushes frames
+//!   out of frame order (a file's runs merged by time, frames mended by the reorder buffer);
+//!   replayed by frame number, such a file's findings showed other evidence packets than
+//!   `-j 1`'s (issue 25, session 21). At the end the
 //!   connections still open, ordered by their first frame as [`Analyzer::finish`] orders
 //!   them. The counters are summed ([`add_counts`]).
 //!
@@ -82,6 +86,10 @@ const DEPTH: usize = 2;
 #[derive(Clone, Copy)]
 struct Frame {
     frame: u64,
+    /// Its place in the order the frames were pushed (1 for the first): the order the
+    /// conclusions are merged in and the shared counts are kept by. Not the frame number: a
+    /// reader that merges the file's runs by time pushes frames out of frame order.
+    seq: u64,
     ts_ns: i64,
     off: u64,
     len: u32,
@@ -114,7 +122,8 @@ struct MapShare {
 struct Batch {
     frames: Vec<Frame>,
     data: Vec<u8>,
-    /// The last frame of the round: the worker has processed every packet up to it after it.
+    /// The [`Frame::seq`] of the round's last frame pushed: the worker has processed every
+    /// packet up to it after it.
     cut: u64,
 }
 
@@ -156,7 +165,6 @@ struct WorkerChans {
 pub struct ShardedAnalyzer {
     stats: CaptureStats,
     stamps: Stamps,
-    last_frame: u64,
     in_round: usize,
     round_bytes: usize,
     /// This round's frames per worker; `batches[0]` are the reader's own.
@@ -297,7 +305,6 @@ impl ShardedAnalyzer {
         ShardedAnalyzer {
             stats: CaptureStats::default(),
             stamps: Stamps::default(),
-            last_frame: 0,
             in_round: 0,
             round_bytes: 0,
             batches: (0..n).map(|_| Batch::new()).collect(),
@@ -352,7 +359,6 @@ impl ShardedAnalyzer {
     #[inline]
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
         let ts = self.stamps.take(pkt.ts_ns, pkt.orig_len);
-        self.last_frame = pkt.frame;
         let h = match ipv4_route(pkt) {
             Some(h) => h,
             None => match self.other_route(pkt) {
@@ -376,6 +382,7 @@ impl ShardedAnalyzer {
         // Captured lengths are at most the reader's limit (256 KiB), so they fit in u32.
         b.frames.push(Frame {
             frame: pkt.frame,
+            seq: self.stamps.packets,
             ts_ns: ts,
             off,
             len: pkt.data.len() as u32,
@@ -430,7 +437,7 @@ impl ShardedAnalyzer {
         self.owners.age();
         self.in_round = 0;
         self.round_bytes = 0;
-        let cut = self.last_frame;
+        let cut = self.stamps.packets;
         for (w, tx) in self.to_workers.iter().enumerate() {
             let mut fresh = self.recycle.try_recv().unwrap_or_else(|_| Batch::new());
             fresh.frames.clear();
@@ -508,9 +515,9 @@ fn run_batch(a: &mut Analyzer, b: &Batch, region: Option<&[u8]>) {
         match decode(&pkt) {
             Ok(Some(ref seg)) => {
                 a.stats.tcp_segments += 1;
-                a.hub.tag(seg.frame);
+                a.hub.tag(f.seq);
                 if let Some(h) = a.shared.handle() {
-                    h.at(seg.frame);
+                    h.at(f.seq);
                 }
                 a.on_segment(seg);
             }

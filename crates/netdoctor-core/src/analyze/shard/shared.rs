@@ -2,7 +2,9 @@
 //! was seen in ([`super::super::orient::Shared`]), which orients connections picked up
 //! mid-stream without a telling payload. A single analyzer reads the counts as they are when
 //! the packet arrives; a shard worker must read the same, so it asks here for the counts as
-//! of frame `f`: it waits until every other worker has processed its packets before `f`
+//! of frame `f` (a frame is numbered here by its place in the order pushed, `Frame::seq`, as
+//! the merge orders conclusions: a reader merging a file's runs by time pushes frames out of
+//! frame-number order): it waits until every other worker has processed its packets before `f`
 //! (progress is published at the end of each batch and by a worker about to wait, so two
 //! waiting workers never wait on each other), merges the notes before `f` in frame order,
 //! and subtracts those merged from later frames. Only the cold path asks (a connection
