@@ -206,3 +206,38 @@ fn a_small_send_buffer_on_a_loaded_host_is_send_buffer_limited() {
         findings(&r)
     );
 }
+
+/// Session 21, the live test on a loaded host (the lead's live run beside a helper's
+/// callgrind, load ~7): a 4.6 KB window against a 201 KB cwnd at 860 Mbit/s, of the 1.23
+/// Gbit/s it carries at 30 µs; the writer, busy with the tiny segments' ACKs, kept little
+/// unsent, so the edges caught the window full in 2 of the 3 intervals with data, the reads
+/// inside in 15 of 42, the kernel's clock 20 % of busy: neither rule found it. The window's
+/// size against cwnd and the rate it carries does. The run's intervals, tcp_info and
+/// receiver CPUs, set into the recorded small-rmem report.
+#[test]
+fn a_tiny_window_that_sets_the_rate_is_receive_window_limited() {
+    let r = recorded("small-rmem-loaded");
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::ReceiveWindowLimited],
+        "{f:#?}"
+    );
+    assert!(
+        f[0].explanation
+            .contains("was under a quarter of the congestion window"),
+        "{}",
+        f[0].explanation
+    );
+    // The look-alike: the same small window from a sender that ran far below what it carries
+    // (a writer short of CPU: 1/10 of the rate) is not the window's doing.
+    let mut slow = r.clone();
+    for k in [&mut slow.end.sum_sent, &mut slow.end.sum_received] {
+        k.bits_per_second /= 10.0;
+    }
+    assert!(
+        !ids(&slow).contains(&FindingId::ReceiveWindowLimited),
+        "{:#?}",
+        findings(&slow)
+    );
+}

@@ -84,7 +84,29 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     // (loopback, 32 KiB window, 10.8 Gbit/s: rwnd-limited 55-60 % of busy in every interval
     // while the edges caught it at the window in fewer than 6 of 10).
     let by_kernel = kernel_share >= 0.5;
-    if n_active == 0 || !(by_samples || by_kernel) {
+    // The window's size against cwnd and the rate: far under cwnd in the median (a quarter),
+    // and the stream ran at ≥ a quarter of what that window carries per smoothed RTT, with
+    // the window caught full at least once and the kernel's clock agreeing in part (≥ 10 %).
+    // Session 21, the small-rmem case on a loaded host: a 4.6 KB window against a 201 KB cwnd,
+    // 860 Mbit/s of the 1.23 Gbit/s it carries at 30 µs, while the writer, busy with the
+    // tiny segments' ACKs, kept little unsent: the edges caught the window full in 2 of 3, the
+    // reads in 15 of 42, the kernel's clock 20 %. The look-alikes' windows are 2–4,000 times
+    // cwnd's quarter (shaper, loss, small send buffer, slow writer, softirq).
+    let (w_med, c_med) = (x.med(wnd), x.med(cwnd));
+    let srtt_us = x.med(|s| u64::from(s.rtt_us.unwrap_or(0)));
+    let window_rate = if srtt_us > 0 {
+        w_med as f64 * 8.0 / (srtt_us as f64 / 1e6)
+    } else {
+        0.0
+    };
+    let per_stream = x.sent.bits_per_second / f64::from(x.r.setup.num_streams.max(1));
+    let by_size = w_med > 0
+        && w_med * 4 < c_med
+        && window_rate > 0.0
+        && per_stream * 4.0 >= window_rate
+        && at_window > 0
+        && kernel_share >= 0.1;
+    if n_active == 0 || !(by_samples || by_kernel || by_size) {
         return None;
     }
     let active = n_active;
@@ -115,6 +137,16 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
         f.confidence = at_window as f64 / active as f64;
         format!(
             "In {at_window} of the {active} intervals with data to send (of {n}) the sender had at least 80 % of the receiver's advertised window in flight (or the window was closed), at the interval's edge or in most of the reads inside it (every 100 ms), or the kernel counted it stopped by that window for most of the interval's busy time, and its congestion window was larger than that window: it waited for the receiver, not for the network."
+        )
+    } else if !by_kernel {
+        f.confidence = 0.7;
+        format!(
+            "The receiver's window ({}, the median of {n} samples) was under a quarter of the congestion window ({}), and the stream ran at {} of the {} that window carries per round trip at the smoothed RTT of {srtt_us} µs: the window set the rate. The edges and the reads inside the intervals caught it full in {at_window} of {active} intervals, and the kernel counted the sender stopped by it {:.0} % of the time it had data in flight; the rest went to the sender's own work: with a window of a few segments each one waits for the receiver's next window update.",
+            fmt_bytes(w_med as f64),
+            fmt_bytes(c_med as f64),
+            fmt_bits(per_stream),
+            fmt_bits(window_rate),
+            kernel_share * 100.0
         )
     } else {
         f.confidence = kernel_share.min(0.9);
