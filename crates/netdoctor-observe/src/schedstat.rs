@@ -134,8 +134,14 @@ pub fn ksoftirqd_pids() -> Vec<(u32, u32)> {
 }
 
 /// On-CPU and run-queue ns of one process (its main task), `None` when it is gone.
-pub fn process_cpu(pid: u32) -> Option<(u64, u64)> {
-    parse_task(&fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)
+pub fn process_cpu(pid: u32) -> Option<TaskCpu> {
+    let (cpu_ns, wait_ns) =
+        parse_task(&fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?)?;
+    Some(TaskCpu {
+        tid: pid,
+        cpu_ns,
+        wait_ns,
+    })
 }
 
 #[cfg(test)]

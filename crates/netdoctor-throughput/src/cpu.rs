@@ -10,7 +10,7 @@
 //! which /proc/stat and softnet_stat hardly show (see `limits::softirq`).
 
 use netdoctor_observe::cpustat::{self, CpuTicks};
-use netdoctor_observe::schedstat;
+use netdoctor_observe::schedstat::{self, TaskCpu};
 use netdoctor_observe::softnet::{self, SoftnetCpu};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -26,8 +26,8 @@ pub struct CpuSnapshot {
     ticks: Vec<CpuTicks>,
     net_rx: Vec<u64>,
     softnet: Vec<SoftnetCpu>,
-    /// Per CPU, its softirq thread: (CPU, pid, on-CPU ns, run-queue ns).
-    ksoftirqd: Vec<(u32, u32, u64, u64)>,
+    /// Per CPU, its softirq thread's counters.
+    ksoftirqd: Vec<(u32, TaskCpu)>,
 }
 
 impl CpuSnapshot {
@@ -43,7 +43,7 @@ impl CpuSnapshot {
     /// The next snapshot, reading the softirq threads this one found (no second walk of
     /// `/proc`).
     pub fn take_again(&self) -> Result<CpuSnapshot, String> {
-        let pids: Vec<(u32, u32)> = self.ksoftirqd.iter().map(|k| (k.0, k.1)).collect();
+        let pids: Vec<(u32, u32)> = self.ksoftirqd.iter().map(|(c, t)| (*c, t.tid)).collect();
         Ok(CpuSnapshot {
             ksoftirqd: ksoftirqd(&pids),
             ..CpuSnapshot::take_without_threads()?
@@ -81,16 +81,15 @@ impl CpuSnapshot {
                 let sn = |v: &[SoftnetCpu]| v.get(i).cloned().unwrap_or_default();
                 let (a, b) = (sn(&self.softnet), sn(&before.softnet));
                 // The CPU's softirq thread, when both snapshots read the same one.
-                let thread =
-                    |v: &[(u32, u32, u64, u64)]| v.iter().find(|k| k.0 == now.cpu).copied();
+                let thread = |v: &[(u32, TaskCpu)]| v.iter().find(|k| k.0 == now.cpu).map(|k| k.1);
                 let ks = match (thread(&self.ksoftirqd), thread(&before.ksoftirqd)) {
-                    (Some(a), Some(b)) if a.1 == b.1 && seconds > 0.0 => {
+                    (Some(a), Some(b)) if a.tid == b.tid && seconds > 0.0 => {
                         let wall = seconds * 1e9;
                         // A wait that began before `before` is counted when it ends, so a
                         // share can pass 1 on a short span: capped.
                         Some((
-                            (a.2.saturating_sub(b.2) as f64 / wall).min(1.0),
-                            (a.3.saturating_sub(b.3) as f64 / wall).min(1.0),
+                            (a.cpu_ns.saturating_sub(b.cpu_ns) as f64 / wall).min(1.0),
+                            (a.wait_ns.saturating_sub(b.wait_ns) as f64 / wall).min(1.0),
                         ))
                     }
                     _ => None,
@@ -159,13 +158,10 @@ pub struct CpuShare {
     pub ksoftirqd_wait: Option<f64>,
 }
 
-/// Each CPU's softirq thread's counters now: (CPU, pid, on-CPU ns, run-queue ns).
-fn ksoftirqd(pids: &[(u32, u32)]) -> Vec<(u32, u32, u64, u64)> {
+/// Each CPU's softirq thread's counters now, from (CPU, pid).
+fn ksoftirqd(pids: &[(u32, u32)]) -> Vec<(u32, TaskCpu)> {
     pids.iter()
-        .filter_map(|&(cpu, pid)| {
-            let (run, wait) = schedstat::process_cpu(pid)?;
-            Some((cpu, pid, run, wait))
-        })
+        .filter_map(|&(cpu, pid)| Some((cpu, schedstat::process_cpu(pid)?)))
         .collect()
 }
 

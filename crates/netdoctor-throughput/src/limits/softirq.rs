@@ -65,9 +65,11 @@ pub(super) fn receiver_softirq_saturated(x: &Facts) -> Option<Finding> {
     let squeezed = c.softirq >= MIN_SHARE
         && backlog > 0.0
         && (backlog >= MIN_SQUEEZES_PER_S || c.softirq >= SURE_SHARE);
-    let thread_wait = c.ksoftirqd_wait.unwrap_or(0.0);
-    let starved =
-        thread_wait >= MIN_THREAD_WAIT && c.ksoftirqd_run.unwrap_or(0.0) >= MIN_THREAD_RUN;
+    let (thread_run, thread_wait) = (
+        c.ksoftirqd_run.unwrap_or(0.0),
+        c.ksoftirqd_wait.unwrap_or(0.0),
+    );
+    let starved = thread_wait >= MIN_THREAD_WAIT && thread_run >= MIN_THREAD_RUN;
     if !(squeezed || starved) || c.idle > MAX_IDLE || c.processed == 0 {
         return None;
     }
@@ -79,7 +81,7 @@ pub(super) fn receiver_softirq_saturated(x: &Facts) -> Option<Finding> {
             "the receiver's CPU {} was saturated and its receive softirq waited for it: ksoftirqd/{} ran the receive work {:.0} % of the test and waited for the CPU {:.0} % ({pct:.0} % of the CPU in softirq, {} time squeezes): receiving packets, not the network or the sender, bounds the transfer at {rate}",
             c.cpu,
             c.cpu,
-            c.ksoftirqd_run.unwrap_or(0.0) * 100.0,
+            thread_run * 100.0,
             thread_wait * 100.0,
             c.time_squeeze
         )

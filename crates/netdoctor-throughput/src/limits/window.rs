@@ -109,13 +109,12 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     if n_active == 0 || !(by_samples || by_kernel || by_size) {
         return None;
     }
-    let active = n_active;
     // In flight at the edge, or the most the reads inside saw when the edge caught nothing:
     // a sentence saying "0 B in flight" beside "at the window in 7 of 10" would contradict
     // itself.
     let (m_inf, m_cwnd) = (
         x.med(|s| inflight(s).max(s.tcp_reads.map_or(0, |t| t.inflight_max))),
-        x.med(cwnd),
+        c_med,
     );
     // The window the receiver offered when it offered one (a closed window is not its size).
     let mut open: Vec<u64> = x.ss.iter().map(|s| wnd(s)).filter(|&w| w > 0).collect();
@@ -134,14 +133,14 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
         ),
     );
     let how = if by_samples {
-        f.confidence = at_window as f64 / active as f64;
+        f.confidence = at_window as f64 / n_active as f64;
         format!(
-            "In {at_window} of the {active} intervals with data to send (of {n}) the sender had at least 80 % of the receiver's advertised window in flight (or the window was closed), at the interval's edge or in most of the reads inside it (every 100 ms), or the kernel counted it stopped by that window for most of the interval's busy time, and its congestion window was larger than that window: it waited for the receiver, not for the network."
+            "In {at_window} of the {n_active} intervals with data to send (of {n}) the sender had at least 80 % of the receiver's advertised window in flight (or the window was closed), at the interval's edge or in most of the reads inside it (every 100 ms), or the kernel counted it stopped by that window for most of the interval's busy time, and its congestion window was larger than that window: it waited for the receiver, not for the network."
         )
     } else if !by_kernel {
         f.confidence = 0.7;
         format!(
-            "The receiver's window ({}, the median of {n} samples) was under a quarter of the congestion window ({}), and the stream ran at {} of the {} that window carries per round trip at the smoothed RTT of {srtt_us} µs: the window set the rate. The edges and the reads inside the intervals caught it full in {at_window} of {active} intervals, and the kernel counted the sender stopped by it {:.0} % of the time it had data in flight; the rest went to the sender's own work: with a window of a few segments each one waits for the receiver's next window update.",
+            "The receiver's window ({}, the median of {n} samples) was under a quarter of the congestion window ({}), and the stream ran at {} of the {} that window carries per round trip at the smoothed RTT of {srtt_us} µs: the window set the rate. The edges and the reads inside the intervals caught it full in {at_window} of {n_active} intervals, and the kernel counted the sender stopped by it {:.0} % of the time it had data in flight; the rest went to the sender's own work: with a window of a few segments each one waits for the receiver's next window update.",
             fmt_bytes(w_med as f64),
             fmt_bytes(c_med as f64),
             fmt_bits(per_stream),
@@ -154,7 +153,7 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
             .info
             .map_or((0, 0), |t| (t.rwnd_limited_us, t.busy_time_us));
         format!(
-            "The kernel counted the sender stopped by the receiver's window, with room left in its congestion window, for {:.0} % of the time it had data in flight (tcp_info: rwnd-limited {} ms of {} ms busy): it waited for the receiver, not for the network. The samples at interval edges caught it at the window in {at_window} of {active}: on a fast path a small window fills and drains between samples.",
+            "The kernel counted the sender stopped by the receiver's window, with room left in its congestion window, for {:.0} % of the time it had data in flight (tcp_info: rwnd-limited {} ms of {} ms busy): it waited for the receiver, not for the network. The samples at interval edges caught it at the window in {at_window} of {n_active}: on a fast path a small window fills and drains between samples.",
             kernel_share * 100.0,
             limited / 1000,
             busy / 1000
