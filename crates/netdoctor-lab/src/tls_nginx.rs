@@ -46,6 +46,9 @@ pub struct TlsNginxConfig {
     /// `keepalive_timeout` in seconds (default: nginx's 75); `Some(0)` closes every connection
     /// after its response (`Connection: close`), whatever the client asked.
     pub keepalive_timeout: Option<u32>,
+    /// Log each request of the TLS server (`$connection_requests $ssl_session_reused
+    /// $ssl_protocol $ssl_cipher $ssl_curve`, unbuffered) for [`TlsNginx::handshakes`].
+    pub handshake_log: bool,
 }
 
 impl Default for TlsNginxConfig {
@@ -60,6 +63,7 @@ impl Default for TlsNginxConfig {
             ports: None,
             parent_dir: None,
             keepalive_timeout: None,
+            handshake_log: false,
         }
     }
 }
@@ -238,6 +242,50 @@ impl TlsNginx {
     pub fn https_url(&self) -> String {
         format!("https://{}/", self.https)
     }
+
+    /// The TLS handshakes the server has logged so far (`handshake_log` on): one per
+    /// connection that carried a request, read from each connection's first request.
+    pub fn handshakes(&self) -> Result<Handshakes, String> {
+        let path = self.dir.join("tls.log");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("read {}: {e} (is handshake_log on?)", path.display()))?;
+        Ok(Handshakes::parse(&text))
+    }
+}
+
+/// TLS handshakes counted from the TLS server's log (see [`TlsNginx::handshakes`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Handshakes {
+    /// Full handshakes (a new session: certificate, signature, key exchange).
+    pub full: u64,
+    /// Resumed sessions (a session ticket or id the client offered and the server accepted).
+    pub resumed: u64,
+    /// `protocol cipher group` of the connections, e.g. `TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384
+    /// X25519`, each once.
+    pub suites: Vec<String>,
+}
+
+impl Handshakes {
+    fn parse(text: &str) -> Handshakes {
+        let mut h = Handshakes::default();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // The first request of a connection stands for its handshake.
+            if f.len() < 5 || f[0] != "1" {
+                continue;
+            }
+            if f[1] == "r" {
+                h.resumed += 1;
+            } else {
+                h.full += 1;
+            }
+            let suite = f[2..5].join(" ");
+            if !h.suites.contains(&suite) {
+                h.suites.push(suite);
+            }
+        }
+        h
+    }
 }
 
 impl Drop for TlsNginx {
@@ -267,6 +315,17 @@ fn render(
     let http2 = if cfg.http2 { " http2" } else { "" };
     let keepalive_requests = cfg.keepalive_requests.unwrap_or(100_000);
     let keepalive_timeout = cfg.keepalive_timeout.unwrap_or(75);
+    // log_format belongs to the http block, access_log to the TLS server.
+    let (log_format, tls_log) = if cfg.handshake_log {
+        (
+            "log_format handshakes '$connection_requests $ssl_session_reused $ssl_protocol \
+             $ssl_cipher $ssl_curve';"
+                .to_string(),
+            format!("access_log {d}/tls.log handshakes;"),
+        )
+    } else {
+        (String::new(), String::new())
+    };
     format!(
         "# netdoctor TLS test server (removed on drop)
 daemon off;
@@ -277,6 +336,7 @@ error_log {d}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
     access_log off;
+    {log_format}
     sendfile on;
     tcp_nopush off;
     tcp_nodelay {nodelay};
@@ -294,6 +354,7 @@ http {{
         ssl_certificate {d}/cert.pem;
         ssl_certificate_key {d}/key.pem;
         {buffer}
+        {tls_log}
         root {d}/html;
         index index.html;
     }}
@@ -305,4 +366,29 @@ http {{
 }}
 "
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handshakes_are_counted_from_first_requests() {
+        let log = "1 . TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 X25519\n\
+                   2 . TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 X25519\n\
+                   1 r TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 X25519\n\
+                   1 r TLSv1.3 TLS_AES_256_GCM_SHA384 X25519\n\
+                   garbage\n";
+        assert_eq!(
+            Handshakes::parse(log),
+            Handshakes {
+                full: 1,
+                resumed: 2,
+                suites: vec![
+                    "TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 X25519".into(),
+                    "TLSv1.3 TLS_AES_256_GCM_SHA384 X25519".into()
+                ],
+            }
+        );
+    }
 }

@@ -60,6 +60,38 @@ fn https_load_with_insecure_gets_2xx() {
     assert_eq!(r.errors.total(), 0, "{:?}", r.first_error);
 }
 
+/// A reconnection offers the session of an earlier connection and nginx resumes it: a full
+/// handshake (ECDSA signature, key exchange) costs the server far more than a resumed one, and
+/// nginx closes a keep-alive connection every `keepalive_requests` (1000 by default).
+#[test]
+fn reconnections_resume_the_tls_session() {
+    let Some(n) = nginx(&TlsNginxConfig {
+        handshake_log: true,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    // One connection (and one handshake) per request.
+    let mut cfg = LoadConfig::from_url(&n.https_url(), true).unwrap();
+    cfg.connections = 4;
+    cfg.threads = 1;
+    cfg.keepalive = false;
+    cfg.duration = Duration::from_millis(400);
+    let r = run(&cfg, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(r.errors.total(), 0, "{:?}", r.first_error);
+    let h = n.handshakes().unwrap();
+    eprintln!("{} requests, {} connections: {h:?}", r.requests, r.connects);
+    assert!(h.full + h.resumed >= 20, "{h:?} for {r:?}");
+    // The first connections may be full ones (and, the session cache being the process's, one
+    // whose ticket came from another test's nginx); every other one is resumed.
+    assert!(
+        h.full * 10 <= h.full + h.resumed,
+        "{} of {} handshakes were full ones",
+        h.full,
+        h.full + h.resumed
+    );
+}
+
 #[test]
 fn a_certificate_that_does_not_verify_is_a_connect_error_naming_insecure() {
     let Some(n) = nginx(&TlsNginxConfig::default()) else {
