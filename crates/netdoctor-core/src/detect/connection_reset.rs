@@ -411,10 +411,13 @@ impl ConnectionReset {
                         )
                     } else {
                         (
-                            "The handshake completed, then the client reset the connection \
-                             before sending a byte: it gave up on the connection at setup (a \
-                             connect-only check closing with SO_LINGER 0, or a client that \
-                             timed out or was stopped)."
+                            "The server answered the client's SYN (or the handshake \
+                             completed), then the client reset the connection before sending a \
+                             byte: it gave up on the connection at setup itself (a connect-only \
+                             check closing with SO_LINGER 0, a connect timeout, or a client \
+                             stopped while connecting, as a load generator ending its run: its \
+                             socket was gone when the SYN/ACK came). Nothing was refused and no \
+                             request failed."
                                 .to_string(),
                             "Nothing to change on the server; check the client's connect \
                              timeout and why it abandons fresh connections."
@@ -432,7 +435,12 @@ impl ConnectionReset {
                         },
                         format!(
                             "The {who} reset {n} connections right after the handshake, before \
-                             any byte was exchanged (refused or aborted at setup)"
+                             any byte was exchanged ({})",
+                            if by_server {
+                                "refused or aborted at setup"
+                            } else {
+                                "it gave up on them at setup: nothing was refused"
+                            }
                         ),
                         explanation,
                         fix,

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod abandoned_connect;
 mod abortive_close;
 mod arrived;
 mod attribution;
