@@ -17,6 +17,7 @@ mod capture_side;
 mod captures;
 mod client_asked_close;
 mod client_think;
+mod closed_after_errors;
 mod early_resend;
 mod echo_turns;
 mod framing_complete;
