@@ -579,6 +579,15 @@ impl ConnectionReset {
                                 "the other side closed the unused connection (FIN), the {who} \
                                  reset it"
                             ),
+                            // The SYN/ACK itself reset: the client's socket was gone.
+                            ResetKind::Setup
+                                if !e.rst.from_server
+                                    && e.before.is_some_and(|b| b.flags.syn()) =>
+                            {
+                                "the client reset the server's SYN/ACK: it had given up on \
+                                 this connection attempt"
+                                    .to_string()
+                            }
                             ResetKind::Setup => format!(
                                 "the {who} reset the connection after the handshake, no byte \
                                  sent"

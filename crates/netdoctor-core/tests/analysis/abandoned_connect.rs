@@ -70,7 +70,12 @@ fn a_client_resetting_the_syn_ack_of_its_only_syn_gave_up_itself() {
         assert!(!f.fix.contains("iptables"), "{}", f.fix);
         // The evidence is the SYN/ACK and the client's reset after it.
         let text = format!("{:?}", f.evidence);
-        assert!(text.contains("[S.]") && text.contains("[R]"), "{text}");
+        assert!(
+            text.contains("[S.]")
+                && text.contains("[R]")
+                && text.contains("the client reset the server's SYN/ACK"),
+            "{text}"
+        );
         assert!(
             an.findings.iter().all(|f| f.severity < Severity::Warning
                 || f.id == FindingId::ShortConnections),
