@@ -58,10 +58,16 @@ fn a_client_resetting_the_syn_ack_of_its_only_syn_gave_up_itself() {
         let r = of(&an, FindingId::ConnectionReset);
         assert_eq!(r.len(), 1, "listening {listening}: {:#?}", an.findings);
         let f = r[0];
-        assert_eq!((f.side, f.severity), (Side::Client, Severity::Info), "{f:#?}");
+        assert_eq!(
+            (f.side, f.severity),
+            (Side::Client, Severity::Info),
+            "{f:#?}"
+        );
         assert!(
-            f.summary.starts_with("The client reset 10 connections right after the handshake")
-                && f.summary.contains("it gave up on them at setup: nothing was refused"),
+            f.summary
+                .starts_with("The client reset 10 connections right after the handshake")
+                && f.summary
+                    .contains("it gave up on them at setup: nothing was refused"),
             "{}",
             f.summary
         );
@@ -77,8 +83,9 @@ fn a_client_resetting_the_syn_ack_of_its_only_syn_gave_up_itself() {
             "{text}"
         );
         assert!(
-            an.findings.iter().all(|f| f.severity < Severity::Warning
-                || f.id == FindingId::ShortConnections),
+            an.findings
+                .iter()
+                .all(|f| f.severity < Severity::Warning || f.id == FindingId::ShortConnections),
             "{:#?}",
             an.findings
         );

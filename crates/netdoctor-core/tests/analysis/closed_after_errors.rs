@@ -43,9 +43,9 @@ fn connections_closed_after_error_answers_follow_from_the_errors() {
     assert_eq!(short.caused_by, Some(FindingId::HttpErrors), "{short:#?}");
     assert_eq!(short.side, Side::Client, "{short:#?}");
     assert!(
-        short
-            .fix
-            .starts_with("Caused by http_errors (above): the server closes a connection after an error answer"),
+        short.fix.starts_with(
+            "Caused by http_errors (above): the server closes a connection after an error answer"
+        ),
         "{}",
         short.fix
     );
@@ -64,7 +64,9 @@ fn a_server_with_keep_alive_off_is_still_its_own_root() {
     let short = the(&v, FindingId::ShortConnections);
     assert_eq!((short.side, short.caused_by), (Side::Server, None));
     assert!(
-        short.fix.starts_with("Let the server keep connections open"),
+        short
+            .fix
+            .starts_with("Let the server keep connections open"),
         "{}",
         short.fix
     );
