@@ -20,6 +20,7 @@ mod client_think;
 mod closed_after_errors;
 mod early_resend;
 mod echo_turns;
+mod fin_echo;
 mod framing_complete;
 mod gap_not_pipelining;
 mod h2;
