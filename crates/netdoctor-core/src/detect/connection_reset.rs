@@ -34,7 +34,7 @@
 //! ([`Observation::RunConfig`]`::timeout_ms`) is netdoctor giving up, not the server resetting:
 //! it is reported apart, at info, on the client's side.
 //!
-//! This file is the classification and the main story (~730 lines with its texts); each
+//! This file is the classification and the main story (~745 lines with its texts); each
 //! other story already has its own file (`after_answer`, `idle`, `injected`, `tests`). What is
 //! left here shares the per-reset counts and one summary sentence, so splitting it further
 //! would pass that state between files rather than separate concerns.
