@@ -75,6 +75,21 @@ fn unanswered(_: &Finding, c: &Finding) -> bool {
     c.summary.contains(NO_ANSWER_MARK) && c.side != Side::Client
 }
 
+/// Most requests were answered with an error status (not timeouts, not resets), and the
+/// server closed the connections: servers close after error answers (nginx after 400, 413,
+/// 414, 495-497, 500 and 501, with `Connection: close`; a TLS client certificate that is
+/// required and missing is a 400), so one connection per request follows from the errors, not
+/// from the server's keep-alive settings.
+fn closed_after_errors(root: &Finding, c: &Finding) -> bool {
+    c.side == Side::Server
+        && root.summary.contains(ERROR_ANSWER_MARK)
+        && root.impact.affected_fraction.is_some_and(|f| f >= 0.5)
+}
+
+/// The words of an `http_errors` summary whose most common failure is an answered status
+/// (`… failed (100.0%): HTTP 400 Bad Request`).
+pub const ERROR_ANSWER_MARK: &str = "): HTTP ";
+
 /// The words an abandoned-handshakes `server_not_listening` takes under a path root.
 pub const PATH_LOSS_MARK: &str = "consistent with the loss on the path";
 
@@ -216,6 +231,9 @@ pub const RULES: &[Rule] = &[
     rule(MssMtuProblem, RetransmissionTimeout, same_connection),
     // Connects that took 3 s because SYNs were repeated, cut by the load's own timeout.
     rule(SynRetransmit, HttpErrors, own_connect_timeouts),
+    // A server closes after its error answers: one connection per request follows (a TLS
+    // server requiring a client certificate answered 400 to every request, explore6).
+    rule(HttpErrors, ShortConnections, closed_after_errors),
 ];
 
 /// Ties consequences to their root cause in `findings` (already ranked): sets `caused_by` and
@@ -267,6 +285,17 @@ pub fn relate(findings: &mut Vec<Finding>) {
             // A shaper's loss is where the shaper is (the server's host when the kernel's drops
             // place it there).
             let shaper = root_id == ShaperLimited && matches!(c.side, Side::Network | Side::Server);
+            // Connections closed after error answers: whoever is to fix the errors.
+            let errors = root_id == HttpErrors && id == ShortConnections;
+            if errors {
+                c.side = root_side;
+                c.fix = format!(
+                    "Caused by {root_id} (above): the server closes a connection after an error \
+                     answer, so fix the failing requests first; run again to see whether it \
+                     keeps connections for answers that succeed. {}",
+                    c.fix
+                );
+            }
             if ((root_side == Side::Network || silent_client) && c.side == Side::Server) || shaper {
                 c.side = root_side;
                 if !c.fix.starts_with("Caused by") {
@@ -500,6 +529,34 @@ mod tests {
         ];
         relate(&mut v);
         assert!(v.iter().all(|x| x.caused_by.is_none()));
+    }
+
+    #[test]
+    fn only_answered_errors_explain_connections_the_server_closed() {
+        let errors = |summary: &str, share: f64| {
+            let mut e = f(HttpErrors, Severity::Critical, Side::Server);
+            e.summary = summary.to_string();
+            e.impact.affected_fraction = Some(share);
+            e
+        };
+        let short = |side| f(ShortConnections, Severity::Warning, side);
+        let answered = "10 of 10 requests failed (100.0%): HTTP 500 Internal Server Error";
+        let mut v = vec![short(Side::Server), errors(answered, 1.0)];
+        relate(&mut v);
+        assert_eq!(v[1].caused_by, Some(HttpErrors));
+        // Timeouts and resets do not make a server close after answering; a few errors do
+        // not explain every connection; a client that closed is the client's choice.
+        let timeouts = "10 of 10 requests failed (100.0%): no answer (connect, read or write \
+                        errors, timeouts)";
+        for (e, s) in [
+            (errors(timeouts, 1.0), Side::Server),
+            (errors(answered, 0.2), Side::Server),
+            (errors(answered, 1.0), Side::Client),
+        ] {
+            let mut v = vec![short(s), e];
+            relate(&mut v);
+            assert!(v.iter().all(|x| x.caused_by.is_none()), "{v:#?}");
+        }
     }
 
     #[test]

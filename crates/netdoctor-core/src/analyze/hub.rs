@@ -307,7 +307,17 @@ impl Hub {
             && c.dirs
                 .iter()
                 .all(|d| !d.started || d.nxt.wrapping_sub(d.isn) <= 2);
-        let kind = if c.rtt_ns.is_none() && c.syn.first_syn.is_some() && c.cur.is_none() {
+        // The client's reset of the SYN/ACK that answered its only SYN: the server accepted
+        // on time and the client had given up on the attempt itself (its socket closed before
+        // the answer came: a load generator ending its run, a connect timeout shorter than the
+        // round trip). Not a refusal. A SYN repeated first (loss, a full listen queue) keeps
+        // the refusal's story of an abandoned handshake (`server_not_listening`).
+        let client_abandoned = !rst.from_server && c.synack_seen && !c.syn.repeated();
+        let kind = if c.rtt_ns.is_none()
+            && c.syn.first_syn.is_some()
+            && c.cur.is_none()
+            && !client_abandoned
+        {
             ResetKind::Refused
         } else if no_payload && c.synack_seen {
             if context

@@ -163,7 +163,11 @@ impl Analyzer {
             .saturating_add(u8::from(seg.payload_len > 0));
         // The round trip under load, from the timestamps (`track::echo`): the server's echo
         // read on the client's clock (`c.dirs[j].ts`, noted above for the client's segments).
-        if seg.payload_len > 0
+        // A client's FIN counts as its data: a server that answers after it (a request it had
+        // not read yet, the client gone at its own timeout) echoes the FIN's TSval, and that
+        // echo holds the server's time, not a round trip (a single-threaded server read a
+        // 5.09 s answer as 2.0 s of server time and a 3.07 s "round trip" of transfer).
+        if (seg.payload_len > 0 || (f.fin() && !from_server))
             && let (Some(v), Some(e)) = (seg.tsval, seg.tsecr)
         {
             if !from_server {

@@ -34,7 +34,7 @@
 //! ([`Observation::RunConfig`]`::timeout_ms`) is netdoctor giving up, not the server resetting:
 //! it is reported apart, at info, on the client's side.
 //!
-//! This file is the classification and the main story (~730 lines with its texts); each
+//! This file is the classification and the main story (~745 lines with its texts); each
 //! other story already has its own file (`after_answer`, `idle`, `injected`, `tests`). What is
 //! left here shares the per-reset counts and one summary sentence, so splitting it further
 //! would pass that state between files rather than separate concerns.
@@ -411,10 +411,13 @@ impl ConnectionReset {
                         )
                     } else {
                         (
-                            "The handshake completed, then the client reset the connection \
-                             before sending a byte: it gave up on the connection at setup (a \
-                             connect-only check closing with SO_LINGER 0, or a client that \
-                             timed out or was stopped)."
+                            "The server answered the client's SYN (or the handshake \
+                             completed), then the client reset the connection before sending a \
+                             byte: it gave up on the connection at setup itself (a connect-only \
+                             check closing with SO_LINGER 0, a connect timeout, or a client \
+                             stopped while connecting, as a load generator ending its run: its \
+                             socket was gone when the SYN/ACK came). Nothing was refused and no \
+                             request failed."
                                 .to_string(),
                             "Nothing to change on the server; check the client's connect \
                              timeout and why it abandons fresh connections."
@@ -432,7 +435,12 @@ impl ConnectionReset {
                         },
                         format!(
                             "The {who} reset {n} connections right after the handshake, before \
-                             any byte was exchanged (refused or aborted at setup)"
+                             any byte was exchanged ({})",
+                            if by_server {
+                                "refused or aborted at setup"
+                            } else {
+                                "it gave up on them at setup: nothing was refused"
+                            }
                         ),
                         explanation,
                         fix,
@@ -571,6 +579,15 @@ impl ConnectionReset {
                                 "the other side closed the unused connection (FIN), the {who} \
                                  reset it"
                             ),
+                            // The SYN/ACK itself reset: the client's socket was gone.
+                            ResetKind::Setup
+                                if !e.rst.from_server
+                                    && e.before.is_some_and(|b| b.flags.syn()) =>
+                            {
+                                "the client reset the server's SYN/ACK: it had given up on \
+                                 this connection attempt"
+                                    .to_string()
+                            }
                             ResetKind::Setup => format!(
                                 "the {who} reset the connection after the handshake, no byte \
                                  sent"

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod abandoned_connect;
 mod abortive_close;
 mod arrived;
 mod attribution;
@@ -16,8 +17,10 @@ mod capture_side;
 mod captures;
 mod client_asked_close;
 mod client_think;
+mod closed_after_errors;
 mod early_resend;
 mod echo_turns;
+mod fin_echo;
 mod framing_complete;
 mod gap_not_pipelining;
 mod h2;
