@@ -1,14 +1,15 @@
 # Per server turn: flights of new data (a gap >= RTT/2 between new-data segments starts a flight),
 # from a client-side capture. RTT = SYN/ACK -> client's ACK ... measured as SYN -> SYN/ACK at the client.
 import subprocess, sys, collections
-f = sys.argv[1]; port = sys.argv[2] if len(sys.argv) > 2 else "9090"
+f = sys.argv[1]; port = sys.argv[2] if len(sys.argv) > 2 else "9090"; REV = len(sys.argv) > 3
 out = subprocess.run(["tshark","-r",f,"-T","fields","-E","separator=|","-e","frame.time_epoch","-e","tcp.stream",
   "-e","tcp.srcport","-e","tcp.flags.syn","-e","tcp.flags.ack","-e","tcp.seq","-e","tcp.len","-e","tcp.ack",
   "-e","tcp.window_size","-e","tcp.analysis.retransmission"], capture_output=True, text=True).stdout
 S = collections.defaultdict(list)
 for l in out.splitlines():
     t,s,sp,syn,ack,seq,ln,ak,win,rx = l.split("|")
-    S[int(s)].append((float(t), sp == port, syn=="1", int(seq or 0), int(ln or 0), int(ak or 0), int(win or 0), rx!=""))
+    if not s: continue
+    S[int(s)].append((float(t), (sp == port) != REV, syn=="1", int(seq or 0), int(ln or 0), int(ak or 0), int(win or 0), rx!=""))
 for s, P in sorted(S.items()):
     syn = [p for p in P if p[2]]
     if len(syn) < 2: continue
