@@ -21,11 +21,14 @@
 //! - [`sendfile`]: a memory file (`memfd_create`) and `sendfile` of its pages on a socket (the
 //!   throughput sender's pattern goes out by reference, as `iperf3 -Z` sends it).
 //! - [`rxstamp`]: the kernel's receive timestamp of a frame (`SO_TIMESTAMPNS`, `recvmsg`).
+//! - [`fds`]: marking the descriptors this process inherited close-on-exec (`close_range`), so
+//!   the daemons it starts do not hold a caller's lock.
 //!
 //! Hand-written rather than `nix`: four calls do not justify a large dependency, and `nix` has
 //! no `pidfd_getfd` wrapper; `libc` gives the raw calls and constants.
 
 pub mod affinity;
+pub mod fds;
 pub mod iface;
 pub mod memory;
 pub mod mmap;

@@ -74,6 +74,9 @@ pub fn version_line() -> String {
 /// process exit code. A closed stdout (`netdoctor … | head`) ends the run quietly.
 pub fn main_with_args() -> i32 {
     use clap::{CommandFactory, FromArgMatches};
+    // What the caller left open (a `flock` lock around `netdoctor lab start`) must not reach
+    // the daemons this run starts; an old kernel without close_range keeps the old behaviour.
+    let _ = netdoctor_sys::fds::cloexec_inherited();
     // The version line is made at run time (the eBPF state is a constant of netdoctor-bpf);
     // clap wants it 'static, and it is made once per process.
     let version: &'static str = Box::leak(version_line().into_boxed_str());
