@@ -133,6 +133,7 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                         jobs,
                         m.bytes,
                         Box::new(move |n| hold.done_through(n)),
+                        Some(netdoctor_sys::mmap::warm_lines),
                     )
                 }
                 None => ShardedAnalyzer::new(cfg.clone(), jobs),

@@ -9,6 +9,7 @@
 
 use crate::common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::{capture_path, for_each_packet};
@@ -72,6 +73,15 @@ fn pkt<'a>(m: &Meta, from: &'a [u8]) -> RawPacket<'a> {
     }
 }
 
+/// Frames warmed by [`count_warmed`] (tests run in parallel: only ever more).
+static WARMED: AtomicUsize = AtomicUsize::new(0);
+
+/// A `Warm` that counts the frames it is given (each a whole frame's bytes).
+fn count_warmed(bytes: &[u8]) {
+    assert!(!bytes.is_empty());
+    WARMED.fetch_add(1, Ordering::Relaxed);
+}
+
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serialize")
 }
@@ -88,15 +98,25 @@ fn frames_read_from_shared_bytes_give_the_single_threads_analysis() {
         one.push(&pkt(m, &region));
     }
     let want = json(&one.finish());
-    // every frame in the region; every other frame copied; none in it
-    for (jobs, in_region) in [(2, 1), (3, 1), (2, 2), (2, 0)] {
+    // every frame in the region; every other frame copied; none in it; with frames warmed
+    // ahead of the worker (`Warm`) or not: the hint changes no result
+    let warm: Option<netdoctor_core::analyze::shard::Warm> = Some(count_warmed);
+    for (jobs, in_region, warm) in [
+        (2, 1, warm),
+        (3, 1, None),
+        (2, 2, warm),
+        (2, 0, warm),
+        (2, 1, None),
+    ] {
         let done = Arc::new(Mutex::new(Vec::new()));
         let told = Arc::clone(&done);
+        let warmed = WARMED.load(Ordering::Relaxed);
         let mut a = ShardedAnalyzer::with_region(
             AnalyzerConfig::default(),
             jobs,
             Arc::clone(&region) as _,
             Box::new(move |n| told.lock().unwrap().push(n)),
+            warm,
         );
         for (k, m) in metas.iter().enumerate() {
             let from: &[u8] = if in_region > 0 && k % in_region == 0 {
@@ -107,6 +127,12 @@ fn frames_read_from_shared_bytes_give_the_single_threads_analysis() {
             a.push(&pkt(m, from));
         }
         let got = json(&a.finish());
+        if warm.is_some() {
+            assert!(
+                WARMED.load(Ordering::Relaxed) > warmed,
+                "-j {jobs}: no frame warmed"
+            );
+        }
         assert!(
             got == want,
             "-j {jobs}, every {in_region}. frame in the region: the analysis differs"

@@ -81,6 +81,17 @@ const ROUND_BYTES: usize = 1 << 20;
 /// Rounds in flight per worker (bounds the memory between the reader and a worker).
 const DEPTH: usize = 2;
 
+/// How many frames ahead of the one it decodes a worker warms a frame's bytes ([`Warm`]).
+const WARM_AHEAD: usize = 4;
+
+/// Asks the CPU to bring a frame's first cache lines into its caches (a hint; the caller's
+/// `netdoctor_sys::mmap::warm_lines`: this crate has no `unsafe`). A worker decodes frames the
+/// reader's core touched last (it routed them), so each frame's first read waited on the
+/// other core's cache or memory: warmed [`WARM_AHEAD`] frames ahead, the bench capture's
+/// `decode_at` fell from ~1160 to ~540 samples per `-j 2` run on the worker and the run's CPU by
+/// ~6 % (session 22, perf cpu-clock at 20 kHz, 3 runs each).
+pub type Warm = fn(&[u8]);
+
 /// One frame of a batch: its bytes are `off..off + len` of the shared bytes when `shared`
 /// (the map of the file, [`Region`]), else of the batch's own `data`.
 #[derive(Clone, Copy)]
@@ -178,6 +189,7 @@ pub struct ShardedAnalyzer {
     merge: Merge,
     owners: Owners,
     map: Option<MapShare>,
+    warm: Option<Warm>,
 }
 
 /// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
@@ -241,19 +253,21 @@ fn worker_analyzer(cfg: AnalyzerConfig, global: Arc<shared::Global>, me: usize) 
 impl ShardedAnalyzer {
     /// `workers` ≥ 2 threads, the caller's included (1 is [`Analyzer`] itself).
     pub fn new(cfg: AnalyzerConfig, workers: usize) -> ShardedAnalyzer {
-        ShardedAnalyzer::build(cfg, workers, None)
+        ShardedAnalyzer::build(cfg, workers, None, None)
     }
 
     /// As [`ShardedAnalyzer::new`], for frames that lie in `region` (the map of the capture
     /// file): they reach their worker as offsets into it instead of copies (session 17: the
     /// copy was ~5 % of the reader's CPU on the bench capture). `done` is told, after each
     /// merged round, how many of the frames pushed every worker is done with. Frames from
-    /// elsewhere are copied as by `new`.
+    /// elsewhere are copied as by `new`. `warm`, when given, is how a worker warms the bytes
+    /// of the frames it reads next ([`Warm`]).
     pub fn with_region(
         cfg: AnalyzerConfig,
         workers: usize,
         region: Region,
         done: DoneThrough,
+        warm: Option<Warm>,
     ) -> ShardedAnalyzer {
         let bytes = (*region).as_ref();
         let (base, len) = (bytes.as_ptr() as usize, bytes.len());
@@ -264,10 +278,15 @@ impl ShardedAnalyzer {
             done,
             ends: VecDeque::new(),
         };
-        ShardedAnalyzer::build(cfg, workers, Some(map))
+        ShardedAnalyzer::build(cfg, workers, Some(map), warm)
     }
 
-    fn build(cfg: AnalyzerConfig, workers: usize, map: Option<MapShare>) -> ShardedAnalyzer {
+    fn build(
+        cfg: AnalyzerConfig,
+        workers: usize,
+        map: Option<MapShare>,
+        warm: Option<Warm>,
+    ) -> ShardedAnalyzer {
         // A worker's index fits the owner table's u16 (below its empty mark).
         let n = workers.clamp(2, usize::from(Owners::NONE));
         let global = shared::Global::new(n);
@@ -293,7 +312,7 @@ impl ShardedAnalyzer {
                         recycle: recycle_tx,
                         logs_back: back_rx,
                     };
-                    worker(me, cfg, global, chans, region);
+                    worker(me, cfg, global, chans, (region, warm));
                 })
                 .expect("spawn an analyzer worker");
             to_workers.push(tx);
@@ -315,6 +334,7 @@ impl ShardedAnalyzer {
             merge: Merge::new(from_workers, logs_back),
             owners: Owners::new(n),
             map,
+            warm,
         }
     }
 
@@ -450,7 +470,7 @@ impl ShardedAnalyzer {
         let own = &mut self.batches[0];
         own.cut = cut;
         let region = self.map.as_ref().map(|m| (*m.region).as_ref());
-        run_batch(&mut self.own, own, region);
+        run_batch(&mut self.own, own, region, self.warm);
         own.frames.clear();
         own.data.clear();
         let log = take_log(&mut self.own.hub, self.merge.spare());
@@ -497,19 +517,28 @@ impl ShardedAnalyzer {
 }
 
 /// Analyzes the frames of one batch (a worker's round) with `a`, and publishes the progress.
-/// `region`: the shared bytes that frames marked `shared` lie in.
-fn run_batch(a: &mut Analyzer, b: &Batch, region: Option<&[u8]>) {
-    for f in &b.frames {
+/// `region`: the shared bytes that frames marked `shared` lie in; `warm`: how to warm a frame
+/// [`WARM_AHEAD`] frames ahead.
+fn run_batch(a: &mut Analyzer, b: &Batch, region: Option<&[u8]>, warm: Option<Warm>) {
+    let bytes = |f: &Frame| {
         let from = match region {
             Some(r) if f.shared => r,
             _ => &b.data,
         };
         let off = f.off as usize;
+        &from[off..off + f.len as usize]
+    };
+    for (i, f) in b.frames.iter().enumerate() {
+        if let Some(warm) = warm
+            && let Some(next) = b.frames.get(i + WARM_AHEAD)
+        {
+            warm(bytes(next));
+        }
         let pkt = RawPacket {
             frame: f.frame,
             ts_ns: f.ts_ns,
             link: f.link,
-            data: &from[off..off + f.len as usize],
+            data: bytes(f),
             orig_len: f.orig_len,
         };
         match decode(&pkt) {
@@ -536,7 +565,7 @@ fn worker(
     cfg: AnalyzerConfig,
     global: Arc<shared::Global>,
     chans: WorkerChans,
-    region: Option<Region>,
+    (region, warm): (Option<Region>, Option<Warm>),
 ) {
     let WorkerChans {
         rx,
@@ -555,7 +584,7 @@ fn worker(
     let mut a = worker_analyzer(cfg, global, me);
     let region = region.as_deref().map(AsRef::as_ref);
     for b in rx {
-        run_batch(&mut a, &b, region);
+        run_batch(&mut a, &b, region, warm);
         let entries = take_log(&mut a.hub, logs_back.try_recv().unwrap_or_default());
         if log.send(Msg::Round(entries)).is_err() {
             return;

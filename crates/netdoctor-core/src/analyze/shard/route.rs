@@ -46,7 +46,10 @@ pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
 /// first touch of every byte of the file, on the reader. Chosen by `perf record -e cpu-clock`
 /// samples per thread, 2 runs each (load 6–7, so not by wall time): 32 → 48 → 64 → 80 eighths
 /// gave the reader / worker ~950 / 780, 1030 / 880, 820 / 800, 830 / 815 samples on the bench
-/// capture (57 runs) and ~825 / 740, 785 / 770, 720 / 783, 750 / 810 on it sorted.
+/// capture (57 runs) and ~825 / 740, 785 / 770, 720 / 783, 750 / 810 on it sorted. Not
+/// swept by wall time yet: session 22 made the workers cheaper per frame (they warm frames
+/// ahead, the reader's own batches too) and built this branch with 32, 40, 48, 56, 64 and 72
+/// for a sweep by wall time in a quiet window (bench/README.md, analyze-jobs.sh, session 22).
 pub(super) const READER_EIGHTHS_WALKING: u32 = 56;
 
 impl Owners {

@@ -31,6 +31,9 @@ struct Inner {
     counts: BTreeMap<Endpoint, u32>,
     /// Merged notes a worker may still need to look back past.
     recent: VecDeque<(u64, Endpoint)>,
+    /// Workers waiting on the others' progress: with none, progress wakes nobody (a
+    /// `notify_all` is a futex call even with no waiter: two a round, session 22).
+    waiting: usize,
 }
 
 impl Global {
@@ -41,6 +44,7 @@ impl Global {
                 pending: vec![VecDeque::new(); workers],
                 counts: BTreeMap::new(),
                 recent: VecDeque::new(),
+                waiting: 0,
             }),
             cv: Condvar::new(),
         })
@@ -62,8 +66,11 @@ impl Global {
         let mut g = self.lock();
         g.pending[w].extend(notes.drain(..));
         g.progress[w] = g.progress[w].max(frame);
+        let wake = g.waiting > 0;
         drop(g);
-        self.cv.notify_all();
+        if wake {
+            self.cv.notify_all();
+        }
     }
 }
 
@@ -108,15 +115,20 @@ impl Handle {
         let mut g = self.g.lock();
         g.pending[self.me].extend(self.notes.borrow_mut().drain(..));
         g.progress[self.me] = g.progress[self.me].max(before);
-        self.g.cv.notify_all();
+        if g.waiting > 0 {
+            self.g.cv.notify_all();
+        }
         while g.progress.iter().any(|p| *p < before) {
+            g.waiting += 1;
             g = self.g.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            g.waiting -= 1;
         }
         let Inner {
             pending,
             counts,
             recent,
             progress,
+            ..
         } = &mut *g;
         // Merge the notes before `f`, oldest first (the order a single analyzer noted them),
         // and this worker's own notes of frame `f` so far: a single analyzer sees a note made
