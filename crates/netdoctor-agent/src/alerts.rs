@@ -92,6 +92,9 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         ReverseDnsTimeout => {
             "PTR lookups time out, so tools that resolve addresses stall. Serve the reverse zone or answer NXDOMAIN at once; use -n in tools."
         }
+        DnsServerError => {
+            "A nameserver answers but fails the question: SERVFAIL (it cannot resolve the name: upstream, DNSSEC or zone broken), REFUSED (it does not serve this client) or a truncated answer with TCP 53 blocked. Fix the nameserver or its upstream, allow the client, or allow TCP 53."
+        }
         DnsNameNotFound => {
             "The resolver works but the name has no address (NXDOMAIN/NODATA). Check the host name's spelling, the search domains and ndots, or add the record."
         }
@@ -159,6 +162,7 @@ pub fn alert_severity(id: FindingId) -> &'static str {
         | DnsNoNameserver
         | DnsServerUnreachable
         | DnsNameNotFound
+        | DnsServerError
         | NoRoute
         | NeighbourUnreachable
         | TlsVerifyFailed => "critical",

@@ -49,12 +49,13 @@ pub enum FindingId {
     ReceiverSoftirqSaturated,
     SpuriousRetransmission,
     DnsDeadRecord,
+    DnsServerError,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 39] = {
+    pub const ALL: [FindingId; 40] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -96,6 +97,7 @@ impl FindingId {
             ReceiverSoftirqSaturated,
             SpuriousRetransmission,
             DnsDeadRecord,
+            DnsServerError,
         ]
     };
 
@@ -126,7 +128,7 @@ impl FindingId {
             HighBaseRtt | RouteProblem | NoRoute | CongestionLimited | ShaperLimited
             | MssMtuProblem => Layer::Network,
             DnsNoNameserver | DnsServerUnreachable | DnsSlow | ReverseDnsTimeout
-            | DnsNameNotFound | DnsDeadRecord => Layer::Dns,
+            | DnsNameNotFound | DnsDeadRecord | DnsServerError => Layer::Dns,
         }
     }
 
@@ -173,6 +175,7 @@ impl FindingId {
             ReceiverSoftirqSaturated => "receiver_softirq_saturated",
             SpuriousRetransmission => "spurious_retransmission",
             DnsDeadRecord => "dns_dead_record",
+            DnsServerError => "dns_server_error",
         }
     }
 }

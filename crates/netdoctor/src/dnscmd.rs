@@ -205,11 +205,14 @@ fn render(r: &DnsReport, out: &mut dyn Write) -> std::io::Result<()> {
         }
         if !answers.is_empty() {
             writeln!(out, "  {:<16} answer: {}", "", answers.join(", "))?;
-        } else if let Some(rcode) = s.udp.tries.iter().find_map(|t| match &t.outcome {
-            Outcome::Answer { rcode, .. } => Some(rcode),
+        } else if let Some((rcode, tc)) = s.udp.tries.iter().find_map(|t| match &t.outcome {
+            Outcome::Answer {
+                rcode, truncated, ..
+            } => Some((rcode, *truncated)),
             _ => None,
         }) {
-            writeln!(out, "  {:<16} answer: {rcode}, no records", "")?;
+            let tc = if tc { " (truncated: TC bit)" } else { "" };
+            writeln!(out, "  {:<16} answer: {rcode}, no records{tc}", "")?;
         }
     }
     if !r.reverse.is_empty() {
@@ -220,7 +223,7 @@ fn render(r: &DnsReport, out: &mut dyn Write) -> std::io::Result<()> {
             .direct
             .iter()
             .map(|(srv, t)| match &t.outcome {
-                Outcome::Answer { answers, rcode } => format!(
+                Outcome::Answer { answers, rcode, .. } => format!(
                     "at {srv}: {} ms {}",
                     ms(t.elapsed_ms),
                     if answers.is_empty() {

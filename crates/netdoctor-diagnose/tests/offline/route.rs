@@ -87,6 +87,7 @@ fn answered(ms: f64) -> Try {
         outcome: Outcome::Answer {
             rcode: "No Error".into(),
             answers: vec!["A 10.0.3.2".into()],
+            truncated: false,
         },
     }
 }
@@ -110,6 +111,7 @@ fn dns(resolv: &str, udp: Vec<Try>, gai: Result<f64, &str>) -> DnsReport {
             position: 0,
             udp: TransportTiming::from_tries(Transport::Udp, udp.clone()),
             tcp: None,
+            aaaa: None,
         })
         .collect();
     DnsReport {
@@ -228,6 +230,7 @@ fn a_name_the_nameservers_say_does_not_exist_is_the_diagnosis() {
         outcome: Outcome::Answer {
             rcode: "Non-Existent Domain".into(),
             answers: vec![],
+            truncated: false,
         },
     };
     let mut report = dns(

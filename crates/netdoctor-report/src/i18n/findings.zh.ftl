@@ -462,6 +462,25 @@ spurious_retransmission-fix = 通常无需处理。如果经常出现：{ $side 
    *[other] 检查接收方是否把 ACK 延迟得太久（例如 Windows 的 200 ms 延迟确认；TCP_QUICKACK），以及往返时间是否波动很大。
 }
 
+## dns_server_error
+
+# $probe 是第一条证据的探测名：dns_servfail（SERVFAIL）、dns_refused（REFUSED）、dns_truncated（应答被截断且 TCP 不通）。
+dns_server_error-summary = { $probe ->
+    [dns_servfail] 域名服务器回答 SERVFAIL：它无法解析这个名字（不是名字不存在）
+    [dns_refused] 域名服务器回答 REFUSED：它拒绝为本客户端解析
+   *[other] 域名服务器的 UDP 应答被截断（TC 位），而通过 TCP 问它没有结果
+}
+dns_server_error-explanation = { $probe ->
+    [dns_servfail] 域名服务器可达且立即应答，但它说自己解析失败：它连不上这个名字的权威服务器（上游或转发器宕机或被拦截）、DNSSEC 验证失败，或者区域配置有误（lame delegation）。这不是名字不存在，名字很可能是存在的。
+    [dns_refused] 域名服务器按策略拒绝为本客户端解析这个名字：递归只对某些网络开放（allow-recursion/ACL），或者它只是权威服务器、不负责这个区域。
+   *[other] 应答放不进一个 UDP 报文（TC 位），解析器必须改用 TCP 53 端口重问，而到这个服务器的 TCP 失败了。记录多、CNAME 链长或带 DNSSEC 的大应答就这样丢失，通常是防火墙只放行了 UDP 53。
+}
+dns_server_error-fix = { $probe ->
+    [dns_servfail] 查看域名服务器的日志及其上游/转发器（它能否访问上游的 53 端口）；检查区域的委派和 DNSSEC（`dig +cd 名字` 能解析说明是验证失败，`dig +trace 名字`）；同时可在 resolv.conf 中改用正常的解析器。
+    [dns_refused] 使用本网络应使用的解析器，或在域名服务器的递归 ACL 中放行本客户端的地址（BIND allow-recursion/allow-query，Unbound/dnsmasq 的 access-control）。
+   *[other] 放行到域名服务器的 TCP 53 端口（防火墙、安全组）并确认它在 TCP 上监听；或者精简记录使应答能放进 UDP 报文（`options edns0`）。
+}
+
 ## dns_dead_record
 
 # $probe 是第一条证据的探测名：dead_record_silent（超时无应答）、dead_record_unreachable（立即失败，没有路由）、dead_record_refused（RST）。

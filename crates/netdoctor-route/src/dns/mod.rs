@@ -185,6 +185,11 @@ pub struct ServerTiming {
     pub udp: TransportTiming,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TransportTiming>,
+    /// One UDP try of AAAA when A is asked: glibc's getaddrinfo (AF_UNSPEC) sends both
+    /// questions in parallel and waits for both, so a server that never answers AAAA stalls
+    /// every lookup by its timeout although A answers at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aaaa: Option<Try>,
 }
 
 impl ServerTiming {
@@ -199,6 +204,10 @@ impl ServerTiming {
             .map(|t| t.answers())
             .next()
             .unwrap_or(&[])
+    }
+    /// Whether the server answers A (over UDP) but its AAAA try went unanswered.
+    pub fn aaaa_unanswered(&self) -> bool {
+        self.udp.answered > 0 && self.aaaa.as_ref().is_some_and(|t| !t.answered())
     }
     /// Whether any try over any transport was answered.
     pub fn reachable(&self) -> bool {
@@ -269,6 +278,26 @@ impl DnsReport {
         // asked when the answer came is the one that gave it.
         let waited = (gai_ms / (f64::from(rc.timeout_s.max(1)) * 1000.0)) as usize;
         self.servers.len() == 1 || (!rc.rotate && waited % self.servers.len().max(1) == s.position)
+    }
+}
+
+impl DnsReport {
+    /// What glibc waits, per lookup, on nameservers that time out before it reaches the first
+    /// one that answers (without `rotate`, each costs one timeout), in ms.
+    pub fn dead_servers_wait_ms(&self) -> f64 {
+        let rc = &self.resolver.resolv_conf;
+        if rc.rotate {
+            return 0.0;
+        }
+        let dead_ahead = self
+            .servers
+            .iter()
+            .take_while(|s| !s.reachable() && s.udp.timeouts() > 0)
+            .count();
+        if dead_ahead == self.servers.len() {
+            return 0.0;
+        }
+        dead_ahead as f64 * f64::from(rc.timeout_s) * 1000.0
     }
 }
 
@@ -388,16 +417,23 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
                 let tcp = opts
                     .tcp
                     .then(|| s.spawn(move || ask_n(server, Transport::Tcp, qn, rt, opts)));
-                (position, server, udp, tcp)
+                let aaaa = (rt == RecordType::A).then(|| {
+                    s.spawn(move || {
+                        let to = SocketAddr::new(server, 53);
+                        query::ask(to, Transport::Udp, qn, RecordType::AAAA, opts.timeout)
+                    })
+                });
+                (position, server, udp, tcp, aaaa)
             })
             .collect();
         let servers: Vec<ServerTiming> = handles
             .into_iter()
-            .map(|(position, server, udp, tcp)| ServerTiming {
+            .map(|(position, server, udp, tcp, aaaa)| ServerTiming {
                 server,
                 position,
                 udp: udp.join().expect("udp query thread"),
                 tcp: tcp.map(|t| t.join().expect("tcp query thread")),
+                aaaa: aaaa.map(|t| t.join().expect("aaaa query thread")),
             })
             .collect();
         (gai.map(|g| g.join().expect("getaddrinfo thread")), servers)
@@ -636,6 +672,7 @@ mod tests {
             outcome: query::Outcome::Answer {
                 rcode: "No Error".into(),
                 answers: vec![],
+                truncated: false,
             },
         };
         let lost = Try {

@@ -28,6 +28,10 @@ pub enum Outcome {
         rcode: String,
         /// `"A 10.0.0.1"`, `"PTR host.example."`, … in answer-section order.
         answers: Vec<String>,
+        /// The TC bit: the answer did not fit the UDP datagram and must be asked again over
+        /// TCP (what glibc does next); its records, if any, are incomplete.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     /// No answer before the deadline.
     Timeout,
@@ -75,6 +79,7 @@ fn parse_answer(buf: &[u8]) -> Result<Outcome, String> {
             .iter()
             .map(|r| format!("{} {}", r.record_type(), r.data))
             .collect(),
+        truncated: msg.metadata.truncation,
     })
 }
 

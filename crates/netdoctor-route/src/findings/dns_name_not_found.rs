@@ -8,12 +8,25 @@ use crate::dns::DnsReport;
 use crate::dns::query::Outcome;
 use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 
-/// What an answered try said about the name: `Some(true)` no such name, `Some(false)` records
-/// of the type asked, `None` not an answer.
+/// What an answered try said about the name: `Some(true)` no such name (NXDOMAIN, or NOERROR
+/// without a record of the type asked), `Some(false)` records of the type asked, `None` nothing
+/// about the name: not an answer, a failure (SERVFAIL, REFUSED, …: `dns_server_error`), or an
+/// answer truncated (TC) whose full form is only over TCP.
 fn missing(outcome: &Outcome) -> Option<bool> {
     match outcome {
-        Outcome::Answer { rcode, answers } => {
-            Some(rcode.to_ascii_lowercase().contains("non-existent") || answers.is_empty())
+        Outcome::Answer {
+            rcode,
+            answers,
+            truncated,
+        } => {
+            let rcode = rcode.to_ascii_lowercase();
+            if rcode.contains("non-existent") {
+                Some(true)
+            } else if rcode == "no error" && !truncated {
+                Some(answers.is_empty())
+            } else {
+                None
+            }
         }
         _ => None,
     }
@@ -120,6 +133,7 @@ mod tests {
             outcome: Outcome::Answer {
                 rcode: "Non-Existent Domain".into(),
                 answers: vec![],
+                truncated: false,
             },
         }
     }

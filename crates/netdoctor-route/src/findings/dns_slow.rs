@@ -133,18 +133,35 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         ));
         out.push(f);
     }
+    out.extend(aaaa_unanswered(r, th));
+    // A lookup that never finished within our cap has no time but is the slowest of all.
+    let gai = r.getaddrinfo.as_ref().and_then(|g| {
+        if g.timed_out {
+            g.error.clone().map(|e| (None, e))
+        } else if g.error.is_none() {
+            g.elapsed_ms.map(|ms| (Some(ms), String::new()))
+        } else {
+            None
+        }
+    });
+    // The timeouts glibc waits on dead nameservers ahead of the answering one are
+    // `dns_server_unreachable`'s, already told with their cost.
+    let dead_wait = r.dead_servers_wait_ms();
     if out.is_empty()
-        && let Some(g) = &r.getaddrinfo
-        && g.error.is_none()
-        && let Some(ms) = g.elapsed_ms
-        && ms >= th.getaddrinfo_slow_ms
+        && let Some((elapsed, error)) = gai
+        && elapsed.is_none_or(|ms| ms - dead_wait >= th.getaddrinfo_slow_ms)
     {
-        let mut f = Finding::new(
-            FindingId::DnsSlow,
-            Severity::Warning,
-            Side::Host,
-            format!("getaddrinfo({}) took {}", r.name, fmt_ms(ms)),
-        );
+        let (summary, ms) = match elapsed {
+            Some(ms) => (format!("getaddrinfo({}) took {}", r.name, fmt_ms(ms)), ms),
+            None => (
+                format!("getaddrinfo({}) gave no answer: {error}", r.name),
+                r.getaddrinfo
+                    .as_ref()
+                    .and_then(|g| g.elapsed_ms)
+                    .unwrap_or(r.timeout_ms),
+            ),
+        };
+        let mut f = Finding::new(FindingId::DnsSlow, Severity::Warning, Side::Host, summary);
         f.impact.added_latency_ms = Some(ms);
         f.explanation = "The system resolver took long although the nameservers asked directly \
                          answer quickly: the delay is on the resolver's path (nsswitch sources \
@@ -158,11 +175,88 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         );
         f.evidence.push(probe(
             "getaddrinfo",
-            format!("{} in {}", r.name, fmt_ms(ms)),
+            match elapsed {
+                Some(ms) => format!("{} in {}", r.name, fmt_ms(ms)),
+                None => format!("{}: {error}", r.name),
+            },
         ));
         out.push(f);
     }
     out
+}
+
+/// Servers that answer A at once but leave AAAA unanswered while getaddrinfo is slow or never
+/// finishes: glibc asks both in parallel (one socket) and waits for both, so every lookup
+/// waits the resolver's timeout for the AAAA answer (the classic 5 s stall).
+fn aaaa_unanswered(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
+    let rc = &r.resolver.resolv_conf;
+    let Some(g) = &r.getaddrinfo else {
+        return Vec::new();
+    };
+    let gai_slow = g.timed_out || g.elapsed_ms.is_some_and(|ms| ms >= th.getaddrinfo_slow_ms);
+    if !gai_slow {
+        return Vec::new();
+    }
+    let gai_text = match g.elapsed_ms {
+        Some(ms) if !g.timed_out => format!("took {}", fmt_ms(ms)),
+        _ => g.error.clone().unwrap_or_else(|| "timed out".to_string()),
+    };
+    r.servers
+        .iter()
+        .filter(|s| s.aaaa_unanswered())
+        .map(|s| {
+            let a_ms = s.udp.median_ms.unwrap_or(0.0);
+            let mut f = Finding::new(
+                FindingId::DnsSlow,
+                Severity::Warning,
+                Side::Network,
+                format!(
+                    "nameserver {} answers A in {} but never AAAA: each getaddrinfo waits the \
+                     resolver's timeout ({} s) for the AAAA answer",
+                    s.server,
+                    fmt_ms(a_ms),
+                    rc.timeout_s
+                ),
+            );
+            f.impact.added_latency_ms = Some(
+                g.elapsed_ms
+                    .filter(|_| !g.timed_out)
+                    .unwrap_or(f64::from(rc.timeout_s) * 1000.0),
+            );
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = format!(
+                "getaddrinfo (AF_UNSPEC, what most programs call) sends the A and AAAA questions \
+                 together and waits for both. This server answers A at once, but the AAAA \
+                 question got no answer within {}: the server (or a firewall, NAT or load \
+                 balancer on the way) drops AAAA queries or the second packet of the pair. \
+                 The lookup succeeds only after the timeout, {} s per try in {}.",
+                fmt_ms(r.timeout_ms),
+                rc.timeout_s,
+                rc.path.display()
+            );
+            f.fix = format!(
+                "Make the nameserver answer AAAA (an empty NOERROR answer is enough) or fix the \
+                 device that drops it; if the pair's second packet is what is lost (conntrack \
+                 race), add `options single-request-reopen` (or `single-request`) to {}; \
+                 programs that only need IPv4 can ask with AF_INET. Check with `dig AAAA {}`.",
+                rc.path.display(),
+                r.query_name
+            );
+            f.evidence.push(probe(
+                "dns",
+                format!(
+                    "{} udp for {}: A answered in {}, AAAA not answered within {}",
+                    s.server,
+                    r.query_name,
+                    fmt_ms(a_ms),
+                    fmt_ms(r.timeout_ms)
+                ),
+            ));
+            f.evidence
+                .push(probe("getaddrinfo", format!("{}: {gai_text}", r.name)));
+            f
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -241,6 +335,48 @@ mod tests {
         );
         assert_eq!(f[0].impact.added_latency_ms, Some(2004.0));
         assert_eq!(f[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn a_dead_first_server_explains_the_lookups_wait_but_not_more() {
+        let servers = || {
+            vec![
+                server("10.0.0.9", 0, vec![lost(), lost()]),
+                server("10.0.0.2", 1, vec![ok(0.4), ok(7.6)]),
+            ]
+        };
+        let rc = "nameserver 10.0.0.9\nnameserver 10.0.0.2\noptions timeout:1\n";
+        let r = report(rc, servers(), Some(gai(Some(1003.0), &["10.0.0.5"], None)));
+        assert!(dns_slow(&r, &Thresholds::default()).is_empty());
+        // 2.5 s: 1.5 s more than the dead server costs.
+        let r = report(rc, servers(), Some(gai(Some(2503.0), &["10.0.0.5"], None)));
+        assert_eq!(dns_slow(&r, &Thresholds::default()).len(), 1);
+    }
+
+    #[test]
+    fn unanswered_aaaa_is_named_when_getaddrinfo_stalls() {
+        let mut s = server("10.0.0.2", 0, vec![ok(0.7), ok(16.5)]);
+        s.aaaa = Some(lost());
+        let stalled = || Some(gai(None, &[], Some("no result after 12000 ms")));
+        let r = report("nameserver 10.0.0.2\n", vec![s.clone()], stalled());
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].summary.contains("never AAAA"), "{}", f[0].summary);
+        assert_eq!(f[0].impact.added_latency_ms, Some(5000.0));
+        // Fast getaddrinfo (AAAA not asked by the system, e.g. AI_ADDRCONFIG): no story.
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![s],
+            Some(gai(Some(3.0), &["10.0.0.5"], None)),
+        );
+        assert!(dns_slow(&r, &Thresholds::default()).is_empty());
+        // AAAA answered, getaddrinfo still stuck: the lookup itself is told, not AAAA.
+        let mut s = server("10.0.0.2", 0, vec![ok(0.7)]);
+        s.aaaa = Some(ok(0.8));
+        let r = report("nameserver 10.0.0.2\n", vec![s], stalled());
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1);
+        assert!(f[0].summary.contains("gave no answer"), "{}", f[0].summary);
     }
 
     #[test]

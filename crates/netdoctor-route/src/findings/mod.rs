@@ -4,6 +4,7 @@
 
 mod dns_name_not_found;
 mod dns_no_nameserver;
+mod dns_server_error;
 mod dns_server_unreachable;
 mod dns_slow;
 mod high_base_rtt;
@@ -12,6 +13,7 @@ mod route_problem;
 
 pub use dns_name_not_found::dns_name_not_found;
 pub use dns_no_nameserver::dns_no_nameserver;
+pub use dns_server_error::dns_server_error;
 pub use dns_server_unreachable::dns_server_unreachable;
 pub use dns_slow::dns_slow;
 pub use high_base_rtt::{RttSource, high_base_rtt, high_base_rtt_from};
@@ -57,6 +59,7 @@ impl Default for Thresholds {
 pub fn dns_findings(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
     let mut v = dns_no_nameserver(r);
     v.extend(dns_server_unreachable(r));
+    v.extend(dns_server_error(r));
     v.extend(dns_slow(r, th));
     v.extend(reverse_dns_timeout(r, th));
     v.extend(dns_name_not_found(r));
@@ -100,6 +103,7 @@ pub(crate) mod fixtures {
             outcome: Outcome::Answer {
                 rcode: "No Error".into(),
                 answers: vec!["A 10.0.0.5".into()],
+                truncated: false,
             },
         }
     }
@@ -123,6 +127,7 @@ pub(crate) mod fixtures {
             position,
             udp: TransportTiming::from_tries(Transport::Udp, udp),
             tcp: None,
+            aaaa: None,
         }
     }
     pub fn gai(ms: Option<f64>, results: &[&str], error: Option<&str>) -> SystemLookup {

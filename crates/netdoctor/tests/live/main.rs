@@ -26,6 +26,7 @@ mod connect_cli;
 mod dead_record;
 mod deb_package;
 mod diagnose_h2;
+mod dns_answers;
 mod evidence_order;
 mod host_cmd;
 mod host_diagnose;
