@@ -47,6 +47,7 @@ mod evidence;
 mod idle;
 mod injected;
 mod own_timeout;
+pub use abort::{CLIENT_HOST_GONE_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS};
 pub use after_answer::{AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE};
 pub use idle::IDLE_RESET_EVIDENCE;
 use injected::{forged_note, injected_story};
@@ -552,12 +553,13 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
         if !lead.fix.contains(&f.fix) {
             lead.fix.push_str(&format!(" {}", f.fix));
         }
-        // The measured idle timer (or gap after the answer) keys the zh texts' story: only
-        // when that story leads.
+        // The measured idle timer (or gap after the answer, a client abort's numbers) keys
+        // the zh texts' story: only when that story leads.
         lead.evidence.extend(f.evidence.into_iter().filter(|e| {
             !matches!(e, Evidence::Probe { probe, .. }
                 if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE
-                    || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE)
+                    || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE
+                    || probe == RESPONSE_STALLED_EVIDENCE || probe == CLIENT_HOST_GONE_EVIDENCE)
         }));
     }
     Some(lead)

@@ -62,13 +62,31 @@ pub(crate) fn latency_text(v: f64) -> String {
     }
 }
 
+/// The numbers a probe's note starts and ends with: `(N, M)` of a leading `N of M `, and the
+/// last duration in seconds (`43.1` of `… up to 43.1 s`). Detectors whose zh texts need their
+/// story's numbers write them so (`connection_reset`'s client aborts).
+fn note_numbers(note: &str) -> (Option<(u64, u64)>, Option<String>) {
+    let w: Vec<&str> = note.split_whitespace().collect();
+    let counts = match w.as_slice() {
+        [n, "of", m, ..] => n.parse().ok().zip(m.parse().ok()),
+        _ => None,
+    };
+    let secs = w.windows(2).rev().find_map(|p| {
+        let unit = p[1].trim_end_matches(|c: char| c.is_ascii_punctuation());
+        (unit == "s" && p[0].parse::<f64>().is_ok()).then(|| p[0].to_string())
+    });
+    (counts, secs)
+}
+
 fn yes(b: bool) -> FluentValue<'static> {
     FluentValue::from(if b { "yes" } else { "no" })
 }
 
 /// The arguments every finding message may use (all always set, so no message meets a
 /// missing one): `side`, `severity`, `latency` + `has_latency`, `pct` + `has_pct`, `conns`,
-/// `counter` + `counter_delta` + `has_counter`, `probe`, `option` + `value` + `has_option`.
+/// `counter` + `counter_delta` + `has_counter`, `probe` (and its note's numbers: `probe_n`,
+/// `probe_of`, `probe_all`, `probe_secs`, see [`note_numbers`]), `option` + `value` +
+/// `has_option`.
 pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
     let lat = f.impact.added_latency_ms;
     let pct = f.impact.affected_fraction;
@@ -86,10 +104,15 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
         } => Some((name.clone(), i128::from(*after) - i128::from(*before))),
         _ => None,
     });
-    let probe = f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, .. } => Some(probe.clone()),
-        _ => None,
-    });
+    let (probe, note) = f
+        .evidence
+        .iter()
+        .find_map(|e| match e {
+            Evidence::Probe { probe, note } => Some((probe.clone(), note.as_str())),
+            _ => None,
+        })
+        .unzip();
+    let (counts, secs) = note.map_or((None, None), note_numbers);
     let option = f.evidence.iter().find_map(|e| match e {
         Evidence::SocketOption { option, value, .. } => Some((option.clone(), value.clone())),
         _ => None,
@@ -124,6 +147,16 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
         ),
         ("has_counter", yes(counter.is_some())),
         ("probe", FluentValue::from(probe.unwrap_or_default())),
+        (
+            "probe_n",
+            FluentValue::from(counts.map(|c| c.0.to_string()).unwrap_or_default()),
+        ),
+        (
+            "probe_of",
+            FluentValue::from(counts.map(|c| c.1.to_string()).unwrap_or_default()),
+        ),
+        ("probe_all", yes(counts.is_some_and(|(n, m)| n == m))),
+        ("probe_secs", FluentValue::from(secs.unwrap_or_default())),
         (
             "option",
             FluentValue::from(option.as_ref().map(|o| o.0.clone()).unwrap_or_default()),
@@ -613,6 +646,86 @@ mod tests {
         assert!(s.contains("这些请求丢失了"), "{s}");
         assert!(!s.contains("没有请求丢失"), "{s}");
         assert!(e.contains("下一个请求"), "{e}");
+    }
+
+    /// A client abort's own stories in Chinese, with the English text's numbers (read from
+    /// the probe's note, written as the detector writes it): a host without the connection
+    /// (`suri-tcp-empty-sack`), a client that gave up on a stalled response
+    /// (`suri-rst-unacked-http`); each also when only some of the resets were so.
+    #[test]
+    fn client_aborts_are_told_in_chinese_with_their_numbers() {
+        use netdoctor_core::detect::connection_reset::{
+            CLIENT_HOST_GONE_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS,
+        };
+        let zh = |side: Side, probe: &str, note: &str| {
+            let mut f = Finding::new(FindingId::ConnectionReset, Severity::Info, side, "s");
+            f.explanation = "e".into();
+            f.fix = "x".into();
+            f.impact.affected_fraction = Some(0.2);
+            f.evidence.push(Evidence::Probe {
+                probe: probe.into(),
+                note: note.into(),
+            });
+            let t = texts(&f, Lang::Zh);
+            (
+                t.summary.into_owned(),
+                t.explanation.into_owned(),
+                t.fix.into_owned(),
+            )
+        };
+        let (s, e, x) = zh(
+            Side::Client,
+            CLIENT_HOST_GONE_EVIDENCE,
+            "1 of 1 client resets acknowledge nothing: the client's host no longer had those \
+             connections",
+        );
+        assert!(
+            s.starts_with("客户端的主机在响应到达期间复位了 1 个连接"),
+            "{s}"
+        );
+        assert!(s.contains("已经没有这些连接"), "{s}");
+        assert!(e.contains("RFC 9293") && !e.contains("压测工具停止"), "{e}");
+        assert!(
+            x.contains("休眠") && !x.contains("tcp_abort_on_overflow"),
+            "{x}"
+        );
+        let (s, e, _) = zh(
+            Side::Client,
+            CLIENT_HOST_GONE_EVIDENCE,
+            "1 of 2 client resets acknowledge nothing: the client's host no longer had those \
+             connections",
+        );
+        assert!(
+            s.starts_with("客户端在响应到达期间复位了 2 个连接；其中 1 个"),
+            "{s}"
+        );
+        assert!(e.contains("RFC 9293") && e.contains("压测工具停止"), "{e}");
+        let (s, e, x) = zh(
+            Side::Network,
+            RESPONSE_STALLED_EVIDENCE,
+            "1 of 1 client resets came after the response had stopped arriving: no response \
+             byte for up to 43.1 s",
+        );
+        assert!(s.starts_with("客户端放弃了 1 个已经停止到达的响应"), "{s}");
+        assert!(s.contains("最长 43.1 s") && s.contains("请求失败"), "{s}");
+        let stalled = format!("已经有 {} s 或更久", STALLED_NS / 1_000_000_000);
+        assert!(e.contains(&stalled), "{e}");
+        assert!(x.contains("netdoctor trace"), "{x}");
+        let (s, e, _) = zh(
+            Side::Network,
+            RESPONSE_STALLED_EVIDENCE,
+            "2 of 3 client resets came after the response had stopped arriving: no response \
+             byte for up to 6.0 s",
+        );
+        assert!(
+            s.starts_with("客户端在响应到达期间复位了 3 个连接；其中 2 个"),
+            "{s}"
+        );
+        assert!(s.contains("最长 6.0 s"), "{s}");
+        assert!(e.contains("压测工具停止"), "{e}");
+        // Without such a probe, the plain reset text.
+        let (s, _, _) = zh(Side::Client, "load", "1 of 1 client resets");
+        assert!(s.starts_with("客户端用 RST 复位了连接"), "{s}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The evidence of one kind of `connection_reset`: each example's packets with a note saying
 //! what its reset was, and the probe entries that say what the kind measured (the steady idle
-//! timer, the gap after a complete answer, answers whose end the capture cannot tell); the zh
-//! texts key on those probes' names.
+//! timer, the gap after a complete answer, answers whose end the capture cannot tell, client
+//! aborts after a stall or from a host without the connection); the zh texts key on those
+//! probes' names.
 
 use super::{
     AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE, ANSWER_UNSEEN_EVIDENCE, ConnectionReset,
@@ -119,6 +120,14 @@ impl ConnectionReset {
                      (a chunk-size line or header past the snap length, or data it missed)",
                     k.unseen.min(n)
                 ),
+            });
+        }
+        if kind == ResetKind::ClientAbort
+            && let Some((probe, note)) = self.aborts.probe(n)
+        {
+            evidence.push(Evidence::Probe {
+                probe: probe.into(),
+                note,
             });
         }
         evidence
