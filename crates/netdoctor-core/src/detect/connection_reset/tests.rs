@@ -388,18 +388,15 @@ fn client_aborts_carry_their_numbers_in_a_probe() {
     };
     let bare = reset(ResetKind::ClientAbort, false, 1);
     let acked = with_ack(reset(ResetKind::ClientAbort, false, 2));
-    let v = run::<ConnectionReset>(&[bare.clone()], &cx(4));
+    let v = run::<ConnectionReset>(&[bare], &cx(4));
     let (p, note) = probe(&v).expect("a probe");
     assert_eq!(p, CLIENT_HOST_GONE_EVIDENCE);
     assert!(note.starts_with("1 of 1 client resets"), "{note}");
-    let v = run::<ConnectionReset>(&[bare, acked.clone()], &cx(4));
+    let v = run::<ConnectionReset>(&[bare, acked], &cx(4));
     let (p, note) = probe(&v).expect("a probe");
     assert_eq!(p, CLIENT_HOST_GONE_EVIDENCE);
     assert!(note.starts_with("1 of 2 client resets"), "{note}");
-    assert_eq!(
-        probe(&run::<ConnectionReset>(&[acked.clone()], &cx(4))),
-        None
-    );
+    assert_eq!(probe(&run::<ConnectionReset>(&[acked], &cx(4))), None);
     // A reset 6.2 s after the response's last byte: the client gave up on a stalled response.
     let stalled = Event::Reset {
         ends: ends(),
@@ -409,7 +406,7 @@ fn client_aborts_carry_their_numbers_in_a_probe() {
         req: None,
         context: Default::default(),
     };
-    let v = run::<ConnectionReset>(&[stalled.clone()], &cx(4));
+    let v = run::<ConnectionReset>(&[stalled], &cx(4));
     assert_eq!(v[0].side, Side::Network, "{v:?}");
     let (p, note) = probe(&v).expect("a probe");
     assert_eq!(p, RESPONSE_STALLED_EVIDENCE);
