@@ -4,7 +4,7 @@
 
 use std::collections::hash_map::Entry;
 
-use super::conn::{Conn, StrayRst};
+use super::conn::{Conn, Source, StrayRst};
 use super::flow::{ConnKey, conn_key, seq_gt};
 use super::framing::Framing;
 use super::http::Phase;
@@ -13,7 +13,7 @@ use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS, MAX_HALF_OPEN};
 use crate::decode::TcpSegment;
 use crate::event::{Pkt, ResetContext};
 use crate::track::flags::{IDLE_RESET_NS, SegFlags};
-use crate::track::loss::{Old, RetxClass};
+use crate::track::loss::{FAST_REACT_NS, Old, RetxClass};
 
 impl Analyzer {
     pub(super) fn on_segment(&mut self, seg: &TcpSegment<'_>) {
@@ -122,12 +122,28 @@ impl Analyzer {
         };
         c.last = Some(pkt);
         // A loss episode held for a late D-SACK ends before anything of this packet is read,
-        // unless this is its receiver's ACK, which reads it first.
-        if let Some(ep) = c.dirs[i].loss.take_closing() {
+        // unless this is its receiver's ACK, which reads it first. On a connection of turns it
+        // waits up to one RTT (at least `FAST_REACT_NS`) after the ACK that closed it, past the
+        // sender's packets (a FIN, SYN or reset aside) and the receiver's pure ACKs: those end
+        // no exchange there, so the episode's stall is charged where it would have been. On
+        // HTTP/2 any packet may end a stream: the next one ends the wait.
+        let wait = if matches!(c.source, Source::Turns) {
+            FAST_REACT_NS.max(c.rtt_ns.unwrap_or(0))
+        } else {
+            -1
+        };
+        let plain = !f.syn() && !f.fin() && !f.rst();
+        let sender_wait = if plain { wait } else { -1 };
+        if let Some(ep) = c.dirs[i].loss.take_closing_after(seg.ts_ns, sender_wait) {
             self.hub.on_episode(c, ep);
         }
-        if !(f.ack() && c.dirs[j].started)
-            && let Some(ep) = c.dirs[j].loss.take_closing()
+        let reads = f.ack() && c.dirs[j].started;
+        let ack_wait = if reads && wait >= 0 { wait } else { -1 };
+        // A receiver's ACK past the wait ends it too (its D-SACK is not that episode's),
+        // unless the wait does not apply (HTTP/2: the ACK reads it, as the next packet).
+        let keep_ack = reads && seg.payload_len == 0 && plain && wait >= 0;
+        if (!reads || keep_ack)
+            && let Some(ep) = c.dirs[j].loss.take_closing_after(seg.ts_ns, ack_wait)
         {
             self.hub.on_episode(c, ep);
         }
@@ -299,6 +315,7 @@ impl Analyzer {
                 seg.sack.as_slice(),
                 same,
                 pure,
+                keep_ack,
                 mss,
             );
             let acked_before = peer.acked;
