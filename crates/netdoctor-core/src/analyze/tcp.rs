@@ -127,25 +127,23 @@ impl Analyzer {
         // sender's packets (a FIN, SYN or reset aside) and the receiver's pure ACKs: those end
         // no exchange there, so the episode's stall is charged where it would have been. On
         // HTTP/2 any packet may end a stream: the next one ends the wait.
-        let wait = if matches!(c.source, Source::Turns) {
-            FAST_REACT_NS.max(c.rtt_ns.unwrap_or(0))
-        } else {
-            -1
-        };
+        let turns = matches!(c.source, Source::Turns);
         let plain = !f.syn() && !f.fin() && !f.rst();
-        let sender_wait = if plain { wait } else { -1 };
-        if let Some(ep) = c.dirs[i].loss.take_closing_after(seg.ts_ns, sender_wait) {
-            self.hub.on_episode(c, ep);
-        }
         let reads = f.ack() && c.dirs[j].started;
-        let ack_wait = if reads && wait >= 0 { wait } else { -1 };
         // A receiver's ACK past the wait ends it too (its D-SACK is not that episode's),
         // unless the wait does not apply (HTTP/2: the ACK reads it, as the next packet).
-        let keep_ack = reads && seg.payload_len == 0 && plain && wait >= 0;
-        if (!reads || keep_ack)
-            && let Some(ep) = c.dirs[j].loss.take_closing_after(seg.ts_ns, ack_wait)
-        {
-            self.hub.on_episode(c, ep);
+        let keep_ack = reads && seg.payload_len == 0 && plain && turns;
+        if c.dirs[i].loss.holding() || c.dirs[j].loss.holding() {
+            end_held(
+                &mut self.hub,
+                c,
+                i,
+                seg.ts_ns,
+                turns,
+                plain,
+                reads,
+                keep_ack,
+            );
         }
         if !f.rst() {
             let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
@@ -696,4 +694,39 @@ fn reorient_guess(c: &mut Conn, shared: &Shared, key: &ConnKey, i: usize, payloa
     }
     c.server = server;
     c.reason = reason;
+}
+
+/// The held loss episodes of connection `c` that the packet of endpoint `i` at `ts_ns`
+/// ends (see `on_segment`): the one of `i`'s data unless the wait covers this packet
+/// (`plain`: no SYN, FIN or reset), the one of the peer's data unless this packet is an
+/// ACK that reads it (`reads`; `keep_ack`: a pure ACK of a connection of turns, read only
+/// within the wait).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn end_held(
+    hub: &mut super::hub::Hub,
+    c: &mut Conn,
+    i: usize,
+    ts_ns: i64,
+    turns: bool,
+    plain: bool,
+    reads: bool,
+    keep_ack: bool,
+) {
+    let j = 1 - i;
+    let wait = if turns {
+        FAST_REACT_NS.max(c.rtt_ns.unwrap_or(0))
+    } else {
+        -1
+    };
+    let sender_wait = if plain { wait } else { -1 };
+    if let Some(ep) = c.dirs[i].loss.take_closing_after(ts_ns, sender_wait) {
+        hub.on_episode(c, ep);
+    }
+    let ack_wait = if keep_ack { wait } else { -1 };
+    if (!reads || keep_ack)
+        && let Some(ep) = c.dirs[j].loss.take_closing_after(ts_ns, ack_wait)
+    {
+        hub.on_episode(c, ep);
+    }
 }

@@ -552,6 +552,12 @@ impl LossDir {
     /// that is not its receiver's ACK (that one reads it first, in [`Self::on_peer_ack`]),
     /// unless the packet comes within `wait_ns` of the ACK that closed the episode (a
     /// negative `wait_ns` takes it at once).
+    /// An episode is held ([`Self::closing`]).
+    #[inline]
+    pub(crate) fn holding(&self) -> bool {
+        self.closing.is_some()
+    }
+
     pub(crate) fn take_closing_after(&mut self, ts_ns: i64, wait_ns: i64) -> Option<Episode> {
         if self.closing.is_some() && ts_ns - self.closing_ns <= wait_ns {
             None
