@@ -13,7 +13,7 @@ use super::{Analyzer, AnalyzerConfig, MAX_CONNECTIONS, MAX_HALF_OPEN};
 use crate::decode::TcpSegment;
 use crate::event::{Pkt, ResetContext};
 use crate::track::flags::{IDLE_RESET_NS, SegFlags};
-use crate::track::loss::{FAST_REACT_NS, Old, RetxClass};
+use crate::track::loss::{Old, RetxClass};
 
 impl Analyzer {
     pub(super) fn on_segment(&mut self, seg: &TcpSegment<'_>) {
@@ -134,16 +134,8 @@ impl Analyzer {
         // unless the wait does not apply (HTTP/2: the ACK reads it, as the next packet).
         let keep_ack = reads && seg.payload_len == 0 && plain && turns;
         if c.dirs[i].loss.holding() || c.dirs[j].loss.holding() {
-            end_held(
-                &mut self.hub,
-                c,
-                i,
-                seg.ts_ns,
-                turns,
-                plain,
-                reads,
-                keep_ack,
-            );
+            self.hub
+                .end_held(c, i, seg.ts_ns, turns, plain, reads, keep_ack);
         }
         if !f.rst() {
             let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
@@ -694,39 +686,4 @@ fn reorient_guess(c: &mut Conn, shared: &Shared, key: &ConnKey, i: usize, payloa
     }
     c.server = server;
     c.reason = reason;
-}
-
-/// The held loss episodes of connection `c` that the packet of endpoint `i` at `ts_ns`
-/// ends (see `on_segment`): the one of `i`'s data unless the wait covers this packet
-/// (`plain`: no SYN, FIN or reset), the one of the peer's data unless this packet is an
-/// ACK that reads it (`reads`; `keep_ack`: a pure ACK of a connection of turns, read only
-/// within the wait).
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn end_held(
-    hub: &mut super::hub::Hub,
-    c: &mut Conn,
-    i: usize,
-    ts_ns: i64,
-    turns: bool,
-    plain: bool,
-    reads: bool,
-    keep_ack: bool,
-) {
-    let j = 1 - i;
-    let wait = if turns {
-        FAST_REACT_NS.max(c.rtt_ns.unwrap_or(0))
-    } else {
-        -1
-    };
-    let sender_wait = if plain { wait } else { -1 };
-    if let Some(ep) = c.dirs[i].loss.take_closing_after(ts_ns, sender_wait) {
-        hub.on_episode(c, ep);
-    }
-    let ack_wait = if keep_ack { wait } else { -1 };
-    if (!reads || keep_ack)
-        && let Some(ep) = c.dirs[j].loss.take_closing_after(ts_ns, ack_wait)
-    {
-        hub.on_episode(c, ep);
-    }
 }
