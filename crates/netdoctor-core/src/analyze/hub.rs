@@ -12,6 +12,7 @@ use crate::event::{
     ZeroPeriod,
 };
 use crate::track::flags::IDLE_RESET_NS;
+use crate::track::loss::FAST_REACT_NS;
 
 use super::conn::Source;
 use super::framing::Framing;
@@ -277,6 +278,41 @@ impl Hub {
         }
         let ends = c.ends();
         self.emit(&Event::LossEpisode { ends, episode: ep });
+    }
+
+    /// The held loss episodes of connection `c` that the packet of endpoint `i` at `ts_ns`
+    /// ends (see `Analyzer::on_segment`): the one of `i`'s data unless the wait covers this
+    /// packet (`plain`: no SYN, FIN or reset), the one of the peer's data unless this packet
+    /// is an ACK that reads it (`reads`; `keep_ack`: a pure ACK of a connection of turns,
+    /// read only within the wait).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn end_held(
+        &mut self,
+        c: &mut Conn,
+        i: usize,
+        ts_ns: i64,
+        turns: bool,
+        plain: bool,
+        reads: bool,
+        keep_ack: bool,
+    ) {
+        let j = 1 - i;
+        let wait = if turns {
+            FAST_REACT_NS.max(c.rtt_ns.unwrap_or(0))
+        } else {
+            -1
+        };
+        let sender_wait = if plain { wait } else { -1 };
+        if let Some(ep) = c.dirs[i].loss.take_closing_after(ts_ns, sender_wait) {
+            self.on_episode(c, ep);
+        }
+        let ack_wait = if keep_ack { wait } else { -1 };
+        if (!reads || keep_ack)
+            && let Some(ep) = c.dirs[j].loss.take_closing_after(ts_ns, ack_wait)
+        {
+            self.on_episode(c, ep);
+        }
     }
 
     /// Endpoint `i` of the connection reopened its window after `z`.

@@ -4,7 +4,7 @@
 
 use std::collections::hash_map::Entry;
 
-use super::conn::{Conn, StrayRst};
+use super::conn::{Conn, Source, StrayRst};
 use super::flow::{ConnKey, conn_key, seq_gt};
 use super::framing::Framing;
 use super::http::Phase;
@@ -122,14 +122,20 @@ impl Analyzer {
         };
         c.last = Some(pkt);
         // A loss episode held for a late D-SACK ends before anything of this packet is read,
-        // unless this is its receiver's ACK, which reads it first.
-        if let Some(ep) = c.dirs[i].loss.take_closing() {
-            self.hub.on_episode(c, ep);
-        }
-        if !(f.ack() && c.dirs[j].started)
-            && let Some(ep) = c.dirs[j].loss.take_closing()
-        {
-            self.hub.on_episode(c, ep);
+        // unless this is its receiver's ACK, which reads it first. On a connection of turns it
+        // waits up to one RTT (at least `FAST_REACT_NS`) after the ACK that closed it, past the
+        // sender's packets (a FIN, SYN or reset aside) and the receiver's pure ACKs: those end
+        // no exchange there, so the episode's stall is charged where it would have been. On
+        // HTTP/2 any packet may end a stream: the next one ends the wait.
+        let turns = matches!(c.source, Source::Turns);
+        let plain = !f.syn() && !f.fin() && !f.rst();
+        let reads = f.ack() && c.dirs[j].started;
+        // A receiver's ACK past the wait ends it too (its D-SACK is not that episode's),
+        // unless the wait does not apply (HTTP/2: the ACK reads it, as the next packet).
+        let keep_ack = reads && seg.payload_len == 0 && plain && turns;
+        if c.dirs[i].loss.holding() || c.dirs[j].loss.holding() {
+            self.hub
+                .end_held(c, i, seg.ts_ns, turns, plain, reads, keep_ack);
         }
         if !f.rst() {
             let single = seg.payload_len <= u32::from(c.dirs[j].mss.unwrap_or(1460));
@@ -303,6 +309,7 @@ impl Analyzer {
                 seg.sack.as_slice(),
                 same,
                 pure,
+                keep_ack,
                 mss,
             );
             let acked_before = peer.acked;

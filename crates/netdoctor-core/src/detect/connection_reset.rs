@@ -34,22 +34,25 @@
 //! ([`Observation::RunConfig`]`::timeout_ms`) is netdoctor giving up, not the server resetting:
 //! it is reported apart, at info, on the client's side.
 //!
-//! This file is the classification and the main story (~745 lines with its texts); each
-//! other story already has its own file (`after_answer`, `idle`, `injected`, `tests`). What is
-//! left here shares the per-reset counts and one summary sentence, so splitting it further
-//! would pass that state between files rather than separate concerns.
+//! This file is the classification and the main story; each other story has its own file
+//! (`abort`, `after_answer`, `idle`, `injected`), and so do the evidence of each kind
+//! (`evidence`: the packets' notes, the probes the zh texts key on) and the load generator's
+//! own timeouts (`own_timeout`).
 
 use std::net::SocketAddr;
 
 mod abort;
 mod after_answer;
+mod evidence;
 mod idle;
 mod injected;
+mod own_timeout;
+pub use abort::{CLIENT_HOST_GONE_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS};
 pub use after_answer::{AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE};
 pub use idle::IDLE_RESET_EVIDENCE;
 use injected::{forged_note, injected_story};
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt};
 use crate::event::{Event, Forged, ResetKind};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::Observation;
@@ -525,111 +528,7 @@ impl ConnectionReset {
             f.impact.affected_fraction = Some(fraction);
             f.explanation = explanation;
             f.fix = fix;
-            f.evidence = k
-                .examples
-                .iter()
-                .filter(|e| {
-                    own == 0
-                        || e.rst.from_server
-                        || !e
-                            .req
-                            .is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
-                })
-                .map(|e| {
-                    let mut packets = Vec::with_capacity(2);
-                    if let Some(b) = e.before {
-                        packets.push(b.to_ref(t0_ns));
-                    }
-                    packets.push(e.rst.to_ref(t0_ns));
-                    Evidence::Packets {
-                        connection: conn_label(e.client, e.server),
-                        packets,
-                        note: match kind {
-                            ResetKind::Refused => "SYN answered by a reset".to_string(),
-                            ResetKind::AfterClose => {
-                                format!("the {who} closed the connection (FIN), then reset it")
-                            }
-                            ResetKind::DuringExchange => {
-                                format!("the {who} reset the connection during an exchange")
-                            }
-                            ResetKind::ClientAbort => abort::note(e),
-                            ResetKind::AfterAnswer => format!(
-                                "the answer was complete; the {who} reset {:.2} ms after its \
-                                 last byte{}",
-                                e.answer_gap_ns.unwrap_or(0) as f64 / 1e6,
-                                if e.lost_request {
-                                    ", with the client's next request sent and unanswered \
-                                     (lost)"
-                                } else if e.unacked {
-                                    ", before the client had acknowledged all of it"
-                                } else {
-                                    ""
-                                }
-                            ),
-                            ResetKind::Idle if hits_request(e) => format!(
-                                "the client's request on a connection dropped while idle; the \
-                                 {who}'s side answered with a reset that acknowledges nothing"
-                            ),
-                            ResetKind::Idle => format!(
-                                "the {who} reset an idle connection, {:.2} s after its last \
-                                 packet",
-                                e.silence_ns as f64 / 1e9
-                            ),
-                            ResetKind::UnusedClosed => format!(
-                                "the other side closed the unused connection (FIN), the {who} \
-                                 reset it"
-                            ),
-                            // The SYN/ACK itself reset: the client's socket was gone.
-                            ResetKind::Setup
-                                if !e.rst.from_server
-                                    && e.before.is_some_and(|b| b.flags.syn()) =>
-                            {
-                                "the client reset the server's SYN/ACK: it had given up on \
-                                 this connection attempt"
-                                    .to_string()
-                            }
-                            ResetKind::Setup => format!(
-                                "the {who} reset the connection after the handshake, no byte \
-                                 sent"
-                            ),
-                            ResetKind::Injected => {
-                                e.forged.map_or_else(String::new, |f| forged_note(who, &f))
-                            }
-                        },
-                    }
-                })
-                .collect();
-            if kind == ResetKind::Idle
-                && side == Side::Network
-                && let Some(s) = self.idle.steady()
-            {
-                f.evidence.push(Evidence::Probe {
-                    probe: IDLE_RESET_EVIDENCE.into(),
-                    note: self.idle.note(&s),
-                });
-            }
-            if kind == ResetKind::AfterAnswer {
-                f.evidence.push(Evidence::Probe {
-                    probe: if self.after_answer.lost > 0 {
-                        AFTER_ANSWER_LOST_EVIDENCE
-                    } else {
-                        AFTER_ANSWER_EVIDENCE
-                    }
-                    .into(),
-                    note: self.after_answer.note(who, n),
-                });
-            }
-            if kind == ResetKind::DuringExchange && k.unseen > 0 {
-                f.evidence.push(Evidence::Probe {
-                    probe: ANSWER_UNSEEN_EVIDENCE.into(),
-                    note: format!(
-                        "{} of {n} resets came while an answer was arriving whose end the \
-                         capture cannot tell: it did not keep bytes of the answer's framing \
-                         (a chunk-size line or header past the snap length, or data it missed)",
-                        k.unseen.min(n)
-                    ),
-                });
-            }
+            f.evidence = self.evidence(kind, k, who, side, n, own, t0_ns);
             out.push(f);
         }
         if own_timeout_total > 0 {
@@ -640,73 +539,6 @@ impl ConnectionReset {
                 t0_ns,
             ));
         }
-    }
-
-    /// Whether a request that waited `waited_ns` before the client reset it hit the load
-    /// generator's own timeout.
-    fn is_own_timeout(&self, waited_ns: i64) -> bool {
-        self.timeout_ms
-            .is_some_and(|t| waited_ns as f64 / 1e6 >= OWN_TIMEOUT_SLACK * t as f64)
-    }
-
-    /// How many of a kind's client resets came at the load generator's own timeout.
-    fn own_timeouts(&self, k: &KindAgg) -> u64 {
-        match (self.timeout_ms, &k.client_waited) {
-            (Some(t), Some(h)) => h.count_at_least_ms(OWN_TIMEOUT_SLACK * t as f64),
-            _ => 0,
-        }
-    }
-
-    fn own_timeout_finding(
-        &self,
-        n: u64,
-        exchanges: u64,
-        examples: &[&Example],
-        t0_ns: i64,
-    ) -> Finding {
-        let t = self.timeout_ms.unwrap_or(0);
-        let mut f = Finding::new(
-            FindingId::ConnectionReset,
-            Severity::Info,
-            Side::Client,
-            format!(
-                "netdoctor's load generator reset {n} connections itself, when their request \
-                 reached its {t} ms timeout"
-            ),
-        );
-        f.confidence = 0.9;
-        f.impact.affected_fraction = Some((n as f64 / (exchanges + n).max(1) as f64).min(1.0));
-        f.explanation = format!(
-            "These resets were sent by the client after its request had waited {t} ms, the \
-             request timeout the load was run with: the load generator gave up and aborted the \
-             connection. They are not the server resetting connections; the slowness that made \
-             the requests wait that long is what to look at (the other findings, the latency \
-             figures)."
-        );
-        f.fix = "Nothing to fix in the resets themselves. If the server is expected to take \
-                 this long, run with a longer --timeout; otherwise follow the other findings."
-            .to_string();
-        f.evidence = examples
-            .iter()
-            .take(MAX_EXAMPLES)
-            .map(|e| {
-                let waited = e.req.map_or(0, |r| e.rst.ts_ns - r.ts_ns);
-                Evidence::Packets {
-                    connection: conn_label(e.client, e.server),
-                    packets: e
-                        .req
-                        .into_iter()
-                        .chain([e.rst])
-                        .map(|p| p.to_ref(t0_ns))
-                        .collect(),
-                    note: format!(
-                        "the request, then the client's reset {:.1} ms later",
-                        waited as f64 / 1e6
-                    ),
-                }
-            })
-            .collect();
-        f
     }
 }
 
@@ -729,12 +561,13 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
         if !lead.fix.contains(&f.fix) {
             lead.fix.push_str(&format!(" {}", f.fix));
         }
-        // The measured idle timer (or gap after the answer) keys the zh texts' story: only
-        // when that story leads.
+        // The measured idle timer (or gap after the answer, a client abort's numbers) keys
+        // the zh texts' story: only when that story leads.
         lead.evidence.extend(f.evidence.into_iter().filter(|e| {
             !matches!(e, Evidence::Probe { probe, .. }
                 if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE
-                    || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE)
+                    || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE
+                    || probe == RESPONSE_STALLED_EVIDENCE || probe == CLIENT_HOST_GONE_EVIDENCE)
         }));
     }
     Some(lead)

@@ -92,12 +92,20 @@ pub(crate) struct LossDir {
     /// episode when sent, so its D-SACK is not counted there again.
     sacked_range: Option<(u32, u32)>,
     /// An episode a pure ACK of the receiver closed, held until the connection's next packet
-    /// ([`Self::take_closing`]): when that packet is the receiver's D-SACK of a resend (the
+    /// ([`Self::take_closing_after`]): when that packet is the receiver's D-SACK of a resend (the
     /// resend arrived after the original, and the receiver reported it right after the ACK the
     /// original earned), the resend counts as spurious (`ndpi-iphone`: two tail-loss probes of
     /// the server, each D-SACKed by the phone in the packet after the ACK that closed its
-    /// episode, read as 2 segments lost).
+    /// episode, read as 2 segments lost). On a connection of turns it waits longer (the
+    /// caller's `keep` and [`Self::take_closing_after`]): past the sender's packets and the
+    /// receiver's pure ACKs, for one RTT after the closing ACK, since a D-SACK comes at most
+    /// that late (the resend left before the sender had the closing ACK, and the receiver
+    /// D-SACKs the duplicate the moment it arrives; at any capture point that is under one
+    /// round trip after the ACK). `bulk-clean`: the receiver's closing ACK, the sender's data,
+    /// another ACK of the receiver, then the D-SACK of the resend 38 µs after the closing ACK.
     closing: Option<Episode>,
+    /// When the ACK that closed the held episode came.
+    closing_ns: i64,
     /// Duplicate ACKs since the cumulative ACK last advanced.
     dupacks: u32,
     /// A SACK block above the cumulative ACK came since it last advanced.
@@ -333,6 +341,7 @@ impl LossDir {
         sack: &[(u32, u32)],
         pure: bool,
         hold: bool,
+        keep: bool,
         mss: u32,
     ) -> AckNews {
         if sack.is_empty()
@@ -348,7 +357,7 @@ impl LossDir {
                 ..AckNews::default()
             };
         }
-        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, hold, mss)
+        self.on_peer_ack_full(ts_ns, ack, prev, nxt, sack, pure, hold, keep, mss)
     }
 
     /// The cumulative ACK moved up (`advanced`), or a pure ACK repeated it below `nxt`: a
@@ -376,7 +385,8 @@ impl LossDir {
 
     /// [`Self::on_peer_ack`] with SACK blocks, holes, an open or held episode or an ACK beyond
     /// `nxt`. `hold`: the ACK carries nothing else (no data, FIN or reset), so an episode it
-    /// closes may wait for the receiver's next packet ([`Self::closing`]).
+    /// closes may wait for the receiver's next packet ([`Self::closing`]). `keep`: an episode
+    /// already held may wait past this ACK too, when it does not D-SACK that episode's resend.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn on_peer_ack_full(
@@ -388,10 +398,12 @@ impl LossDir {
         sack: &[(u32, u32)],
         pure: bool,
         hold: bool,
+        keep: bool,
         mss: u32,
     ) -> AckNews {
         let mut news = AckNews::default();
         let mut held = self.closing.take();
+        let held_before = held.map(|e| (e.spurious, e.dsacked));
         self.last_ack = Some((ack, ts_ns));
         let advanced = prev.is_none_or(|p| seq_gt(ack, p));
         // Blocks in another sequence space ([`MAX_WINDOW_SPAN`]) are not read, with one
@@ -437,7 +449,8 @@ impl LossDir {
                 let late = held.as_mut().filter(|e| {
                     seq_ge(e.recover, r) && e.acked_at_start.is_none_or(|a| seq_ge(l, a))
                 });
-                if let Some(e) = self.episode.as_mut().or(late)
+                // The held episode first: a block inside its range is not a newer resend's.
+                if let Some(e) = late.or(self.episode.as_mut())
                     && e.spurious < e.retx
                 {
                     e.spurious += 1;
@@ -519,21 +532,38 @@ impl LossDir {
             if held.is_none() && (!hold || e.is_spurious()) {
                 news.closed = Some(e);
             } else {
-                // Held; or, behind an episode already held (the sender's packets end one
-                // before they are read, so not expected), told at the next packet.
+                // Held; or, behind an episode already held, told at the next packet.
                 self.closing = Some(e);
+                self.closing_ns = ts_ns;
             }
         }
-        if held.is_some() {
-            news.closed = held;
+        if let Some(e) = held {
+            if keep && self.closing.is_none() && held_before == Some((e.spurious, e.dsacked)) {
+                // Not this ACK's D-SACK: it may still come.
+                self.closing = Some(e);
+            } else {
+                news.closed = Some(e);
+            }
         }
         news
     }
 
-    /// The episode held by [`Self::closing`], ended by a packet of the connection that is not
-    /// its receiver's ACK (that one reads it first, in [`Self::on_peer_ack`]).
-    pub(crate) fn take_closing(&mut self) -> Option<Episode> {
-        self.closing.take()
+    /// The episode held by [`Self::closing`], ended by a packet at `ts_ns` of the connection
+    /// that is not its receiver's ACK (that one reads it first, in [`Self::on_peer_ack`]),
+    /// unless the packet comes within `wait_ns` of the ACK that closed the episode (a
+    /// negative `wait_ns` takes it at once).
+    /// An episode is held ([`Self::closing`]).
+    #[inline]
+    pub(crate) fn holding(&self) -> bool {
+        self.closing.is_some()
+    }
+
+    pub(crate) fn take_closing_after(&mut self, ts_ns: i64, wait_ns: i64) -> Option<Episode> {
+        if self.closing.is_some() && ts_ns - self.closing_ns <= wait_ns {
+            None
+        } else {
+            self.closing.take()
+        }
     }
 
     /// The receiver of this direction's data sent a packet (any: an ACK, data, a reset);

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use common::{json, netdoctor};
 use serde_json::Value;
 
-fn analyze(name: &str) -> Option<Value> {
+fn corpus_file(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -37,9 +37,29 @@ fn analyze(name: &str) -> Option<Value> {
         );
         return None;
     }
+    Some(path)
+}
+
+fn analyze(name: &str) -> Option<Value> {
+    let path = corpus_file(name)?;
     let o = netdoctor(&["analyze", "--json", path.to_str().unwrap()]);
     assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
     Some(json(&o))
+}
+
+/// The `connection_reset` block of the Chinese terminal report, whitespace removed (the
+/// report wraps its lines).
+fn zh_reset_block(name: &str) -> Option<String> {
+    let path = corpus_file(name)?;
+    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
+    let out = common::stdout(&o);
+    let block: String = out
+        .split("\n[")
+        .find(|b| b.contains("] connection_reset"))
+        .unwrap_or_else(|| panic!("no connection_reset finding: {out}"))
+        .to_string();
+    Some(block.split_whitespace().collect())
 }
 
 fn reset_finding(r: &Value) -> &Value {
@@ -102,4 +122,27 @@ fn a_bare_reset_soon_after_the_last_response_byte_is_a_host_without_the_connecti
     assert!(note.contains("acknowledging nothing"), "{f:#}");
     assert_eq!(f["severity"], "info", "{f:#}");
     assert_eq!(f["side"], "client", "{f:#}");
+}
+
+/// The same two stories in the Chinese report: their own texts (not the generic list of reset
+/// causes), the client named, and the English text's numbers.
+#[test]
+fn client_abort_stories_are_told_in_chinese_with_their_numbers() {
+    if let Some(b) = zh_reset_block("suri-tcp-empty-sack.pcap") {
+        assert!(b.contains("需修改的一方：客户端"), "{b}");
+        assert!(b.contains("客户端的主机在响应到达期间复位了1个连接"), "{b}");
+        assert!(b.contains("它已经没有这些连接了"), "{b}");
+        assert!(b.contains("RFC9293"), "{b}");
+        assert!(!b.contains("客户端用RST复位了连接"), "{b}");
+    }
+    if let Some(b) = zh_reset_block("suri-rst-unacked-http.pcap") {
+        assert!(b.contains("需修改的一方：网络"), "{b}");
+        // 93.460411 s − 50.386377 s, as in the English summary.
+        assert!(
+            b.contains("客户端放弃了1个已经停止到达的响应：最长43.1s没有收到响应的任何字节"),
+            "{b}"
+        );
+        assert!(b.contains("这些请求失败了"), "{b}");
+        assert!(!b.contains("用RST复位了连接：影响"), "{b}");
+    }
 }

@@ -29,6 +29,15 @@ use crate::track::flags::IDLE_RESET_NS;
 /// response, not on one that was flowing.
 pub const STALLED_NS: i64 = IDLE_RESET_NS;
 
+/// The evidence entry of client aborts when some came after the response had stalled: its
+/// note starts `S of N client resets` and ends with the longest stall, `… up to 43.1 s` (the
+/// zh texts key on it and read those numbers).
+pub const RESPONSE_STALLED_EVIDENCE: &str = "response_stalled";
+
+/// The evidence entry of client aborts when some were resets without the ACK flag (and none
+/// came after a stall): its note starts `B of N client resets`.
+pub const CLIENT_HOST_GONE_EVIDENCE: &str = "client_host_gone";
+
 /// The client resets during responses.
 #[derive(Default)]
 pub(super) struct ClientAborts {
@@ -70,6 +79,33 @@ impl ClientAborts {
             self.longest_ns = self.longest_ns.max(s);
         } else if !e.rst.flags.ack() {
             self.bare += 1;
+        }
+    }
+
+    /// The probe evidence of `n` client aborts (the story's numbers, for the zh texts): after
+    /// a stall, or without the ACK flag; `None` when every one came while the response flowed.
+    pub(super) fn probe(&self, n: u64) -> Option<(&'static str, String)> {
+        let s = self.stalled.min(n);
+        let bare = self.bare.min(n - s);
+        if s > 0 {
+            Some((
+                RESPONSE_STALLED_EVIDENCE,
+                format!(
+                    "{s} of {n} client resets came after the response had stopped arriving: no \
+                     response byte for up to {:.1} s",
+                    self.longest_ns as f64 / 1e9
+                ),
+            ))
+        } else if bare > 0 {
+            Some((
+                CLIENT_HOST_GONE_EVIDENCE,
+                format!(
+                    "{bare} of {n} client resets acknowledge nothing: the client's host no \
+                     longer had those connections"
+                ),
+            ))
+        } else {
+            None
         }
     }
 

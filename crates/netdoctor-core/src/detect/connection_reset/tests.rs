@@ -375,3 +375,44 @@ fn the_clients_reuse_gap_stands_next_to_the_idle_timer() {
         "{note}"
     );
 }
+
+/// The probe that carries a client abort's numbers to the zh texts: the bare resets' count,
+/// or the stalled ones' count and longest stall; none while every response flowed.
+#[test]
+fn client_aborts_carry_their_numbers_in_a_probe() {
+    let probe = |v: &[Finding]| {
+        v[0].evidence.iter().find_map(|e| match e {
+            Evidence::Probe { probe, note } => Some((probe.clone(), note.clone())),
+            _ => None,
+        })
+    };
+    let bare = reset(ResetKind::ClientAbort, false, 1);
+    let acked = with_ack(reset(ResetKind::ClientAbort, false, 2));
+    let v = run::<ConnectionReset>(&[bare], &cx(4));
+    let (p, note) = probe(&v).expect("a probe");
+    assert_eq!(p, CLIENT_HOST_GONE_EVIDENCE);
+    assert!(note.starts_with("1 of 1 client resets"), "{note}");
+    let v = run::<ConnectionReset>(&[bare, acked], &cx(4));
+    let (p, note) = probe(&v).expect("a probe");
+    assert_eq!(p, CLIENT_HOST_GONE_EVIDENCE);
+    assert!(note.starts_with("1 of 2 client resets"), "{note}");
+    assert_eq!(probe(&run::<ConnectionReset>(&[acked], &cx(4))), None);
+    // A reset 6.2 s after the response's last byte: the client gave up on a stalled response.
+    let stalled = Event::Reset {
+        ends: ends(),
+        kind: ResetKind::ClientAbort,
+        before: Some(pkt(10, 100, true, F::PSH | F::ACK, 100)),
+        rst: pkt(11, 6_300, false, F::RST | F::ACK, 0),
+        req: None,
+        context: Default::default(),
+    };
+    let v = run::<ConnectionReset>(&[stalled], &cx(4));
+    assert_eq!(v[0].side, Side::Network, "{v:?}");
+    let (p, note) = probe(&v).expect("a probe");
+    assert_eq!(p, RESPONSE_STALLED_EVIDENCE);
+    assert!(note.starts_with("1 of 1 client resets"), "{note}");
+    assert!(note.ends_with("up to 6.2 s"), "{note}");
+    let v = run::<ConnectionReset>(&[stalled, acked], &cx(4));
+    let (_, note) = probe(&v).expect("a probe");
+    assert!(note.starts_with("1 of 2 client resets"), "{note}");
+}
