@@ -43,14 +43,13 @@ pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
 
 /// [`READER_EIGHTHS`] when the reader also walks the record headers a chunk ahead of the
 /// merge (`CaptureFile::merge_walking`, every mapped pcap since session 21): the walk is the
-/// first touch of every byte of the file, on the reader. Chosen by `perf record -e cpu-clock`
-/// samples per thread, 2 runs each (load 6–7, so not by wall time): 32 → 48 → 64 → 80 eighths
-/// gave the reader / worker ~950 / 780, 1030 / 880, 820 / 800, 830 / 815 samples on the bench
-/// capture (57 runs) and ~825 / 740, 785 / 770, 720 / 783, 750 / 810 on it sorted. Not
-/// swept by wall time yet: session 22 made the workers cheaper per frame (they warm frames
-/// ahead, the reader's own batches too) and built this branch with 32, 40, 48, 56, 64 and 72
-/// for a sweep by wall time in a quiet window (bench/README.md, analyze-jobs.sh, session 22).
-pub(super) const READER_EIGHTHS_WALKING: u32 = 56;
+/// first touch of every byte of the file, on the reader. Chosen by wall time in a quiet window
+/// (session 22, load 1.2–1.6, nothing else running; `/work/notes/jw-sweep.sh`-style
+/// alternating rounds, 9 each, bench capture of 1.8 M frames, `-j 1` 0.305–0.314 s): 32 → 40
+/// → 48 → 56 → 64 → 72 eighths gave `-j 2` medians of 0.216, 0.209, 0.205, 0.197, 0.197,
+/// 0.192 s; a second sweep on the final code 56 → 72 → 88 → 104 → 128 gave 0.187, 0.184,
+/// 0.189, 0.196, 0.197 s. (Session 21's 56 came from perf samples per thread under load.)
+pub(super) const READER_EIGHTHS_WALKING: u32 = 72;
 
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
