@@ -75,7 +75,7 @@ pub use distribution::{LatencyBucket, QuantilePoint};
 /// The errno's symbolic name; kept here for callers of the load crate (see
 /// `netdoctor_sys::os_error`).
 pub use netdoctor_sys::os_error::errno_name;
-pub use pinning::{BUSY_TO_PIN, Pinning, busy_cpus};
+pub use pinning::{BUSY_TO_PIN, Pinning, busy_cpus, spin_for};
 use result::percentiles;
 pub use result::{CpuWait, ErrorCounts, H2Result, LoadResult};
 pub use timeline::TimelinePoint;
@@ -195,7 +195,29 @@ pub struct LoadConfig {
     /// per response rather than once for the head and again for the body. A response of another
     /// size turns it off for the thread (see the `worker::lowat` module).
     pub rcvlowat: bool,
+    /// Before a load thread sleeps in `epoll_wait`, poll without sleeping for up to this long
+    /// (default zero: off). `netdoctor load` sets [`SPIN_WAIT`] in closed loop when the
+    /// threads are left to the scheduler because the CPUs were idle ([`spin_for`];
+    /// `--no-spin` turns it off). Why: a local server that sends a response to a sleeping
+    /// thread pays for waking it, and on a VM whose idle vCPU halts at once each wake-up is an
+    /// IPI sent from the server's CPU (a remote client would cost it nothing of the sort).
+    /// Session 22, one nginx worker on a quiet 2-vCPU VM, 100 connections, `bench/load-vs-peers`
+    /// with the unspun threads (`--no-pin-threads`) as a fourth column in the same rounds:
+    /// HTTPS (3 rounds) 120.2k req/s spinning against 102.1k, nginx 0.0827 against 0.0976 s of
+    /// CPU per 10k requests and 0.021 against 0.242 wake-ups sent per request (oha 114.1k);
+    /// plain HTTP (5 rounds) 1.18x wrk's requests/s against 1.05x. The cost is the client's
+    /// CPU: +36 % per request over HTTPS, and over plain HTTP 0.98x wrk's against 0.83x; that
+    /// CPU was idle (the condition), so it is spent, not taken. A 15 µs spin gave 1.14x at
+    /// 0.94x over plain HTTP and only tied oha over HTTPS. Pinned threads share a CPU with the
+    /// server or another task, where a spin takes the CPU the other needs (the session's
+    /// prototype pinned beside nginx: 79–80k → 73–75k), so it stays off there, and at a
+    /// constant rate (the waits are long).
+    pub spin: Duration,
 }
+
+/// How long `netdoctor load` lets an unpinned closed-loop thread poll before it sleeps
+/// ([`LoadConfig::spin`]).
+pub const SPIN_WAIT: Duration = Duration::from_micros(50);
 
 /// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] when they
 /// are pinned (never lower than the one they were started with).
@@ -240,6 +262,7 @@ impl LoadConfig {
             pinning: Pinning::Auto,
             batch_sched: true,
             rcvlowat: true,
+            spin: Duration::ZERO,
         }
     }
 
@@ -353,6 +376,11 @@ pub fn run(
         connections: cfg.connections,
         h2,
         rcvlowat: cfg.rcvlowat,
+        spin: if cfg.rate.is_none() {
+            cfg.spin
+        } else {
+            Duration::ZERO
+        },
     };
 
     let mut workers = Vec::with_capacity(threads);

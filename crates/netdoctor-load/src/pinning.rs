@@ -92,6 +92,26 @@ impl Pinning {
     }
 }
 
+/// How long the load threads spin before they sleep ([`crate::LoadConfig::spin`]), given the
+/// pinning asked for, what it resolved to ([`Pinning::resolve`]) with the busy CPUs it
+/// measured, and the constant rate if any: [`crate::SPIN_WAIT`] only when the default left
+/// the threads to the scheduler because it measured the CPUs idle, in closed loop. Not when
+/// pinned (a spin takes the CPU the task beside it needs), not with `--no-pin-threads` (the
+/// CPUs were not looked at), not at a constant rate (the waits between sends are long).
+pub fn spin_for(
+    asked: Pinning,
+    resolved: Pinning,
+    busy: Option<f64>,
+    rate: Option<f64>,
+) -> Duration {
+    let idle = busy.is_some_and(|b| b < BUSY_TO_PIN);
+    if asked == Pinning::Auto && resolved == Pinning::Never && idle && rate.is_none() {
+        crate::SPIN_WAIT
+    } else {
+        Duration::ZERO
+    }
+}
+
 /// How many of the CPUs `cpus` were busy (not idle, not waiting for I/O) over `span`, in CPUs
 /// (0.0 ..= `cpus.len()`), from two reads of `/proc/stat` (`None` when it cannot be read or
 /// names none of them). Its resolution is the kernel's tick count (USER_HZ, 10 ms): over
@@ -220,5 +240,25 @@ mod tests {
             (0.0..=cpus.len() as f64 + 1e-9).contains(&b),
             "{b} busy of {cpus:?}"
         );
+    }
+
+    #[test]
+    fn only_threads_the_default_left_on_idle_cpus_spin_in_closed_loop() {
+        use Pinning::*;
+        assert_eq!(spin_for(Auto, Never, Some(0.1), None), crate::SPIN_WAIT);
+        for (asked, resolved, busy, rate) in [
+            (Auto, Always, Some(1.2), None),       // pinned beside busy CPUs
+            (Auto, Never, Some(0.6), None),        // busy, left unpinned (too few threads to pin)
+            (Auto, Never, None, None),             // the CPUs were not looked at
+            (Never, Never, Some(0.1), None),       // --no-pin-threads
+            (Always, Always, None, None),          // --pin-threads
+            (Auto, Never, Some(0.1), Some(500.0)), // constant rate
+        ] {
+            assert_eq!(
+                spin_for(asked, resolved, busy, rate),
+                Duration::ZERO,
+                "{asked:?} {resolved:?} {busy:?} {rate:?}"
+            );
+        }
     }
 }

@@ -214,6 +214,27 @@ fn content_length_counts_agree_with_server() {
     assert_eq!(server.connections.load(Ordering::SeqCst), 8);
 }
 
+/// A thread that polls before it sleeps (`LoadConfig::spin`) handles what its polls found:
+/// the poller is edge-triggered, so readiness a spin saw and dropped would never come again
+/// and those connections would stall (a 50 ms spin makes nearly every response arrive
+/// during one).
+#[test]
+fn spinning_threads_handle_every_response() {
+    for mode in [Mode::ContentLength, Mode::Close] {
+        let server = TestServer::start(mode);
+        let mut cfg = config(server.target(), 8, 2, 300);
+        cfg.spin = Duration::from_millis(50);
+        let res = load(&cfg);
+        assert_counts_agree(&res, server.requests(), 8);
+        assert_eq!(res.errors.total(), 0, "{res:?}");
+        assert!(
+            res.requests >= 100,
+            "only {} requests: {res:?}",
+            res.requests
+        );
+    }
+}
+
 #[test]
 fn chunked_counts_agree_with_server() {
     let server = TestServer::start(Mode::Chunked);

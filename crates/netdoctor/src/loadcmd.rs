@@ -78,6 +78,12 @@ pub struct LoadArgs {
     /// for head and body apart; a response of another size turns it off for the thread.
     #[arg(long)]
     pub no_rcvlowat: bool,
+    /// Let the load threads sleep as soon as they wait. By default, in closed loop with the
+    /// threads left to the scheduler because the CPUs were idle, a thread polls for up to
+    /// 50 µs before it sleeps: a local server then does not pay a wake-up (an IPI on a VM) per
+    /// response, at the cost of more client CPU.
+    #[arg(long)]
+    pub no_spin: bool,
     /// Duration of the test, e.g. 10s, 500ms, 1m.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -165,7 +171,19 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         (Pinning::Always, ..) => ", threads pinned (--pin-threads)".to_string(),
         _ => String::new(),
     };
+    let asked = cfg.pinning;
     cfg.pinning = pinning;
+    if !args.no_spin {
+        cfg.spin = netdoctor_load::spin_for(asked, pinning, busy, args.rate);
+    }
+    let pin_note = if cfg.spin.is_zero() {
+        pin_note
+    } else {
+        format!(
+            "{pin_note}, polling {} µs before sleeping",
+            cfg.spin.as_micros()
+        )
+    };
     cfg.batch_sched = !args.no_batch_sched;
     cfg.rcvlowat = !args.no_rcvlowat;
     cfg.duration = args.duration;

@@ -229,7 +229,21 @@ pub(super) fn drive<'a>(
         {
             wake = wake.min(t);
         }
-        if let Err(e) = poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
+        let spun = !spec.spin.is_zero()
+            && spin(
+                &mut poll,
+                &mut events,
+                now + spec.spin.min(wake.saturating_duration_since(now)),
+            );
+        let slept = if spun {
+            Ok(())
+        } else {
+            poll.poll(
+                &mut events,
+                Some(wake.saturating_duration_since(Instant::now())),
+            )
+        };
+        if let Err(e) = slept {
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
@@ -281,5 +295,22 @@ impl Base<'_> {
         counters
             .errors
             .store(self.out.errors.total(), Ordering::Relaxed);
+    }
+}
+
+/// Polls without sleeping until an event comes (true: `events` holds them) or `until` passes
+/// (false: the caller sleeps in `epoll_wait`). See `LoadConfig::spin`.
+fn spin(poll: &mut Poll, events: &mut Events, until: Instant) -> bool {
+    loop {
+        if poll.poll(events, Some(Duration::ZERO)).is_err() {
+            return false;
+        }
+        if !events.is_empty() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::hint::spin_loop();
     }
 }

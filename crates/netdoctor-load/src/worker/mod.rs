@@ -83,6 +83,8 @@ pub(crate) struct Spec {
     pub h2: Option<h2::H2Spec>,
     /// Plain HTTP/1.1: learn the response size and wake on it (`SO_RCVLOWAT`, see `lowat`).
     pub rcvlowat: bool,
+    /// Poll without sleeping for up to this long before each sleep (`LoadConfig::spin`).
+    pub spin: Duration,
 }
 
 /// Live counters read by the progress loop; on its own cache lines (no false sharing).
