@@ -47,7 +47,9 @@ mod evidence;
 mod idle;
 mod injected;
 mod own_timeout;
-pub use abort::{CLIENT_HOST_GONE_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS};
+pub use abort::{
+    CLIENT_HOST_GONE_EVIDENCE, CLIENT_SETUP_ABORT_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS,
+};
 pub use after_answer::{AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE};
 pub use idle::IDLE_RESET_EVIDENCE;
 use injected::{forged_note, injected_story};
@@ -567,7 +569,8 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
             !matches!(e, Evidence::Probe { probe, .. }
                 if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE
                     || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE
-                    || probe == RESPONSE_STALLED_EVIDENCE || probe == CLIENT_HOST_GONE_EVIDENCE)
+                    || probe == RESPONSE_STALLED_EVIDENCE || probe == CLIENT_HOST_GONE_EVIDENCE
+                    || probe == CLIENT_SETUP_ABORT_EVIDENCE)
         }));
     }
     Some(lead)

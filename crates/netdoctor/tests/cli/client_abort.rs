@@ -146,3 +146,42 @@ fn client_abort_stories_are_told_in_chinese_with_their_numbers() {
         assert!(!b.contains("用RST复位了连接：影响"), "{b}");
     }
 }
+
+/// The client's resets at setup (of the server's SYN/ACK, a load ending its run over +37 ms;
+/// `testdata/captures/abandoned-connects.pcap.gz`) in Chinese: their own story, on the client,
+/// with the count, and not the generic text that says the reset requests failed.
+#[test]
+fn client_resets_at_setup_are_told_in_chinese_as_attempts_given_up() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/captures/abandoned-connects.pcap.gz");
+    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
+    let out = common::stdout(&o);
+    let b: String = out
+        .split("\n[")
+        .find(|b| b.contains("] connection_reset"))
+        .unwrap_or_else(|| panic!("no connection_reset finding: {out}"))
+        .split_whitespace()
+        .collect();
+    assert!(b.contains("需修改的一方：客户端"), "{b}");
+    assert!(
+        b.contains("复位了10个连接（或复位了服务端的SYN/ACK）"),
+        "{b}"
+    );
+    assert!(b.contains("也没有请求失败"), "{b}");
+    assert!(!b.contains("被复位的请求都失败了"), "{b}");
+    let r = json(&netdoctor(&["analyze", "--json", path.to_str().unwrap()]));
+    let f = reset_finding(&r);
+    assert!(
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["probe"] == "client_setup_abort"
+                && e["note"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("10 of 10 client resets")),
+        "{f:#}"
+    );
+}

@@ -38,6 +38,11 @@ pub const RESPONSE_STALLED_EVIDENCE: &str = "response_stalled";
 /// came after a stall): its note starts `B of N client resets`.
 pub const CLIENT_HOST_GONE_EVIDENCE: &str = "client_host_gone";
 
+/// The evidence entry of the client's resets at setup (after the handshake or of the
+/// SYN/ACK, before any request): its note starts `N of N client resets`. The zh texts key on
+/// it: the generic reset text says the reset requests failed, and none did here.
+pub const CLIENT_SETUP_ABORT_EVIDENCE: &str = "client_setup_abort";
+
 /// The client resets during responses.
 #[derive(Default)]
 pub(super) struct ClientAborts {

@@ -130,6 +130,15 @@ impl ConnectionReset {
                 ),
             });
         }
+        if kind == ResetKind::Setup && side == Side::Client {
+            evidence.push(Evidence::Probe {
+                probe: abort::CLIENT_SETUP_ABORT_EVIDENCE.into(),
+                note: format!(
+                    "{n} of {n} client resets came at setup, before any request was sent: the \
+                     client gave up on those connection attempts; no request failed"
+                ),
+            });
+        }
         if kind == ResetKind::ClientAbort
             && let Some((probe, note)) = self.aborts.probe(n)
         {
