@@ -24,7 +24,7 @@
 //! outgoing copies are dropped there, as libpcap does (by the filter, in the kernel, before
 //! they are copied into the ring; the reader skips any that still arrive); on other devices
 //! both directions are kept. The reader wakes at most about every 40 ms while the ring is
-//! lightly used ([`COALESCE`]), and at once on a [`Wake`], and reads each packet in place in
+//! lightly used ([`pause::COALESCE`]), and at once on a [`Wake`], and reads each packet in place in
 //! the ring.
 //! Drops come from `getsockopt(PACKET_STATISTICS)` (`tp_drops`; `tp_freeze_q_cnt` counts how often
 //! the ring was full).
@@ -32,8 +32,9 @@
 //! `unsafe` is confined to the [`sys`] wrappers and to the two views into the ring
 //! ([`Ring::status`], [`Ring::block`]), each with its `// SAFETY:` argument.
 //!
-//! ~710 lines: the socket setup, the ring and its reader loop (with the coalescing pause that
-//! must see the ring's blocks) stay together; the filter program is in `live/filter.rs`.
+//! The socket setup, the ring and its reader loop stay together (the loop must see the ring's
+//! blocks); the filter program is in `live/filter.rs`, the length of the reader's pause
+//! between batches (a pure function) in `live/pause.rs`.
 
 use crate::error::sys_error;
 use crate::{ObserveError, PacketSource, SourceSummary};
@@ -60,36 +61,9 @@ const MAX_BLOCK: u32 = 4 << 20;
 const TARGET_BLOCKS: usize = 32;
 const FRAME_SIZE: u32 = 2048;
 /// A block is handed to user space at the latest this long after its first packet.
-const BLOCK_TIMEOUT_MS: u32 = 10;
+pub(super) const BLOCK_TIMEOUT_MS: u32 = 10;
 /// Longest wait in poll(), so `stop` is noticed quickly.
 const POLL_MS: i32 = 50;
-/// Wake-ups are coalesced: after reading a batch of `b` blocks, the reader pauses until
-/// `COALESCE × min(1, limit / b)` after the wake that started the batch, `limit` being
-/// 1/[`COALESCE_SHARE`] of the ring's blocks, before it looks again. A steady stream is then
-/// read ~25 times a second in batches of about `limit` blocks rather than once per block
-/// (each wake-up is a context switch and a cold cache: at 5k HTTP requests/s on loopback the
-/// reader woke ~150 times a second for one 64 KiB block each, at 10k ~66 times with a fixed
-/// 20 ms pause). A faster stream gets shorter pauses, so the pause holds about `limit` blocks
-/// whatever the rate (the ring's quiet threshold, [`crate::SourceSummary::ring_fill`] 0.25 in
-/// the agent, stays above it), and a reader with half the ring waiting does not pause.
-///
-/// The batch alone misjudges a burst: after an idle second the first block of a burst wakes
-/// the reader, the batch is that one block, and a 40 ms pause let a 20k-packet burst (trafgen
-/// `-b 20000pps` sends each second's packets in ~30 ms, ~700 per ms) overrun the 2 MiB ring
-/// that `watch` starts on (~11k such packets) while its reader slept: about 9k drops a burst.
-/// So the pause is also at most the time `limit` blocks take to fill at the rate of the
-/// fastest block of the batch (its first to last packet, scaled from the bytes it holds to a
-/// whole block; blocks handed over on their timeout count too, scaled the same way); a batch
-/// without such a block (one packet each) keeps the previous batch's rate, until the reader
-/// catches up and waits for the kernel again. A burst is then read as it comes. A rate
-/// misjudged still costs no overrun: the pause is slept in [`PAUSE_SLICE`]s and ends once
-/// `limit` blocks wait.
-const COALESCE: Duration = Duration::from_millis(40);
-/// A pause is slept in slices of at most this, the ring looked at after each (status words
-/// only): at most ~10k packets arrive in one even at 1 M packets/s, less than the 2 MiB start
-/// ring holds (~11k small ones).
-const PAUSE_SLICE: Duration = Duration::from_millis(BLOCK_TIMEOUT_MS as u64);
-const COALESCE_SHARE: usize = 5;
 /// After `stop`, keep reading this long so the partly filled block retires and is read.
 const DRAIN: Duration = Duration::from_millis(4 * BLOCK_TIMEOUT_MS as u64 + 20);
 
@@ -396,7 +370,7 @@ impl LiveCapture {
         let mut batch = 0usize;
         let mut woke = Instant::now();
         // The shortest time a block of the batch (or of the last one that said) took to fill
-        // at its own rate (see [`COALESCE`]), and the same for the batch being read.
+        // at its own rate (see [`pause::COALESCE`]), and the same for the batch being read.
         let mut full_ns: Option<u64> = None;
         let mut batch_ns: Option<u64> = None;
         loop {
@@ -599,20 +573,6 @@ impl LiveCapture {
     }
 }
 
-/// The reader's pause after a batch of `batch` blocks, at whose fastest rate a whole block
-/// fills in `full_ns` (see [`COALESCE`]).
-fn pause(batch: usize, limit: usize, full_ns: Option<u64>) -> Duration {
-    let by_batch = if batch <= limit {
-        COALESCE
-    } else {
-        COALESCE * limit as u32 / batch as u32
-    };
-    match full_ns {
-        Some(ns) => by_batch.min(Duration::from_nanos(ns.saturating_mul(limit as u64))),
-        None => by_batch,
-    }
-}
-
 /// A live capture and its stop flag as a [`PacketSource`].
 pub struct LiveSource<'a> {
     pub capture: &'a mut LiveCapture,
@@ -675,40 +635,9 @@ impl Drop for Ring {
 mod filter;
 pub use filter::port_filter;
 
+/// How long the reader pauses after a batch (the coalescing of wake-ups).
+mod pause;
+use pause::{COALESCE_SHARE, PAUSE_SLICE, pause};
+
 /// Thin syscall wrappers; every `unsafe` block of the capture lives here.
 mod sys;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_pause_holds_about_a_fifth_of_the_ring_whatever_the_rate() {
-        let limit = 32 / COALESCE_SHARE;
-        // Small batches: the whole pause.
-        for b in 1..=limit {
-            assert_eq!(pause(b, limit, None), COALESCE);
-        }
-        // Larger ones: shorter in proportion, so about `limit` blocks wait at the next look.
-        assert_eq!(pause(2 * limit, limit, None), COALESCE / 2);
-        let mut last = COALESCE;
-        for b in limit + 1..=32 {
-            let p = pause(b, limit, None);
-            assert!(p < last, "{b} blocks: {p:?}");
-            let held = p.as_secs_f64() / COALESCE.as_secs_f64() * b as f64;
-            assert!((held - limit as f64).abs() < 0.01, "{b} blocks hold {held}");
-            last = p;
-        }
-    }
-
-    #[test]
-    fn a_burst_shortens_the_pause_to_what_the_ring_holds() {
-        let limit = 32 / COALESCE_SHARE;
-        // One block read after an idle second, filled in 0.5 ms (a burst of ~700 packets per
-        // ms): the pause lets `limit` such blocks come, 3 ms, not 40.
-        assert_eq!(pause(1, limit, Some(500_000)), Duration::from_millis(3));
-        // A slow full block (200 ms) changes nothing.
-        assert_eq!(pause(1, limit, Some(200_000_000)), COALESCE);
-        assert_eq!(pause(2 * limit, limit, Some(200_000_000)), COALESCE / 2);
-    }
-}
