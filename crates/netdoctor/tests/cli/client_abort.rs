@@ -47,19 +47,17 @@ fn analyze(name: &str) -> Option<Value> {
     Some(json(&o))
 }
 
-/// The `connection_reset` block of the Chinese terminal report, whitespace removed (the
-/// report wraps its lines).
-fn zh_reset_block(name: &str) -> Option<String> {
-    let path = corpus_file(name)?;
+/// The `connection_reset` block of the Chinese terminal report of the capture at `path`,
+/// whitespace removed (the report wraps its lines).
+fn zh_reset_block(path: &std::path::Path) -> String {
     let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
     assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
     let out = common::stdout(&o);
-    let block: String = out
-        .split("\n[")
+    out.split("\n[")
         .find(|b| b.contains("] connection_reset"))
         .unwrap_or_else(|| panic!("no connection_reset finding: {out}"))
-        .to_string();
-    Some(block.split_whitespace().collect())
+        .split_whitespace()
+        .collect()
 }
 
 fn reset_finding(r: &Value) -> &Value {
@@ -128,14 +126,16 @@ fn a_bare_reset_soon_after_the_last_response_byte_is_a_host_without_the_connecti
 /// causes), the client named, and the English text's numbers.
 #[test]
 fn client_abort_stories_are_told_in_chinese_with_their_numbers() {
-    if let Some(b) = zh_reset_block("suri-tcp-empty-sack.pcap") {
+    if let Some(p) = corpus_file("suri-tcp-empty-sack.pcap") {
+        let b = zh_reset_block(&p);
         assert!(b.contains("需修改的一方：客户端"), "{b}");
         assert!(b.contains("客户端的主机在响应到达期间复位了1个连接"), "{b}");
         assert!(b.contains("它已经没有这些连接了"), "{b}");
         assert!(b.contains("RFC9293"), "{b}");
         assert!(!b.contains("客户端用RST复位了连接"), "{b}");
     }
-    if let Some(b) = zh_reset_block("suri-rst-unacked-http.pcap") {
+    if let Some(p) = corpus_file("suri-rst-unacked-http.pcap") {
+        let b = zh_reset_block(&p);
         assert!(b.contains("需修改的一方：网络"), "{b}");
         // 93.460411 s − 50.386377 s, as in the English summary.
         assert!(
@@ -154,15 +154,7 @@ fn client_abort_stories_are_told_in_chinese_with_their_numbers() {
 fn client_resets_at_setup_are_told_in_chinese_as_attempts_given_up() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata/captures/abandoned-connects.pcap.gz");
-    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
-    let out = common::stdout(&o);
-    let b: String = out
-        .split("\n[")
-        .find(|b| b.contains("] connection_reset"))
-        .unwrap_or_else(|| panic!("no connection_reset finding: {out}"))
-        .split_whitespace()
-        .collect();
+    let b = zh_reset_block(&path);
     assert!(b.contains("需修改的一方：客户端"), "{b}");
     assert!(
         b.contains("复位了10个连接（或复位了服务端的SYN/ACK）"),
