@@ -267,6 +267,40 @@ pub struct ConnDone {
     /// What the connection's last HTTP/1.x request said about keeping the connection (read
     /// on its first three requests only: a longer connection's close is not per request).
     pub asked: ClientAsked,
+    /// The TLS handshake's round trips among `exchanges` (not requests).
+    pub tls: TlsSetup,
+    /// The client's FIN was `first_close` at the capture point, but the server's FIN did not
+    /// acknowledge it: the server had closed on its own before it arrived (a capture at the
+    /// client sees a crossing close as the client's).
+    pub crossed_fin: bool,
+}
+
+/// A connection's TLS handshake, read from its first turns (`analyze::http`): a turn whose
+/// client data opens with a plaintext TLS handshake record (`0x16 0x03 0x0?`: ClientHello, or
+/// TLS 1.2's ClientKeyExchange) answered by a handshake or ChangeCipherSpec record
+/// (`0x16`/`0x14`) carried no request. TLS 1.3's second flight and TLS 1.2's resumed one open
+/// with ChangeCipherSpec or application data and carry the request: not counted. (TLS 1.2
+/// False Start sends the request in the ClientKeyExchange turn: counted as setup, one request
+/// short.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlsSetup {
+    /// Completed handshake turns.
+    pub turns: u8,
+    /// From the first turn's start to the first request's (the turn after the handshake's),
+    /// in µs; 0 until known (kept small: the event log copies every `ConnDone`).
+    pub handshake_us: u32,
+    /// The turn in progress opened with a handshake record, its answer not seen yet.
+    pub(crate) asked: bool,
+    /// The turn in progress was answered with a handshake record: a setup turn, counted when
+    /// the next turn starts or the connection ends.
+    pub(crate) answered: bool,
+}
+
+impl TlsSetup {
+    /// The completed handshake turns, counting one answered and not yet followed.
+    pub fn setup_turns(&self) -> u32 {
+        u32::from(self.turns) + u32::from(self.answered)
+    }
 }
 
 /// What a client's HTTP/1.x request said about keeping its connection, from the captured

@@ -252,6 +252,11 @@ pub(super) struct Conn {
     /// began: an ACK past it and past every client byte captured, on more of that answer,
     /// means the client sent a request the capture missed ([`Conn::request_unseen`]).
     pub resp_ack: Option<u32>,
+    /// The TLS handshake's turns, read on the first turns (`super::http`).
+    pub tls: crate::event::TlsSetup,
+    /// The client's FIN came first at the capture point, and the server's did not acknowledge
+    /// it: they crossed (see [`crate::event::ConnDone::crossed_fin`]).
+    pub crossed_fin: bool,
 }
 
 impl Conn {
@@ -298,6 +303,8 @@ impl Conn {
             echo: Default::default(),
             after_reset: None,
             resp_ack: None,
+            tls: Default::default(),
+            crossed_fin: false,
         }
     }
 

@@ -99,6 +99,8 @@ impl Tomb {
             first_close: self.first_close,
             idle_before_close_ns: None,
             asked: Default::default(),
+            tls: Default::default(),
+            crossed_fin: false,
         }
     }
 }

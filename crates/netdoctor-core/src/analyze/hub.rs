@@ -552,6 +552,8 @@ impl Hub {
             first_close: c.first_close,
             idle_before_close_ns: c.idle_before_close_ns,
             asked: c.asked,
+            tls: c.tls,
+            crossed_fin: c.crossed_fin,
         };
         self.emit(&Event::ConnDone(&done));
         if let Source::H2(h) = &c.source {

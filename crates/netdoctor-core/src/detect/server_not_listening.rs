@@ -488,6 +488,8 @@ mod tests {
             first_close: None,
             idle_before_close_ns: None,
             asked: Default::default(),
+            tls: Default::default(),
+            crossed_fin: false,
         };
         ok.syn.done = Some(pkt(100, 100, false, F::ACK, 0));
         let mut c = cx(0);
@@ -568,6 +570,8 @@ mod tests {
                         first_close: None,
                         idle_before_close_ns: None,
                         asked: Default::default(),
+                        tls: Default::default(),
+                        crossed_fin: false,
                     };
                     c.ends.server.set_port(1000 + i);
                     c.syn.first_syn = Some(pkt(10 + u64::from(i), 10, false, F::SYN, 0));

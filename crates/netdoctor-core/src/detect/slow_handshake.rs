@@ -419,6 +419,8 @@ mod tests {
             first_close: None,
             idle_before_close_ns: None,
             asked: Default::default(),
+            tls: Default::default(),
+            crossed_fin: false,
         }
     }
 

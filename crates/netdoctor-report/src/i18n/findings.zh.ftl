@@ -252,9 +252,18 @@ slow_server_processing-fix = { $side ->
 ## short_connections
 
 # $probe 为 idle_timeout：服务端（或它前面的负载均衡）在连接空闲一段稳定的时间后关闭它。
-short_connections-summary = 每个请求一个连接：建立连接的开销占了请求耗时的很大一部分{ $has_pct ->
-    [yes] （{ $pct }%）
-   *[no] {""}
+short_connections-summary = { $probe ->
+    [request_limit] 服务端在每个保持的连接上只服务固定数量的请求就关闭它（{ $probe_n }/{ $probe_of } 个连接）：{ $pct }% 的请求要付出新建连接的开销{ $has_latency ->
+        [yes] （{ $latency }）
+       *[no] {""}
+    }
+   *[other] 每个请求一个连接{ $has_pct ->
+        [yes] （{ $pct }% 的请求新建了连接）
+       *[no] {""}
+    }：每个请求都要付出建立连接的开销{ $has_latency ->
+        [yes] （中位数 { $latency }）
+       *[no] {""}
+    }
 }{ $probe ->
     [idle_timeout] ；服务端一侧在每个连接空闲一段稳定的时间后关闭了它：空闲（keep-alive）超时短于客户端复用连接前的等待，所以客户端只好新建连接
     [client_asked_close] ；是客户端要求的：服务端先关闭连接，但都是在回答了要求关闭的请求（`Connection: close`，或不带 `Connection: keep-alive` 的 HTTP/1.0）之后
@@ -263,9 +272,12 @@ short_connections-summary = 每个请求一个连接：建立连接的开销占�
 short_connections-explanation = { $probe ->
     [idle_timeout] 每个请求都新建了一个 TCP 连接：服务端（或它前面的负载均衡、NAT、防火墙）在连接空闲一段稳定的时间后发出第一个 FIN（或 RST），这个固定的值就是它的空闲（keep-alive）超时，而不是每个响应之后都关闭（那样关闭会在响应后几毫秒内发生）。客户端在复用连接之前等待的时间比这个超时更长，于是每个请求都发现连接已被关闭，只能付出新建连接的开销：两边单独看都没有错，是两边的空闲设置不匹配。只在连接上不停发请求的 keep-alive 探测不会让连接空闲，所以它能复用连接与此并不矛盾。
     [client_asked_close] 每个请求都新建一个 TCP 连接，响应之后就关闭。第一个 FIN 虽然由服务端发出，但它回答的请求要求关闭连接（见证据中抓到的请求头）：HTTP/1.1 除非请求带 `Connection: close`，否则保持连接；HTTP/1.0 除非带 `Connection: keep-alive`，否则每个响应后都关闭。服务端只是照客户端的要求做：每个请求一个连接是客户端的设置，不是服务端的。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字。
+    [request_limit] keep-alive 在这里是生效的，但每个连接只服务固定数量的请求：服务端在该数量的最后一个响应之后立即发出 FIN（不是空闲一段时间之后），这是每连接请求数上限（nginx `keepalive_requests`、Apache `MaxKeepAliveRequests`、Envoy `max_requests_per_connection`，或应用自己的上限）。于是每隔这么多个请求，就有一个请求要等待新建连接：握手（证据中给出中位数；有 TLS 时更多）和从头开始的拥塞窗口，每个关闭的连接还会留下一个 TIME_WAIT 套接字。客户端越远，每次握手越贵。
+    [tls_handshake] 每个请求都新建一个 TCP 连接并在上面建立 TLS 会话，响应之后就关闭。TCP 握手先花一个往返时间，TLS 握手再花一到两个往返时间（TLS 1.2 两个，TLS 1.3 或恢复的会话一个），请求才能发出。这些 TLS 握手的往返（证据中给出次数和耗时）不携带请求，这里算作建立连接的开销，而不是请求。每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字。TLS 会话恢复（服务端的会话缓存或会话票据，客户端保留会话）或 TLS 1.3 可以把握手减到一个往返；只有复用连接才能完全省掉它。
    *[other] 每个请求都新建一个 TCP 连接，响应之后就关闭。握手要先花一个往返时间，请求才能发出；每个新连接都从很小的拥塞窗口开始；每个关闭的连接都会留下一个 TIME_WAIT 套接字（速率高时会导致临时端口耗尽）。使用 keep-alive，每个连接只需握手一次。这里的建立连接开销只算到客户端对 SYN/ACK 的 ACK 为止：客户端在此之后、写出请求之前自己等待的时间属于客户端应用（connect() 与 write() 之间的工作），不算在网络或服务端头上，复用连接也不能省掉它。
 }
 short_connections-fix = { $probe ->
+    [request_limit] 调高服务端的每连接请求数上限：nginx `keepalive_requests`（1.19.10 起默认 1000）、Apache `MaxKeepAliveRequests`（默认 100）、Envoy `max_requests_per_connection`。上限的用处是重新均衡连接、释放每连接的内存，所以保持在几百或几千，而不是取消它。
     [idle_timeout] 证据中与空闲超时并列的是客户端复用连接前的实测间隔（从响应的最后一个字节到同一连接上的下一个请求；没有连接被复用时，证据会说明抓包中测不到）。让两边的空闲设置匹配：把服务端的空闲超时（nginx `keepalive_timeout`、Apache `KeepAliveTimeout`、代理的 upstream 空闲超时；如果是 RST，还有负载均衡、NAT 或防火墙的空闲超时）调到大于客户端复用连接的最长间隔；或者把客户端连接池的空闲超时调到小于服务端的超时（例如 Go 的 `IdleConnTimeout`、OkHttp 的 `keepAliveDuration`，或按请求速率确定连接池大小），让客户端先丢弃连接，永远不会拿到一个正在被关闭的连接。
     [client_asked_close] 让客户端保持连接：不要再发送 `Connection: close`（HTTP 客户端或压测工具的 keep-alive 开关，例如 Go 的 `DisableKeepAlives` 或 `Request.Close`，或手工加上的请求头），使用 HTTP/1.1（或在 HTTP/1.0 中发送 `Connection: keep-alive`），并按请求速率配置连接池来复用连接。
    *[other] 复用连接：使用 HTTP/1.1 keep-alive（不要发送 `Connection: close`；wrk、curl 和 HTTP 客户端库默认都会复用连接），在客户端使用连接池，在 nginx 的 upstream 块中使用 `keepalive`；如果是服务端关闭连接，开启它的 keep-alive 并调大限制（nginx `keepalive_timeout`、`keepalive_requests`）。如果本次运行特意关闭了 keep-alive（--no-keepalive），这里无需修复。

@@ -25,4 +25,5 @@ mod realworld_corpus;
 mod route_cli;
 mod silent_peer;
 mod slo;
+mod tls_setup;
 mod watch_cli;

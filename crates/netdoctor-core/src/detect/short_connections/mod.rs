@@ -40,13 +40,17 @@ use std::net::SocketAddr;
 
 mod asked;
 mod idle;
+mod limit;
 pub(crate) mod reuse;
+mod tls;
 pub use asked::ASKED_CLOSE_EVIDENCE;
 pub(crate) use idle::steady;
 pub use idle::{IDLE_EVIDENCE, IDLE_MIN_MS};
+pub use limit::LIMIT_EVIDENCE;
+pub use tls::TLS_EVIDENCE;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
-use crate::event::{ClientAsked, Event};
+use crate::event::{ClientAsked, Event, TlsSetup};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{KeepAliveCost, Observation};
 use crate::stats::Hist;
@@ -94,6 +98,12 @@ pub struct ShortConnections {
     conns: u64,
     exchanges: u64,
     setup: Option<Hist>,
+    /// Its TCP part (SYN to the handshake ACK), told apart when TLS followed.
+    tcp_setup: Option<Hist>,
+    /// The TLS handshakes that followed ([`tls`]).
+    tls: tls::TlsSetups,
+    /// The requests on the connections the server closed right after an answer ([`limit`]).
+    limit: limit::LimitCloses,
     /// The client's own wait from its handshake ACK to its first request byte.
     think: Option<Hist>,
     /// Connections whose first FIN/RST the server / the client sent.
@@ -133,6 +143,8 @@ impl Detector for ShortConnections {
                         c.first_close,
                         c.idle_before_close_ns,
                         c.asked,
+                        &c.tls,
+                        c.crossed_fin,
                     );
                 }
             }
@@ -165,10 +177,14 @@ impl ShortConnections {
         first_close: Option<Pkt>,
         idle_before_close_ns: Option<i64>,
         asked: ClientAsked,
+        tls: &TlsSetup,
+        crossed_fin: bool,
     ) {
         let Some(first_req) = first_req else {
             return;
         };
+        // A TLS handshake's turns are setup, not requests ([`tls`]).
+        let exchanges = exchanges.saturating_sub(tls.setup_turns());
         if exchanges == 0 {
             return;
         }
@@ -187,18 +203,31 @@ impl ShortConnections {
             Some(p) if p.from_server => {
                 self.closed_by_server += 1;
                 self.asked.record(asked);
+                self.limit
+                    .record(exchanges, idle_before_close_ns, p.flags.rst());
                 if let Some(ns) = idle_before_close_ns {
                     self.idle.record(ns, p.flags.rst());
                 }
             }
-            Some(_) => self.closed_by_client += 1,
+            Some(p) => {
+                self.closed_by_client += 1;
+                // The server's FIN crossed the client's: it closed on its own too.
+                if crossed_fin {
+                    self.limit
+                        .record(exchanges, idle_before_close_ns, p.flags.rst());
+                }
+            }
             None => {}
         }
         // The handshake ends at the client's ACK; what follows before the request is the
         // client's own. An ACK that is the request itself (or none captured) leaves no wait.
         let ack = ack.filter(|a| a.len == 0 && a.ts_ns >= syn.ts_ns && a.ts_ns <= first_req.ts_ns);
         let done = ack.map_or(first_req.ts_ns, |a| a.ts_ns);
+        let tls_ns = self.tls.record(tls);
         self.setup
+            .get_or_insert_with(Hist::new)
+            .record_ns(done - syn.ts_ns + tls_ns);
+        self.tcp_setup
             .get_or_insert_with(Hist::new)
             .record_ns(done - syn.ts_ns);
         self.think
@@ -220,11 +249,22 @@ impl ShortConnections {
     fn report(&self, latency_p50_ms: f64, t0_ns: i64, out: &mut Vec<Finding>) {
         let seen = self.conns >= MIN_CONNECTIONS;
         let per_conn = self.exchanges as f64 / self.conns.max(1) as f64;
-        // The packets show keep-alive at work, or neither they nor a probe show anything.
-        if (seen && per_conn > MAX_EXCHANGES_PER_CONN) || (!seen && self.probe.is_none()) {
+        // The packets show keep-alive at work (up to a per-connection request limit, maybe:
+        // [`limit`]), or neither they nor a probe show anything.
+        if seen && per_conn > MAX_EXCHANGES_PER_CONN {
+            if self.keepalive != Some(false)
+                && let Some(l) = self.limit.limit(self.conns)
+            {
+                out.push(self.limit_finding(l, latency_p50_ms, t0_ns));
+            }
+            return;
+        }
+        if !seen && self.probe.is_none() {
             return;
         }
         let setup = self.setup.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let tcp_setup = self.tcp_setup.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let with_tls = seen && self.tls.most(self.conns);
         let think = self.think.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
         let think_shown = seen && think >= THINK_SHOWN_MS;
         // Share of requests that opened their own connection.
@@ -340,13 +380,23 @@ impl ShortConnections {
         let counted = if seen {
             format!(
                 "{} connections carried {per_conn:.1} requests each; setup costs {setup:.2} ms \
-                 per request ({:.0}% of the time to answer){}",
+                 per request{} ({:.0}% of the time to answer){}",
                 self.conns,
+                if with_tls {
+                    self.tls.summary(tcp_setup)
+                } else {
+                    String::new()
+                },
                 share * 100.0,
                 if think_shown {
                     format!(
                         "; the client then waited {think:.2} ms of its own before writing its \
-                         request (median; the client's time, not setup)"
+                         {} (median; the client's time, not setup)",
+                        if with_tls {
+                            "TLS ClientHello"
+                        } else {
+                            "request"
+                        }
                     )
                 } else {
                     String::new()
@@ -387,28 +437,46 @@ impl ShortConnections {
         });
         f.impact.affected_fraction = Some(fraction);
         f.explanation = format!(
-            "Each request opened a new TCP connection{}. The handshake costs a round trip before the request can even be sent{}, each new \
+            "Each request opened a new TCP connection{}{}. The handshake costs a round trip before the request can even be sent{}, each new \
              connection starts with a small congestion window, and every closed connection \
              leaves a TIME_WAIT socket behind (at high rates: ephemeral port exhaustion). With \
-             keep-alive the handshake is paid once per connection.{}{}{}",
+             keep-alive the handshake is paid once per connection.{}{}{}{}",
+            if with_tls {
+                " with a TLS session on it"
+            } else {
+                ""
+            },
             if closer == Closer::ServerIdle {
                 ", and the connection was closed before the next one"
             } else {
                 " and closed it after the response"
             },
-            if seen {
-                format!(
+            match (seen, with_tls) {
+                (true, false) => format!(
                     " (median {setup:.2} ms here from the SYN to the client's ACK of the SYN/ACK)"
-                )
+                ),
+                (true, true) => format!(
+                    " (median {tcp_setup:.2} ms here from the SYN to the client's ACK of the \
+                     SYN/ACK, then the TLS handshake's)"
+                ),
+                _ => String::new(),
+            },
+            if with_tls {
+                self.tls.explanation(self.conns)
             } else {
                 String::new()
             },
             if think_shown {
                 format!(
                     " After its handshake ACK the client waited {think:.2} ms (median) before it \
-                     wrote its request: that wait is the client application's own (work between \
+                     wrote its {}: that wait is the client application's own (work between \
                      connect() and write(), a pool handing the connection over late), not the \
-                     network's or the server's, and reusing connections does not remove it."
+                     network's or the server's, and reusing connections does not remove it.",
+                    if with_tls {
+                        "TLS ClientHello"
+                    } else {
+                        "request"
+                    }
                 )
             } else {
                 String::new()
@@ -554,6 +622,12 @@ impl ShortConnections {
                 note: self.asked.note(self.closed_by_server),
             });
         }
+        if with_tls {
+            f.evidence.push(Evidence::Probe {
+                probe: TLS_EVIDENCE.into(),
+                note: self.tls.note(self.conns),
+            });
+        }
         if let Some(p) = probe {
             f.evidence.push(Evidence::Probe {
                 probe: "keepalive".into(),
@@ -577,6 +651,47 @@ impl ShortConnections {
             });
         }
         out.push(f);
+    }
+}
+
+impl ShortConnections {
+    /// The server's per-connection request limit as the finding ([`limit`]).
+    fn limit_finding(&self, l: limit::Limit, latency_p50_ms: f64, t0_ns: i64) -> Finding {
+        let setup = self.tcp_setup.as_ref().map_or(0.0, |h| h.quantile_ms(0.5));
+        let mut f = Finding::new(
+            FindingId::ShortConnections,
+            if l.warning(setup, latency_p50_ms) {
+                Severity::Warning
+            } else {
+                Severity::Info
+            },
+            Side::Server,
+            l.summary(self.conns, setup, latency_p50_ms),
+        );
+        f.confidence = 0.85;
+        f.impact.added_latency_ms = Some(setup);
+        f.impact.affected_fraction = Some(1.0 / f64::from(l.n));
+        f.explanation = l.explanation(setup);
+        f.fix = l.fix();
+        f.evidence = self
+            .examples
+            .iter()
+            .filter(|e| e.first_close.is_some_and(|p| p.from_server))
+            .map(|e| Evidence::Packets {
+                connection: conn_label(e.client, e.server),
+                packets: [Some(e.syn), Some(e.first_req), e.first_close]
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p.to_ref(t0_ns))
+                    .collect(),
+                note: "SYN, the first request, and the server's FIN after the last answer".into(),
+            })
+            .collect();
+        f.evidence.push(Evidence::Probe {
+            probe: LIMIT_EVIDENCE.into(),
+            note: l.note(),
+        });
+        f
     }
 }
 

@@ -32,6 +32,8 @@ fn idle_closed(
                 first_close: Some(pkt(k * 10 + 7, t + setup_ms + 1, server, F::FIN, 0)),
                 idle_before_close_ns: Some(idle_ms(k) * 1_000_000),
                 asked: Default::default(),
+                tls: Default::default(),
+                crossed_fin: false,
             }
         })
         .collect()

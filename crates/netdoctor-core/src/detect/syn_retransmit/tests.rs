@@ -21,6 +21,8 @@ fn conn(repeat_syn: bool) -> ConnDone {
         first_close: None,
         idle_before_close_ns: None,
         asked: Default::default(),
+        tls: Default::default(),
+        crossed_fin: false,
     }
 }
 
@@ -117,6 +119,8 @@ fn synacks_to_a_silent_client_are_not_a_slow_setup() {
             first_close: None,
             idle_before_close_ns: None,
             asked: Default::default(),
+            tls: Default::default(),
+            crossed_fin: false,
         }
     };
     let cs = [silent(), silent(), conn(false)];
@@ -197,6 +201,8 @@ fn a_synack_repeated_to_an_idle_open_connection_delays_nobody() {
             first_close: None,
             idle_before_close_ns: None,
             asked: Default::default(),
+            tls: Default::default(),
+            crossed_fin: false,
         }
     };
     let idle = handshake(None, None);

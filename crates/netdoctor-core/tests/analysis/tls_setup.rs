@@ -1,0 +1,92 @@
+//! A TLS handshake's round trips are setup, not requests. Exchanges are found from direction
+//! turns, so the handshake's turns were counted as requests: a TLS 1.2 client opening a
+//! connection per request over +37 ms (curl: 152 ms a request, 114 ms of it setup) read as
+//! "18 exchanges" on 6 connections, 3.0 each, and nothing was found; over TLS 1.3 "2.0
+//! requests each" with a setup of 37 ms (the TCP handshake's alone). Real traffic over the
+//! far-server lab (`testdata/captures/tls-short/run.sh`).
+
+use crate::common::{analyze, one};
+use netdoctor_core::detect::short_connections::TLS_EVIDENCE;
+use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
+
+fn tls_note(f: &Finding) -> &str {
+    f.evidence
+        .iter()
+        .find_map(|e| match e {
+            Evidence::Probe { probe, note } if probe == TLS_EVIDENCE => Some(note.as_str()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {TLS_EVIDENCE} evidence: {:#?}", f.evidence))
+}
+
+#[test]
+fn a_tls12_connection_per_request_pays_two_tls_round_trips_of_setup() {
+    let (an, _) = analyze("tls12-short.pcap.gz");
+    let f = one(&an, FindingId::ShortConnections);
+    assert!(
+        f.summary
+            .starts_with("One connection per request: 6 connections carried 1.0 requests each"),
+        "{}",
+        f.summary
+    );
+    // TCP 37 ms + TLS 2 × 37 ms, as curl timed it (time_appconnect − time_connect 77–81 ms).
+    assert!(
+        f.summary
+            .contains("(TCP handshake 37.22 ms + TLS handshake 76.48 ms, 2 round trips)"),
+        "{}",
+        f.summary
+    );
+    let added = f.impact.added_latency_ms.unwrap();
+    assert!((110.0..=120.0).contains(&added), "{added}");
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.side, Side::Client, "curl closed every connection first");
+    assert_eq!(f.impact.affected_fraction, Some(1.0));
+    assert!(
+        tls_note(f).starts_with("6 of 6 connections: a TLS handshake of 2 round trips"),
+        "{}",
+        tls_note(f)
+    );
+    assert!(
+        f.explanation
+            .contains("before it wrote its TLS ClientHello")
+            || !f.summary.contains("waited"),
+        "{}",
+        f.explanation
+    );
+}
+
+#[test]
+fn a_tls13_connection_per_request_pays_one_tls_round_trip_of_setup() {
+    let (an, _) = analyze("tls13-short.pcap.gz");
+    let f = one(&an, FindingId::ShortConnections);
+    assert!(
+        f.summary
+            .contains("7 connections carried 1.0 requests each"),
+        "{}",
+        f.summary
+    );
+    assert!(f.summary.contains("1 round trip)"), "{}", f.summary);
+    assert!(
+        tls_note(f).starts_with("7 of 7 connections: a TLS handshake of 1 round trip"),
+        "{}",
+        tls_note(f)
+    );
+    // TLS 1.3's second flight (ChangeCipherSpec, Finished and the request together) is the
+    // request, not setup: one round trip, not two.
+    let added = f.impact.added_latency_ms.unwrap();
+    assert!((70.0..=80.0).contains(&added), "{added}");
+}
+
+/// The look-alike: TLS on kept connections (wrk, 4 connections, ~300 requests): the handshake
+/// is paid once per connection, nothing to tell.
+#[test]
+fn tls_on_kept_connections_is_not_short_connections() {
+    let (an, _) = analyze("tls-healthy.pcap");
+    assert!(
+        an.findings
+            .iter()
+            .all(|f| f.id != FindingId::ShortConnections),
+        "{:#?}",
+        an.findings
+    );
+}
