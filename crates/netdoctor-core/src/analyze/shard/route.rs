@@ -206,6 +206,28 @@ mod tests {
     }
 
     #[test]
+    fn ip_options_go_the_general_way_to_the_same_route() {
+        let (a, b) = ([10, 0, 0, 1], [192, 168, 7, 9]);
+        let plain = frame(false, a, 40_000, b, 80);
+        // The same segment with 4 bytes of IP options (a NOP-padded header of 24 bytes).
+        let mut opts = plain[..14 + 20].to_vec();
+        opts[14] = 0x46;
+        opts.extend_from_slice(&[1, 1, 1, 0]);
+        opts.extend_from_slice(&plain[14 + 20..]);
+        assert_eq!(
+            ipv4_route(&raw(&opts)),
+            None,
+            "the fast path reads 20-byte headers"
+        );
+        assert_eq!(general(&opts), ipv4_route(&raw(&plain)).unwrap());
+        // A fragment (more-fragments flag) and a frame cut before the ports: not taken.
+        let mut frag = plain.clone();
+        frag[14 + 6] = 0x20;
+        assert_eq!(ipv4_route(&raw(&frag)), None);
+        assert_eq!(ipv4_route(&raw(&plain[..37])), None);
+    }
+
+    #[test]
     fn the_reader_is_given_fewer_connections() {
         let mut o = Owners::weighted(2, 24);
         let bucket = |i: u64| i << (64 - BUCKET_BITS);
