@@ -231,8 +231,43 @@ pub(super) enum Out {
     /// the first frame of the connection being flushed).
     Log {
         tag: u64,
-        entries: Vec<(u64, Entry)>,
+        entries: Log,
     },
+}
+
+/// A shard worker's conclusions, each with the frame that raised it (its tag), in the order
+/// raised. Tags and entries in two vectors, not one of pairs: an entry is moved into its
+/// vector straight from where it was built (an exchange is 384 bytes; a pair was built first,
+/// then moved: two copies, session 23), and the merge scans the tags alone.
+#[derive(Default)]
+pub(super) struct Log {
+    tags: Vec<u64>,
+    entries: Vec<Entry>,
+}
+
+impl Log {
+    #[inline]
+    pub(super) fn push(&mut self, tag: u64, e: Entry) {
+        self.tags.push(tag);
+        self.entries.push(e);
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.tags.clear();
+        self.entries.clear();
+    }
+
+    /// The tag of entry `i`.
+    #[inline]
+    pub(super) fn tag(&self, i: usize) -> Option<u64> {
+        self.tags.get(i).copied()
+    }
+
+    /// Entry `i`.
+    #[inline]
+    pub(super) fn entry(&self, i: usize) -> &Entry {
+        &self.entries[i]
+    }
 }
 
 impl Out {
@@ -240,7 +275,7 @@ impl Out {
     pub(super) fn bulk(&mut self, t: super::bulk::BulkTransfer) {
         match self {
             Out::Direct(agg) => agg.on_bulk(&t),
-            Out::Log { tag, entries } => entries.push((*tag, Entry::Bulk(Box::new(t)))),
+            Out::Log { tag, entries } => entries.push(*tag, Entry::Bulk(Box::new(t))),
         }
     }
 
@@ -248,7 +283,7 @@ impl Out {
     pub(super) fn put(&mut self, e: Entry) {
         match self {
             Out::Direct(agg) => agg.apply(&e),
-            Out::Log { tag, entries } => entries.push((*tag, e)),
+            Out::Log { tag, entries } => entries.push(*tag, e),
         }
     }
 
@@ -258,7 +293,7 @@ impl Out {
             Out::Direct(agg) => agg.emit(ev),
             Out::Log { tag, entries } => {
                 if let Some(e) = Entry::of(ev) {
-                    entries.push((*tag, e));
+                    entries.push(*tag, e);
                 }
             }
         }

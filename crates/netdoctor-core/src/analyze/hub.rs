@@ -37,7 +37,7 @@ impl Hub {
         Hub {
             out: Out::Log {
                 tag: 0,
-                entries: Vec::new(),
+                entries: super::agg::Log::default(),
             },
         }
     }

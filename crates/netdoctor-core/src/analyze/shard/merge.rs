@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use super::super::agg::Agg;
+use super::super::agg::{Agg, Entry};
 use super::super::{CaptureQuality, CaptureStats};
 use super::{Log, Msg};
 
@@ -79,7 +79,7 @@ impl Merge {
                 .iter_mut()
                 .map(|q| q.pop_front().expect("not empty"))
                 .collect();
-            replay(&mut self.agg, &logs);
+            replay(&logs, |e| self.agg.apply(e));
             let mut logs = logs.into_iter();
             if let Some(mut l) = logs.next() {
                 l.clear();
@@ -111,25 +111,35 @@ impl Merge {
     }
 }
 
-/// Applies the entries of `logs` (each in tag order; a tag in one log only) in tag order.
-fn replay(agg: &mut Agg, logs: &[Log]) {
+/// Applies the entries of `logs` (each in tag order; a tag in one log only) in tag order: from
+/// the log with the lowest next tag, every entry before the next tag of any other log, as one
+/// run (session 23: an entry at a time, comparing every log's next tag each time, was ~90
+/// instructions an entry).
+fn replay(logs: &[Log], mut apply: impl FnMut(&Entry)) {
     let mut at = vec![0usize; logs.len()];
     loop {
+        // The log with the lowest next tag, and the lowest next tag of the others.
         let mut best: Option<(u64, usize)> = None;
+        let mut second = u64::MAX;
         for (w, l) in logs.iter().enumerate() {
-            if let Some((tag, _)) = l.get(at[w])
-                && best.is_none_or(|(t, _)| *tag < t)
-            {
-                best = Some((*tag, w));
+            let Some(tag) = l.tag(at[w]) else { continue };
+            match best {
+                Some((t, _)) if tag >= t => second = second.min(tag),
+                _ => {
+                    if let Some((t, _)) = best {
+                        second = second.min(t);
+                    }
+                    best = Some((tag, w));
+                }
             }
         }
-        let Some((tag, w)) = best else { return };
-        // Every entry of this tag is in this log, one after the other.
-        while let Some((t, e)) = logs[w].get(at[w])
-            && *t == tag
+        let Some((_, w)) = best else { return };
+        let (l, i) = (&logs[w], &mut at[w]);
+        while let Some(tag) = l.tag(*i)
+            && tag < second
         {
-            agg.apply(e);
-            at[w] += 1;
+            apply(l.entry(*i));
+            *i += 1;
         }
     }
 }
@@ -221,4 +231,36 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     q.sequence_gaps += sequence_gaps;
     q.client_unseen_connections += client_unseen_connections;
     q.server_unseen_connections += server_unseen_connections;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log of handshake RTT entries (the RTT the tag itself), with these tags.
+    fn log(tags: &[u64]) -> Log {
+        let mut l = Log::default();
+        for &t in tags {
+            l.push(t, Entry::Rtt(t as i64));
+        }
+        l
+    }
+
+    #[test]
+    fn logs_are_replayed_in_tag_order_with_runs_and_repeated_tags() {
+        // Runs of one log (1, 2), a tag with two entries (5), a log that ends first, an empty one.
+        let logs = [
+            log(&[1, 2, 5, 5, 9, 12, 13]),
+            log(&[3, 4, 6, 10]),
+            log(&[7, 8, 11]),
+            log(&[]),
+        ];
+        let mut seen = Vec::new();
+        replay(&logs, |e| {
+            if let Entry::Rtt(ns) = e {
+                seen.push(*ns);
+            }
+        });
+        assert_eq!(seen, [1, 2, 3, 4, 5, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    }
 }
