@@ -88,4 +88,3 @@ pub(super) fn lookups(
             .collect()
     })
 }
-

@@ -85,7 +85,10 @@ pub struct SearchStep {
 impl SearchStep {
     pub fn new(name: String, answer: Try, aaaa: Option<Try>) -> Self {
         // With AF_UNSPEC a name that has AAAA records but no A still ends the lookup.
-        let fate = match (fate(&answer.outcome), aaaa.as_ref().map(|t| fate(&t.outcome))) {
+        let fate = match (
+            fate(&answer.outcome),
+            aaaa.as_ref().map(|t| fate(&t.outcome)),
+        ) {
             (Fate::NoData, Some(Fate::Answered)) => Fate::Answered,
             (f, _) => f,
         };
@@ -210,7 +213,10 @@ mod tests {
             fate(&said("Server Failure", &[], 1.0).outcome),
             Fate::ServerFailure
         );
-        assert_eq!(fate(&said("Query Refused", &[], 1.0).outcome), Fate::NoAnswer);
+        assert_eq!(
+            fate(&said("Query Refused", &[], 1.0).outcome),
+            Fate::NoAnswer
+        );
         assert_eq!(fate(&Outcome::Timeout), Fate::NoAnswer);
         assert!(Fate::ServerFailure.searches_on() && !Fate::NoAnswer.searches_on());
         // AAAA only: the name answers getaddrinfo.
@@ -225,7 +231,8 @@ mod tests {
 
     #[test]
     fn wasted_time_is_the_steps_before_the_answer() {
-        let nx = |n: &str, ms| SearchStep::new(n.into(), said("Non-Existent Domain", &[], ms), None);
+        let nx =
+            |n: &str, ms| SearchStep::new(n.into(), said("Non-Existent Domain", &[], ms), None);
         let w = SearchWalk {
             server: "10.0.0.2".parse().unwrap(),
             order: vec!["a.x".into(), "a.y".into(), "a".into()],

@@ -69,7 +69,11 @@ pub fn dns_search_list(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
          configuration makes it ask {} times.",
         r.name,
         r.name.matches('.').count(),
-        if r.name.matches('.').count() == 1 { "" } else { "s" },
+        if r.name.matches('.').count() == 1 {
+            ""
+        } else {
+            "s"
+        },
         rc.ndots,
         rc.path.display(),
         rc.search.join(" "),
@@ -177,7 +181,10 @@ mod tests {
         let r = pod_report(Some(3), 300.0, Some(1211.0));
         let f = dns_search_list(&r, &Thresholds::default());
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!((f[0].side, f[0].severity), (Side::Client, Severity::Warning));
+        assert_eq!(
+            (f[0].side, f[0].severity),
+            (Side::Client, Severity::Warning)
+        );
         assert_eq!(
             f[0].summary,
             "api.example.com: 3 names tried before the one that answered (each NXDOMAIN, \
