@@ -178,6 +178,28 @@ fn render(r: &DnsReport, out: &mut dyn Write) -> std::io::Result<()> {
         r.resolver.hosts_path.display(),
         r.name
     )?;
+    if let Some(w) = &r.search {
+        writeln!(
+            out,
+            "\nsearch list (ndots {}, {} dot(s) in the name), asked at {}",
+            rc.ndots,
+            r.name.matches('.').count(),
+            w.server
+        )?;
+        for s in &w.steps {
+            writeln!(
+                out,
+                "  {:<40} {:<9} {} ms",
+                s.name,
+                s.fate.word(),
+                ms(s.elapsed_ms())
+            )?;
+        }
+        let left = w.order.len() - w.steps.len();
+        if left > 0 {
+            writeln!(out, "  ({left} more name(s) in the order, not asked)")?;
+        }
+    }
     if let Some(g) = &r.getaddrinfo {
         let res = match &g.error {
             Some(e) => format!("failed: {e}"),

@@ -142,6 +142,7 @@ fn dns(resolv: &str, udp: Vec<Try>, gai: Result<f64, &str>) -> DnsReport {
             },
         }),
         servers,
+        search: None,
         reverse: vec![],
         answered_without_dns: false,
         notes: vec!["reverse (PTR) lookups skipped".into()],

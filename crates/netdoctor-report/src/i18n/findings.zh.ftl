@@ -375,12 +375,22 @@ dns_server_unreachable-fix = 从 resolv.conf 中去掉不应答的 nameserver �
 
 ## dns_slow
 
-dns_slow-summary = 名字解析很慢或不稳定{ $has_latency ->
-    [yes] ：约 { $latency }
-   *[no] {""}
+# $probe 为 dns_search_list：搜索列表（search 与 ndots）让解析先问了几个不存在的名字才得到应答；说明以 "$probe_n of $probe_of names" 开头，$latency 是这些名字花掉的时间。
+dns_slow-summary = { $probe ->
+    [dns_search_list] 搜索列表让解析先问了 { $probe_n } 个不存在的名字（共问了 { $probe_of } 个）才得到应答：多花了 { $latency }
+   *[other] 名字解析很慢或不稳定{ $has_latency ->
+        [yes] ：约 { $latency }
+       *[no] {""}
+    }
 }
-dns_slow-explanation = 名字解析花了很长时间，或者时快时慢（部分查询超时、重试）。每个需要解析名字的新连接都要先付出这段时间，请求随之变慢。
-dns_slow-fix = 使用更近或更健康的解析服务器（例如本机的缓存解析器 systemd-resolved、dnsmasq、unbound），检查系统解析器的配置（nsswitch.conf、resolv.conf 中的 search 和 ndots），并在应用中缓存解析结果。
+dns_slow-explanation = { $probe ->
+    [dns_search_list] 名字中的点少于 resolv.conf 中的 ndots，解析器先把每个 search 域名接在名字后面去问（A 和 AAAA），这些名字都不存在（NXDOMAIN），每个都要到域名服务器走一个来回，最后才问原样的名字。域名服务器并不慢，是客户端的解析配置让它多问了几次；每个需要解析这个名字的新连接都要先付出这段时间。Kubernetes Pod 默认的 ndots:5 和三个集群后缀就会这样。
+   *[other] 名字解析花了很长时间，或者时快时慢（部分查询超时、重试）。每个需要解析名字的新连接都要先付出这段时间，请求随之变慢。
+}
+dns_slow-fix = { $probe ->
+    [dns_search_list] 在客户端的配置中写完整的域名并加上末尾的点（FQDN，例如 api.example.com.），跳过搜索列表；或降低 ndots：resolv.conf 中的 `options ndots:1`（Kubernetes 中在 Pod 规格的 dnsConfig.options 里设置）；或使用节点本地的 DNS 缓存，让 NXDOMAIN 的应答来自本节点。
+   *[other] 使用更近或更健康的解析服务器（例如本机的缓存解析器 systemd-resolved、dnsmasq、unbound），检查系统解析器的配置（nsswitch.conf、resolv.conf 中的 search 和 ndots），并在应用中缓存解析结果。
+}
 
 ## reverse_dns_timeout
 

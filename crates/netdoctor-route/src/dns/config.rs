@@ -70,18 +70,33 @@ impl ResolvConf {
             * self.names_tried(name)
     }
 
-    /// The name glibc asks first for `name`: as given when it ends with a dot (absolute) or has
-    /// at least `ndots` dots, else with the first search domain appended.
-    pub fn first_query_name(&self, name: &str) -> String {
+    /// The names glibc asks for `name`, in order (without the trailing dot), as `res_nsearch`
+    /// does: ending with a dot (absolute), only the name; at least `ndots` dots, the name as
+    /// written first, then each search domain appended; fewer, each search domain appended
+    /// first and the name as written last.
+    pub fn search_order(&self, name: &str) -> Vec<String> {
         if name.ends_with('.') {
             // Absolute: glibc never appends a search domain.
-            return name.trim_end_matches('.').to_string();
+            return vec![name.trim_end_matches('.').to_string()];
         }
+        let suffixed = self
+            .search
+            .iter()
+            .map(|d| format!("{name}.{}", d.trim_end_matches('.')));
         let dots = name.matches('.').count() as u32;
-        match self.search.first() {
-            Some(domain) if dots < self.ndots => format!("{name}.{}", domain.trim_end_matches('.')),
-            _ => name.to_string(),
+        if dots >= self.ndots {
+            std::iter::once(name.to_string()).chain(suffixed).collect()
+        } else {
+            suffixed.chain(std::iter::once(name.to_string())).collect()
         }
+    }
+
+    /// The name glibc asks first for `name` (the head of [`Self::search_order`]).
+    pub fn first_query_name(&self, name: &str) -> String {
+        self.search_order(name)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| name.to_string())
     }
 }
 
@@ -187,6 +202,19 @@ mod tests {
         assert_eq!(rc.first_query_name("a.b.c.d.e.f"), "a.b.c.d.e.f");
         assert_eq!(rc.first_query_name("x.y"), "x.y.corp.example");
         assert_eq!(rc.first_query_name("api."), "api");
+        assert_eq!(
+            rc.search_order("x.y"),
+            ["x.y.corp.example", "x.y.svc.cluster.local", "x.y"]
+        );
+        assert_eq!(
+            rc.search_order("a.b.c.d.e.f"),
+            [
+                "a.b.c.d.e.f",
+                "a.b.c.d.e.f.corp.example",
+                "a.b.c.d.e.f.svc.cluster.local"
+            ]
+        );
+        assert_eq!(rc.search_order("x.y."), ["x.y"]);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 
 pub mod config;
 pub mod query;
+mod reverse;
+pub mod search;
 
 use crate::names::{self, SystemLookup};
 use config::ResolvConf;
@@ -230,7 +232,8 @@ pub struct ReverseTiming {
 #[derive(Debug, Clone, Serialize)]
 pub struct DnsReport {
     pub name: String,
-    /// The name the direct questions asked (search domain applied per ndots).
+    /// The name the direct questions asked: the one that answered the search walk (or, when
+    /// none did, the last one it asked), else the first of the search order.
     pub query_name: String,
     pub record_type: String,
     pub resolver: ResolverPath,
@@ -241,6 +244,10 @@ pub struct DnsReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub getaddrinfo: Option<SystemLookup>,
     pub servers: Vec<ServerTiming>,
+    /// The search order walked at the first answering server, when resolv.conf's search list
+    /// and ndots give the name more than one form (see [`search`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<search::SearchWalk>,
     pub reverse: Vec<ReverseTiming>,
     /// The system answers the name without DNS (localhost, or `/etc/hosts` before DNS).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -369,6 +376,44 @@ fn ask_n(
     TransportTiming::from_tries(transport, tries)
 }
 
+/// The direct tries of `qn` at each `(position, server)`, in parallel: UDP and TCP tries and,
+/// when A is asked, one AAAA try.
+fn ask_all(
+    asked: &[(usize, IpAddr)],
+    qn: &str,
+    rt: RecordType,
+    opts: &DnsOptions,
+) -> Vec<ServerTiming> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = asked
+            .iter()
+            .map(|&(position, server)| {
+                let udp = s.spawn(move || ask_n(server, Transport::Udp, qn, rt, opts));
+                let tcp = opts
+                    .tcp
+                    .then(|| s.spawn(move || ask_n(server, Transport::Tcp, qn, rt, opts)));
+                let aaaa = (rt == RecordType::A).then(|| {
+                    s.spawn(move || {
+                        let to = SocketAddr::new(server, 53);
+                        query::ask(to, Transport::Udp, qn, RecordType::AAAA, opts.timeout)
+                    })
+                });
+                (position, server, udp, tcp, aaaa)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(position, server, udp, tcp, aaaa)| ServerTiming {
+                server,
+                position,
+                udp: udp.join().expect("udp query thread"),
+                tcp: tcp.map(|t| t.join().expect("tcp query thread")),
+                aaaa: aaaa.map(|t| t.join().expect("aaaa query thread")),
+            })
+            .collect()
+    })
+}
+
 /// Runs every measurement for `opts.name`. Errors only for bad input and unreadable files.
 pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
     if !valid_name(&opts.name) {
@@ -403,47 +448,50 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         ));
     }
 
-    let (getaddrinfo, servers) = std::thread::scope(|s| {
+    let asked: Vec<(usize, IpAddr)> = if ask_servers {
+        rc.nameservers.iter().copied().enumerate().collect()
+    } else {
+        Vec::new()
+    };
+    let (getaddrinfo, mut servers) = std::thread::scope(|s| {
         let gai = opts
             .system
             .then(|| s.spawn(|| names::getaddrinfo(&opts.name, opts.system_cap)));
-        let asked: &[IpAddr] = if ask_servers { &rc.nameservers } else { &[] };
-        let handles: Vec<_> = asked
-            .iter()
-            .enumerate()
-            .map(|(position, &server)| {
-                let qn = query_name.as_str();
-                let udp = s.spawn(move || ask_n(server, Transport::Udp, qn, rt, opts));
-                let tcp = opts
-                    .tcp
-                    .then(|| s.spawn(move || ask_n(server, Transport::Tcp, qn, rt, opts)));
-                let aaaa = (rt == RecordType::A).then(|| {
-                    s.spawn(move || {
-                        let to = SocketAddr::new(server, 53);
-                        query::ask(to, Transport::Udp, qn, RecordType::AAAA, opts.timeout)
-                    })
-                });
-                (position, server, udp, tcp, aaaa)
-            })
-            .collect();
-        let servers: Vec<ServerTiming> = handles
-            .into_iter()
-            .map(|(position, server, udp, tcp, aaaa)| ServerTiming {
-                server,
-                position,
-                udp: udp.join().expect("udp query thread"),
-                tcp: tcp.map(|t| t.join().expect("tcp query thread")),
-                aaaa: aaaa.map(|t| t.join().expect("aaaa query thread")),
-            })
-            .collect();
+        let servers = ask_all(&asked, &query_name, rt, opts);
         (gai.map(|g| g.join().expect("getaddrinfo thread")), servers)
     });
+    // The search list: the rest of the order, asked at the first answering server; the direct
+    // tries are then asked again, of the answering servers, for the name that ended the walk.
+    let order = rc.search_order(&opts.name);
+    let search = search::walk(&servers, &order, rt, opts.timeout);
+    let mut query_name = query_name;
+    if let Some(last) = search.as_ref().and_then(|w| w.steps.last())
+        && format!("{}.", last.name) != query_name
+    {
+        query_name = format!("{}.", last.name);
+        let again: Vec<(usize, IpAddr)> = servers
+            .iter()
+            .filter(|s| s.reachable())
+            .map(|s| (s.position, s.server))
+            .collect();
+        for t in ask_all(&again, &query_name, rt, opts) {
+            if let Some(slot) = servers.iter_mut().find(|s| s.position == t.position) {
+                *slot = t;
+            }
+        }
+        notes.push(format!(
+            "the search list sent the lookup through {} name(s) before {}: direct tries asked \
+             of {query_name}",
+            search.as_ref().map_or(0, |w| w.steps.len() - 1),
+            last.name
+        ));
+    }
     if !opts.system {
         notes.push("system lookups (getaddrinfo, getnameinfo) not timed".to_string());
     }
 
     let reverse = if opts.reverse {
-        reverse_lookups(opts, getaddrinfo.as_ref(), &servers, &mut notes)
+        reverse::lookups(opts, getaddrinfo.as_ref(), &servers, &mut notes)
     } else {
         notes.push("reverse (PTR) lookups skipped".to_string());
         Vec::new()
@@ -458,6 +506,7 @@ pub fn run(opts: &DnsOptions) -> Result<DnsReport, DnsError> {
         resolver,
         getaddrinfo,
         servers,
+        search,
         reverse,
         answered_without_dns: files_answer,
         notes,
@@ -487,88 +536,6 @@ fn effective(opts: &DnsOptions, rc: &ResolvConf, notes: &mut Vec<String>) -> Dns
     o.tries = tries;
     o.timeout = timeout;
     o
-}
-
-/// At most this many addresses get PTR lookups.
-const MAX_REVERSE: usize = 4;
-
-fn reverse_lookups(
-    opts: &DnsOptions,
-    gai: Option<&SystemLookup>,
-    servers: &[ServerTiming],
-    notes: &mut Vec<String>,
-) -> Vec<ReverseTiming> {
-    let mut addrs: Vec<IpAddr> = Vec::new();
-    let from_gai = gai.iter().flat_map(|g| g.results.iter().cloned());
-    let from_servers = servers.iter().flat_map(|s| {
-        s.answers()
-            .iter()
-            .filter_map(|a| a.split_once(' ').map(|(_, v)| v.to_string()))
-    });
-    for a in from_gai.chain(from_servers) {
-        if let Ok(ip) = a.parse::<IpAddr>()
-            && !addrs.contains(&ip)
-            && addrs.len() < MAX_REVERSE
-        {
-            addrs.push(ip);
-        }
-    }
-    if addrs.is_empty() {
-        notes.push("no address found: no reverse (PTR) lookup to time".to_string());
-        return Vec::new();
-    }
-    let answering: Vec<IpAddr> = servers
-        .iter()
-        .filter(|s| s.reachable())
-        .map(|s| s.server)
-        .collect();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = addrs
-            .iter()
-            .map(|&address| {
-                let answering = &answering;
-                s.spawn(move || {
-                    let ptr = hickory_proto::rr::Name::from(address).to_ascii();
-                    let direct = std::thread::scope(|s2| {
-                        let hs: Vec<_> = answering
-                            .iter()
-                            .map(|&srv| {
-                                let ptr = ptr.as_str();
-                                s2.spawn(move || {
-                                    let to = SocketAddr::new(srv, 53);
-                                    (
-                                        srv,
-                                        query::ask(
-                                            to,
-                                            Transport::Udp,
-                                            ptr,
-                                            RecordType::PTR,
-                                            opts.timeout,
-                                        ),
-                                    )
-                                })
-                            })
-                            .collect();
-                        hs.into_iter()
-                            .map(|h| h.join().expect("ptr thread"))
-                            .collect()
-                    });
-                    let system = opts
-                        .system
-                        .then(|| names::getnameinfo(address, opts.system_cap));
-                    ReverseTiming {
-                        address,
-                        direct,
-                        system,
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("reverse thread"))
-            .collect()
-    })
 }
 
 #[cfg(test)]

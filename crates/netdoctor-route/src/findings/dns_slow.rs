@@ -147,9 +147,18 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
     // The timeouts glibc waits on dead nameservers ahead of the answering one are
     // `dns_server_unreachable`'s, already told with their cost.
     let dead_wait = r.dead_servers_wait_ms();
+    // And the names the search list tried before the one that answered are
+    // `dns_search_list`'s.
+    let search_wait = r.search.as_ref().map_or(0.0, |w| {
+        if w.answered_at().is_some() {
+            w.wasted_ms()
+        } else {
+            0.0
+        }
+    });
     if out.is_empty()
         && let Some((elapsed, error)) = gai
-        && elapsed.is_none_or(|ms| ms - dead_wait >= th.getaddrinfo_slow_ms)
+        && elapsed.is_none_or(|ms| ms - dead_wait - search_wait >= th.getaddrinfo_slow_ms)
     {
         let (summary, ms) = match elapsed {
             Some(ms) => (format!("getaddrinfo({}) took {}", r.name, fmt_ms(ms)), ms),

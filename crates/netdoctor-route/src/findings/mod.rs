@@ -4,6 +4,7 @@
 
 mod dns_name_not_found;
 mod dns_no_nameserver;
+mod dns_search_list;
 mod dns_server_error;
 mod dns_server_unreachable;
 mod dns_slow;
@@ -13,6 +14,7 @@ mod route_problem;
 
 pub use dns_name_not_found::dns_name_not_found;
 pub use dns_no_nameserver::dns_no_nameserver;
+pub use dns_search_list::dns_search_list;
 pub use dns_server_error::dns_server_error;
 pub use dns_server_unreachable::dns_server_unreachable;
 pub use dns_slow::dns_slow;
@@ -61,6 +63,7 @@ pub fn dns_findings(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
     v.extend(dns_server_unreachable(r));
     v.extend(dns_server_error(r));
     v.extend(dns_slow(r, th));
+    v.extend(dns_search_list(r, th));
     v.extend(reverse_dns_timeout(r, th));
     v.extend(dns_name_not_found(r));
     v
@@ -154,6 +157,7 @@ pub(crate) mod fixtures {
             tries: 3,
             getaddrinfo: g,
             servers,
+            search: None,
             reverse: vec![],
             answered_without_dns: false,
             notes: vec![],

@@ -27,6 +27,7 @@ mod dead_record;
 mod deb_package;
 mod diagnose_h2;
 mod dns_answers;
+mod dns_search_list;
 mod evidence_order;
 mod host_cmd;
 mod host_diagnose;

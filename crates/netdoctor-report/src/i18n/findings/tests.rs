@@ -461,3 +461,40 @@ fn english_is_the_detectors_text_and_empty_stays_empty() {
     assert_eq!(zh.explanation, "");
     assert!(zh.fix.contains("TCP_NODELAY"), "{}", zh.fix);
 }
+
+/// `dns_slow` told of the search list (probe `dns_search_list`, as netdoctor-route's
+/// `dns_search_list` writes it) says the names tried and their cost in Chinese; other
+/// `dns_slow` stories keep the plain text.
+#[test]
+fn a_search_list_cost_is_told_in_chinese_with_its_numbers() {
+    let zh = |probe: &str, note: &str| {
+        let mut f = Finding::new(FindingId::DnsSlow, Severity::Warning, Side::Client, "s");
+        f.explanation = "e".into();
+        f.fix = "x".into();
+        f.impact.added_latency_ms = Some(900.0);
+        f.evidence.push(Evidence::Probe {
+            probe: probe.into(),
+            note: note.into(),
+        });
+        let t = texts(&f, Lang::Zh);
+        (
+            t.summary.into_owned(),
+            t.explanation.into_owned(),
+            t.fix.into_owned(),
+        )
+    };
+    let (s, e, x) = zh(
+        "dns_search_list",
+        "3 of 4 names asked at 10.0.0.2 were NXDOMAIN before api.example.com answered: \
+         900 ms of the 1211 ms lookup",
+    );
+    assert!(
+        s.starts_with("搜索列表让解析先问了 3 个不存在的名字（共问了 4 个）"),
+        "{s}"
+    );
+    assert!(s.contains("900"), "{s}");
+    assert!(e.contains("ndots") && e.contains("NXDOMAIN"), "{e}");
+    assert!(x.contains("ndots:1") && x.contains("dnsConfig"), "{x}");
+    let (s, _, _) = zh("dns", "10.0.0.2 udp for api.test.: 301 ms");
+    assert!(s.starts_with("名字解析很慢或不稳定"), "{s}");
+}
