@@ -213,7 +213,7 @@ pub struct LoadConfig {
     /// prototype pinned beside nginx: 79–80k → 73–75k), so it stays off there, and at a
     /// constant rate (the waits are long).
     /// Session 23: a spin that times out spends the whole budget and sleeps anyway (plain
-    /// HTTP, 50 µs: 23 % of the spins, 83 % of the spin's CPU), so after a timeout the next
+    /// HTTP, 50 µs, counted on a shared VM: 23 % of the spins, 83 % of the spin's CPU), so after a timeout the next
     /// waits sleep at once, twice as many after each further timeout (up to 64), half as many
     /// after each spin that found its event (the `worker::spin` module). The result's
     /// [`LoadResult::spin`] counts the waits, spins, hits and time spun.

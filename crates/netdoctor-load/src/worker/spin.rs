@@ -4,8 +4,8 @@
 //!
 //! Why the back-off: a spin that finds its event spends the gap to it (a few µs) and spares the
 //! server a wake-up; a spin that times out spends the whole budget and the thread sleeps anyway.
-//! Over plain HTTP to nginx on a 2-vCPU VM (session 23, 50 µs budget, no back-off) 23 % of the
-//! spins timed out, and they were 83 % of the spin's CPU (0.23 × 50 µs against 0.77 × 3 µs per
+//! Over plain HTTP to nginx on a 2-vCPU VM (session 23, 50 µs budget, no back-off, a shared
+//! machine at load 2: counts, not timings) 23 % of the spins timed out, and they were 83 % of the spin's CPU (0.23 × 50 µs against 0.77 × 3 µs per
 //! spin). After a spin times out the next `penalty` waits sleep at once (counted as
 //! `skipped`); the penalty doubles with each timeout up to [`MAX_PENALTY`] waits and halves
 //! with each spin that finds its event, so a thread whose events come within the budget keeps
