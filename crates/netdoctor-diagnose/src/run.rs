@@ -583,6 +583,7 @@ mod tests {
             protocol: None,
             h2: None,
             cpu_wait: None,
+            spin: None,
         }
     }
 

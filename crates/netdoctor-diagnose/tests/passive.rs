@@ -60,6 +60,7 @@ fn no_load() -> LoadResult {
         protocol: None,
         h2: None,
         cpu_wait: None,
+        spin: None,
     }
 }
 

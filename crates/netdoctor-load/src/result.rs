@@ -109,6 +109,36 @@ pub struct LoadResult {
     /// starvation (absent without schedstats, and in reports written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait: Option<CpuWait>,
+    /// What the spin before sleep did ([`crate::LoadConfig::spin`]), summed over the threads;
+    /// absent when the threads did not spin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin: Option<SpinCounts>,
+}
+
+/// The waits of the load threads that spun before sleeping ([`crate::LoadConfig::spin`]).
+/// `hits / spins` is the spin's hit rate; `spin_us / requests` its CPU per request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpinCounts {
+    /// Waits for events (each pass of the event loop that had nothing left to do).
+    pub waits: u64,
+    /// Waits that found nothing ready and spun.
+    pub spins: u64,
+    /// Spins that found an event before the budget ran out (the rest timed out and slept).
+    pub hits: u64,
+    /// Waits that slept at once: the back-off after spins that timed out.
+    pub skipped: u64,
+    /// Time spent spinning, µs.
+    pub spin_us: u64,
+}
+
+impl SpinCounts {
+    fn add(&mut self, o: &SpinCounts) {
+        self.waits += o.waits;
+        self.spins += o.spins;
+        self.hits += o.hits;
+        self.skipped += o.skipped;
+        self.spin_us += o.spin_us;
+    }
 }
 
 /// The load threads' scheduler figures over the run (`/proc/thread-self/schedstat`, summed
@@ -244,7 +274,11 @@ pub(crate) fn merge(
     let mut first: Option<(Instant, String)> = None;
     let mut timelines = Vec::with_capacity(parts.len());
     let mut h2: Option<H2Result> = None;
+    let mut spin: Option<SpinCounts> = None;
     for p in parts {
+        if let Some(c) = &p.spin {
+            spin.get_or_insert_with(SpinCounts::default).add(c);
+        }
         if let Some(c) = &p.h2 {
             let r = h2.get_or_insert_with(H2Result::default);
             let add = |m: &mut BTreeMap<String, u64>,
@@ -304,6 +338,7 @@ pub(crate) fn merge(
         protocol: None,
         h2,
         cpu_wait: None,
+        spin,
     }
 }
 

@@ -232,7 +232,14 @@ fn spinning_threads_handle_every_response() {
             "only {} requests: {res:?}",
             res.requests
         );
+        // The spin's counts are reported, and add up.
+        let s = res.spin.expect("a spinning run counts its spins");
+        assert!(s.waits > 0 && s.hits <= s.spins, "{s:?}");
+        assert!(s.spins + s.skipped <= s.waits, "{s:?}");
     }
+    let server = TestServer::start(Mode::ContentLength);
+    let res = load(&config(server.target(), 2, 1, 100));
+    assert_eq!(res.spin, None, "no spin, no counts");
 }
 
 #[test]

@@ -81,7 +81,8 @@ pub struct LoadArgs {
     /// Let the load threads sleep as soon as they wait. By default, in closed loop with the
     /// threads left to the scheduler because the CPUs were idle, a thread polls for up to
     /// 50 µs before it sleeps: a local server then does not pay a wake-up (an IPI on a VM) per
-    /// response, at the cost of more client CPU.
+    /// response, at the cost of more client CPU. A thread whose spins time out spins less
+    /// often (the next 1, 2, 4 … 64 waits sleep at once); the JSON's `spin` counts them.
     #[arg(long)]
     pub no_spin: bool,
     /// Duration of the test, e.g. 10s, 500ms, 1m.

@@ -49,6 +49,7 @@ fn host() -> FakeHost {
         protocol: None,
         h2: None,
         cpu_wait: None,
+        spin: None,
     };
     let mut h = FakeHost::answering(addr, load);
     h.next_hop = Ok(Some(NextHop::Direct {

@@ -61,6 +61,7 @@ fn load(p50: f64) -> LoadResult {
         protocol: None,
         h2: None,
         cpu_wait: None,
+        spin: None,
     }
 }
 

@@ -41,6 +41,7 @@ impl<'a> Base<'a> {
                 timeline: crate::timeline::Recorder::new(start, deadline - start),
                 h2: None,
                 sched: super::sched::SchedClock::new(start),
+                spin: None,
             },
             retry_at: None,
             draining: false,
@@ -201,6 +202,7 @@ pub(super) fn drive<'a>(
     let scan_every = (spec.timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let mut next_scan = start + scan_every;
     let mut next_watch = start + LOWAT_WATCH;
+    let mut waiter = super::spin::Waiter::new(spec.spin);
     loop {
         let mut now = Instant::now();
         if now >= deadline || done.load(Ordering::Relaxed) {
@@ -229,20 +231,7 @@ pub(super) fn drive<'a>(
         {
             wake = wake.min(t);
         }
-        let spun = !spec.spin.is_zero()
-            && spin(
-                &mut poll,
-                &mut events,
-                now + spec.spin.min(wake.saturating_duration_since(now)),
-            );
-        let slept = if spun {
-            Ok(())
-        } else {
-            poll.poll(
-                &mut events,
-                Some(wake.saturating_duration_since(Instant::now())),
-            )
-        };
+        let slept = waiter.wait(&mut poll, &mut events, now, wake);
         if let Err(e) = slept {
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
@@ -256,6 +245,9 @@ pub(super) fn drive<'a>(
         lp.base().publish(counters);
     }
     lp.base().out.ended = Instant::now();
+    if !spec.spin.is_zero() {
+        lp.base().out.spin = Some(waiter.counts);
+    }
     lp.base().draining = true;
     lp.start_drain();
     let grace_end = Instant::now() + spec.timeout.min(DRAIN_GRACE);
@@ -295,22 +287,5 @@ impl Base<'_> {
         counters
             .errors
             .store(self.out.errors.total(), Ordering::Relaxed);
-    }
-}
-
-/// Polls without sleeping until an event comes (true: `events` holds them) or `until` passes
-/// (false: the caller sleeps in `epoll_wait`). See `LoadConfig::spin`.
-fn spin(poll: &mut Poll, events: &mut Events, until: Instant) -> bool {
-    loop {
-        if poll.poll(events, Some(Duration::ZERO)).is_err() {
-            return false;
-        }
-        if !events.is_empty() {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        std::hint::spin_loop();
     }
 }

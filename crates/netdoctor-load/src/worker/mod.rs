@@ -32,6 +32,7 @@ pub(crate) mod h2;
 mod lowat;
 pub(crate) mod sched;
 mod schedule;
+mod spin;
 mod timer;
 mod tls;
 
@@ -134,6 +135,8 @@ pub(crate) struct Outcome {
     pub h2: Option<h2::H2Counts>,
     /// The thread's waits for a CPU, per wake-up and per request.
     pub sched: sched::SchedClock,
+    /// What the spin before sleep did (`None` when the thread did not spin).
+    pub spin: Option<crate::SpinCounts>,
 }
 
 pub(crate) fn new_histogram() -> Histogram<u64> {
