@@ -15,7 +15,9 @@
 //! 0.75 to 1.5 RTT after the one before, larger than it and at most three times it plus two
 //! (the response's last flight may be smaller: the data ran out), with the client's receive
 //! window open over each (a window that held the flight is the client's limit, not the
-//! sender's). The first flight that breaks a rule ends the ramp. Only the segments the
+//! sender's). The first flight that breaks a rule ends the ramp. A packet counts as the
+//! segments it holds, of the response's largest packet up to the client's MSS (a capture
+//! behind GRO sees one 4,344-byte packet for three segments). Only the segments the
 //! capture saw as new data count; retransmissions are judged by the caller (a loss ends the
 //! story: `packet_loss_retransmission` tells it).
 //!
@@ -48,6 +50,9 @@ pub(super) struct Flights {
     first_segs: u32,
     first: Option<Pkt>,
     second: Option<Pkt>,
+    /// The largest packet of the response up to the client's MSS: the sender's segment size
+    /// (a capture behind GRO holds several segments in one packet: counted by it).
+    seg_size: u32,
     /// The ramp ended (a flight broke its rules); data came after the ramp.
     done: bool,
     continued: bool,
@@ -133,7 +138,15 @@ impl Flights {
                 self.second = Some(pkt);
             }
         }
-        self.cur_segs += 1;
+        if pkt.len <= cx.mss {
+            self.seg_size = self.seg_size.max(pkt.len);
+        }
+        let size = if self.seg_size >= cx.mss / 2 {
+            self.seg_size
+        } else {
+            cx.mss.saturating_sub(12).max(1)
+        };
+        self.cur_segs += pkt.len.div_ceil(size).max(1);
         self.cur_bytes = self.cur_bytes.saturating_add(pkt.len);
         self.last_ns = pkt.ts_ns;
         match cx.window {
@@ -287,6 +300,44 @@ mod tests {
         // Flights 3 RTT apart, or not growing: not ACK-clocked slow start.
         assert_eq!(run(&[1, 4, 8, 200], 111.0, 37.0, 64_512), None);
         assert_eq!(run(&[4, 4, 4, 4], 37.0, 37.0, 64_512), None);
+    }
+
+    #[test]
+    fn coalesced_packets_count_as_their_segments() {
+        // idle-restart-reno at the client, behind GRO: 244 + 3 × 2,896 + 1,448 + 4,344 bytes
+        // is the default's 10 segments, not 6 packets.
+        let cx = |client_ms: f64| SegCtx {
+            rtt_ns: 37 * MS,
+            leg_ns: 37 * MS,
+            client_ns: (client_ms * 1e6) as i64,
+            window: Some(1 << 20),
+            mss: 1460,
+        };
+        let mut f = Flights::default();
+        for (k, len) in [244, 2896, 2896, 1448, 4344].into_iter().enumerate() {
+            f.on_segment(seg(k as f64 * 0.01, len), &cx(-36.8));
+        }
+        for k in 0..10 {
+            f.on_segment(seg(37.0 + f64::from(k) * 0.01, 2896), &cx(0.2));
+        }
+        for k in 0..20 {
+            f.on_segment(seg(74.0 + f64::from(k) * 0.01, 2896), &cx(37.2));
+        }
+        assert_eq!(f.finish(Some(37 * MS), false), None);
+        // initcwnd 1 behind GRO: 244, then 4 segments in two packets, then 8 in two.
+        let mut f = Flights::default();
+        f.on_segment(seg(0.0, 244), &cx(-36.8));
+        for k in 0..2 {
+            f.on_segment(seg(37.0 + f64::from(k) * 0.01, 2896), &cx(0.2));
+        }
+        for k in 0..2 {
+            f.on_segment(seg(74.0 + f64::from(k) * 0.01, 5792), &cx(37.2));
+        }
+        for k in 0..50 {
+            f.on_segment(seg(111.0 + f64::from(k) * 0.01, 5792), &cx(74.2));
+        }
+        let s = f.finish(Some(37 * MS), false).unwrap();
+        assert_eq!((s.flights, s.segments, s.extra_rounds), (3, 13, 2));
     }
 
     #[test]

@@ -92,11 +92,12 @@ impl Detector for SmallInitialWindow {
             format!(
                 "Responses start with a small congestion window ({first} segment{} in the \
                  first flight, Linux's default is 10): {} per response, {:.0} % of its time, \
-                 {} times",
+                 in {} response{}",
                 if first == 1 { "" } else { "s" },
                 added_ms(mean),
                 share * 100.0,
-                self.hit
+                self.hit,
+                if self.hit == 1 { "" } else { "s" }
             ),
         );
         f.confidence = (0.6 + 0.35 * (n / 5.0).min(1.0)).min(0.95);
