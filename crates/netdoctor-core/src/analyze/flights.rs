@@ -53,7 +53,8 @@ pub(super) struct Flights {
     /// The largest packet of the response up to the client's MSS: the sender's segment size
     /// (a capture behind GRO holds several segments in one packet: counted by it).
     seg_size: u32,
-    /// The ramp ended (a flight broke its rules); data came after the ramp.
+    /// The ramp ended (a flight broke its rules); the flight that ended it came one RTT
+    /// after the ramp's last, ACK-clocked (the sender had more data at once).
     done: bool,
     continued: bool,
     /// The current flight started right after a packet of the client; the client's window
@@ -113,13 +114,11 @@ impl Flights {
             return;
         }
         if self.done {
-            self.continued = true;
             return;
         }
         if self.cur_segs > 0 && pkt.ts_ns - self.last_ns >= cx.rtt_ns / 2 {
             self.close(cx.rtt_ns, false);
             if self.done {
-                self.continued = true;
                 return;
             }
         }
@@ -182,7 +181,12 @@ impl Flights {
                 self.ramp += 1;
                 self.ramp_segs += segs;
             } else {
+                // Data came after the ramp, and the sender had it: the flight that ended
+                // the ramp left one RTT after the last, released by the client (it broke
+                // the ramp by its size only). Data a writer produced later is no round trip
+                // the window cost.
                 self.done = true;
+                self.continued = one_rtt && self.cur_clocked;
             }
         }
         self.prev_start = self.cur_start;
@@ -197,9 +201,6 @@ impl Flights {
         let rtt = rtt_ns.filter(|r| *r > 0)?;
         if self.cur_segs > 0 && !self.done {
             self.close(rtt, true);
-            if self.done {
-                self.continued = true;
-            }
         }
         if retransmitted || self.window_limited {
             return None;
@@ -300,6 +301,23 @@ mod tests {
         // Flights 3 RTT apart, or not growing: not ACK-clocked slow start.
         assert_eq!(run(&[1, 4, 8, 200], 111.0, 37.0, 64_512), None);
         assert_eq!(run(&[4, 4, 4, 4], 37.0, 37.0, 64_512), None);
+        // 1, 4, 8, then the rest 3 RTT later (the writer's): the ramp ended with the data
+        // the sender had, one round trip late (its 13 segments end in round 1 with 10).
+        let mut f = Flights::default();
+        for (start, n) in [(0.0, 1), (37.0, 4), (74.0, 8), (185.0, 100)] {
+            let cx = SegCtx {
+                rtt_ns: 37 * MS,
+                leg_ns: 37 * MS,
+                client_ns: ((start - 36.8) * 1e6) as i64,
+                window: Some(1 << 20),
+                mss: 1448,
+            };
+            for k in 0..n {
+                f.on_segment(seg(start + f64::from(k) * 0.01, 1448), &cx);
+            }
+        }
+        let s = f.finish(Some(37 * MS), false).unwrap();
+        assert_eq!((s.flights, s.extra_rounds), (3, 1));
     }
 
     #[test]

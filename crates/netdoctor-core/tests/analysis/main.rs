@@ -39,6 +39,7 @@ mod realworld_trust;
 mod reuse_gap;
 mod server_leg;
 mod shard_region;
+mod small_initial_window;
 mod tail;
 mod unseen_request;
 mod window_probe;
