@@ -19,7 +19,11 @@ fn initcwnd_one_costs_two_round_trips_per_response() {
     let d = f.impact.added_latency_ms.unwrap();
     assert!((70.0..=80.0).contains(&d), "{d}");
     assert_eq!(f.impact.affected_fraction, Some(1.0));
-    assert!(f.summary.contains("1 segment in the first flight"), "{}", f.summary);
+    assert!(
+        f.summary.contains("1 segment in the first flight"),
+        "{}",
+        f.summary
+    );
     assert!(f.fix.contains("initcwnd 10"), "{}", f.fix);
     // tshark: frame 6 is the first response (nginx's 244-byte header alone), frame 8 the
     // first segment of the second flight, 37.3 ms later.
