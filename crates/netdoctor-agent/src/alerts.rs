@@ -92,6 +92,9 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         ReverseDnsTimeout => {
             "PTR lookups time out, so tools that resolve addresses stall. Serve the reverse zone or answer NXDOMAIN at once; use -n in tools."
         }
+        SmallInitialWindow => {
+            "Responses wait on a small initial congestion window: the server sends a few segments, then waits a round trip per flight while the client's window is open. Give the server's route to the clients the default: ip route change <route> initcwnd 10 (and initrwnd on the client if its first window is small too)."
+        }
         DnsServerError => {
             "A nameserver answers but fails the question: SERVFAIL (it cannot resolve the name: upstream, DNSSEC or zone broken), REFUSED (it does not serve this client) or a truncated answer with TCP 53 blocked. Fix the nameserver or its upstream, allow the client, or allow TCP 53."
         }

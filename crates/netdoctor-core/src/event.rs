@@ -186,6 +186,9 @@ pub struct ExchangeDone {
     /// nothing on the wire making it wait (`analyze::http::paced_ns`): a body written
     /// slowly. Server time, like `server_time_ns`, but after the first byte.
     pub body_wait_ns: i64,
+    /// The response opened with a slow-start ramp from a small window that cost round trips
+    /// against an initial window of 10 (`analyze::flights`; not on cut exchanges).
+    pub slow_start: Option<crate::analyze::flights::SlowStart>,
 }
 
 impl ExchangeDone {
@@ -209,6 +212,7 @@ impl ExchangeDone {
             echo_rtt_ns: None,
             body_wait_ns: 0,
             reuse_gap_ns: None,
+            slow_start: None,
         }
     }
 

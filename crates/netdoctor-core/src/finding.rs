@@ -50,12 +50,13 @@ pub enum FindingId {
     SpuriousRetransmission,
     DnsDeadRecord,
     DnsServerError,
+    SmallInitialWindow,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 40] = {
+    pub const ALL: [FindingId; 41] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -98,6 +99,7 @@ impl FindingId {
             SpuriousRetransmission,
             DnsDeadRecord,
             DnsServerError,
+            SmallInitialWindow,
         ]
     };
 
@@ -115,7 +117,8 @@ impl FindingId {
             | ReceiveWindowLimited
             | H2HeadOfLine
             | SendBufferLimited
-            | SpuriousRetransmission => Layer::Transport,
+            | SpuriousRetransmission
+            | SmallInitialWindow => Layer::Transport,
             ListenQueueOverflow
             | SynFlood
             | ConntrackTableFull
@@ -176,6 +179,7 @@ impl FindingId {
             SpuriousRetransmission => "spurious_retransmission",
             DnsDeadRecord => "dns_dead_record",
             DnsServerError => "dns_server_error",
+            SmallInitialWindow => "small_initial_window",
         }
     }
 }

@@ -89,6 +89,8 @@ pub(super) struct Exchange {
     /// On a reused connection: the time from the previous answer's last byte to this
     /// request's first (the client's reuse gap).
     pub reuse_gap_ns: Option<i64>,
+    /// The response's opening flights (slow start, [`super::flights`]).
+    pub flights: super::flights::Flights,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -272,6 +274,21 @@ impl Exchange {
 }
 
 impl Conn {
+    /// What [`super::flights::Flights`] needs of the connection at a response segment.
+    #[inline]
+    fn flight_ctx(&self) -> super::flights::SegCtx {
+        let rtt_ns = self.rtt_ns.unwrap_or(0);
+        let client = &self.dirs[1 - self.server];
+        let known = client.syn_seen && self.dirs[self.server].syn_seen;
+        super::flights::SegCtx {
+            rtt_ns,
+            leg_ns: self.syn.server_leg_ns().unwrap_or(rtt_ns),
+            client_ns: client.last_ns,
+            window: known.then_some(client.window),
+            mss: client.mss.map_or(1460, u32::from),
+        }
+    }
+
     /// New data `pkt` (oriented) with its captured `payload`: advances the exchange state and
     /// returns the exchange this data completed (a new request ends the previous exchange).
     /// `gap`: the capture missed data of this direction just before `pkt`; `old`: bytes at
@@ -287,7 +304,9 @@ impl Conn {
         if pkt.from_server {
             match self.phase {
                 Phase::Request => {
+                    let seg = self.flight_ctx();
                     if let Some(x) = self.cur.as_mut() {
+                        x.flights.on_segment(pkt, &seg);
                         x.first_resp = Some(pkt);
                         x.first_resp_ts = self.dirs[self.server].ts.last();
                         x.last_resp_ts = x.first_resp_ts;
@@ -335,7 +354,13 @@ impl Conn {
                             clock,
                         );
                     }
+                    let seg = self.flight_ctx();
                     if let Some(x) = self.cur.as_mut() {
+                        if gap {
+                            x.flights.spoil();
+                        } else {
+                            x.flights.on_segment(pkt, &seg);
+                        }
                         x.last_resp_ts = rel;
                         x.last_resp = pkt;
                         x.resp_bytes += u64::from(pkt.len);
@@ -407,6 +432,7 @@ impl Conn {
                         last_resp_ts: None,
                         body_wait_ns: 0,
                         reuse_gap_ns,
+                        flights: Default::default(),
                     });
                     self.phase = Phase::Request;
                 }

@@ -498,6 +498,11 @@ impl Hub {
             echo_rtt_ns: (x.echo_min_ns < i64::MAX).then_some(x.echo_min_ns),
             body_wait_ns: x.body_wait_ns,
             reuse_gap_ns: x.reuse_gap_ns,
+            slow_start: if cut {
+                None
+            } else {
+                x.flights.finish(rtt, x.delivered_ns != i64::MIN)
+            },
         };
         self.out.put(Entry::Exchange {
             found: x.found,

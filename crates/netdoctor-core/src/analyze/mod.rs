@@ -33,6 +33,7 @@ mod agg;
 pub mod bulk;
 mod conclude;
 mod conn;
+pub mod flights;
 mod flow;
 mod framing;
 pub mod h2;

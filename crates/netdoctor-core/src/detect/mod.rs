@@ -24,6 +24,7 @@ pub mod server_not_listening;
 pub mod short_connections;
 pub mod slow_handshake;
 pub mod slow_server_processing;
+pub mod small_initial_window;
 pub mod spurious_retransmission;
 pub mod syn_retransmit;
 pub mod zero_window;
@@ -95,6 +96,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<h2_stream_resets::H2StreamResets>::default(),
     || Box::<bulk_limits::BulkLimits>::default(),
     || Box::<spurious_retransmission::SpuriousRetransmission>::default(),
+    || Box::<small_initial_window::SmallInitialWindow>::default(),
 ];
 
 /// A fresh set of every registered detector.

@@ -40,6 +40,7 @@ mod request_limit;
 mod reuse_gap;
 mod server_leg;
 mod shard_region;
+mod small_initial_window;
 mod tail;
 mod tls_setup;
 mod unseen_request;

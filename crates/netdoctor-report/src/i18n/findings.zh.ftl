@@ -545,3 +545,9 @@ dns_dead_record-fix = { $probe ->
     [dead_record_refused] 在该地址上启动服务，或从名字的记录中删除该地址（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行）；用 `getent ahosts 名字` 复查。
    *[other] 从名字的记录中删除失效的地址（DNS 的 A/AAAA 记录或 /etc/hosts 中的那一行），或者让该主机恢复（并检查是否有防火墙丢弃该端口）；用 `getent ahosts 名字` 复查，并用 `netdoctor diagnose` 直接诊断该地址（URL 中写地址，加上 Host 头）。
 }
+
+## small_initial_window
+
+small_initial_window-summary = 响应受制于过小的初始拥塞窗口：服务端第一轮只发出几个分段（Linux 默认 10 个），之后每轮都要等一个往返：{ common-impact }
+small_initial_window-explanation = 服务端每个响应的第一轮（flight）只发了很少几个分段，然后等客户端的 ACK 过了一个往返才继续发送，后面各轮按慢启动逐轮增长、相隔一个往返。客户端的接收窗口是打开的，也没有丢包：限制响应的是服务端的初始拥塞窗口（路由上设了较小的 initcwnd，或者拥塞控制算法起步很低）。使用 Linux 默认的 10 个分段（RFC 6928）时，同样的数据可以少用几个往返发完；给出的时间就是多出的往返数 × 握手往返时间。
+small_initial_window-fix = 在服务端把到客户端的路由恢复为默认的初始窗口：`ip route change <路由> initcwnd 10`（用 `ip route show` 查看路由上是否设置了 initcwnd；10 是内核默认值，更大的值要谨慎）。如果客户端一侧也限制了最初几轮，用同样的方法调大它的初始接收窗口（initrwnd）。

@@ -635,6 +635,7 @@ impl H2Conn {
                     last_resp_ts: None,
                     body_wait_ns: 0,
                     reuse_gap_ns: None,
+                    flights: Default::default(),
                 },
                 req_done: b.end_stream,
                 win,
