@@ -274,6 +274,13 @@ impl Exchange {
 }
 
 impl Conn {
+    /// A response's flights are followed on this connection: its RTT is long enough for a
+    /// small initial window to cost something ([`super::flights::MIN_RTT_NS`]).
+    #[inline]
+    fn follows_flights(&self) -> bool {
+        self.rtt_ns.is_some_and(|r| r >= super::flights::MIN_RTT_NS)
+    }
+
     /// What [`super::flights::Flights`] needs of the connection at a response segment.
     #[inline]
     fn flight_ctx(&self) -> super::flights::SegCtx {
@@ -304,9 +311,11 @@ impl Conn {
         if pkt.from_server {
             match self.phase {
                 Phase::Request => {
-                    let seg = self.flight_ctx();
+                    let seg = self.follows_flights().then(|| self.flight_ctx());
                     if let Some(x) = self.cur.as_mut() {
-                        x.flights.on_segment(pkt, &seg);
+                        if let Some(seg) = seg {
+                            x.flights.on_segment(pkt, &seg);
+                        }
                         x.first_resp = Some(pkt);
                         x.first_resp_ts = self.dirs[self.server].ts.last();
                         x.last_resp_ts = x.first_resp_ts;
@@ -354,11 +363,11 @@ impl Conn {
                             clock,
                         );
                     }
-                    let seg = self.flight_ctx();
+                    let seg = self.follows_flights().then(|| self.flight_ctx());
                     if let Some(x) = self.cur.as_mut() {
                         if gap {
                             x.flights.spoil();
-                        } else {
+                        } else if let Some(seg) = seg {
                             x.flights.on_segment(pkt, &seg);
                         }
                         x.last_resp_ts = rel;
