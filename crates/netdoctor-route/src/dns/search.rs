@@ -186,17 +186,7 @@ pub fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn said(rcode: &str, answers: &[&str], ms: f64) -> Try {
-        Try {
-            elapsed_ms: Some(ms),
-            outcome: Outcome::Answer {
-                rcode: rcode.into(),
-                answers: answers.iter().map(|a| a.to_string()).collect(),
-                truncated: false,
-            },
-        }
-    }
+    use crate::findings::fixtures::said;
 
     #[test]
     fn fates_follow_glibc() {

@@ -124,20 +124,9 @@ pub fn dns_search_list(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dns::query::{Outcome, Try};
     use crate::dns::search::{SearchStep, SearchWalk};
     use crate::findings::fixtures::*;
 
-    fn said(rcode: &str, answers: &[&str], ms: f64) -> Try {
-        Try {
-            elapsed_ms: Some(ms),
-            outcome: Outcome::Answer {
-                rcode: rcode.into(),
-                answers: answers.iter().map(|a| a.to_string()).collect(),
-                truncated: false,
-            },
-        }
-    }
     const POD: &str = "nameserver 10.0.0.2\nsearch ns.svc.cluster.local svc.cluster.local \
                        cluster.local\noptions ndots:5\n";
 

@@ -100,6 +100,17 @@ pub(crate) mod fixtures {
     use crate::names::SystemLookup;
     use std::path::Path;
 
+    /// An answer with `rcode` and `answers` after `ms`.
+    pub fn said(rcode: &str, answers: &[&str], ms: f64) -> Try {
+        Try {
+            elapsed_ms: Some(ms),
+            outcome: Outcome::Answer {
+                rcode: rcode.into(),
+                answers: answers.iter().map(|a| a.to_string()).collect(),
+                truncated: false,
+            },
+        }
+    }
     pub fn ok(ms: f64) -> Try {
         Try {
             elapsed_ms: Some(ms),

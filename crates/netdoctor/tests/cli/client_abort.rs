@@ -47,17 +47,9 @@ fn analyze(name: &str) -> Option<Value> {
     Some(json(&o))
 }
 
-/// The `connection_reset` block of the Chinese terminal report of the capture at `path`,
-/// whitespace removed (the report wraps its lines).
+/// The `connection_reset` block of the Chinese terminal report of the capture at `path`.
 fn zh_reset_block(path: &std::path::Path) -> String {
-    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
-    let out = common::stdout(&o);
-    out.split("\n[")
-        .find(|b| b.contains("] connection_reset"))
-        .unwrap_or_else(|| panic!("no connection_reset finding: {out}"))
-        .split_whitespace()
-        .collect()
+    common::zh_finding_block(path, "connection_reset")
 }
 
 fn reset_finding(r: &Value) -> &Value {

@@ -5,8 +5,6 @@
 use crate::common;
 use std::path::PathBuf;
 
-use common::netdoctor;
-
 /// A connection per request over TLS (`testdata/captures/tls12-short.pcap.gz`) in Chinese:
 /// the TLS handshake's round trips counted as setup, not the TCP-only text that says the setup
 /// ends at the handshake's ACK.
@@ -14,15 +12,7 @@ use common::netdoctor;
 fn short_tls_connections_are_told_in_chinese_with_the_tls_handshake() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata/captures/tls12-short.pcap.gz");
-    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
-    let out = common::stdout(&o);
-    let b: String = out
-        .split("\n[")
-        .find(|b| b.contains("] short_connections"))
-        .unwrap_or_else(|| panic!("no short_connections finding: {out}"))
-        .split_whitespace()
-        .collect();
+    let b = common::zh_finding_block(&path, "short_connections");
     assert!(b.contains("（100%的请求新建了连接）"), "{b}");
     assert!(b.contains("（中位数113.7ms）"), "{b}");
     assert!(b.contains("TLS握手再花一到两个往返时间"), "{b}");
@@ -35,15 +25,7 @@ fn short_tls_connections_are_told_in_chinese_with_the_tls_handshake() {
 fn a_request_limit_is_told_in_chinese_as_the_servers_limit() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../testdata/captures/keepalive-requests5.pcap.gz");
-    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
-    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
-    let out = common::stdout(&o);
-    let b: String = out
-        .split("\n[")
-        .find(|b| b.contains("] short_connections"))
-        .unwrap_or_else(|| panic!("no short_connections finding: {out}"))
-        .split_whitespace()
-        .collect();
+    let b = common::zh_finding_block(&path, "short_connections");
     assert!(b.contains("需修改的一方：服务端"), "{b}");
     assert!(
         b.contains("（6/6个连接）：20%的请求要付出新建连接的开销"),

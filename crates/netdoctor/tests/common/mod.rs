@@ -22,6 +22,20 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// The block of finding `id` in the Chinese terminal report of `analyze` on the capture at
+/// `path`, whitespace removed (the report wraps its lines).
+#[allow(dead_code)]
+pub fn zh_finding_block(path: &std::path::Path, id: &str) -> String {
+    let o = netdoctor(&["analyze", "--lang", "zh", path.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{o:?}");
+    let out = stdout(&o);
+    out.split("\n[")
+        .find(|b| b.contains(&format!("] {id}")))
+        .unwrap_or_else(|| panic!("no {id} finding: {out}"))
+        .split_whitespace()
+        .collect()
+}
+
 /// The JSON on stdout of a run that must have exited 0.
 pub fn json_ok(o: &Output) -> serde_json::Value {
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
