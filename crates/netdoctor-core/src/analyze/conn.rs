@@ -260,6 +260,20 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// The server's FIN `seg` came after the client's at the capture point but does not
+    /// acknowledge it: the server closed on its own and the two FINs crossed (a capture at the
+    /// client sees the client's first; `detect::short_connections::limit`).
+    #[cold]
+    pub(super) fn crossed_by(&self, seg: &crate::decode::TcpSegment<'_>) -> bool {
+        let client = &self.dirs[1 - self.server];
+        self.first_close.is_some_and(|p| p.flags.fin())
+            && client.fin
+            && seg.flags.ack()
+            && client
+                .seen_nxt
+                .is_some_and(|end| super::flow::seq_gt(end, seg.ack))
+    }
+
     pub(super) fn new(
         cfg: &AnalyzerConfig,
         shared: &super::orient::Shared,

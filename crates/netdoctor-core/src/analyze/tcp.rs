@@ -535,7 +535,7 @@ impl Analyzer {
             c.idle_before_close_ns = prev_active.filter(|_| !cut).map(|t| (seg.ts_ns - t).max(0));
         }
         if f.fin() && i == c.server && c.first_close.is_some_and(|p| !p.from_server) {
-            c.crossed_fin |= crossed_fin(c, seg);
+            c.crossed_fin |= c.crossed_by(seg);
         }
         if f.fin() {
             c.dirs[i].fin = true;
@@ -693,18 +693,4 @@ fn reorient_guess(c: &mut Conn, shared: &Shared, key: &ConnKey, i: usize, payloa
     }
     c.server = server;
     c.reason = reason;
-}
-
-/// The server's FIN `seg` came after the client's at the capture point but does not
-/// acknowledge it: the server closed on its own and the two FINs crossed (a capture at the
-/// client sees the client's first; `detect::short_connections::limit`).
-#[cold]
-fn crossed_fin(c: &Conn, seg: &TcpSegment<'_>) -> bool {
-    let client = &c.dirs[1 - c.server];
-    c.first_close.is_some_and(|p| p.flags.fin())
-        && client.fin
-        && seg.flags.ack()
-        && client
-            .seen_nxt
-            .is_some_and(|end| super::flow::seq_gt(end, seg.ack))
 }
