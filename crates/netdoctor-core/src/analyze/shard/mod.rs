@@ -56,9 +56,11 @@
 //! dropped per-frame work saved 30 M). CPU 0.34 → 0.39 s and wall 0.19 → 0.21 s (5
 //! alternating rounds, load ~1), and it moves work onto the reader, already the slower thread
 //! per instruction (its walk waits on memory). Reverted; the diff was kept at
-//! `/work/notes/jdec-decode-once.diff`. A record small enough to pay (the frame's ~48 bytes
-//! today) cannot carry what the segment carries (two socket addresses, the SACK blocks and
-//! timestamps), so the decode stays on the workers.
+//! `/work/notes/jdec-decode-once.diff`. It cannot pay with any record: the decode costs the
+//! same on either thread, so the most it saves is the route's own header read (~25
+//! instructions a frame, ~45 M), less than building and reading back any record that carries
+//! what the segment carries (two socket addresses, SACK blocks, timestamps) beside the
+//! frame's ~48 bytes today. The decode stays on the workers.
 //!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
