@@ -46,7 +46,21 @@
 //! core. Tried and measured before (bench/README.md, analyze-jobs.sh): workers each walking
 //! the mapped file and routing every frame themselves, no reader (session 13): JSON
 //! identical, but 1.20× the instructions of `-j 1` (a walk costs ~190 instructions a frame in
-//! each worker), so it was reverted.
+//! each worker), so it was reverted. Decoding once on the reader (session 24): the reader
+//! decoded every frame, routed it by the segment's endpoints and handed its worker the
+//! [`crate::decode::TcpSegment`] (payload as an offset into the map, or a copy of the payload
+//! alone), so no worker decoded. JSON identical, but on the bench capture (1.8 M frames)
+//! `-j 2` went 4,244 M → 4,539 M instructions (`-j 1` 3,915 M): `decode_at` only moved
+//! threads (383 M either way), while building and storing the ~200-byte record cost the
+//! reader's loop +261 M (~145 a frame) and copying it out cost the worker +46 M of memcpy (its
+//! dropped per-frame work saved 30 M). CPU 0.34 → 0.39 s and wall 0.19 → 0.21 s (5
+//! alternating rounds, load ~1), and it moves work onto the reader, already the slower thread
+//! per instruction (its walk waits on memory). Reverted; the diff was kept at
+//! `/work/notes/jdec-decode-once.diff`. It cannot pay with any record: the decode costs the
+//! same on either thread, so the most it saves is the route's own header read (~25
+//! instructions a frame, ~45 M), less than building and reading back any record that carries
+//! what the segment carries (two socket addresses, SACK blocks, timestamps) beside the
+//! frame's ~48 bytes today. The decode stays on the workers.
 //!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
