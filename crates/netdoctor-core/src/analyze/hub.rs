@@ -35,7 +35,10 @@ impl Hub {
     /// A shard worker's hub: conclusions are logged with a tag ([`Hub::tag`]).
     pub(super) fn logging() -> Self {
         Hub {
-            out: Out::Direct(Box::new(Agg::new())),
+            out: Out::Log {
+                tag: 0,
+                entries: super::agg::Log::default(),
+            },
         }
     }
 

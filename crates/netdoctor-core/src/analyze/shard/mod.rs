@@ -55,8 +55,7 @@
 //! reader's loop +261 M (~145 a frame) and copying it out cost the worker +46 M of memcpy (its
 //! dropped per-frame work saved 30 M). CPU 0.34 → 0.39 s and wall 0.19 → 0.21 s (5
 //! alternating rounds, load ~1), and it moves work onto the reader, already the slower thread
-//! per instruction (its walk waits on memory). Reverted; the diff was kept at
-//! `/work/notes/jdec-decode-once.diff`. It cannot pay with any record: the decode costs the
+//! per instruction (its walk waits on memory). Reverted. It cannot pay with any record: the decode costs the
 //! same on either thread, so the most it saves is the route's own header read (~25
 //! instructions a frame, ~45 M), less than building and reading back any record that carries
 //! what the segment carries (two socket addresses, SACK blocks, timestamps) beside the
