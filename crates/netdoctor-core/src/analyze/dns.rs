@@ -30,6 +30,8 @@ use crate::decode::udp_datagram;
 use crate::finding::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 use crate::packet::{LinkType, RawPacket};
 
+mod walk;
+
 /// The same query frame again within this, to the same server: a copy, not a retry.
 const DUP_NS: i64 = 1_000_000;
 /// Capture after a query before its missing answer says anything about the server.
@@ -102,7 +104,10 @@ impl DnsLog {
         }
         let Ok(q) = Query::read(&mut d) else { return };
         let m = &h.metadata;
-        let name = q.name().to_ascii().to_ascii_lowercase();
+        let mut name = q.name().to_ascii().to_ascii_lowercase();
+        if name.len() > 1 && name.ends_with('.') {
+            name.pop();
+        }
         let qtype = q.query_type().to_string();
         match m.message_type {
             MessageType::Query if dst.port() == 53 => {
@@ -211,10 +216,15 @@ impl DnsLog {
         // Unanswered queries, per server: waited long enough, or cut by the capture's end.
         let mut dead: Vec<(IpAddr, Vec<(&Lookup, Vec<Msg>)>)> = Vec::new();
         let mut cut: Vec<&Lookup> = Vec::new();
+        let mut one_way: Vec<&Lookup> = Vec::new();
         for l in self.lookups.iter().filter(|l| l.answer.is_none()) {
             let waited = end - l.queries[0].ts;
-            if waited < WAIT_NS || !sees_incoming {
+            if waited < WAIT_NS {
                 cut.push(l);
+                continue;
+            }
+            if !sees_incoming {
+                one_way.push(l);
                 continue;
             }
             for q in &l.queries {
@@ -320,29 +330,29 @@ impl DnsLog {
             .collect();
         if let Some(l) = cut.first() {
             let q = l.queries.last().map_or(end, |q| q.ts);
-            warnings.push(if sees_incoming {
-                format!(
-                    "{} DNS lookup(s) unanswered when the capture ended ({} {} from {} to {}, \
-                     {:.3} s before the end): too soon to say the nameserver does not answer",
-                    cut.len(),
-                    l.key.qtype,
-                    l.key.name,
-                    l.key.client.ip(),
-                    l.queries[0].server,
-                    (end - q) as f64 / 1e9
-                )
-            } else {
-                format!(
-                    "{} DNS lookup(s) unanswered ({} {} from {} to {}, ...), but the capture \
-                     holds no packet toward the clients at all: it sees one direction (a \
-                     capture filter?), so whether the nameservers answered is not in it",
-                    cut.len(),
-                    l.key.qtype,
-                    l.key.name,
-                    l.key.client.ip(),
-                    l.queries[0].server
-                )
-            });
+            warnings.push(format!(
+                "{} DNS lookup(s) unanswered when the capture ended ({} {} from {} to {}, sent \
+                 {:.3} s before the end): too soon to say whether the nameserver answers",
+                cut.len(),
+                l.key.qtype,
+                l.key.name,
+                l.key.client.ip(),
+                l.queries[0].server,
+                (end - q) as f64 / 1e9
+            ));
+        }
+        if let Some(l) = one_way.first() {
+            warnings.push(format!(
+                "{} DNS lookup(s) unanswered ({} {} from {} to {}, asked {} time(s)), but the \
+                 capture holds no packet toward the clients at all: it sees one direction (a \
+                 capture filter?), so whether the nameservers answered is not in it",
+                one_way.len(),
+                l.key.qtype,
+                l.key.name,
+                l.key.client.ip(),
+                l.queries[0].server,
+                l.queries.len()
+            ));
         }
         self.tell_answered(&mut findings, &pref, &q_desc);
         (findings, warnings)
@@ -358,7 +368,8 @@ impl DnsLog {
         let answered = || {
             self.lookups
                 .iter()
-                .filter_map(|l| l.answer.map(|(a, rc)| (l, a, rc)))
+                .enumerate()
+                .filter_map(|(i, l)| l.answer.map(|(a, rc)| (i, (l, a, rc))))
         };
         let evidence = |l: &Lookup, a: &Msg, rc: &str, note: String| Evidence::Packets {
             connection: format!("{} → {}", l.key.client, a.server),
@@ -372,7 +383,12 @@ impl DnsLog {
         // One finding per (server, rcode) for the errors.
         let mut errors: Vec<(IpAddr, u8, Vec<(&Lookup, Msg)>)> = Vec::new();
         let mut slow: Vec<(IpAddr, Vec<(&Lookup, Msg)>)> = Vec::new();
-        for (l, a, rc) in answered() {
+        let walks = walk::walks(&self.lookups);
+        let walked = walk::walked(&walks);
+        for w in &walks {
+            out.push(walk::tell(w, &self.lookups, pref));
+        }
+        for (i, (l, a, rc)) in answered() {
             let ip = a.server.ip();
             match rc {
                 2 | 5 => match errors.iter_mut().find(|(s, r, _)| *s == ip && *r == rc) {
@@ -380,17 +396,7 @@ impl DnsLog {
                     None => errors.push((ip, rc, vec![(l, a)])),
                 },
                 3 => {
-                    // The search list's walk: a later lookup of this client answered a name
-                    // this one extends. Not a missing name (its cost is not told yet).
-                    let walk = answered().any(|(m, ma, mrc)| {
-                        mrc == 0
-                            && m.key.client.ip() == l.key.client.ip()
-                            && ma.ts >= a.ts
-                            && l.key
-                                .name
-                                .starts_with(&format!("{}.", m.key.name.trim_end_matches('.')))
-                    });
-                    if walk {
+                    if walked.contains(&i) {
                         continue;
                     }
                     let mut f = Finding::new(

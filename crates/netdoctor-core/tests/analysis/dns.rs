@@ -5,12 +5,22 @@ use crate::common;
 
 use common::{corpus_file, for_each_packet};
 use netdoctor_core::finding::{Evidence, FindingId, Layer, Severity, Side};
+use netdoctor_core::packet::{LinkType, RawPacket};
 use netdoctor_core::{Analysis, Analyzer, AnalyzerConfig};
 
 fn analyze(name: &str) -> Option<Analysis> {
+    analyze_with(name, |_| 1)
+}
+
+/// The analysis of corpus file `name` with each frame pushed `copies(frame)` times.
+fn analyze_with(name: &str, copies: impl Fn(u64) -> usize) -> Option<Analysis> {
     let path = corpus_file(name)?;
     let mut a = Analyzer::new(AnalyzerConfig::default());
-    for_each_packet(path.to_str().unwrap(), |p| a.push(p));
+    for_each_packet(path.to_str().unwrap(), |p| {
+        for _ in 0..copies(p.frame) {
+            a.push(p)
+        }
+    });
     Some(a.finish())
 }
 
@@ -100,9 +110,9 @@ fn one_query_at_the_capture_end_blames_nobody() {
     };
     assert_eq!(dns_ids(&an), [], "{:#?}", an.findings);
     assert!(
-        an.warnings
-            .iter()
-            .any(|w| w.starts_with("1 DNS lookup(s) unanswered") && w.contains("wireshark.org")),
+        an.warnings.iter().any(|w| w
+            .starts_with("1 DNS lookup(s) unanswered when the capture ended")
+            && w.contains("wireshark.org")),
         "{:?}",
         an.warnings
     );
@@ -122,4 +132,188 @@ fn quick_answers_beside_http_tell_nothing() {
             an.warnings
         );
     }
+}
+
+#[test]
+fn a_duplicated_query_frame_is_not_a_retry() {
+    // ppa-nowebaccess1 with its first query (frame 3) in the capture twice.
+    let Some(an) = analyze_with("ppa-nowebaccess1.pcapng", |f| if f == 3 { 2 } else { 1 }) else {
+        return;
+    };
+    let f = an
+        .findings
+        .iter()
+        .find(|f| f.summary.contains("4.2.2.2"))
+        .expect("4.2.2.2 unreachable");
+    let Evidence::Packets { packets, note, .. } = &f.evidence[0] else {
+        panic!("{:?}", f.evidence)
+    };
+    assert_eq!(packets.len(), 4, "{packets:?}");
+    assert!(
+        note.contains("sent 4 time(s)") && note.contains("6 retries"),
+        "{note}"
+    );
+    assert!(note.contains("1 duplicated frame(s)"), "{note}");
+}
+
+#[test]
+fn a_capture_of_one_direction_cannot_say_the_server_is_dead() {
+    // ppa-nowebaccess1 without the gateway's ARP reply (frame 2): nothing toward the client
+    // is left, as with an outgoing-only capture filter.
+    let Some(an) = analyze_with("ppa-nowebaccess1.pcapng", |f| usize::from(f != 2)) else {
+        return;
+    };
+    assert_eq!(dns_ids(&an), [], "{:#?}", an.findings);
+    assert!(
+        an.warnings
+            .iter()
+            .any(|w| w.contains("it sees one direction") && w.contains("www.google.com")),
+        "{:?}",
+        an.warnings
+    );
+}
+
+#[test]
+fn mdns_is_not_a_nameserver() {
+    // arkime-v6-http: mDNS (5353) queries and answers beside IPv6 HTTP.
+    let Some(an) = analyze("arkime-v6-http.pcap") else {
+        return;
+    };
+    assert_eq!(dns_ids(&an), [], "{:#?}", an.findings);
+    assert!(
+        an.warnings.iter().all(|w| !w.contains("DNS")),
+        "{:?}",
+        an.warnings
+    );
+}
+
+/// An Ethernet/IPv4/UDP frame with a DNS message of one question (A): a query from
+/// 10.0.0.5:40000 to 10.0.0.53:53, or (`rcode` given) the server's answer with that rcode.
+fn dns_frame(id: u16, name: &str, rcode: Option<u8>) -> Vec<u8> {
+    let mut dns = id.to_be_bytes().to_vec();
+    dns.extend_from_slice(&match rcode {
+        None => [0x01, 0x00],
+        Some(rc) => [0x81, 0x80 | rc],
+    });
+    dns.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.') {
+        dns.push(label.len() as u8);
+        dns.extend_from_slice(label.as_bytes());
+    }
+    dns.extend_from_slice(&[0, 0, 1, 0, 1]);
+    let (client, server) = ([10, 0, 0, 5], [10, 0, 0, 53]);
+    let (src, dst, sport, dport) = match rcode {
+        None => (client, server, 40000u16, 53u16),
+        Some(_) => (server, client, 53, 40000),
+    };
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let total = (20 + 8 + dns.len()) as u16;
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        17,
+        0,
+        0,
+    ]);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&dst);
+    let ulen = (8 + dns.len()) as u16;
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&ulen.to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(&dns);
+    f
+}
+
+/// Frames (milliseconds, id, name, rcode: `None` for the query) through an analyzer.
+fn lookups(frames: &[(i64, u16, &str, Option<u8>)]) -> Analysis {
+    let mut a = Analyzer::new(AnalyzerConfig::default());
+    for (i, &(ms, id, name, rcode)) in frames.iter().enumerate() {
+        let data = dns_frame(id, name, rcode);
+        a.push(&RawPacket {
+            frame: i as u64 + 1,
+            ts_ns: 1_700_000_000_000_000_000 + ms * 1_000_000,
+            link: LinkType::Ethernet,
+            data: &data,
+            orig_len: data.len() as u32,
+        });
+    }
+    a.finish()
+}
+
+#[test]
+fn the_search_list_walk_is_the_clients_cost_not_a_missing_name() {
+    // ndots:5 with three cluster suffixes: three NXDOMAINs (2 ms each) before the name as
+    // written answers.
+    let an = lookups(&[
+        (0, 1, "api.example.com.default.svc.cluster.local", None),
+        (2, 1, "api.example.com.default.svc.cluster.local", Some(3)),
+        (3, 2, "api.example.com.svc.cluster.local", None),
+        (5, 2, "api.example.com.svc.cluster.local", Some(3)),
+        (6, 3, "api.example.com.cluster.local", None),
+        (8, 3, "api.example.com.cluster.local", Some(3)),
+        (9, 4, "api.example.com", None),
+        (11, 4, "api.example.com", Some(0)),
+    ]);
+    assert_eq!(dns_ids(&an), [FindingId::DnsSlow], "{:#?}", an.findings);
+    let f = &an.findings[0];
+    assert_eq!((f.side, f.severity), (Side::Client, Severity::Info));
+    assert_eq!(
+        f.summary,
+        "api.example.com: 3 names tried before the one that answered (each NXDOMAIN, 3.0 ms \
+         each): 9.0 ms of the 11.0 ms lookup"
+    );
+    assert!(
+        matches!(&f.evidence[0], Evidence::Probe { probe, note } if probe == "dns_search_list"
+            && note.starts_with("3 of 4 names")),
+        "{:?}",
+        f.evidence
+    );
+}
+
+#[test]
+fn a_name_that_does_not_exist_is_not_found() {
+    let an = lookups(&[
+        (0, 7, "nosuch.example", None),
+        (12, 7, "nosuch.example", Some(3)),
+    ]);
+    assert_eq!(
+        dns_ids(&an),
+        [FindingId::DnsNameNotFound],
+        "{:#?}",
+        an.findings
+    );
+    assert_eq!(an.findings[0].side, Side::Client);
+}
+
+#[test]
+fn an_answer_after_a_retry_is_slow_not_dead() {
+    // Lost once: re-sent after 1 s, answered 20 ms later; and an answer 6 s late, after the
+    // client's last try at 5 s (a client that gave up).
+    let an = lookups(&[
+        (0, 9, "slow.example", None),
+        (1000, 9, "slow.example", None),
+        (1020, 9, "slow.example", Some(0)),
+        (2000, 10, "late.example", None),
+        (7000, 10, "late.example", None),
+        (8000, 10, "late.example", Some(0)),
+    ]);
+    assert_eq!(dns_ids(&an), [FindingId::DnsSlow], "{:#?}", an.findings);
+    let f = &an.findings[0];
+    assert_eq!(f.side, Side::Network);
+    assert!(
+        f.summary
+            .starts_with("nameserver 10.0.0.53 is slow: 2 lookup(s) answered after")
+            && f.summary.ends_with("2 only after a retry"),
+        "{}",
+        f.summary
+    );
 }
