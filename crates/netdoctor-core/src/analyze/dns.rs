@@ -73,6 +73,11 @@ impl Lookup {
     }
 }
 
+/// A lookup and its queries to one server.
+type Asked<'a> = (&'a Lookup, Vec<Msg>);
+/// A lookup and its answer.
+type Said<'a> = (&'a Lookup, Msg);
+
 /// The capture's DNS lookups (see the module docs).
 #[derive(Default)]
 pub(super) struct DnsLog {
@@ -214,7 +219,7 @@ impl DnsLog {
         let q_desc =
             |l: &Lookup| format!("query {} {} id {:#06x}", l.key.qtype, l.key.name, l.key.id);
         // Unanswered queries, per server: waited long enough, or cut by the capture's end.
-        let mut dead: Vec<(IpAddr, Vec<(&Lookup, Vec<Msg>)>)> = Vec::new();
+        let mut dead: Vec<(IpAddr, Vec<Asked>)> = Vec::new();
         let mut cut: Vec<&Lookup> = Vec::new();
         let mut one_way: Vec<&Lookup> = Vec::new();
         for l in self.lookups.iter().filter(|l| l.answer.is_none()) {
@@ -381,7 +386,7 @@ impl DnsLog {
         };
         let ms = |l: &Lookup, a: &Msg| (a.ts - l.queries[0].ts) as f64 / 1e6;
         // One finding per (server, rcode) for the errors.
-        let mut errors: Vec<(IpAddr, u8, Vec<(&Lookup, Msg)>)> = Vec::new();
+        let mut errors: Vec<(IpAddr, u8, Vec<Said>)> = Vec::new();
         let mut slow: Vec<(IpAddr, Vec<(&Lookup, Msg)>)> = Vec::new();
         let walks = walk::walks(&self.lookups);
         let walked = walk::walked(&walks);
