@@ -19,6 +19,12 @@
 //! an unanswered query from an unseen answer). A query with less capture after it than
 //! [`WAIT_NS`] is cut by the end of the capture: said as a warning, blamed on nobody.
 //! mDNS (5353) and LLMNR (5355) are not nameservers: ignored.
+//!
+//! NXDOMAIN answers are `dns_name_not_found` (one finding per server; PTR lookups left out),
+//! except the steps of the search list's walk (`walk`), told as `dns_slow` side client.
+//! Told at the end of a file only ([`super::Analyzer::finish`]): a window's lookups may still
+//! await their answers, so `take_window` (the agent, `watch`) does not tell them; live
+//! captures filter TCP anyway. DNS over TCP is not read.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -359,6 +365,12 @@ impl DnsLog {
                 l.queries.len()
             ));
         }
+        if self.dropped > 0 {
+            warnings.push(format!(
+                "{} DNS lookups after the first {MAX_LOOKUPS} were not analyzed",
+                self.dropped
+            ));
+        }
         self.tell_answered(&mut findings, &pref, &q_desc);
         (findings, warnings)
     }
@@ -387,7 +399,8 @@ impl DnsLog {
         let ms = |l: &Lookup, a: &Msg| (a.ts - l.queries[0].ts) as f64 / 1e6;
         // One finding per (server, rcode) for the errors.
         let mut errors: Vec<(IpAddr, u8, Vec<Said>)> = Vec::new();
-        let mut slow: Vec<(IpAddr, Vec<(&Lookup, Msg)>)> = Vec::new();
+        let mut slow: Vec<(IpAddr, Vec<Said>)> = Vec::new();
+        let mut missing: Vec<(IpAddr, Vec<Said>)> = Vec::new();
         let walks = walk::walks(&self.lookups);
         let walked = walk::walked(&walks);
         for w in &walks {
@@ -400,38 +413,13 @@ impl DnsLog {
                     Some((_, _, v)) => v.push((l, a)),
                     None => errors.push((ip, rc, vec![(l, a)])),
                 },
-                3 => {
-                    if walked.contains(&i) {
-                        continue;
+                // Reverse lookups (PTR) without a name are `reverse_dns_timeout`'s world, not
+                // a missing name a request needed.
+                3 if !walked.contains(&i) && l.key.qtype != "PTR" => {
+                    match missing.iter_mut().find(|(s, _)| *s == ip) {
+                        Some((_, v)) => v.push((l, a)),
+                        None => missing.push((ip, vec![(l, a)])),
                     }
-                    let mut f = Finding::new(
-                        FindingId::DnsNameNotFound,
-                        Severity::Critical,
-                        Side::Client,
-                        format!(
-                            "{} does not exist (NXDOMAIN from {})",
-                            l.key.name,
-                            a.server.ip()
-                        ),
-                    );
-                    f.impact.affected_fraction = Some(1.0);
-                    f.explanation = "The nameserver answered: the name does not exist. Nothing \
-                                     on the network is slow or broken; the name (or the search \
-                                     list that completed it) is wrong, or the zone lacks the \
-                                     record."
-                        .to_string();
-                    f.fix = format!(
-                        "Check the host name's spelling and the client's search domains, or \
-                         add the record to the zone; check with `netdoctor dns {}`.",
-                        l.key.name.trim_end_matches('.')
-                    );
-                    f.evidence.push(evidence(
-                        l,
-                        &a,
-                        "NXDOMAIN",
-                        format!("NXDOMAIN in {:.1} ms", ms(l, &a)),
-                    ));
-                    out.push(f);
                 }
                 0 if a.ts - l.queries[0].ts >= SLOW_NS => {
                     match slow.iter_mut().find(|(s, _)| *s == ip) {
@@ -441,6 +429,57 @@ impl DnsLog {
                 }
                 _ => {}
             }
+        }
+        let any_found = answered().any(|(_, (_, _, rc))| rc == 0);
+        for (server, v) in &missing {
+            let mut names: Vec<&str> = v.iter().map(|(l, _)| l.key.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            let mut f = Finding::new(
+                FindingId::DnsNameNotFound,
+                // Other names resolved: the client goes on, the lookups of these fail.
+                if any_found {
+                    Severity::Warning
+                } else {
+                    Severity::Critical
+                },
+                Side::Client,
+                format!(
+                    "{} does not exist: {server} answered NXDOMAIN{}",
+                    names[0],
+                    if names.len() > 1 {
+                        format!(" (and for {} more name(s))", names.len() - 1)
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = format!(
+                "The nameserver answered: {} does not exist. Nothing on the network is slow \
+                 or broken; the name (or the search list that completed it) is wrong, or the \
+                 zone lacks the record.",
+                names.join(", ")
+            );
+            f.fix = format!(
+                "Check the host name's spelling and the client's search domains, or add the \
+                 record to the zone; check with `netdoctor dns {}`.",
+                names[0]
+            );
+            for (l, a) in v.iter().take(MAX_PACKETS) {
+                f.evidence.push(evidence(
+                    l,
+                    a,
+                    "NXDOMAIN",
+                    format!(
+                        "{} {} NXDOMAIN in {:.1} ms",
+                        l.key.qtype,
+                        l.key.name,
+                        ms(l, a)
+                    ),
+                ));
+            }
+            out.push(f);
         }
         for (server, rc, v) in &errors {
             let (word, probe_txt) = if *rc == 2 {
