@@ -370,7 +370,8 @@ certificate: use -k; side client). The load never runs against such a target.";
 
 const ANALYZE_AFTER_HELP: &str = "\
 Input: a pcap or pcapng file, gzip'd or not (detected by its first bytes, not its name), a FIFO, \
-or `-` for standard input. A capture cut short is analyzed up to the cut, with a warning.";
+or `-` for standard input. A capture cut short is analyzed up to the cut, with a warning. \
+DNS lookups over UDP port 53 in the capture are told too (unanswered, SERVFAIL, NXDOMAIN, slow).";
 
 #[derive(Debug, Clone, Args)]
 pub struct LabArgs {

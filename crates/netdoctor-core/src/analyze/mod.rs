@@ -33,6 +33,7 @@ mod agg;
 pub mod bulk;
 mod conclude;
 mod conn;
+mod dns;
 pub mod flights;
 mod flow;
 mod framing;
@@ -331,6 +332,8 @@ pub struct Analyzer {
     /// closed socket's answer ([`conn::Conn::after_reset`]). At most [`MAX_UNTRACKED_KEYS`],
     /// then forgotten.
     reset_keys: HashMap<ConnKey, u8, foldhash::fast::RandomState>,
+    /// The frames that are no TCP segment, read for DNS lookups ([`dns`]).
+    dns: dns::DnsLog,
 }
 
 /// Connections remembered in [`Analyzer::untracked`].
@@ -353,6 +356,7 @@ impl Analyzer {
             window_base: window::Base::default(),
             untracked: HashMap::default(),
             reset_keys: HashMap::default(),
+            dns: dns::DnsLog::default(),
         }
     }
 
@@ -393,7 +397,10 @@ impl Analyzer {
                 self.stats.tcp_segments += 1;
                 self.on_segment(seg);
             }
-            Ok(None) => self.stats.other_packets += 1,
+            Ok(None) => {
+                self.stats.other_packets += 1;
+                self.dns.push(pkt, ts);
+            }
             Err(e) => self.stats.count_decode_error(&e),
         }
     }
@@ -554,7 +561,9 @@ impl Analyzer {
     /// known, its latency is not. A request still unanswered is not an exchange.
     pub fn finish(mut self) -> Analysis {
         self.flush_open();
-        self.conclude()
+        let mut a = self.conclude();
+        add_dns(&mut a, &self.dns);
+        a
     }
 
     /// Ends every connection still open (see [`Analyzer::finish`]).
@@ -604,6 +613,21 @@ impl Analyzer {
         let (judged, clamped_ts) = self.window_base.judge(&self.stats, self.clamped_ts);
         conclude_judged(&mut self.stats, &judged, clamped_ts, agg)
     }
+}
+
+/// The capture's DNS lookups told into `a` (at the end of a file: a window's lookups may
+/// still be waiting for their answers, so windows do not tell them).
+fn add_dns(a: &mut Analysis, log: &dns::DnsLog) {
+    let (Some(t0), Some(end)) = (a.stats.first_ts_ns, a.stats.last_ts_ns) else {
+        return;
+    };
+    let (findings, warnings) = log.tell(t0, end, a.stats.connections_with_handshake > 0);
+    if findings.is_empty() && warnings.is_empty() {
+        return;
+    }
+    a.findings.extend(findings);
+    crate::finding::rank(&mut a.findings);
+    a.warnings.extend(warnings);
 }
 
 /// A connection whose state ends: in full, or an evicted half-open one.

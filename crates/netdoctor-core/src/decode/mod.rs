@@ -244,6 +244,55 @@ pub fn tcp_ends(pkt: &RawPacket<'_>) -> Option<(SocketAddr, SocketAddr)> {
     }
 }
 
+/// A UDP datagram's ends and payload (as far as captured): IPv4 that is not a fragment, and
+/// IPv6 whose next header is UDP (no extension headers, no tunnels). For `analyze`'s DNS
+/// (`analyze::dns`), asked only of frames that are not TCP segments.
+pub fn udp_datagram<'a>(pkt: &RawPacket<'a>) -> Option<(SocketAddr, SocketAddr, &'a [u8])> {
+    let ip = link_payload(pkt).ok().flatten()?;
+    let (src, dst, udp) = match ip.first()? >> 4 {
+        4 => {
+            let h: &[u8; 20] = ip.get(..20)?.try_into().ok()?;
+            let hl = usize::from(h[0] & 0x0f) * 4;
+            if h[9] != IPPROTO_UDP || hl < 20 || h[6] & 0x3f != 0 || h[7] != 0 {
+                return None;
+            }
+            let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+            let end = if total >= hl {
+                total.min(ip.len())
+            } else {
+                ip.len()
+            };
+            (
+                IpAddr::V4(Ipv4Addr::new(h[12], h[13], h[14], h[15])),
+                IpAddr::V4(Ipv4Addr::new(h[16], h[17], h[18], h[19])),
+                ip.get(hl..end)?,
+            )
+        }
+        6 => {
+            let h: &[u8; 40] = ip.get(..40)?.try_into().ok()?;
+            if h[6] != IPPROTO_UDP {
+                return None;
+            }
+            let addr = |at: usize| {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(&h[at..at + 16]);
+                IpAddr::V6(Ipv6Addr::from(a))
+            };
+            (addr(8), addr(24), &ip[40..])
+        }
+        _ => return None,
+    };
+    let port = |at: usize| Some(u16::from_be_bytes([*udp.get(at)?, *udp.get(at + 1)?]));
+    let (sport, dport) = (port(0)?, port(2)?);
+    Some((
+        SocketAddr::new(src, sport),
+        SocketAddr::new(dst, dport),
+        udp.get(8..)?,
+    ))
+}
+
+const IPPROTO_UDP: u8 = 17;
+
 /// What the TCP layer needs from an IPv4 header.
 struct Ipv4Tcp<'a> {
     src: Ipv4Addr,

@@ -4,6 +4,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod dns;
 
 mod abandoned_connect;
 mod abortive_close;

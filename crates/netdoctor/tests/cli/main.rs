@@ -17,6 +17,7 @@ mod cli_usage;
 mod client_abort;
 mod completions_man;
 mod corpus;
+mod dns_capture;
 mod http_errors;
 mod jobs;
 mod late_dsack;

@@ -209,6 +209,8 @@ pub struct ShardedAnalyzer {
     owners: Owners,
     map: Option<MapShare>,
     warm: Option<Warm>,
+    /// The frames that are no TCP segment, read for DNS lookups (see [`super::dns`]).
+    dns: super::dns::DnsLog,
 }
 
 /// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
@@ -367,6 +369,7 @@ impl ShardedAnalyzer {
             owners: Owners::new(n),
             map,
             warm,
+            dns: super::dns::DnsLog::default(),
         }
     }
 
@@ -413,7 +416,7 @@ impl ShardedAnalyzer {
         let ts = self.stamps.take(pkt.ts_ns, pkt.orig_len);
         let h = match ipv4_route(pkt) {
             Some(h) => h,
-            None => match self.other_route(pkt) {
+            None => match self.other_route(pkt, ts) {
                 Some(h) => h,
                 None => return,
             },
@@ -449,13 +452,14 @@ impl ShardedAnalyzer {
     /// fragments, malformed headers), or `None` for a frame that is no TCP segment (counted
     /// here). A segment is decoded here to find its connection, and again by its worker.
     #[cold]
-    fn other_route(&mut self, pkt: &RawPacket<'_>) -> Option<u64> {
+    fn other_route(&mut self, pkt: &RawPacket<'_>, ts: i64) -> Option<u64> {
         let (src, dst) = match tcp_ends(pkt) {
             Some(ends) => ends,
             None => match decode(pkt) {
                 Ok(Some(seg)) => (seg.src, seg.dst),
                 Ok(None) => {
                     self.stats.other_packets += 1;
+                    self.dns.push(pkt, ts);
                     self.count_in_round(0);
                     return None;
                 }
@@ -544,7 +548,9 @@ impl ShardedAnalyzer {
         }
         add_counts(&mut self.stats, &counts);
         add_counts(&mut self.stats, &own_stats);
-        conclude(&mut self.stats, clamped_ts, &mut agg)
+        let mut a = conclude(&mut self.stats, clamped_ts, &mut agg);
+        super::add_dns(&mut a, &self.dns);
+        a
     }
 }
 

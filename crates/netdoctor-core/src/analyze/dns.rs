@@ -1,0 +1,594 @@
+//! DNS in a capture: UDP port-53 queries and answers paired into lookups, told with the
+//! catalog's DNS findings the way `netdoctor dns` tells them (`dns_server_unreachable`,
+//! `dns_server_error`, `dns_name_not_found`, `dns_slow`).
+//!
+//! Off the TCP path: only frames that are no TCP segment reach [`DnsLog::push`] (the
+//! analyzer's `Ok(None)` branch; `analyze -j N`'s reader routes those itself and never hands
+//! them to a worker, so the log sees them in the order a single analyzer does).
+//!
+//! Parsing: the header and the first question with `hickory-proto` (already in the workspace
+//! for `netdoctor dns`); the answer sections are not read (the snap length may cut them, and
+//! the story needs only the rcode and the time).
+//!
+//! A lookup is (client address and port, id, question): the client's re-sends of the same
+//! question with the same id (to the same or another nameserver) are its retries; the same
+//! query frame twice within [`DUP_NS`] to the same server is a duplicated frame of the capture,
+//! not a retry. A nameserver is called unreachable only when it answered nothing in the
+//! capture, at least one query to it had [`WAIT_NS`] of capture after it, and the capture
+//! shows traffic toward the clients at all (a capture filtered to one direction cannot tell
+//! an unanswered query from an unseen answer). A query with less capture after it than
+//! [`WAIT_NS`] is cut by the end of the capture: said as a warning, blamed on nobody.
+//! mDNS (5353) and LLMNR (5355) are not nameservers: ignored.
+//!
+//! NXDOMAIN answers are `dns_name_not_found` (one finding per server; PTR lookups left out),
+//! except the steps of the search list's walk (`walk`), told as `dns_slow` side client.
+//! Told at the end of a file only ([`super::Analyzer::finish`]): a window's lookups may still
+//! await their answers, so `take_window` (the agent, `watch`) does not tell them; live
+//! captures filter TCP anyway. DNS over TCP is not read.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+
+use hickory_proto::op::{Header, MessageType, Query};
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
+
+use crate::decode::udp_datagram;
+use crate::finding::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
+use crate::packet::{LinkType, RawPacket};
+
+mod walk;
+
+/// The same query frame again within this, to the same server: a copy, not a retry.
+const DUP_NS: i64 = 1_000_000;
+/// Capture after a query before its missing answer says anything about the server.
+const WAIT_NS: i64 = 1_000_000_000;
+/// An answer this late (after the first query) is slow (`netdoctor dns`'s threshold).
+const SLOW_NS: i64 = 100_000_000;
+/// Lookups kept (then counted, not kept).
+const MAX_LOOKUPS: usize = 100_000;
+/// Addresses remembered as having received a non-TCP frame.
+const MAX_TOWARD: usize = 4096;
+/// Example packets per evidence line.
+const MAX_PACKETS: usize = 8;
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    client: SocketAddr,
+    id: u16,
+    name: String,
+    qtype: String,
+}
+
+#[derive(Clone, Copy)]
+struct Msg {
+    ts: i64,
+    frame: u64,
+    server: SocketAddr,
+}
+
+struct Lookup {
+    key: Key,
+    queries: Vec<Msg>,
+    dups: u32,
+    answer: Option<(Msg, u8)>,
+}
+
+impl Lookup {
+    fn retries(&self) -> usize {
+        self.queries.len().saturating_sub(1)
+    }
+}
+
+/// A lookup and its queries to one server.
+type Asked<'a> = (&'a Lookup, Vec<Msg>);
+/// A lookup and its answer.
+type Said<'a> = (&'a Lookup, Msg);
+
+/// The capture's DNS lookups (see the module docs).
+#[derive(Default)]
+pub(super) struct DnsLog {
+    lookups: Vec<Lookup>,
+    open: HashMap<Key, usize>,
+    toward: HashSet<IpAddr>,
+    answers_unmatched: u64,
+    dropped: u64,
+}
+
+impl DnsLog {
+    /// A frame that is no TCP segment, stamped `ts`.
+    pub(super) fn push(&mut self, pkt: &RawPacket<'_>, ts: i64) {
+        let Some((src, dst, payload)) = udp_datagram(pkt) else {
+            self.note_arp(pkt);
+            return;
+        };
+        if self.toward.len() < MAX_TOWARD {
+            self.toward.insert(dst.ip());
+        }
+        let mdns = |p: u16| p == 5353 || p == 5355;
+        if mdns(src.port()) || mdns(dst.port()) || (src.port() != 53 && dst.port() != 53) {
+            return;
+        }
+        let mut d = BinDecoder::new(payload);
+        let Ok(h) = Header::read(&mut d) else { return };
+        if h.counts.queries == 0 {
+            return;
+        }
+        let Ok(q) = Query::read(&mut d) else { return };
+        let m = &h.metadata;
+        let mut name = q.name().to_ascii().to_ascii_lowercase();
+        if name.len() > 1 && name.ends_with('.') {
+            name.pop();
+        }
+        let qtype = q.query_type().to_string();
+        match m.message_type {
+            MessageType::Query if dst.port() == 53 => {
+                let key = Key {
+                    client: src,
+                    id: m.id,
+                    name,
+                    qtype,
+                };
+                let msg = Msg {
+                    ts,
+                    frame: pkt.frame,
+                    server: dst,
+                };
+                if let Some(&i) = self.open.get(&key) {
+                    let l = &mut self.lookups[i];
+                    if l.answer.is_none() {
+                        match l.queries.last() {
+                            Some(p) if p.server == dst && ts - p.ts < DUP_NS => l.dups += 1,
+                            _ => l.queries.push(msg),
+                        }
+                        return;
+                    }
+                }
+                if self.lookups.len() >= MAX_LOOKUPS {
+                    self.dropped += 1;
+                    return;
+                }
+                self.open.insert(key.clone(), self.lookups.len());
+                self.lookups.push(Lookup {
+                    key,
+                    queries: vec![msg],
+                    dups: 0,
+                    answer: None,
+                });
+            }
+            MessageType::Response if src.port() == 53 => {
+                let key = Key {
+                    client: dst,
+                    id: m.id,
+                    name,
+                    qtype,
+                };
+                match self.open.get(&key).map(|&i| &mut self.lookups[i]) {
+                    Some(l) if l.answer.is_none() => {
+                        l.answer = Some((
+                            Msg {
+                                ts,
+                                frame: pkt.frame,
+                                server: src,
+                            },
+                            m.response_code.low(),
+                        ));
+                    }
+                    _ => self.answers_unmatched += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An ARP reply is traffic toward its target: the capture sees that direction.
+    fn note_arp(&mut self, pkt: &RawPacket<'_>) {
+        let d = pkt.data;
+        if pkt.link == LinkType::Ethernet
+            && d.len() >= 42
+            && d[12..14] == [0x08, 0x06]
+            && d[20..22] == [0, 2]
+            && self.toward.len() < MAX_TOWARD
+        {
+            let t: [u8; 4] = [d[38], d[39], d[40], d[41]];
+            self.toward.insert(IpAddr::from(t));
+        }
+    }
+
+    /// The findings and warnings of the capture's lookups. `t0`: the first packet's time,
+    /// `end`: the last one's; `tcp_answers`: the capture saw a remote answer over TCP (a
+    /// handshake completed), so it is not filtered to the outgoing direction.
+    pub(super) fn tell(&self, t0: i64, end: i64, tcp_answers: bool) -> (Vec<Finding>, Vec<String>) {
+        let mut findings = Vec::new();
+        let mut warnings = Vec::new();
+        if self.lookups.is_empty() {
+            return (findings, warnings);
+        }
+        let sees_incoming = tcp_answers
+            || self.lookups.iter().any(|l| l.answer.is_some())
+            || self.answers_unmatched > 0
+            || self
+                .lookups
+                .iter()
+                .any(|l| self.toward.contains(&l.key.client.ip()));
+        let answered_by: HashSet<IpAddr> = self
+            .lookups
+            .iter()
+            .filter_map(|l| l.answer.map(|(m, _)| m.server.ip()))
+            .collect();
+        let pref = |m: &Msg, dir: &str, desc: String| PacketRef {
+            frame: m.frame,
+            time: (m.ts - t0) as f64 / 1e9,
+            ts: m.ts as f64 / 1e9,
+            dir: dir.to_string(),
+            desc,
+        };
+        let q_desc =
+            |l: &Lookup| format!("query {} {} id {:#06x}", l.key.qtype, l.key.name, l.key.id);
+        // Unanswered queries, per server: waited long enough, or cut by the capture's end.
+        let mut dead: Vec<(IpAddr, Vec<Asked>)> = Vec::new();
+        let mut cut: Vec<&Lookup> = Vec::new();
+        let mut one_way: Vec<&Lookup> = Vec::new();
+        for l in self.lookups.iter().filter(|l| l.answer.is_none()) {
+            let waited = end - l.queries[0].ts;
+            if waited < WAIT_NS {
+                cut.push(l);
+                continue;
+            }
+            if !sees_incoming {
+                one_way.push(l);
+                continue;
+            }
+            for q in &l.queries {
+                let ip = q.server.ip();
+                if answered_by.contains(&ip) {
+                    continue;
+                }
+                match dead.iter_mut().find(|(s, _)| *s == ip) {
+                    Some((_, v)) => match v.iter_mut().find(|(x, _)| std::ptr::eq(*x, l)) {
+                        Some((_, qs)) => qs.push(*q),
+                        None => v.push((l, vec![*q])),
+                    },
+                    None => dead.push((ip, vec![(l, vec![*q])])),
+                }
+            }
+        }
+        // A server counts as dead when one of its queries had WAIT_NS of capture after it.
+        dead.retain(|(_, v)| {
+            v.iter()
+                .any(|(_, qs)| qs.iter().any(|q| end - q.ts >= WAIT_NS))
+        });
+        let all_dead = answered_by.is_empty() && !dead.is_empty();
+        for (server, v) in &dead {
+            let n: usize = v.iter().map(|(_, qs)| qs.len()).sum();
+            let names: Vec<&str> = v.iter().map(|(l, _)| l.key.name.as_str()).collect();
+            let first = v
+                .iter()
+                .flat_map(|(_, qs)| qs)
+                .map(|q| q.ts)
+                .min()
+                .unwrap_or(end);
+            let last = v
+                .iter()
+                .flat_map(|(_, qs)| qs)
+                .map(|q| q.ts)
+                .max()
+                .unwrap_or(end);
+            let mut f = Finding::new(
+                FindingId::DnsServerUnreachable,
+                if all_dead {
+                    Severity::Critical
+                } else {
+                    Severity::Warning
+                },
+                Side::Network,
+                format!("nameserver {server} does not answer (timeouts)"),
+            );
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = format!(
+                "Queries got no answer at all: the server is down, or a firewall drops DNS on \
+                 the way. In this capture it was asked {n} time(s) (for {}) over {:.1} s and \
+                 never answered; the capture ran {:.1} s after the last query. {}",
+                names.join(", "),
+                (last - first) as f64 / 1e9,
+                (end - last) as f64 / 1e9,
+                if all_dead {
+                    "No nameserver answered any query of the capture, so the lookups fail."
+                } else {
+                    "Other nameservers answered: lookups that ask this one first wait for the \
+                     timeout before the next."
+                }
+            );
+            f.fix = format!(
+                "Remove or replace this nameserver in the client's resolv.conf (or bring that \
+                 server back, or open UDP/TCP port 53 toward it); check with `dig @{server} {}`.",
+                names.first().copied().unwrap_or("NAME")
+            );
+            for (l, qs) in v {
+                let retried = if qs.len() > 1 || l.retries() > 0 {
+                    format!(", {} retries of the lookup", l.retries())
+                } else {
+                    String::new()
+                };
+                f.evidence.push(Evidence::Packets {
+                    connection: format!("{} → {}", l.key.client, qs[0].server),
+                    packets: qs
+                        .iter()
+                        .take(MAX_PACKETS)
+                        .map(|q| pref(q, "C→S", q_desc(l)))
+                        .collect(),
+                    note: format!(
+                        "{} {} sent {} time(s) to {server}, no answer{retried}{}",
+                        l.key.qtype,
+                        l.key.name,
+                        qs.len(),
+                        if l.dups > 0 {
+                            format!(
+                                " ({} duplicated frame(s) of the capture not counted)",
+                                l.dups
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ),
+                });
+            }
+            findings.push(f);
+        }
+        let dead_ips: HashSet<IpAddr> = dead.iter().map(|(s, _)| *s).collect();
+        let cut: Vec<&Lookup> = cut
+            .into_iter()
+            .filter(|l| l.queries.iter().all(|q| !dead_ips.contains(&q.server.ip())))
+            .collect();
+        if let Some(l) = cut.first() {
+            let q = l.queries.last().map_or(end, |q| q.ts);
+            warnings.push(format!(
+                "{} DNS lookup(s) unanswered when the capture ended ({} {} from {} to {}, sent \
+                 {:.3} s before the end): too soon to say whether the nameserver answers",
+                cut.len(),
+                l.key.qtype,
+                l.key.name,
+                l.key.client.ip(),
+                l.queries[0].server,
+                (end - q) as f64 / 1e9
+            ));
+        }
+        if let Some(l) = one_way.first() {
+            warnings.push(format!(
+                "{} DNS lookup(s) unanswered ({} {} from {} to {}, asked {} time(s)), but the \
+                 capture holds no packet toward the clients at all: it sees one direction (a \
+                 capture filter?), so whether the nameservers answered is not in it",
+                one_way.len(),
+                l.key.qtype,
+                l.key.name,
+                l.key.client.ip(),
+                l.queries[0].server,
+                l.queries.len()
+            ));
+        }
+        if self.dropped > 0 {
+            warnings.push(format!(
+                "{} DNS lookups after the first {MAX_LOOKUPS} were not analyzed",
+                self.dropped
+            ));
+        }
+        self.tell_answered(&mut findings, &pref, &q_desc);
+        (findings, warnings)
+    }
+
+    /// Answered lookups: server errors, names not found, slow answers.
+    fn tell_answered(
+        &self,
+        out: &mut Vec<Finding>,
+        pref: &dyn Fn(&Msg, &str, String) -> PacketRef,
+        q_desc: &dyn Fn(&Lookup) -> String,
+    ) {
+        let answered = || {
+            self.lookups
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| l.answer.map(|(a, rc)| (i, (l, a, rc))))
+        };
+        let evidence = |l: &Lookup, a: &Msg, rc: &str, note: String| Evidence::Packets {
+            connection: format!("{} → {}", l.key.client, a.server),
+            packets: vec![
+                pref(&l.queries[0], "C→S", q_desc(l)),
+                pref(a, "S→C", format!("answer {rc} id {:#06x}", l.key.id)),
+            ],
+            note,
+        };
+        let ms = |l: &Lookup, a: &Msg| (a.ts - l.queries[0].ts) as f64 / 1e6;
+        // One finding per (server, rcode) for the errors.
+        let mut errors: Vec<(IpAddr, u8, Vec<Said>)> = Vec::new();
+        let mut slow: Vec<(IpAddr, Vec<Said>)> = Vec::new();
+        let mut missing: Vec<(IpAddr, Vec<Said>)> = Vec::new();
+        let walks = walk::walks(&self.lookups);
+        let walked = walk::walked(&walks);
+        for w in &walks {
+            out.push(walk::tell(w, &self.lookups, pref));
+        }
+        for (i, (l, a, rc)) in answered() {
+            let ip = a.server.ip();
+            match rc {
+                2 | 5 => match errors.iter_mut().find(|(s, r, _)| *s == ip && *r == rc) {
+                    Some((_, _, v)) => v.push((l, a)),
+                    None => errors.push((ip, rc, vec![(l, a)])),
+                },
+                // Reverse lookups (PTR) without a name are `reverse_dns_timeout`'s world, not
+                // a missing name a request needed.
+                3 if !walked.contains(&i) && l.key.qtype != "PTR" => {
+                    match missing.iter_mut().find(|(s, _)| *s == ip) {
+                        Some((_, v)) => v.push((l, a)),
+                        None => missing.push((ip, vec![(l, a)])),
+                    }
+                }
+                0 if a.ts - l.queries[0].ts >= SLOW_NS => {
+                    match slow.iter_mut().find(|(s, _)| *s == ip) {
+                        Some((_, v)) => v.push((l, a)),
+                        None => slow.push((ip, vec![(l, a)])),
+                    }
+                }
+                _ => {}
+            }
+        }
+        let any_found = answered().any(|(_, (_, _, rc))| rc == 0);
+        for (server, v) in &missing {
+            let mut names: Vec<&str> = v.iter().map(|(l, _)| l.key.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            let mut f = Finding::new(
+                FindingId::DnsNameNotFound,
+                // Other names resolved: the client goes on, the lookups of these fail.
+                if any_found {
+                    Severity::Warning
+                } else {
+                    Severity::Critical
+                },
+                Side::Client,
+                format!(
+                    "{} does not exist: {server} answered NXDOMAIN{}",
+                    names[0],
+                    if names.len() > 1 {
+                        format!(" (and for {} more name(s))", names.len() - 1)
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = format!(
+                "The nameserver answered: {} does not exist. Nothing on the network is slow \
+                 or broken; the name (or the search list that completed it) is wrong, or the \
+                 zone lacks the record.",
+                names.join(", ")
+            );
+            f.fix = format!(
+                "Check the host name's spelling and the client's search domains, or add the \
+                 record to the zone; check with `netdoctor dns {}`.",
+                names[0]
+            );
+            for (l, a) in v.iter().take(MAX_PACKETS) {
+                f.evidence.push(evidence(
+                    l,
+                    a,
+                    "NXDOMAIN",
+                    format!(
+                        "{} {} NXDOMAIN in {:.1} ms",
+                        l.key.qtype,
+                        l.key.name,
+                        ms(l, a)
+                    ),
+                ));
+            }
+            out.push(f);
+        }
+        for (server, rc, v) in &errors {
+            let (word, probe_txt) = if *rc == 2 {
+                (
+                    "SERVFAIL",
+                    "it could not resolve the name (not: the name does not exist)",
+                )
+            } else {
+                ("REFUSED", "it refuses to resolve for this client")
+            };
+            let (l, a) = v[0];
+            let mut f = Finding::new(
+                FindingId::DnsServerError,
+                Severity::Critical,
+                Side::Network,
+                format!(
+                    "nameserver {server} answers {word} for {}: {probe_txt}",
+                    l.key.name
+                ),
+            );
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = if *rc == 2 {
+                "The nameserver is reachable and answers at once, but says its own resolution \
+                 failed: it cannot reach the name's authoritative servers (upstream or forwarder \
+                 down or blocked), DNSSEC validation failed, or the zone is misconfigured (lame \
+                 delegation). The name very likely exists."
+            } else {
+                "The nameserver refuses by policy to resolve this name for this client: \
+                 recursion is open to some networks only (allow-recursion, an ACL), or it is \
+                 authoritative only and not for this zone."
+            }
+            .to_string();
+            f.fix = format!(
+                "{} Check with `dig @{server} {}`.",
+                if *rc == 2 {
+                    "Read the nameserver's log and check its upstream/forwarders (can it reach \
+                     port 53 upstream?), the zone's delegation and DNSSEC (`dig +cd`, `dig \
+                     +trace`); meanwhile point the client at a working resolver."
+                } else {
+                    "Use the resolver meant for this network, or allow the client's address in \
+                     the nameserver's recursion ACL."
+                },
+                l.key.name.trim_end_matches('.')
+            );
+            f.evidence.push(Evidence::Probe {
+                probe: if *rc == 2 {
+                    "dns_servfail"
+                } else {
+                    "dns_refused"
+                }
+                .to_string(),
+                note: format!(
+                    "{} lookup(s) answered {word}, the first in {:.1} ms",
+                    v.len(),
+                    ms(l, &a)
+                ),
+            });
+            for (l, a) in v.iter().take(MAX_PACKETS) {
+                f.evidence.push(evidence(
+                    l,
+                    a,
+                    word,
+                    format!("{word} in {:.1} ms", ms(l, a)),
+                ));
+            }
+            out.push(f);
+        }
+        for (server, v) in &slow {
+            let mut times: Vec<f64> = v.iter().map(|(l, a)| ms(l, a)).collect();
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            let retried = v.iter().filter(|(l, _)| l.retries() > 0).count();
+            let mut f = Finding::new(
+                FindingId::DnsSlow,
+                Severity::Warning,
+                Side::Network,
+                format!(
+                    "nameserver {server} is slow: {} lookup(s) answered after {:.0} ms (median){}",
+                    v.len(),
+                    median,
+                    if retried > 0 {
+                        format!(", {retried} only after a retry")
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+            f.impact.added_latency_ms = Some(median);
+            f.explanation = "Every name lookup through this server waits for its answer; a lost \
+                             query is re-sent only after the resolver's timeout. Programs that \
+                             resolve a name per request or per connection pay this on each one."
+                .to_string();
+            f.fix = "Use a nearer or healthier resolver (a local caching resolver such as \
+                     systemd-resolved, dnsmasq or nscd), lower `options timeout:` so a lost \
+                     query is retried sooner, cache names in the application."
+                .to_string();
+            for (l, a) in v.iter().take(MAX_PACKETS) {
+                f.evidence.push(evidence(
+                    l,
+                    a,
+                    "NOERROR",
+                    format!(
+                        "answered in {:.1} ms after {} retries",
+                        ms(l, a),
+                        l.retries()
+                    ),
+                ));
+            }
+            out.push(f);
+        }
+    }
+}

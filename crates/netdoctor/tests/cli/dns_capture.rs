@@ -1,0 +1,69 @@
+//! `netdoctor analyze` on captures whose story is DNS (`analyze::dns`), from the shared
+//! third-party corpus (`../shared/realworld-pcaps/`; skipped when missing): the verdict, the
+//! Chinese report, and `-j 2` giving `-j 1`'s JSON.
+
+use crate::common;
+
+use std::path::PathBuf;
+
+fn corpus_file(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
+        });
+    let p = dir.join(name);
+    if !p.exists() {
+        eprintln!("skipped: {} missing", p.display());
+        return None;
+    }
+    Some(p)
+}
+
+fn json(path: &std::path::Path, jobs: &str) -> serde_json::Value {
+    let o = common::netdoctor(&["analyze", "--json", "-j", jobs, path.to_str().unwrap()]);
+    let mut v = common::json(&o);
+    v.as_object_mut().unwrap().remove("elapsed_s");
+    v
+}
+
+#[test]
+fn unanswered_nameservers_are_a_problem_in_both_languages_and_any_jobs() {
+    // ppa-nowebaccess1: 7 queries for www.google.com to 4.2.2.2 and 4.2.2.1, no answer.
+    let Some(p) = corpus_file("ppa-nowebaccess1.pcapng") else {
+        return;
+    };
+    let v = json(&p, "1");
+    assert_eq!(v["verdict"], "problem", "{v}");
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["dns_server_unreachable", "dns_server_unreachable"]);
+    assert_eq!(json(&p, "2"), v);
+    let zh = common::zh_finding_block(&p, "dns_server_unreachable");
+    assert!(
+        zh.contains("一个已配置的域名服务器没有应答（超时）"),
+        "{zh}"
+    );
+    assert!(zh.contains("#3") && zh.contains("→4.2.2.2:53"), "{zh}");
+}
+
+#[test]
+fn one_query_at_the_capture_end_stays_inconclusive() {
+    // ppa-udp_dnsrequest: one query, the capture ends with it.
+    let Some(p) = corpus_file("ppa-udp_dnsrequest.pcapng") else {
+        return;
+    };
+    let v = json(&p, "1");
+    assert_eq!(v["verdict"], "inconclusive", "{v}");
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(0), "{v}");
+    let w = v["measurements"]["capture"]["warnings"].to_string();
+    assert!(
+        w.contains("1 DNS lookup(s) unanswered when the capture ended"),
+        "{w}"
+    );
+    assert_eq!(json(&p, "2"), v);
+}
