@@ -27,6 +27,9 @@ pub(super) struct Agg {
     pub http1_exchanges: u64,
     /// Of [`Agg::exchanges`], HTTP/2 streams.
     pub h2_exchanges: u64,
+    /// TLS handshake turns (setup, not among [`Agg::exchanges`]) and their server time.
+    pub tls_turns: u64,
+    pub tls_server_time: Option<Hist>,
     pub breakdown: BreakdownAgg,
     /// The clients' reuse gaps of the complete exchanges: recorded here once for the
     /// detectors that tell them (`Context::reuse_gaps`), not by each of them.
@@ -61,6 +64,9 @@ pub(super) enum Entry {
         setup: Setup,
         done: ExchangeDone,
     },
+    /// A TLS handshake turn ([`Event::TlsTurn`]): counted and handed on apart from the
+    /// exchanges.
+    TlsTurn(ExchangeDone),
     /// An event without borrowed parts (stall, loss episode, zero window, reset).
     Event(Event<'static>),
     ConnDone(ConnDone),
@@ -109,7 +115,7 @@ impl Entry {
                 context,
             }),
             // Logged with their figures ([`Entry::Exchange`]), never alone.
-            Event::ExchangeDone(_) | Event::ExchangeCut(_) => return None,
+            Event::ExchangeDone(_) | Event::ExchangeCut(_) | Event::TlsTurn(_) => return None,
             Event::ConnDone(d) => Entry::ConnDone(*d),
             Event::H2 { ends, rtt_ns, done } => Entry::H2 {
                 ends,
@@ -132,6 +138,8 @@ impl Agg {
             incomplete: 0,
             http1_exchanges: 0,
             h2_exchanges: 0,
+            tls_turns: 0,
+            tls_server_time: None,
             breakdown: BreakdownAgg::new(),
             reuse_gaps: None,
             detectors: Vec::new(),
@@ -193,6 +201,13 @@ impl Agg {
                 } else {
                     self.emit(&Event::ExchangeCut(done));
                 }
+            }
+            Entry::TlsTurn(done) => {
+                self.tls_turns += 1;
+                self.tls_server_time
+                    .get_or_insert_with(Hist::new)
+                    .record_ns(done.server_time_ns);
+                self.emit(&Event::TlsTurn(done));
             }
             Entry::Event(ev) => self.emit(ev),
             Entry::ConnDone(d) => self.emit(&Event::ConnDone(d)),
