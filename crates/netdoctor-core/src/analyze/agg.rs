@@ -56,7 +56,8 @@ pub(super) struct Setup {
 pub(super) enum Entry {
     /// A handshake RTT, ns.
     Rtt(i64),
-    /// A finished exchange (or one cut by the end of the capture, `done.cut`): its figures
+    /// A finished exchange (or one cut by the end of the capture, `done.cut`; a TLS handshake
+    /// turn with `found` [`Found::TlsSetup`]): its figures
     /// for the aggregates, then [`Event::ExchangeDone`] (or [`Event::ExchangeCut`]) for the
     /// detectors. One entry, not two: the log is copied once per exchange.
     Exchange {
@@ -64,9 +65,6 @@ pub(super) enum Entry {
         setup: Setup,
         done: ExchangeDone,
     },
-    /// A TLS handshake turn ([`Event::TlsTurn`]): counted and handed on apart from the
-    /// exchanges.
-    TlsTurn(ExchangeDone),
     /// An event without borrowed parts (stall, loss episode, zero window, reset).
     Event(Event<'static>),
     ConnDone(ConnDone),
@@ -176,6 +174,7 @@ impl Agg {
     pub(super) fn apply(&mut self, e: &Entry) {
         match e {
             Entry::Rtt(ns) => self.handshake_rtt.record_ns(*ns),
+            Entry::Exchange { found, .. } if *found == Found::TlsSetup => self.tls_turn(e),
             Entry::Exchange { found, setup, done } => {
                 let cut = done.cut;
                 self.exchanges += 1;
@@ -202,13 +201,6 @@ impl Agg {
                     self.emit(&Event::ExchangeCut(done));
                 }
             }
-            Entry::TlsTurn(done) => {
-                self.tls_turns += 1;
-                self.tls_server_time
-                    .get_or_insert_with(Hist::new)
-                    .record_ns(done.server_time_ns);
-                self.emit(&Event::TlsTurn(done));
-            }
             Entry::Event(ev) => self.emit(ev),
             Entry::ConnDone(d) => self.emit(&Event::ConnDone(d)),
             Entry::H2 { ends, rtt_ns, done } => self.emit(&Event::H2 {
@@ -217,6 +209,20 @@ impl Agg {
                 done,
             }),
             Entry::Bulk(t) => self.on_bulk(t),
+        }
+    }
+
+    /// A TLS handshake turn ([`Found::TlsSetup`]): counted apart from the exchanges and handed
+    /// on as [`Event::TlsTurn`].
+    #[cold]
+    #[inline(never)]
+    fn tls_turn(&mut self, e: &Entry) {
+        if let Entry::Exchange { done, .. } = e {
+            self.tls_turns += 1;
+            self.tls_server_time
+                .get_or_insert_with(Hist::new)
+                .record_ns(done.server_time_ns);
+            self.emit(&Event::TlsTurn(done));
         }
     }
 

@@ -37,6 +37,8 @@ pub(super) enum Found {
     Http1,
     /// An HTTP/2 stream (`super::h2`).
     H2,
+    /// A TLS handshake turn (`super::tls`): setup, not an exchange (never counted as one).
+    TlsSetup,
 }
 
 #[derive(Clone, Copy)]

@@ -5,7 +5,7 @@
 
 use super::agg::{Agg, Entry, Out, Setup};
 use super::conn::Conn;
-use super::http::Exchange;
+use super::http::{Exchange, Found};
 use crate::breakdown::{DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
 use crate::event::{
     ConnDone, Episode, Event, ExchangeDone, Pkt, ResetContext, ResetKind, Stall, StallKind,
@@ -510,14 +510,16 @@ impl Hub {
                 x.flights.finish(rtt, x.delivered_ns != i64::MIN)
             },
         };
-        self.out.put(if x.tls_setup {
-            Entry::TlsTurn(done)
-        } else {
-            Entry::Exchange {
-                found: x.found,
-                setup,
-                done,
-            }
+        // A TLS handshake turn goes in the same entry (built in place: a second kind of entry
+        // cost a copy of every exchange), told apart by `found` (`super::tls`).
+        self.out.put(Entry::Exchange {
+            found: if x.tls_setup {
+                Found::TlsSetup
+            } else {
+                x.found
+            },
+            setup,
+            done,
         });
     }
 
