@@ -60,7 +60,7 @@ fn scan(payload: &[u8], wire: u32, skip: u16) -> Scan {
         };
         match kind {
             0x17 => return Scan::Data,
-            0x14 | 0x15 | 0x16 => at += 5 + usize::from(u16::from_be_bytes([hi, lo])),
+            0x14..=0x16 => at += 5 + usize::from(u16::from_be_bytes([hi, lo])),
             _ => return Scan::Lost,
         }
     }
