@@ -260,7 +260,8 @@ pub struct ConnDone {
     pub syn: SynState,
     /// The first request's first packet.
     pub first_req: Option<Pkt>,
-    /// Completed exchanges on the connection.
+    /// Completed exchanges on the connection (requests: a TLS handshake's turns are not
+    /// exchanges, they are counted in `tls`).
     pub exchanges: u32,
     /// The first FIN or RST on the connection: who closed first.
     pub first_close: Option<Pkt>,
@@ -271,7 +272,7 @@ pub struct ConnDone {
     /// What the connection's last HTTP/1.x request said about keeping the connection (read
     /// on its first three requests only: a longer connection's close is not per request).
     pub asked: ClientAsked,
-    /// The TLS handshake's round trips among `exchanges` (not requests).
+    /// The TLS handshake's round trips (not among `exchanges`).
     pub tls: TlsSetup,
     /// The client's FIN was `first_close` at the capture point, but the server's FIN did not
     /// acknowledge it: the server had closed on its own before it arrived (a capture at the
@@ -279,13 +280,13 @@ pub struct ConnDone {
     pub crossed_fin: bool,
 }
 
-/// A connection's TLS handshake, read from its first turns (`analyze::http`): a turn whose
+/// A connection's TLS handshake, read from its first turns (`analyze::tls`): a turn whose
 /// client data opens with a plaintext TLS handshake record (`0x16 0x03 0x0?`: ClientHello, or
 /// TLS 1.2's ClientKeyExchange) answered by a handshake or ChangeCipherSpec record
-/// (`0x16`/`0x14`) carried no request. TLS 1.3's second flight and TLS 1.2's resumed one open
-/// with ChangeCipherSpec or application data and carry the request: not counted. (TLS 1.2
-/// False Start sends the request in the ClientKeyExchange turn: counted as setup, one request
-/// short.)
+/// (`0x16`/`0x14`) carried no request, unless application data followed its handshake
+/// records (TLS 1.3 early data, TLS 1.2 False Start). TLS 1.3's second flight and TLS 1.2's
+/// resumed one open with ChangeCipherSpec or application data and carry the request: not
+/// counted. Each handshake turn is an [`Event::TlsTurn`], never an exchange.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TlsSetup {
     /// Completed handshake turns.
@@ -298,13 +299,10 @@ pub struct TlsSetup {
     /// The turn in progress was answered with a handshake record: a setup turn, counted when
     /// the next turn starts or the connection ends.
     pub(crate) answered: bool,
-}
-
-impl TlsSetup {
-    /// The completed handshake turns, counting one answered and not yet followed.
-    pub fn setup_turns(&self) -> u32 {
-        u32::from(self.turns) + u32::from(self.answered)
-    }
+    /// The records of the handshake turn in progress are being walked (`analyze::tls`), and
+    /// the next record header starts this many bytes into the turn's next segment.
+    pub(crate) scan: bool,
+    pub(crate) skip: u16,
 }
 
 /// What a client's HTTP/1.x request said about keeping its connection, from the captured
@@ -341,8 +339,9 @@ impl Interests {
     pub const EXCHANGE_CUT: Interests = Interests(1 << 7);
     pub const H2: Interests = Interests(1 << 8);
     pub const BULK: Interests = Interests(1 << 9);
-    pub const ALL: Interests = Interests(0x3ff);
-    pub(crate) const KINDS: usize = 10;
+    pub const TLS_TURN: Interests = Interests(1 << 10);
+    pub const ALL: Interests = Interests(0x7ff);
+    pub(crate) const KINDS: usize = 11;
 
     /// Both sets.
     pub const fn and(self, other: Interests) -> Interests {
@@ -392,6 +391,10 @@ pub enum Event<'a> {
         context: ResetContext,
     },
     ExchangeDone(&'a ExchangeDone),
+    /// A TLS handshake turn (ClientHello → ServerHello …; TLS 1.2's ClientKeyExchange →
+    /// Finished), complete or cut: connection setup, not an exchange ([`TlsSetup`]). Its
+    /// server time is the server's work on the handshake.
+    TlsTurn(&'a ExchangeDone),
     /// An exchange cut by the end of the capture after its first response byte (`cut` set):
     /// its first-byte time and status are known, its latency and later stalls are not. Apart
     /// from [`Event::ExchangeDone`] so that shares of completed exchanges stay what they were.
@@ -426,6 +429,7 @@ impl Event<'_> {
             Event::ExchangeCut(_) => 7,
             Event::H2 { .. } => 8,
             Event::Bulk(_) => 9,
+            Event::TlsTurn(_) => 10,
         }
     }
 }

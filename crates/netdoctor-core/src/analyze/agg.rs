@@ -27,6 +27,9 @@ pub(super) struct Agg {
     pub http1_exchanges: u64,
     /// Of [`Agg::exchanges`], HTTP/2 streams.
     pub h2_exchanges: u64,
+    /// TLS handshake turns (setup, not among [`Agg::exchanges`]) and their server time.
+    pub tls_turns: u64,
+    pub tls_server_time: Option<Hist>,
     pub breakdown: BreakdownAgg,
     /// The clients' reuse gaps of the complete exchanges: recorded here once for the
     /// detectors that tell them (`Context::reuse_gaps`), not by each of them.
@@ -53,7 +56,8 @@ pub(super) struct Setup {
 pub(super) enum Entry {
     /// A handshake RTT, ns.
     Rtt(i64),
-    /// A finished exchange (or one cut by the end of the capture, `done.cut`): its figures
+    /// A finished exchange (or one cut by the end of the capture, `done.cut`; a TLS handshake
+    /// turn with `found` [`Found::TlsSetup`]): its figures
     /// for the aggregates, then [`Event::ExchangeDone`] (or [`Event::ExchangeCut`]) for the
     /// detectors. One entry, not two: the log is copied once per exchange.
     Exchange {
@@ -109,7 +113,7 @@ impl Entry {
                 context,
             }),
             // Logged with their figures ([`Entry::Exchange`]), never alone.
-            Event::ExchangeDone(_) | Event::ExchangeCut(_) => return None,
+            Event::ExchangeDone(_) | Event::ExchangeCut(_) | Event::TlsTurn(_) => return None,
             Event::ConnDone(d) => Entry::ConnDone(*d),
             Event::H2 { ends, rtt_ns, done } => Entry::H2 {
                 ends,
@@ -132,6 +136,8 @@ impl Agg {
             incomplete: 0,
             http1_exchanges: 0,
             h2_exchanges: 0,
+            tls_turns: 0,
+            tls_server_time: None,
             breakdown: BreakdownAgg::new(),
             reuse_gaps: None,
             detectors: Vec::new(),
@@ -168,6 +174,7 @@ impl Agg {
     pub(super) fn apply(&mut self, e: &Entry) {
         match e {
             Entry::Rtt(ns) => self.handshake_rtt.record_ns(*ns),
+            Entry::Exchange { found, .. } if *found == Found::TlsSetup => self.tls_turn(e),
             Entry::Exchange { found, setup, done } => {
                 let cut = done.cut;
                 self.exchanges += 1;
@@ -202,6 +209,20 @@ impl Agg {
                 done,
             }),
             Entry::Bulk(t) => self.on_bulk(t),
+        }
+    }
+
+    /// A TLS handshake turn ([`Found::TlsSetup`]): counted apart from the exchanges and handed
+    /// on as [`Event::TlsTurn`].
+    #[cold]
+    #[inline(never)]
+    fn tls_turn(&mut self, e: &Entry) {
+        if let Entry::Exchange { done, .. } = e {
+            self.tls_turns += 1;
+            self.tls_server_time
+                .get_or_insert_with(Hist::new)
+                .record_ns(done.server_time_ns);
+            self.emit(&Event::TlsTurn(done));
         }
     }
 

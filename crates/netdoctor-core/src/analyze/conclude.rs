@@ -2,7 +2,9 @@
 //! a window's) counts, the capture-quality warnings, ranking, and the exchange figures
 //! (percentiles, breakdown bands, which exchange method was seen).
 
-use super::{Analysis, CaptureStats, ExchangeMethod, ExchangeStats, agg, quality};
+use super::{
+    Analysis, CaptureStats, ExchangeMethod, ExchangeStats, TlsHandshakeStats, agg, quality,
+};
 use crate::detect::Context;
 use crate::finding::{Finding, rank};
 
@@ -73,6 +75,10 @@ pub(super) fn conclude_judged(
             breakdown_p999_ms: bands.map(|b| b.p999),
             breakdown_max_ms: bands.map(|b| b.max),
             breakdown_mean_ms: bands.map(|b| b.mean),
+            tls_handshake: g.tls_server_time.as_ref().map(|h| TlsHandshakeStats {
+                turns: g.tls_turns,
+                server_time_ms: h.percentiles(),
+            }),
         },
         findings,
         warnings,

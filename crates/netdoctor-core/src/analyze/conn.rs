@@ -322,6 +322,12 @@ impl Conn {
         }
     }
 
+    /// A request/response turn completed on the connection: an exchange, or a TLS
+    /// handshake's turn (`super::tls`).
+    pub(super) fn carried_turns(&self) -> bool {
+        self.exchanges > 0 || self.tls.turns > 0 || self.tls.answered
+    }
+
     /// The exchanges in progress, to charge a stall to: the one of the turns source, or every
     /// open HTTP/2 stream (a stall of the connection holds them all).
     pub(super) fn in_progress(&mut self) -> Box<dyn Iterator<Item = &mut Exchange> + '_> {

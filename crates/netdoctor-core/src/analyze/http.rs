@@ -37,6 +37,8 @@ pub(super) enum Found {
     Http1,
     /// An HTTP/2 stream (`super::h2`).
     H2,
+    /// A TLS handshake turn (`super::tls`): setup, not an exchange (never counted as one).
+    TlsSetup,
 }
 
 #[derive(Clone, Copy)]
@@ -91,6 +93,8 @@ pub(super) struct Exchange {
     pub reuse_gap_ns: Option<i64>,
     /// The response's opening flights (slow start, [`super::flights`]).
     pub flights: super::flights::Flights,
+    /// A TLS handshake turn (`super::tls`): setup, not an exchange.
+    pub tls_setup: bool,
 }
 
 /// The status code of an HTTP/1.x status line at the start of `payload`
@@ -333,7 +337,10 @@ impl Conn {
                     }
                     if self.tls.asked {
                         self.tls.asked = false;
-                        self.tls.answered = tls_setup_answer(payload);
+                        self.tls.answered = super::tls::tls_setup_answer(payload);
+                        if let Some(x) = self.cur.as_mut() {
+                            x.tls_setup = self.tls.answered;
+                        }
                     }
                     self.phase = Phase::Response;
                     self.resp_ack = self.dirs[1 - self.server].acked;
@@ -390,6 +397,9 @@ impl Conn {
                     if let Some(x) = self.cur.as_mut() {
                         x.last_req = pkt;
                     }
+                    if self.tls.asked {
+                        self.tls_records(payload, pkt.len, gap || old > 0);
+                    }
                 }
                 Phase::Idle | Phase::Response => {
                     finished = self.cur.take();
@@ -399,6 +409,8 @@ impl Conn {
                         .map(|p| (pkt.ts_ns - p.last_resp.ts_ns).max(0));
                     let prev_answered = finished.as_ref().is_some_and(Exchange::answered);
                     self.first_req.get_or_insert(pkt);
+                    // Handshake turns are not exchanges: this reads them and the first three
+                    // requests after them (`super::tls`).
                     if self.exchanges <= 2 {
                         self.tls_turn(pkt, payload);
                     }
@@ -442,6 +454,7 @@ impl Conn {
                         body_wait_ns: 0,
                         reuse_gap_ns,
                         flights: Default::default(),
+                        tls_setup: false,
                     });
                     self.phase = Phase::Request;
                 }
@@ -451,40 +464,7 @@ impl Conn {
     }
 }
 
-/// A plaintext TLS handshake record's header (`0x16`, version `0x03 0x00`–`0x04`): a client's
-/// ClientHello or TLS 1.2 ClientKeyExchange.
-fn tls_handshake(payload: &[u8]) -> bool {
-    matches!(payload, [0x16, 0x03, v, ..] if *v <= 0x04)
-}
-
-/// A server's answer in the handshake: a handshake record (ServerHello…) or ChangeCipherSpec
-/// (TLS 1.2's server Finished), not application data.
-fn tls_setup_answer(payload: &[u8]) -> bool {
-    matches!(payload, [0x16 | 0x14, 0x03, ..])
-}
-
 impl Conn {
-    /// A new turn of the client's starting with `payload` (on the connection's first turns):
-    /// the turn before it was a TLS handshake turn if it was answered in kind, and the first
-    /// turn that is not one is the first request ([`crate::event::TlsSetup`]).
-    #[cold]
-    fn tls_turn(&mut self, pkt: Pkt, payload: &[u8]) {
-        let t = &mut self.tls;
-        if t.answered {
-            t.answered = false;
-            t.turns = t.turns.saturating_add(1);
-        }
-        t.asked = tls_handshake(payload);
-        if !t.asked
-            && t.turns > 0
-            && t.handshake_us == 0
-            && let Some(first) = self.first_req
-        {
-            let us = (pkt.ts_ns - first.ts_ns).max(0) / 1000;
-            t.handshake_us = u32::try_from(us).unwrap_or(u32::MAX).max(1);
-        }
-    }
-
     /// Client data `payload` about to go through [`Conn::on_http_data`]: marks the connection
     /// when it shows pipelining (a second HTTP/1 request line before any response). Kept
     /// apart from the exchange state machine (and out of line) so the per-packet path stays
@@ -533,25 +513,6 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tls_handshake_records_are_told_from_application_data_and_other_protocols() {
-        // ClientHello (TLS 1.0 record version, as clients send it), TLS 1.2's ClientKeyExchange.
-        assert!(tls_handshake(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
-        assert!(tls_handshake(&[0x16, 0x03, 0x03, 0x00, 0x46, 0x10]));
-        // Application data, ChangeCipherSpec (TLS 1.3's second flight), SSLv2-looking or other
-        // protocols' bytes, a payload the snap length cut to two bytes.
-        assert!(!tls_handshake(&[0x17, 0x03, 0x03, 0x00, 0x20]));
-        assert!(!tls_handshake(&[0x14, 0x03, 0x03, 0x00, 0x01, 0x01]));
-        assert!(!tls_handshake(&[0x16, 0x03, 0x05]));
-        assert!(!tls_handshake(b"GET / HTTP/1.1"));
-        assert!(!tls_handshake(&[0x16, 0x03]));
-        // The answer in the handshake: ServerHello or ChangeCipherSpec, not data.
-        assert!(tls_setup_answer(&[0x16, 0x03, 0x03, 0x00, 0x5a, 0x02]));
-        assert!(tls_setup_answer(&[0x14, 0x03, 0x03, 0x00, 0x01, 0x01]));
-        assert!(!tls_setup_answer(&[0x17, 0x03, 0x03, 0x00, 0x20]));
-        assert!(!tls_setup_answer(b"HTTP/1.1 200 OK"));
-    }
 
     #[test]
     fn what_a_request_header_asks_about_its_connection() {

@@ -5,7 +5,7 @@
 
 use super::agg::{Agg, Entry, Out, Setup};
 use super::conn::Conn;
-use super::http::Exchange;
+use super::http::{Exchange, Found};
 use crate::breakdown::{DELAYED_ACK, LOSS, NAGLE, TIMEOUT, ZERO_WINDOW};
 use crate::event::{
     ConnDone, Episode, Event, ExchangeDone, Pkt, ResetContext, ResetKind, Stall, StallKind,
@@ -428,8 +428,9 @@ impl Hub {
         };
         let cut = cut || x.gap_cut;
         let rtt = c.rtt_ns;
-        let first = c.exchanges == 0;
-        c.exchanges += 1;
+        // A TLS handshake turn is setup, not an exchange (`super::tls`).
+        let first = c.exchanges == 0 && !x.tls_setup;
+        c.exchanges += u32::from(!x.tls_setup);
         let latency = x.last_resp.ts_ns.max(x.delivered_ns) - x.first_req.ts_ns;
         // The round trip inside the request → first byte gap is the capture point's leg to
         // the server, not the whole handshake RTT: a capture at a server 384 ms from its
@@ -467,13 +468,18 @@ impl Hub {
         };
         let server_time = (first_resp.ts_ns - x.last_req.ts_ns - not_server).max(0);
         // A first exchange after a repeated SYN or SYN/ACK: the client waited from its first
-        // SYN; one handshake RTT of that is network, the rest the SYN retransmission.
+        // SYN to its first data (the request, or the TLS ClientHello before it); one handshake
+        // RTT of that is network, the rest the SYN retransmission.
         let mut setup = Setup::default();
         if first
             && (c.syn.syns > 1 || c.syn.synacks > 1)
             && let Some(syn) = c.syn.first_syn
         {
-            let waited = (x.first_req.ts_ns - syn.ts_ns).max(0);
+            let opened = c
+                .first_req
+                .filter(|_| c.tls.turns > 0)
+                .unwrap_or(x.first_req);
+            let waited = (opened.ts_ns - syn.ts_ns).max(0);
             setup = Setup {
                 setup_ns: waited,
                 handshake_ns: rtt.unwrap_or(0).min(waited),
@@ -504,8 +510,14 @@ impl Hub {
                 x.flights.finish(rtt, x.delivered_ns != i64::MIN)
             },
         };
+        // A TLS handshake turn goes in the same entry (built in place: a second kind of entry
+        // cost a copy of every exchange), told apart by `found` (`super::tls`).
         self.out.put(Entry::Exchange {
-            found: x.found,
+            found: if x.tls_setup {
+                Found::TlsSetup
+            } else {
+                x.found
+            },
             setup,
             done,
         });
@@ -620,7 +632,7 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
         (Phase::Idle, _) => ResetKind::Idle,
         (Phase::Request, true)
             if !rst.flags.ack()
-                && c.exchanges > 0
+                && c.carried_turns()
                 && c.cur.is_some_and(|x| x.idle_before_ns >= ANSWERED_IDLE_NS) =>
         {
             ResetKind::Idle

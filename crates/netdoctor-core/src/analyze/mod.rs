@@ -49,6 +49,7 @@ pub mod shard;
 mod tcp;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod window;
 
 pub use quality::CaptureQuality;
@@ -243,6 +244,10 @@ pub struct ExchangeStats {
     /// Mean breakdown over all exchanges.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown_mean_ms: Option<Breakdown>,
+    /// TLS handshake turns (ClientHello → ServerHello …): connection setup, in none of the
+    /// figures above; with the server's time in them (absent without TLS handshakes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<TlsHandshakeStats>,
     /// Exchanges whose latency was at most each bound of [`crate::stats::LATENCY_BOUNDS_MS`]
     /// (cumulative): the exact histogram exporters publish. Not in the JSON (the percentiles
     /// are); empty in a report read back from JSON.
@@ -254,6 +259,16 @@ pub struct ExchangeStats {
     /// in the JSON; empty in a report read back from JSON.
     #[serde(skip)]
     pub latency_recorded_us: Vec<(u64, u64)>,
+}
+
+/// A capture's TLS handshake turns ([`ExchangeStats::tls_handshake`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct TlsHandshakeStats {
+    /// Handshake turns (a full TLS 1.2 handshake has two, TLS 1.3 and a resumed one one).
+    pub turns: u64,
+    /// The server's time per turn: its first answer byte − the client's last handshake byte,
+    /// minus the path's round trip (as [`ExchangeStats::server_time_ms`]).
+    pub server_time_ms: Percentiles,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug)]

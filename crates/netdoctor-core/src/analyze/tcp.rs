@@ -680,7 +680,7 @@ fn reorient_guess(c: &mut Conn, shared: &Shared, key: &ConnKey, i: usize, payloa
     {
         (s, Reason::Payload)
     } else if c.reason == Reason::LowerPort
-        && c.exchanges == 0
+        && !c.carried_turns()
         && let Some(s) = shared.server(key)
     {
         (s, Reason::Shared)

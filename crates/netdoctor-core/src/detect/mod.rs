@@ -24,6 +24,7 @@ pub mod server_not_listening;
 pub mod short_connections;
 pub mod slow_handshake;
 pub mod slow_server_processing;
+pub mod slow_tls_handshake;
 pub mod small_initial_window;
 pub mod spurious_retransmission;
 pub mod syn_retransmit;

@@ -69,6 +69,8 @@ pub struct SlowServerProcessing {
     /// Concurrent connections of the run's load ([`Observation::RunConfig`]).
     load_connections: Option<u32>,
     examples: Vec<ExchangeDone>,
+    /// The TLS handshake turns ([`super::slow_tls_handshake`]).
+    tls: super::slow_tls_handshake::TlsHandshakes,
 }
 
 impl Detector for SlowServerProcessing {
@@ -76,11 +78,13 @@ impl Detector for SlowServerProcessing {
         Interests::EXCHANGE_DONE
             .and(Interests::EXCHANGE_CUT)
             .and(Interests::OBSERVED)
+            .and(Interests::TLS_TURN)
     }
 
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::ExchangeDone(x) | Event::ExchangeCut(x) => self.on_exchange(x),
+            Event::TlsTurn(x) => self.tls.on_turn(x),
             Event::Observed(Observation::Cpu {
                 machine_busy,
                 own_busy,
@@ -107,6 +111,7 @@ impl Detector for SlowServerProcessing {
             cx.t0_ns,
             out,
         );
+        self.tls.report(cx.exchanges, cx.t0_ns, out);
     }
 }
 
@@ -368,6 +373,47 @@ mod tests {
             run::<SlowServerProcessing>(&ev, &cx)[0].severity,
             Severity::Critical
         );
+    }
+
+    /// A server slow in the TLS handshake (an RSA signature of 30 ms on every ClientHello
+    /// turn) with prompt requests: told, side server, with the handshake turns as evidence;
+    /// handshakes fast on the server: nothing.
+    #[test]
+    fn a_server_slow_in_the_tls_handshake_is_told() {
+        let hellos = exchanges(6, 30);
+        let keys = exchanges(6, 1);
+        let requests = exchanges(6, 1);
+        let ev: Vec<Event<'_>> = hellos
+            .iter()
+            .chain(&keys)
+            .map(Event::TlsTurn)
+            .chain(requests.iter().map(Event::ExchangeDone))
+            .collect();
+        let cx = Context {
+            latency_p50_ms: 1.0,
+            server_time_p50_ms: 1.0,
+            ..cx(6)
+        };
+        let v = run::<SlowServerProcessing>(&ev, &cx);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!(
+            (v[0].severity, v[0].side),
+            (Severity::Warning, Side::Server)
+        );
+        assert!(
+            v[0].summary
+                .starts_with("The server takes 30.0 ms to answer in the TLS handshake (6 of 12"),
+            "{}",
+            v[0].summary
+        );
+        assert!(v[0].evidence.iter().any(|e| matches!(e,
+            Evidence::Probe { probe, .. } if probe == super::super::slow_tls_handshake::TLS_SERVER_EVIDENCE)));
+        let fast: Vec<Event<'_>> = keys
+            .iter()
+            .map(Event::TlsTurn)
+            .chain(requests.iter().map(Event::ExchangeDone))
+            .collect();
+        assert!(run::<SlowServerProcessing>(&fast, &cx).is_empty());
     }
 
     #[test]

@@ -8,16 +8,9 @@
 //!   before its `Connection:` line): still the server, saying the capture cannot tell;
 //! - `idle-server-close.pcap.gz`: nginx `keepalive_timeout 0` closes on its own: side server.
 
-use crate::common::{analyze, one};
+use crate::common::{analyze, one, probe};
 use netdoctor_core::detect::short_connections::ASKED_CLOSE_EVIDENCE;
-use netdoctor_core::finding::{Evidence, Finding, FindingId, Side};
-
-fn asked_note(f: &Finding) -> Option<&str> {
-    f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == ASKED_CLOSE_EVIDENCE => Some(note.as_str()),
-        _ => None,
-    })
-}
+use netdoctor_core::finding::{FindingId, Side};
 
 fn asked_by_client(name: &str, what: &str) {
     let (an, _) = analyze(name);
@@ -40,7 +33,8 @@ fn asked_by_client(name: &str, what: &str) {
         "{name}: {}",
         f.fix
     );
-    let note = asked_note(f).unwrap_or_else(|| panic!("{name}: {:#?}", f.evidence));
+    let note =
+        probe(f, ASKED_CLOSE_EVIDENCE).unwrap_or_else(|| panic!("{name}: {:#?}", f.evidence));
     assert!(note.contains(what), "{name}: {note}");
 }
 
@@ -69,7 +63,7 @@ fn a_header_cut_by_the_snap_length_is_said_not_guessed() {
         f.explanation
     );
     assert!(f.confidence < 0.9);
-    assert!(asked_note(f).is_none());
+    assert!(probe(f, ASKED_CLOSE_EVIDENCE).is_none());
 }
 
 #[test]
@@ -84,5 +78,5 @@ fn a_server_that_closes_on_its_own_stays_the_server() {
     );
     assert!(!f.summary.contains("asked"), "{}", f.summary);
     assert!(f.explanation.contains("it closes after each response"));
-    assert!(asked_note(f).is_none());
+    assert!(probe(f, ASKED_CLOSE_EVIDENCE).is_none());
 }

@@ -10,16 +10,9 @@
 //!   and a FIN right after each answer), `idle-client-close.pcap.gz` (the client closes each
 //!   connection after its answer), `idle-reuse-ok.pcap.gz` (reused within 0.3 s: kept).
 
-use crate::common::{analyze, findings, one};
+use crate::common::{analyze, findings, one, probe};
 use netdoctor_core::detect::short_connections::IDLE_EVIDENCE;
 use netdoctor_core::finding::{Evidence, Finding, FindingId, Side};
-
-fn idle_note(f: &Finding) -> Option<&str> {
-    f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == IDLE_EVIDENCE => Some(note.as_str()),
-        _ => None,
-    })
-}
 
 /// The story of a server idle timeout of about 1 s, FIN or reset.
 fn told_as_idle_timeout(f: &Finding, reset: bool) {
@@ -45,7 +38,7 @@ fn told_as_idle_timeout(f: &Finding, reset: bool) {
     );
     assert_eq!(f.fix.contains("load balancer"), reset, "{}", f.fix);
     assert_eq!(f.summary.contains("reset"), reset, "{}", f.summary);
-    let note = idle_note(f).unwrap_or_else(|| panic!("{:#?}", f.evidence));
+    let note = probe(f, IDLE_EVIDENCE).unwrap_or_else(|| panic!("{:#?}", f.evidence));
     assert!(note.contains("1.00 s idle"), "{note}");
     // Every example shows its close and the silence before it.
     let packets: Vec<&str> = f
@@ -92,7 +85,7 @@ fn a_server_that_closes_after_each_answer_is_not_an_idle_timeout() {
         f.summary
     );
     assert!(!f.summary.contains("idle"), "{}", f.summary);
-    assert!(idle_note(f).is_none(), "{:#?}", f.evidence);
+    assert!(probe(f, IDLE_EVIDENCE).is_none(), "{:#?}", f.evidence);
     assert!(f.fix.contains("Connection: close"), "{}", f.fix);
 }
 
@@ -106,7 +99,7 @@ fn a_client_that_closes_its_connections_is_still_the_clients() {
         "{}",
         f.summary
     );
-    assert!(idle_note(f).is_none(), "{:#?}", f.evidence);
+    assert!(probe(f, IDLE_EVIDENCE).is_none(), "{:#?}", f.evidence);
 }
 
 #[test]

@@ -11,8 +11,8 @@
 //! there is no id and a resend could not be told from new data), and losses the capture saw
 //! (the originals captured: no "before the capture point").
 
-use crate::common::analyze;
-use netdoctor_core::finding::{Evidence, FindingId, Severity, Side};
+use crate::common::{analyze, probe_note};
+use netdoctor_core::finding::{FindingId, Severity, Side};
 
 /// The `packet_loss_retransmission` finding of capture `name` told by IPv4 id skips: its
 /// severity, side, summary and how many episodes its evidence counts.
@@ -23,14 +23,7 @@ fn lost_before_capture(name: &str) -> (Severity, Side, String, String) {
         .iter()
         .find(|f| f.id == FindingId::PacketLossRetransmission)
         .unwrap_or_else(|| panic!("{name}: no packet_loss_retransmission: {:#?}", an.findings));
-    let note = f
-        .evidence
-        .iter()
-        .find_map(|e| match e {
-            Evidence::Probe { probe, note } if probe == "ip_id_skip" => Some(note.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{name}: no ip_id_skip evidence: {:#?}", f.evidence));
+    let note = probe_note(f, "ip_id_skip").to_string();
     for id in [FindingId::NagleDelayedAck, FindingId::DelayedAckStall] {
         assert!(!an.findings.iter().any(|f| f.id == id), "{name}: {id:?}");
     }

@@ -14,8 +14,8 @@
 //! (`ppa-latency2`: 1155 ms) and a capture near the server (`arkime-http-500-head`: the
 //! server's own kernel acknowledges in microseconds) get no such sentence.
 
-use crate::common::{analyze, corpus_file};
-use netdoctor_core::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::common::{analyze, corpus_file, probe, probe_note};
+use netdoctor_core::finding::{Finding, FindingId, Severity, Side};
 
 fn high_base_rtt(name: &str) -> Option<Finding> {
     let path = corpus_file(name)?;
@@ -27,20 +27,13 @@ fn high_base_rtt(name: &str) -> Option<Finding> {
         .or_else(|| panic!("{name}: no high_base_rtt: {:#?}", an.findings))
 }
 
-fn near_note(f: &Finding) -> Option<&str> {
-    f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == "near_ack" => Some(note.as_str()),
-        _ => None,
-    })
-}
-
 #[test]
 fn a_request_acknowledged_in_a_quarter_millisecond_puts_the_round_trip_beyond_a_near_box() {
     let Some(f) = high_base_rtt("ndpi-exe_download.pcap") else {
         return;
     };
     assert_eq!((f.severity, f.side), (Severity::Warning, Side::Network));
-    let note = near_note(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    let note = probe_note(&f, "near_ack");
     assert!(note.starts_with("a request acknowledged 0.26 ms"), "{note}");
     assert!(
         f.explanation.contains(
@@ -57,7 +50,7 @@ fn slow_paths_acknowledged_a_round_trip_later_or_seen_at_the_server_say_nothing_
         let Some(f) = high_base_rtt(name) else {
             return;
         };
-        assert!(near_note(&f).is_none(), "{name}: {f:#?}");
+        assert!(probe(&f, "near_ack").is_none(), "{name}: {f:#?}");
         assert!(!f.explanation.contains("what answered is near"), "{name}");
     }
 }

@@ -6,9 +6,9 @@
 //! at the client, where curl's FIN (it read `Connection: close`) comes first: the server's FIN
 //! does not acknowledge it, so the server had closed on its own.
 
-use crate::common::{analyze, one};
+use crate::common::{analyze, one, probe};
 use netdoctor_core::detect::short_connections::LIMIT_EVIDENCE;
-use netdoctor_core::finding::{Evidence, FindingId, Severity, Side};
+use netdoctor_core::finding::{FindingId, Severity, Side};
 
 #[test]
 fn a_server_closing_after_five_requests_is_its_request_limit() {
@@ -24,12 +24,8 @@ fn a_server_closing_after_five_requests_is_its_request_limit() {
     );
     assert_eq!(f.impact.affected_fraction, Some(0.2));
     assert!(f.fix.contains("keepalive_requests"), "{}", f.fix);
-    let note = f.evidence.iter().find_map(|e| match e {
-        Evidence::Probe { probe, note } if probe == LIMIT_EVIDENCE => Some(note.as_str()),
-        _ => None,
-    });
     assert_eq!(
-        note,
+        probe(f, LIMIT_EVIDENCE),
         Some(
             "6 of 6 connections the server closed right after an answer carried exactly 5 requests"
         )

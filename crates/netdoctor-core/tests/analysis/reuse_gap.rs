@@ -8,9 +8,9 @@
 //!   one, so its wait is not in the capture and the texts say so instead of a number;
 //! - `idle-reuse-ok.pcap.gz`: gaps of 0.3 s, reused, nothing to tell.
 
-use crate::common::{analyze, one};
+use crate::common::{analyze, one, probe_note};
 use netdoctor_core::detect::short_connections::IDLE_EVIDENCE;
-use netdoctor_core::finding::{Evidence, FindingId};
+use netdoctor_core::finding::FindingId;
 
 #[test]
 fn requests_on_dropped_connections_show_the_clients_reuse_gap() {
@@ -38,14 +38,7 @@ fn requests_on_dropped_connections_show_the_clients_reuse_gap() {
 fn a_client_that_never_reused_a_connection_has_no_gap_to_show() {
     let (an, _) = analyze("idle-timeout.pcap.gz");
     let f = one(&an, FindingId::ShortConnections);
-    let note = f
-        .evidence
-        .iter()
-        .find_map(|e| match e {
-            Evidence::Probe { probe, note } if probe == IDLE_EVIDENCE => Some(note.as_str()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("{:#?}", f.evidence));
+    let note = probe_note(f, IDLE_EVIDENCE);
     assert!(
         note.contains("no connection was reused, so the client's reuse gap is not in"),
         "{note}"

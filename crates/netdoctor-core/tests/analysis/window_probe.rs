@@ -14,19 +14,14 @@
 //! whose IPv4 ids count for the whole host (the printer's client skips ids all along: no
 //! "lost before the capture point" invented).
 
-use crate::common::{analyze, corpus_file};
-use netdoctor_core::finding::{Evidence, FindingId, Severity, Side};
+use crate::common::{analyze, corpus_file, probe};
+use netdoctor_core::finding::{FindingId, Severity, Side};
 
 fn ids(name: &str) -> Option<Vec<(FindingId, Severity, Side)>> {
     let path = corpus_file(name)?;
     let (an, _) = analyze(path.to_str().unwrap());
     for f in &an.findings {
-        assert!(
-            !f.evidence
-                .iter()
-                .any(|e| matches!(e, Evidence::Probe { probe, .. } if probe == "ip_id_skip")),
-            "{name}: {f:#?}"
-        );
+        assert!(probe(f, "ip_id_skip").is_none(), "{name}: {f:#?}");
     }
     Some(
         an.findings

@@ -155,3 +155,10 @@ pub fn probe<'a>(f: &'a Finding, name: &str) -> Option<&'a str> {
         _ => None,
     })
 }
+
+/// The note of the finding's `Probe` evidence named `name` (fails the test, listing the
+/// evidence, when it has none).
+#[allow(dead_code)] // not every test binary uses it
+pub fn probe_note<'a>(f: &'a Finding, name: &str) -> &'a str {
+    probe(f, name).unwrap_or_else(|| panic!("no {name} evidence: {:#?}", f.evidence))
+}

@@ -636,6 +636,7 @@ impl H2Conn {
                     body_wait_ns: 0,
                     reuse_gap_ns: None,
                     flights: Default::default(),
+                    tls_setup: false,
                 },
                 req_done: b.end_stream,
                 win,

@@ -183,8 +183,7 @@ impl ShortConnections {
         let Some(first_req) = first_req else {
             return;
         };
-        // A TLS handshake's turns are setup, not requests ([`tls`]).
-        let exchanges = exchanges.saturating_sub(tls.setup_turns());
+        // A TLS handshake's turns are not among them: the analyzer marks them as setup.
         if exchanges == 0 {
             return;
         }

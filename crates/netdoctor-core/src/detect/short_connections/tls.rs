@@ -1,13 +1,11 @@
 //! A TLS handshake on each new connection: its round trips are setup, not requests.
 //!
-//! Exchanges are found from direction turns, so a TLS handshake's turns (ClientHello →
-//! ServerHello, and TLS 1.2's ClientKeyExchange → Finished) are counted as exchanges too. A
-//! connection per request then read as "3.0 requests each" over TLS 1.2 (nothing found) and
-//! "2.0" over TLS 1.3, and its setup stopped at the TCP handshake's ACK: over +37 ms, curl's
-//! 152 ms per TLS 1.2 request was told as 37 ms of setup, or not at all
-//! (`testdata/captures/tls12-short.pcap.gz`, `tls13-short.pcap.gz`). The analyzer marks the
-//! handshake's turns ([`crate::event::TlsSetup`]); here they are taken out of the requests and
-//! their time is added to the setup.
+//! The analyzer marks a TLS handshake's turns (ClientHello → ServerHello, and TLS 1.2's
+//! ClientKeyExchange → Finished) as setup, not exchanges ([`crate::event::TlsSetup`]): a
+//! connection's exchanges are its requests. Their time is added to the setup here: over
+//! +37 ms, curl's 152 ms per TLS 1.2 request was told as 37 ms of setup (the TCP handshake's),
+//! or, with the handshake's turns counted as requests, "3.0 requests each" and nothing
+//! (`testdata/captures/tls12-short.pcap.gz`, `tls13-short.pcap.gz`).
 
 use crate::event::TlsSetup;
 use crate::stats::Hist;

@@ -1,0 +1,172 @@
+//! A TLS handshake's turns are setup, not requests: marked here, at the exchange source, so
+//! that no consumer counts them as exchanges (the latency figures, the "N exchanges" line,
+//! the breakdown, the per-exchange detectors, `short_connections`' requests per connection).
+//!
+//! Exchanges are found from direction turns (`super::http`), so a TLS handshake's turns
+//! (ClientHello → ServerHello …, TLS 1.2's ClientKeyExchange → ChangeCipherSpec, Finished)
+//! would be exchanges too: a TLS 1.2 connection per request read as 3 exchanges a connection
+//! (`testdata/captures/tls12-short.pcap.gz`), and the latency percentiles mixed handshake
+//! round trips with requests. A client turn whose data opens with a plaintext handshake
+//! record (`0x16 0x03 0x0?`) answered by a handshake or ChangeCipherSpec record is a handshake
+//! turn ([`crate::event::TlsSetup`]): [`super::hub::Hub::finish_exchange_as`] hands it on as
+//! [`crate::event::Event::TlsTurn`] (its server time is the server's work on the handshake: a
+//! slow signature, an OCSP fetch) instead of as an exchange.
+//!
+//! A turn that carries a request besides its handshake records is a request: TLS 1.3 early
+//! data (0-RTT: application data records after the ClientHello in the client's first flight)
+//! and TLS 1.2 False Start (application data after the client's Finished). The turn's records
+//! are walked by their headers while the turn lasts ([`scan`]); a header the snap length cut
+//! or a capture gap hid ends the walk, and the turn stays a handshake turn. TLS 1.3's second
+//! flight and a resumed TLS 1.2 one open with ChangeCipherSpec or application data: requests.
+//!
+//! Only a connection's first turns are looked at (the first three requests and the handshake
+//! turns before them): the per-packet path stays as it was.
+
+use super::conn::Conn;
+use crate::event::Pkt;
+
+/// A plaintext TLS handshake record's header (`0x16`, version `0x03 0x00`–`0x04`): a client's
+/// ClientHello or TLS 1.2 ClientKeyExchange.
+fn tls_handshake(payload: &[u8]) -> bool {
+    matches!(payload, [0x16, 0x03, v, ..] if *v <= 0x04)
+}
+
+/// A server's answer in the handshake: a handshake record (ServerHello…) or ChangeCipherSpec
+/// (TLS 1.2's server Finished), not application data.
+pub(super) fn tls_setup_answer(payload: &[u8]) -> bool {
+    matches!(payload, [0x16 | 0x14, 0x03, ..])
+}
+
+/// What the walk of a handshake turn's records found in a segment.
+#[derive(Debug, PartialEq, Eq)]
+enum Scan {
+    /// An application data record: the turn carries a request.
+    Data,
+    /// Only handshake and ChangeCipherSpec records so far; the next header starts this many
+    /// bytes into the next segment.
+    More(u16),
+    /// A header the capture did not keep (snap length) or not a TLS record: the walk ends.
+    Lost,
+}
+
+/// Walks the records of a segment of `wire` bytes (`payload` of them captured) whose first
+/// record header starts `skip` bytes in.
+fn scan(payload: &[u8], wire: u32, skip: u16) -> Scan {
+    let wire = wire as usize;
+    let mut at = usize::from(skip);
+    while at < wire {
+        let Some(&[kind, 0x03, _, hi, lo]) = payload.get(at..at + 5) else {
+            return Scan::Lost;
+        };
+        match kind {
+            0x17 => return Scan::Data,
+            0x14..=0x16 => at += 5 + usize::from(u16::from_be_bytes([hi, lo])),
+            _ => return Scan::Lost,
+        }
+    }
+    u16::try_from(at - wire).map_or(Scan::Lost, Scan::More)
+}
+
+impl Conn {
+    /// A new turn of the client's starting with `pkt` (`payload` captured of it), on the
+    /// connection's first turns: the turn before it was a TLS handshake turn if it was
+    /// answered in kind, and the first turn that is not one is the first request
+    /// ([`crate::event::TlsSetup`]).
+    #[cold]
+    pub(super) fn tls_turn(&mut self, pkt: Pkt, payload: &[u8]) {
+        let t = &mut self.tls;
+        if t.answered {
+            t.answered = false;
+            t.turns = t.turns.saturating_add(1);
+        }
+        t.asked = tls_handshake(payload);
+        t.scan = t.asked;
+        if t.asked {
+            self.tls_records(payload, pkt.len, false);
+        } else if t.turns > 0
+            && t.handshake_us == 0
+            && let Some(first) = self.first_req
+        {
+            let us = (pkt.ts_ns - first.ts_ns).max(0) / 1000;
+            t.handshake_us = u32::try_from(us).unwrap_or(u32::MAX).max(1);
+        }
+    }
+
+    /// More of the handshake turn in progress (its records walked while the walk lasts):
+    /// application data in it makes it a request. `gap`: bytes before it went uncaptured.
+    #[cold]
+    pub(super) fn tls_records(&mut self, payload: &[u8], wire: u32, gap: bool) {
+        let t = &mut self.tls;
+        if !t.scan {
+            return;
+        }
+        if gap {
+            t.scan = false;
+            return;
+        }
+        match scan(payload, wire, t.skip) {
+            Scan::Data => {
+                t.asked = false;
+                t.scan = false;
+            }
+            Scan::More(skip) => t.skip = skip,
+            Scan::Lost => t.scan = false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_handshake_records_are_told_from_application_data_and_other_protocols() {
+        // ClientHello (TLS 1.0 record version, as clients send it), TLS 1.2's ClientKeyExchange.
+        assert!(tls_handshake(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]));
+        assert!(tls_handshake(&[0x16, 0x03, 0x03, 0x00, 0x46, 0x10]));
+        // Application data, ChangeCipherSpec (TLS 1.3's second flight), SSLv2-looking or other
+        // protocols' bytes, a payload the snap length cut to two bytes.
+        assert!(!tls_handshake(&[0x17, 0x03, 0x03, 0x00, 0x20]));
+        assert!(!tls_handshake(&[0x14, 0x03, 0x03, 0x00, 0x01, 0x01]));
+        assert!(!tls_handshake(&[0x16, 0x03, 0x05]));
+        assert!(!tls_handshake(b"GET / HTTP/1.1"));
+        assert!(!tls_handshake(&[0x16, 0x03]));
+        // The answer in the handshake: ServerHello or ChangeCipherSpec, not data.
+        assert!(tls_setup_answer(&[0x16, 0x03, 0x03, 0x00, 0x5a, 0x02]));
+        assert!(tls_setup_answer(&[0x14, 0x03, 0x03, 0x00, 0x01, 0x01]));
+        assert!(!tls_setup_answer(&[0x17, 0x03, 0x03, 0x00, 0x20]));
+        assert!(!tls_setup_answer(b"HTTP/1.1 200 OK"));
+    }
+
+    /// A record of `kind` with `len` bytes of body.
+    fn record(kind: u8, len: u16) -> Vec<u8> {
+        let mut r = vec![kind, 0x03, 0x03];
+        r.extend_from_slice(&len.to_be_bytes());
+        r.resize(5 + usize::from(len), 0xaa);
+        r
+    }
+
+    #[test]
+    fn application_data_in_a_handshake_turn_is_a_request() {
+        let hello = record(0x16, 512);
+        let ccs = record(0x14, 1);
+        let early = record(0x17, 100);
+        // A ClientHello alone: the next header would start the next segment.
+        assert_eq!(scan(&hello, 517, 0), Scan::More(0));
+        // TLS 1.3 early data after the ClientHello (and a compatibility ChangeCipherSpec).
+        let flight = [hello.clone(), ccs.clone(), early.clone()].concat();
+        assert_eq!(scan(&flight, flight.len() as u32, 0), Scan::Data);
+        // A ClientHello cut over two segments, its early data in the second.
+        assert_eq!(scan(&hello[..300], 300, 0), Scan::More(217));
+        let rest = [hello[300..].to_vec(), early].concat();
+        assert_eq!(scan(&rest, rest.len() as u32, 217), Scan::Data);
+        // TLS 1.2's ClientKeyExchange, ChangeCipherSpec and Finished: handshake only.
+        let cke = [record(0x16, 70), ccs, record(0x16, 40)].concat();
+        assert_eq!(scan(&cke, cke.len() as u32, 0), Scan::More(0));
+        // Cut by the snap length before the next header, or past the segment's captured
+        // bytes: the walk ends (the turn stays a handshake turn).
+        assert_eq!(scan(&hello[..200], 517 + 105, 0), Scan::Lost);
+        // Not a TLS record.
+        assert_eq!(scan(b"GET / HTTP/1.1\r\n", 16, 0), Scan::Lost);
+    }
+}
