@@ -303,6 +303,9 @@ pub struct TlsSetup {
     /// the next record header starts this many bytes into the turn's next segment.
     pub(crate) scan: bool,
     pub(crate) skip: u16,
+    /// The turn in progress is TLS 1.3's client Finished alone (`analyze::tls`): setup
+    /// whatever answers it (the server's session tickets), not a round trip of the handshake.
+    pub(crate) finished: bool,
 }
 
 /// What a client's HTTP/1.x request said about keeping its connection, from the captured

@@ -337,7 +337,8 @@ impl Conn {
                     }
                     if self.tls.asked {
                         self.tls.asked = false;
-                        self.tls.answered = super::tls::tls_setup_answer(payload);
+                        self.tls.answered =
+                            self.tls.finished || super::tls::tls_setup_answer(payload);
                         if let Some(x) = self.cur.as_mut() {
                             x.tls_setup = self.tls.answered;
                         }

@@ -106,3 +106,35 @@ fn tls_handshake_turns_are_not_exchanges() {
     let l = an.exchanges.latency_ms;
     assert!(l.max < 38.0, "{l:?}");
 }
+
+/// A server slow in the TLS handshake, recorded (`testdata/captures/tls-short/rsa8192.sh`:
+/// nginx with an RSA-8192 key on loopback, 8 curl over TLS 1.2 then 8 over TLS 1.3, a new
+/// connection each): every handshake waits ~26–30 ms for the server's signature, the requests
+/// take 0.1 ms. The slow handshake is the server's (`slow_server_processing`, the turns as
+/// evidence), and each connection carries one request: TLS 1.3's client Finished, answered on
+/// loopback by the server's session tickets before curl writes its request, is setup, not a
+/// request (it read "16 connections carried 1.5 requests each", 24 exchanges).
+#[test]
+fn a_server_slow_in_the_tls_handshake_is_told_on_real_traffic() {
+    let (an, _) = analyze("tls-rsa8192.pcap.gz");
+    assert_eq!(an.exchanges.count, 16, "one request per connection");
+    let tls = an.exchanges.tls_handshake.expect("handshake turns");
+    // 8 × 2 (TLS 1.2) + 8 × 2 (TLS 1.3: the ClientHello's turn and the Finished's).
+    assert_eq!(tls.turns, 32);
+    let slow = one(&an, FindingId::SlowServerProcessing);
+    assert_eq!(slow.side, Side::Server);
+    assert!(
+        slow.summary
+            .starts_with("The server takes 26.0 ms to answer in the TLS handshake (16 of 32"),
+        "{}",
+        slow.summary
+    );
+    let short = one(&an, FindingId::ShortConnections);
+    assert!(
+        short
+            .summary
+            .contains("16 connections carried 1.0 requests each"),
+        "{}",
+        short.summary
+    );
+}
