@@ -113,10 +113,15 @@ impl TlsHandshakes {
                  cache or tickets) so returning clients skip the full handshake, and kept \
                  connections so it is paid once."
             .to_string();
+        // The probe leads the evidence when the handshake is the finding's whole story (the
+        // Chinese report keys its own text on it); appended to a finding about slow requests
+        // (above) it follows that finding's own evidence.
         f.evidence = evidence;
+        f.evidence.rotate_right(1);
         out.push(f);
     }
 
+    /// The slowest turns' packets, then the [`TLS_SERVER_EVIDENCE`] probe (last).
     fn evidence(&self, st: f64, worst: f64, t0_ns: i64) -> Vec<Evidence> {
         let mut v: Vec<Evidence> = self
             .examples

@@ -19,6 +19,7 @@
 
 use super::{Cat, Lang, bundle, format};
 use fluent_bundle::FluentValue;
+use netdoctor_core::detect::slow_tls_handshake::TLS_SERVER_EVIDENCE;
 use netdoctor_core::{Evidence, Finding, FindingId, Severity};
 use std::borrow::Cow;
 
@@ -231,9 +232,39 @@ pub fn texts(f: &Finding, lang: Lang) -> Texts<'_> {
                     t.fix = Cow::Owned(format!("{before}{}", t.fix));
                 }
             }
+            // A server slow in the TLS handshake (`slow_server_processing` with the
+            // `tls_handshake_server` probe): its own text when the handshake is the whole
+            // story, a sentence more when the requests were slow too.
+            if let Some(alone) = tls_handshake_server(f) {
+                let tls = |name: &str, en: &str| -> Cow<'_, str> {
+                    if en.is_empty() {
+                        Cow::Owned(String::new())
+                    } else {
+                        Cow::Owned(format(b, &format!("common-tls-server-{name}"), &args))
+                    }
+                };
+                if alone {
+                    t.summary = tls("summary", &f.summary);
+                    t.explanation = tls("explanation", &f.explanation);
+                    t.fix = tls("fix", &f.fix);
+                } else {
+                    let more = format(b, "common-tls-server-also", &args);
+                    t.explanation = Cow::Owned(format!("{}{more}", t.explanation));
+                }
+            }
             t
         }
     }
+}
+
+/// Whether a finding tells a server slow in the TLS handshake (its `tls_handshake_server`
+/// probe), and then whether that is its whole story: the probe leads the evidence then (the
+/// detector puts it first), and follows the slow requests' evidence otherwise.
+fn tls_handshake_server(f: &Finding) -> Option<bool> {
+    let is_it =
+        |e: &Evidence| matches!(e, Evidence::Probe { probe, .. } if probe == TLS_SERVER_EVIDENCE);
+    (f.id == FindingId::SlowServerProcessing && f.evidence.iter().any(is_it))
+        .then(|| f.evidence.first().is_some_and(is_it))
 }
 
 /// The note under a connection's packets in `lang`. English is the detector's note. In

@@ -249,6 +249,12 @@ slow_server_processing-fix = { $side ->
    *[other] 查看服务端内部：剖析请求处理函数、它的后端以及 worker/队列是否饱和（例如应用自己的耗时日志，或 nginx 的 `$upstream_response_time`）。
 }
 
+# 服务端慢在 TLS 握手（探测 tls_handshake_server）：握手是全部原因时用 tls-*，请求也慢时在说明后加 tls-also。
+common-tls-server-summary = 服务端在 TLS 握手中要 { $latency } 才回复（{ $probe_n }/{ $probe_of } 次握手往返）：每个新连接在发出第一个请求之前都要等这么久
+common-tls-server-explanation = 请求本身回答得很及时，但 TLS 握手不是。TLS 握手的往返是建立连接的开销，不算作请求，所以它们不在请求的延迟数字里；在这些往返中，服务端扣除往返时间后自己花了很久才回复（证据中给出次数、中位数和最大值）。这是握手在服务端的工作：很大的 RSA 密钥做的签名、握手期间的 OCSP 或证书查询、繁忙或被限流的 CPU。每个新连接在发出第一个请求之前都要付出它。
+common-tls-server-fix = 让服务端的握手更便宜：用 ECDSA（P-256）证书代替很大的 RSA 密钥；从缓存做 OCSP 装订（nginx `ssl_stapling on` 并配置 resolver），而不是每次握手都去查询；开启会话恢复（会话缓存或会话票据），让回头的客户端跳过完整握手；复用连接，让握手只付一次。
+common-tls-server-also = {" "}TLS 握手也慢：在 { $probe_n }/{ $probe_of } 次 TLS 握手往返（建立连接，不算作请求）中，服务端扣除往返时间后也要很久才回复（见证据），每个新连接在第一个请求之前都要付出它：很大的 RSA 密钥做的签名、握手期间的 OCSP 或证书查询、繁忙或被限流的 CPU。
+
 ## short_connections
 
 # $probe 为 idle_timeout：服务端（或它前面的负载均衡）在连接空闲一段稳定的时间后关闭它。

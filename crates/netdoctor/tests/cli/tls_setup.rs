@@ -34,3 +34,20 @@ fn a_request_limit_is_told_in_chinese_as_the_servers_limit() {
     assert!(b.contains("keepalive_requests"), "{b}");
     assert!(!b.contains("每个请求一个连接"), "{b}");
 }
+
+/// A server slow in the TLS handshake (`testdata/captures/tls-rsa8192.pcap.gz`: nginx with an
+/// RSA-8192 key) in Chinese: the handshake's own story and fix, not the text about a server
+/// slow between a request's last byte and its response.
+#[test]
+fn a_server_slow_in_the_tls_handshake_is_told_in_chinese_as_such() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/captures/tls-rsa8192.pcap.gz");
+    let b = common::zh_finding_block(&path, "slow_server_processing");
+    assert!(b.contains("需修改的一方：服务端"), "{b}");
+    assert!(
+        b.contains("服务端在TLS握手中要26.0ms才回复（16/32次握手往返）"),
+        "{b}"
+    );
+    assert!(b.contains("ECDSA"), "{b}");
+    assert!(!b.contains("从请求的最后一个字节到响应的第一个字节"), "{b}");
+}

@@ -498,3 +498,56 @@ fn a_search_list_cost_is_told_in_chinese_with_its_numbers() {
     let (s, _, _) = zh("dns", "10.0.0.2 udp for api.test.: 301 ms");
     assert!(s.starts_with("名字解析很慢或不稳定"), "{s}");
 }
+
+/// A server slow in the TLS handshake: its own text when the handshake is the whole story
+/// (the probe leads the evidence, as the detector orders it; the recorded `tls-rsa8192`
+/// capture is checked in the cli's tests), a sentence more after the slow requests' text when
+/// the requests were slow too (the probe follows their evidence).
+#[test]
+fn a_slow_tls_handshake_is_told_in_chinese_alone_or_beside_slow_requests() {
+    let probe = Evidence::Probe {
+        probe: TLS_SERVER_EVIDENCE.into(),
+        note: "16 of 32 TLS handshake turns: the server's time 26.0 ms (median of the slow \
+               ones), 29.6 ms at most"
+            .into(),
+    };
+    let packets = Evidence::Packets {
+        connection: "10.0.0.1:5000 → 10.0.0.2:443".into(),
+        packets: vec![],
+        note: "n".into(),
+    };
+    let mut f = Finding::new(
+        FindingId::SlowServerProcessing,
+        Severity::Warning,
+        Side::Server,
+        "s",
+    );
+    f.explanation = "x".into();
+    f.fix = "y".into();
+    f.impact.added_latency_ms = Some(26.0);
+    let plain = texts(&f, Lang::Zh).explanation.into_owned();
+    f.evidence = vec![probe.clone(), packets.clone()];
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    let alone = texts(&f, Lang::Zh);
+    assert!(
+        squash(&alone.summary).starts_with("服务端在TLS握手中要26.0ms才回复（16/32次握手往返）"),
+        "{}",
+        alone.summary
+    );
+    assert!(alone.explanation.starts_with("请求本身回答得很及时"));
+    assert!(alone.fix.contains("ECDSA"), "{}", alone.fix);
+    f.evidence = vec![packets, probe];
+    let both = texts(&f, Lang::Zh);
+    assert!(
+        squash(&both.summary).starts_with("服务端要26.0ms才开始回复"),
+        "{}",
+        both.summary
+    );
+    assert!(both.explanation.starts_with(&plain), "{}", both.explanation);
+    assert!(
+        squash(&both.explanation).contains("TLS握手也慢：在16/32次TLS握手往返"),
+        "{}",
+        both.explanation
+    );
+    assert!(!both.fix.contains("ECDSA"), "{}", both.fix);
+}
