@@ -337,6 +337,9 @@ impl Conn {
                     }
                     if self.tls.asked {
                         self.tls.asked = false;
+                        if self.tls.alpn != 0 {
+                            self.tls_server_hello(payload);
+                        }
                         self.tls.answered =
                             self.tls.finished || super::tls::tls_setup_answer(payload);
                         if let Some(x) = self.cur.as_mut() {

@@ -145,6 +145,14 @@ pub struct CaptureStats {
     /// traffic (HTTP/1 pipelining, HTTP/2): their exchanges are approximate.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pipelined_connections: u64,
+    /// TLS connections whose ServerHello chose HTTP/2 (ALPN `h2`, TLS 1.2): exchanges found
+    /// from direction turns there are not its multiplexed requests (`analyze::tls`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls_h2_connections: u64,
+    /// TLS connections whose ClientHello offered HTTP/2 and whose ServerHello was TLS 1.3's,
+    /// which encrypts the choice: they may carry HTTP/2.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls_h2_maybe_connections: u64,
     /// Times the HTTP/2 framing of a cleartext connection was lost (a frame header past the
     /// snap length or in a capture gap) and picked up again at a later segment.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -503,6 +511,16 @@ impl Analyzer {
         }
     }
 
+    /// A TLS connection that chose (or may have chosen) HTTP/2, counted as it ends.
+    fn count_tls_h2(&mut self, c: &Conn) {
+        let a = c.tls.alpn;
+        if a & tls::ALPN_CHOSE_H2 != 0 {
+            self.stats.tls_h2_connections += 1;
+        } else if a & tls::ALPN_HIDDEN != 0 {
+            self.stats.tls_h2_maybe_connections += 1;
+        }
+    }
+
     /// A connection ended (FIN both ways, RST, reuse or eviction): its exchange is complete.
     fn close(&mut self, mut c: Conn) {
         self.judge_stray_reset(&c);
@@ -513,6 +531,7 @@ impl Analyzer {
         // the exchange before it is finished.
         self.hub.flush_stalls(&mut c);
         self.stats.pipelined_connections += u64::from(c.ambiguous);
+        self.count_tls_h2(&c);
         self.take_answered(&mut c, false);
         self.hub.flush_counts(&c);
         self.hub.flush_bulk(&mut c);
@@ -608,6 +627,7 @@ impl Analyzer {
                 }
             };
             self.stats.pipelined_connections += u64::from(c.ambiguous);
+            self.count_tls_h2(&c);
             self.count_one_way(&c);
             self.flush_held(&mut c);
             self.hub.flush_stalls(&mut c);

@@ -210,6 +210,24 @@ pub(super) fn warnings(s: &CaptureStats, clamped_ts: u64, findings: &mut [Findin
             s.pipelined_connections
         ));
     }
+    if s.tls_h2_connections + s.tls_h2_maybe_connections > 0 {
+        let how = match (s.tls_h2_connections, s.tls_h2_maybe_connections) {
+            (n, 0) => format!("{n} TLS connections chose HTTP/2 (ALPN h2 in the ServerHello)"),
+            (0, m) => format!(
+                "{m} TLS connections offered HTTP/2 (ALPN h2; TLS 1.3 hides which protocol \
+                 the server chose)"
+            ),
+            (n, m) => format!(
+                "{n} TLS connections chose HTTP/2 (ALPN h2 in the ServerHello) and {m} more \
+                 offered it (TLS 1.3 hides the choice)"
+            ),
+        };
+        warnings.push(format!(
+            "{how}: over HTTP/2 one direction turn can carry several multiplexed requests and \
+             a response can span turns, so the exchanges counted there are not its requests \
+             and per-request figures are approximate"
+        ));
+    }
     if s.h2_framing_lost > 0 {
         warnings.push(format!(
             "HTTP/2 framing was lost {} times (frame headers past the snap length or in a \

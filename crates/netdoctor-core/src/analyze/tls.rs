@@ -21,6 +21,16 @@
 //!
 //! Only a connection's first turns are looked at (the first three requests and the handshake
 //! turns before them): the per-packet path stays as it was.
+//!
+//! HTTP/2 over TLS: one direction turn can carry several multiplexed requests and a response
+//! can span turns, so the exchanges of such a connection are not its requests (a curl of 20
+//! files over 3 HTTP/2 connections read as 14–24 exchanges). The hellos say whether it is
+//! one: the ClientHello's ALPN offers `h2`, TLS 1.2's ServerHello names the protocol chosen
+//! ([`client_offers_h2`], [`server_chose`]); TLS 1.3 encrypts the choice, so an offer and a
+//! TLS 1.3 ServerHello are all a capture shows there (a handshake that failed, or whose
+//! ServerHello the capture cut, is not counted). The report says so (`CaptureStats::tls_h2_connections`,
+//! `tls_h2_maybe_connections`); the exchanges stay as found. Read by hand: two length-prefixed
+//! walks over bytes already in hand, where a TLS crate would want whole, reassembled messages.
 
 use super::conn::Conn;
 use crate::event::Pkt;
@@ -60,6 +70,131 @@ fn client_finished(payload: &[u8], wire: u32) -> bool {
         }
         _ => false,
     }
+}
+
+/// [`crate::event::TlsSetup::alpn`]: the ClientHello offered `h2`.
+pub(super) const ALPN_OFFERED_H2: u8 = 1;
+/// The ServerHello chose `h2`.
+pub(super) const ALPN_CHOSE_H2: u8 = 2;
+/// The ServerHello was read: the choice is known (`h2` or not).
+pub(super) const ALPN_KNOWN: u8 = 4;
+/// The ServerHello was TLS 1.3's: the choice is in the encrypted extensions.
+pub(super) const ALPN_HIDDEN: u8 = 8;
+
+/// What a ServerHello says of the protocol chosen.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Chose {
+    H2,
+    /// Another protocol, or no ALPN (HTTP/1.1).
+    Other,
+    /// TLS 1.3: the choice is encrypted.
+    Hidden,
+}
+
+/// The extensions of a hello whose body (after the record and handshake headers) starts at
+/// `at`: `fixed` bytes of version and random, a session id, then `lists` (cipher suites with
+/// a 2-byte length, compression methods with 1) or, for a ServerHello, `server_tail` fixed
+/// bytes; `None` when the captured bytes end first.
+fn extensions(payload: &[u8], kind: u8) -> Option<Extensions<'_>> {
+    let body = payload.get(5..)?;
+    if *body.first()? != kind {
+        return None;
+    }
+    let mut at = 4 + 2 + 32;
+    at += 1 + usize::from(*body.get(at)?);
+    if kind == 1 {
+        let cs = u16::from_be_bytes([*body.get(at)?, *body.get(at + 1)?]);
+        at += 2 + usize::from(cs);
+        at += 1 + usize::from(*body.get(at)?);
+    } else {
+        at += 3;
+    }
+    let len = u16::from_be_bytes([*body.get(at)?, *body.get(at + 1)?]);
+    let end = at + 2 + usize::from(len);
+    Some(Extensions {
+        bytes: body,
+        at: at + 2,
+        end,
+    })
+}
+
+/// A hello's extensions, walked as far as the captured bytes go.
+struct Extensions<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    end: usize,
+}
+
+/// One extension: its type and body, or `Err` when the captured bytes ended in it.
+impl<'a> Iterator for Extensions<'a> {
+    type Item = Result<(u16, &'a [u8]), ()>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at + 4 > self.end {
+            return None;
+        }
+        let head = self.bytes.get(self.at..self.at + 4);
+        let Some(&[t0, t1, l0, l1]) = head else {
+            self.at = self.end;
+            return Some(Err(()));
+        };
+        let body = self.at + 4;
+        let next = body + usize::from(u16::from_be_bytes([l0, l1]));
+        self.at = next;
+        match self.bytes.get(body..next) {
+            Some(b) => Some(Ok((u16::from_be_bytes([t0, t1]), b))),
+            None => {
+                self.at = self.end;
+                Some(Err(()))
+            }
+        }
+    }
+}
+
+/// The ALPN extension's type.
+const ALPN: u16 = 0x0010;
+/// The supported_versions extension: in a ServerHello, TLS 1.3 (its ALPN is encrypted).
+const SUPPORTED_VERSIONS: u16 = 0x002b;
+
+/// Whether the protocol names of an ALPN extension's body include `h2`.
+fn names_h2(body: &[u8]) -> bool {
+    let mut at = 2;
+    while let Some(&n) = body.get(at) {
+        let name = body.get(at + 1..at + 1 + usize::from(n));
+        if name == Some(b"h2") {
+            return true;
+        }
+        at += 1 + usize::from(n);
+    }
+    false
+}
+
+/// A ClientHello's offer (its first record's start in `payload`): `Some(true)` when its ALPN
+/// names `h2`, `Some(false)` when it has no such offer, `None` when the captured bytes end
+/// before that is known (the snap length; a large ClientHello over two segments).
+pub(super) fn client_offers_h2(payload: &[u8]) -> Option<bool> {
+    for e in extensions(payload, 1)? {
+        match e {
+            Ok((ALPN, body)) => return Some(names_h2(body)),
+            Ok(_) => {}
+            Err(()) => return None,
+        }
+    }
+    Some(false)
+}
+
+/// A ServerHello's choice (its record's start in `payload`); `None` when the captured bytes
+/// end before it is known (the snap length), or it is no ServerHello.
+pub(super) fn server_chose(payload: &[u8]) -> Option<Chose> {
+    let mut chose = Chose::Other;
+    for e in extensions(payload, 2)? {
+        match e {
+            Err(()) => return None,
+            Ok((SUPPORTED_VERSIONS, _)) => return Some(Chose::Hidden),
+            Ok((ALPN, body)) if body.get(2..) == Some(&[2, b'h', b'2'][..]) => chose = Chose::H2,
+            Ok(_) => {}
+        }
+    }
+    Some(chose)
 }
 
 pub(super) fn tls_setup_answer(payload: &[u8]) -> bool {
@@ -116,6 +251,9 @@ impl Conn {
         }
         t.finished = t.turns > 0 && client_finished(payload, pkt.len);
         t.asked = t.finished || tls_handshake(payload);
+        if t.asked && t.turns == 0 && client_offers_h2(payload) == Some(true) {
+            t.alpn = ALPN_OFFERED_H2;
+        }
         t.scan = t.asked && !t.finished;
         if t.scan {
             self.tls_records(payload, pkt.len, false);
@@ -126,6 +264,21 @@ impl Conn {
         {
             let us = (pkt.ts_ns - first.ts_ns).max(0) / 1000;
             t.handshake_us = u32::try_from(us).unwrap_or(u32::MAX).max(1);
+        }
+    }
+
+    /// The server's first answer in a handshake turn: what the ServerHello chose, when the
+    /// client offered HTTP/2 and the choice is not known yet.
+    #[cold]
+    pub(super) fn tls_server_hello(&mut self, payload: &[u8]) {
+        let t = &mut self.tls;
+        if t.alpn == ALPN_OFFERED_H2 {
+            t.alpn |= match server_chose(payload) {
+                Some(Chose::H2) => ALPN_KNOWN | ALPN_CHOSE_H2,
+                Some(Chose::Other) => ALPN_KNOWN,
+                Some(Chose::Hidden) => ALPN_HIDDEN,
+                None => 0,
+            };
         }
     }
 
@@ -229,5 +382,74 @@ mod tests {
         assert_eq!(scan(&hello[..200], 517 + 105, 0), Scan::Lost);
         // Not a TLS record.
         assert_eq!(scan(b"GET / HTTP/1.1\r\n", 16, 0), Scan::Lost);
+    }
+
+    /// A hello of `kind` (1 ClientHello, 2 ServerHello) in a record, with `exts` as
+    /// (type, body) extensions.
+    fn hello(kind: u8, exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let mut body = vec![0x03, 0x03];
+        body.extend([0x11; 32]);
+        body.extend([32]);
+        body.extend([0x22; 32]);
+        if kind == 1 {
+            body.extend([0x00, 0x04, 0x13, 0x01, 0x13, 0x02, 0x01, 0x00]);
+        } else {
+            body.extend([0x13, 0x01, 0x00]);
+        }
+        let mut e = Vec::new();
+        for (t, b) in exts {
+            e.extend(t.to_be_bytes());
+            e.extend((b.len() as u16).to_be_bytes());
+            e.extend(b);
+        }
+        body.extend((e.len() as u16).to_be_bytes());
+        body.extend(e);
+        let mut hs = vec![kind, 0, (body.len() >> 8) as u8, body.len() as u8];
+        hs.extend(body);
+        let mut r = vec![0x16, 0x03, 0x01];
+        r.extend((hs.len() as u16).to_be_bytes());
+        r.extend(hs);
+        r
+    }
+
+    fn alpn(names: &[&str]) -> Vec<u8> {
+        let list: Vec<u8> = names
+            .iter()
+            .flat_map(|n| [vec![n.len() as u8], n.as_bytes().to_vec()].concat())
+            .collect();
+        [(list.len() as u16).to_be_bytes().to_vec(), list].concat()
+    }
+
+    #[test]
+    fn the_hellos_say_whether_http2_was_offered_and_chosen() {
+        let sni = (0x0000, vec![0x00; 20]);
+        let offer = hello(1, &[sni.clone(), (ALPN, alpn(&["h2", "http/1.1"]))]);
+        assert_eq!(client_offers_h2(&offer), Some(true));
+        let h1 = hello(1, &[sni.clone(), (ALPN, alpn(&["http/1.1"]))]);
+        assert_eq!(client_offers_h2(&h1), Some(false));
+        // "h2c" or a name that only starts with h2 is not h2.
+        let h2c = hello(1, &[(ALPN, alpn(&["h2c", "h2-16"]))]);
+        assert_eq!(client_offers_h2(&h2c), Some(false));
+        assert_eq!(client_offers_h2(&hello(1, std::slice::from_ref(&sni))), Some(false));
+        // Cut before the ALPN extension (snap length) or inside it: not known.
+        let alpn_at = offer.len() - alpn(&["h2", "http/1.1"]).len() - 4;
+        assert_eq!(client_offers_h2(&offer[..alpn_at + 2]), None);
+        assert_eq!(client_offers_h2(&offer[..offer.len() - 3]), None);
+        assert_eq!(client_offers_h2(&offer[..60]), None);
+        // A ServerHello is no ClientHello, and the other way round.
+        let server = hello(2, &[(ALPN, alpn(&["h2"]))]);
+        assert_eq!(client_offers_h2(&server), None);
+        assert_eq!(server_chose(&offer), None);
+        assert_eq!(server_chose(&server), Some(Chose::H2));
+        let chose_h1 = hello(2, &[(0xff01, vec![0]), (ALPN, alpn(&["http/1.1"]))]);
+        assert_eq!(server_chose(&chose_h1), Some(Chose::Other));
+        assert_eq!(server_chose(&hello(2, &[])), Some(Chose::Other));
+        // TLS 1.3: supported_versions says so; ALPN is in the encrypted extensions.
+        let tls13 = hello(
+            2,
+            &[(0x0033, vec![0; 36]), (SUPPORTED_VERSIONS, vec![3, 4])],
+        );
+        assert_eq!(server_chose(&tls13), Some(Chose::Hidden));
+        assert_eq!(server_chose(&server[..server.len() - 1]), None);
     }
 }

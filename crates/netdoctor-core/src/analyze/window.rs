@@ -87,6 +87,11 @@ impl CaptureStats {
             connections_evicted: d(self.connections_evicted, earlier.connections_evicted),
             half_open_evicted: d(self.half_open_evicted, earlier.half_open_evicted),
             pipelined_connections: d(self.pipelined_connections, earlier.pipelined_connections),
+            tls_h2_connections: d(self.tls_h2_connections, earlier.tls_h2_connections),
+            tls_h2_maybe_connections: d(
+                self.tls_h2_maybe_connections,
+                earlier.tls_h2_maybe_connections,
+            ),
             h2_framing_lost: d(self.h2_framing_lost, earlier.h2_framing_lost),
             h2_reassembly_overflows: d(
                 self.h2_reassembly_overflows,

@@ -138,3 +138,55 @@ fn a_server_slow_in_the_tls_handshake_is_told_on_real_traffic() {
         short.summary
     );
 }
+
+/// HTTP/2 over TLS (`testdata/captures/tls-short/h2.sh`: curl fetching 20 files multiplexed
+/// on one connection, twice over TLS 1.2 and twice over TLS 1.3; look-alikes in the same
+/// capture: 3 files over one HTTP/1.1 connection on TLS 1.3, h2 offered over TLS 1.3 to a
+/// TLS 1.2-only server (the handshake fails), h2 offered over TLS 1.2 to a server without it):
+/// the 85 requests read as 90 exchanges found from direction turns. The hellos
+/// say which connections may be HTTP/2 (tshark: two TLS 1.2 ServerHellos name h2, one names
+/// http/1.1; the TLS 1.3 ones encrypt the choice, their ClientHello offered `h2,http/1.1`; the
+/// HTTP/1.1 client offered `http/1.1` alone), and the report says the exchanges there are not
+/// the requests.
+#[test]
+fn http2_over_tls_is_said_to_make_the_exchanges_approximate() {
+    let (an, _) = analyze("tls-h2.pcap.gz");
+    assert_eq!(an.stats.tls_h2_connections, 2, "{:?}", an.stats);
+    assert_eq!(an.stats.tls_h2_maybe_connections, 2, "{:?}", an.stats);
+    let w = an
+        .warnings
+        .iter()
+        .find(|w| w.contains("HTTP/2"))
+        .expect("a warning about HTTP/2 over TLS");
+    assert!(
+        w.starts_with(
+            "2 TLS connections chose HTTP/2 (ALPN h2 in the ServerHello) and 2 more offered it"
+        ),
+        "{w}"
+    );
+    assert!(w.contains("not its requests"), "{w}");
+}
+
+/// Look-alikes: TLS whose ServerHello chose HTTP/1.1 (tls12-short, tls-rsa8192's TLS 1.2
+/// half: ALPN `http/1.1`), TLS 1.3 whose ClientHello the snap length cut before its ALPN
+/// (tls13-short, 200 bytes: the offer is not in the capture) and plain HTTP: nothing said.
+#[test]
+fn tls_over_http1_and_cut_hellos_are_not_taken_for_http2() {
+    for cap in [
+        "tls12-short.pcap.gz",
+        "tls13-short.pcap.gz",
+        "tls-rsa8192.pcap.gz",
+        "lab-healthy.pcap",
+    ] {
+        let (an, _) = analyze(cap);
+        assert_eq!(
+            (
+                an.stats.tls_h2_connections,
+                an.stats.tls_h2_maybe_connections
+            ),
+            (0, 0),
+            "{cap}"
+        );
+        assert!(!an.warnings.iter().any(|w| w.contains("HTTP/2")), "{cap}");
+    }
+}

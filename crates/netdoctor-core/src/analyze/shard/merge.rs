@@ -172,6 +172,8 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
         connections_evicted,
         half_open_evicted,
         pipelined_connections,
+        tls_h2_connections,
+        tls_h2_maybe_connections,
         fast_retransmissions,
         rto_retransmissions,
         tail_loss_probes,
@@ -219,6 +221,8 @@ pub(super) fn add_counts(a: &mut CaptureStats, b: &CaptureStats) {
     a.connections_evicted += connections_evicted;
     a.half_open_evicted += half_open_evicted;
     a.pipelined_connections += pipelined_connections;
+    a.tls_h2_connections += tls_h2_connections;
+    a.tls_h2_maybe_connections += tls_h2_maybe_connections;
     a.fast_retransmissions += fast_retransmissions;
     a.rto_retransmissions += rto_retransmissions;
     a.tail_loss_probes += tail_loss_probes;
