@@ -45,7 +45,7 @@ ip netns add "$ns"
 ip -n "$ns" link set lo up
 ip netns exec "$ns" nginx -c "$d/nginx.conf" -p "$d" & NG=$!
 sleep 1
-ip netns exec "$ns" tcpdump -i lo -s 200 -w "$d/tls-rsa8192.pcap" "tcp port 9442 or tcp port 9443" 2>/dev/null & CAP=$!
+ip netns exec "$ns" tcpdump --immediate-mode -U -i lo -s 200 -w "$d/tls-rsa8192.pcap" "tcp port 9442 or tcp port 9443" 2>/dev/null & CAP=$!
 sleep 1
 for port in 9442 9443; do
   echo "== port $port (connect tls ttfb total, s)"

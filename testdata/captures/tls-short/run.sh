@@ -16,7 +16,7 @@ CAP=
 cleanup() { [ -n "$CAP" ] && kill "$CAP" 2>/dev/null; kill "$NG" 2>/dev/null; wait 2>/dev/null; }
 trap cleanup EXIT
 sleep 1
-cap() { ip netns exec tsh-cli tcpdump -i cli-r1 -s 200 -w "/tmp/tsh/$1.pcap" "tcp port $2" 2>/dev/null & CAP=$!; sleep 1; }
+cap() { ip netns exec tsh-cli tcpdump --immediate-mode -U -i cli-r1 -s 200 -w "/tmp/tsh/$1.pcap" "tcp port $2" 2>/dev/null & CAP=$!; sleep 1; }
 endcap() { sleep 0.5; kill "$CAP"; wait "$CAP" 2>/dev/null || true; CAP=; }
 curls() { for _ in 1 2 3 4 5 6 7 8; do ip netns exec tsh-cli curl -sk -o /dev/null "$@" \
   -w "%{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total}\n"; done; }
