@@ -306,10 +306,10 @@ pub struct TlsSetup {
     /// The turn in progress is TLS 1.3's client Finished alone (`analyze::tls`): setup
     /// whatever answers it (the server's session tickets), not a round trip of the handshake.
     pub(crate) finished: bool,
-    /// What the hellos said of HTTP/2 (`analyze::tls`'s `ALPN_*` bits): the ClientHello
-    /// offered `h2`, the ServerHello chose it, the choice was read (TLS 1.2; TLS 1.3 encrypts
-    /// it).
-    pub(crate) alpn: u8,
+    /// What the hellos said (`analyze::tls`'s bits): of HTTP/2 (`ALPN_*`: the ClientHello
+    /// offered `h2`, the ServerHello chose it, the choice was read or TLS 1.3 hid it), and
+    /// whether the ClientHello carried early data (`EARLY_DATA`).
+    pub(crate) hello: u8,
 }
 
 /// What a client's HTTP/1.x request said about keeping its connection, from the captured

@@ -337,7 +337,7 @@ impl Conn {
                     }
                     if self.tls.asked {
                         self.tls.asked = false;
-                        if self.tls.alpn != 0 {
+                        if self.tls.hello & super::tls::ALPN_OFFERED_H2 != 0 {
                             self.tls_server_hello(payload);
                         }
                         self.tls.answered =
@@ -404,6 +404,12 @@ impl Conn {
                     if self.tls.asked {
                         self.tls_records(payload, pkt.len, gap || old > 0);
                     }
+                }
+                // A TLS alert alone (the client's close_notify as it closes): no request; the
+                // exchange in progress is complete and the connection idle (`super::tls`).
+                Phase::Idle | Phase::Response if super::tls::alert_alone(payload, pkt.len) => {
+                    finished = self.cur.take();
+                    self.phase = Phase::Idle;
                 }
                 Phase::Idle | Phase::Response => {
                     finished = self.cur.take();

@@ -641,6 +641,12 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
         // reset soon after that answer: an abortive close that lost the request.
         (Phase::Request, true) if next_request_lost(c, rst) => ResetKind::AfterAnswer,
         (Phase::Response, _) if idle && delivered => ResetKind::Idle,
+        // The turn in progress is TLS setup after an answered request (TLS 1.3's client
+        // Finished after early data, answered by the server's close_notify: nginx resets as it
+        // closes with that flight unread): no request was in progress.
+        (Phase::Response, _) if c.exchanges > 0 && c.cur.is_some_and(|x| x.tls_setup) => {
+            ResetKind::Idle
+        }
         // Complete by its framing, no pipelined request possibly unread (one pipelined in
         // the answered request's segment is lost: told by the story): an abortive close
         // after the answer, not a failure in the middle of it.

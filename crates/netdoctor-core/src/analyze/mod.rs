@@ -513,7 +513,7 @@ impl Analyzer {
 
     /// A TLS connection that chose (or may have chosen) HTTP/2, counted as it ends.
     fn count_tls_h2(&mut self, c: &Conn) {
-        let a = c.tls.alpn;
+        let a = c.tls.hello;
         if a & tls::ALPN_CHOSE_H2 != 0 {
             self.stats.tls_h2_connections += 1;
         } else if a & tls::ALPN_HIDDEN != 0 {

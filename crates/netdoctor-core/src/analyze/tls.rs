@@ -19,6 +19,14 @@
 //! or a capture gap hid ends the walk, and the turn stays a handshake turn. TLS 1.3's second
 //! flight and a resumed TLS 1.2 one open with ChangeCipherSpec or application data: requests.
 //!
+//! After early data (0-RTT: the request rode with the ClientHello), the client's
+//! EndOfEarlyData + Finished flight alone in its turn is setup too ([`client_finished_after_early`]),
+//! and a reset while that turn is answered fails no request. On any turn, a client's TLS alert
+//! alone (its close_notify as it closes, [`alert_alone`]) is no request: it ends the exchange
+//! in progress and leaves the connection idle (`tls13-0rtt*.pcap.gz`: nginx resets as it
+//! closes with that flight or alert unread, which read as a reset "in the middle of a
+//! request/response", critical).
+//!
 //! Only a connection's first turns are looked at (the first three requests and the handshake
 //! turns before them): the per-packet path stays as it was.
 //!
@@ -72,7 +80,7 @@ fn client_finished(payload: &[u8], wire: u32) -> bool {
     }
 }
 
-/// [`crate::event::TlsSetup::alpn`]: the ClientHello offered `h2`.
+/// [`crate::event::TlsSetup::hello`]: the ClientHello offered `h2`.
 pub(super) const ALPN_OFFERED_H2: u8 = 1;
 /// The ServerHello chose `h2`.
 pub(super) const ALPN_CHOSE_H2: u8 = 2;
@@ -80,6 +88,8 @@ pub(super) const ALPN_CHOSE_H2: u8 = 2;
 pub(super) const ALPN_KNOWN: u8 = 4;
 /// The ServerHello was TLS 1.3's: the choice is in the encrypted extensions.
 pub(super) const ALPN_HIDDEN: u8 = 8;
+/// The ClientHello's turn carried application data: TLS 1.3 early data (0-RTT).
+const EARLY_DATA: u8 = 16;
 
 /// What a ServerHello says of the protocol chosen.
 #[derive(Debug, PartialEq, Eq)]
@@ -197,6 +207,41 @@ pub(super) fn server_chose(payload: &[u8]) -> Option<Chose> {
     Some(chose)
 }
 
+/// TLS 1.3's client flight after early data (0-RTT) alone in its turn: EndOfEarlyData (one
+/// encrypted record of 21 bytes: the 4-byte message, its content type, the 16-byte tag) and
+/// the Finished's record (53 or 69 bytes), nothing after them (the ChangeCipherSpec went with
+/// the ClientHello). The early data was the request; this turn is setup (a 0-RTT curl of
+/// `openssl s_client -early_data` to nginx read as two requests, and nginx's reset on close
+/// with this flight unread as a reset in the middle of an exchange).
+fn client_finished_after_early(payload: &[u8], wire: u32) -> bool {
+    match payload {
+        [0x17, 0x03, 0x03, 0x00, 21, ..] => match payload.get(26..31) {
+            Some(&[0x17, 0x03, 0x03, hi, lo]) => {
+                let n = u16::from_be_bytes([hi, lo]);
+                (n == 53 || n == 69) && wire == 26 + 5 + u32::from(n)
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// One TLS alert record and nothing else in a segment of `wire` bytes: TLS 1.2's (its content
+/// type in the clear, `0x15`) or TLS 1.3's (an application data record of 19 bytes: the 2-byte
+/// alert, its content type and the 16-byte tag of AES-GCM or ChaCha20-Poly1305), as a client
+/// sends close_notify when it closes. Not a request: read as one, a server that closed with it
+/// unread (nginx resets then) was told as resetting "in the middle of a request/response"
+/// (`tls13-0rtt`, its first connection), and an answered one as an exchange.
+pub(super) fn alert_alone(payload: &[u8], wire: u32) -> bool {
+    match payload {
+        [0x15, 0x03, 0x01..=0x03, hi, lo, ..] => {
+            wire == 5 + u32::from(u16::from_be_bytes([*hi, *lo]))
+        }
+        [0x17, 0x03, 0x03, 0x00, 19, ..] => wire == 24,
+        _ => false,
+    }
+}
+
 pub(super) fn tls_setup_answer(payload: &[u8]) -> bool {
     matches!(payload, [0x16 | 0x14, 0x03, ..])
 }
@@ -249,10 +294,12 @@ impl Conn {
                 t.turns = t.turns.saturating_add(1);
             }
         }
-        t.finished = t.turns > 0 && client_finished(payload, pkt.len);
+        t.finished = (t.turns > 0 && client_finished(payload, pkt.len))
+            || (t.hello & EARLY_DATA != 0 && client_finished_after_early(payload, pkt.len));
+        t.hello &= !EARLY_DATA;
         t.asked = t.finished || tls_handshake(payload);
         if t.asked && t.turns == 0 && client_offers_h2(payload) == Some(true) {
-            t.alpn = ALPN_OFFERED_H2;
+            t.hello |= ALPN_OFFERED_H2;
         }
         t.scan = t.asked && !t.finished;
         if t.scan {
@@ -272,8 +319,8 @@ impl Conn {
     #[cold]
     pub(super) fn tls_server_hello(&mut self, payload: &[u8]) {
         let t = &mut self.tls;
-        if t.alpn == ALPN_OFFERED_H2 {
-            t.alpn |= match server_chose(payload) {
+        if t.hello & (ALPN_OFFERED_H2 | ALPN_KNOWN | ALPN_HIDDEN) == ALPN_OFFERED_H2 {
+            t.hello |= match server_chose(payload) {
                 Some(Chose::H2) => ALPN_KNOWN | ALPN_CHOSE_H2,
                 Some(Chose::Other) => ALPN_KNOWN,
                 Some(Chose::Hidden) => ALPN_HIDDEN,
@@ -304,6 +351,9 @@ impl Conn {
             Scan::Data => {
                 t.asked = false;
                 t.scan = false;
+                if t.turns == 0 {
+                    t.hello |= EARLY_DATA;
+                }
             }
             Scan::More(skip) => t.skip = skip,
             Scan::Lost => t.scan = false,
@@ -430,7 +480,10 @@ mod tests {
         // "h2c" or a name that only starts with h2 is not h2.
         let h2c = hello(1, &[(ALPN, alpn(&["h2c", "h2-16"]))]);
         assert_eq!(client_offers_h2(&h2c), Some(false));
-        assert_eq!(client_offers_h2(&hello(1, std::slice::from_ref(&sni))), Some(false));
+        assert_eq!(
+            client_offers_h2(&hello(1, std::slice::from_ref(&sni))),
+            Some(false)
+        );
         // Cut before the ALPN extension (snap length) or inside it: not known.
         let alpn_at = offer.len() - alpn(&["h2", "http/1.1"]).len() - 4;
         assert_eq!(client_offers_h2(&offer[..alpn_at + 2]), None);
@@ -451,5 +504,33 @@ mod tests {
         );
         assert_eq!(server_chose(&tls13), Some(Chose::Hidden));
         assert_eq!(server_chose(&server[..server.len() - 1]), None);
+    }
+
+    #[test]
+    fn a_lone_alert_and_the_flight_after_early_data_are_told_from_requests() {
+        // TLS 1.3 close_notify (19-byte body), TLS 1.2 alert (clear content type).
+        let a13 = record(0x17, 19);
+        assert!(alert_alone(&a13, 24));
+        assert!(!alert_alone(&a13, 24 + 40), "more data after it: a request");
+        let a12 = record(0x15, 26);
+        assert!(alert_alone(&a12, 31));
+        assert!(!alert_alone(&record(0x17, 20), 25));
+        assert!(!alert_alone(b"GET / HTTP/1.1\r\n", 16));
+        // EndOfEarlyData (21) then Finished (53 or 69), and nothing after.
+        for n in [53, 69] {
+            let flight = [record(0x17, 21), record(0x17, n)].concat();
+            assert!(
+                client_finished_after_early(&flight, flight.len() as u32),
+                "{n}"
+            );
+            assert!(!client_finished_after_early(
+                &flight,
+                flight.len() as u32 + 30
+            ));
+        }
+        let other = [record(0x17, 21), record(0x17, 100)].concat();
+        assert!(!client_finished_after_early(&other, other.len() as u32));
+        let no_eoed = [record(0x17, 30), record(0x17, 53)].concat();
+        assert!(!client_finished_after_early(&no_eoed, no_eoed.len() as u32));
     }
 }

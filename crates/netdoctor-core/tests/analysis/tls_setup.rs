@@ -190,3 +190,27 @@ fn tls_over_http1_and_cut_hellos_are_not_taken_for_http2() {
         assert!(!an.warnings.iter().any(|w| w.contains("HTTP/2")), "{cap}");
     }
 }
+
+/// TLS 1.3 early data (0-RTT), recorded (`testdata/captures/tls-short/zerortt.sh`: nginx with
+/// `ssl_early_data on`, `openssl s_client` resuming a session and sending `GET /` with its
+/// ClientHello; two takes). The early data is the request; the client's EndOfEarlyData +
+/// Finished flight after it is setup, and so is its close_notify alert as it closes: 2
+/// requests in all (3 before). nginx closes with that flight or alert unread and resets, which
+/// read as "the server reset 1 connections in the middle of a request/response", critical:
+/// both requests were answered in full (tshark: 257-byte responses before the reset).
+#[test]
+fn tls13_early_data_and_close_notify_are_not_requests_and_their_reset_fails_none() {
+    for cap in ["tls13-0rtt.pcap.gz", "tls13-0rtt-alert.pcap.gz"] {
+        let (an, _) = analyze(cap);
+        assert_eq!(an.exchanges.count, 2, "{cap}");
+        let r = one(&an, FindingId::ConnectionReset);
+        assert_eq!(r.severity, Severity::Info, "{cap}: {}", r.summary);
+        assert!(
+            r.summary
+                .starts_with("The server reset 1 idle connections between requests; no request"),
+            "{cap}: {}",
+            r.summary
+        );
+        assert!(!r.summary.contains("middle of"), "{cap}: {}", r.summary);
+    }
+}

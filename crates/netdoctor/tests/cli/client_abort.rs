@@ -14,7 +14,9 @@
 //!   client closing with data unread (those reset with ACK). Told before as "The client reset
 //!   1 connections while a response was arriving", "Nothing to do unless the client did not
 //!   mean to abort". The same capture with that reset made a RST|ACK keeps that story
-//!   (`silent_peer`'s look-alike).
+//!   (`silent_peer`'s look-alike). Since session 25 the phone's TLS close_notify (#36) is no
+//!   request, so no request was in progress at the reset: the host-without-the-connection
+//!   story is kept on the capture with #36 made application data.
 
 use crate::common;
 
@@ -87,11 +89,48 @@ fn a_client_that_gave_up_on_a_stalled_response_failed_its_request() {
     );
 }
 
+/// `suri-tcp-empty-sack` with the phone's close_notify (#36) made data
+/// ([`crate::silent_peer::close_notify_as_data`]), at `dir`.
+fn empty_sack_with_data(dir: &std::path::Path) -> Option<PathBuf> {
+    let mut b = std::fs::read(corpus_file("suri-tcp-empty-sack.pcap")?).unwrap();
+    crate::silent_peer::close_notify_as_data(&mut b);
+    let path = dir.join("empty-sack-data.pcap");
+    std::fs::write(&path, &b).unwrap();
+    Some(path)
+}
+
+/// As captured, the phone's reset comes after its own TLS close_notify, which is no request:
+/// no request was in progress (the vanished connection is `silent_peer`'s story, told by
+/// `retransmission_timeout`). It read as a reset "while a response was arriving" (the server's
+/// answering alert and FIN) before session 25.
 #[test]
-fn a_bare_reset_soon_after_the_last_response_byte_is_a_host_without_the_connection() {
+fn a_bare_reset_after_the_clients_close_notify_fails_no_request() {
     let Some(r) = analyze("suri-tcp-empty-sack.pcap") else {
         return;
     };
+    let f = reset_finding(&r);
+    let s = f["summary"].as_str().unwrap();
+    assert!(
+        s.starts_with("The client reset 1 idle connections between requests; no request"),
+        "{f:#}"
+    );
+    assert_eq!(f["severity"], "info", "{f:#}");
+    assert_eq!(
+        r["measurements"]["capture"]["exchanges"]["count"], 1,
+        "one request"
+    );
+}
+
+/// With data where the close_notify was, the server's alert and FIN are an answer arriving and
+/// the phone's bare reset (#42, `[R]`, no ACK) is a host that no longer had the connection.
+#[test]
+fn a_bare_reset_soon_after_the_last_response_byte_is_a_host_without_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(path) = empty_sack_with_data(dir.path()) else {
+        return;
+    };
+    let o = netdoctor(&["analyze", "--json", path.to_str().unwrap()]);
+    let r = json(&o);
     let f = reset_finding(&r);
     let s = f["summary"].as_str().unwrap();
     assert!(
@@ -118,7 +157,8 @@ fn a_bare_reset_soon_after_the_last_response_byte_is_a_host_without_the_connecti
 /// causes), the client named, and the English text's numbers.
 #[test]
 fn client_abort_stories_are_told_in_chinese_with_their_numbers() {
-    if let Some(p) = corpus_file("suri-tcp-empty-sack.pcap") {
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(p) = empty_sack_with_data(dir.path()) {
         let b = zh_reset_block(&p);
         assert!(b.contains("需修改的一方：客户端"), "{b}");
         assert!(b.contains("客户端的主机在响应到达期间复位了1个连接"), "{b}");

@@ -225,8 +225,26 @@ fn a_resend_of_data_the_receiver_had_sacked_is_not_counted_lost() {
     assert_eq!(stats["spurious_retransmissions"], 1, "{stats:#}");
 }
 
+/// `suri-tcp-empty-sack`'s frame #36 (the phone's TLS 1.2 close_notify, 32.6 s after the
+/// response, its record header in the clear: `15 03 03 00 1a`) made an application data record
+/// (`17 …`): the phone writes data instead of closing, so the server's alert and FIN that follow
+/// are an answer arriving. The story of the capture as it read before close_notify was told
+/// from requests (session 25): kept on real traffic this way.
+pub(crate) fn close_notify_as_data(b: &mut [u8]) {
+    let recs = pcap_records(b);
+    let (off, _) = recs[35];
+    let tcp = off + usize::from(b[off] & 0x0f) * 4;
+    let data = tcp + usize::from(b[tcp + 12] >> 4) * 4;
+    assert_eq!(
+        &b[data..data + 5],
+        &[0x15, 0x03, 0x03, 0x00, 0x1a],
+        "#36 is the alert"
+    );
+    b[data] = 0x17;
+}
+
 /// The offsets of each record's packet data in a classic pcap file (either byte order).
-fn pcap_records(b: &[u8]) -> Vec<(usize, usize)> {
+pub(crate) fn pcap_records(b: &[u8]) -> Vec<(usize, usize)> {
     let le = b[..4] == [0xd4, 0xc3, 0xb2, 0xa1] || b[..4] == [0x4d, 0x3c, 0xb2, 0xa1];
     let u32_at = |i: usize| {
         let w = [b[i], b[i + 1], b[i + 2], b[i + 3]];
@@ -265,7 +283,17 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
     let seq: [u8; 4] = b[fin + 4..fin + 8].try_into().unwrap();
     b[rst + 8..rst + 12].copy_from_slice(&seq);
     b[rst + 13] = 0x14;
+    // The phone's close_notify is no request: no request was in progress at its reset.
     let dir = tempfile::tempdir().unwrap();
+    let as_is = dir.path().join("rst-ack-as-is.pcap");
+    std::fs::write(&as_is, &b).unwrap();
+    let r = analyze_path(&as_is);
+    let reset = finding(&r, "connection_reset");
+    assert!(
+        summary(reset).starts_with("The client reset 1 idle connections between requests"),
+        "{reset:#}"
+    );
+    close_notify_as_data(&mut b);
     let mutated = dir.path().join("rst-ack.pcap");
     std::fs::write(&mutated, &b).unwrap();
     let r = analyze_path(&mutated);
@@ -273,7 +301,8 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
     let s = summary(rto);
     assert_eq!(rto["side"], "network", "{s}");
     assert!(!s.contains("stopped acknowledging"), "{s}");
-    // A reset with ACK is a client closing with the response unread.
+    // With data written where the close_notify was: a reset with ACK is a client closing with
+    // the response unread.
     let reset = finding(&r, "connection_reset");
     assert_eq!(
         summary(reset),
