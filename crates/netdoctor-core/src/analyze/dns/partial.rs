@@ -279,7 +279,7 @@ impl Ctx<'_> {
         });
         for (l, n) in s.hit.iter().take(MAX_PACKETS) {
             f.evidence.push(Evidence::Packets {
-                connection: format!("{} → {server}", l.client),
+                connection: format!("{} → {}", l.client, l.queries[0].server),
                 packets: self.packets(l),
                 note: self.cost(l, *n, server).0,
             });
@@ -314,7 +314,7 @@ impl Ctx<'_> {
             .to_string();
         for l in s.slow.iter().take(MAX_PACKETS) {
             f.evidence.push(Evidence::Packets {
-                connection: format!("{} → {server}", l.client),
+                connection: format!("{} → {}", l.client, l.queries[0].server),
                 packets: self.packets(l),
                 note: l.answer.map_or(String::new(), |(a, _)| {
                     format!(
@@ -380,7 +380,7 @@ impl Ctx<'_> {
             .to_string();
         for (l, n) in s.hit.iter().take(MAX_PACKETS) {
             f.evidence.push(Evidence::Packets {
-                connection: format!("{} → {server}", l.client),
+                connection: format!("{} → {}", l.client, l.queries[0].server),
                 packets: self.packets(l),
                 note: self.cost(l, *n, server).0,
             });
@@ -426,7 +426,7 @@ impl Ctx<'_> {
         });
         for l in v.iter().take(MAX_PACKETS) {
             f.evidence.push(Evidence::Packets {
-                connection: format!("{} → {server}", l.client),
+                connection: format!("{} → {}", l.client, l.queries[0].server),
                 packets: self.packets(l),
                 note: format!("{} {} answered truncated (TC)", l.key.qtype, l.key.name),
             });
