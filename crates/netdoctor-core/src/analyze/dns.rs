@@ -1,6 +1,6 @@
 //! DNS in a capture: UDP port-53 queries and answers paired into lookups, told with the
 //! catalog's DNS findings the way `netdoctor dns` tells them (`dns_server_unreachable`,
-//! `dns_server_error`, `dns_name_not_found`, `dns_slow`).
+//! `dns_server_error`, `dns_name_not_found`, `dns_slow`, `reverse_dns_timeout`).
 //!
 //! Off the TCP path: only frames that are no TCP segment reach [`DnsLog::push`] (the
 //! analyzer's `Ok(None)` branch; `analyze -j N`'s reader routes those itself and never hands
@@ -10,10 +10,10 @@
 //! for `netdoctor dns`); the answer sections are not read (the snap length may cut them, and
 //! the story needs only the rcode and the time).
 //!
-//! A lookup is (client address and port, id, question): the client's re-sends of the same
-//! question with the same id (to the same or another nameserver) are its retries; the same
-//! query frame twice within [`DUP_NS`] to the same server is a duplicated frame of the capture,
-//! not a retry. A nameserver is called unreachable only when it answered nothing in the
+//! A lookup is (client address, id, question): the client's re-sends of the same question
+//! with the same id (to the same or another nameserver, from the same or a new socket) are
+//! its retries; the same query frame twice within [`DUP_NS`] to the same server is a
+//! duplicated frame of the capture, not a retry. A nameserver is called unreachable only when it answered nothing in the
 //! capture, at least one query to it had [`WAIT_NS`] of capture after it, and the capture
 //! shows traffic toward the clients at all (a capture filtered to one direction cannot tell
 //! an unanswered query from an unseen answer). A query with less capture after it than
@@ -24,7 +24,13 @@
 //! except the steps of the search list's walk (`walk`), told as `dns_slow` side client.
 //! Told at the end of a file only ([`super::Analyzer::finish`]): a window's lookups may still
 //! await their answers, so `take_window` (the agent, `watch`) does not tell them; live
-//! captures filter TCP anyway. DNS over TCP is not read.
+//! captures filter TCP anyway.
+//!
+//! A server that answered some queries and left others unanswered (`partial`) is not
+//! unreachable: `dns_slow` with the share unanswered (side network, or server when the answers
+//! that came were slow too); its PTR queries left unanswered are `reverse_dns_timeout`.
+//! Answers with the TC bit are told (the client must ask again over TCP); DNS over TCP itself
+//! is not read (the TCP path carries it as any other connection).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -36,6 +42,7 @@ use crate::decode::udp_datagram;
 use crate::finding::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 use crate::packet::{LinkType, RawPacket};
 
+mod partial;
 mod walk;
 
 /// The same query frame again within this, to the same server: a copy, not a retry.
@@ -53,7 +60,9 @@ const MAX_PACKETS: usize = 8;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Key {
-    client: SocketAddr,
+    /// The client's address without its port: glibc re-sends a query from a new socket
+    /// (same id) when one of its parallel A/AAAA queries got no answer.
+    client: IpAddr,
     id: u16,
     name: String,
     qtype: String,
@@ -68,9 +77,13 @@ struct Msg {
 
 struct Lookup {
     key: Key,
+    /// The client's socket of the first query.
+    client: SocketAddr,
     queries: Vec<Msg>,
     dups: u32,
     answer: Option<(Msg, u8)>,
+    /// The answer had the TC bit: the client must ask again over TCP.
+    truncated: bool,
 }
 
 impl Lookup {
@@ -123,7 +136,7 @@ impl DnsLog {
         match m.message_type {
             MessageType::Query if dst.port() == 53 => {
                 let key = Key {
-                    client: src,
+                    client: src.ip(),
                     id: m.id,
                     name,
                     qtype,
@@ -150,14 +163,16 @@ impl DnsLog {
                 self.open.insert(key.clone(), self.lookups.len());
                 self.lookups.push(Lookup {
                     key,
+                    client: src,
                     queries: vec![msg],
                     dups: 0,
                     answer: None,
+                    truncated: false,
                 });
             }
             MessageType::Response if src.port() == 53 => {
                 let key = Key {
-                    client: dst,
+                    client: dst.ip(),
                     id: m.id,
                     name,
                     qtype,
@@ -172,6 +187,7 @@ impl DnsLog {
                             },
                             m.response_code.low(),
                         ));
+                        l.truncated = m.truncation;
                     }
                     _ => self.answers_unmatched += 1,
                 }
@@ -209,11 +225,21 @@ impl DnsLog {
             || self
                 .lookups
                 .iter()
-                .any(|l| self.toward.contains(&l.key.client.ip()));
+                .any(|l| self.toward.contains(&l.key.client));
+        // A lookup answered from an address it never asked (a multihomed server): the last
+        // address asked answered too.
         let answered_by: HashSet<IpAddr> = self
             .lookups
             .iter()
-            .filter_map(|l| l.answer.map(|(m, _)| m.server.ip()))
+            .filter_map(|l| {
+                let (a, _) = l.answer?;
+                let ip = a.server.ip();
+                Some(if l.queries.iter().any(|q| q.server.ip() == ip) {
+                    ip
+                } else {
+                    l.queries.last().map_or(ip, |q| q.server.ip())
+                })
+            })
             .collect();
         let pref = |m: &Msg, dir: &str, desc: String| PacketRef {
             frame: m.frame,
@@ -224,19 +250,23 @@ impl DnsLog {
         };
         let q_desc =
             |l: &Lookup| format!("query {} {} id {:#06x}", l.key.qtype, l.key.name, l.key.id);
-        // Unanswered queries, per server: waited long enough, or cut by the capture's end.
+        // Unanswered queries, per server: waited long enough, or cut by the capture's end. A
+        // lookup answered by another server after the client gave up on one (glibc's next
+        // nameserver) counts for the one that answered nothing too.
         let mut dead: Vec<(IpAddr, Vec<Asked>)> = Vec::new();
         let mut cut: Vec<&Lookup> = Vec::new();
         let mut one_way: Vec<&Lookup> = Vec::new();
-        for l in self.lookups.iter().filter(|l| l.answer.is_none()) {
-            let waited = end - l.queries[0].ts;
-            if waited < WAIT_NS {
-                cut.push(l);
-                continue;
-            }
-            if !sees_incoming {
-                one_way.push(l);
-                continue;
+        for l in &self.lookups {
+            if l.answer.is_none() {
+                let waited = end - l.queries[0].ts;
+                if waited < WAIT_NS {
+                    cut.push(l);
+                    continue;
+                }
+                if !sees_incoming {
+                    one_way.push(l);
+                    continue;
+                }
             }
             for q in &l.queries {
                 let ip = q.server.ip();
@@ -252,10 +282,11 @@ impl DnsLog {
                 }
             }
         }
-        // A server counts as dead when one of its queries had WAIT_NS of capture after it.
+        // A server counts as dead when one of its queries had WAIT_NS of capture after it, or
+        // its lookup was answered by another server (the client gave up on it).
         dead.retain(|(_, v)| {
             v.iter()
-                .any(|(_, qs)| qs.iter().any(|q| end - q.ts >= WAIT_NS))
+                .any(|(l, qs)| l.answer.is_some() || qs.iter().any(|q| end - q.ts >= WAIT_NS))
         });
         let all_dead = answered_by.is_empty() && !dead.is_empty();
         for (server, v) in &dead {
@@ -310,7 +341,7 @@ impl DnsLog {
                     String::new()
                 };
                 f.evidence.push(Evidence::Packets {
-                    connection: format!("{} → {}", l.key.client, qs[0].server),
+                    connection: format!("{} → {}", l.client, qs[0].server),
                     packets: qs
                         .iter()
                         .take(MAX_PACKETS)
@@ -347,7 +378,7 @@ impl DnsLog {
                 cut.len(),
                 l.key.qtype,
                 l.key.name,
-                l.key.client.ip(),
+                l.key.client,
                 l.queries[0].server,
                 (end - q) as f64 / 1e9
             ));
@@ -360,7 +391,7 @@ impl DnsLog {
                 one_way.len(),
                 l.key.qtype,
                 l.key.name,
-                l.key.client.ip(),
+                l.key.client,
                 l.queries[0].server,
                 l.queries.len()
             ));
@@ -372,6 +403,14 @@ impl DnsLog {
             ));
         }
         self.tell_answered(&mut findings, &pref, &q_desc);
+        partial::tell(
+            &self.lookups,
+            end,
+            &answered_by,
+            &mut findings,
+            &pref,
+            &q_desc,
+        );
         (findings, warnings)
     }
 
@@ -389,7 +428,7 @@ impl DnsLog {
                 .filter_map(|(i, l)| l.answer.map(|(a, rc)| (i, (l, a, rc))))
         };
         let evidence = |l: &Lookup, a: &Msg, rc: &str, note: String| Evidence::Packets {
-            connection: format!("{} → {}", l.key.client, a.server),
+            connection: format!("{} → {}", l.client, a.server),
             packets: vec![
                 pref(&l.queries[0], "C→S", q_desc(l)),
                 pref(a, "S→C", format!("answer {rc} id {:#06x}", l.key.id)),
@@ -399,7 +438,6 @@ impl DnsLog {
         let ms = |l: &Lookup, a: &Msg| (a.ts - l.queries[0].ts) as f64 / 1e6;
         // One finding per (server, rcode) for the errors.
         let mut errors: Vec<(IpAddr, u8, Vec<Said>)> = Vec::new();
-        let mut slow: Vec<(IpAddr, Vec<Said>)> = Vec::new();
         let mut missing: Vec<(IpAddr, Vec<Said>)> = Vec::new();
         let walks = walk::walks(&self.lookups);
         let walked = walk::walked(&walks);
@@ -419,12 +457,6 @@ impl DnsLog {
                     match missing.iter_mut().find(|(s, _)| *s == ip) {
                         Some((_, v)) => v.push((l, a)),
                         None => missing.push((ip, vec![(l, a)])),
-                    }
-                }
-                0 if a.ts - l.queries[0].ts >= SLOW_NS => {
-                    match slow.iter_mut().find(|(s, _)| *s == ip) {
-                        Some((_, v)) => v.push((l, a)),
-                        None => slow.push((ip, vec![(l, a)])),
                     }
                 }
                 _ => {}
@@ -543,49 +575,6 @@ impl DnsLog {
                     a,
                     word,
                     format!("{word} in {:.1} ms", ms(l, a)),
-                ));
-            }
-            out.push(f);
-        }
-        for (server, v) in &slow {
-            let mut times: Vec<f64> = v.iter().map(|(l, a)| ms(l, a)).collect();
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
-            let retried = v.iter().filter(|(l, _)| l.retries() > 0).count();
-            let mut f = Finding::new(
-                FindingId::DnsSlow,
-                Severity::Warning,
-                Side::Network,
-                format!(
-                    "nameserver {server} is slow: {} lookup(s) answered after {:.0} ms (median){}",
-                    v.len(),
-                    median,
-                    if retried > 0 {
-                        format!(", {retried} only after a retry")
-                    } else {
-                        String::new()
-                    }
-                ),
-            );
-            f.impact.added_latency_ms = Some(median);
-            f.explanation = "Every name lookup through this server waits for its answer; a lost \
-                             query is re-sent only after the resolver's timeout. Programs that \
-                             resolve a name per request or per connection pay this on each one."
-                .to_string();
-            f.fix = "Use a nearer or healthier resolver (a local caching resolver such as \
-                     systemd-resolved, dnsmasq or nscd), lower `options timeout:` so a lost \
-                     query is retried sooner, cache names in the application."
-                .to_string();
-            for (l, a) in v.iter().take(MAX_PACKETS) {
-                f.evidence.push(evidence(
-                    l,
-                    a,
-                    "NOERROR",
-                    format!(
-                        "answered in {:.1} ms after {} retries",
-                        ms(l, a),
-                        l.retries()
-                    ),
                 ));
             }
             out.push(f);

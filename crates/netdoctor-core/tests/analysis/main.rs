@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod dns;
+mod dns_lab;
 
 mod abandoned_connect;
 mod abortive_close;

@@ -1,6 +1,7 @@
 //! `netdoctor analyze` on captures whose story is DNS (`analyze::dns`), from the shared
-//! third-party corpus (`../shared/realworld-pcaps/`; skipped when missing): the verdict, the
-//! Chinese report, and `-j 2` giving `-j 1`'s JSON.
+//! third-party corpus (`../shared/realworld-pcaps/`; skipped when missing) and the committed
+//! lab captures of `testdata/captures/make-dns.sh`: the verdict, the Chinese report, and
+//! `-j 2` giving `-j 1`'s JSON.
 
 use crate::common;
 
@@ -66,4 +67,38 @@ fn one_query_at_the_capture_end_stays_inconclusive() {
         "{w}"
     );
     assert_eq!(json(&p, "2"), v);
+}
+
+/// The committed lab captures of `testdata/captures/make-dns.sh`: the finding ids, `-j 2`
+/// giving `-j 1`'s JSON, and the Chinese blocks of the stories new there.
+#[test]
+fn lab_dns_captures_tell_the_same_with_any_jobs_and_in_chinese() {
+    for (name, want) in [
+        ("dns-refused.pcap.gz", "dns_server_error"),
+        ("dns-lossy.pcap.gz", "dns_slow"),
+        ("dns-ptr.pcap.gz", "reverse_dns_timeout"),
+        ("dns-slow.pcap.gz", "dns_slow"),
+        ("dns-tc.pcap.gz", "dns_slow"),
+    ] {
+        let p = common::captures_dir().join(name);
+        let v = json(&p, "1");
+        let ids: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [want], "{name}: {v}");
+        assert_eq!(json(&p, "2"), v, "{name}");
+    }
+    let dir = common::captures_dir();
+    let zh = common::zh_finding_block(&dir.join("dns-lossy.pcap.gz"), "dns_slow");
+    assert!(
+        zh.contains("域名服务器有应答，但68个查询中有22个没有得到应答"),
+        "{zh}"
+    );
+    let zh = common::zh_finding_block(&dir.join("dns-ptr.pcap.gz"), "reverse_dns_timeout");
+    assert!(zh.contains("反向解析（PTR查询）超时"), "{zh}");
+    let zh = common::zh_finding_block(&dir.join("dns-tc.pcap.gz"), "dns_slow");
+    assert!(zh.contains("TC位") && zh.contains("#3"), "{zh}");
 }

@@ -36,13 +36,13 @@ pub(super) fn walks(lookups: &[Lookup]) -> Vec<Walk> {
             .enumerate()
             .filter(|(_, l)| {
                 matches!(l.answer, Some((a, 3)) if a.ts <= start)
-                    && l.key.client.ip() == m.key.client.ip()
+                    && l.key.client == m.key.client
                     && l.key.name.starts_with(&prefix)
                     && start - l.queries[0].ts <= WALK_NS
             })
             .map(|(j, _)| j)
             .collect();
-        if steps.is_empty() || !told.insert((m.key.client.ip(), m.key.name.clone())) {
+        if steps.is_empty() || !told.insert((m.key.client, m.key.name.clone())) {
             continue;
         }
         out.push(Walk { answered: i, steps });
@@ -160,7 +160,7 @@ pub(super) fn tell(
     packets.sort_by_key(|p| p.frame);
     packets.truncate(16);
     f.evidence.push(Evidence::Packets {
-        connection: format!("{} → {}", m.key.client.ip(), answer.server.ip()),
+        connection: format!("{} → {}", m.key.client, answer.server.ip()),
         packets,
         note: format!("the walk: {} then {}", names.join(", "), m.key.name),
     });

@@ -463,8 +463,9 @@ fn english_is_the_detectors_text_and_empty_stays_empty() {
 }
 
 /// `dns_slow` told of the search list (probe `dns_search_list`, as netdoctor-route's
-/// `dns_search_list` writes it) says the names tried and their cost in Chinese; other
-/// `dns_slow` stories keep the plain text.
+/// `dns_search_list` writes it) says the names tried and their cost in Chinese, and so do
+/// `analyze`'s unanswered share (`dns_unanswered`) and truncated answers (`dns_truncated`);
+/// other `dns_slow` stories keep the plain text.
 #[test]
 fn a_search_list_cost_is_told_in_chinese_with_its_numbers() {
     let zh = |probe: &str, note: &str| {
@@ -497,6 +498,23 @@ fn a_search_list_cost_is_told_in_chinese_with_its_numbers() {
     assert!(x.contains("ndots:1") && x.contains("dnsConfig"), "{x}");
     let (s, _, _) = zh("dns", "10.0.0.2 udp for api.test.: 301 ms");
     assert!(s.starts_with("名字解析很慢或不稳定"), "{s}");
+    // `analyze`'s partly answering server and its truncated answers (analyze::dns::partial).
+    let (s, e, x) = zh(
+        "dns_unanswered",
+        "22 of 68 queries to 10.0.53.2 unanswered; 22 lookup(s) answered after a retry, 0 never \
+         answered",
+    );
+    assert!(
+        s.starts_with("域名服务器有应答，但 68 个查询中有 22 个没有得到应答") && s.contains("900"),
+        "{s}"
+    );
+    assert!(e.contains("超时") && x.contains("timeout"), "{e} {x}");
+    let (s, e, x) = zh(
+        "dns_truncated",
+        "4 answer(s) from 10.0.53.2 had the TC bit: A big.lab",
+    );
+    assert!(s.contains("TC 位") && s.contains("TCP"), "{s}");
+    assert!(e.contains("EDNS") && x.contains("edns0"), "{e} {x}");
 }
 
 /// A server slow in the TLS handshake: its own text when the handshake is the whole story
