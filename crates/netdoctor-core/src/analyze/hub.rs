@@ -486,6 +486,15 @@ impl Hub {
                 sides: crate::event::side_bit(c.syn.synacks > 1),
             };
         }
+        // Slow start after idle is told against the window the earlier responses grew; the
+        // sender's silence runs from the previous answer's last byte to this one's first.
+        let before = super::flights::Before {
+            grown_segs: c.grown_segs,
+            idle_ns: x
+                .reuse_gap_ns
+                .map_or(0, |g| g + (first_resp.ts_ns - x.first_req.ts_ns).max(0)),
+        };
+        c.grown_segs = c.grown_segs.max(x.flights.max_flight());
         let done = ExchangeDone {
             ends: c.ends(),
             first_req: x.first_req,
@@ -507,7 +516,7 @@ impl Hub {
             slow_start: if cut {
                 None
             } else {
-                x.flights.finish(rtt, x.delivered_ns != i64::MIN)
+                x.flights.finish(rtt, x.delivered_ns != i64::MIN, before)
             },
         };
         // A TLS handshake turn goes in the same entry (built in place: a second kind of entry

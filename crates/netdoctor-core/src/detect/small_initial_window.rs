@@ -35,7 +35,8 @@ pub struct SmallInitialWindow {
 
 impl SmallInitialWindow {
     fn on_exchange(&mut self, x: &ExchangeDone) {
-        let Some(s) = x.slow_start else {
+        // A ramp after an idle restart is `slow_start_after_idle`'s.
+        let Some(s) = x.slow_start.filter(|s| s.grown_segments == 0) else {
             return;
         };
         let cost = ms(s.cost_ns);
@@ -162,6 +163,8 @@ mod tests {
                 cost_ns: cost_ms * MS,
                 first,
                 second: pkt(7, 77, true, F::ACK, 1448),
+                grown_segments: 0,
+                idle_ns: 0,
             }),
             ..ExchangeDone::new(ends(), pkt(4, 0, false, F::PSH, 80), first)
         }
