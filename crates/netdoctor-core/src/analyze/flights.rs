@@ -189,13 +189,8 @@ impl Flights {
                 self.second = Some(pkt);
             }
         }
-        let n = self.segments(pkt.len, cx.mss);
-        self.cur_segs += n;
-        if pkt.ts_ns - self.cur_start < cx.rtt_ns {
-            self.cur_rtt_segs += n;
-        }
+        self.add(pkt, cx);
         self.cur_bytes = self.cur_bytes.saturating_add(pkt.len);
-        self.last_ns = pkt.ts_ns;
         match cx.window {
             Some(w) if self.cur_bytes.saturating_add(cx.mss) <= w => {}
             _ => self.cur_limited = true,
@@ -209,6 +204,13 @@ impl Flights {
         if self.cur_segs == 0 {
             self.cur_start = pkt.ts_ns;
         }
+        self.add(pkt, cx);
+    }
+
+    /// Counts `pkt` in the flight in progress: its segments, and those within one RTT of
+    /// the flight's start (what the window let out at once).
+    #[inline]
+    fn add(&mut self, pkt: Pkt, cx: &SegCtx) {
         let n = self.segments(pkt.len, cx.mss);
         self.cur_segs += n;
         if pkt.ts_ns - self.cur_start < cx.rtt_ns {
@@ -532,6 +534,13 @@ mod tests {
             ..idle
         };
         assert_eq!(after(&[10, 20, 40, 80, 63], kept), None);
+        // A first flight above half the earlier flights: the window was kept (or halved at
+        // most once), not restarted; 10, 15, then 15s against 18 would read as a round trip.
+        let near = Before {
+            grown_segs: 18,
+            ..idle
+        };
+        assert_eq!(after(&[10, 15, 15, 15, 15], near), None);
         // Flights one RTT apart that grow by less than half: a writer's pace, not a doubling
         // window (10, 12, 14, 16, then the rest).
         assert_eq!(after(&[10, 12, 14, 16, 100], idle), None);

@@ -74,3 +74,43 @@ fn first_answers_and_bbr_keep_their_own_story() {
     assert!(findings(&an, FindingId::SlowStartAfterIdle).is_empty());
     assert_eq!(one(&an, FindingId::SmallInitialWindow).evidence.len(), 1);
 }
+
+/// The look-alikes recorded by `testdata/captures/initcwnd/ssai.sh` (far-server lab, reno,
+/// the sysctl on, 300 KB answers 1 s apart unless said).
+#[test]
+fn look_alikes_keep_their_own_story() {
+    for name in [
+        // Next to the server (0.03 ms RTT): a restart there costs nothing (flights are not
+        // followed under 200 µs of RTT).
+        "idle-restart-lan.pcap.gz",
+        // A new connection per request, 1 s apart: each starts from the initial window; no
+        // window was grown on it to restart.
+        "idle-reopen-reno.pcap.gz",
+        // A client with SO_RCVBUF 16 KB: its window (13–14 segments) held every answer's
+        // flights, before the pause and after.
+        "idle-restart-rcvbuf.pcap.gz",
+    ] {
+        let (an, _) = analyze(name);
+        assert!(
+            findings(&an, FindingId::SlowStartAfterIdle).is_empty()
+                && findings(&an, FindingId::SmallInitialWindow).is_empty(),
+            "{name}: {:#?}",
+            an.findings
+        );
+    }
+    // The router next to the server dropped one of every 60 of its packets: each answer
+    // after the pause restarted and lost segments; loss tells it, not the restart.
+    let (an, _) = analyze("idle-restart-loss.pcap.gz");
+    assert!(findings(&an, FindingId::SlowStartAfterIdle).is_empty());
+    one(&an, FindingId::PacketLossRetransmission);
+    // The answers after the pause are written 8 KB every 50 ms (the first at once grew the
+    // window): the writer's pace, told as the server writing its body slowly. The first
+    // write's tail (952 B, frame 106) did wait a round trip for the restarted window, but
+    // the answer's end is the writer's; and the flights (6 segments, then 6 with the
+    // coalesced 2,896 B packets counted as 2) do not grow. nd-start25 told it as a small
+    // initial window (+37.3 ms): the 952 B tail, read first, was taken for the segment size.
+    let (an, _) = analyze("idle-slow-writer.pcap.gz");
+    assert!(findings(&an, FindingId::SlowStartAfterIdle).is_empty());
+    assert!(findings(&an, FindingId::SmallInitialWindow).is_empty());
+    one(&an, FindingId::SlowServerProcessing);
+}
