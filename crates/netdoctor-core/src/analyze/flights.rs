@@ -70,8 +70,10 @@ pub(super) struct Flights {
     /// Segments of the flight in progress sent within one RTT of its start, and the most of
     /// any flight of the response so far (after the ramp too): what the sender's window
     /// let out at once, at least (a stream with no gap counts one RTT of it).
-    cur_rtt_segs: u32,
-    max_segs: u32,
+    /// (u16, saturating: 65,535 segments in one RTT is beyond any window told here, and the
+    /// figure is a floor; kept small because the exchange state is copied per exchange.)
+    cur_rtt_segs: u16,
+    max_segs: u16,
 }
 
 /// The handshake RTT under which a response's flights are not followed. An initial window
@@ -100,21 +102,21 @@ pub(super) struct SegCtx {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SlowStart {
     /// Flights of the ramp, their segments, the first flight's segments.
-    pub flights: u32,
+    pub flights: u16,
     pub segments: u32,
     pub first_segments: u32,
     /// Round trips the response lost against an initial window of 10 (≥ 1), and the time
     /// that is (× the handshake RTT), ns.
-    pub extra_rounds: u32,
+    pub extra_rounds: u16,
     pub cost_ns: i64,
     /// The first packets of the first and second flights.
     pub first: Pkt,
     pub second: Pkt,
     /// A restart after idle (`slow_start_after_idle`): the window the connection's earlier
-    /// responses grew, segments (the cost is counted against it, not against 10), and the
-    /// sender's idle time before the response, ns. 0: a small initial window.
+    /// responses grew, segments (the cost is counted against it, not against 10; the
+    /// sender's idle time is [`crate::event::ExchangeDone::sender_idle_ns`]). 0: a small
+    /// initial window.
     pub grown_segments: u32,
-    pub idle_ns: i64,
 }
 
 /// Linux's smallest retransmission timeout (`TCP_RTO_MIN`, 200 ms). Its RTO is the smoothed
@@ -214,7 +216,9 @@ impl Flights {
         let n = self.segments(pkt.len, cx.mss);
         self.cur_segs += n;
         if pkt.ts_ns - self.cur_start < cx.rtt_ns {
-            self.cur_rtt_segs += n;
+            self.cur_rtt_segs = self
+                .cur_rtt_segs
+                .saturating_add(u16::try_from(n).unwrap_or(u16::MAX));
         }
         self.last_ns = pkt.ts_ns;
     }
@@ -249,7 +253,7 @@ impl Flights {
     /// The most segments the response sent in one flight (within one RTT of its start): the
     /// sender's congestion window was at least that.
     pub(super) fn max_flight(&self) -> u32 {
-        self.max_segs.max(self.cur_rtt_segs)
+        u32::from(self.max_segs.max(self.cur_rtt_segs))
     }
 
     /// The flight in progress ended (`last`: the response ended with it).
@@ -337,15 +341,14 @@ impl Flights {
             return None;
         }
         Some(SlowStart {
-            flights: self.ramp,
+            flights: u16::try_from(self.ramp).unwrap_or(u16::MAX),
             segments: self.ramp_segs,
             first_segments: self.first_segs,
-            extra_rounds: extra,
+            extra_rounds: u16::try_from(extra).unwrap_or(u16::MAX),
             cost_ns: i64::from(extra) * rtt,
             first: self.first?,
             second: self.second?,
             grown_segments: restart.unwrap_or(0),
-            idle_ns: if restart.is_some() { before.idle_ns } else { 0 },
         })
     }
 }
@@ -508,7 +511,7 @@ mod tests {
         let s = after(&[14, 28, 56, 112, 3], idle).unwrap();
         assert_eq!((s.flights, s.segments, s.first_segments), (5, 213, 14));
         assert_eq!((s.extra_rounds, s.grown_segments), (2, 80));
-        assert_eq!((s.cost_ns, s.idle_ns), (74 * MS, 1000 * MS));
+        assert_eq!(s.cost_ns, 74 * MS);
         // A ramp that ends with more data one RTT later: 10, 20, 40, then 60-segment flights
         // (the window it reached) against 60: the ramp's 130 segments + 1 are sent in round 2
         // (0-based) by 60, in round 4 here.

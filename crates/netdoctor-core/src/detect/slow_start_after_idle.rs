@@ -47,14 +47,19 @@ pub struct SlowStartAfterIdle {
     grown: u32,
     first_min: u32,
     first_max: u32,
-    examples: Vec<(Ends, SlowStart, i64)>,
+    /// The example exchanges: ends, ramp, handshake RTT, the sender's idle time.
+    examples: Vec<(Ends, SlowStart, i64, i64)>,
 }
 
 impl SlowStartAfterIdle {
     fn on_exchange(&mut self, x: &ExchangeDone) {
-        let Some(s) = x.slow_start.filter(|s| s.grown_segments > 0) else {
+        let Some(s) = &x.slow_start else {
             return;
         };
+        if s.grown_segments == 0 {
+            return;
+        }
+        let idle = x.sender_idle_ns();
         let cost = ms(s.cost_ns);
         let share = if x.latency_ns > 0 {
             (s.cost_ns as f64 / x.latency_ns as f64).min(1.0)
@@ -65,10 +70,10 @@ impl SlowStartAfterIdle {
             return;
         }
         if self.hit == 0 {
-            self.idle_min_ns = s.idle_ns;
+            self.idle_min_ns = idle;
             self.first_min = s.first_segments;
         }
-        self.idle_min_ns = self.idle_min_ns.min(s.idle_ns);
+        self.idle_min_ns = self.idle_min_ns.min(idle);
         self.first_min = self.first_min.min(s.first_segments);
         self.first_max = self.first_max.max(s.first_segments);
         self.hit += 1;
@@ -76,7 +81,8 @@ impl SlowStartAfterIdle {
         self.share += share;
         self.grown = self.grown.max(s.grown_segments);
         if self.examples.len() < MAX_EXAMPLES {
-            self.examples.push((x.ends, s, x.rtt_ns.unwrap_or(0)));
+            self.examples
+                .push((x.ends, *s, x.rtt_ns.unwrap_or(0), idle));
         }
     }
 }
@@ -160,14 +166,14 @@ impl Detector for SlowStartAfterIdle {
         f.evidence = self
             .examples
             .iter()
-            .map(|(ends, s, rtt)| Evidence::Packets {
+            .map(|(ends, s, rtt, idle)| Evidence::Packets {
                 connection: conn_label(ends.client, ends.server),
                 packets: vec![s.first.to_ref(cx.t0_ns), s.second.to_ref(cx.t0_ns)],
                 note: format!(
                     "after {:.1} ms idle: first flight {} segment{} (earlier flights up to {}), \
                      then {} flights one RTT ({:.1} ms) apart: {} segments in {} round trips; \
                      {} round trip{} ({:.1} ms) more than the grown window needed",
-                    ms(s.idle_ns),
+                    ms(*idle),
                     s.first_segments,
                     plural(u64::from(s.first_segments)),
                     s.grown_segments,
@@ -205,8 +211,8 @@ mod tests {
                 first,
                 second: pkt(7, 77, true, F::ACK, 1448),
                 grown_segments: grown,
-                idle_ns: 1001 * MS,
             }),
+            reuse_gap_ns: Some(1001 * MS),
             ..ExchangeDone::new(ends(), pkt(4, 0, false, F::PSH, 80), first)
         }
     }
