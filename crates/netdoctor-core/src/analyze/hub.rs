@@ -422,7 +422,6 @@ impl Hub {
     /// with `cut`, the capture ended while its response was arriving (or its end fell in a
     /// capture gap, `Exchange::gap_cut`): its first-byte time counts, its latency (the end of
     /// the response is unknown) does not.
-
     pub(super) fn finish_exchange_as(&mut self, c: &mut Conn, x: &Exchange, cut: bool) {
         let Some(first_resp) = x.first_resp else {
             return;
