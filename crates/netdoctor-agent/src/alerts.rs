@@ -95,6 +95,9 @@ pub fn runbook_en(id: FindingId) -> &'static str {
         SmallInitialWindow => {
             "Responses wait on a small initial congestion window: the server sends a few segments, then waits a round trip per flight while the client's window is open. Give the server's route to the clients the default: ip route change <route> initcwnd 10 (and initrwnd on the client if its first window is small too)."
         }
+        SlowStartAfterIdle => {
+            "Responses on kept connections restart slow start after an idle pause: the server's kernel reset its congestion window and each response pays round trips the grown window did not need. On the sending host: sysctl -w net.ipv4.tcp_slow_start_after_idle=0 (persist it in /etc/sysctl.d)."
+        }
         DnsServerError => {
             "A nameserver answers but fails the question: SERVFAIL (it cannot resolve the name: upstream, DNSSEC or zone broken), REFUSED (it does not serve this client) or a truncated answer with TCP 53 blocked. Fix the nameserver or its upstream, allow the client, or allow TCP 53."
         }

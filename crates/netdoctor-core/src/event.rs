@@ -216,6 +216,16 @@ impl ExchangeDone {
         }
     }
 
+    /// On a reused connection, the server's silence before this response: from the previous
+    /// answer's last byte to this one's first (what Linux measures for slow start after idle,
+    /// from its last data sent); 0 on a connection's first exchange.
+    #[inline]
+    pub fn sender_idle_ns(&self) -> i64 {
+        self.reuse_gap_ns.map_or(0, |g| {
+            g + (self.first_resp.ts_ns - self.first_req.ts_ns).max(0)
+        })
+    }
+
     /// The server's whole time: the wait for its first byte and the body it wrote slowly.
     #[inline]
     pub fn server_total_ns(&self) -> i64 {

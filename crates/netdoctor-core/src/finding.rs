@@ -51,12 +51,13 @@ pub enum FindingId {
     DnsDeadRecord,
     DnsServerError,
     SmallInitialWindow,
+    SlowStartAfterIdle,
 }
 
 impl FindingId {
     /// Every id, in catalog order (the report crate's tests pin it to the JSON schema's list,
     /// and the message catalogues are checked against it).
-    pub const ALL: [FindingId; 41] = {
+    pub const ALL: [FindingId; 42] = {
         use FindingId::*;
         [
             NagleDelayedAck,
@@ -100,6 +101,7 @@ impl FindingId {
             DnsDeadRecord,
             DnsServerError,
             SmallInitialWindow,
+            SlowStartAfterIdle,
         ]
     };
 
@@ -118,7 +120,8 @@ impl FindingId {
             | H2HeadOfLine
             | SendBufferLimited
             | SpuriousRetransmission
-            | SmallInitialWindow => Layer::Transport,
+            | SmallInitialWindow
+            | SlowStartAfterIdle => Layer::Transport,
             ListenQueueOverflow
             | SynFlood
             | ConntrackTableFull
@@ -180,6 +183,7 @@ impl FindingId {
             DnsDeadRecord => "dns_dead_record",
             DnsServerError => "dns_server_error",
             SmallInitialWindow => "small_initial_window",
+            SlowStartAfterIdle => "slow_start_after_idle",
         }
     }
 }

@@ -232,6 +232,9 @@ pub(super) struct Conn {
     pub last_active_ns: Option<i64>,
     /// Its value before the current packet (the silence a new request followed).
     pub prev_active_ns: Option<i64>,
+    /// The most segments one of its responses sent in one flight so far (the window the
+    /// server grew: `super::flights::Flights::max_flight`; 0: not followed).
+    pub grown_segs: u32,
     /// The frame that opened the state (orders the connections still open at the end).
     pub first_frame: u64,
     /// Per direction, its bulk-transfer view once it carried one ([`super::bulk`]).
@@ -310,6 +313,7 @@ impl Conn {
             idle_before_close_ns: None,
             last_active_ns: None,
             prev_active_ns: None,
+            grown_segs: 0,
             first_frame: seg.frame,
             bulk: [None, None],
             half_open: false,

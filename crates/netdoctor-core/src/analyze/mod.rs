@@ -551,7 +551,7 @@ impl Analyzer {
     /// capture), and its HTTP/2 streams that ended in a capture gap are counted.
     fn take_answered(&mut self, c: &mut Conn, cut: bool) {
         for x in c.take_answered() {
-            self.hub.finish_exchange_as(c, x, cut);
+            self.hub.finish_exchange_as(c, &x, cut);
         }
         self.stats.h2_streams_cut_by_gap += u64::from(c.h2_gap_cut());
     }
@@ -560,7 +560,7 @@ impl Analyzer {
     /// complete are exchanges), and what its framing and reassembly lost is counted.
     fn flush_held(&mut self, c: &mut Conn) {
         for x in c.flush_held() {
-            self.hub.finish_exchange(c, x);
+            self.hub.finish_exchange(c, &x);
         }
         self.stats.h2_framing_lost += u64::from(c.h2_framing_lost());
         self.stats.h2_reassembly_overflows += u64::from(c.reassembly_overflows());

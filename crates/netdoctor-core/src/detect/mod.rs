@@ -24,6 +24,7 @@ pub mod server_not_listening;
 pub mod short_connections;
 pub mod slow_handshake;
 pub mod slow_server_processing;
+pub mod slow_start_after_idle;
 pub mod slow_tls_handshake;
 pub mod small_initial_window;
 pub mod spurious_retransmission;
@@ -98,6 +99,7 @@ pub const REGISTRY: &[fn() -> Box<dyn Detector>] = &[
     || Box::<bulk_limits::BulkLimits>::default(),
     || Box::<spurious_retransmission::SpuriousRetransmission>::default(),
     || Box::<small_initial_window::SmallInitialWindow>::default(),
+    || Box::<slow_start_after_idle::SlowStartAfterIdle>::default(),
 ];
 
 /// A fresh set of every registered detector.

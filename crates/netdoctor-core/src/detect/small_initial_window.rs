@@ -35,9 +35,13 @@ pub struct SmallInitialWindow {
 
 impl SmallInitialWindow {
     fn on_exchange(&mut self, x: &ExchangeDone) {
-        let Some(s) = x.slow_start else {
+        // A ramp after an idle restart is `slow_start_after_idle`'s.
+        let Some(s) = &x.slow_start else {
             return;
         };
+        if s.grown_segments > 0 {
+            return;
+        }
         let cost = ms(s.cost_ns);
         let share = if x.latency_ns > 0 {
             (s.cost_ns as f64 / x.latency_ns as f64).min(1.0)
@@ -52,7 +56,7 @@ impl SmallInitialWindow {
         self.share += share;
         self.worst_ms = self.worst_ms.max(cost);
         if self.examples.len() < MAX_EXAMPLES {
-            self.examples.push((x.ends, s, x.rtt_ns.unwrap_or(0)));
+            self.examples.push((x.ends, *s, x.rtt_ns.unwrap_or(0)));
         }
     }
 }
@@ -162,6 +166,7 @@ mod tests {
                 cost_ns: cost_ms * MS,
                 first,
                 second: pkt(7, 77, true, F::ACK, 1448),
+                grown_segments: 0,
             }),
             ..ExchangeDone::new(ends(), pkt(4, 0, false, F::PSH, 80), first)
         }

@@ -42,6 +42,7 @@ mod request_limit;
 mod reuse_gap;
 mod server_leg;
 mod shard_region;
+mod slow_start_after_idle;
 mod small_initial_window;
 mod tail;
 mod tls_setup;

@@ -568,3 +568,9 @@ dns_dead_record-fix = { $probe ->
 small_initial_window-summary = 响应受制于过小的初始拥塞窗口：服务端第一轮只发出几个分段（Linux 默认 10 个），之后每轮都要等一个往返：{ common-impact }
 small_initial_window-explanation = 服务端每个响应的第一轮（flight）只发了很少几个分段，然后等客户端的 ACK 过了一个往返才继续发送，后面各轮按慢启动逐轮增长、相隔一个往返。客户端的接收窗口是打开的，也没有丢包：限制响应的是服务端的初始拥塞窗口（路由上设了较小的 initcwnd，或者拥塞控制算法起步很低）。使用 Linux 默认的 10 个分段（RFC 6928）时，同样的数据可以少用几个往返发完；给出的时间就是多出的往返数 × 握手往返时间。
 small_initial_window-fix = 在服务端把到客户端的路由恢复为默认的初始窗口：`ip route change <路由> initcwnd 10`（用 `ip route show` 查看路由上是否设置了 initcwnd；10 是内核默认值，更大的值要谨慎）。如果客户端一侧也限制了最初几轮，用同样的方法调大它的初始接收窗口（initrwnd）。
+
+## slow_start_after_idle
+
+slow_start_after_idle-summary = 长连接上空闲一段时间后的响应重新开始慢启动：服务端被之前响应撑大的拥塞窗口在空闲后退回到很小，每个响应多等几个往返：{ common-impact }
+slow_start_after_idle-explanation = 在同一个保持的连接上，之前的响应已经把服务端的拥塞窗口撑大；空闲超过一个重传超时（RTO）之后，下一个响应又从很小的一轮开始发送，后面各轮按慢启动逐轮增长、相隔一个往返，每轮都由客户端的 ACK 放行。客户端的接收窗口是打开的，也没有丢包：是服务端内核在空闲后重新开始了慢启动（Linux 的 net.ipv4.tcp_slow_start_after_idle 默认开启，每空闲一个 RTO 把窗口减半，直到初始窗口）。给出的时间是：相对已撑大的窗口发送同样数据所需的往返，多出的往返数 × 握手往返时间（这是下限：窗口本可能继续增大）。
+slow_start_after_idle-fix = 在发送数据的主机（服务端）上让窗口在空闲后保持：`sysctl -w net.ipv4.tcp_slow_start_after_idle=0`（写入 /etc/sysctl.d/ 持久化；它作用于该主机网络命名空间里的所有连接，长时间空闲后按旧窗口突发发送，在路径已变化时可能丢掉一部分）。带有自己控制回路的拥塞控制算法（BBR）不做这种重启。也可以让连接保持足够繁忙，或者为大响应使用新的、调优过的路径。
