@@ -26,10 +26,11 @@
 //! flight); a writer that produced its data late, a client window that held the flights, a
 //! loss (the ramp rules in `analyze::flights`).
 
+use super::small_initial_window::round_trips_cost;
 use super::{Context, Detector, Interests, MAX_EXAMPLES, added_ms, conn_label, ms};
 use crate::analyze::flights::SlowStart;
 use crate::event::{Ends, Event, ExchangeDone};
-use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
+use crate::finding::{Evidence, Finding, FindingId, Side};
 
 /// An exchange's cost below this (ms) is not counted.
 pub const MIN_COST_MS: f64 = super::small_initial_window::MIN_COST_MS;
@@ -107,19 +108,8 @@ impl Detector for SlowStartAfterIdle {
             return;
         }
         let n = self.hit as f64;
-        let mean = self.cost_ms / n;
-        let share = self.share / n;
-        let fraction = (cx.exchanges > 0).then(|| (n / cx.exchanges as f64).min(1.0));
-        // Severity by the share of the request the restart cost, when it hits a tenth of the
-        // requests or more (a rare pause is information).
-        let wide = fraction.unwrap_or(1.0) >= 0.10;
-        let severity = if wide && share >= 0.5 {
-            Severity::Critical
-        } else if wide && share >= 0.15 {
-            Severity::Warning
-        } else {
-            Severity::Info
-        };
+        let (mean, share, fraction, severity) =
+            round_trips_cost(self.hit, self.cost_ms, self.share, cx.exchanges);
         let first = if self.first_min == self.first_max {
             self.first_min.to_string()
         } else {
@@ -196,6 +186,7 @@ mod tests {
     use super::*;
     use crate::decode::TcpFlags as F;
     use crate::detect::testkit::*;
+    use crate::finding::Severity;
 
     fn exchange(cost_ms: i64, latency_ms: i64, grown: u32) -> ExchangeDone {
         let first = pkt(5, 40, true, F::PSH, 1448);

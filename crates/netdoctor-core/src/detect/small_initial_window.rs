@@ -61,6 +61,31 @@ impl SmallInitialWindow {
     }
 }
 
+/// The cost of extra round trips on `hit` responses (their summed cost in ms and share of
+/// each response's time), told the same way by `small_initial_window` and
+/// `slow_start_after_idle`: the mean cost, the mean share, the share of the `exchanges` hit,
+/// and the severity by the share of the request they cost when they hit a tenth of the
+/// requests or more (a rare one is information).
+pub(super) fn round_trips_cost(
+    hit: u64,
+    cost_ms: f64,
+    share: f64,
+    exchanges: u64,
+) -> (f64, f64, Option<f64>, Severity) {
+    let n = hit as f64;
+    let share = share / n;
+    let fraction = (exchanges > 0).then(|| (n / exchanges as f64).min(1.0));
+    let wide = fraction.unwrap_or(1.0) >= 0.10;
+    let severity = if wide && share >= 0.5 {
+        Severity::Critical
+    } else if wide && share >= 0.15 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    (cost_ms / n, share, fraction, severity)
+}
+
 impl Detector for SmallInitialWindow {
     fn interests(&self) -> Interests {
         Interests::EXCHANGE_DONE
@@ -77,17 +102,8 @@ impl Detector for SmallInitialWindow {
             return;
         }
         let n = self.hit as f64;
-        let mean = self.cost_ms / n;
-        let share = self.share / n;
-        let fraction = (cx.exchanges > 0).then(|| (n / cx.exchanges as f64).min(1.0));
-        let wide = fraction.unwrap_or(1.0) >= 0.10;
-        let severity = if wide && share >= 0.5 {
-            Severity::Critical
-        } else if wide && share >= 0.15 {
-            Severity::Warning
-        } else {
-            Severity::Info
-        };
+        let (mean, share, fraction, severity) =
+            round_trips_cost(self.hit, self.cost_ms, self.share, cx.exchanges);
         let first = self.examples.first().map_or(0, |e| e.1.first_segments);
         let mut f = Finding::new(
             FindingId::SmallInitialWindow,
