@@ -38,10 +38,6 @@ pub struct ErrorCounts {
     pub stream: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 impl ErrorCounts {
     pub fn total(&self) -> u64 {
         self.connect + self.read + self.write + self.timeout + self.status + self.stream
@@ -115,8 +111,10 @@ pub struct LoadResult {
     pub spin: Option<SpinCounts>,
 }
 
-/// The waits of the load threads that spun before sleeping ([`crate::LoadConfig::spin`]).
-/// `hits / spins` is the spin's hit rate; `spin_us / requests` its CPU per request.
+/// The waits of the load threads that napped or spun before sleeping
+/// ([`crate::LoadConfig::nap`], [`crate::LoadConfig::spin`]). `hits / spins` is the spin's hit
+/// rate and `spin_us / requests` its CPU per request; `nap_hits / naps` the nap's hit rate
+/// (`nap_us` is time asleep, not CPU).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpinCounts {
     /// Waits for events (each pass of the event loop that had nothing left to do).
@@ -125,10 +123,28 @@ pub struct SpinCounts {
     pub spins: u64,
     /// Spins that found an event before the budget ran out (the rest timed out and slept).
     pub hits: u64,
-    /// Waits that slept at once: the back-off after spins that timed out.
+    /// Waits that slept at once: the back-off after spins that timed out or naps that found
+    /// nothing.
     pub skipped: u64,
     /// Time spent spinning, µs.
     pub spin_us: u64,
+    /// Waits that found nothing ready and napped (slept a few µs, then polled once).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub naps: u64,
+    /// Naps after which events were ready (the rest slept in `epoll_wait`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nap_hits: u64,
+    /// Time spent napping, µs (asleep: not CPU).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nap_us: u64,
+    /// Naps that lasted more than twice their length (+20 µs): the thread got its CPU back
+    /// late, so their responses were read late; each backs off like an empty nap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub naps_late: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SpinCounts {
@@ -138,6 +154,10 @@ impl SpinCounts {
         self.hits += o.hits;
         self.skipped += o.skipped;
         self.spin_us += o.spin_us;
+        self.naps += o.naps;
+        self.nap_hits += o.nap_hits;
+        self.nap_us += o.nap_us;
+        self.naps_late += o.naps_late;
     }
 }
 

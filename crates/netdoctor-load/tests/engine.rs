@@ -242,6 +242,35 @@ fn spinning_threads_handle_every_response() {
     assert_eq!(res.spin, None, "no spin, no counts");
 }
 
+/// A thread that naps before it sleeps (`LoadConfig::nap`) handles what the poll after each nap
+/// found (edge-triggered, as for the spin), and naps where the latencies allow it: responses
+/// 2 ms late allow a nap of up to 62 µs (1/32), so naps happen and find responses.
+#[test]
+fn napping_threads_handle_every_response() {
+    for mode in [Mode::Delay(Duration::from_millis(2)), Mode::Close] {
+        let delayed = matches!(mode, Mode::Delay(_));
+        let server = TestServer::start(mode);
+        let mut cfg = config(server.target(), 8, 2, 300);
+        cfg.spin = Duration::from_micros(50);
+        cfg.nap = Duration::from_micros(200);
+        let res = load(&cfg);
+        assert_counts_agree(&res, server.requests(), 8);
+        assert_eq!(res.errors.total(), 0, "{res:?}");
+        assert!(
+            res.requests >= 50,
+            "only {} requests: {res:?}",
+            res.requests
+        );
+        let s = res.spin.expect("a napping run counts its naps");
+        assert!(s.nap_hits <= s.naps && s.hits <= s.spins, "{s:?}");
+        assert!(s.naps + s.spins + s.skipped <= s.waits, "{s:?}");
+        if delayed {
+            assert!(s.naps > 0 && s.nap_hits > 0, "{s:?}");
+            assert!(res.latency_ms.p50 >= 2.0, "{res:?}");
+        }
+    }
+}
+
 #[test]
 fn chunked_counts_agree_with_server() {
     let server = TestServer::start(Mode::Chunked);

@@ -41,6 +41,21 @@ Exit status: 0 when the run took place, also when requests failed (errors are re
 connect, read, write, timeout, status, and for HTTP/2 stream: resets and GOAWAYs with an error \
 code); 2 on usage errors or when no connection could be made.";
 
+/// What a load thread does before it sleeps in `epoll_wait` (`--wait`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaitMode {
+    /// Nap where the CPUs were idle and the threads left to the scheduler, in closed loop;
+    /// otherwise sleep at once.
+    Auto,
+    /// Sleep a few µs on the thread's own timer, then poll once (spin where latencies are
+    /// too short for a nap).
+    Nap,
+    /// Poll without sleeping for up to 50 µs.
+    Spin,
+    /// Sleep at once.
+    Sleep,
+}
+
 /// `netdoctor load URL`: HTTP/1.1 or HTTP/2 load (and gRPC), wrk- and h2load-compatible flags.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = LOAD_AFTER_HELP)]
@@ -78,12 +93,18 @@ pub struct LoadArgs {
     /// for head and body apart; a response of another size turns it off for the thread.
     #[arg(long)]
     pub no_rcvlowat: bool,
-    /// Let the load threads sleep as soon as they wait. By default, in closed loop with the
-    /// threads left to the scheduler because the CPUs were idle, a thread polls for up to
-    /// 50 µs before it sleeps: a local server then does not pay a wake-up (an IPI on a VM) per
-    /// response, at the cost of more client CPU. A thread whose spins time out spins less
-    /// often (the next 1, 2, 4 … 64 waits sleep at once); the JSON's `spin` counts them.
-    #[arg(long)]
+    /// What a load thread does when it has nothing to do, before it sleeps in epoll_wait:
+    /// `auto` (default) naps where the threads were left to the scheduler because the CPUs were
+    /// idle, in closed loop, and otherwise sleeps at once; `nap` sleeps a few µs on its own
+    /// timer and polls once (up to 20 µs, at most 1/32 of the recent mean latency; where that
+    /// is under 2 µs it spins instead); `spin` polls for up to 50 µs; `sleep` sleeps at once.
+    /// A nap or spin spares a local server the wake-up (an IPI on a VM) of each response it
+    /// sends to a sleeping client; a thread whose naps or spins come back empty does them
+    /// less often (the next 1, 2, 4 … 64 waits sleep at once); the JSON's `spin` counts them.
+    #[arg(long, value_enum, default_value_t = WaitMode::Auto)]
+    pub wait: WaitMode,
+    /// The same as `--wait sleep`: the load threads sleep as soon as they wait.
+    #[arg(long, conflicts_with = "wait")]
     pub no_spin: bool,
     /// Duration of the test, e.g. 10s, 500ms, 1m.
     #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration)]
@@ -174,16 +195,30 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     };
     let asked = cfg.pinning;
     cfg.pinning = pinning;
-    if !args.no_spin {
-        cfg.spin = netdoctor_load::spin_for(asked, pinning, busy, args.rate);
-    }
-    let pin_note = if cfg.spin.is_zero() {
-        pin_note
+    let wait = if args.no_spin {
+        WaitMode::Sleep
     } else {
+        args.wait
+    };
+    let auto = netdoctor_load::spin_for(asked, pinning, busy, args.rate);
+    (cfg.spin, cfg.nap) = match wait {
+        WaitMode::Auto if auto.is_zero() => (Duration::ZERO, Duration::ZERO),
+        WaitMode::Auto | WaitMode::Nap => (netdoctor_load::SPIN_WAIT, netdoctor_load::NAP_WAIT),
+        WaitMode::Spin => (netdoctor_load::SPIN_WAIT, Duration::ZERO),
+        WaitMode::Sleep => (Duration::ZERO, Duration::ZERO),
+    };
+    let pin_note = if !cfg.nap.is_zero() {
+        format!(
+            "{pin_note}, napping up to {} µs before sleeping",
+            cfg.nap.as_micros()
+        )
+    } else if !cfg.spin.is_zero() {
         format!(
             "{pin_note}, polling {} µs before sleeping",
             cfg.spin.as_micros()
         )
+    } else {
+        pin_note
     };
     cfg.batch_sched = !args.no_batch_sched;
     cfg.rcvlowat = !args.no_rcvlowat;

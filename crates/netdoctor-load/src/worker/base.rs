@@ -20,6 +20,10 @@ pub(super) struct Base<'a> {
     /// The run is over: in-flight responses are read to the end (uncounted), nothing new is
     /// sent, and connections close once idle — so they close with a FIN, not a reset.
     pub(super) draining: bool,
+    /// Sixteen times the recent mean latency, µs: each response adds its latency and takes a
+    /// sixteenth off (an average over the last ~16 responses), for the length of a nap (the
+    /// `spin` module).
+    latency_x16: u64,
 }
 
 impl<'a> Base<'a> {
@@ -45,7 +49,13 @@ impl<'a> Base<'a> {
             },
             retry_at: None,
             draining: false,
+            latency_x16: 0,
         }
+    }
+
+    /// The thread's recent mean latency, µs (0 before its first response).
+    pub(super) fn latency_us(&self) -> u64 {
+        self.latency_x16 / 16
     }
 
     /// Counts an error of `kind` (not while draining) and keeps the run's first message.
@@ -75,6 +85,7 @@ impl<'a> Base<'a> {
         let us = now.saturating_duration_since(since).as_micros();
         let us = u64::try_from(us).unwrap_or(u64::MAX).max(1);
         self.out.requests += 1;
+        self.latency_x16 = self.latency_x16 - self.latency_x16 / 16 + us;
         self.out.hist.saturating_record(us);
         self.out.sched.request(since, us);
         self.out.timeline.request(now, us);
@@ -171,6 +182,9 @@ pub(super) trait Protocol<'a> {
     }
 }
 
+/// The timer slack of a napping load thread, ns (`LoadConfig::nap`).
+const NAP_SLACK_NS: u64 = 1_000;
+
 /// Runs `lp` until the deadline or `done`, then reads in-flight responses for a short grace
 /// (uncounted) so connections close with a FIN: closing a socket with unread data makes the
 /// kernel send a reset, which a capture of the run would show as the client aborting.
@@ -202,7 +216,12 @@ pub(super) fn drive<'a>(
     let scan_every = (spec.timeout / 8).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let mut next_scan = start + scan_every;
     let mut next_watch = start + LOWAT_WATCH;
-    let mut waiter = super::spin::Waiter::new(spec.spin);
+    let mut waiter = super::spin::Waiter::new(spec.spin, spec.nap);
+    if !spec.nap.is_zero() {
+        // A 20 µs nap must not last the default slack's 50 µs more; without it naps are
+        // longer, not wrong.
+        let _ = netdoctor_sys::affinity::set_current_thread_timer_slack(NAP_SLACK_NS);
+    }
     loop {
         let mut now = Instant::now();
         if now >= deadline || done.load(Ordering::Relaxed) {
@@ -231,7 +250,8 @@ pub(super) fn drive<'a>(
         {
             wake = wake.min(t);
         }
-        let slept = waiter.wait(&mut poll, &mut events, now, wake);
+        let latency = lp.base().latency_us();
+        let slept = waiter.wait(&mut poll, &mut events, now, wake, latency);
         if let Err(e) = slept {
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
@@ -245,7 +265,7 @@ pub(super) fn drive<'a>(
         lp.base().publish(counters);
     }
     lp.base().out.ended = Instant::now();
-    if !spec.spin.is_zero() {
+    if waiter.waits() {
         lp.base().out.spin = Some(waiter.counts);
     }
     lp.base().draining = true;

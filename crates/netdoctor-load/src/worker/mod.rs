@@ -86,6 +86,9 @@ pub(crate) struct Spec {
     pub rcvlowat: bool,
     /// Poll without sleeping for up to this long before each sleep (`LoadConfig::spin`).
     pub spin: Duration,
+    /// Sleep up to this long on the thread's own timer, then poll, before each sleep in
+    /// `epoll_wait` (`LoadConfig::nap`).
+    pub nap: Duration,
 }
 
 /// Live counters read by the progress loop; on its own cache lines (no false sharing).
@@ -135,7 +138,7 @@ pub(crate) struct Outcome {
     pub h2: Option<h2::H2Counts>,
     /// The thread's waits for a CPU, per wake-up and per request.
     pub sched: sched::SchedClock,
-    /// What the spin before sleep did (`None` when the thread did not spin).
+    /// What the nap or spin before sleep did (`None` when the thread did neither).
     pub spin: Option<crate::SpinCounts>,
 }
 

@@ -1,15 +1,43 @@
-//! The wait of the event loop: `epoll_wait` until the next deadline, after a spin
-//! ([`crate::LoadConfig::spin`]) that polls without sleeping for up to the spin budget, and a
-//! back-off that stops spinning while spins time out.
+//! The wait of the event loop: `epoll_wait` until the next deadline, after either a nap
+//! ([`crate::LoadConfig::nap`]: a short sleep on the thread's own timer, then one poll) or a
+//! spin ([`crate::LoadConfig::spin`]: polls without sleeping for up to the budget), and a
+//! back-off that stops napping or spinning while they come back empty.
+//!
+//! Why wait before `epoll_wait` at all: a local server that sends a response to a thread asleep
+//! in `epoll_wait` pays for waking it (on a VM whose idle vCPU halts, an IPI from the server's
+//! CPU; a remote client would cost it nothing of the sort).
+//!
+//! Why a nap rather than a spin (session 26): a thread asleep in `nanosleep` is not on the
+//! epoll wait queue, so the server's sends only mark its sockets ready, and the one poll after
+//! the nap collects every response that came meanwhile; the CPU stays idle during the nap. On
+//! the quiet 2-vCPU bench VM (nginx, 100 connections, 3 + 2 alternating rounds, all variants in
+//! the same run, `/work/notes/lpoll-sweep26.out`): plain HTTP, a 20 µs nap 1.20× wrk's
+//! requests/s at 0.88× its CPU per request (the 50 µs spin: 1.21× at 0.99×; no wait: 1.05× at
+//! 0.83×), nginx's wake-ups sent per request 0.011 (spin 0.020, none 0.185); HTTPS 1.09× oha
+//! (spin 1.03×, none 0.87×). A 10 µs nap found its events less often (0.93× the CPU). The same
+//! sweep on a busy machine (load 8–12, session 25) showed nothing either way: no CPU is idle
+//! there, which is why [`crate::spin_for`] waits only when the CPUs were idle.
+//!
+//! The cost of a nap is the latency it adds: a response that arrives during it is read when it
+//! ends, up to the nap's length late. So a nap lasts at most 1/[`NAP_SHARE`] of the thread's
+//! recent mean latency (an average over the last ~16 responses), never more than the
+//! configured nap: at the bench's 100 connections (~0.7 ms a request) that is the full 20 µs,
+//! at most ~3 % of a latency and about half that on average. A nap that overslept (the thread
+//! got its CPU back late: a busy machine, where `netdoctor load` does not nap by default) backs
+//! off like one that found nothing, and is counted (`naps_late`). Where latencies are too short for
+//! a nap of at least [`MIN_NAP`] (few connections to a fast local server: the first requests,
+//! or `-c 1` at ~40 µs), the thread spins instead with the spin budget, which reads a response
+//! within a poll of its arrival.
 //!
 //! Why the back-off: a spin that finds its event spends the gap to it (a few µs) and spares the
 //! server a wake-up; a spin that times out spends the whole budget and the thread sleeps anyway.
 //! Over plain HTTP to nginx on a 2-vCPU VM (session 23, 50 µs budget, no back-off, a shared
-//! machine at load 2: counts, not timings) 23 % of the spins timed out, and they were 83 % of the spin's CPU (0.23 × 50 µs against 0.77 × 3 µs per
-//! spin). After a spin times out the next `penalty` waits sleep at once (counted as
-//! `skipped`); the penalty doubles with each timeout up to [`MAX_PENALTY`] waits and halves
-//! with each spin that finds its event, so a thread whose events come within the budget keeps
-//! spinning and one whose waits are longer mostly sleeps.
+//! machine at load 2: counts, not timings) 23 % of the spins timed out, and they were 83 % of
+//! the spin's CPU (0.23 × 50 µs against 0.77 × 3 µs per spin). After a spin or a nap comes back
+//! empty the next `penalty` waits sleep at once (counted as `skipped`); the penalty doubles with
+//! each empty one up to [`MAX_PENALTY`] waits and halves with each that finds its event, so a
+//! thread whose events come within the budget keeps waiting this way and one whose waits are
+//! longer mostly sleeps.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -60,33 +88,61 @@ impl Backoff {
     }
 }
 
-/// One thread's waits: the spin budget, its back-off and what they did.
+/// A nap lasts at most this fraction (1/N) of the thread's recent mean latency.
+pub(crate) const NAP_SHARE: u64 = 32;
+
+/// Naps shorter than this are not worth a timer: the thread spins instead.
+pub(crate) const MIN_NAP: Duration = Duration::from_micros(2);
+
+/// A nap that lasted more than twice its length and this much more overslept: the thread did
+/// not get its CPU back in time (another task had it), and it backs off.
+const OVERSLEPT: Duration = Duration::from_micros(20);
+
+/// One thread's waits: the nap and spin budgets, the back-off and what they did.
 pub(super) struct Waiter {
     budget: Duration,
+    nap: Duration,
     backoff: Backoff,
     pub(super) counts: SpinCounts,
 }
 
 impl Waiter {
-    pub(super) fn new(budget: Duration) -> Self {
+    /// `budget`: the spin's; `nap`: the longest nap (zero: never nap, spin when `budget` is set).
+    pub(super) fn new(budget: Duration, nap: Duration) -> Self {
         Waiter {
             budget,
+            nap,
             backoff: Backoff::new(),
             counts: SpinCounts::default(),
         }
     }
 
+    /// Whether this thread waits before sleeping at all (it has counts to report).
+    pub(super) fn waits(&self) -> bool {
+        !self.budget.is_zero() || !self.nap.is_zero()
+    }
+
+    /// How long a nap lasts for a thread whose recent mean latency is `latency_us` (zero: the
+    /// latencies are too short, or not known yet: spin instead).
+    fn nap_for(&self, latency_us: u64) -> Duration {
+        let d = Duration::from_micros(latency_us / NAP_SHARE).min(self.nap);
+        if d < MIN_NAP { Duration::ZERO } else { d }
+    }
+
     /// Fills `events` with what is ready by `wake` (empty: `wake` came); `now` is the loop's
-    /// clock. With a budget and no back-off pending it first polls without sleeping, until an
-    /// event comes or the budget (at most until `wake`) runs out, then sleeps in `epoll_wait`.
+    /// clock, `latency_us` the thread's recent mean latency. Unless the back-off says sleep,
+    /// it first polls once; with nothing ready it naps and polls again, or spins (polls without
+    /// sleeping until an event comes or the budget, at most until `wake`, runs out); then it
+    /// sleeps in `epoll_wait`.
     pub(super) fn wait(
         &mut self,
         poll: &mut Poll,
         events: &mut Events,
         now: Instant,
         wake: Instant,
+        latency_us: u64,
     ) -> io::Result<()> {
-        if self.budget.is_zero() {
+        if !self.waits() {
             return sleep(poll, events, wake);
         }
         self.counts.waits += 1;
@@ -98,8 +154,33 @@ impl Waiter {
         if !events.is_empty() {
             return Ok(());
         }
+        let left = wake.saturating_duration_since(now);
+        let nap = self.nap_for(latency_us).min(left);
+        if !nap.is_zero() {
+            self.counts.naps += 1;
+            let napped = Instant::now();
+            std::thread::sleep(nap);
+            poll.poll(events, Some(Duration::ZERO))?;
+            let took = napped.elapsed();
+            self.counts.nap_us += u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            if took > nap * 2 + OVERSLEPT {
+                // The CPU was taken meanwhile: a nap then costs latency a spin or a sleep in
+                // `epoll_wait` would not have, so it backs off as if it had found nothing.
+                self.counts.naps_late += 1;
+                self.backoff.timed_out();
+                if !events.is_empty() {
+                    self.counts.nap_hits += 1;
+                    return Ok(());
+                }
+                return sleep(poll, events, wake);
+            }
+            return self.after(!events.is_empty(), poll, events, wake, true);
+        }
+        if self.budget.is_zero() {
+            return sleep(poll, events, wake);
+        }
         self.counts.spins += 1;
-        let until = now + self.budget.min(wake.saturating_duration_since(now));
+        let until = now + self.budget.min(left);
         let spun = Instant::now();
         loop {
             std::hint::spin_loop();
@@ -107,15 +188,32 @@ impl Waiter {
             let t = Instant::now();
             if !events.is_empty() || t >= until {
                 self.counts.spin_us += u64::try_from((t - spun).as_micros()).unwrap_or(u64::MAX);
-                if !events.is_empty() {
-                    self.counts.hits += 1;
-                    self.backoff.hit();
-                    return Ok(());
-                }
-                self.backoff.timed_out();
-                return sleep(poll, events, wake);
+                return self.after(!events.is_empty(), poll, events, wake, false);
             }
         }
+    }
+
+    /// A nap or spin ended: it `found` events (done), or the back-off grows and the thread
+    /// sleeps.
+    fn after(
+        &mut self,
+        found: bool,
+        poll: &mut Poll,
+        events: &mut Events,
+        wake: Instant,
+        napped: bool,
+    ) -> io::Result<()> {
+        if found {
+            if napped {
+                self.counts.nap_hits += 1;
+            } else {
+                self.counts.hits += 1;
+            }
+            self.backoff.hit();
+            return Ok(());
+        }
+        self.backoff.timed_out();
+        sleep(poll, events, wake)
     }
 }
 
@@ -135,7 +233,7 @@ mod tests {
     fn spins_that_time_out_back_off() {
         let mut poll = Poll::new().unwrap();
         let mut events = Events::with_capacity(4);
-        let mut w = Waiter::new(Duration::from_micros(20));
+        let mut w = Waiter::new(Duration::from_micros(20), Duration::ZERO);
         let waits = 400;
         for _ in 0..waits {
             let now = Instant::now();
@@ -144,6 +242,7 @@ mod tests {
                 &mut events,
                 now,
                 now + Duration::from_micros(100),
+                0,
             )
             .unwrap();
             assert!(events.is_empty());
@@ -185,7 +284,7 @@ mod tests {
         let mut poll = Poll::new().unwrap();
         let waker = mio::Waker::new(poll.registry(), mio::Token(0)).unwrap();
         let mut events = Events::with_capacity(4);
-        let mut w = Waiter::new(Duration::from_micros(50));
+        let mut w = Waiter::new(Duration::from_micros(50), Duration::from_micros(20));
         for _ in 0..3 {
             waker.wake().unwrap();
             let now = Instant::now();
@@ -194,15 +293,101 @@ mod tests {
                 &mut events,
                 now,
                 now + Duration::from_millis(100),
+                1_000,
             )
             .unwrap();
             assert_eq!(events.iter().count(), 1);
         }
         assert_eq!((w.counts.waits, w.counts.spins), (3, 0), "{:?}", w.counts);
-        let mut off = Waiter::new(Duration::ZERO);
+        let mut off = Waiter::new(Duration::ZERO, Duration::ZERO);
         let now = Instant::now();
-        off.wait(&mut poll, &mut events, now, now + Duration::from_micros(10))
-            .unwrap();
+        off.wait(
+            &mut poll,
+            &mut events,
+            now,
+            now + Duration::from_micros(10),
+            1_000,
+        )
+        .unwrap();
         assert_eq!(off.counts, SpinCounts::default());
+    }
+
+    /// A nap lasts 1/NAP_SHARE of the recent mean latency, capped by the configured nap; too
+    /// short a nap (or no latency yet) is no nap (this fails if the cap or the share is dropped).
+    #[test]
+    fn a_nap_follows_the_latency() {
+        let w = Waiter::new(Duration::from_micros(50), Duration::from_micros(20));
+        assert_eq!(w.nap_for(700), Duration::from_micros(20), "capped");
+        assert_eq!(w.nap_for(320), Duration::from_micros(10));
+        assert_eq!(w.nap_for(40), Duration::ZERO, "1.25 µs: spin instead");
+        assert_eq!(w.nap_for(0), Duration::ZERO, "no latency yet");
+        let spin_only = Waiter::new(Duration::from_micros(50), Duration::ZERO);
+        assert_eq!(spin_only.nap_for(10_000), Duration::ZERO);
+    }
+
+    /// A nap that an event arrives in is a hit and returns it; one that finds nothing backs off
+    /// (the next wait sleeps at once); with short latencies the thread spins instead.
+    #[test]
+    fn naps_hit_miss_and_give_way_to_the_spin() {
+        let mut poll = Poll::new().unwrap();
+        let waker = std::sync::Arc::new(mio::Waker::new(poll.registry(), mio::Token(0)).unwrap());
+        let mut events = Events::with_capacity(4);
+        // Latency 6.4 s → a 200 ms nap; the event comes 1 ms into it.
+        let mut w = Waiter::new(Duration::from_micros(50), Duration::from_millis(200));
+        let late = waker.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1));
+            late.wake().unwrap();
+        });
+        let now = Instant::now();
+        w.wait(
+            &mut poll,
+            &mut events,
+            now,
+            now + Duration::from_secs(5),
+            6_400_000,
+        )
+        .unwrap();
+        t.join().unwrap();
+        assert_eq!(events.iter().count(), 1);
+        assert_eq!(
+            (w.counts.naps, w.counts.nap_hits, w.counts.spins),
+            (1, 1, 0),
+            "{:?}",
+            w.counts
+        );
+        assert!(w.counts.nap_us >= 150_000, "{:?}", w.counts);
+        // Nothing comes: the nap misses, the thread sleeps until `wake`, the next wait skips.
+        let mut w = Waiter::new(Duration::from_micros(50), Duration::from_micros(20));
+        for _ in 0..2 {
+            let now = Instant::now();
+            w.wait(
+                &mut poll,
+                &mut events,
+                now,
+                now + Duration::from_micros(300),
+                3_200,
+            )
+            .unwrap();
+            assert!(events.is_empty());
+        }
+        assert_eq!(
+            (w.counts.naps, w.counts.nap_hits, w.counts.skipped),
+            (1, 0, 1),
+            "{:?}",
+            w.counts
+        );
+        // Latencies of 40 µs: no nap, a spin.
+        let mut w = Waiter::new(Duration::from_micros(20), Duration::from_micros(20));
+        let now = Instant::now();
+        w.wait(
+            &mut poll,
+            &mut events,
+            now,
+            now + Duration::from_micros(300),
+            40,
+        )
+        .unwrap();
+        assert_eq!((w.counts.naps, w.counts.spins), (0, 1), "{:?}", w.counts);
     }
 }
