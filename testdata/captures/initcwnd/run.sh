@@ -2,8 +2,8 @@ set -u
 cd /tmp/icw
 ip netns exec icw-srv nginx -c /tmp/icw/nginx.conf -p /tmp/icw & NG=$!
 sleep 1
-cap() { ip netns exec icw-cli tcpdump -i cli-r1 -s 96 -w /tmp/icw/$1.pcap "tcp port 9090" 2>/dev/null & CAP=$!; sleep 1; }
-endcap() { sleep 0.5; kill $CAP; wait $CAP 2>/dev/null; }
+cap() { ip netns exec icw-cli tcpdump --immediate-mode -U -i cli-r1 -s 96 -w /tmp/icw/$1.pcap "tcp port 9090" 2>/dev/null & CAP=$!; sleep 1; }
+endcap() { sleep 1.5; kill $CAP; wait $CAP 2>/dev/null; }
 curls() { for i in 1 2 3 4 5; do ip netns exec icw-cli curl -s -o /dev/null -w "%{time_connect} %{time_starttransfer} %{time_total}\n" http://10.231.3.2:9090/big.bin; done; }
 for w in 1 10; do
   ip -n icw-srv route change default via 10.231.3.1 dev srv-r2 initcwnd $w

@@ -2,8 +2,8 @@ set -u
 cd /tmp/icw
 ip netns exec icw-srv nginx -c /tmp/icw/nginx.conf -p /tmp/icw & NG=$!
 sleep 1
-cap() { ip netns exec $2 tcpdump -i $3 -s 96 -w /tmp/icw/$1.pcap "tcp port 9090" 2>/dev/null & CAP=$!; sleep 1; }
-endcap() { sleep 0.5; kill $CAP; wait $CAP 2>/dev/null; }
+cap() { ip netns exec $2 tcpdump --immediate-mode -U -i $3 -s 96 -w /tmp/icw/$1.pcap "tcp port 9090" 2>/dev/null & CAP=$!; sleep 1; }
+endcap() { sleep 1.5; kill $CAP; wait $CAP 2>/dev/null; }
 ip netns exec icw-srv sysctl -q net.ipv4.tcp_congestion_control=reno
 for s in 1 0; do
 ip netns exec icw-srv sysctl -q net.ipv4.tcp_slow_start_after_idle=$s

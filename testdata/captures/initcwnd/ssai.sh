@@ -8,8 +8,8 @@ sed "s#/tmp/icw#$out#g" nginx.conf > "$out/nginx.conf"
 ip netns exec ssai-srv nginx -c "$out/nginx.conf" -p "$out" & NG=$!
 ip netns exec ssai-srv python3 "$here/slow-writer.py" 10.231.3.2 9091 & SW=$!
 sleep 1
-cap() { ip netns exec $2 tcpdump -i $3 -s 96 -w "$out/$1.pcap" "tcp port $4" 2>/dev/null & CAP=$!; sleep 1; }
-endcap() { sleep 0.5; kill $CAP; wait $CAP 2>/dev/null; }
+cap() { ip netns exec $2 tcpdump --immediate-mode -U -i $3 -s 96 -w "$out/$1.pcap" "tcp port $4" 2>/dev/null & CAP=$!; sleep 1; }
+endcap() { sleep 1.5; kill $CAP; wait $CAP 2>/dev/null; }
 ip netns exec ssai-srv sysctl -q net.ipv4.tcp_congestion_control=reno
 ip netns exec ssai-srv sysctl -q net.ipv4.tcp_slow_start_after_idle=1
 echo "== LAN: keep-alive from ssai-r2 (next to the server), idle 1 s"
