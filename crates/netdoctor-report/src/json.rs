@@ -8,14 +8,18 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     write_pretty(report, out)
 }
 
-/// Pretty-printed JSON and a newline. An I/O error keeps its kind (a closed pipe stays
-/// `BrokenPipe`, so the binary can end quietly).
+/// Pretty-printed JSON and a newline, made whole first and written at once: stdout is
+/// line-buffered, so writing as it serializes cost one `write` per line (194 for `analyze`'s
+/// report). An I/O error keeps its kind (a closed pipe stays `BrokenPipe`, so the binary can
+/// end quietly).
 pub fn write_pretty<T: serde::Serialize + ?Sized>(
     value: &T,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
-    writeln!(out)
+    let mut text = serde_json::to_vec_pretty(value).map_err(io::Error::from)?;
+    text.push(b'\n');
+    out.write_all(&text)?;
+    out.flush()
 }
 
 /// Reads a report back from its JSON (e.g. a saved run to compare against).
