@@ -289,6 +289,15 @@ impl DnsLog {
                 .any(|(l, qs)| l.answer.is_some() || qs.iter().any(|q| end - q.ts >= WAIT_NS))
         });
         let all_dead = answered_by.is_empty() && !dead.is_empty();
+        // Every nameserver asked silent, and more than one: a cause they share (the client's
+        // link or gateway, a firewall dropping DNS) is likelier than all of them down at once,
+        // and replacing each would fix nothing (`ppa-nowebaccess1`: 4.2.2.2 and 4.2.2.1).
+        let shared = (all_dead && dead.len() > 1).then(|| {
+            dead.iter()
+                .map(|(s, _)| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
         for (server, v) in &dead {
             let n: usize = v.iter().map(|(_, qs)| qs.len()).sum();
             let names: Vec<&str> = v.iter().map(|(l, _)| l.key.name.as_str()).collect();
@@ -322,18 +331,32 @@ impl DnsLog {
                 names.join(", "),
                 (last - first) as f64 / 1e9,
                 (end - last) as f64 / 1e9,
-                if all_dead {
+                if shared.is_some() {
+                    "No nameserver answered any query of the capture, so the lookups fail; \
+                     several nameservers down at once is less likely than a cause they share \
+                     on the way (the client's link or gateway, a firewall dropping DNS)."
+                } else if all_dead {
                     "No nameserver answered any query of the capture, so the lookups fail."
                 } else {
                     "Other nameservers answered: lookups that ask this one first wait for the \
                      timeout before the next."
                 }
             );
-            f.fix = format!(
-                "Remove or replace this nameserver in the client's resolv.conf (or bring that \
-                 server back, or open UDP/TCP port 53 toward it); check with `dig @{server} {}`.",
-                names.first().copied().unwrap_or("NAME")
-            );
+            let name = names.first().copied().unwrap_or("NAME");
+            f.fix = match &shared {
+                Some(all) => format!(
+                    "Every nameserver the client asked ({all}) was silent: look at what they \
+                     share first. Check with `dig @{server} {name}` from this host and from \
+                     another network: answered from elsewhere, the client's path to port 53 \
+                     (UDP and TCP) is cut (its link, gateway, a firewall); silent everywhere, \
+                     replace the nameservers in the client's resolv.conf."
+                ),
+                None => format!(
+                    "Remove or replace this nameserver in the client's resolv.conf (or bring \
+                     that server back, or open UDP/TCP port 53 toward it); check with \
+                     `dig @{server} {name}`."
+                ),
+            };
             for (l, qs) in v {
                 let retried = if qs.len() > 1 || l.retries() > 0 {
                     format!(", {} retries of the lookup", l.retries())

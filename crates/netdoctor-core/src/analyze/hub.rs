@@ -259,6 +259,7 @@ impl Hub {
             c.server
         };
         ep.receiver_unseen = !c.dirs[receiver].seen;
+        ep.idle = c.exchanges > 0 && c.in_progress().next().is_none();
         // Probes of a closed window: the zero-window period charges that wait.
         for x in c.in_progress().filter(|_| !ep.window_closed) {
             if ep.stall_ns() <= 0 {

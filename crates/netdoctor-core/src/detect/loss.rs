@@ -93,6 +93,8 @@ struct KindAgg {
     /// Episodes whose original never reached the capture point, told by the sender's IPv4
     /// ids ([`Episode::before_capture`]).
     before_capture: u64,
+    /// Episodes after their connection's last exchange, none in progress ([`Episode::idle`]).
+    idle: u64,
     examples: Vec<Example>,
 }
 
@@ -207,6 +209,7 @@ impl Loss {
         k.unacked += u64::from(ep.unacked);
         k.max_retx = k.max_retx.max(ep.head_resends);
         k.before_capture += u64::from(ep.before_capture);
+        k.idle += u64::from(ep.idle);
         k.local += u64::from(
             client.ip().is_loopback() || server.ip().is_loopback() || client.ip() == server.ip(),
         );
@@ -240,12 +243,14 @@ impl Loss {
         if self.fast.episodes > 0 {
             let mut f = self.finding(false, exchanges, data_segments, latency_p50_ms, t0_ns);
             self.arrived.retell(false, self.fast.episodes, &mut f);
+            idle_retell(&self.fast, &mut f);
             out.push(f);
         }
         if self.timeout.episodes > 0 {
             let mut f = self.finding(true, exchanges, data_segments, latency_p50_ms, t0_ns);
             self.silent.retell(&self.timeout, &mut f, t0_ns);
             self.arrived.retell(true, self.timeout.episodes, &mut f);
+            idle_retell(&self.timeout, &mut f);
             out.push(f);
         }
     }
@@ -450,6 +455,26 @@ impl Loss {
         }
         f
     }
+}
+
+/// Episodes that all came after their connection's last exchange ([`Episode::idle`]), no
+/// stall charged to a request: the resent data answered no request, so nobody waited on it,
+/// however long the sender's timer ran (`suri-tcp-empty-sack`: the server's TLS close alert and
+/// FIN, resent 3 times over 2.4 s after the phone's own close alert had ended the session).
+/// Info, and the summary says why; who stopped answering stays told.
+fn idle_retell(k: &KindAgg, f: &mut Finding) {
+    if k.idle < k.episodes || k.stall.is_some() {
+        return;
+    }
+    f.severity = Severity::Info;
+    f.summary.push_str(
+        "; no request was in progress (the resent data came after the connection's last \
+         exchange had ended): no request waited on it",
+    );
+    f.explanation.push_str(
+        " These resends all came after their connection's last exchange had ended, with no \
+         request in progress (a closing TLS alert, a FIN): they delayed no request.",
+    );
 }
 
 /// `9176.0` → "9.2 s", `206.3` → "206 ms", `0.33` → "0.33 ms" (the evidence's precision).

@@ -278,6 +278,7 @@ impl LossDir {
                     receiver_unseen: false,
                     window_closed: false,
                     before_capture: false,
+                    idle: false,
                 });
             }
         }

@@ -52,6 +52,16 @@ fn queries_never_answered_by_two_nameservers_are_unreachable_servers() {
     let mut servers = Vec::new();
     for f in &an.findings {
         assert_eq!((f.severity, f.side), (Severity::Critical, Side::Network));
+        // Both silent: what they share (the site's path to port 53) before replacing each
+        // (session 26; before, each said "Remove or replace this nameserver").
+        assert!(
+            f.fix.starts_with(
+                "Every nameserver the client asked (4.2.2.2, 4.2.2.1) was silent: look at what \
+                 they share first."
+            ),
+            "{}",
+            f.fix
+        );
         let Evidence::Packets { packets, note, .. } = &f.evidence[0] else {
             panic!("{:?}", f.evidence)
         };

@@ -230,6 +230,13 @@ fn a_dead_server_beside_a_lossy_one_stays_unreachable() {
         "nameserver 10.0.0.53 does not answer (timeouts)"
     );
     assert_eq!(dead.severity, Severity::Warning);
+    // Beside a live one, the dead server alone is to replace.
+    assert!(
+        dead.fix
+            .starts_with("Remove or replace this nameserver in the client's resolv.conf"),
+        "{}",
+        dead.fix
+    );
     let lossy = one(&an, FindingId::DnsSlow);
     assert!(
         lossy

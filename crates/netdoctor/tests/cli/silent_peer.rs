@@ -84,6 +84,10 @@ fn a_client_that_stops_acknowledging_is_not_path_loss() {
     // tshark: each of the 2 oldest segments resent 12 times by the timer; the first of them
     // twice more by the fast recovery before. Never "76 times" (the episode's packets).
     assert!(s.contains("timer fired 12 times over 65.1 s"), "{s}");
+    // A response was in progress (+65404.9 ms on a third of the requests): critical, its
+    // stall charged to the request, unlike the closing alert resent after the session ended.
+    assert_eq!(rto["severity"], "critical", "{rto:#}");
+    assert!(!s.contains("no request was in progress"), "{s}");
     assert!(s.contains("resent 14 times in all"), "{s}");
     assert!(!s.contains("76 times"), "{s}");
     assert!(!s.contains("waiting for lost segments"), "{s}");
@@ -110,6 +114,9 @@ fn retransmissions_without_any_ack_captured_stay_a_timeout_on_the_network() {
     assert_eq!(rto["side"], "network", "{s}");
     assert!(!s.contains("stopped acknowledging"), "{s}");
     assert!(s.contains("(resent up to 5 times)"), "{s}");
+    // No exchange ever completed there: the resends are no idle connection's.
+    assert_eq!(rto["severity"], "critical", "{rto:#}");
+    assert!(!s.contains("no request was in progress"), "{s}");
 }
 
 #[test]
@@ -193,6 +200,21 @@ fn a_reset_without_ack_after_the_timer_is_a_host_that_dropped_the_connection() {
     assert!(s.contains("timer fired 3 times over 2.4 s"), "{s}");
     assert!(s.contains("a reset that acknowledges nothing"), "{s}");
     assert!(!s.contains("waiting for lost segments"), "{s}");
+    // What was resent is the server's close alert and FIN, after the phone's own close alert
+    // (#36) had ended the session: no request was in progress and none waited on them, so
+    // the 2.4 s of timers are no critical problem (session 26; critical before, beside a
+    // reset finding that said no request was in progress).
+    assert_eq!(rto["severity"], "info", "{rto:#}");
+    assert!(
+        s.ends_with(
+            "; no request was in progress (the resent data came after the connection's last \
+             exchange had ended): no request waited on it"
+        ),
+        "{s}"
+    );
+    assert!(rto["impact"]["added_latency_ms"].is_null(), "{rto:#}");
+    // The one request's own loss (+70.8 ms) leads the verdict.
+    assert_eq!(r["findings"][0]["id"], "packet_loss_retransmission");
     // The client's fast retransmission 32 s before (a hole the server SACKed) is path loss,
     // and it does not explain the client's vanished connection.
     let loss = finding(&r, "packet_loss_retransmission");
@@ -301,6 +323,10 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
     let s = summary(rto);
     assert_eq!(rto["side"], "network", "{s}");
     assert!(!s.contains("stopped acknowledging"), "{s}");
+    // The server's alert and FIN now answer a request in progress: its timeouts delayed that
+    // request, and keep their severity (not "no request was in progress").
+    assert_ne!(rto["severity"], "info", "{rto:#}");
+    assert!(!s.contains("no request was in progress"), "{s}");
     // With data written where the close_notify was: a reset with ACK is a client closing with
     // the response unread.
     let reset = finding(&r, "connection_reset");

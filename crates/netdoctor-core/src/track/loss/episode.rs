@@ -74,6 +74,11 @@ pub struct Episode {
     /// The original never reached the capture point: a resend that looks like new data, told
     /// by a skip of the sender's IPv4 ids (set by the analyzer, never by this tracker).
     pub before_capture: bool,
+    /// No exchange of the connection was in progress when the episode was handed on, though
+    /// the connection had completed one (set by the analyzer): the resent data answered no
+    /// request (a closing TLS alert and FIN after the client's own close alert,
+    /// `suri-tcp-empty-sack`), and no request waited on it.
+    pub idle: bool,
 }
 
 impl Episode {
@@ -125,6 +130,7 @@ impl Episode {
             receiver_unseen: false,
             window_closed: false,
             before_capture: false,
+            idle: false,
         }
     }
 
