@@ -137,6 +137,10 @@ pub struct ResetContext {
     pub lost_request: bool,
     /// [`ResetKind::AfterAnswer`]: the time from the answer's last byte to the reset.
     pub answer_gap_ns: Option<i64>,
+    /// [`ResetKind::AfterClose`] by the server that answered a request the client wrote after
+    /// the server's FIN: the time from that FIN to the request (a pool that reused a
+    /// connection the server was closing: that request failed).
+    pub request_after_close_ns: Option<i64>,
 }
 
 impl ResetContext {

@@ -44,6 +44,7 @@ pub mod preflight;
 mod qdisc;
 pub mod route;
 mod run;
+mod syn_path;
 mod verdict;
 
 pub use host::{Capture, Host, SystemHost};

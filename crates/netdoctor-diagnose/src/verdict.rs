@@ -49,6 +49,12 @@ pub fn conclude(report: &mut Report, mut outcome: Outcome, snaplen: u32, max_pac
     );
     // Loss the kernel dropped in a qdisc of the server's host is that queue's (a shaper's).
     crate::qdisc::apply(report.measurements.kernel.as_ref(), &mut findings);
+    // Repeated SYNs the server's kernel never saw are the path's.
+    crate::syn_path::apply(
+        report.measurements.kernel.as_ref(),
+        Some(&analysis.stats).filter(|_| capture_present),
+        &mut findings,
+    );
     let load = report
         .measurements
         .load

@@ -370,6 +370,17 @@ impl Hub {
         } else {
             reset_kind(c, rst, &context)
         };
+        // The server closed, and the client wrote a request after its FIN: the reset answered
+        // that request (it failed), not a keep-alive probe or a late byte of a closed talk.
+        if kind == ResetKind::AfterClose
+            && rst.from_server
+            && c.phase == Phase::Request
+            && let (Some(fin), Some(x)) = (context.after_fin, c.cur)
+            && fin.from_server
+            && x.first_req.ts_ns >= fin.ts_ns
+        {
+            context.request_after_close_ns = Some(x.first_req.ts_ns - fin.ts_ns);
+        }
         if kind == ResetKind::AfterAnswer
             && let Some(x) = c.cur
         {

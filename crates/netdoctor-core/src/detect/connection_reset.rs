@@ -18,7 +18,10 @@
 //!   [`idle`]: a steady silence is an idle timer (side network), and only requests that got
 //!   such a reset make it more than info;
 //! - **after close**: its sender had already closed its side with a FIN (the peer's keep-alive
-//!   probe or late data found no socket): the end of a closed connection, info;
+//!   probe or late data found no socket): the end of a closed connection, info; but a reset
+//!   that answered a request the client wrote after the server's FIN failed that request (a
+//!   pool reusing a connection the server was closing: the keep-alive race), told in
+//!   [`race`] and weighed like the idle resets that hit a request;
 //! - **at setup**: after the handshake, before any byte either way: a refusal or an abort at
 //!   setup (an accept queue that overflowed with `tcp_abort_on_overflow` on, a server that
 //!   accepts and closes with `SO_LINGER` 0, a middlebox), never an idle timeout;
@@ -47,12 +50,14 @@ mod evidence;
 mod idle;
 mod injected;
 mod own_timeout;
+mod race;
 pub use abort::{
     CLIENT_HOST_GONE_EVIDENCE, CLIENT_SETUP_ABORT_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS,
 };
 pub use after_answer::{AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE};
 pub use idle::IDLE_RESET_EVIDENCE;
 use injected::{forged_note, injected_story};
+pub use race::REQUEST_AFTER_CLOSE_EVIDENCE;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt};
 use crate::event::{Event, Forged, ResetKind};
@@ -77,6 +82,8 @@ struct Example {
     /// answer's last byte to the reset.
     lost_request: bool,
     answer_gap_ns: Option<i64>,
+    /// A request written after the server's FIN: the time from that FIN to it.
+    request_after_close_ns: Option<i64>,
 }
 
 #[derive(Default)]
@@ -162,6 +169,8 @@ pub struct ConnectionReset {
     aborts: abort::ClientAborts,
     /// The resets right after a complete answer: their gap, the unacknowledged ones.
     after_answer: after_answer::AfterAnswer,
+    /// The requests written on connections the server had already closed.
+    after_close: race::AfterCloseRequests,
 }
 
 /// An idle reset that answered the client's request (sent on a connection already dropped).
@@ -197,7 +206,13 @@ impl Detector for ConnectionReset {
                     unacked: context.unacked,
                     lost_request: context.lost_request,
                     answer_gap_ns: context.answer_gap_ns,
+                    request_after_close_ns: context.request_after_close_ns,
                 };
+                if *kind == ResetKind::AfterClose
+                    && let Some(g) = context.request_after_close_ns
+                {
+                    self.after_close.record(g);
+                }
                 if *kind == ResetKind::Idle {
                     self.idle.record(context.idle_ns, hits_request(&e));
                     // The reuse that lost: its gap counts with the ones that worked.
@@ -451,6 +466,9 @@ impl ConnectionReset {
                         fix,
                     )
                 }
+                ResetKind::AfterClose if self.after_close.failed > 0 && by_server => {
+                    self.after_close.story(n, exchanges)
+                }
                 ResetKind::AfterClose => {
                     let peer = if by_server { "client" } else { "server" };
                     (
@@ -570,7 +588,8 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
                 if probe == IDLE_RESET_EVIDENCE || probe == AFTER_ANSWER_EVIDENCE
                     || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE
                     || probe == RESPONSE_STALLED_EVIDENCE || probe == CLIENT_HOST_GONE_EVIDENCE
-                    || probe == CLIENT_SETUP_ABORT_EVIDENCE)
+                    || probe == CLIENT_SETUP_ABORT_EVIDENCE
+                    || probe == REQUEST_AFTER_CLOSE_EVIDENCE)
         }));
     }
     Some(lead)

@@ -215,7 +215,7 @@ fn a_reset_after_the_close_is_flagged_as_such() {
 }
 
 #[test]
-fn a_reset_after_the_servers_fin_on_real_traffic_is_the_end_of_a_closed_connection() {
+fn a_reset_after_the_servers_fin_on_real_traffic_is_flagged_and_its_request_failed() {
     // Made by make-quality-lab.sh between two namespaces: the server closes each of 3
     // connections (FIN) 0.3 s after its response; the client, 0.2 s after the FIN, sends
     // another request on it, and the server's kernel answers with a reset (frames 13, 26, 39).
@@ -228,22 +228,17 @@ fn a_reset_after_the_servers_fin_on_real_traffic_is_the_end_of_a_closed_connecti
     assert_eq!(resets, vec![13, 26, 39], "{fl:?}");
     // 0.2 s after the FIN: not an idle period.
     assert!(fl.iter().all(|(_, f)| !f.has(SegFlags::RESET_AFTER_IDLE)));
+    // Those 3 requests failed (the story: `keepalive_race.rs`), not "in the middle" of one.
     let an = analyze("rst-after-fin-lab.pcap");
-    assert!(
-        an.findings.iter().all(|f| f.severity < Severity::Warning),
-        "{:#?}",
-        an.findings
-    );
     let f = an
         .findings
         .iter()
         .find(|f| f.id == FindingId::ConnectionReset)
         .unwrap_or_else(|| panic!("{:#?}", an.findings));
-    assert_eq!(f.severity, Severity::Info);
     assert_eq!(f.side, Side::Server);
     assert!(
         f.summary
-            .contains("The server reset 3 connections it had already closed (FIN sent)"),
+            .contains("The client sent 3 requests on connections the server had already closed"),
         "{}",
         f.summary
     );

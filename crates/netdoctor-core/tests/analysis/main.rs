@@ -31,6 +31,7 @@ mod held_by_loss;
 mod idle_reset;
 mod idle_timeout;
 mod injected_reset;
+mod keepalive_race;
 mod lost_before_capture;
 mod nagle;
 mod near_ack;

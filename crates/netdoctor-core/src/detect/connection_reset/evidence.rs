@@ -6,7 +6,7 @@
 
 use super::{
     AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE, ANSWER_UNSEEN_EVIDENCE, ConnectionReset,
-    IDLE_RESET_EVIDENCE, KindAgg, abort, forged_note, hits_request,
+    IDLE_RESET_EVIDENCE, KindAgg, REQUEST_AFTER_CLOSE_EVIDENCE, abort, forged_note, hits_request,
 };
 use crate::detect::conn_label;
 use crate::event::ResetKind;
@@ -37,9 +37,13 @@ impl ConnectionReset {
                         .is_some_and(|r| self.is_own_timeout(e.rst.ts_ns - r.ts_ns))
             })
             .map(|e| {
-                let mut packets = Vec::with_capacity(2);
+                let mut packets = Vec::with_capacity(3);
                 if let Some(b) = e.before {
                     packets.push(b.to_ref(t0_ns));
+                }
+                // The request the reset answered, after the FIN.
+                if let (Some(_), Some(r)) = (e.request_after_close_ns, e.req) {
+                    packets.push(r.to_ref(t0_ns));
                 }
                 packets.push(e.rst.to_ref(t0_ns));
                 Evidence::Packets {
@@ -47,9 +51,16 @@ impl ConnectionReset {
                     packets,
                     note: match kind {
                         ResetKind::Refused => "SYN answered by a reset".to_string(),
-                        ResetKind::AfterClose => {
-                            format!("the {who} closed the connection (FIN), then reset it")
-                        }
+                        ResetKind::AfterClose => match e.request_after_close_ns {
+                            Some(g) => format!(
+                                "the {who} closed the connection (FIN); the client's request \
+                                 {:.2} ms later got a reset: it failed",
+                                g as f64 / 1e6
+                            ),
+                            None => {
+                                format!("the {who} closed the connection (FIN), then reset it")
+                            }
+                        },
                         ResetKind::DuringExchange => {
                             format!("the {who} reset the connection during an exchange")
                         }
@@ -117,6 +128,12 @@ impl ConnectionReset {
                 }
                 .into(),
                 note: self.after_answer.note(who, n),
+            });
+        }
+        if kind == ResetKind::AfterClose && self.after_close.failed > 0 {
+            evidence.push(Evidence::Probe {
+                probe: REQUEST_AFTER_CLOSE_EVIDENCE.into(),
+                note: self.after_close.note(n),
             });
         }
         if kind == ResetKind::DuringExchange && k.unseen > 0 {
