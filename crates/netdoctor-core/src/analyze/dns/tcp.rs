@@ -119,12 +119,13 @@ impl Conns {
         let mut i = self.open.get(&key).copied();
         // A SYN with another initial sequence number: a new connection on the same ports
         // (the same one is a repeat).
-        if from_client && f.syn() && !f.ack() {
-            if let Some(k) = i
-                && self.list[k].isn != Some(seg.seq)
-            {
-                i = None;
-            }
+        if from_client
+            && f.syn()
+            && !f.ack()
+            && let Some(k) = i
+            && self.list[k].isn != Some(seg.seq)
+        {
+            i = None;
         }
         let i = match i {
             Some(i) => i,
