@@ -7,6 +7,10 @@ usage: dns-responder.py ADDR MODE
   ptr      A/AAAA answered at once, PTR queries dropped
   slow     every query answered after 300 ms
   tc       over UDP every answer truncated (TC bit, no records); over TCP answered in full
+  tc-notcp as tc, but nothing listens on TCP port 53 (the kernel resets the SYN, or a DROP
+           rule of the server's namespace drops it: make-dns.sh)
+  tc-slow  as tc, the answers over TCP after 300 ms
+  plain    every query answered at once (the client asks over TCP: `options use-vc`)
 """
 import socket
 import struct
@@ -35,12 +39,12 @@ def answer(q, tcp):
         return None
     if mode == "ptr" and qtype == 12:
         return None
-    if mode == "slow":
+    if mode == "slow" or (mode == "tc-slow" and tcp):
         time.sleep(0.3)
     rrs = b""
     n = 0
     if qtype == 1:
-        for k in range(1, 41 if mode == "tc" else 2):
+        for k in range(1, 41 if mode.startswith("tc") else 2):
             rrs += struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + bytes([10, 9, k // 256, k % 256])
             n += 1
     elif qtype == 12:
@@ -48,7 +52,7 @@ def answer(q, tcp):
         rrs = struct.pack("!HHHIH", 0xC00C, 12, 1, 60, len(name)) + name
         n = 1
     fl = 0x8400 | rd | 0x80
-    if mode == "tc" and not tcp and n > 0:
+    if mode.startswith("tc") and not tcp and n > 0:
         return struct.pack("!HHHHHH", qid, fl | 0x0200, 1, 0, 0, 0) + question
     return struct.pack("!HHHHHH", qid, fl, 1, n, 0, 0) + question + rrs
 
@@ -90,6 +94,7 @@ def tcp():
                 pass
 
 
-threading.Thread(target=tcp, daemon=True).start()
+if mode != "tc-notcp":
+    threading.Thread(target=tcp, daemon=True).start()
 print("listening", flush=True)
 udp()

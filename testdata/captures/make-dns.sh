@@ -3,10 +3,15 @@
 # whose glibc resolver (getent, resolv.conf bind-mounted in a private mount namespace:
 # `nameserver 10.0.53.2`, `options timeout:1 attempts:3`) asks dns-responder.py in
 # nd-dns-srv (10.0.53.2) in one of its modes; tcpdump records port 53 on the client's veth.
-#   ./make-dns.sh            all five; ONLY="dns-tc" ./make-dns.sh just one
+#   ./make-dns.sh            all of them; ONLY="dns-tc" ./make-dns.sh just one
 # dns-refused: every answer REFUSED; dns-lossy: every 3rd query dropped (12 names, A+AAAA);
 # dns-ptr: A/AAAA answered, PTR dropped (getent hosts of two addresses); dns-slow: every
 # answer after 300 ms; dns-tc: A answers truncated over UDP (TC), answered in full over TCP.
+# Over TCP (`analyze::dns::tcp`): dns-tcp: `options use-vc` (every lookup over TCP), answered
+# at once; dns-tcp-slow: use-vc, every answer after 300 ms; dns-tc-rst: A truncated over UDP,
+# nothing listens on TCP 53 (the kernel resets the SYN); dns-tc-drop: the same with a DROP
+# rule for TCP 53 in the server's namespace (glibc's connect waits: getent stopped after 4 s);
+# dns-tc-slow: A truncated over UDP, the answers over TCP after 300 ms.
 set -euo pipefail
 out="$(cd "$(dirname "$0")" && pwd)"
 source "$out/lib.sh"
@@ -15,10 +20,11 @@ lab_netns nd-dns-cli nd-dns-srv
 lab_veth nd-dns-cli nd-dns-srv dnc0 dns0 10.0.53.1 10.0.53.2
 printf 'nameserver 10.0.53.2\noptions timeout:1 attempts:3\n' >"$work/resolv.conf"
 
-ask() { # getent ARGS... in the client namespace with the lab's resolv.conf
+ask() { # getent ARGS... in the client namespace with the lab's resolv.conf ($conf)
     ip netns exec nd-dns-cli unshare -m sh -c \
-        "mount --bind '$work/resolv.conf' /etc/resolv.conf && getent $*" || true
+        "mount --bind '$work/${conf:-resolv.conf}' /etc/resolv.conf && timeout ${tmo:-60} getent $*" || true
 }
+printf 'nameserver 10.0.53.2\noptions timeout:1 attempts:3 use-vc\n' >"$work/resolv-vc.conf"
 
 one() {
     local name=$1 mode=$2
@@ -46,10 +52,21 @@ lossy() { for i in $(seq 1 12); do ask ahosts "h$i.lab" >/dev/null; done; }
 ptr() { ask ahosts api.lab; ask hosts 10.9.0.7; ask hosts 10.9.0.8; }
 slow() { for i in 1 2 3 4; do ask ahosts "s$i.lab" >/dev/null; done; }
 truncated() { ask ahosts big.lab >/dev/null; ask ahosts big2.lab >/dev/null; }
+over_tcp() { for i in 1 2 3; do conf=resolv-vc.conf ask ahosts "t$i.lab" >/dev/null; done; }
+tc_once() { ask ahosts big.lab >/dev/null; }
+tc_drop() {
+    ip netns exec nd-dns-srv iptables -A INPUT -p tcp --dport 53 -j DROP
+    tmo=4 ask ahosts big.lab >/dev/null
+}
 
 want dns-refused && one dns-refused refused refused
 want dns-lossy && one dns-lossy lossy lossy
 want dns-ptr && one dns-ptr ptr ptr
 want dns-slow && one dns-slow slow slow
 want dns-tc && one dns-tc tc truncated
+want dns-tcp && one dns-tcp plain over_tcp
+want dns-tcp-slow && one dns-tcp-slow slow over_tcp
+want dns-tc-slow && one dns-tc-slow tc-slow tc_once
+want dns-tc-rst && one dns-tc-rst tc-notcp tc_once
+want dns-tc-drop && one dns-tc-drop tc-notcp tc_drop
 exit 0

@@ -188,10 +188,13 @@ pub(super) struct StrayRst {
 
 /// Where a connection's exchanges come from: direction turns (HTTP/1 recognised, TLS
 /// records, any request/response protocol: `super::http`), or HTTP/2 frames (`super::h2`),
-/// chosen at the client's first data.
+/// chosen at the client's first data; or none: DNS over TCP (port 53 at either end, chosen
+/// when the connection opens), whose messages are lookups (`super::dns`, read from the same
+/// segments before this path), not exchanges.
 pub(super) enum Source {
     Turns,
     H2(Box<H2Conn>),
+    Dns,
 }
 
 pub(super) struct Conn {
@@ -300,7 +303,11 @@ impl Conn {
             rtt_ns: None,
             phase: Phase::Idle,
             cur: None,
-            source: Source::Turns,
+            source: if seg.src.port() == 53 || seg.dst.port() == 53 {
+                Source::Dns
+            } else {
+                Source::Turns
+            },
             syn: SynState::default(),
             exchanges: 0,
             first_req: None,
@@ -336,7 +343,7 @@ impl Conn {
     /// open HTTP/2 stream (a stall of the connection holds them all).
     pub(super) fn in_progress(&mut self) -> Box<dyn Iterator<Item = &mut Exchange> + '_> {
         match &mut self.source {
-            Source::Turns => Box::new(self.cur.iter_mut()),
+            Source::Turns | Source::Dns => Box::new(self.cur.iter_mut()),
             Source::H2(h) => Box::new(h.in_progress()),
         }
     }
@@ -345,6 +352,7 @@ impl Conn {
     /// one once its response arrives, the HTTP/2 streams answered), taken out.
     pub(super) fn take_answered(&mut self) -> Vec<Exchange> {
         match &mut self.source {
+            Source::Dns => Vec::new(),
             Source::Turns => {
                 if self.phase == Phase::Response {
                     self.cur.take().into_iter().collect()
@@ -360,7 +368,7 @@ impl Conn {
     /// complete (none for the turns source, which holds no bytes).
     pub(super) fn flush_held(&mut self) -> Vec<Exchange> {
         match &mut self.source {
-            Source::Turns => Vec::new(),
+            Source::Turns | Source::Dns => Vec::new(),
             Source::H2(h) => h.flush(),
         }
     }
@@ -368,7 +376,7 @@ impl Conn {
     /// HTTP/2 holes given up because too much data waited behind them (0 for turns).
     pub(super) fn reassembly_overflows(&self) -> u32 {
         match &self.source {
-            Source::Turns => 0,
+            Source::Turns | Source::Dns => 0,
             Source::H2(h) => h.reassembly_overflows(),
         }
     }
@@ -376,7 +384,7 @@ impl Conn {
     /// HTTP/2 streams ended in a capture gap (0 for the turns source).
     pub(super) fn h2_gap_cut(&self) -> u32 {
         match &self.source {
-            Source::Turns => 0,
+            Source::Turns | Source::Dns => 0,
             Source::H2(h) => h.facts().gap_cut,
         }
     }
@@ -384,7 +392,7 @@ impl Conn {
     /// Times the HTTP/2 framing was lost (0 for the turns source).
     pub(super) fn h2_framing_lost(&self) -> u32 {
         match &self.source {
-            Source::Turns => 0,
+            Source::Turns | Source::Dns => 0,
             Source::H2(h) => h.framing_lost(),
         }
     }

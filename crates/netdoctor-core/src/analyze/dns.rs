@@ -29,8 +29,16 @@
 //! A server that answered some queries and left others unanswered (`partial`) is not
 //! unreachable: `dns_slow` with the share unanswered (side network, or server when the answers
 //! that came were slow too); its PTR queries left unanswered are `reverse_dns_timeout`.
-//! Answers with the TC bit are told (the client must ask again over TCP); DNS over TCP itself
-//! is not read (the TCP path carries it as any other connection).
+//!
+//! DNS over TCP port 53 (`tcp`) is read from the TCP segments with port 53 at either end
+//! ([`DnsLog::push_tcp`], called before the TCP path, which carries these connections as
+//! `Source::Dns`: they yield no exchanges). Its messages join the same lookups: a lookup
+//! asked over TCP from the start (`options use-vc`, `dig +tcp`) counts from the connection's
+//! SYN when its query went before the connection's first answer (the handshake is part of
+//! its time); the TCP query that follows an answer over UDP (after the TC bit) is the
+//! lookup's TCP leg (`legs`): its answer ends the lookup, and a leg that fails (the SYN reset
+//! or unanswered, the query unanswered) fails the lookup: `dns_server_error`, probe
+//! `dns_truncated`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -38,11 +46,13 @@ use std::net::{IpAddr, SocketAddr};
 use hickory_proto::op::{Header, MessageType, Query};
 use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 
-use crate::decode::udp_datagram;
+use crate::decode::{TcpSegment, udp_datagram};
 use crate::finding::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 use crate::packet::{LinkType, RawPacket};
 
+mod legs;
 mod partial;
+mod tcp;
 mod walk;
 
 /// The same query frame again within this, to the same server: a copy, not a retry.
@@ -84,12 +94,38 @@ struct Lookup {
     answer: Option<(Msg, u8)>,
     /// The answer had the TC bit: the client must ask again over TCP.
     truncated: bool,
+    /// Asked over TCP from the start: the client's SYN of the connection, when the query went
+    /// before the connection's first answer (the handshake is the lookup's time).
+    opened: Option<Msg>,
+    /// Asked over TCP again after an answer over UDP (TC): the TCP leg.
+    leg: Option<Leg>,
+}
+
+/// A lookup's query over TCP after its answer over UDP.
+#[derive(Clone, Copy)]
+struct Leg {
+    /// The connection (index in [`DnsLog`]'s TCP connections).
+    conn: usize,
+    query: Msg,
+    answer: Option<(Msg, u8)>,
 }
 
 impl Lookup {
     fn retries(&self) -> usize {
         self.queries.len().saturating_sub(1)
     }
+
+    /// When the lookup began: its first query, or the SYN of its TCP connection.
+    fn start(&self) -> i64 {
+        self.opened.map_or(self.queries[0].ts, |m| m.ts)
+    }
+}
+
+/// Where a DNS message came from: a UDP datagram, or connection `n` of the TCP ones.
+#[derive(Clone, Copy)]
+enum Via {
+    Udp,
+    Tcp(usize),
 }
 
 /// A lookup and its queries to one server.
@@ -105,6 +141,7 @@ pub(super) struct DnsLog {
     toward: HashSet<IpAddr>,
     answers_unmatched: u64,
     dropped: u64,
+    tcp: tcp::Conns,
 }
 
 impl DnsLog {
@@ -121,6 +158,34 @@ impl DnsLog {
         if mdns(src.port()) || mdns(dst.port()) || (src.port() != 53 && dst.port() != 53) {
             return;
         }
+        self.on_msg(src, dst, payload, ts, pkt.frame, Via::Udp);
+    }
+
+    /// A TCP segment with port 53 at one end (the caller checks the ports): its connection's
+    /// state, and the DNS messages it completes.
+    /// Cold: its caller's port check is all that other segments pay.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn push_tcp(&mut self, seg: &TcpSegment<'_>) {
+        let mut msgs = Vec::new();
+        let Some(n) = self.tcp.on_segment(seg, &mut msgs) else {
+            return;
+        };
+        for m in msgs {
+            self.on_msg(seg.src, seg.dst, &m, seg.ts_ns, seg.frame, Via::Tcp(n));
+        }
+    }
+
+    /// One DNS message from `src` to `dst` (port 53 at one end).
+    fn on_msg(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+        ts: i64,
+        frame: u64,
+        via: Via,
+    ) {
         let mut d = BinDecoder::new(payload);
         let Ok(h) = Header::read(&mut d) else { return };
         if h.counts.queries == 0 {
@@ -143,11 +208,24 @@ impl DnsLog {
                 };
                 let msg = Msg {
                     ts,
-                    frame: pkt.frame,
+                    frame,
                     server: dst,
                 };
                 if let Some(&i) = self.open.get(&key) {
                     let l = &mut self.lookups[i];
+                    // Asked over UDP, now over TCP: its TCP leg (glibc asks both A and AAAA
+                    // again when one answer was truncated).
+                    if let Via::Tcp(conn) = via
+                        && l.opened.is_none()
+                        && l.leg.is_none()
+                    {
+                        l.leg = Some(Leg {
+                            conn,
+                            query: msg,
+                            answer: None,
+                        });
+                        return;
+                    }
                     if l.answer.is_none() {
                         match l.queries.last() {
                             Some(p) if p.server == dst && ts - p.ts < DUP_NS => l.dups += 1,
@@ -160,6 +238,13 @@ impl DnsLog {
                     self.dropped += 1;
                     return;
                 }
+                let opened = match via {
+                    Via::Tcp(n) => {
+                        let c = &self.tcp.list[n];
+                        if c.answered { None } else { c.syn }
+                    }
+                    Via::Udp => None,
+                };
                 self.open.insert(key.clone(), self.lookups.len());
                 self.lookups.push(Lookup {
                     key,
@@ -168,6 +253,8 @@ impl DnsLog {
                     dups: 0,
                     answer: None,
                     truncated: false,
+                    opened,
+                    leg: None,
                 });
             }
             MessageType::Response if src.port() == 53 => {
@@ -177,16 +264,24 @@ impl DnsLog {
                     name,
                     qtype,
                 };
+                let a = (
+                    Msg {
+                        ts,
+                        frame,
+                        server: src,
+                    },
+                    m.response_code.low(),
+                );
+                if let Via::Tcp(n) = via {
+                    self.tcp.list[n].answered = true;
+                }
                 match self.open.get(&key).map(|&i| &mut self.lookups[i]) {
+                    Some(Lookup {
+                        leg: Some(g @ Leg { answer: None, .. }),
+                        ..
+                    }) if matches!(via, Via::Tcp(_)) => g.answer = Some(a),
                     Some(l) if l.answer.is_none() => {
-                        l.answer = Some((
-                            Msg {
-                                ts,
-                                frame: pkt.frame,
-                                server: src,
-                            },
-                            m.response_code.low(),
-                        ));
+                        l.answer = Some(a);
                         l.truncated = m.truncation;
                     }
                     _ => self.answers_unmatched += 1,
@@ -426,14 +521,17 @@ impl DnsLog {
             ));
         }
         self.tell_answered(&mut findings, &pref, &q_desc);
+        let legs = legs::ends(&self.lookups, &self.tcp.list, end);
         partial::tell(
             &self.lookups,
+            &legs,
             end,
             &answered_by,
             &mut findings,
             &pref,
             &q_desc,
         );
+        legs::tell(&self.lookups, &legs, &mut findings, &pref, &q_desc);
         (findings, warnings)
     }
 
@@ -458,7 +556,7 @@ impl DnsLog {
             ],
             note,
         };
-        let ms = |l: &Lookup, a: &Msg| (a.ts - l.queries[0].ts) as f64 / 1e6;
+        let ms = |l: &Lookup, a: &Msg| (a.ts - l.start()) as f64 / 1e6;
         // One finding per (server, rcode) for the errors.
         let mut errors: Vec<(IpAddr, u8, Vec<Said>)> = Vec::new();
         let mut missing: Vec<(IpAddr, Vec<Said>)> = Vec::new();

@@ -122,6 +122,8 @@ impl Hub {
                     x.req_end = end;
                 }
             }
+            // DNS over TCP: lookups, read by `super::dns`; no exchange.
+            Source::Dns => {}
             Source::H2(h) => {
                 h.on_data(
                     pkt,

@@ -127,7 +127,7 @@ impl Analyzer {
         // sender's packets (a FIN, SYN or reset aside) and the receiver's pure ACKs: those end
         // no exchange there, so the episode's stall is charged where it would have been. On
         // HTTP/2 any packet may end a stream: the next one ends the wait.
-        let turns = matches!(c.source, Source::Turns);
+        let turns = !matches!(c.source, Source::H2(_));
         let plain = !f.syn() && !f.fin() && !f.rst();
         let reads = f.ack() && c.dirs[j].started;
         // A receiver's ACK past the wait ends it too (its D-SACK is not that episode's),

@@ -6,6 +6,7 @@
 mod common;
 mod dns;
 mod dns_lab;
+mod dns_tcp;
 
 mod abandoned_connect;
 mod abortive_close;

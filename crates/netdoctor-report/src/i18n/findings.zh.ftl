@@ -387,14 +387,17 @@ dns_server_unreachable-fix = 从 resolv.conf 中去掉不应答的 nameserver �
 
 # $probe 为 dns_search_list：搜索列表（search 与 ndots）让解析先问了几个不存在的名字才得到应答；说明以 "$probe_n of $probe_of names" 开头，$latency 是这些名字花掉的时间。
 # $probe 为 dns_unanswered（analyze 从抓包中看出）：域名服务器回答了一部分查询，另一部分没有应答；说明以 "$probe_n of $probe_of queries" 开头，$latency 是重试后才得到应答的查询多等的时间（中位数）。
-# $probe 为 dns_truncated：UDP 上的应答被截断（TC 位），客户端只好改用 TCP 重问。
+# $probe 为 dns_truncated：UDP 上的应答被截断（TC 位），客户端只好改用 TCP 重问；$latency 是 TCP 上得到应答的查找从第一个查询到 TCP 应答的时间（中位数）。
 dns_slow-summary = { $probe ->
     [dns_search_list] 搜索列表让解析先问了 { $probe_n } 个不存在的名字（共问了 { $probe_of } 个）才得到应答：多花了 { $latency }
     [dns_unanswered] 域名服务器有应答，但 { $probe_of } 个查询中有 { $probe_n } 个没有得到应答{ $has_latency ->
         [yes] ：重试后才得到应答的查找多等了约 { $latency }
        *[no] {""}
     }
-    [dns_truncated] 域名服务器在 UDP 上的应答被截断（TC 位）：客户端只好改用 TCP 重问
+    [dns_truncated] 域名服务器在 UDP 上的应答被截断（TC 位）：客户端只好改用 TCP 重问{ $has_latency ->
+        [yes] ，每次查找共约 { $latency }（中位数，含 TCP 重问）
+       *[no] {""}
+    }
    *[other] 名字解析很慢或不稳定{ $has_latency ->
         [yes] ：约 { $latency }
        *[no] {""}
@@ -403,7 +406,7 @@ dns_slow-summary = { $probe ->
 dns_slow-explanation = { $probe ->
     [dns_search_list] 名字中的点少于 resolv.conf 中的 ndots，解析器先把每个 search 域名接在名字后面去问（A 和 AAAA），这些名字都不存在（NXDOMAIN），每个都要到域名服务器走一个来回，最后才问原样的名字。域名服务器并不慢，是客户端的解析配置让它多问了几次；每个需要解析这个名字的新连接都要先付出这段时间。Kubernetes Pod 默认的 ndots:5 和三个集群后缀就会这样。
     [dns_unanswered] 这个域名服务器回答了抓包中的其他查询，所以它在运行、也可达，但有一部分查询没有得到应答：这些查找要等解析器超时（默认 5 s，见 resolv.conf 的 options timeout）再重试，没等到应答的查找就失败了。来的应答如果很快，是路上丢了查询或应答（丢包的链路、限速的防火墙），或者服务器在负载下丢弃了一部分；来的应答也慢，则是服务器过载（见证据中的时间）。
-    [dns_truncated] 应答放不进客户端提供的 UDP 报文（512 字节或它的 EDNS 缓冲区大小），服务器发出带 TC 位的截断应答，解析器改用 TCP 53 端口重问：每次查找多一次 TCP 握手和一个来回；TCP 53 被拦截时查找就会失败。本分析不读取 TCP 上的 DNS，TCP 重问是否得到应答这里没有说。
+    [dns_truncated] 应答放不进客户端提供的 UDP 报文（512 字节或它的 EDNS 缓冲区大小），服务器发出带 TC 位的截断应答，解析器改用 TCP 53 端口重问：每次查找多一次 TCP 握手和一个来回；TCP 53 被拦截时查找就会失败。给出的时间从 UDP 上的第一个查询算到 TCP 上的应答。
    *[other] 名字解析花了很长时间，或者时快时慢（部分查询超时、重试）。每个需要解析名字的新连接都要先付出这段时间，请求随之变慢。
 }
 dns_slow-fix = { $probe ->

@@ -79,6 +79,16 @@ fn lab_dns_captures_tell_the_same_with_any_jobs_and_in_chinese() {
         ("dns-ptr.pcap.gz", "reverse_dns_timeout"),
         ("dns-slow.pcap.gz", "dns_slow"),
         ("dns-tc.pcap.gz", "dns_slow"),
+        // DNS over TCP (`analyze::dns::tcp`): a slow answer, a truncated answer whose TCP leg
+        // was reset or dropped (the TCP path's own story of the refused or unanswered SYN
+        // stays beside it).
+        ("dns-tcp-slow.pcap.gz", "dns_slow"),
+        ("dns-tc-slow.pcap.gz", "dns_slow,dns_slow"),
+        (
+            "dns-tc-rst.pcap.gz",
+            "dns_server_error,server_not_listening",
+        ),
+        ("dns-tc-drop.pcap.gz", "dns_server_error,syn_retransmit"),
     ] {
         let p = common::captures_dir().join(name);
         let v = json(&p, "1");
@@ -88,7 +98,7 @@ fn lab_dns_captures_tell_the_same_with_any_jobs_and_in_chinese() {
             .iter()
             .map(|f| f["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, [want], "{name}: {v}");
+        assert_eq!(ids.join(","), want, "{name}: {v}");
         assert_eq!(json(&p, "2"), v, "{name}");
     }
     let dir = common::captures_dir();
@@ -101,4 +111,13 @@ fn lab_dns_captures_tell_the_same_with_any_jobs_and_in_chinese() {
     assert!(zh.contains("反向解析（PTR查询）超时"), "{zh}");
     let zh = common::zh_finding_block(&dir.join("dns-tc.pcap.gz"), "dns_slow");
     assert!(zh.contains("TC位") && zh.contains("#3"), "{zh}");
+    // The lookups' whole time with the TCP leg, and the leg that failed.
+    assert!(zh.contains("每次查找共约"), "{zh}");
+    let zh = common::zh_finding_block(&dir.join("dns-tc-rst.pcap.gz"), "dns_server_error");
+    assert!(zh.contains("TCP") && zh.contains("#6"), "{zh}");
+    // A lookup over TCP answered at once: no finding, with any jobs.
+    let p = dir.join("dns-tcp.pcap.gz");
+    let v = json(&p, "1");
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(0), "{v}");
+    assert_eq!(json(&p, "2"), v);
 }

@@ -2,7 +2,8 @@
 //! server that answered others (a lossy path or an overloaded resolver: `dns_slow`, not
 //! "unreachable"), slow answers (`dns_slow`), PTR queries left unanswered
 //! (`reverse_dns_timeout`: tools resolving addresses stall), and answers truncated over UDP
-//! (TC: the client must ask again over TCP, which this analysis does not read).
+//! (TC: the client must ask again over TCP; told with the time its TCP leg took, `super::legs`,
+//! and left to `super::legs` when that leg failed).
 //!
 //! A query to server S counts as unanswered when its lookup was answered by a later query
 //! (to S or another server), or got no answer with [`WAIT_NS`] of capture after the query;
@@ -11,6 +12,7 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
+use super::legs::{self, End};
 use super::{Lookup, MAX_PACKETS, Msg, SLOW_NS, WAIT_NS};
 use crate::finding::{Evidence, Finding, FindingId, PacketRef, Severity, Side};
 
@@ -29,13 +31,14 @@ struct Server<'a> {
     first_try: Vec<i64>,
     /// Answered here (NOERROR) after [`SLOW_NS`] or more.
     slow: Vec<&'a Lookup>,
-    /// Answered here with the TC bit.
-    truncated: Vec<&'a Lookup>,
+    /// Answered here with the TC bit (and how its TCP leg ended, not failed).
+    truncated: Vec<(&'a Lookup, End)>,
 }
 
 /// The findings of the servers in `answered_by` (the ones that answered something).
 pub(super) fn tell(
     lookups: &[Lookup],
+    legs: &[End],
     end: i64,
     answered_by: &HashSet<IpAddr>,
     out: &mut Vec<Finding>,
@@ -44,7 +47,7 @@ pub(super) fn tell(
 ) {
     let mut fwd: Vec<(IpAddr, Server)> = Vec::new();
     let mut ptr: Vec<(IpAddr, Server)> = Vec::new();
-    for l in lookups {
+    for (i, l) in lookups.iter().enumerate() {
         let table = if l.key.qtype == "PTR" {
             &mut ptr
         } else {
@@ -83,15 +86,19 @@ pub(super) fn tell(
                 s.hit.push((l, lost));
             }
             if let (true, Some((a, rc))) = (here, l.answer) {
-                let delay = a.ts - l.queries[0].ts;
+                let leg = legs.get(i).copied().unwrap_or(End::None);
+                // Asked again over TCP (after a truncated answer, its own or its pair's): the
+                // TCP answer ends the lookup.
+                let done = l.leg.and_then(|g| g.answer).map_or(a.ts, |(t, _)| t.ts);
+                let delay = done - l.start();
                 if l.queries.len() == 1 {
                     s.first_try.push(delay);
                 }
-                if rc == 0 && delay >= SLOW_NS {
+                if rc == 0 && delay >= SLOW_NS && !legs::failed(legs, i) {
                     s.slow.push(l);
                 }
-                if l.truncated {
-                    s.truncated.push(l);
+                if l.truncated && !legs::failed(legs, i) {
+                    s.truncated.push((l, leg));
                 }
             }
         }
@@ -110,7 +117,7 @@ pub(super) fn tell(
             out.push(ctx.ptr(*ip, s, forward_lost));
         }
     }
-    let mut tc: Vec<(IpAddr, Vec<&Lookup>)> = Vec::new();
+    let mut tc: Vec<(IpAddr, Vec<(&Lookup, End)>)> = Vec::new();
     for (ip, s) in fwd.iter().chain(&ptr) {
         if s.truncated.is_empty() {
             continue;
@@ -137,14 +144,19 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// A lookup's frames: its queries and its answer.
+    /// A lookup's frames: the SYN of its TCP connection, its queries and its answer, the
+    /// query and answer of its TCP leg.
     fn packets(&self, l: &Lookup) -> Vec<PacketRef> {
-        let mut p: Vec<PacketRef> = l
-            .queries
-            .iter()
-            .take(MAX_PACKETS)
-            .map(|q| (self.pref)(q, "C→S", (self.q_desc)(l)))
-            .collect();
+        let mut p: Vec<PacketRef> = Vec::new();
+        if let Some(syn) = l.opened {
+            p.push((self.pref)(&syn, "C→S", "SYN to port 53".to_string()));
+        }
+        p.extend(
+            l.queries
+                .iter()
+                .take(MAX_PACKETS)
+                .map(|q| (self.pref)(q, "C→S", (self.q_desc)(l))),
+        );
         if let Some((a, rc)) = l.answer {
             p.push((self.pref)(
                 &a,
@@ -152,12 +164,34 @@ impl Ctx<'_> {
                 format!("answer rcode {rc} id {:#06x}", l.key.id),
             ));
         }
+        if let Some(g) = l.leg {
+            p.push((self.pref)(
+                &g.query,
+                "C→S",
+                "the same query over TCP".to_string(),
+            ));
+            if let Some((a, rc)) = g.answer {
+                p.push((self.pref)(
+                    &a,
+                    "S→C",
+                    format!("answer rcode {rc} over TCP id {:#06x}", l.key.id),
+                ));
+            }
+        }
         p
+    }
+
+    /// A lookup's time to its (last) answer: from its first query or its TCP connection's
+    /// SYN, to the answer of its TCP leg after a truncated one.
+    fn took_ms(&self, l: &Lookup) -> Option<f64> {
+        let (a, _) = l.answer?;
+        let done = l.leg.and_then(|g| g.answer).map_or(a.ts, |(t, _)| t.ts);
+        Some((done - l.start()) as f64 / 1e6)
     }
 
     /// What a lookup hit by lost queries cost, in words, and its cost (ms) when answered.
     fn cost(&self, l: &Lookup, lost: usize, server: IpAddr) -> (String, Option<f64>) {
-        let first = l.queries[0].ts;
+        let first = l.start();
         match l.answer {
             Some((a, _)) => {
                 let ms = (a.ts - first) as f64 / 1e6;
@@ -289,11 +323,7 @@ impl Ctx<'_> {
 
     /// A server whose answers came, slowly (nothing lost).
     fn slow(&self, server: IpAddr, s: &Server) -> Finding {
-        let mut times: Vec<f64> = s
-            .slow
-            .iter()
-            .filter_map(|l| l.answer.map(|(a, _)| (a.ts - l.queries[0].ts) as f64 / 1e6))
-            .collect();
+        let mut times: Vec<f64> = s.slow.iter().filter_map(|l| self.took_ms(l)).collect();
         let med = median(&mut times).unwrap_or(0.0);
         let mut f = Finding::new(
             FindingId::DnsSlow,
@@ -316,10 +346,16 @@ impl Ctx<'_> {
             f.evidence.push(Evidence::Packets {
                 connection: format!("{} → {}", l.client, l.queries[0].server),
                 packets: self.packets(l),
-                note: l.answer.map_or(String::new(), |(a, _)| {
+                note: self.took_ms(l).map_or(String::new(), |ms| {
                     format!(
-                        "answered in {:.1} ms",
-                        (a.ts - l.queries[0].ts) as f64 / 1e6
+                        "answered in {ms:.1} ms{}",
+                        if l.opened.is_some() {
+                            " over TCP, from its connection's SYN"
+                        } else if l.leg.is_some_and(|g| g.answer.is_some()) {
+                            " (its TCP retry's answer)"
+                        } else {
+                            ""
+                        }
                     )
                 }),
             });
@@ -388,25 +424,34 @@ impl Ctx<'_> {
         f
     }
 
-    /// Answers truncated over UDP (TC): the client asks again over TCP.
-    fn truncated(&self, server: IpAddr, v: &[&Lookup]) -> Finding {
+    /// Answers truncated over UDP (TC): the client asks again over TCP (its leg answered,
+    /// cut by the capture's end, or not in the capture: `legs::note`).
+    fn truncated(&self, server: IpAddr, v: &[(&Lookup, End)]) -> Finding {
+        let notes: Vec<(String, Option<f64>)> = v.iter().map(|(l, e)| legs::note(l, *e)).collect();
+        let mut totals: Vec<f64> = notes.iter().filter_map(|(_, t)| *t).collect();
+        let answered = totals.len();
+        let med = median(&mut totals);
         let mut f = Finding::new(
             FindingId::DnsSlow,
             Severity::Info,
             Side::Server,
             format!(
                 "nameserver {server} truncated {} answer(s) over UDP (TC): the client had to \
-                 ask again over TCP",
-                v.len()
+                 ask again over TCP{}",
+                v.len(),
+                med.map_or(String::new(), |m| format!(
+                    " ({answered} answered there, {m:.1} ms per lookup in all, median)"
+                ))
             ),
         );
         f.impact.affected_fraction = Some(1.0);
+        f.impact.added_latency_ms = med;
         f.explanation = "The answer did not fit the UDP message the client offered (512 bytes, \
                          or its EDNS buffer size), so the server sent it truncated with the TC \
                          bit and the resolver asked again over TCP port 53: a TCP handshake \
                          and one more round trip per lookup; where TCP 53 is blocked the lookup \
-                         fails. DNS over TCP is not read in this analysis: whether the TCP \
-                         retry got its answer is not told here."
+                         fails. The time given runs from the first query over UDP to the \
+                         answer over TCP."
             .to_string();
         f.fix = "Keep the record sets small (fewer addresses per name, shorter CNAME chains), \
                  enable EDNS0 on the client (`options edns0` in resolv.conf) so larger UDP \
@@ -419,16 +464,16 @@ impl Ctx<'_> {
                 v.len(),
                 v.iter()
                     .take(MAX_PACKETS)
-                    .map(|l| format!("{} {}", l.key.qtype, l.key.name))
+                    .map(|(l, _)| format!("{} {}", l.key.qtype, l.key.name))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         });
-        for l in v.iter().take(MAX_PACKETS) {
+        for ((l, _), (note, _)) in v.iter().zip(notes).take(MAX_PACKETS) {
             f.evidence.push(Evidence::Packets {
                 connection: format!("{} → {}", l.client, l.queries[0].server),
                 packets: self.packets(l),
-                note: format!("{} {} answered truncated (TC)", l.key.qtype, l.key.name),
+                note,
             });
         }
         f

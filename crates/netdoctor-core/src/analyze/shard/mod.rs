@@ -426,7 +426,12 @@ impl ShardedAnalyzer {
     pub fn push(&mut self, pkt: &RawPacket<'_>) {
         let ts = self.stamps.take(pkt.ts_ns, pkt.orig_len);
         let h = match ipv4_route(pkt) {
-            Some(h) => h,
+            Some(h) => {
+                if route::port_53(pkt.data) {
+                    self.dns_tcp(pkt, ts);
+                }
+                h
+            }
             None => match self.other_route(pkt, ts) {
                 Some(h) => h,
                 None => return,
@@ -481,10 +486,24 @@ impl ShardedAnalyzer {
                 }
             },
         };
+        if src.port() == 53 || dst.port() == 53 {
+            self.dns_tcp(pkt, ts);
+        }
         Some(route_hash(
             end_bits(Endpoint::from(src)),
             end_bits(Endpoint::from(dst)),
         ))
+    }
+
+    /// A TCP segment with port 53 at one end: read for DNS over TCP here, in capture order
+    /// (as a single analyzer reads it, before its TCP path), and routed to its worker as any
+    /// other segment (whose connection yields no exchanges: `Source::Dns`).
+    #[cold]
+    #[inline(never)]
+    fn dns_tcp(&mut self, pkt: &RawPacket<'_>, ts: i64) {
+        if let Ok(Some(seg)) = decode(&RawPacket { ts_ns: ts, ..*pkt }) {
+            self.dns.push_tcp(&seg);
+        }
     }
 
     /// One more packet (of `bytes`, copied or not) in the round; the round goes when full.

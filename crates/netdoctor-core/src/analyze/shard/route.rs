@@ -125,6 +125,12 @@ pub(super) fn ipv4_route(pkt: &RawPacket<'_>) -> Option<u64> {
     Some(route_hash(v4(src, sport), v4(dst, dport)))
 }
 
+/// A frame [`ipv4_route`] took has port 53 at one end (DNS over TCP, read by the reader).
+#[inline]
+pub(super) fn port_53(d: &[u8]) -> bool {
+    matches!(d.get(34..38), Some(&[a, b, c, e]) if (a == 0 && b == 53) || (c == 0 && e == 53))
+}
+
 /// An endpoint in 64 bits for [`route_hash`]: an IPv4 (v4-mapped) address and port exactly
 /// as [`ipv4_route`] packs them, an IPv6 one folded (a collision only puts two connections on
 /// one worker).

@@ -514,6 +514,8 @@ fn a_search_list_cost_is_told_in_chinese_with_its_numbers() {
         "4 answer(s) from 10.0.53.2 had the TC bit: A big.lab",
     );
     assert!(s.contains("TC 位") && s.contains("TCP"), "{s}");
+    // The lookups' whole time with their TCP retry (analyze::dns::legs).
+    assert!(s.contains("每次查找共约") && s.contains("900"), "{s}");
     assert!(e.contains("EDNS") && x.contains("edns0"), "{e} {x}");
 }
 
