@@ -138,7 +138,7 @@ pub struct SpinCounts {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub nap_us: u64,
     /// Naps that lasted more than twice their length (+20 µs): the thread got its CPU back
-    /// late, so their responses were read late; each backs off like an empty nap.
+    /// late (a busy CPU), so their responses were read late.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub naps_late: u64,
 }

@@ -23,8 +23,11 @@
 //! recent mean latency (an average over the last ~16 responses), never more than the
 //! configured nap: at the bench's 100 connections (~0.7 ms a request) that is the full 20 µs,
 //! at most ~3 % of a latency and about half that on average. A nap that overslept (the thread
-//! got its CPU back late: a busy machine, where `netdoctor load` does not nap by default) backs
-//! off like one that found nothing, and is counted (`naps_late`). Where latencies are too short for
+//! got its CPU back late) is counted (`naps_late`) and nothing more: a thread woken from
+//! `epoll_wait` waits for a busy CPU just as long (the run's `cpu_wait` figures tell both).
+//! Backing off after a late nap was tried: over HTTPS, where the two load threads and nginx
+//! nearly saturate the bench VM's two vCPUs, 89 % of the waits then slept at once and the run
+//! fell from 1.07× to 0.95× oha's requests/s (3 alternating rounds). Where latencies are too short for
 //! a nap of at least [`MIN_NAP`] (few connections to a fast local server: the first requests,
 //! or `-c 1` at ~40 µs), the thread spins instead with the spin budget, which reads a response
 //! within a poll of its arrival.
@@ -95,7 +98,7 @@ pub(crate) const NAP_SHARE: u64 = 32;
 pub(crate) const MIN_NAP: Duration = Duration::from_micros(2);
 
 /// A nap that lasted more than twice its length and this much more overslept: the thread did
-/// not get its CPU back in time (another task had it), and it backs off.
+/// not get its CPU back in time (another task had it).
 const OVERSLEPT: Duration = Duration::from_micros(20);
 
 /// One thread's waits: the nap and spin budgets, the back-off and what they did.
@@ -164,15 +167,10 @@ impl Waiter {
             let took = napped.elapsed();
             self.counts.nap_us += u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
             if took > nap * 2 + OVERSLEPT {
-                // The CPU was taken meanwhile: a nap then costs latency a spin or a sleep in
-                // `epoll_wait` would not have, so it backs off as if it had found nothing.
+                // The CPU was busy: counted, not backed off from (a wake-up from `epoll_wait`
+                // waits for a busy CPU just as long; backing off cost HTTPS 12 % of its
+                // requests/s on the bench VM, where the CPUs are nearly saturated).
                 self.counts.naps_late += 1;
-                self.backoff.timed_out();
-                if !events.is_empty() {
-                    self.counts.nap_hits += 1;
-                    return Ok(());
-                }
-                return sleep(poll, events, wake);
             }
             return self.after(!events.is_empty(), poll, events, wake, true);
         }
