@@ -221,14 +221,16 @@ pub struct LoadConfig {
     /// too short for a nap.
     pub spin: Duration,
     /// Before a load thread sleeps in `epoll_wait`, sleep up to this long on its own timer and
-    /// poll once (default zero: off; `netdoctor load` sets [`NAP_WAIT`] where it would spin).
+    /// poll once (default zero: off; `netdoctor load --wait nap` sets [`NAP_WAIT`]).
     /// A nap lasts at most 1/32 of the thread's recent mean latency, which bounds what it adds
-    /// to a latency; where that is under 2 µs the thread spins ([`LoadConfig::spin`]) instead.
+    /// to a latency; where that is under 10 µs the thread spins ([`LoadConfig::spin`]) instead.
     /// Why: a thread asleep in `nanosleep` is not on the epoll wait queue, so the server's
     /// responses do not wake it, and the CPU stays idle meanwhile. Session 26, quiet 2-vCPU VM,
-    /// nginx, 100 connections, alternating rounds: plain HTTP 1.20× wrk's requests/s at 0.88×
-    /// its CPU per request (the 50 µs spin alone: 1.21× at 0.99×), HTTPS 1.09× oha (spin
-    /// 1.03×); the `worker::spin` module has the figures.
+    /// nginx, 100 connections, alternating rounds: plain HTTP 1.18× wrk's requests/s at
+    /// 0.88–0.94× its CPU per request (the 50 µs spin: 1.16–1.21× at 0.99–1.01×), HTTPS
+    /// 1.06–1.12× oha. Not the default: with 10 connections the p99 rose to 1.1–1.6 ms (spin
+    /// 0.23–0.6 ms), naps starting while the other load thread held the CPU ending late; the
+    /// `worker::spin` module has the figures.
     pub nap: Duration,
 }
 
@@ -236,7 +238,7 @@ pub struct LoadConfig {
 /// ([`LoadConfig::spin`]).
 pub const SPIN_WAIT: Duration = Duration::from_micros(50);
 
-/// The longest nap of an unpinned closed-loop thread of `netdoctor load` ([`LoadConfig::nap`]).
+/// The longest nap of a `netdoctor load --wait nap` thread ([`LoadConfig::nap`]).
 pub const NAP_WAIT: Duration = Duration::from_micros(20);
 
 /// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] when they

@@ -44,7 +44,7 @@ code); 2 on usage errors or when no connection could be made.";
 /// What a load thread does before it sleeps in `epoll_wait` (`--wait`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WaitMode {
-    /// Nap where the CPUs were idle and the threads left to the scheduler, in closed loop;
+    /// Spin where the CPUs were idle and the threads left to the scheduler, in closed loop;
     /// otherwise sleep at once.
     Auto,
     /// Sleep a few µs on the thread's own timer, then poll once (spin where latencies are
@@ -94,10 +94,12 @@ pub struct LoadArgs {
     #[arg(long)]
     pub no_rcvlowat: bool,
     /// What a load thread does when it has nothing to do, before it sleeps in epoll_wait:
-    /// `auto` (default) naps where the threads were left to the scheduler because the CPUs were
-    /// idle, in closed loop, and otherwise sleeps at once; `nap` sleeps a few µs on its own
-    /// timer and polls once (up to 20 µs, at most 1/32 of the recent mean latency; where that
-    /// is under 2 µs it spins instead); `spin` polls for up to 50 µs; `sleep` sleeps at once.
+    /// `auto` (default) spins where the threads were left to the scheduler because the CPUs
+    /// were idle, in closed loop, and otherwise sleeps at once; `spin` polls for up to 50 µs;
+    /// `nap` sleeps up to 20 µs on its own timer and polls once (at most 1/32 of the recent
+    /// mean latency; where that is under 10 µs it spins instead): less client CPU than the
+    /// spin at 100 connections, but a nap that starts while the other load thread holds the
+    /// CPU ends late, which shows in the p99 at few connections; `sleep` sleeps at once.
     /// A nap or spin spares a local server the wake-up (an IPI on a VM) of each response it
     /// sends to a sleeping client; a thread whose naps or spins come back empty does them
     /// less often (the next 1, 2, 4 … 64 waits sleep at once); the JSON's `spin` counts them.
@@ -203,8 +205,8 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
     let auto = netdoctor_load::spin_for(asked, pinning, busy, args.rate);
     (cfg.spin, cfg.nap) = match wait {
         WaitMode::Auto if auto.is_zero() => (Duration::ZERO, Duration::ZERO),
-        WaitMode::Auto | WaitMode::Nap => (netdoctor_load::SPIN_WAIT, netdoctor_load::NAP_WAIT),
-        WaitMode::Spin => (netdoctor_load::SPIN_WAIT, Duration::ZERO),
+        WaitMode::Auto | WaitMode::Spin => (netdoctor_load::SPIN_WAIT, Duration::ZERO),
+        WaitMode::Nap => (netdoctor_load::SPIN_WAIT, netdoctor_load::NAP_WAIT),
         WaitMode::Sleep => (Duration::ZERO, Duration::ZERO),
     };
     let pin_note = if !cfg.nap.is_zero() {

@@ -20,9 +20,9 @@ pub(super) struct Base<'a> {
     /// The run is over: in-flight responses are read to the end (uncounted), nothing new is
     /// sent, and connections close once idle — so they close with a FIN, not a reset.
     pub(super) draining: bool,
-    /// Sixteen times the recent mean latency, µs: each response adds its latency and takes a
-    /// sixteenth off (an average over the last ~16 responses), for the length of a nap (the
-    /// `spin` module).
+    /// Sixteen times the recent mean latency, µs: each response adds its latency (at most 4 ×
+    /// the mean + 16 µs) and takes a sixteenth off (an average over the last ~16 responses),
+    /// for the length of a nap (the `spin` module).
     latency_x16: u64,
 }
 
@@ -85,7 +85,10 @@ impl<'a> Base<'a> {
         let us = now.saturating_duration_since(since).as_micros();
         let us = u64::try_from(us).unwrap_or(u64::MAX).max(1);
         self.out.requests += 1;
-        self.latency_x16 = self.latency_x16 - self.latency_x16 / 16 + us;
+        // An outlier counts for at most 4 × the average (+16 µs): one late response must not
+        // lift it into naps (`spin::MIN_NAP`), whose late starts would lift it further.
+        let cap = (self.latency_x16 / 4).saturating_add(16);
+        self.latency_x16 = self.latency_x16 - self.latency_x16 / 16 + us.min(cap);
         self.out.hist.saturating_record(us);
         self.out.sched.request(since, us);
         self.out.timeline.request(now, us);

@@ -7,29 +7,31 @@
 //! in `epoll_wait` pays for waking it (on a VM whose idle vCPU halts, an IPI from the server's
 //! CPU; a remote client would cost it nothing of the sort).
 //!
-//! Why a nap rather than a spin (session 26): a thread asleep in `nanosleep` is not on the
-//! epoll wait queue, so the server's sends only mark its sockets ready, and the one poll after
-//! the nap collects every response that came meanwhile; the CPU stays idle during the nap. On
-//! the quiet 2-vCPU bench VM (nginx, 100 connections, 3 + 2 alternating rounds, all variants in
-//! the same run, `/work/notes/lpoll-sweep26.out`): plain HTTP, a 20 µs nap 1.20× wrk's
-//! requests/s at 0.88× its CPU per request (the 50 µs spin: 1.21× at 0.99×; no wait: 1.05× at
-//! 0.83×), nginx's wake-ups sent per request 0.011 (spin 0.020, none 0.185); HTTPS 1.09× oha
-//! (spin 1.03×, none 0.87×). A 10 µs nap found its events less often (0.93× the CPU). The same
-//! sweep on a busy machine (load 8–12, session 25) showed nothing either way: no CPU is idle
-//! there, which is why [`crate::spin_for`] waits only when the CPUs were idle.
+//! Why a nap (session 26, `--wait nap`): a thread asleep in `nanosleep` is not on the epoll
+//! wait queue, so the server's sends only mark its sockets ready, and the one poll after the
+//! nap collects every response that came meanwhile; the CPU stays idle during the nap. On the
+//! quiet 2-vCPU bench VM (nginx, 100 connections, alternating rounds, bench/README.md "Session
+//! 26"): plain HTTP 1.18× wrk's requests/s at 0.88–0.94× its CPU per request (the 50 µs spin
+//! 1.16–1.21× at 0.99–1.01×; no wait 1.05× at 0.83×), nginx's wake-ups sent per request 0.006
+//! (wrk 0.063); HTTPS 1.06–1.12× oha (spin 1.03–1.08×). It is not the default because of the
+//! tail at few connections: with 10 connections (2 threads; nginx holds one vCPU, so the two
+//! load threads share the other) a nap that starts while the other thread holds the CPU ends
+//! when that thread's slice does, milliseconds later (1,101 naps in 3 s, 936 late, 2.3 ms
+//! each on average), and the run's p99 read 1.1–1.6 ms against the spin's 0.23–0.6 ms.
 //!
 //! The cost of a nap is the latency it adds: a response that arrives during it is read when it
 //! ends, up to the nap's length late. So a nap lasts at most 1/[`NAP_SHARE`] of the thread's
 //! recent mean latency (an average over the last ~16 responses), never more than the
 //! configured nap: at the bench's 100 connections (~0.7 ms a request) that is the full 20 µs,
-//! at most ~3 % of a latency and about half that on average. A nap that overslept (the thread
+//! at most ~3 % of a latency and about half that on average; and naps shorter than [`MIN_NAP`]
+//! are not taken (where latencies are short they cost the tail: see there). A nap that overslept (the thread
 //! got its CPU back late) is counted (`naps_late`) and nothing more: a thread woken from
 //! `epoll_wait` waits for a busy CPU just as long (the run's `cpu_wait` figures tell both).
 //! Backing off after a late nap was tried: over HTTPS, where the two load threads and nginx
 //! nearly saturate the bench VM's two vCPUs, 89 % of the waits then slept at once and the run
 //! fell from 1.07× to 0.95× oha's requests/s (3 alternating rounds). Where latencies are too short for
 //! a nap of at least [`MIN_NAP`] (few connections to a fast local server: the first requests,
-//! or `-c 1` at ~40 µs), the thread spins instead with the spin budget, which reads a response
+//! or `-c 10` at ~40 µs), the thread spins instead with the spin budget, which reads a response
 //! within a poll of its arrival.
 //!
 //! Why the back-off: a spin that finds its event spends the gap to it (a few µs) and spares the
@@ -94,8 +96,14 @@ impl Backoff {
 /// A nap lasts at most this fraction (1/N) of the thread's recent mean latency.
 pub(crate) const NAP_SHARE: u64 = 32;
 
-/// Naps shorter than this are not worth a timer: the thread spins instead.
-pub(crate) const MIN_NAP: Duration = Duration::from_micros(2);
+/// Naps shorter than this are not taken: the thread spins instead. A short nap is taken when
+/// latencies are short, i.e. few connections per thread, where its cost shows: with 2 µs,
+/// `-c 10` on loopback (p50 36 µs, a mean near 64 µs allowing 2 µs naps) measured p99
+/// 1.6–1.7 ms against the spin's 0.24–0.27 ms (2 rounds each, session 26): a load thread
+/// (`SCHED_BATCH`) whose timer fires on a CPU running another task waits for it, and each
+/// late response raised the mean that allowed more naps. From 10 µs (a mean latency of
+/// 320 µs) naps happen only where many responses are in flight.
+pub(crate) const MIN_NAP: Duration = Duration::from_micros(10);
 
 /// A nap that lasted more than twice its length and this much more overslept: the thread did
 /// not get its CPU back in time (another task had it).
@@ -317,6 +325,7 @@ mod tests {
         let w = Waiter::new(Duration::from_micros(50), Duration::from_micros(20));
         assert_eq!(w.nap_for(700), Duration::from_micros(20), "capped");
         assert_eq!(w.nap_for(320), Duration::from_micros(10));
+        assert_eq!(w.nap_for(300), Duration::ZERO, "9.4 µs: spin instead");
         assert_eq!(w.nap_for(40), Duration::ZERO, "1.25 µs: spin instead");
         assert_eq!(w.nap_for(0), Duration::ZERO, "no latency yet");
         let spin_only = Waiter::new(Duration::from_micros(50), Duration::ZERO);
