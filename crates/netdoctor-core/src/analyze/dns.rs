@@ -310,3 +310,13 @@ impl DnsLog {
         }
     }
 }
+
+/// "A name, AAAA name, …": the questions of the first [`MAX_PACKETS`] lookups of `v` (the
+/// notes of the TC stories, `partial` and `legs`).
+fn questions<T>(v: &[(&Lookup, T)]) -> String {
+    v.iter()
+        .take(MAX_PACKETS)
+        .map(|(l, _)| format!("{} {}", l.key.qtype, l.key.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

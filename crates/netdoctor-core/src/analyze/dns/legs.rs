@@ -185,11 +185,7 @@ pub(super) fn tell(
             note: format!(
                 "{} answer(s) from {server} had the TC bit and their TCP retry failed: {}",
                 v.len(),
-                v.iter()
-                    .take(MAX_PACKETS)
-                    .map(|(l, _)| format!("{} {}", l.key.qtype, l.key.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                super::questions(v)
             ),
         });
         for &(l, e) in v.iter().take(MAX_PACKETS) {

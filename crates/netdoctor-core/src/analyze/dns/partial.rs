@@ -462,11 +462,7 @@ impl Ctx<'_> {
             note: format!(
                 "{} answer(s) from {server} had the TC bit: {}",
                 v.len(),
-                v.iter()
-                    .take(MAX_PACKETS)
-                    .map(|(l, _)| format!("{} {}", l.key.qtype, l.key.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                super::questions(v)
             ),
         });
         for ((l, _), (note, _)) in v.iter().zip(notes).take(MAX_PACKETS) {
