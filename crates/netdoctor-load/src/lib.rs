@@ -75,7 +75,7 @@ pub use distribution::{LatencyBucket, QuantilePoint};
 /// The errno's symbolic name; kept here for callers of the load crate (see
 /// `netdoctor_sys::os_error`).
 pub use netdoctor_sys::os_error::errno_name;
-pub use pinning::{BUSY_TO_PIN, Pinning, busy_cpus, spin_for};
+pub use pinning::{BUSY_TO_PIN, Pinning, busy_cpus, nap_for, spin_for};
 use result::percentiles;
 pub use result::{CpuWait, ErrorCounts, H2Result, LoadResult, SpinCounts};
 pub use timeline::TimelinePoint;
@@ -218,19 +218,22 @@ pub struct LoadConfig {
     /// after each spin that found its event (the `worker::spin` module). The result's
     /// [`LoadResult::spin`] counts the waits, spins, hits and time spun.
     /// With [`LoadConfig::nap`] set the spin is what a thread does only where its latencies are
-    /// too short for a nap.
+    /// too short for a nap; `netdoctor load` sets the nap where each thread holds at least
+    /// [`NAP_IN_FLIGHT`] connections ([`nap_for`]).
     pub spin: Duration,
     /// Before a load thread sleeps in `epoll_wait`, sleep up to this long on its own timer and
-    /// poll once (default zero: off; `netdoctor load --wait nap` sets [`NAP_WAIT`]).
-    /// A nap lasts at most 1/32 of the thread's recent mean latency, which bounds what it adds
+    /// poll once (default zero: off; `netdoctor load --wait nap` sets [`NAP_WAIT`], and so does
+    /// its default where the threads spin and each holds at least [`NAP_IN_FLIGHT`]
+    /// connections: [`nap_for`]).
+    /// A nap lasts at most 1/16 of the thread's recent mean latency, which bounds what it adds
     /// to a latency; where that is under 10 µs the thread spins ([`LoadConfig::spin`]) instead.
     /// Why: a thread asleep in `nanosleep` is not on the epoll wait queue, so the server's
     /// responses do not wake it, and the CPU stays idle meanwhile. Session 26, quiet 2-vCPU VM,
     /// nginx, 100 connections, alternating rounds: plain HTTP 1.18× wrk's requests/s at
     /// 0.88–0.94× its CPU per request (the 50 µs spin: 1.16–1.21× at 0.99–1.01×), HTTPS
-    /// 1.06–1.12× oha. Not the default: with 10 connections the p99 rose to 1.1–1.6 ms (spin
-    /// 0.23–0.6 ms), naps starting while the other load thread held the CPU ending late; the
-    /// `worker::spin` module has the figures.
+    /// 1.06–1.12× oha. With 10 connections the p99 rose to 1.1–1.6 ms (spin 0.23–0.6 ms),
+    /// naps starting while the other load thread held the CPU ending late, so the default naps
+    /// only with many connections per thread; the `worker::spin` module has the figures.
     pub nap: Duration,
 }
 
@@ -238,8 +241,12 @@ pub struct LoadConfig {
 /// ([`LoadConfig::spin`]).
 pub const SPIN_WAIT: Duration = Duration::from_micros(50);
 
-/// The longest nap of a `netdoctor load --wait nap` thread ([`LoadConfig::nap`]).
-pub const NAP_WAIT: Duration = Duration::from_micros(20);
+/// The longest nap of a `netdoctor load --wait nap` thread ([`LoadConfig::nap`]), and of a
+/// default (`--wait auto`) one with [`NAP_IN_FLIGHT`] connections or more ([`nap_for`]).
+pub const NAP_WAIT: Duration = Duration::from_micros(40);
+
+/// The connections per thread from which `--wait auto` naps rather than spins ([`nap_for`]).
+pub const NAP_IN_FLIGHT: usize = 16;
 
 /// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] when they
 /// are pinned (never lower than the one they were started with).

@@ -244,7 +244,7 @@ fn spinning_threads_handle_every_response() {
 
 /// A thread that naps before it sleeps (`LoadConfig::nap`) handles what the poll after each nap
 /// found (edge-triggered, as for the spin), and naps where the latencies allow it: responses
-/// 2 ms late allow a nap of up to 62 µs (1/32), so naps happen and find responses.
+/// 2 ms late allow a nap of up to 125 µs (1/16), so naps happen and find responses.
 #[test]
 fn napping_threads_handle_every_response() {
     for mode in [Mode::Delay(Duration::from_millis(2)), Mode::Close] {

@@ -44,8 +44,9 @@ code); 2 on usage errors or when no connection could be made.";
 /// What a load thread does before it sleeps in `epoll_wait` (`--wait`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WaitMode {
-    /// Spin where the CPUs were idle and the threads left to the scheduler, in closed loop;
-    /// otherwise sleep at once.
+    /// Where the CPUs were idle and the threads left to the scheduler, in closed loop: nap
+    /// when each thread holds at least 16 connections, spin with fewer; otherwise sleep at
+    /// once.
     Auto,
     /// Sleep a few µs on the thread's own timer, then poll once (spin where latencies are
     /// too short for a nap).
@@ -54,6 +55,23 @@ pub enum WaitMode {
     Spin,
     /// Sleep at once.
     Sleep,
+}
+
+/// The spin and nap budgets of a run waiting as `wait`, where `auto` is the spin the default
+/// placement allows ([`netdoctor_load::spin_for`]): the default naps instead of spinning when
+/// each thread holds enough connections ([`netdoctor_load::nap_for`]).
+fn wait_budgets(
+    wait: WaitMode,
+    auto: Duration,
+    connections: usize,
+    threads: usize,
+) -> (Duration, Duration) {
+    match wait {
+        WaitMode::Auto => (auto, netdoctor_load::nap_for(auto, connections, threads)),
+        WaitMode::Spin => (netdoctor_load::SPIN_WAIT, Duration::ZERO),
+        WaitMode::Nap => (netdoctor_load::SPIN_WAIT, netdoctor_load::NAP_WAIT),
+        WaitMode::Sleep => (Duration::ZERO, Duration::ZERO),
+    }
 }
 
 /// `netdoctor load URL`: HTTP/1.1 or HTTP/2 load (and gRPC), wrk- and h2load-compatible flags.
@@ -94,12 +112,13 @@ pub struct LoadArgs {
     #[arg(long)]
     pub no_rcvlowat: bool,
     /// What a load thread does when it has nothing to do, before it sleeps in epoll_wait:
-    /// `auto` (default) spins where the threads were left to the scheduler because the CPUs
-    /// were idle, in closed loop, and otherwise sleeps at once; `spin` polls for up to 50 µs;
-    /// `nap` sleeps up to 20 µs on its own timer and polls once (at most 1/32 of the recent
-    /// mean latency; where that is under 10 µs it spins instead): less client CPU than the
-    /// spin at 100 connections, but a nap that starts while the other load thread holds the
-    /// CPU ends late, which shows in the p99 at few connections; `sleep` sleeps at once.
+    /// `auto` (default) waits where the threads were left to the scheduler because the CPUs
+    /// were idle, in closed loop: it naps when each thread holds at least 16 connections and
+    /// spins with fewer; otherwise it sleeps at once; `spin` polls for up to 50 µs; `nap`
+    /// sleeps up to 40 µs on its own timer and polls once (at most 1/16 of the recent mean
+    /// latency; where that is under 10 µs it spins instead): less client CPU than the spin at
+    /// 100 connections, but a nap that starts while the other load thread holds the CPU ends
+    /// late, which shows in the p99 at few connections; `sleep` sleeps at once.
     /// A nap or spin spares a local server the wake-up (an IPI on a VM) of each response it
     /// sends to a sleeping client; a thread whose naps or spins come back empty does them
     /// less often (the next 1, 2, 4 … 64 waits sleep at once); the JSON's `spin` counts them.
@@ -203,12 +222,7 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         args.wait
     };
     let auto = netdoctor_load::spin_for(asked, pinning, busy, args.rate);
-    (cfg.spin, cfg.nap) = match wait {
-        WaitMode::Auto if auto.is_zero() => (Duration::ZERO, Duration::ZERO),
-        WaitMode::Auto | WaitMode::Spin => (netdoctor_load::SPIN_WAIT, Duration::ZERO),
-        WaitMode::Nap => (netdoctor_load::SPIN_WAIT, netdoctor_load::NAP_WAIT),
-        WaitMode::Sleep => (Duration::ZERO, Duration::ZERO),
-    };
+    (cfg.spin, cfg.nap) = wait_budgets(wait, auto, args.connections, args.threads);
     let pin_note = if !cfg.nap.is_zero() {
         format!(
             "{pin_note}, napping up to {} µs before sleeping",
@@ -299,5 +313,31 @@ pub fn describe_io(e: &std::io::Error) -> String {
     match c.next() {
         Some(f) => f.to_lowercase().chain(c).collect(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netdoctor_load::{NAP_WAIT, SPIN_WAIT};
+
+    /// The default naps with 100 connections on 2 threads, spins with 10, and does neither
+    /// where the placement allowed no spin; the explicit modes ignore the counts (this fails
+    /// when `auto` stops looking at the connections per thread, or at the spin allowed).
+    #[test]
+    fn the_default_naps_only_with_many_connections_per_thread() {
+        let z = Duration::ZERO;
+        assert_eq!(
+            wait_budgets(WaitMode::Auto, SPIN_WAIT, 100, 2),
+            (SPIN_WAIT, NAP_WAIT)
+        );
+        assert_eq!(
+            wait_budgets(WaitMode::Auto, SPIN_WAIT, 10, 2),
+            (SPIN_WAIT, z)
+        );
+        assert_eq!(wait_budgets(WaitMode::Auto, z, 100, 2), (z, z));
+        assert_eq!(wait_budgets(WaitMode::Nap, z, 10, 2), (SPIN_WAIT, NAP_WAIT));
+        assert_eq!(wait_budgets(WaitMode::Spin, z, 100, 2), (SPIN_WAIT, z));
+        assert_eq!(wait_budgets(WaitMode::Sleep, SPIN_WAIT, 100, 2), (z, z));
     }
 }

@@ -221,7 +221,7 @@ pub(super) fn drive<'a>(
     let mut next_watch = start + LOWAT_WATCH;
     let mut waiter = super::spin::Waiter::new(spec.spin, spec.nap);
     if !spec.nap.is_zero() {
-        // A 20 µs nap must not last the default slack's 50 µs more; without it naps are
+        // A 40 µs nap must not last the default slack's 50 µs more; without it naps are
         // longer, not wrong.
         let _ = netdoctor_sys::affinity::set_current_thread_timer_slack(NAP_SLACK_NS);
     }

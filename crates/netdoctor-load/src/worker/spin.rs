@@ -13,17 +13,24 @@
 //! quiet 2-vCPU bench VM (nginx, 100 connections, alternating rounds, bench/README.md "Session
 //! 26"): plain HTTP 1.18× wrk's requests/s at 0.88–0.94× its CPU per request (the 50 µs spin
 //! 1.16–1.21× at 0.99–1.01×; no wait 1.05× at 0.83×), nginx's wake-ups sent per request 0.006
-//! (wrk 0.063); HTTPS 1.06–1.12× oha (spin 1.03–1.08×). It is not the default because of the
-//! tail at few connections: with 10 connections (2 threads; nginx holds one vCPU, so the two
-//! load threads share the other) a nap that starts while the other thread holds the CPU ends
-//! when that thread's slice does, milliseconds later (1,101 naps in 3 s, 936 late, 2.3 ms
-//! each on average), and the run's p99 read 1.1–1.6 ms against the spin's 0.23–0.6 ms.
+//! (wrk 0.063); HTTPS 1.06–1.12× oha (spin 1.03–1.08×). Its cost is the tail at few
+//! connections: with 10 connections (2 threads; nginx holds one vCPU, so the two load threads
+//! share the other) a nap that starts while the other thread holds the CPU ends when that
+//! thread's slice does, milliseconds later (1,101 naps in 3 s, 936 late, 2.3 ms each on
+//! average), and the run's p99 read 1.1–1.6 ms against the spin's 0.23–0.6 ms. So the default
+//! (`--wait auto`, session 27) naps only where each thread holds at least
+//! [`crate::NAP_IN_FLIGHT`] connections ([`crate::nap_for`]) and spins below that.
+//! Session 27 also doubled the nap (20 → 40 µs, at most 1/16 of the mean latency instead of
+//! 1/32): at 100 connections most naps end late anyway (the two load threads share a vCPU: a
+//! 20 µs nap lasted 94 µs on average, 86 % of them late), and fewer, longer naps cost less
+//! (quiet, 3 alternating rounds: plain CPU per request 0.911× wrk's against 0.935×; HTTPS
+//! 0.82× against 0.89×; requests/s within 1 %).
 //!
 //! The cost of a nap is the latency it adds: a response that arrives during it is read when it
 //! ends, up to the nap's length late. So a nap lasts at most 1/[`NAP_SHARE`] of the thread's
 //! recent mean latency (an average over the last ~16 responses), never more than the
-//! configured nap: at the bench's 100 connections (~0.7 ms a request) that is the full 20 µs,
-//! at most ~3 % of a latency and about half that on average; and naps shorter than [`MIN_NAP`]
+//! configured nap: at the bench's 100 connections (~0.7 ms a request) that is the full 40 µs,
+//! at most ~6 % of a latency and about half that on average; and naps shorter than [`MIN_NAP`]
 //! are not taken (where latencies are short they cost the tail: see there). A nap that overslept (the thread
 //! got its CPU back late) is counted (`naps_late`) and nothing more: a thread woken from
 //! `epoll_wait` waits for a busy CPU just as long (the run's `cpu_wait` figures tell both).
@@ -93,8 +100,9 @@ impl Backoff {
     }
 }
 
-/// A nap lasts at most this fraction (1/N) of the thread's recent mean latency.
-pub(crate) const NAP_SHARE: u64 = 32;
+/// A nap lasts at most this fraction (1/N) of the thread's recent mean latency (1/32 until
+/// session 27; the module doc says why 1/16).
+pub(crate) const NAP_SHARE: u64 = 16;
 
 /// Naps shorter than this are not taken: the thread spins instead. A short nap is taken when
 /// latencies are short, i.e. few connections per thread, where its cost shows: with 2 µs,
@@ -102,7 +110,7 @@ pub(crate) const NAP_SHARE: u64 = 32;
 /// 1.6–1.7 ms against the spin's 0.24–0.27 ms (2 rounds each, session 26): a load thread
 /// (`SCHED_BATCH`) whose timer fires on a CPU running another task waits for it, and each
 /// late response raised the mean that allowed more naps. From 10 µs (a mean latency of
-/// 320 µs) naps happen only where many responses are in flight.
+/// 160 µs at [`NAP_SHARE`] 16) naps happen only where many responses are in flight.
 pub(crate) const MIN_NAP: Duration = Duration::from_micros(10);
 
 /// A nap that lasted more than twice its length and this much more overslept: the thread did
@@ -322,11 +330,12 @@ mod tests {
     /// short a nap (or no latency yet) is no nap (this fails if the cap or the share is dropped).
     #[test]
     fn a_nap_follows_the_latency() {
-        let w = Waiter::new(Duration::from_micros(50), Duration::from_micros(20));
-        assert_eq!(w.nap_for(700), Duration::from_micros(20), "capped");
-        assert_eq!(w.nap_for(320), Duration::from_micros(10));
-        assert_eq!(w.nap_for(300), Duration::ZERO, "9.4 µs: spin instead");
-        assert_eq!(w.nap_for(40), Duration::ZERO, "1.25 µs: spin instead");
+        let w = Waiter::new(Duration::from_micros(50), Duration::from_micros(40));
+        assert_eq!(w.nap_for(700), Duration::from_micros(40), "capped");
+        assert_eq!(w.nap_for(320), Duration::from_micros(20));
+        assert_eq!(w.nap_for(160), Duration::from_micros(10));
+        assert_eq!(w.nap_for(150), Duration::ZERO, "9.4 µs: spin instead");
+        assert_eq!(w.nap_for(40), Duration::ZERO, "2.5 µs: spin instead");
         assert_eq!(w.nap_for(0), Duration::ZERO, "no latency yet");
         let spin_only = Waiter::new(Duration::from_micros(50), Duration::ZERO);
         assert_eq!(spin_only.nap_for(10_000), Duration::ZERO);
@@ -339,7 +348,7 @@ mod tests {
         let mut poll = Poll::new().unwrap();
         let waker = std::sync::Arc::new(mio::Waker::new(poll.registry(), mio::Token(0)).unwrap());
         let mut events = Events::with_capacity(4);
-        // Latency 6.4 s → a 200 ms nap; the event comes 1 ms into it.
+        // Latency 3.2 s → a 200 ms nap; the event comes 1 ms into it.
         let mut w = Waiter::new(Duration::from_micros(50), Duration::from_millis(200));
         let late = waker.clone();
         let t = std::thread::spawn(move || {
@@ -352,7 +361,7 @@ mod tests {
             &mut events,
             now,
             now + Duration::from_secs(5),
-            6_400_000,
+            3_200_000,
         )
         .unwrap();
         t.join().unwrap();
