@@ -79,34 +79,25 @@
 //! 1.7×) goal, so not built. The callback alone made generic (`merge_walking<F: FnMut>`, so
 //! it could inline) changed nothing: reader 1,537 M → 1,539 M, the push still not inlined.
 //!
-//! What holds `-j 2` at ~1.67× is the CPU ratio, not a serial part (session 27, on main
-//! 72f8452, bench capture of 1.8 M frames). Serial, from one `-j 2` run under perf cpu-clock at
-//! 20 kHz (a build beside it): the worker's first sample came 3.8 ms in (exec, ld.so and CPU
-//! feature init ~1.9 ms, which `-j 1` pays too; arguments and the analyzers' fresh tables
-//! ~1.6 ms, half of it zeroing; the first round ~0.3 ms); after its last sample the reader ran
-//! 2.1 ms (replaying the last logs and `conclude` ~0.6 ms, unmapping the file ~0.5 ms, writing
-//! the JSON ~0.5 ms, exit). ~6 ms in all: with `-j 1` at 0.30 s a perfect split at `-j 1`'s CPU
-//! would give 1.96×. But wall = serial + CPU × imbalance / 2, so 1.8× needs CPU ratio ×
-//! imbalance ≤ 1.10, and the ratio is 1.17 (1.69× at a perfect balance). Instructions
-//! (callgrind, `--separate-threads=yes`): `-j 1` 3,781.7 M, `-j 2` 4,148.9 M (reader 1,556.0 M,
-//! worker 2,593.0 M) = 1.097×. The extra 367 M: handing frames over +255 M (the reader's route
-//! and push +245 M, the worker's `run_batch` +133 M and `warm_lines` +19 M, in place of
-//! `Analyzer::push`'s 142 M) and logging and replaying +114 M (`Agg::apply` +214 M,
-//! `merge_ready` +23 M, memcpy +71 M, in place of `finish_exchange_as`'s 194 M). The other
-//! ~7 % of the ratio is cost per instruction: the reader's walk is the first touch of the file,
-//! the worker reads lines the reader's core touched.
-//! Round waits (`perf record -e sched:sched_switch`, with `-g` for where; load 3–9 from other
-//! sessions, so no wall time): the reader blocked in the batch channel's `send` (the worker
-//! [`DEPTH`] rounds behind) in 330–420 of the 440 rounds, the worker in `recv` 30–110 times.
-//! The split by the reader's weight (perf cpu-clock at 4 kHz per thread, 3 runs each, load
-//! 8–9), reader's share of the CPU samples: 32 eighths 0.525, 40 0.51, 48 0.49, 56 0.485, 64
-//! 0.48, 72 (kept) 0.474, 88 0.462; the busier thread's samples fell from 759–776 at 72 to
-//! 706–743 at 48 (~5 %). Balanced near 44–48 under that load, where session 22's quiet wall
-//! sweep chose 72: not changed without a quiet wall sweep.
+//! What holds `-j 2` at ~1.67× is its CPU, not a serial part (session 27, main 72f8452, the
+//! bench capture; figures and commands in bench/README.md). Serial (perf cpu-clock samples per
+//! thread over time): 3.8 ms before the worker's first sample (1.9 ms of it exec and ld.so,
+//! which `-j 1` pays too), 2.1 ms on the reader after its last (the last logs replayed,
+//! `conclude`, unmapping, the JSON). ~6 ms: a perfect split at `-j 1`'s CPU would give 1.96×.
+//! But the CPU is 1.17× `-j 1`'s, so even a perfect balance gives ~1.69×; 1.8× needs CPU
+//! ratio × imbalance ≤ 1.10. Instructions are 1.097× (callgrind, 3,781.7 M → 4,148.9 M: frames
+//! handed over +255 M, logs written and replayed +114 M); the rest is cost per instruction
+//! (the reader's walk touches the file first, the worker reads lines the reader touched).
+//! Round waits (`perf record -e sched:sched_switch`, load 3–9): the reader sleeps in the batch
+//! channel's `send` (the worker [`DEPTH`] rounds behind) in 330–420 of the 441 rounds, the
+//! worker in `recv` 30–130 times. The reader's share of the CPU samples by its weight (a
+//! throwaway build reading it from the environment, load 8–9): 32 eighths 0.525, 48 0.49, 72
+//! (kept) 0.474, 88 0.462; the busier thread's samples ~5 % fewer at 48 than at 72. Session
+//! 22's quiet wall sweep chose 72 over 56, so it stays until a quiet sweep.
 //! Tried and reverted (session 27): the reader analyzing its own batch first when a worker's
-//! queue is full (`try_send`, the held batch sent after). The reader's blocks fell from 335–381
-//! to 254–270 a run, but the worker's waits on an empty queue grew (blocked 70–228 → 247–340 ms
-//! a run, load 8.7): a reader preempted while it held the batch starved the worker.
+//! queue is full (`try_send`, the batch sent after). Its sleeps fell 335–381 → 254–270 a run,
+//! but the worker's on an empty queue grew (70–228 → 247–340 ms a run, load 8.7): a reader
+//! preempted while it held the batch starved the worker.
 //!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
