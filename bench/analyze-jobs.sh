@@ -12,7 +12,8 @@
 #
 # Usage: bench/analyze-jobs.sh [N]      (default N: nproc)
 # Env: ROUNDS (default 3), NETDOCTOR (a built binary; else built with cargo), CACHE, PERF=1 (also
-# the per-thread CPU split of -j N from `perf record -e cpu-clock`), CALLGRIND=1 (also the
+# the per-thread CPU split of -j N from `perf record -e cpu-clock`), WAITS=1 (how often and how
+# long each thread of -j N slept or was preempted, from perf's sched_switch), CALLGRIND=1 (also the
 # instructions of -j 1 and, per thread, of -j N under valgrind: figures the load does not move).
 set -euo pipefail
 export NETDOCTOR_QUIET=1
@@ -171,6 +172,37 @@ for f in "$big" "$CACHE/nagle.pcap"; do
         echo "  -j $N CPU per thread (perf cpu-clock samples):"
         perf report -i "$work/perf.data" --sort comm --stdio -n 2>/dev/null | grep -v '^#' | grep . |
             sed 's/^/    /' || true
+    fi
+    # Round waits: how often and how long each thread of one -j N run slept (perf's
+    # sched_switch over all CPUs, state S or D until it ran again: the reader in the batch
+    # channel's send when a worker is DEPTH rounds behind, a worker in its recv when the reader
+    # is behind, the end's joins) and was preempted (state R: other load on the machine).
+    if [[ -n "${WAITS:-}" ]] && command -v perf >/dev/null; then
+        perf record -q -a -e sched:sched_switch -o "$work/sched.data" \
+            "$NETDOCTOR" analyze -j "$N" --json "$f" >/dev/null 2>&1 || true
+        # The run's process: the one whose thread became analyze-1.
+        pid="$(perf script -i "$work/sched.data" --show-task-events 2>/dev/null |
+            sed -n 's/.*PERF_RECORD_COMM: analyze-1:\([0-9]*\)\/.*/\1/p' | head -1)"
+        echo "  -j $N waits per thread (perf sched_switch; $(((n + 4095) / 4096)) rounds of 4096 frames):"
+        perf script -i "$work/sched.data" -F pid,tid,time,trace 2>/dev/null | awk -v pid="$pid" '
+            match($0, /prev_pid=[0-9]+/) {
+                split($1, pt, "/"); t = $2 + 0
+                prev = substr($0, RSTART + 9, RLENGTH - 9)
+                match($0, /prev_state=[A-Z]/); st = substr($0, RSTART + 11, 1)
+                match($0, /next_pid=[0-9]+/); nx = substr($0, RSTART + 9, RLENGTH - 9)
+                if (pt[1] == pid && !(prev in ours)) { ours[prev] = 1; ids[++k] = prev }
+                if (prev in ours) { out[prev] = t; how[prev] = st }
+                if (nx in out) {
+                    d = t - out[nx]
+                    if (how[nx] == "R") { pre[nx] += d; npre[nx]++ } else { blk[nx] += d; nblk[nx]++ }
+                    delete out[nx]
+                }
+            }
+            END {
+                for (i = 1; i <= k; i++) { p = ids[i]
+                    printf "    %-9s slept %4d times, %6.1f ms; preempted %4d times, %6.1f ms\n",
+                        p == pid ? "reader" : "worker", nblk[p], blk[p] * 1e3, npre[p], pre[p] * 1e3 }
+            }' || true
     fi
     # Instructions (callgrind, ~1 min per run on the big capture): -j N's total over -j 1's is
     # the CPU overhead the load does not blur; the busiest thread bounds the speedup.

@@ -183,7 +183,7 @@ impl Analyzer {
         match decode(pkt) {
             Ok(Some(ref seg)) => {
                 self.stats.tcp_segments += 1;
-                if seg.src.port() == 53 || seg.dst.port() == 53 {
+                if seg.port_53 {
                     self.dns.push_tcp(seg);
                 }
                 self.on_segment(seg);

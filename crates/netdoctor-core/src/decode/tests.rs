@@ -149,6 +149,7 @@ fn decode_reference<'a>(pkt: &RawPacket<'a>) -> Result<Option<TcpSegment<'a>>, D
         tsecr,
         ttl,
         reserved: tcp.slice()[12] & 0x0e,
+        port_53: tcp.source_port() == 53 || tcp.destination_port() == 53,
     }))
 }
 

@@ -79,6 +79,26 @@
 //! 1.7×) goal, so not built. The callback alone made generic (`merge_walking<F: FnMut>`, so
 //! it could inline) changed nothing: reader 1,537 M → 1,539 M, the push still not inlined.
 //!
+//! What holds `-j 2` at ~1.67× is its CPU, not a serial part (session 27, main 72f8452, the
+//! bench capture; figures and commands in bench/README.md). Serial (perf cpu-clock samples per
+//! thread over time): 3.8 ms before the worker's first sample (1.9 ms of it exec and ld.so,
+//! which `-j 1` pays too), 2.1 ms on the reader after its last (the last logs replayed,
+//! `conclude`, unmapping, the JSON). ~6 ms: a perfect split at `-j 1`'s CPU would give 1.96×.
+//! But the CPU is 1.17× `-j 1`'s, so even a perfect balance gives ~1.69×; 1.8× needs CPU
+//! ratio × imbalance ≤ 1.10. Instructions are 1.097× (callgrind, 3,781.7 M → 4,148.9 M: frames
+//! handed over +255 M, logs written and replayed +114 M); the rest is cost per instruction
+//! (the reader's walk touches the file first, the worker reads lines the reader touched).
+//! Round waits (`perf record -e sched:sched_switch`, load 3–9): the reader sleeps in the batch
+//! channel's `send` (the worker [`DEPTH`] rounds behind) in 330–420 of the 441 rounds, the
+//! worker in `recv` 30–130 times. The reader's share of the CPU samples by its weight (a
+//! throwaway build reading it from the environment, load 8–9): 32 eighths 0.525, 48 0.49, 72
+//! (kept) 0.474, 88 0.462; the busier thread's samples ~5 % fewer at 48 than at 72. Session
+//! 22's quiet wall sweep chose 72 over 56, so it stays until a quiet sweep.
+//! Tried and reverted (session 27): the reader analyzing its own batch first when a worker's
+//! queue is full (`try_send`, the batch sent after). Its sleeps fell 335–381 → 254–270 a run,
+//! but the worker's on an empty queue grew (70–228 → 247–340 ms a run, load 8.7): a reader
+//! preempted while it held the batch starved the worker.
+//!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
 //! std's channels are enough for it.
