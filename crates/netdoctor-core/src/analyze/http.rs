@@ -350,6 +350,8 @@ impl Conn {
                         if let Some(x) = self.cur.as_mut() {
                             x.tls_setup = self.tls.answered;
                         }
+                    } else if self.tls.hello & super::tls::EARLY_DATA != 0 {
+                        self.tls_early_answer(payload, pkt.len);
                     }
                     self.phase = Phase::Response;
                     self.resp_ack = self.dirs[1 - self.server].acked;
@@ -362,6 +364,13 @@ impl Conn {
                     // exchange of two 0.1 s ones 15 s apart.
                     *finished = self.cur.take();
                     self.phase = Phase::Idle;
+                }
+                // The answer to early data (0-RTT) starts after its ServerHello flight.
+                Phase::Response
+                    if self.tls.hello & super::tls::IN_FLIGHT != 0
+                        && self.tls.response_starts(payload, pkt.len, gap) =>
+                {
+                    self.response_after_flight(pkt);
                 }
                 Phase::Response => {
                     let rel = self.dirs[self.server].ts.last();
@@ -410,6 +419,11 @@ impl Conn {
                         self.tls_records(payload, pkt.len, gap || old > 0);
                     }
                 }
+                // The client's EndOfEarlyData + Finished after its early data (0-RTT), before
+                // the response began: setup, not a request; the exchange goes on.
+                Phase::Response
+                    if self.tls.hello & super::tls::IN_FLIGHT != 0
+                        && super::tls::client_finished_after_early(payload, pkt.len) => {}
                 // A TLS alert alone (the client's close_notify as it closes): no request; the
                 // exchange in progress is complete and the connection idle (`super::tls`).
                 Phase::Idle | Phase::Response if super::tls::alert_alone(payload, pkt.len) => {
@@ -495,6 +509,27 @@ impl Conn {
             }
             _ => false,
         };
+    }
+
+    /// The answer to early data (0-RTT) began with the server's ServerHello flight, and `pkt`
+    /// is the response's first segment after it: the response starts here (its first byte,
+    /// bytes and opening flights), not at the flight (`super::tls`).
+    #[cold]
+    fn response_after_flight(&mut self, pkt: Pkt) {
+        let seg = self.follows_flights().then(|| self.flight_ctx());
+        let rel = self.dirs[self.server].ts.last();
+        if let Some(x) = self.cur.as_mut() {
+            x.flights = Default::default();
+            if let Some(seg) = seg {
+                x.flights.on_segment(pkt, &seg);
+            }
+            x.first_resp = Some(pkt);
+            x.first_resp_ts = rel;
+            x.last_resp_ts = rel;
+            x.last_resp = pkt;
+            x.resp_bytes = u64::from(pkt.len);
+            x.body_wait_ns = 0;
+        }
     }
 
     /// The server acknowledged more than a FIN's worth of client data the capture never saw,

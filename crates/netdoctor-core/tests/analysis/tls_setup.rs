@@ -214,3 +214,48 @@ fn tls13_early_data_and_close_notify_are_not_requests_and_their_reset_fails_none
         assert!(!r.summary.contains("middle of"), "{cap}: {}", r.summary);
     }
 }
+
+/// With early data (0-RTT) the request rides with the ClientHello, and the server's next turn
+/// opens with its ServerHello flight (ServerHello, ChangeCipherSpec, then EncryptedExtensions
+/// and Finished as application data records) before the response. The response's first byte
+/// is the server's segment after that flight, not the flight: the first byte was timed to the
+/// flight, 0.43 ms after the request (tls13-0rtt stream 1), for a response 1.14 ms after it.
+/// On tls13-0rtt-alert the client's EndOfEarlyData + Finished came between the flight and the
+/// response and ended the exchange at the flight (latency 0.49 ms), the response going to that
+/// setup turn. Frame times from `tshark -r CAP -T fields -e frame.number -e
+/// frame.time_relative -e tcp.len -e tls.record.content_type -e tls.handshake.type`.
+#[test]
+fn an_early_data_request_is_timed_to_its_response_not_to_the_server_hello() {
+    // (capture, the early data, the ServerHello flight, the response, the exchange's last
+    // server segment), seconds.
+    for (cap, req, hello, resp, last) in [
+        ("tls13-0rtt.pcap.gz", 0.546765, 0.547199, 0.547905, 0.547905),
+        // The response (26), then the server's close_notify (27).
+        (
+            "tls13-0rtt-alert.pcap.gz",
+            0.538466,
+            0.538955,
+            0.539592,
+            0.539635,
+        ),
+    ] {
+        let (an, _) = analyze(cap);
+        let e = &an.exchanges;
+        assert_eq!(e.count, 2, "{cap}");
+        let max = e.breakdown_max_ms.expect("max band");
+        let ttfb = max.network + max.server;
+        let want = (resp - req) * 1e3;
+        assert!(
+            (ttfb - want).abs() < 0.01,
+            "{cap}: {ttfb} ms to the first byte, want {want}: {max:?}"
+        );
+        assert!(ttfb > (hello - req) * 1e3 + 0.5, "{cap}: {max:?}");
+        let latency = (last - req) * 1e3;
+        assert!(
+            (e.latency_ms.max - latency).abs() < 0.01,
+            "{cap}: {:?}",
+            e.latency_ms
+        );
+        assert!((max.latency - latency).abs() < 0.01, "{cap}: {max:?}");
+    }
+}
