@@ -79,6 +79,13 @@ pub enum ResetKind {
     /// that fired during a slow handshake, a pre-connect pool) and the reset answers that
     /// close. No request failed.
     UnusedClosed,
+    /// After the *other* side's FIN on a connection that carried exchanges, with no request
+    /// in progress and 200 ms or more of silence before that FIN: the peer closed the idle
+    /// connection first (its keep-alive timeout), and
+    /// the reset ended what was left (its sender closed its socket with `SO_LINGER` 0 or
+    /// unread bytes, or answered a segment after its own close). No request failed, and the
+    /// sender of the reset did not time the connection out: the peer did.
+    AfterPeerClose,
     /// Not sent by the host whose address it carries: its IP header differs from every other
     /// packet of that host on the connection ([`ResetContext::forged`]): a middlebox on the path
     /// injected it.

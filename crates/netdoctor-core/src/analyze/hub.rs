@@ -656,7 +656,7 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
     }
     let answered = c.cur.is_some_and(|x| x.answered()) && cx.idle_ns >= ANSWERED_IDLE_NS;
     let idle = cx.idle_ns >= IDLE_RESET_NS || answered;
-    match (c.phase, rst.from_server) {
+    let kind = match (c.phase, rst.from_server) {
         (Phase::Idle, _) => ResetKind::Idle,
         (Phase::Request, true)
             if !rst.flags.ack()
@@ -685,6 +685,17 @@ fn reset_kind(c: &Conn, rst: Pkt, cx: &ResetContext) -> ResetKind {
         }
         (Phase::Request, _) | (Phase::Response, true) => ResetKind::DuringExchange,
         (Phase::Response, false) => ResetKind::ClientAbort,
+    };
+    // Idle, after the other side's FIN (the same side's returned above) that ended 200 ms or
+    // more of silence: that side closed the idle connection first.
+    let closed_idle = c
+        .idle_before_close_ns
+        .is_some_and(|n| n >= ANSWERED_IDLE_NS);
+    match cx.after_fin {
+        Some(_) if kind == ResetKind::Idle && c.phase != Phase::Request && closed_idle => {
+            ResetKind::AfterPeerClose
+        }
+        _ => kind,
     }
 }
 

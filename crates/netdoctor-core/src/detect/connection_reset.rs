@@ -28,7 +28,10 @@
 //! - **unused, closed**: the same, but after the *other* side's FIN: the peer closed a
 //!   connection it never used and the reset answers that close (`zeek-fin_retransmission.pcap`:
 //!   the client gives up during a 305 ms handshake, sends its FIN, and the server resets).
-//!   Info, on the side that closed: no request failed.
+//!   Info, on the side that closed: no request failed;
+//! - **after the peer's close**: idle, after the *other* side's FIN on a connection that
+//!   carried exchanges: that side closed first (its keep-alive timeout) and the reset ended
+//!   what was left, told in [`peer_close`]; info, on the side that closed.
 //!
 //! Severity follows the share of requests that failed; client aborts and resets after a close
 //! are never above info. One finding sums up every kind seen (the most severe leads, the
@@ -38,7 +41,7 @@
 //! it is reported apart, at info, on the client's side.
 //!
 //! This file is the classification and the main story; each other story has its own file
-//! (`abort`, `after_answer`, `idle`, `injected`), and so do the evidence of each kind
+//! (`abort`, `after_answer`, `idle`, `injected`, `peer_close`), and so do the evidence of each kind
 //! (`evidence`: the packets' notes, the probes the zh texts key on) and the load generator's
 //! own timeouts (`own_timeout`).
 
@@ -50,6 +53,7 @@ mod evidence;
 mod idle;
 mod injected;
 mod own_timeout;
+mod peer_close;
 mod race;
 pub use abort::{
     CLIENT_HOST_GONE_EVIDENCE, CLIENT_SETUP_ABORT_EVIDENCE, RESPONSE_STALLED_EVIDENCE, STALLED_NS,
@@ -84,6 +88,8 @@ struct Example {
     answer_gap_ns: Option<i64>,
     /// A request written after the server's FIN: the time from that FIN to it.
     request_after_close_ns: Option<i64>,
+    /// [`ResetKind::AfterPeerClose`]: the other side's FIN that closed the connection first.
+    peer_fin: Option<Pkt>,
 }
 
 #[derive(Default)]
@@ -156,7 +162,7 @@ const OWN_TIMEOUT_SLACK: f64 = 0.95;
 /// The `connection_reset` detector.
 #[derive(Default)]
 pub struct ConnectionReset {
-    kinds: [KindAgg; 9],
+    kinds: [KindAgg; 10],
     /// The load generator's request timeout, ms (from [`Observation::RunConfig`]).
     timeout_ms: Option<u64>,
     /// A listening socket of the server process seen during the run
@@ -207,6 +213,9 @@ impl Detector for ConnectionReset {
                     lost_request: context.lost_request,
                     answer_gap_ns: context.answer_gap_ns,
                     request_after_close_ns: context.request_after_close_ns,
+                    peer_fin: context
+                        .after_fin
+                        .filter(|_| *kind == ResetKind::AfterPeerClose),
                 };
                 if *kind == ResetKind::AfterClose
                     && let Some(g) = context.request_after_close_ns
@@ -274,6 +283,7 @@ fn idx(k: ResetKind) -> usize {
         ResetKind::UnusedClosed => 6,
         ResetKind::Injected => 7,
         ResetKind::AfterAnswer => 8,
+        ResetKind::AfterPeerClose => 9,
     }
 }
 
@@ -306,6 +316,7 @@ impl ConnectionReset {
             ResetKind::Setup,
             ResetKind::AfterClose,
             ResetKind::UnusedClosed,
+            ResetKind::AfterPeerClose,
             ResetKind::Injected,
         ] {
             // Refused SYNs are `server_not_listening`'s, unless the run saw the listener
@@ -516,6 +527,7 @@ impl ConnectionReset {
                         ),
                     )
                 }
+                ResetKind::AfterPeerClose => peer_close::story(who, n, k, connections),
                 ResetKind::Injected => injected_story(who, n, k, connections),
                 ResetKind::AfterAnswer => {
                     self.after_answer
@@ -530,8 +542,8 @@ impl ConnectionReset {
             };
             // An unused connection's reset is told on the side that closed it.
             let side = match (kind, side) {
-                (ResetKind::UnusedClosed, Side::Server) => Side::Client,
-                (ResetKind::UnusedClosed, _) => Side::Server,
+                (ResetKind::UnusedClosed | ResetKind::AfterPeerClose, Side::Server) => Side::Client,
+                (ResetKind::UnusedClosed | ResetKind::AfterPeerClose, _) => Side::Server,
                 (ResetKind::Injected, _) => Side::Network,
                 _ => side,
             };
@@ -589,7 +601,8 @@ fn merge(mut parts: Vec<Finding>) -> Option<Finding> {
                     || probe == AFTER_ANSWER_LOST_EVIDENCE || probe == ANSWER_UNSEEN_EVIDENCE
                     || probe == RESPONSE_STALLED_EVIDENCE || probe == CLIENT_HOST_GONE_EVIDENCE
                     || probe == CLIENT_SETUP_ABORT_EVIDENCE
-                    || probe == REQUEST_AFTER_CLOSE_EVIDENCE)
+                    || probe == REQUEST_AFTER_CLOSE_EVIDENCE
+                    || probe == peer_close::PEER_CLOSED_FIRST_EVIDENCE)
         }));
     }
     Some(lead)

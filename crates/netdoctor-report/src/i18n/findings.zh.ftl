@@ -127,6 +127,7 @@ zero_window-fix = 让{ common-who }及时读取套接字（排查被阻塞的事
 # $probe 为 response_stalled：客户端在响应停止到达（5 s 或更久没有字节）之后复位了连接；说明以 "$probe_n of $probe_of client resets" 开头，以最长的停顿（$probe_secs 秒）结尾。
 # $probe 为 client_host_gone：客户端一侧的 RST 不带 ACK 标志（主机已经没有这个连接）；说明以 "$probe_n of $probe_of client resets" 开头。
 # $probe 为 request_after_close：服务端已经用 FIN 关闭了连接，客户端随后仍在这个连接上写出请求，服务端内核用 RST 回答：这些请求失败了（keep-alive 竞争）。
+# $probe 为 closed_by_peer_first：最后一个响应完整之后连接空闲，$side 一方先用 FIN 关闭了它（多半是自己的空闲/keep-alive 超时），另一方随后用 RST 结束了自己一侧：没有请求失败。
 # $probe 为 client_setup_abort：客户端在握手之后、发出任何请求之前复位了连接（或复位了服务端的 SYN/ACK）：它自己放弃了连接尝试，没有请求失败；说明以 "$probe_n of $probe_of client resets" 开头。
 connection_reset-summary = { $probe ->
     [response_stalled] { $probe_all ->
@@ -138,6 +139,7 @@ connection_reset-summary = { $probe ->
        *[other] 客户端在响应到达期间复位了 { $probe_of } 个连接；其中 { $probe_n } 个 RST 不确认任何数据：客户端的主机已经没有这些连接了
     }
     [client_setup_abort] 客户端在握手之后、发送任何字节之前复位了 { $probe_n } 个连接（或复位了服务端的 SYN/ACK）：它自己在建立连接时放弃了这些连接，没有连接被拒绝，也没有请求失败
+    [closed_by_peer_first] { common-who }先关闭了空闲连接（FIN），{ common-peer }随后用 RST 结束了自己一侧：没有请求失败
     [request_after_close] 客户端在服务端已经关闭（发出 FIN）的连接上发送了 { $probe_n } 个请求：服务端复位了这些连接，这些请求失败了；{ common-impact }
     [idle_reset] 服务端一侧在每个完整且已被确认的响应之后、连接静默一段稳定的时间后复位了空闲连接：这是空闲超时（多半是服务端前面的负载均衡、NAT 或防火墙），不是在请求/响应中途复位；{ $severity ->
         [info] 抓包中没有请求因此失败
@@ -164,6 +166,7 @@ connection_reset-explanation = { $probe ->
        *[other] 客户端在响应数据还没读完时关闭了套接字，这会让它的内核发出 RST。压测工具停止时、浏览器离开页面时都会这样；这不会拖慢其他请求。不带 ACK 标志的 RST 是 TCP 协议栈对它不认识的连接的分段的回答（RFC 9293 的 <SEQ=SEG.ACK><CTL=RST>）；在有未读数据时关闭套接字的客户端发出的 RST 带有 ACK。这些连接在响应到达之前就已经在客户端的主机上被丢弃了，没有发出 FIN 或 RST（它的应用被挂起或被杀死，主机休眠、重启或换了网络），或者它前面的防火墙或 NAT 忘记了这条流并代它作答。
     }
     [client_setup_abort] 服务端回答了客户端的 SYN（或握手已经完成），随后客户端在发送任何字节之前复位了连接：是客户端自己在建立连接时放弃了（只检查连通性、用 SO_LINGER 0 关闭的探测，连接超时，或者在连接过程中被停止的客户端，例如结束运行的压测工具：SYN/ACK 到达时它的套接字已经不在了）。没有连接被拒绝，也没有请求失败。
+    [closed_by_peer_first] 每个连接的最后一个响应都已完整，随后连接空闲，{ common-who }用 FIN 关闭了它：多半是{ common-who }自己的空闲（keep-alive）超时，超时的不是{ common-peer }。{ common-peer }之后用 RST 而不是 FIN 结束了自己一侧（用 SO_LINGER 0 或带着未读数据关闭套接字，或进程退出）。没有请求在进行，也没有请求失败：RST 只是结束了一个{ common-who }已经关闭的连接。时间见证据。
     [request_after_close] 服务端用 FIN 关闭了这些连接，客户端随后又在上面写出新的请求。服务端的套接字已经不在了，它的内核用 RST 回答这个请求：请求没有得到响应。客户端会看到错误（“connection reset by peer”、Python 的 RemoteDisconnected、Go 的 “server closed idle connection”）；只有会在新连接上重试幂等请求的客户端能掩盖它，代价是一次新的握手。请求在 FIN 之后几毫秒内写出，是 keep-alive 竞争：客户端复用连接的间隔与服务端保持空闲连接的时间（keep-alive 超时）差不多，两个空闲超时在赛跑；在 FIN 到达很久之后才写出，则是客户端没有发现连接已关闭（复用池中的连接前没有检查服务端的 FIN）。时间见证据。
     [idle_reset] 每个响应都完整到达并被确认，随后连接静默了一段稳定的时间，然后服务端一侧发出 RST：这是丢弃空闲连接的定时器，而不是交换中途的故障。带着服务端地址的 RST 来自在服务端一侧持有该连接的设备：有空闲超时的负载均衡、NAT 或防火墙，或者用 SO_LINGER 0 关闭空闲连接的服务端本身；仅凭分组无法区分（它们的报头与服务端的其他分组没有差别）。受害的是使用连接池的客户端：在连接被复位后仍拿它发下一个请求，就会得到错误（需要重试）；这类请求的数量决定严重程度，见证据。
     [abortive_close] { $side ->
@@ -178,6 +181,7 @@ connection_reset-fix = { $probe ->
     [response_stalled] 找出响应停止的原因：服务端关于这个请求的日志（被阻塞的 worker、没有应答的后端），以及路径上的丢包（该连接上的重传和超时，朝服务端运行 `netdoctor trace`）。
     [client_host_gone] 查看客户端在那个时间的情况：它的应用是否被挂起或被杀死，它的主机是否休眠或换了网络？对未知的流发出 RST 的防火墙或 NAT 也会这样（把 RST 的 IP TTL 与客户端其他分组的 TTL 相比较）。
     [client_setup_abort] 服务端无需修改；检查客户端的连接超时，以及它为什么放弃新建的连接。
+    [closed_by_peer_first] 这些 RST 无需修复：是{ common-who }先关闭了空闲连接，这正是 keep-alive 超时的作用。如果希望{ common-peer }更长时间地复用连接，就调大{ common-who }的 keep-alive 超时（nginx `keepalive_timeout`、Apache `KeepAliveTimeout`）；如果这些 RST 干扰日志，就让{ common-peer }用 FIN 关闭（不要 SO_LINGER 0）。
     [request_after_close] 让客户端先于服务端丢弃空闲连接：把它的连接池空闲超时（Go `IdleConnTimeout`、OkHttp `keepAliveDuration`、Apache HttpClient `evictIdleConnections`）调到小于服务端的 keep-alive 超时（nginx `keepalive_timeout`、负载均衡的空闲超时），或者把服务端的调到大于客户端的；并让客户端重试在复用连接上失败的幂等请求。
     [idle_reset] 让客户端在连接被复位之前丢弃空闲连接：把连接池的空闲超时调到小于证据中测得的静默时间（证据中与之并列的是客户端复用连接前的实测间隔：从响应的最后一个字节到同一连接上的下一个请求；没有连接被复用时，证据会说明抓包中测不到）（Go `IdleConnTimeout`、OkHttp `keepAliveDuration`、Apache HttpClient `evictIdleConnections`），或者把负载均衡、NAT、防火墙（或服务端）的空闲超时调到大于客户端的；并让客户端重试在复用连接上失败的幂等请求。
     [abortive_close] { $side ->

@@ -22,6 +22,7 @@ mod http_errors;
 mod jobs;
 mod late_dsack;
 mod mcp_session;
+mod peer_close;
 mod realworld_corpus;
 mod route_cli;
 mod silent_peer;

@@ -7,6 +7,7 @@
 use super::{
     AFTER_ANSWER_EVIDENCE, AFTER_ANSWER_LOST_EVIDENCE, ANSWER_UNSEEN_EVIDENCE, ConnectionReset,
     IDLE_RESET_EVIDENCE, KindAgg, REQUEST_AFTER_CLOSE_EVIDENCE, abort, forged_note, hits_request,
+    peer_close,
 };
 use crate::detect::conn_label;
 use crate::event::ResetKind;
@@ -40,6 +41,10 @@ impl ConnectionReset {
                 let mut packets = Vec::with_capacity(3);
                 if let Some(b) = e.before {
                     packets.push(b.to_ref(t0_ns));
+                }
+                // The other side's FIN that closed the connection first.
+                if let Some(fin) = e.peer_fin {
+                    packets.push(fin.to_ref(t0_ns));
                 }
                 // The request the reset answered, after the FIN.
                 if let (Some(_), Some(r)) = (e.request_after_close_ns, e.req) {
@@ -87,6 +92,12 @@ impl ConnectionReset {
                              packet",
                             e.silence_ns as f64 / 1e9
                         ),
+                        ResetKind::AfterPeerClose => format!(
+                            "the {} closed the idle connection first (FIN); the {who} reset \
+                             {:.2} s after that FIN",
+                            peer_close::closer(who),
+                            e.peer_fin.map_or(0, |f| e.rst.ts_ns - f.ts_ns) as f64 / 1e9
+                        ),
                         ResetKind::UnusedClosed => format!(
                             "the other side closed the unused connection (FIN), the {who} \
                              reset it"
@@ -117,6 +128,12 @@ impl ConnectionReset {
             evidence.push(Evidence::Probe {
                 probe: IDLE_RESET_EVIDENCE.into(),
                 note: self.idle.note(&s),
+            });
+        }
+        if kind == ResetKind::AfterPeerClose {
+            evidence.push(Evidence::Probe {
+                probe: peer_close::PEER_CLOSED_FIRST_EVIDENCE.into(),
+                note: peer_close::note(who, n, k),
             });
         }
         if kind == ResetKind::AfterAnswer {
