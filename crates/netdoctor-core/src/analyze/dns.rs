@@ -60,6 +60,8 @@ mod tcp;
 mod tell;
 mod walk;
 
+pub use tell::ALL_SILENT_FIX;
+
 /// The same query frame again within this, to the same server: a copy, not a retry.
 const DUP_NS: i64 = 1_000_000;
 /// Capture after a query before its missing answer says anything about the server.

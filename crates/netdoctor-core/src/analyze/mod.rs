@@ -53,6 +53,7 @@ mod tests;
 mod tls;
 mod window;
 
+pub use dns::ALL_SILENT_FIX;
 pub use quality::CaptureQuality;
 use result::is_zero;
 pub use result::{

@@ -60,7 +60,7 @@ mod before_capture;
 mod silent;
 pub use before_capture::{BEFORE_CAPTURE_EVIDENCE, SOME_BEFORE_CAPTURE_EVIDENCE};
 use before_capture::{before_capture_evidence, before_capture_story};
-pub use silent::SILENT_PEER_MARK;
+pub use silent::{FORGOT_NOTE_MARK, SILENT_NOTE_MARK, SILENT_PEER_MARK};
 
 #[derive(Clone, Copy, Debug)]
 struct Example {

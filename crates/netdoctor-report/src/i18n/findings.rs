@@ -19,8 +19,10 @@
 
 use super::{Cat, Lang, bundle, format};
 use fluent_bundle::FluentValue;
+use netdoctor_core::analyze::ALL_SILENT_FIX;
+use netdoctor_core::detect::loss::{FORGOT_NOTE_MARK, SILENT_NOTE_MARK, SILENT_PEER_MARK};
 use netdoctor_core::detect::slow_tls_handshake::TLS_SERVER_EVIDENCE;
-use netdoctor_core::{Evidence, Finding, FindingId, Severity};
+use netdoctor_core::{Evidence, Finding, FindingId, Severity, Side};
 use std::borrow::Cow;
 
 /// Every finding id (the parity test walks it; a new id without zh messages fails it).
@@ -79,6 +81,47 @@ fn note_numbers(note: &str) -> (Option<(u64, u64)>, Option<String>) {
     (counts, secs)
 }
 
+/// A `retransmission_timeout` whose receiver went silent (`detect::loss::silent`), told from
+/// the summary's mark (every episode silent) and the evidence notes' marks: `silent` is
+/// `forgot` (its host answered at last with a reset that acknowledges nothing), `near` (the
+/// capture next to the silent receiver), `far` (next to the sender: silent peer or dead
+/// path), `some` (some episodes only) or `none`; `silent_rcv` the receiver (client/server).
+fn silent_peer(f: &Finding) -> (&'static str, &'static str) {
+    if f.id != FindingId::RetransmissionTimeout {
+        return ("none", "server");
+    }
+    let notes: Vec<&str> = f
+        .evidence
+        .iter()
+        .filter_map(|e| match e {
+            Evidence::Packets { note, .. } if note.contains(SILENT_NOTE_MARK) => {
+                Some(note.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let Some(first) = notes.first() else {
+        return ("none", "server");
+    };
+    let rcv = if first.contains(&format!("the client {SILENT_NOTE_MARK}")) {
+        "client"
+    } else {
+        "server"
+    };
+    if !f.summary.contains(SILENT_PEER_MARK) {
+        return ("some", rcv);
+    }
+    let forgot = notes.iter().filter(|n| n.contains(FORGOT_NOTE_MARK)).count();
+    let story = if forgot * 2 > notes.len() {
+        "forgot"
+    } else if f.side == Side::Network {
+        "far"
+    } else {
+        "near"
+    };
+    (story, rcv)
+}
+
 fn yes(b: bool) -> FluentValue<'static> {
     FluentValue::from(if b { "yes" } else { "no" })
 }
@@ -87,8 +130,9 @@ fn yes(b: bool) -> FluentValue<'static> {
 /// missing one): `side`, `severity`, `latency` + `has_latency`, `pct` + `has_pct`, `conns`,
 /// `counter` + `counter_delta` + `has_counter`, `probe` (and its note's numbers: `probe_n`,
 /// `probe_of`, `probe_all`, `probe_secs`, see [`note_numbers`]), `option` + `value` +
-/// `has_option`.
+/// `has_option`, `silent` + `silent_rcv` (see [`silent_peer`]), `dns_all_silent`.
 pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
+    let (silent, silent_rcv) = silent_peer(f);
     let lat = f.impact.added_latency_ms;
     let pct = f.impact.affected_fraction;
     let conns = f
@@ -173,6 +217,13 @@ pub fn args(f: &Finding) -> Vec<(&'static str, FluentValue<'static>)> {
             FluentValue::from(f.caused_by.map(|c| c.as_str()).unwrap_or_default()),
         ),
         ("has_caused_by", yes(f.caused_by.is_some())),
+        ("silent", FluentValue::from(silent)),
+        ("silent_rcv", FluentValue::from(silent_rcv)),
+        // Every nameserver asked was silent (`analyze::dns`): what they share first.
+        (
+            "dns_all_silent",
+            yes(f.id == FindingId::DnsServerUnreachable && f.fix.starts_with(ALL_SILENT_FIX)),
+        ),
     ]
 }
 

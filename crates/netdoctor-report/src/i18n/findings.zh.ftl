@@ -11,6 +11,7 @@
 #   $probe        第一个探测证据的名字
 #   $caused_by    根因的 finding id（没有时为空）；$has_caused_by  yes | no
 #   $option $value  第一个套接字选项证据；$has_option  yes | no
+#   $silent $silent_rcv  retransmission_timeout 的接收方沉默（见该节）；$dns_all_silent  yes | no（见 dns_server_unreachable）
 # 术语：延迟确认（delayed ACK）、Nagle 算法、重传、零窗口、全连接队列/半连接队列（accept/SYN
 # queue）、连接跟踪表（conntrack）。
 
@@ -88,9 +89,42 @@ packet_loss_retransmission-fix = { $probe ->
 
 ## retransmission_timeout
 
-retransmission_timeout-summary = 重传超时（RTO）造成停顿：{ common-impact }
-retransmission_timeout-explanation = 丢失的分段没有被快速重传补上（后面没有足够的数据触发重复 ACK），发送方只能等重传定时器到期（Linux 至少 200 ms，之后每次翻倍）。这样的一次停顿就会让请求慢上几百毫秒甚至几秒。{ common-counter }如果丢的是连接建立阶段的包，原因常常是服务端的全连接队列已满。
-retransmission_timeout-fix = 找出丢包的位置（`nstat -az TcpExtTCPTimeouts`、`ip -s link`、沿路径用 `mtr`）。如果丢包发生在建立连接时，检查服务端的全连接队列（`ss -ltn`：Recv-Q 接近 Send-Q；`nstat -az TcpExtListenOverflows TcpExtListenDrops`）：加快 accept（更多 worker、非阻塞的 accept 循环）或调大 backlog（listen() 的参数，例如 nginx `listen ... backlog=N`，以及 net.core.somaxconn）。
+# $silent（接收方沉默，detect::loss::silent）：forgot 接收方的主机最后用不确认任何数据的 RST 回答（连接在它那里已经没有了）；near 抓包点在沉默的接收方旁边；far 抓包点在发送方旁边（接收方沉默或路径丢弃一切）；some 只有部分超时如此；none 普通的丢包。$silent_rcv 是沉默的一方（client | server）。
+common-silent-rcv = { $silent_rcv ->
+    [client] 客户端
+   *[server] 服务端
+}
+common-silent-snd = { $silent_rcv ->
+    [client] 服务端
+   *[server] 客户端
+}
+common-silent-common = { common-silent-snd }按重传定时器一再重发它最早未确认的数据，每次等待的时间翻倍，而{ common-silent-rcv }什么也没有发回：没有确认，没有重复 ACK，没有窗口更新，尽管它在同一个连接上曾经确认过{ common-silent-snd }的数据。正常工作的 TCP 协议栈无论应用在做什么都会确认收到的每个分段（应用不再读取时表现为零窗口，而不是沉默）。
+retransmission_timeout-summary = { $silent ->
+    [forgot] { common-silent-rcv }不再确认任何数据：{ common-silent-snd }的重传定时器一再到期，随后{ common-silent-rcv }的主机用一个不确认任何数据的 RST 作答，这是主机对它已经没有的连接的回答：分段到达了它，连接在那里已经不存在了，不是路径丢包；{ common-impact }
+    [near] { common-silent-rcv }不再确认任何数据：{ common-silent-snd }的重传定时器一再到期；抓包点在{ common-silent-rcv }旁边，看得到这些重传到达，但{ common-silent-rcv }一个也没有回答：不是路径丢包；{ common-impact }
+    [far] { common-silent-rcv }不再确认任何数据，或者到它的路径丢弃了一切：{ common-silent-snd }的重传定时器一再到期，{ common-silent-rcv }没有任何回应；{ common-impact }
+    [some] 重传超时（RTO）造成停顿：{ common-impact }；其中一些连接上{ common-silent-rcv }随后完全没有应答（见证据：不是丢包）
+   *[none] 重传超时（RTO）造成停顿：{ common-impact }
+}{ $severity ->
+    [info] ；没有请求在进行中（重发的数据在连接的最后一次交换结束之后）：没有请求因此等待
+   *[other] {""}
+}
+retransmission_timeout-explanation = { $silent ->
+    [forgot] { common-silent-common }随后从{ common-silent-rcv }的地址来了一个不带 ACK 标志的 RST，它的序号取自{ common-silent-snd }的确认号：这是 TCP 协议栈对它不认识的连接的分段的回答（RFC 9293）。所以{ common-silent-snd }的分段到达了{ common-silent-rcv }的主机，而连接已经在那里被丢弃，没有发出 FIN 或 RST：它的应用被挂起或被杀死、套接字被丢弃（移动系统会这样对待转入后台的应用），主机重启或换了网络，或者它前面的防火墙或 NAT 忘记了这条流并代它作答。这些重传是{ common-silent-snd }在等待一个已经不存在的连接，不是路径丢包。
+    [near] { common-silent-common }抓包点在{ common-silent-rcv }旁边（握手中它自己那一段较短），所以这些分段到达了{ common-silent-rcv }的主机：路径把它们送到了。要么{ common-silent-rcv }的主机停止了发送（挂起、被暂停、断网，或者它上面的防火墙丢弃了它发出的分组），要么抓包从那时起没有记录{ common-silent-rcv }发出的分组；仅凭分组无法区分这两种情况。这些重传是{ common-silent-snd }在等待一个不回答的对端，不是路径丢包；之后{ common-silent-snd }发出的 RST 是它的重传次数用尽而放弃（Linux：net.ipv4.tcp_retries2，约 15 分钟；其他协议栈更早放弃）。
+    [far] { common-silent-common }抓包点在{ common-silent-snd }旁边（或者没有抓到能说明位置的握手），所以只看得到重传发出，看不到是否到达：沉默的{ common-silent-rcv }（挂起、消失、断网）与双向丢弃一切的路径在这里看起来一样。
+    [some] 丢失的分段没有被快速重传补上（后面没有足够的数据触发重复 ACK），发送方只能等重传定时器到期（Linux 至少 200 ms，之后每次翻倍）。这样的一次停顿就会让请求慢上几百毫秒甚至几秒。{ common-counter }如果丢的是连接建立阶段的包，原因常常是服务端的全连接队列已满。 证据中有些连接不同：定时器开始到期之后，{ common-silent-rcv }再也没有发送任何东西（没有确认，没有重复 ACK），尽管它之前确认过数据：那是沉默的对端（挂起、断网，或者连接在它那里已经不存在），不是路径丢包。
+   *[none] 丢失的分段没有被快速重传补上（后面没有足够的数据触发重复 ACK），发送方只能等重传定时器到期（Linux 至少 200 ms，之后每次翻倍）。这样的一次停顿就会让请求慢上几百毫秒甚至几秒。{ common-counter }如果丢的是连接建立阶段的包，原因常常是服务端的全连接队列已满。
+}{ $severity ->
+    [info] {" "}这些重发都发生在连接的最后一次交换结束之后，没有请求在进行中（关闭时的 TLS 告警、FIN）：它们没有延误任何请求。
+   *[other] {""}
+}
+retransmission_timeout-fix = { $silent ->
+    [forgot] 查看{ common-silent-rcv }在那个时间的情况：它的应用是否被挂起、被杀死或重启，它的主机是否休眠、重启或换了网络？它前面对未知的流发出 RST 的防火墙或 NAT 也会这样（把 RST 的 IP TTL 与{ common-silent-rcv }其他分组的相比较）。路径丢包解释不了这些重传。
+    [near] 查看{ common-silent-rcv }的主机在那个时间的情况：它是否挂起、被暂停或断网；它上面的防火墙是否丢弃它发出的分组（`iptables -S OUTPUT`、`nft list ruleset`）？如果它一切正常，就是抓包漏掉了它发出的分组：在{ common-silent-rcv }的主机上双向重新抓包（`tcpdump -i any`），并查看 tcpdump 的 “packets dropped by kernel”。路径丢包解释不了这些重传。
+    [far] 检查{ common-silent-rcv }在那个时间是否仍在运行、可以到达（它的日志、`ping`、朝它运行 `netdoctor trace`）；在{ common-silent-rcv }旁边抓包就能区分这两种情况。
+   *[other] 找出丢包的位置（`nstat -az TcpExtTCPTimeouts`、`ip -s link`、沿路径用 `mtr`）。如果丢包发生在建立连接时，检查服务端的全连接队列（`ss -ltn`：Recv-Q 接近 Send-Q；`nstat -az TcpExtListenOverflows TcpExtListenDrops`）：加快 accept（更多 worker、非阻塞的 accept 循环）或调大 backlog（listen() 的参数，例如 nginx `listen ... backlog=N`，以及 net.core.somaxconn）。
+}
 
 ## syn_retransmit
 
@@ -321,6 +355,7 @@ server_not_listening-fix = { $probe ->
 
 ## http_errors
 
+
 # $probe 为 rate_limit：大多数失败是 429（Too Many Requests），是限流按设计拒绝了超出配额的请求。
 http_errors-summary = { $probe ->
     [rate_limit] { $has_pct ->
@@ -383,9 +418,16 @@ dns_no_nameserver-fix = 在 /etc/resolv.conf 中配置可用的 nameserver（或
 
 ## dns_server_unreachable
 
+# $dns_all_silent：客户端问过的每个 nameserver 都没有应答（不止一个）：先查它们共用的东西。
 dns_server_unreachable-summary = 一个已配置的域名服务器没有应答（超时）
-dns_server_unreachable-explanation = 这个 nameserver 对查询没有回复。解析器会先等它超时（默认 5 s，见 resolv.conf 的 options timeout），再问下一个服务器：每次查询名字的程序都会卡住几秒；所有服务器都不应答时，解析就会失败。
-dns_server_unreachable-fix = 从 resolv.conf 中去掉不应答的 nameserver 或修好它（防火墙是否放行了 UDP/TCP 53 端口，服务是否在运行）；在 resolv.conf 中设置较短的 `options timeout:1 attempts:2` 以减小影响。
+dns_server_unreachable-explanation = { $dns_all_silent ->
+    [yes] 这个 nameserver 对查询没有回复。解析器会先等它超时（默认 5 s，见 resolv.conf 的 options timeout），再问下一个服务器：每次查询名字的程序都会卡住几秒；所有服务器都不应答时，解析就会失败。 抓包中没有任何 nameserver 回答过任何查询，所以解析都失败了；几个 nameserver 同时宕机，不如它们共用的某个环节出了问题可能（客户端的链路或网关，丢弃 DNS 的防火墙）。
+   *[no] 这个 nameserver 对查询没有回复。解析器会先等它超时（默认 5 s，见 resolv.conf 的 options timeout），再问下一个服务器：每次查询名字的程序都会卡住几秒；所有服务器都不应答时，解析就会失败。
+}
+dns_server_unreachable-fix = { $dns_all_silent ->
+    [yes] 客户端问过的每个 nameserver 都没有应答：先查它们共用的东西。在本机和另一个网络上分别用 `dig @服务器 名字` 检查：从别处能得到回答，就是客户端到 53 端口（UDP 和 TCP）的路径断了（它的链路、网关、防火墙）；到处都没有回答，就替换客户端 resolv.conf 中的 nameserver。逐个替换 nameserver 解决不了共用环节的问题。
+   *[no] 从 resolv.conf 中去掉不应答的 nameserver 或修好它（防火墙是否放行了 UDP/TCP 53 端口，服务是否在运行）；在 resolv.conf 中设置较短的 `options timeout:1 attempts:2` 以减小影响。
+}
 
 ## dns_slow
 

@@ -336,3 +336,34 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
         "{reset:#}"
     );
 }
+
+/// The Chinese report tells the silent peers of the two captures as the English one does
+/// (session 27; before, zh said "重传超时（RTO）造成停顿" and "找出丢包的位置" for both): the
+/// client next to the capture that answered nothing (`zeek-206_example_b`), the phone's host
+/// that answered with a reset acknowledging nothing (`suri-tcp-empty-sack`, no request in
+/// progress); a one-direction capture keeps the plain timeout (`ppa-tcp_retransmissions`).
+#[test]
+fn silent_peers_are_told_in_chinese_too() {
+    let block = |name: &str| {
+        let path = corpus().join(name);
+        path.exists()
+            .then(|| common::zh_finding_block(&path, "retransmission_timeout"))
+    };
+    let Some(near) = block("zeek-206_example_b.pcap") else {
+        eprintln!("skipped: needs the shared realworld-pcaps corpus");
+        return;
+    };
+    assert!(near.contains("客户端不再确认任何数据"), "{near}");
+    assert!(near.contains("抓包点在客户端旁边"), "{near}");
+    assert!(!near.contains("找出丢包的位置"), "{near}");
+    if let Some(forgot) = block("suri-tcp-empty-sack.pcap") {
+        assert!(forgot.contains("客户端不再确认任何数据"), "{forgot}");
+        assert!(forgot.contains("RFC9293"), "{forgot}");
+        assert!(forgot.contains("没有请求在进行中"), "{forgot}");
+        assert!(!forgot.contains("找出丢包的位置"), "{forgot}");
+    }
+    if let Some(plain) = block("ppa-tcp_retransmissions.pcapng") {
+        assert!(plain.contains("重传超时（RTO）造成停顿"), "{plain}");
+        assert!(!plain.contains("不再确认"), "{plain}");
+    }
+}

@@ -6,6 +6,10 @@
 
 use super::*;
 
+/// How the fix of a `dns_server_unreachable` finding starts when every nameserver asked was
+/// silent (a cause they share first); the Chinese texts tell that story from it.
+pub const ALL_SILENT_FIX: &str = "Every nameserver the client asked";
+
 impl DnsLog {
     /// The findings and warnings of the capture's lookups. `t0`: the first packet's time,
     /// `end`: the last one's; `tcp_answers`: the capture saw a remote answer over TCP (a
@@ -147,8 +151,7 @@ impl DnsLog {
             let name = names.first().copied().unwrap_or("NAME");
             f.fix = match &shared {
                 Some(all) => format!(
-                    "Every nameserver the client asked ({all}) was silent: look at what they \
-                     share first. Check with `dig @{server} {name}` from this host and from \
+                    "{ALL_SILENT_FIX} ({all}) was silent: look at what they share first. Check with `dig @{server} {name}` from this host and from \
                      another network: answered from elsewhere, the client's path to port 53 \
                      (UDP and TCP) is cut (its link, gateway, a firewall); silent everywhere, \
                      replace the nameservers in the client's resolv.conf."

@@ -41,6 +41,14 @@ use crate::finding::{Evidence, Finding, Side};
 /// rules ([`crate::relate`]) read them.
 pub const SILENT_PEER_MARK: &str = "stopped acknowledging";
 
+/// The words of an evidence note whose receiver went silent ("... the client sent nothing
+/// after the timer began firing"); the Chinese texts tell the silent-peer story from them.
+pub const SILENT_NOTE_MARK: &str = "sent nothing after the timer began firing";
+
+/// The words of such a note when the receiver's host answered at last with a reset that
+/// acknowledges nothing (it no longer had the connection).
+pub const FORGOT_NOTE_MARK: &str = "a reset that acknowledges nothing";
+
 #[derive(Clone, Copy, Debug)]
 struct Example {
     client: SocketAddr,
@@ -236,15 +244,15 @@ fn evidence(e: &Example, rcv: &str, t0_ns: i64) -> Evidence {
         packets,
         note: format!(
             "{} retransmission(s), {} of them by the timer over {}, the oldest segment resent \
-             {} times; never acknowledged: the {rcv} sent nothing after the timer began firing{}",
+             {} times; never acknowledged: the {rcv} {SILENT_NOTE_MARK}{}",
             ep.retx,
             ep.timer_retx,
             secs(ep.last.ts_ns - from),
             ep.head_resends,
             if ep.peer_forgot {
-                " but a reset that acknowledges nothing (no such connection)"
+                format!(" but {FORGOT_NOTE_MARK} (no such connection)")
             } else {
-                ""
+                String::new()
             }
         ),
     }
