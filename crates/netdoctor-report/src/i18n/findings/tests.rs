@@ -628,7 +628,10 @@ fn a_silent_peer_is_told_in_chinese_not_as_loss() {
     assert!(x.contains("tcpdump -i any"), "{x}");
     let all = format!("The server {SILENT_PEER_MARK}, or the path to it dropped everything");
     let (s, e, x) = zh(Side::Network, &all, vec![silent("server")]);
-    assert!(s.starts_with("服务端不再确认任何数据，或者到它的路径"), "{s}");
+    assert!(
+        s.starts_with("服务端不再确认任何数据，或者到它的路径"),
+        "{s}"
+    );
     assert!(e.contains("抓包点在客户端旁边"), "{e}");
     assert!(x.contains("netdoctor trace"), "{x}");
     let loss = packets("3 retransmission(s), 1 of them by the timer".into());
@@ -638,11 +641,17 @@ fn a_silent_peer_is_told_in_chinese_not_as_loss() {
          nothing at all",
         vec![loss.clone(), silent("server")],
     );
-    assert!(s.starts_with("重传超时（RTO）") && s.contains("服务端随后完全没有应答"), "{s}");
+    assert!(
+        s.starts_with("重传超时（RTO）") && s.contains("服务端随后完全没有应答"),
+        "{s}"
+    );
     assert!(e.contains("沉默的对端"), "{e}");
     assert!(x.contains("找出丢包的位置"), "{x}");
     let (s, e, x) = zh(Side::Network, "Retransmission timeouts ...", vec![loss]);
-    assert!(s.starts_with("重传超时（RTO）") && !s.contains("应答"), "{s}");
+    assert!(
+        s.starts_with("重传超时（RTO）") && !s.contains("应答"),
+        "{s}"
+    );
     assert!(!e.contains("沉默") && !e.contains("RFC 9293"), "{e}");
     assert!(x.contains("找出丢包的位置"), "{x}");
 }
@@ -668,7 +677,10 @@ fn all_nameservers_silent_is_told_in_chinese_as_a_shared_cause() {
         "{ALL_SILENT_FIX} (4.2.2.2, 4.2.2.1) was silent: look at what they share first."
     ));
     assert!(e.contains("共用"), "{e}");
-    assert!(x.starts_with("客户端问过的每个 nameserver 都没有应答"), "{x}");
+    assert!(
+        x.starts_with("客户端问过的每个 nameserver 都没有应答"),
+        "{x}"
+    );
     let (e, x) = zh("Remove or replace this nameserver in the client's resolv.conf".into());
     assert!(!e.contains("共用"), "{e}");
     assert!(x.starts_with("从 resolv.conf 中去掉"), "{x}");
