@@ -178,11 +178,11 @@ for f in "$big" "$CACHE/nagle.pcap"; do
     # channel's send when a worker is DEPTH rounds behind, a worker in its recv when the reader
     # is behind, the end's joins) and was preempted (state R: other load on the machine).
     if [[ -n "${WAITS:-}" ]] && command -v perf >/dev/null; then
+        # The run's process id, written before it execs (others may run netdoctor meanwhile).
         perf record -q -a -e sched:sched_switch -o "$work/sched.data" \
+            bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/pid" \
             "$NETDOCTOR" analyze -j "$N" --json "$f" >/dev/null 2>&1 || true
-        # The run's process: the one whose thread became analyze-1.
-        pid="$(perf script -i "$work/sched.data" --show-task-events 2>/dev/null |
-            sed -n 's/.*PERF_RECORD_COMM: analyze-1:\([0-9]*\)\/.*/\1/p' | head -1)"
+        pid="$(cat "$work/pid" 2>/dev/null || true)"
         echo "  -j $N waits per thread (perf sched_switch; $(((n + 4095) / 4096)) rounds of 4096 frames):"
         perf script -i "$work/sched.data" -F pid,tid,time,trace 2>/dev/null | awk -v pid="$pid" '
             match($0, /prev_pid=[0-9]+/) {

@@ -97,7 +97,12 @@
 //! Tried and reverted (session 27): the reader analyzing its own batch first when a worker's
 //! queue is full (`try_send`, the batch sent after). Its sleeps fell 335–381 → 254–270 a run,
 //! but the worker's on an empty queue grew (70–228 → 247–340 ms a run, load 8.7): a reader
-//! preempted while it held the batch starved the worker.
+//! preempted while it held the batch starved the worker. Also reverted: building a worker's
+//! exchange entry in its log slot (the worker copies each ~380-byte entry twice, memcpy 93 M,
+//! against once on `-j 1`). Callgrind `-j 1` / `-j 2` against 3,769.1 / 4,155.4 M: in place
+//! from parts by value −17.6 M on `-j 2` but +10.5 M on `-j 1`; with the aggregate taking the
+//! parts by reference −7.5 / +10.7 M; with a non-inlined push by reference −35.0 / +28.4 M (3
+//! copies). The copies follow the codegen, not the source: not kept.
 //!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
