@@ -45,6 +45,7 @@ pub mod order;
 mod orient;
 mod quality;
 mod reasm;
+mod reset_kind;
 mod result;
 pub mod shard;
 mod tcp;

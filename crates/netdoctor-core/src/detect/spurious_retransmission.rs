@@ -14,9 +14,13 @@
 //! - **already acknowledged** when resent (no D-SACK): the ACK was lost after the capture
 //!   point or came after the sender's timer; side: the network.
 //!
-//! Always info: no request waited for them.
+//! Info while no request waited for them; but timer resends of acknowledged data seen next
+//! to the receiver ([`ack_path`]) are ACKs lost on the way back, told by the stall they cost
+//! (warning, critical when it is a quarter of the requests' time or more), side network.
 
 use std::net::SocketAddr;
+
+mod ack_path;
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label, ms};
 use crate::event::{Ends, Episode, Event};
@@ -50,6 +54,8 @@ pub struct SpuriousRetransmission {
     /// Shortest and longest wait from the sender's previous segment to the first resend.
     wait_ns: Option<(i64, i64)>,
     examples: Vec<Example>,
+    /// Timer resends of data the receiver had acknowledged, seen next to it.
+    ack_path: ack_path::AckPath,
 }
 
 impl Detector for SpuriousRetransmission {
@@ -62,10 +68,17 @@ impl Detector for SpuriousRetransmission {
             && episode.is_spurious()
         {
             self.on_episode(*ends, *episode);
+            if ack_path::is_ack_path_loss(episode) {
+                self.ack_path.record(*ends, *episode);
+            }
         }
     }
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
+        if self.ack_path.told() {
+            out.push(self.ack_path_finding(cx));
+            return;
+        }
         let all = cx.data_segments + self.retx;
         if self.episodes < MIN_EPISODES || all == 0 {
             return;
@@ -78,6 +91,74 @@ impl Detector for SpuriousRetransmission {
 }
 
 impl SpuriousRetransmission {
+    /// The story of ACKs lost on the way back ([`ack_path`]).
+    fn ack_path_finding(&self, cx: &Context) -> Finding {
+        let a = &self.ack_path;
+        let (sender, receiver) = if a.by_server * 2 >= a.episodes {
+            ("server", "client")
+        } else {
+            ("client", "server")
+        };
+        let stall_ms = ms(a.stall_ns);
+        // The requests' time it cost: against the median exchange's, over the exchanges.
+        let total_ms = cx.latency_p50_ms * cx.exchanges.max(1) as f64;
+        let severity = if stall_ms * 4.0 >= total_ms {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let mut f = Finding::new(
+            FindingId::SpuriousRetransmission,
+            severity,
+            Side::Network,
+            format!(
+                "ACKs lost on the way back: the {sender}'s timer resent {} segments the \
+                 {receiver} had already acknowledged, stalling the transfer {stall_ms:.1} ms \
+                 though the {receiver} held every byte",
+                a.retx
+            ),
+        );
+        f.confidence = 0.8;
+        f.impact.added_latency_ms = Some(stall_ms);
+        // The requests that waited: one per connection that stalled (examples are few).
+        let mut conns: Vec<_> = a.examples.iter().map(|(c, s, _)| (*c, *s)).collect();
+        conns.dedup();
+        f.impact.affected_fraction =
+            Some((conns.len() as f64 / cx.exchanges.max(1) as f64).min(1.0));
+        f.explanation = format!(
+            "This capture was taken next to the {receiver} and holds its ACKs of these bytes, \
+             sent before the {sender} resent them; the {sender} sent nothing new until its \
+             retransmission timer fired (and again after each doubled wait), as a sender does \
+             that never got those ACKs. So the data arrived and the ACKs were lost (or held \
+             longer than the timer) between the capture point and the {sender}: loss on the \
+             {receiver}→{sender} path, the ACK path. A capture at the {sender} shows the same \
+             stall as ordinary loss (a timeout, no ACK seen)."
+        );
+        f.fix = format!(
+            "Look at the return path, {receiver}→{sender}: a router or firewall dropping or \
+             rate-limiting packets in that direction (`iptables -L -v`, `nft list ruleset`, \
+             policers, `tc -s qdisc` on the hops), a congested uplink; on the {sender} compare \
+             `netstat -s` (timeouts, TCPSpuriousRTOs, TCPDSACKRecv) with the ACKs the \
+             {receiver} sent. Capture at the {sender} too: ACKs the {receiver} sent that the \
+             {sender} never saw were lost in between."
+        );
+        f.evidence = a
+            .examples
+            .iter()
+            .map(|(client, server, ep)| Evidence::Packets {
+                connection: conn_label(*client, *server),
+                packets: ep.packet_refs(cx.t0_ns),
+                note: format!(
+                    "{} timer retransmission(s) of data the {receiver} had acknowledged; \
+                     {:.1} ms from the {sender}'s previous segment to its last resend",
+                    ep.retx,
+                    ms(ep.before.map_or(0, |b| (ep.last.ts_ns - b.ts_ns).max(0)))
+                ),
+            })
+            .collect();
+        f
+    }
+
     fn on_episode(&mut self, ends: Ends, ep: Episode) {
         self.episodes += 1;
         self.retx += u64::from(ep.retx);
@@ -291,6 +372,64 @@ mod tests {
             "{}",
             v[0].explanation
         );
+    }
+
+    /// explore9's setup 6 (client-side capture, frames 166–170): the server's timer resent
+    /// data the client had acknowledged, after 208 ms and 424 ms.
+    fn acked_timer_resend(k: u64, wait_ms: i64) -> Episode {
+        let t = k as i64 * 1000;
+        let first = pkt(k * 10 + 5, t + wait_ms, true, F::ACK, 1448);
+        let mut e = Episode::synthetic(first, first, t * MS + T0, 1, 1);
+        e.class = RetxClass::Timeout;
+        e.timer_retx = 1;
+        e.near_receiver = Some(true);
+        e.acked_at_start = Some(193_551);
+        e.before = Some(pkt(k * 10 + 4, t, true, F::ACK, 504));
+        e
+    }
+
+    #[test]
+    fn timer_resends_of_acknowledged_data_next_to_the_receiver_are_ack_path_loss() {
+        let eps = [acked_timer_resend(0, 208), acked_timer_resend(1, 424)];
+        // 2 of 3,600 segments: far under the share, told by the 632 ms stall.
+        let v = run_eps(&eps, 3600);
+        assert_eq!(v.len(), 1);
+        let f = &v[0];
+        assert_eq!(f.side, Side::Network);
+        assert!(f.severity >= Severity::Warning, "{f:?}");
+        assert!(
+            f.summary.starts_with("ACKs lost on the way back") && f.summary.contains("632.0 ms"),
+            "{}",
+            f.summary
+        );
+        assert!(f.fix.contains("return path, client→server"), "{}", f.fix);
+        // One alone of 208 ms is still a stall to tell.
+        assert_eq!(run_eps(&eps[..1], 3600).len(), 1);
+    }
+
+    #[test]
+    fn look_alikes_of_ack_path_loss_are_not_told_as_it() {
+        let base = acked_timer_resend(0, 424);
+        // Captured next to the sender, or with no handshake to tell where: ordinary loss.
+        let mut near_sender = base;
+        near_sender.near_receiver = Some(false);
+        let mut unknown = base;
+        unknown.near_receiver = None;
+        // Nothing acknowledged before the resend (a delayed ACK, a capture started mid-stream).
+        let mut unacked = base;
+        unacked.acked_at_start = None;
+        // A tail-loss probe: no timer wait.
+        let mut probe = base;
+        probe.timer_retx = 0;
+        probe.class = RetxClass::Probe;
+        // After the last exchange: no request waited.
+        let mut idle = base;
+        idle.idle = true;
+        // Under one minimum RTO of stall.
+        let short = acked_timer_resend(0, 150);
+        for e in [near_sender, unknown, unacked, probe, idle, short] {
+            assert!(run_eps(&[e], 3600).is_empty(), "{e:?}");
+        }
     }
 
     #[test]

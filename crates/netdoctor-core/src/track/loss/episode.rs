@@ -148,6 +148,12 @@ impl Episode {
     pub fn is_spurious(&self) -> bool {
         self.spurious >= self.retx
     }
+    /// The receiver had acknowledged (cumulatively) the first resent segment's start before
+    /// the episode began: the resend repeated data already acknowledged where the capture was.
+    pub fn acked_before_resend(&self) -> bool {
+        self.acked_at_start
+            .is_some_and(|a| a.wrapping_sub(self.head_seq.wrapping_add(1)) < 1 << 31)
+    }
     /// Minimum timer retransmissions, none answered, for [`Episode::peer_silent`].
     pub const SILENT_TIMER_RETX: u32 = 3;
     /// The receiver went silent: the episode was never acknowledged, the sender's timer fired
