@@ -111,7 +111,10 @@ fn silent_peer(f: &Finding) -> (&'static str, &'static str) {
     if !f.summary.contains(SILENT_PEER_MARK) {
         return ("some", rcv);
     }
-    let forgot = notes.iter().filter(|n| n.contains(FORGOT_NOTE_MARK)).count();
+    let forgot = notes
+        .iter()
+        .filter(|n| n.contains(FORGOT_NOTE_MARK))
+        .count();
     let story = if forgot * 2 > notes.len() {
         "forgot"
     } else if f.side == Side::Network {
