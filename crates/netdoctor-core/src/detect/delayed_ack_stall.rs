@@ -10,7 +10,9 @@
 //! have their own findings). `side` is the receiver, whose ACK timer caused the wait.
 
 use super::nagle_delayed_ack::StallSides;
-use super::{Context, Detector, Interests, episode_severity, ms, stall_evidence, worst_note};
+use super::{
+    Context, Detector, Interests, cap_by_share, episode_severity, ms, stall_evidence, worst_note,
+};
 use crate::event::{Event, StallKind};
 use crate::finding::{Finding, FindingId, Severity, Side};
 
@@ -54,6 +56,7 @@ fn finish(agg: &StallSides, exchanges: u64, t0_ns: i64, out: &mut Vec<Finding>) 
         } else {
             Severity::Info
         };
+        let typical = cap_by_share(typical, StallSides::share(s));
         let (worst, total) = s
             .delay
             .as_ref()

@@ -19,6 +19,10 @@
 
 use std::collections::BTreeMap;
 
+mod proxy;
+
+pub use proxy::{PROXY_TIMEOUT_EVIDENCE, UPSTREAM_REFUSED_EVIDENCE};
+
 use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label};
 use crate::event::{Event, ExchangeDone};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
@@ -33,6 +37,8 @@ pub struct HttpErrors {
     captured: BTreeMap<u16, u64>,
     /// Captured exchanges answered with 4xx/5xx, the first few.
     examples: Vec<ExchangeDone>,
+    /// The times of captured 502 and 504 answers (a proxy's, [`proxy`]).
+    gateway: proxy::GatewayTimes,
 }
 
 impl Detector for HttpErrors {
@@ -51,6 +57,9 @@ impl Detector for HttpErrors {
             Event::ExchangeDone(x) | Event::ExchangeCut(x) => {
                 if let Some(code) = x.status {
                     *self.captured.entry(code).or_default() += 1;
+                    if !x.cut {
+                        self.gateway.on_answer(code, x.latency_ns);
+                    }
                     if code >= 400 && self.examples.len() < MAX_EXAMPLES {
                         self.examples.push(**x);
                     }
@@ -100,6 +109,7 @@ impl Detector for HttpErrors {
                     ),
                 }
             }));
+            self.gateway.retell(&l, &mut f);
             out.push(f);
         }
     }

@@ -162,6 +162,36 @@ pub(crate) fn episode_severity(typical: Severity, worst_ms: f64, total_ms: f64) 
     typical.max(by_worst)
 }
 
+/// Below this share of the time of the requests a stall cause hit (their stall over their
+/// latency, on average), its typical episode cannot make it critical: one 40 ms pause in a
+/// 25 s transfer is no root cause, however long 40 ms is beside a 1 ms request.
+pub const SHARE_CRITICAL: f64 = 0.10;
+/// Below this share it is info (the worst episode may still raise it, [`episode_severity`]).
+pub const SHARE_WARNING: f64 = 0.01;
+
+/// The typical severity of a stall cause capped by what its stalls took of the requests they
+/// hit: `share` is the mean over those requests of stall / latency, `None` when no completed
+/// request was hit (then the typical severity stands). Session 27: `zero_window` and
+/// `delayed_ack_stall` were critical on a single 36-80 ms stall in a 12-25 s rate-limited
+/// download (`rate-limited-reader`), because that one request was "100 % of requests".
+pub(crate) fn cap_by_share(typical: Severity, share: Option<f64>) -> Severity {
+    match share {
+        Some(s) if s < SHARE_WARNING => Severity::Info,
+        Some(s) if s < SHARE_CRITICAL => typical.min(Severity::Warning),
+        _ => typical,
+    }
+}
+
+/// The share of an exchange's latency a stall of `stall_ns` took (0..=1).
+#[inline]
+pub(crate) fn stall_share(stall_ns: i64, latency_ns: i64) -> f64 {
+    if latency_ns > 0 {
+        (stall_ns as f64 / latency_ns as f64).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
 /// An added latency as a summary shows it, at a precision that shows it: `"+43.8 ms"`,
 /// `"+0.33 ms"`, `"+4 µs"` (a median of 0.33 ms must not read "+0.0 ms" beside evidence that
 /// says "stalled 0.33 ms").

@@ -28,7 +28,8 @@
 use std::net::SocketAddr;
 
 use super::{
-    Context, Detector, Interests, MAX_EXAMPLES, episode_severity, ms, stall_evidence, worst_note,
+    Context, Detector, Interests, MAX_EXAMPLES, cap_by_share, episode_severity, ms, stall_evidence,
+    stall_share, worst_note,
 };
 use crate::event::{Event, Stall, StallKind};
 use crate::finding::{Finding, FindingId, Severity, Side};
@@ -86,6 +87,8 @@ pub(crate) struct Example {
 pub(crate) struct StallSide {
     pub(crate) stalls: u64,
     pub(crate) affected_exchanges: u64,
+    /// The sum over those exchanges of the share of their latency the stalls took.
+    pub(crate) share_sum: f64,
     /// Data → late ACK.
     pub(crate) delay: Option<Hist>,
     /// Late ACK → the held data.
@@ -122,12 +125,19 @@ impl StallSides {
     pub(crate) fn on_exchange(&mut self, x: &crate::event::ExchangeDone, id: FindingId) {
         for server_side in [true, false] {
             if x.stalled(id, server_side) {
-                self.0[usize::from(!server_side)].affected_exchanges += 1;
+                let s = &mut self.0[usize::from(!server_side)];
+                s.affected_exchanges += 1;
+                s.share_sum += stall_share(x.stall_ns(id), x.latency_ns);
             }
         }
     }
 
     /// The sides with stalls, each with whether it is the server's data that waited.
+    /// The mean share of the hit exchanges' latency their stalls took (`None`: none hit).
+    pub(crate) fn share(s: &StallSide) -> Option<f64> {
+        (s.affected_exchanges > 0).then(|| s.share_sum / s.affected_exchanges as f64)
+    }
+
     pub(crate) fn active(&self) -> impl Iterator<Item = (bool, &StallSide)> {
         [(true, &self.0[0]), (false, &self.0[1])]
             .into_iter()
@@ -148,6 +158,7 @@ fn finding(server_held: bool, s: &StallSide, exchanges: u64, t0_ns: i64) -> Find
     } else {
         Severity::Info
     };
+    let typical = cap_by_share(typical, StallSides::share(s));
     let (worst, total) = s
         .delay
         .as_ref()

@@ -17,8 +17,8 @@
 use std::net::SocketAddr;
 
 use super::{
-    Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, stall_evidence,
-    worst_note,
+    Context, Detector, Interests, MAX_EXAMPLES, cap_by_share, conn_label, episode_severity, ms,
+    stall_evidence, stall_share, worst_note,
 };
 use crate::event::{Event, Stall, StallKind, ZeroPeriod};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
@@ -48,6 +48,8 @@ struct SideAgg {
     worst_ns: i64,
     /// Zero-window stall per affected exchange.
     per_exchange: Option<Hist>,
+    /// The sum over the affected exchanges of the share of their latency that stall took.
+    share_sum: f64,
     /// Periods that ended with the connection or capture, the window still closed.
     never_reopened: u64,
     /// Periods whose reopening window is known, and those that reopened below one MSS.
@@ -121,9 +123,11 @@ impl Detector for ZeroWindow {
                         s.affected_exchanges += 1;
                         // Both sides' periods are charged to one cause; an exchange stalled
                         // by both counts its stall for each.
+                        let stall = x.stall_ns(FindingId::ZeroWindow);
                         s.per_exchange
                             .get_or_insert_with(Hist::new)
-                            .record_ns(x.stall_ns(FindingId::ZeroWindow));
+                            .record_ns(stall);
+                        s.share_sum += stall_share(stall, x.latency_ns);
                     }
                 }
             }
@@ -133,6 +137,14 @@ impl Detector for ZeroWindow {
 
     fn finish(&mut self, cx: &Context, out: &mut Vec<Finding>) {
         self.report(cx.exchanges, cx.t0_ns, out);
+    }
+}
+
+impl SideAgg {
+    /// The mean share of the affected exchanges' latency the zero window took (`None`: no
+    /// completed exchange was hit).
+    fn share(&self) -> Option<f64> {
+        (self.affected_exchanges > 0).then(|| self.share_sum / self.affected_exchanges as f64)
     }
 }
 
@@ -187,7 +199,7 @@ impl ZeroWindow {
             } else {
                 Severity::Info
             };
-            let severity = episode_severity(typical, worst, total);
+            let severity = episode_severity(cap_by_share(typical, s.share()), worst, total);
             let (who, peer, side) = if server {
                 ("server", "client", Side::Server)
             } else {
@@ -429,7 +441,7 @@ fn full_window_finding(server: bool, s: &SideAgg, exchanges: u64, t0_ns: i64) ->
         Severity::Info
     };
     let worst = s.full_wait.as_ref().map_or(0.0, Hist::max_ms);
-    let severity = episode_severity(typical, worst, ms(s.full_total_ns));
+    let severity = episode_severity(cap_by_share(typical, s.share()), worst, ms(s.full_total_ns));
     let (who, peer, side) = if server {
         ("server", "client", Side::Server)
     } else {

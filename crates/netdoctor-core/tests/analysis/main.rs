@@ -7,6 +7,8 @@ mod common;
 mod dns;
 mod dns_lab;
 mod dns_tcp;
+mod proxy_errors;
+mod stall_share;
 
 mod abandoned_connect;
 mod abortive_close;

@@ -368,4 +368,6 @@ pub fn packets_note<'a>(
 }
 
 #[cfg(test)]
+mod story_tests;
+#[cfg(test)]
 mod tests;

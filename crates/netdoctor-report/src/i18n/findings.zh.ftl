@@ -355,9 +355,13 @@ server_not_listening-fix = { $probe ->
 
 ## http_errors
 
+# $probe 为 proxy_timeout：多数失败是 504，且都在请求之后同样的时间（$probe_secs 秒）到达：代理的超时；说明以 "$probe_n of $probe_of captured HTTP 504 answers" 开头。
+# $probe 为 upstream_refused：多数失败是 502，且在一毫秒左右就到达：上游拒绝或关闭了连接；说明以 "$probe_n of $probe_of captured HTTP 502 answers" 开头。
 
 # $probe 为 rate_limit：大多数失败是 429（Too Many Requests），是限流按设计拒绝了超出配额的请求。
 http_errors-summary = { $probe ->
+    [proxy_timeout] { $probe_n } 个请求收到 HTTP 504 Gateway Timeout，每个都在请求之后约 { $probe_secs } s：这是代理的超时，它等它的上游等到放弃了
+    [upstream_refused] { $probe_n } 个请求收到 HTTP 502 Bad Gateway，都在请求之后很短的时间内：代理的上游立即拒绝或关闭了连接（上游宕机）
     [rate_limit] { $has_pct ->
         [yes] { $pct }% 的请求
        *[no] 部分请求
@@ -374,6 +378,8 @@ http_errors-summary = { $probe ->
     }
 }
 http_errors-explanation = { $probe ->
+    [proxy_timeout] 这些 504 应答都在请求之后几乎相同的时间（约 { $probe_secs } s）到达：固定的等待是定时器的特征，而不是恰好很慢的处理。504 Gateway Timeout 是代理或网关（nginx、HAProxy、负载均衡、API 网关）在它的上游（后面的应用）没有在超时之内应答（或接受连接）时给出的回答：代理等了 { $probe_secs } s 就放弃了，而上游还在处理或者卡住了。这些请求的延迟量出的是代理的超时，而不是上游真正需要的时间（更长）。
+    [upstream_refused] 502 Bad Gateway 是代理没有从上游得到有效应答时的回答。这些 502 在请求之后很快就到了，上游来不及做任何处理：代理连接上游时被拒绝（没有进程在监听：应用宕机、正在重启或在另一个端口上），被复位，或者上游没有应答就关闭了连接（它处理这个请求时崩溃了）。
     [rate_limit] 服务端（或它前面的代理、网关）回复了 429 Too Many Requests：限流有意在处理之前拒绝了超出配额的请求。这次压测要求的速率超过了限额，所以这些失败衡量的是限额，而不是服务端的健康状况；延迟数字也大多来自快速的拒绝，而不是真正的请求。
    *[other] { $side ->
     [network] 连接建立了，服务端确认收到了请求，它的内核在目标的连接上一再重传应答，而客户端旁的抓包几乎没有看到这些报文到达：服务端回复了，应答在两台主机之间丢失。小包（握手、请求、ACK，也许还有响应头）能通过，满尺寸的数据段却通不过：这是路径 MTU 黑洞的迹象（路径上 MTU 变小的那一跳丢弃满尺寸报文，而告知服务端的 ICMP“需要分片”在途中被过滤），或者有过滤规则丢弃了服务端的数据。
@@ -381,6 +387,8 @@ http_errors-explanation = { $probe ->
     }
 }
 http_errors-fix = { $probe ->
+    [proxy_timeout] 查看代理后面的上游，而不是代理本身：它为什么比 { $probe_secs } s 还慢（它自己关于这些请求的日志、慢的数据库或后端、卡住或饱和的 worker 池）？代理的错误日志会写出上游的地址（nginx：`upstream timed out (110: Connection timed out) while reading response header from upstream`）。只有当上游本来就需要这么长时间（报表、导出）时，才调大代理的超时（nginx `proxy_read_timeout`、HAProxy `timeout server`、负载均衡的空闲或请求超时）；否则客户端只是为同样的失败等得更久。
+    [upstream_refused] 查看代理转发到的上游：它是否在运行，是否在代理使用的地址上监听？代理的错误日志会写出这个地址（nginx：`connect() failed (111: Connection refused) while connecting to upstream`）；在上游的主机上用 `ss -ltn` 查看监听的端口；处理请求时崩溃会出现在上游自己的日志里。除非代理指向了错误的地址，否则代理无需修改。
     [rate_limit] 要衡量服务端本身，就待在限额以内：用低于通过量的固定速率（`--rate`），或减少连接数（-c）。如果真实的客户端也被拒绝，就在设置限额的地方调高它（nginx 的 `limit_req_zone … rate=` 和 `burst`、API 网关的配额、应用自己的限流），或让客户端退避并遵守 Retry-After。
    *[other] { $side ->
     [network] 查看两台主机之间的路径，而不是服务端的错误日志：让 ICMP 类型 3 代码 4（以及 ICMPv6 包过大）通过路径上的防火墙，或在路由器上钳制 MSS（`iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`），或把接口的 MTU 调到路径上最小的那个；`ping -M do -s 1472 TARGET` 可以看出满尺寸的包能否通过。
