@@ -49,7 +49,12 @@ pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
 /// → 48 → 56 → 64 → 72 eighths gave `-j 2` medians of 0.216, 0.209, 0.205, 0.197, 0.197,
 /// 0.192 s; a second sweep on the final code 56 → 72 → 88 → 104 → 128 gave 0.187, 0.184,
 /// 0.189, 0.196, 0.197 s. (Session 21's 56 came from perf samples per thread under load.)
-pub(super) const READER_EIGHTHS_WALKING: u32 = 72;
+/// Session 27, after the hot-path changes of sessions 24–26 (quiet, load 1.5, 15 alternating
+/// rounds, `-j 1` 0.290 s; helper jscale's `ND_EIGHTHS` build): 40 → 48 → 56 → 72 eighths
+/// gave 0.195, 0.182, 0.181, 0.185 s (an earlier 15 rounds: 48 0.181, 72 0.186), and the
+/// reader's share of the CPU samples under load fell from 0.525 at 32 to 0.474 at 72: the
+/// reader is now the lighter thread at 72, so 56.
+pub(super) const READER_EIGHTHS_WALKING: u32 = 56;
 
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
