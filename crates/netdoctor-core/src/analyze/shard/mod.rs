@@ -92,8 +92,8 @@
 //! channel's `send` (the worker [`DEPTH`] rounds behind) in 330–420 of the 441 rounds, the
 //! worker in `recv` 30–130 times. The reader's share of the CPU samples by its weight (a
 //! throwaway build reading it from the environment, load 8–9): 32 eighths 0.525, 48 0.49, 72
-//! (kept) 0.474, 88 0.462; the busier thread's samples ~5 % fewer at 48 than at 72. Session
-//! 22's quiet wall sweep chose 72 over 56, so it stays until a quiet sweep.
+//! 0.474, 88 0.462; the busier thread's samples ~5 % fewer at 48 than at 72. A quiet sweep
+//! then moved it to 56 (`route::READER_EIGHTHS_WALKING`: 1.592× → 1.614×).
 //! Tried and reverted (session 27): the reader analyzing its own batch first when a worker's
 //! queue is full (`try_send`, the batch sent after). Its sleeps fell 335–381 → 254–270 a run,
 //! but the worker's on an empty queue grew (70–228 → 247–340 ms a run, load 8.7): a reader
