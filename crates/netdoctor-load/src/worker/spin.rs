@@ -24,7 +24,9 @@
 //! 1/32): at 100 connections most naps end late anyway (the two load threads share a vCPU: a
 //! 20 µs nap lasted 94 µs on average, 86 % of them late), and fewer, longer naps cost less
 //! (quiet, 3 alternating rounds: plain CPU per request 0.911× wrk's against 0.935×; HTTPS
-//! 0.82× against 0.89×; requests/s within 1 %).
+//! 0.82× against 0.89×; requests/s within 1 %). As the default, with the cheaper send-time
+//! search of `sched`, two `bench/load-vs-peers` runs gave plain 1.18–1.21× wrk's requests/s
+//! at 0.85–0.86× its CPU per request, HTTPS 1.01–1.08× oha (bench/README.md "Session 27").
 //!
 //! The cost of a nap is the latency it adds: a response that arrives during it is read when it
 //! ends, up to the nap's length late. So a nap lasts at most 1/[`NAP_SHARE`] of the thread's
