@@ -22,25 +22,8 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use common::{json, netdoctor};
+use common::{corpus_file, json, netdoctor};
 use serde_json::Value;
-
-fn corpus_file(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-        .join(name);
-    if !path.exists() {
-        eprintln!(
-            "skipped: needs {} (the shared realworld-pcaps corpus)",
-            path.display()
-        );
-        return None;
-    }
-    Some(path)
-}
 
 fn analyze(name: &str) -> Option<Value> {
     let path = corpus_file(name)?;

@@ -5,21 +5,7 @@
 
 use crate::common;
 
-use std::path::PathBuf;
-
-fn corpus_file(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        });
-    let p = dir.join(name);
-    if !p.exists() {
-        eprintln!("skipped: {} missing", p.display());
-        return None;
-    }
-    Some(p)
-}
+use common::corpus_file;
 
 fn json(path: &std::path::Path, jobs: &str) -> serde_json::Value {
     let o = common::netdoctor(&["analyze", "--json", "-j", jobs, path.to_str().unwrap()]);

@@ -40,14 +40,6 @@ const SIGNED_HEALTHY: &[(&str, &str)] = &[
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn corpus() -> PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-}
-
 /// Every "(X% of data segments)" in the findings' summaries is at most 100 % (issue 19: a
 /// capture holding each frame twice once read as 200 % retransmitted).
 fn assert_shares(name: &str, v: &serde_json::Value) {
@@ -70,7 +62,7 @@ fn assert_shares(name: &str, v: &serde_json::Value) {
 
 #[test]
 fn every_corpus_capture_ends_in_a_verdict_or_a_clear_error() {
-    let dir = corpus();
+    let dir = common::corpus_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         eprintln!(
             "skipped: needs {} (the shared realworld-pcaps corpus)",
@@ -142,7 +134,7 @@ fn no_latency_is_printed_when_no_exchange_ended() {
         ("ndpi-exe_download.pcap", true),
         ("zeek-get.pcap", false),
     ] {
-        let path = corpus().join(name);
+        let path = common::corpus_dir().join(name);
         if !path.exists() {
             eprintln!(
                 "skipped: needs {} (the shared realworld-pcaps corpus)",

@@ -24,22 +24,12 @@
 
 use crate::common;
 
-use std::path::PathBuf;
-
 use common::{json, netdoctor};
 use serde_json::Value;
 
-fn corpus() -> PathBuf {
-    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
-        })
-}
-
 /// `netdoctor analyze --json` of corpus file `name`, or `None` (one line) when it is missing.
 fn analyze(name: &str) -> Option<Value> {
-    let path = corpus().join(name);
+    let path = common::corpus_dir().join(name);
     if !path.exists() {
         eprintln!(
             "skipped: needs {} (the shared realworld-pcaps corpus)",
@@ -291,7 +281,7 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
     // The look-alike: the same capture with the phone's last packet a RST|ACK (a host that still
     // had the connection aborting it, its ACK not covering the resent FIN). Whether the
     // resends arrived cannot be told: a timeout on the network, as before.
-    let path = corpus().join("suri-tcp-empty-sack.pcap");
+    let path = common::corpus_dir().join("suri-tcp-empty-sack.pcap");
     let Ok(mut b) = std::fs::read(&path) else {
         eprintln!("skipped: needs {}", path.display());
         return;
@@ -345,7 +335,7 @@ fn a_reset_with_ack_after_the_timer_is_not_a_vanished_connection() {
 #[test]
 fn silent_peers_are_told_in_chinese_too() {
     let block = |name: &str| {
-        let path = corpus().join(name);
+        let path = common::corpus_dir().join(name);
         path.exists()
             .then(|| common::zh_finding_block(&path, "retransmission_timeout"))
     };

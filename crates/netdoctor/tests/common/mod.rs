@@ -118,6 +118,29 @@ pub fn check<'a>(r: &'a serde_json::Value, name: &str) -> (&'a str, &'a str) {
     )
 }
 
+/// The shared third-party capture corpus (`NETDOCTOR_REALWORLD_PCAPS`, default
+/// `../shared/realworld-pcaps` beside the repository).
+pub fn corpus_dir() -> PathBuf {
+    std::env::var_os("NETDOCTOR_REALWORLD_PCAPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realworld-pcaps")
+        })
+}
+
+/// Corpus file `name`, or `None` with one line saying what the skipped test needs.
+pub fn corpus_file(name: &str) -> Option<PathBuf> {
+    let path = corpus_dir().join(name);
+    if !path.exists() {
+        eprintln!(
+            "skipped: needs {} (the shared realworld-pcaps corpus)",
+            path.display()
+        );
+        return None;
+    }
+    Some(path)
+}
+
 pub fn captures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/captures")
 }
