@@ -277,12 +277,8 @@ impl SynRetransmit {
             "Opening a TCP connection takes a SYN, a SYN/ACK and an ACK. When one is lost, \
              nothing happens until a timer fires: a SYN or SYN/ACK is repeated after 1 s, \
              then 3 s after the first (recent Linux clients repeat SYNs every second: 1 s, \
-             2 s, 3 s, 4 s). That is the 1 s / 3 s pattern in request latencies. Here the SYN was repeated on {} connections (the server did \
-             not answer it: its accept queue was full, a SYN-flood defence or a firewall \
-             dropped it, or the path lost it), and the SYN/ACK on {} (the server answered, but \
-             the client's ACK did not complete the handshake: Linux drops that ACK while the \
-             listener's accept queue is full). {} connections never completed.",
-            self.syn_repeated, self.synack_repeated, self.never_completed
+             2 s, 3 s, 4 s). That is the 1 s / 3 s pattern in request latencies.{}",
+            self.repeats_words()
         );
         if self.unanswered > 0 {
             f.explanation.push_str(&format!(
@@ -314,6 +310,34 @@ impl SynRetransmit {
 }
 
 impl SynRetransmit {
+    /// " Here the SYN was repeated on N connections (...), and the SYN/ACK on M (...). K of
+    /// them never completed." with only the clauses whose count is not zero (a sentence about
+    /// "0 connections" read as if it had happened).
+    fn repeats_words(&self) -> String {
+        let conns = |n: u64| format!("{n} connection{}", if n == 1 { "" } else { "s" });
+        let syn = "(the server did not answer it: its accept queue was full, a SYN-flood \
+                   defence or a firewall dropped it, or the path lost it)";
+        let synack = "(the server answered, but the client's ACK did not complete the \
+                      handshake: Linux drops that ACK while the listener's accept queue is full)";
+        let mut out = match (self.syn_repeated, self.synack_repeated) {
+            (0, 0) => String::new(),
+            (n, 0) => format!(" Here the SYN was repeated on {} {syn}.", conns(n)),
+            (0, m) => format!(" Here the SYN/ACK was repeated on {} {synack}.", conns(m)),
+            (n, m) => format!(
+                " Here the SYN was repeated on {} {syn}, and the SYN/ACK on {m} {synack}.",
+                conns(n)
+            ),
+        };
+        if self.never_completed > 0 {
+            let n = self.never_completed;
+            out.push_str(&format!(
+                " {n} of {} never completed the handshake.",
+                if self.affected == 1 { "it" } else { "them" }
+            ));
+        }
+        out
+    }
+
     /// "N more connections never opened: ..." (the unopened connections, in words).
     fn unopened_words(&self) -> String {
         format!(

@@ -256,3 +256,33 @@ fn frames_out_of_timestamp_order_are_read_in_timestamp_order() {
         "{said}"
     );
 }
+
+/// syn_retransmit's explanation tells only what happened: no clause about "0 connections"
+/// (it once read "the SYN was repeated on 0 connections (...), and the SYN/ACK on 1 (...). 0
+/// connections never completed"), and it still counts what did.
+#[test]
+fn syn_retransmit_says_nothing_about_zero_connections() {
+    for (file, said) in [
+        (
+            "listen-full.pcap",
+            "the SYN/ACK was repeated on 1 connection",
+        ),
+        (
+            "banner-ack-lost.pcap",
+            "the SYN/ACK was repeated on 1 connection",
+        ),
+        ("syn-tail.pcap", "the SYN was repeated on 6 connections"),
+        (
+            "route-lossy.pcap",
+            "2 of them never completed the handshake",
+        ),
+    ] {
+        let (_, v) = analyze(&captures_dir().join(file));
+        let f = finding(&v, "syn_retransmit").unwrap_or_else(|| panic!("{file}: {v:#}"));
+        let x = f["explanation"].as_str().unwrap().replace('\n', " ");
+        assert!(x.contains(said), "{file}: {x}");
+        for zero in [" 0 connection", " on 0 ", "0 of them"] {
+            assert!(!x.contains(zero), "{file}: {zero:?} in {x}");
+        }
+    }
+}
