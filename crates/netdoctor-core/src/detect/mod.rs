@@ -196,12 +196,18 @@ pub(crate) fn stall_share(stall_ns: i64, latency_ns: i64) -> f64 {
 /// `"+0.33 ms"`, `"+4 µs"` (a median of 0.33 ms must not read "+0.0 ms" beside evidence that
 /// says "stalled 0.33 ms").
 pub(crate) fn added_ms(v: f64) -> String {
+    format!("+{}", ms_text(v))
+}
+
+/// A time in ms at a precision that shows it, unsigned: `"43.8 ms"`, `"0.33 ms"`, `"4 µs"`
+/// ([`added_ms`] without the sign).
+pub(crate) fn ms_text(v: f64) -> String {
     if v >= 10.0 {
-        format!("+{v:.1} ms")
+        format!("{v:.1} ms")
     } else if v >= 0.01 {
-        format!("+{v:.2} ms")
+        format!("{v:.2} ms")
     } else {
-        format!("+{:.0} µs", (v * 1000.0).max(1.0))
+        format!("{:.0} µs", (v * 1000.0).max(1.0))
     }
 }
 

@@ -39,15 +39,6 @@ pub(super) struct GatewayTimes {
     t504: Vec<i64>,
 }
 
-/// `0.23 ms`, `12.4 ms`.
-fn human(ns: i64) -> String {
-    if ns >= 10_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.2} ms", ns as f64 / 1e6)
-    }
-}
-
 impl GatewayTimes {
     pub(super) fn on_answer(&mut self, code: u16, latency_ns: i64) {
         let v = match code {
@@ -121,7 +112,7 @@ impl GatewayTimes {
                 return;
             }
             let n = v.len();
-            let t = human(med);
+            let t = crate::detect::ms_text(med as f64 / 1e6);
             f.summary.push_str(&format!(
                 " in {t} (median): the proxy's upstream refused or closed the connection at \
                  once (upstream down)"

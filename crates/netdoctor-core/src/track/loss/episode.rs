@@ -152,7 +152,7 @@ impl Episode {
     /// the episode began: the resend repeated data already acknowledged where the capture was.
     pub fn acked_before_resend(&self) -> bool {
         self.acked_at_start
-            .is_some_and(|a| a.wrapping_sub(self.head_seq.wrapping_add(1)) < 1 << 31)
+            .is_some_and(|a| super::seq_gt(a, self.head_seq))
     }
     /// Minimum timer retransmissions, none answered, for [`Episode::peer_silent`].
     pub const SILENT_TIMER_RETX: u32 = 3;
