@@ -296,7 +296,14 @@ pub fn relate(findings: &mut Vec<Finding>) {
                     c.fix
                 );
             }
-            if ((root_side == Side::Network || silent_client) && c.side == Side::Server) || shaper {
+            // A lost SYN told on the path already (no counter, no capture at the server) is
+            // the path's too: it says which loss first.
+            let path_told =
+                id == SynRetransmit && root_side == Side::Network && c.side == Side::Network;
+            if ((root_side == Side::Network || silent_client) && c.side == Side::Server)
+                || shaper
+                || path_told
+            {
                 c.side = root_side;
                 if !c.fix.starts_with("Caused by") {
                     c.fix = format!(

@@ -109,6 +109,8 @@ pub struct SynRetransmit {
     /// netdoctor's own load ran ([`Observation::RunConfig`]): the capture was taken in the
     /// client's namespace, on its interface, before its firewall and its TCP.
     capture_at_client: bool,
+    /// Where the capture was taken, and the SYNs nobody answered (`vantage`).
+    vantage: vantage::Vantage,
 }
 
 impl Detector for SynRetransmit {
@@ -126,7 +128,10 @@ impl Detector for SynRetransmit {
                 let refused = c.first_close.is_some_and(|p| p.from_server);
                 self.on_conn(c.ends.client, c.ends.server, &c.syn, refused)
             }
-            Event::Observed(Observation::Counters(deltas)) => self.listen = listen_drops(deltas),
+            Event::Observed(Observation::Counters(deltas)) => {
+                self.vantage.counters_seen = true;
+                self.listen = listen_drops(deltas);
+            }
             Event::Observed(Observation::RunConfig { .. }) => self.capture_at_client = true,
             _ => {}
         }
@@ -144,6 +149,7 @@ impl SynRetransmit {
             return;
         };
         self.handshakes += 1;
+        self.vantage.on_conn(client, server, st);
         if !st.repeated() {
             return;
         }
@@ -304,6 +310,7 @@ impl SynRetransmit {
                 .take(MAX_EXAMPLES.saturating_sub(f.evidence.len())),
         );
         self.answered_but_not_taken(&mut f);
+        self.vantage.place(&mut f, self.synack_repeated);
         self.attribute_listen(&mut f);
         out.push(f);
     }
@@ -434,6 +441,7 @@ impl SynRetransmit {
                 .push_str(&format!(" Not counted either: {}.", self.idle_clause()));
         }
         f.evidence = evidence(&self.unopened_examples, t0_ns);
+        self.vantage.place(&mut f, self.synack_repeated);
         self.attribute_listen(&mut f);
         f
     }
@@ -641,3 +649,4 @@ fn evidence(examples: &[Example], t0_ns: i64) -> Vec<Evidence> {
 
 #[cfg(test)]
 mod tests;
+mod vantage;

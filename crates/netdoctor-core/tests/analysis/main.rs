@@ -9,6 +9,7 @@ mod dns_lab;
 mod dns_tcp;
 mod proxy_errors;
 mod stall_share;
+mod syn_side;
 
 mod abandoned_connect;
 mod abortive_close;
