@@ -279,3 +279,40 @@ fn a_tiny_window_caught_full_only_in_single_reads_is_receive_window_limited() {
         findings(&never)
     );
 }
+
+/// Stop 44's CI (session 28's fresh clone, nothing else running): the small-wmem case moved
+/// 11.97 Gbit/s at a 26 µs srtt (9 µs minimum) through its 16 KB buffer, the writer asleep
+/// 29–36 % of its time off a run queue, the connection idle 22 %, cwnd 345 KB and the window
+/// 1.6 MB: every edge and every read inside the intervals (100 ms apart) caught 0 B in flight,
+/// so "the buffer capped what was in flight" had no sample and nothing was found. The buffer
+/// is under one round trip at the rate reached (38 KB). The run's intervals, tcp_info and
+/// receiver CPUs (printed by the failing live test), set into the recorded small-wmem report.
+#[test]
+fn a_small_send_buffer_never_caught_in_flight_is_send_buffer_limited() {
+    let r = recorded("small-wmem-ci44");
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::SendBufferLimited],
+        "{f:#?}"
+    );
+    // The sentence says what was seen: the buffer against the round trip, not "at most 0 B".
+    assert!(
+        f[0].summary.contains(
+            "16.0 KBytes send buffer holds less than one round trip of data at the rate reached"
+        ),
+        "{}",
+        f[0].summary
+    );
+    // The look-alike: the same sleeping writer with a buffer many round trips deep (session
+    // 15's loaded sender: 0 B in flight of a 2.11 MB buffer) is not the buffer's doing.
+    let mut big = r.clone();
+    for s in samples(&mut big) {
+        s.sndbuf = Some(2_211_840);
+    }
+    assert!(
+        !ids(&big).contains(&FindingId::SendBufferLimited),
+        "{:#?}",
+        findings(&big)
+    );
+}

@@ -80,6 +80,11 @@ impl Facts<'_> {
         v.get(v.len() / 2).copied().unwrap_or(0)
     }
 
+    /// The test's sending rate per stream, bits/s.
+    pub fn per_stream_bps(&self) -> f64 {
+        self.sent.bits_per_second / f64::from(self.r.setup.num_streams.max(1))
+    }
+
     /// How many samples satisfy `p`.
     pub fn count(&self, p: impl Fn(&IntervalStream) -> bool) -> usize {
         self.ss.iter().filter(|s| p(s)).count()

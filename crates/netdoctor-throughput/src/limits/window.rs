@@ -99,7 +99,7 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     } else {
         0.0
     };
-    let per_stream = x.sent.bits_per_second / f64::from(x.r.setup.num_streams.max(1));
+    let per_stream = x.per_stream_bps();
     // "Caught full once" is any single read or edge at the window, not an interval judged
     // full: stop 39's CI (nothing else running) saw the 4.6 KB window full in 5 of 42 reads
     // and at no edge (1.4–2.9 KB in flight), the kernel's clock 17 %, at 878 Mbit/s of the
@@ -232,19 +232,34 @@ pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
     // payload against SO_SNDBUF, so a full buffer holds about half of it in flight. Under a
     // loaded CPU a sender that sleeps for other reasons showed 0 bytes of a 2.11 MB buffer
     // and 1.19 MB of 4 MB in flight (session 15); the small-wmem lab 65 KB of 16 KB.
-    if buf == 0 || max_inf * 5 < buf * 2 {
+    // Or the whole buffer holds less than one round trip of data at the rate each sample
+    // reached (its own rate × srtt): on a path of a few µs the reads may never catch data in
+    // flight. Stop 44's CI: 16 KB against 38 KB (11.97 Gbit/s at 26 µs), 0 B in flight in
+    // every edge and read; every other recorded case's buffer is ≥ 16× its round trip.
+    let bdp = x.med(|s| (s.bits_per_second / 8.0 * f64::from(s.rtt_us.unwrap_or(0)) / 1e6) as u64);
+    let caught = max_inf * 5 >= buf * 2;
+    if buf == 0 || !(caught || buf < bdp) {
         return None;
     }
     let (m_wnd, m_cwnd) = (x.med(wnd), x.med(cwnd));
     let wmem = x.r.sysctls.get("net.ipv4.tcp_wmem");
+    let held = if caught {
+        format!("let at most {} in flight", fmt_bytes(max_inf as f64))
+    } else {
+        format!(
+            "holds less than one round trip of data at the rate reached ({} at {} and {} µs)",
+            fmt_bytes(bdp as f64),
+            fmt_bits(x.per_stream_bps()),
+            x.med(|s| u64::from(s.rtt_us.unwrap_or(0)))
+        )
+    };
     let mut f = Finding::new(
         FindingId::SendBufferLimited,
         Severity::Warning,
         x.sender,
         format!(
-            "limited by the sender's buffer: a {} send buffer let at most {} in flight while cwnd ({}) and the peer's window ({}) allowed more, and the connection sat idle {:.0} % of the test",
+            "limited by the sender's buffer: a {} send buffer {held} while cwnd ({}) and the peer's window ({}) allowed more, and the connection sat idle {:.0} % of the test",
             fmt_bytes(buf as f64),
-            fmt_bytes(max_inf as f64),
             fmt_bytes(m_cwnd as f64),
             fmt_bytes(m_wnd as f64),
             (1.0 - busy) * 100.0
