@@ -4,17 +4,20 @@
 //! findings removed (`tests/recorded/*-busy.json`). Judged again here, each must name its case's
 //! limit and no other: a sender starved of CPU must not hide a shaper, and the look-alikes
 //! (a small send buffer, a small receive window, a rate-limited writer, loss, a receiver's CPU
-//! in softirq) must keep their verdicts.
+//! in softirq) must keep their verdicts. Some are a CI run's figures set into the recorded
+//! report of their case (named by the run), and `small-wmem-far-l2.json` is a transfer over the
+//! `far-l2` lab's 40 ms bridge (no busy loops).
 
 use netdoctor_core::FindingId;
 use netdoctor_throughput::Report;
 use netdoctor_throughput::limits::findings;
 
 fn recorded(name: &str) -> Report {
-    let path = format!(
-        "{}/tests/recorded/{name}-busy.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    recorded_file(&format!("{name}-busy.json"))
+}
+
+fn recorded_file(file: &str) -> Report {
+    let path = format!("{}/tests/recorded/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -314,5 +317,75 @@ fn a_small_send_buffer_never_caught_in_flight_is_send_buffer_limited() {
         !ids(&big).contains(&FindingId::SendBufferLimited),
         "{:#?}",
         findings(&big)
+    );
+}
+
+/// A send buffer that limits a transfer the textbook way (session 29, by hand: the `far-l2`
+/// lab, the client's `tcp_wmem` set to 16 KB inside its namespace, `throughput --server` in
+/// the server's): 9.5 Mbit/s over a 40 ms path, 46–51 KB in flight against a 150 KB cwnd and
+/// a 237 KB window, the writer asleep 99.8 %, the connection busy the whole test and the
+/// kernel counting it short of buffer 3,808 of 6,100 ms. The rule wanted the connection idle
+/// (what a path of µs shows) and found nothing.
+#[test]
+fn a_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
+    let r = recorded_file("small-wmem-far-l2.json");
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::SendBufferLimited],
+        "{f:#?}"
+    );
+    assert!(
+        f[0].summary
+            .ends_with("the writer waited for buffer space 62 % of the time data was in flight"),
+        "{}",
+        f[0].summary
+    );
+    assert!(
+        f[0].explanation
+            .contains("sndbuf-limited 3808 ms of 6100 ms busy"),
+        "{}",
+        f[0].explanation
+    );
+    // The look-alikes: the same busy connection without the kernel's count (nothing says the
+    // writer waited for space while data was in flight), and the kernel's count with a buffer
+    // far deeper than the round trip (4 MB against 48 KB: not what held 9.5 Mbit/s).
+    let mut uncounted = r.clone();
+    uncounted.sender_tcp_info[0].info.sndbuf_limited_us = 0;
+    let mut deep = r.clone();
+    for s in samples(&mut deep) {
+        s.sndbuf = Some(4_194_304);
+    }
+    for look in [uncounted, deep] {
+        assert!(
+            !ids(&look).contains(&FindingId::SendBufferLimited),
+            "{:#?}",
+            findings(&look)
+        );
+    }
+}
+
+/// The live test of the long path (session 29, 3 runs of 5 failed): the same 16 KB buffer
+/// over the 40 ms bridge, but BBR's pacer kept 62 KB (one write past SO_SNDBUF) unsent at 2
+/// of the 4 edges the rules judge while cwnd (148–152 KB) and the window (275 KB) had room, so "data waits
+/// behind the windows" rejected it, though the kernel counted the writer short of buffer 62 %
+/// of the busy time. The run's intervals and tcp_info, set into the recorded far-l2 report.
+#[test]
+fn a_paced_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
+    let r = recorded_file("small-wmem-far-l2-paced.json");
+    assert_eq!(
+        ids(&r),
+        [FindingId::SendBufferLimited],
+        "{:#?}",
+        findings(&r)
+    );
+    // The look-alike: the same unsent data without the kernel's count is data held behind the
+    // windows (a shaper's or loss's signature), not the buffer.
+    let mut uncounted = r.clone();
+    uncounted.sender_tcp_info[0].info.sndbuf_limited_us = 0;
+    assert!(
+        !ids(&uncounted).contains(&FindingId::SendBufferLimited),
+        "{:#?}",
+        findings(&uncounted)
     );
 }

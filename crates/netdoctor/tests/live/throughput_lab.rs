@@ -4,7 +4,9 @@
 //! (the look-alikes: a shaper, a small receive window and a slow writer all give a flat rate;
 //! a shaper's full queue and random loss both retransmit; a saturated receive softirq queues
 //! like a shaper; the small receive window and the slow writer must not read as softirq). Then the lab is stopped by name and
-//! nothing of it may be left. Needs root, iptables, tc and ethtool (skips with one line).
+//! nothing of it may be left. A small send buffer is also run over the `far-l2` lab's 40 ms
+//! bridge (the form a path of milliseconds shows: never idle, the kernel's sndbuf-limited clock).
+//! Needs root, iptables, tc and ethtool (skips with one line).
 
 use crate::common::*;
 use serde_json::Value;
@@ -256,4 +258,114 @@ fn a_receiver_cpu_saturated_in_softirq() {
     );
     assert!(top["softirq"].as_f64().unwrap() >= 0.25, "{top}");
     assert!(top["time_squeeze"].as_u64().unwrap() > 0, "{top}");
+}
+
+/// Kills the throughput server it holds, by PID, also when the test fails.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A send buffer that limits the textbook way: 16 KB over the `far-l2` lab's 40 ms bridge,
+/// where the connection is never idle (the buffer empties into the network and waits a round
+/// trip for its ACKs) and the kernel counts the writer short of buffer. The bulk lab's
+/// small-wmem case only shows the other form (a path of µs: idle gaps). The look-alike on the
+/// same path: the default buffer (4 MB) is not the limit. The server is `throughput --server`
+/// started in the lab's server namespace; the client's `tcp_wmem` is set inside its namespace.
+#[test]
+fn a_small_send_buffer_over_a_long_path_is_send_buffer_limited() {
+    let _turn = crate::common::file_turn(file!());
+    if skipped() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = format!("ndbulk{}-far", std::process::id());
+    let out = netdoctor(&["lab", "start", "--case", "far-l2", "--name", &lab, "--json"]);
+    let guard = Stop(lab.clone());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (cli, srv) = (format!("{lab}-cli"), format!("{lab}-srv"));
+    let server = netdoctor_lab::route_lab::SERVER_IP.to_string();
+    let run = |wmem: &str| -> Value {
+        let set = Command::new("ip")
+            .args(["netns", "exec", &cli, "sysctl", "-qw"])
+            .arg(format!("net.ipv4.tcp_wmem={wmem}"))
+            .status()
+            .unwrap();
+        assert!(set.success(), "sysctl in {cli}");
+        let _server = Server(
+            Command::new("ip")
+                .args(["netns", "exec", &srv, env!("CARGO_BIN_EXE_netdoctor")])
+                .args(["throughput", "--server", "--one-off"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        // Wait (at most 5 s) until the server listens.
+        let t0 = std::time::Instant::now();
+        while !String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["netns", "exec", &srv, "ss", "-Hltn", "sport = :5201"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .contains("5201")
+        {
+            assert!(
+                t0.elapsed().as_secs() < 5,
+                "the server in {srv} never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let o = Command::new("ip")
+            .args(["netns", "exec", &cli, env!("CARGO_BIN_EXE_netdoctor")])
+            .args(["throughput", &server, "-t", "5", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{wmem}: {}", stderr(&o));
+        json(&o)
+    };
+    let small = run("4096 16384 16384");
+    let default = run("4096 16384 4194304");
+    drop(guard);
+    assert!(!netdoctor_lab::netns_exists(&cli), "{cli} left behind");
+    let limits = |r: &Value| -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter_map(|f| f["id"].as_str())
+                    .filter(|id| LIMITS.contains(id))
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        limits(&small),
+        ["send_buffer_limited"],
+        "{}\nsender tcp_info: {}\nintervals: {}",
+        small["findings"],
+        small["sender_tcp_info"],
+        small["intervals"]
+    );
+    let f = finding(&small, "send_buffer_limited");
+    assert_eq!(f["side"], "client", "{f}");
+    assert!(
+        f["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("sndbuf-limited"),
+        "the kernel's clock is the evidence: {f}"
+    );
+    assert!(
+        !limits(&default).contains(&"send_buffer_limited".to_string()),
+        "{}",
+        default["findings"]
+    );
 }
