@@ -389,3 +389,28 @@ fn a_paced_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
         findings(&uncounted)
     );
 }
+
+/// A flat-out loopback transfer beside two busy loops (session 29, `throughput 127.0.0.1 -t 4
+/// -i 0.5` in a fresh namespace, 2 runs of 6 named `send_buffer_limited`): the writer asleep
+/// 13–31 % and on a run queue 38–54 %, the connection idle 20 %, up to 3.7 MB of its 4 MB
+/// buffer in flight. The buffer is ten round trips deep (307 KB at ~30 Gbit/s and 54–268
+/// µs): the CPU, not the buffer, set the rate. The report as the run wrote it, findings removed.
+#[test]
+fn a_flat_out_transfer_short_of_cpu_is_not_send_buffer_limited() {
+    let r = recorded("flat-out-loopback");
+    assert!(
+        !ids(&r).contains(&FindingId::SendBufferLimited),
+        "{:#?}",
+        findings(&r)
+    );
+    // Its mirror: the same run with a buffer under one round trip (256 KB) is the buffer's.
+    let mut small = r.clone();
+    for s in samples(&mut small) {
+        s.sndbuf = Some(262_144);
+    }
+    assert!(
+        ids(&small).contains(&FindingId::SendBufferLimited),
+        "{:#?}",
+        findings(&small)
+    );
+}

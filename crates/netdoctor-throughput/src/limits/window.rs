@@ -241,17 +241,20 @@ pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
             .map(|s| inflight(s).max(s.tcp_reads.map_or(0, |r| r.inflight_max)))
             .max()
             .unwrap_or(0);
-    // The buffer must be what capped the data in flight: the kernel counts about twice the
-    // payload against SO_SNDBUF, so a full buffer holds about half of it in flight. Under a
-    // loaded CPU a sender that sleeps for other reasons showed 0 bytes of a 2.11 MB buffer
-    // and 1.19 MB of 4 MB in flight (session 15); the small-wmem lab 65 KB of 16 KB.
-    // Or the whole buffer holds less than one round trip of data at the rate each sample
-    // reached (its own rate × srtt): on a path of a few µs the reads may never catch data in
-    // flight. Stop 44's CI: 16 KB against 38 KB (11.97 Gbit/s at 26 µs), 0 B in flight in
-    // every edge and read; every other recorded case's buffer is ≥ 16× its round trip.
+    // The buffer must be small against the round trip: under two round trips of data at the
+    // rate each sample reached (its own rate × srtt; the kernel counts about twice the payload
+    // against SO_SNDBUF, so a buffer that bounds the rate holds about one). A flat-out loopback
+    // transfer beside two busy loops (session 29, 2 runs of 6) had its writer asleep 13–31 %
+    // and on a run queue 38–54 %, the connection idle 20 %, 3.2–3.7 MB of its 4 MB buffer in
+    // flight: 10–14 round trips (307–429 KB at 27–32 Gbit/s), not its bound. Every recorded
+    // small buffer is under one (16 KB against 38–172 KB; 48 KB over the 40 ms bridge).
     let bdp = x.med(|s| (s.bits_per_second / 8.0 * f64::from(s.rtt_us.unwrap_or(0)) / 1e6) as u64);
+    // And it capped the data in flight (a read caught at least 40 % of it in flight; session
+    // 15's loaded sender sleeping for other reasons: 0 B of 2.11 MB), or holds less than one
+    // round trip: on a path of a few µs the reads may never catch data in flight (stop 44's
+    // CI: 0 B in every edge and read, 16 KB against 38 KB at 11.97 Gbit/s and 26 µs).
     let caught = max_inf * 5 >= buf * 2;
-    if buf == 0 || !(caught || buf < bdp) {
+    if buf == 0 || buf >= bdp * 2 || !(caught || buf < bdp) {
         return None;
     }
     let (m_wnd, m_cwnd) = (x.med(wnd), x.med(cwnd));
