@@ -218,13 +218,13 @@ pub struct LoadConfig {
     /// after each spin that found its event (the `worker::spin` module). The result's
     /// [`LoadResult::spin`] counts the waits, spins, hits and time spun.
     /// With [`LoadConfig::nap`] set the spin is what a thread does only where its latencies are
-    /// too short for a nap; `netdoctor load` sets the nap where each thread holds at least
-    /// [`NAP_IN_FLIGHT`] connections ([`nap_for`]).
+    /// too short for a nap; `netdoctor load` sets the nap where each thread keeps at least
+    /// [`NAP_IN_FLIGHT`] requests in flight ([`nap_for`]).
     pub spin: Duration,
     /// Before a load thread sleeps in `epoll_wait`, sleep up to this long on its own timer and
     /// poll once (default zero: off; `netdoctor load --wait nap` sets [`NAP_WAIT`], and so does
-    /// its default where the threads spin and each holds at least [`NAP_IN_FLIGHT`]
-    /// connections: [`nap_for`]).
+    /// its default where the threads spin and each keeps at least [`NAP_IN_FLIGHT`]
+    /// requests in flight: [`nap_for`]).
     /// A nap lasts at most 1/16 of the thread's recent mean latency, which bounds what it adds
     /// to a latency; where that is under 10 µs the thread spins ([`LoadConfig::spin`]) instead.
     /// Why: a thread asleep in `nanosleep` is not on the epoll wait queue, so the server's
@@ -242,10 +242,10 @@ pub struct LoadConfig {
 pub const SPIN_WAIT: Duration = Duration::from_micros(50);
 
 /// The longest nap of a `netdoctor load --wait nap` thread ([`LoadConfig::nap`]), and of a
-/// default (`--wait auto`) one with [`NAP_IN_FLIGHT`] connections or more ([`nap_for`]).
+/// default (`--wait auto`) one with [`NAP_IN_FLIGHT`] requests in flight or more ([`nap_for`]).
 pub const NAP_WAIT: Duration = Duration::from_micros(40);
 
-/// The connections per thread from which `--wait auto` naps rather than spins ([`nap_for`]).
+/// The requests in flight per thread (connections × HTTP/2 streams) from which `--wait auto` naps rather than spins ([`nap_for`]).
 pub const NAP_IN_FLIGHT: usize = 16;
 
 /// The nice value closed-loop load threads run at with [`LoadConfig::batch_sched`] when they

@@ -113,17 +113,20 @@ pub fn spin_for(
 }
 
 /// How long `--wait auto` threads nap ([`crate::LoadConfig::nap`]) given the spin
-/// [`spin_for`] allowed and how many connections (hence requests in flight, in closed loop) each
-/// of the `threads` holds: [`crate::NAP_WAIT`] where the threads wait at all and each has at
-/// least [`crate::NAP_IN_FLIGHT`] connections, otherwise zero (they spin).
+/// [`spin_for`] allowed and how many requests each of the `threads` keeps in flight in closed
+/// loop (its share of the `connections`, times the `streams` each connection multiplexes:
+/// 1 for HTTP/1.1): [`crate::NAP_WAIT`] where the threads wait at all and each has at least
+/// [`crate::NAP_IN_FLIGHT`] requests in flight, otherwise zero (they spin). HTTP/2 with 10
+/// connections of 8 streams on 2 threads holds 40 a thread, as many as 80 HTTP/1.1
+/// connections.
 /// Why the count: a nap gives the CPU away, and a thread that naps while its sibling holds that
 /// CPU gets it back when the sibling's slice ends, milliseconds later. With many responses in
 /// flight per thread that costs a few of them a late read and spares the CPU a spin per wait
 /// (session 26: plain HTTP at 100 connections, 0.88–0.94× wrk's CPU per request against the
 /// spin's 0.99–1.01×, and the best p99 of the three waits); with few, every late nap is a
 /// late response (10 connections: p99 1.1–1.6 ms against the spin's 0.23–0.6 ms).
-pub fn nap_for(spin: Duration, connections: usize, threads: usize) -> Duration {
-    let per_thread = connections / threads.clamp(1, connections.max(1));
+pub fn nap_for(spin: Duration, connections: usize, streams: usize, threads: usize) -> Duration {
+    let per_thread = connections / threads.clamp(1, connections.max(1)) * streams.max(1);
     if !spin.is_zero() && per_thread >= crate::NAP_IN_FLIGHT {
         crate::NAP_WAIT
     } else {
@@ -287,20 +290,31 @@ mod tests {
     fn auto_naps_only_with_many_connections_per_thread() {
         let spin = crate::SPIN_WAIT;
         let n = crate::NAP_IN_FLIGHT;
-        assert_eq!(nap_for(spin, 100, 2), crate::NAP_WAIT, "50 per thread");
+        assert_eq!(nap_for(spin, 100, 1, 2), crate::NAP_WAIT, "50 per thread");
         assert_eq!(
-            nap_for(spin, 2 * n, 2),
+            nap_for(spin, 2 * n, 1, 2),
             crate::NAP_WAIT,
             "exactly the count"
         );
-        assert_eq!(nap_for(spin, 2 * n - 1, 2), Duration::ZERO, "one short");
-        assert_eq!(nap_for(spin, 10, 2), Duration::ZERO, "the -c 10 tail");
-        assert_eq!(nap_for(spin, 1, 1), Duration::ZERO);
-        assert_eq!(nap_for(Duration::ZERO, 100, 2), Duration::ZERO, "no wait");
-        // More threads than connections: each thread holds at most one.
-        assert_eq!(nap_for(spin, 3, 8), Duration::ZERO);
+        assert_eq!(nap_for(spin, 2 * n - 1, 1, 2), Duration::ZERO, "one short");
+        assert_eq!(nap_for(spin, 10, 1, 2), Duration::ZERO, "the -c 10 tail");
+        // HTTP/2: streams in flight count, not connections.
+        assert_eq!(nap_for(spin, 10, 8, 2), crate::NAP_WAIT, "10 x 8 streams");
         assert_eq!(
-            nap_for(spin, 100, 0),
+            nap_for(spin, 10, 3, 2),
+            Duration::ZERO,
+            "5 x 3 = 15 a thread"
+        );
+        assert_eq!(nap_for(spin, 1, 1, 1), Duration::ZERO);
+        assert_eq!(
+            nap_for(Duration::ZERO, 100, 1, 2),
+            Duration::ZERO,
+            "no wait"
+        );
+        // More threads than connections: each thread holds at most one.
+        assert_eq!(nap_for(spin, 3, 1, 8), Duration::ZERO);
+        assert_eq!(
+            nap_for(spin, 100, 1, 0),
             crate::NAP_WAIT,
             "threads 0 read as 1"
         );

@@ -45,7 +45,7 @@ code); 2 on usage errors or when no connection could be made.";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum WaitMode {
     /// Where the CPUs were idle and the threads left to the scheduler, in closed loop: nap
-    /// when each thread holds at least 16 connections, spin with fewer; otherwise sleep at
+    /// when each thread keeps at least 16 requests in flight (connections × --streams), spin with fewer; otherwise sleep at
     /// once.
     Auto,
     /// Sleep a few µs on the thread's own timer, then poll once (spin where latencies are
@@ -59,15 +59,20 @@ pub enum WaitMode {
 
 /// The spin and nap budgets of a run waiting as `wait`, where `auto` is the spin the default
 /// placement allows ([`netdoctor_load::spin_for`]): the default naps instead of spinning when
-/// each thread holds enough connections ([`netdoctor_load::nap_for`]).
+/// each thread keeps enough requests in flight ([`netdoctor_load::nap_for`]): its connections
+/// times the `streams` of each (HTTP/2; 1 for HTTP/1.1).
 fn wait_budgets(
     wait: WaitMode,
     auto: Duration,
     connections: usize,
+    streams: usize,
     threads: usize,
 ) -> (Duration, Duration) {
     match wait {
-        WaitMode::Auto => (auto, netdoctor_load::nap_for(auto, connections, threads)),
+        WaitMode::Auto => (
+            auto,
+            netdoctor_load::nap_for(auto, connections, streams, threads),
+        ),
         WaitMode::Spin => (netdoctor_load::SPIN_WAIT, Duration::ZERO),
         WaitMode::Nap => (netdoctor_load::SPIN_WAIT, netdoctor_load::NAP_WAIT),
         WaitMode::Sleep => (Duration::ZERO, Duration::ZERO),
@@ -113,8 +118,8 @@ pub struct LoadArgs {
     pub no_rcvlowat: bool,
     /// What a load thread does when it has nothing to do, before it sleeps in epoll_wait:
     /// `auto` (default) waits where the threads were left to the scheduler because the CPUs
-    /// were idle, in closed loop: it naps when each thread holds at least 16 connections and
-    /// spins with fewer; otherwise it sleeps at once; `spin` polls for up to 50 µs; `nap`
+    /// were idle, in closed loop: it naps when each thread keeps at least 16 requests in
+    /// flight (its connections, times --streams over HTTP/2) and spins with fewer; otherwise it sleeps at once; `spin` polls for up to 50 µs; `nap`
     /// sleeps up to 40 µs on its own timer and polls once (at most 1/16 of the recent mean
     /// latency; where that is under 10 µs it spins instead): less client CPU than the spin at
     /// 100 connections, but a nap that starts while the other load thread holds the CPU ends
@@ -222,7 +227,10 @@ pub fn load_command(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<i32>
         args.wait
     };
     let auto = netdoctor_load::spin_for(asked, pinning, busy, args.rate);
-    (cfg.spin, cfg.nap) = wait_budgets(wait, auto, args.connections, args.threads);
+    // --streams multiplexes only over HTTP/2: forced with --http1.1 it is one a connection (a
+    // server that picks http/1.1 by ALPN is not known yet: counted as asked).
+    let streams = if args.http1 { 1 } else { args.streams };
+    (cfg.spin, cfg.nap) = wait_budgets(wait, auto, args.connections, streams, args.threads);
     let pin_note = if !cfg.nap.is_zero() {
         format!(
             "{pin_note}, napping up to {} µs before sleeping",
@@ -328,16 +336,24 @@ mod tests {
     fn the_default_naps_only_with_many_connections_per_thread() {
         let z = Duration::ZERO;
         assert_eq!(
-            wait_budgets(WaitMode::Auto, SPIN_WAIT, 100, 2),
+            wait_budgets(WaitMode::Auto, SPIN_WAIT, 100, 1, 2),
             (SPIN_WAIT, NAP_WAIT)
         );
         assert_eq!(
-            wait_budgets(WaitMode::Auto, SPIN_WAIT, 10, 2),
+            wait_budgets(WaitMode::Auto, SPIN_WAIT, 10, 1, 2),
             (SPIN_WAIT, z)
         );
-        assert_eq!(wait_budgets(WaitMode::Auto, z, 100, 2), (z, z));
-        assert_eq!(wait_budgets(WaitMode::Nap, z, 10, 2), (SPIN_WAIT, NAP_WAIT));
-        assert_eq!(wait_budgets(WaitMode::Spin, z, 100, 2), (SPIN_WAIT, z));
-        assert_eq!(wait_budgets(WaitMode::Sleep, SPIN_WAIT, 100, 2), (z, z));
+        // HTTP/2: 10 connections of 8 streams keep 40 requests in flight a thread.
+        assert_eq!(
+            wait_budgets(WaitMode::Auto, SPIN_WAIT, 10, 8, 2),
+            (SPIN_WAIT, NAP_WAIT)
+        );
+        assert_eq!(wait_budgets(WaitMode::Auto, z, 100, 1, 2), (z, z));
+        assert_eq!(
+            wait_budgets(WaitMode::Nap, z, 10, 1, 2),
+            (SPIN_WAIT, NAP_WAIT)
+        );
+        assert_eq!(wait_budgets(WaitMode::Spin, z, 100, 1, 2), (SPIN_WAIT, z));
+        assert_eq!(wait_budgets(WaitMode::Sleep, SPIN_WAIT, 100, 1, 2), (z, z));
     }
 }
