@@ -414,3 +414,43 @@ fn a_flat_out_transfer_short_of_cpu_is_not_send_buffer_limited() {
         findings(&small)
     );
 }
+
+/// A shaper far away (session 29, by hand: htb 50 Mbit/s with a 200-packet pfifo on the last
+/// router of the `far-server` lab's 37 ms path; the sender on bbr): a flat 47 Mbit/s, RTT 40.4
+/// ms against a minimum of 37.08, 2–3 MB unsent, the edges' in flight 49–61 % of cwnd (bbr
+/// keeps one BDP in flight of a 2-BDP cwnd), the writer asleep 99.8 %. The rule wanted the RTT
+/// doubled (a queue of 37 ms, which bbr never builds): nothing was found. The report as the
+/// run wrote it.
+#[test]
+fn a_shaper_far_away_under_bbr_is_shaper_limited() {
+    let r = recorded_file("shaper-far-bbr.json");
+    let f = findings(&r);
+    assert_eq!(
+        f.iter().map(|f| f.id).collect::<Vec<_>>(),
+        [FindingId::ShaperLimited],
+        "{f:#?}"
+    );
+    assert!(
+        f[0].summary.contains("against a minimum of 37.08 ms"),
+        "{}",
+        f[0].summary
+    );
+    // The look-alikes: the same flat rate with no queue (srtt at the minimum: a long path
+    // whose bottleneck queues nothing, or loss), and a writer that set the rate (nothing
+    // unsent, never waiting for buffer space: a slow producer).
+    let mut no_queue = r.clone();
+    for s in samples(&mut no_queue) {
+        s.rtt_us = Some(37_500);
+    }
+    let mut writer = r.clone();
+    for s in samples(&mut writer) {
+        (s.notsent, s.writer_asleep) = (Some(0), Some(0.02));
+    }
+    for (name, look) in [("no queue", no_queue), ("writer", writer)] {
+        assert!(
+            !ids(&look).contains(&FindingId::ShaperLimited),
+            "{name}: {:#?}",
+            findings(&look)
+        );
+    }
+}

@@ -5,7 +5,8 @@
 //! a shaper's full queue and random loss both retransmit; a saturated receive softirq queues
 //! like a shaper; the small receive window and the slow writer must not read as softirq). Then the lab is stopped by name and
 //! nothing of it may be left. A small send buffer is also run over the `far-l2` lab's 40 ms
-//! bridge (the form a path of milliseconds shows: never idle, the kernel's sndbuf-limited clock).
+//! bridge (the form a path of milliseconds shows: never idle, the kernel's sndbuf-limited clock),
+//! and a shaper at the far end of the `far-server` lab's 37 ms path (bbr keeps its queue small).
 //! Needs root, iptables, tc and ethtool (skips with one line).
 
 use crate::common::*;
@@ -270,12 +271,75 @@ impl Drop for Server {
     }
 }
 
+/// One 5 s transfer from the route lab `lab`'s client to `throughput --server` started in its
+/// server namespace (waited for until it listens, at most 5 s; killed after): the report.
+fn transfer_in_route_lab(lab: &str) -> Value {
+    let (cli, srv) = (format!("{lab}-cli"), format!("{lab}-srv"));
+    let _server = Server(
+        Command::new("ip")
+            .args(["netns", "exec", &srv, env!("CARGO_BIN_EXE_netdoctor")])
+            .args(["throughput", "--server", "--one-off"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = std::time::Instant::now();
+    while !String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["netns", "exec", &srv, "ss", "-Hltn", "sport = :5201"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains("5201")
+    {
+        assert!(
+            t0.elapsed().as_secs() < 5,
+            "the server in {srv} never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let server = netdoctor_lab::route_lab::SERVER_IP.to_string();
+    let o = Command::new("ip")
+        .args(["netns", "exec", &cli, env!("CARGO_BIN_EXE_netdoctor")])
+        .args(["throughput", &server, "-t", "5", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{lab}: {}", stderr(&o));
+    json(&o)
+}
+
+/// The transfer-limit ids a report names.
+fn limits_of(r: &Value) -> Vec<String> {
+    r["findings"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .filter_map(|f| f["id"].as_str())
+                .filter(|id| LIMITS.contains(id))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `ip netns exec NS ARGS…`, which must succeed.
+fn in_ns(ns: &str, args: &[&str]) {
+    let st = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{ns}: {args:?}");
+}
+
 /// A send buffer that limits the textbook way: 16 KB over the `far-l2` lab's 40 ms bridge,
 /// where the connection is never idle (the buffer empties into the network and waits a round
 /// trip for its ACKs) and the kernel counts the writer short of buffer. The bulk lab's
 /// small-wmem case only shows the other form (a path of µs: idle gaps). The look-alike on the
-/// same path: the default buffer (4 MB) is not the limit. The server is `throughput --server`
-/// started in the lab's server namespace; the client's `tcp_wmem` is set inside its namespace.
+/// same path: the default buffer (4 MB) is not the limit. The client's `tcp_wmem` is set
+/// inside its namespace.
 #[test]
 fn a_small_send_buffer_over_a_long_path_is_send_buffer_limited() {
     let _turn = crate::common::file_turn(file!());
@@ -287,67 +351,21 @@ fn a_small_send_buffer_over_a_long_path_is_send_buffer_limited() {
     let out = netdoctor(&["lab", "start", "--case", "far-l2", "--name", &lab, "--json"]);
     let guard = Stop(lab.clone());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let (cli, srv) = (format!("{lab}-cli"), format!("{lab}-srv"));
-    let server = netdoctor_lab::route_lab::SERVER_IP.to_string();
-    let run = |wmem: &str| -> Value {
-        let set = Command::new("ip")
-            .args(["netns", "exec", &cli, "sysctl", "-qw"])
-            .arg(format!("net.ipv4.tcp_wmem={wmem}"))
-            .status()
-            .unwrap();
-        assert!(set.success(), "sysctl in {cli}");
-        let _server = Server(
-            Command::new("ip")
-                .args(["netns", "exec", &srv, env!("CARGO_BIN_EXE_netdoctor")])
-                .args(["throughput", "--server", "--one-off"])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap(),
-        );
-        // Wait (at most 5 s) until the server listens.
-        let t0 = std::time::Instant::now();
-        while !String::from_utf8_lossy(
-            &Command::new("ip")
-                .args(["netns", "exec", &srv, "ss", "-Hltn", "sport = :5201"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .contains("5201")
-        {
-            assert!(
-                t0.elapsed().as_secs() < 5,
-                "the server in {srv} never listened"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let o = Command::new("ip")
-            .args(["netns", "exec", &cli, env!("CARGO_BIN_EXE_netdoctor")])
-            .args(["throughput", &server, "-t", "5", "--json"])
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{wmem}: {}", stderr(&o));
-        json(&o)
-    };
-    let small = run("4096 16384 16384");
-    let default = run("4096 16384 4194304");
+    let cli = format!("{lab}-cli");
+    in_ns(
+        &cli,
+        &["sysctl", "-qw", "net.ipv4.tcp_wmem=4096 16384 16384"],
+    );
+    let small = transfer_in_route_lab(&lab);
+    in_ns(
+        &cli,
+        &["sysctl", "-qw", "net.ipv4.tcp_wmem=4096 16384 4194304"],
+    );
+    let default = transfer_in_route_lab(&lab);
     drop(guard);
     assert!(!netdoctor_lab::netns_exists(&cli), "{cli} left behind");
-    let limits = |r: &Value| -> Vec<String> {
-        r["findings"]
-            .as_array()
-            .map(|v| {
-                v.iter()
-                    .filter_map(|f| f["id"].as_str())
-                    .filter(|id| LIMITS.contains(id))
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     assert_eq!(
-        limits(&small),
+        limits_of(&small),
         ["send_buffer_limited"],
         "{}\nsender tcp_info: {}\nintervals: {}",
         small["findings"],
@@ -364,8 +382,64 @@ fn a_small_send_buffer_over_a_long_path_is_send_buffer_limited() {
         "the kernel's clock is the evidence: {f}"
     );
     assert!(
-        !limits(&default).contains(&"send_buffer_limited".to_string()),
+        !limits_of(&default).contains(&"send_buffer_limited".to_string()),
         "{}",
         default["findings"]
+    );
+}
+
+/// A shaper far away: htb at 50 Mbit/s (200-packet pfifo) on the last router of the
+/// `far-server` lab's 37 ms path, the sender on bbr (this machine's default), which keeps the
+/// shaper's queue to a few ms (RTT 40–47 ms against 37) and about half its cwnd in flight: the
+/// rule wanted the RTT doubled and half the cwnd in flight at most edges, and found nothing.
+/// The look-alike: the same path without the shaper (the user-space bridge sets ~720 Mbit/s,
+/// retransmitting, with no queue) is not a shaper. The qdisc is set inside the lab's router
+/// namespace.
+#[test]
+fn a_shaper_far_away_is_shaper_limited_under_bbr() {
+    let _turn = crate::common::file_turn(file!());
+    if skipped() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = format!("ndbulk{}-fsh", std::process::id());
+    let out = netdoctor(&[
+        "lab",
+        "start",
+        "--case",
+        "far-server",
+        "--name",
+        &lab,
+        "--json",
+    ]);
+    let guard = Stop(lab.clone());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let open = transfer_in_route_lab(&lab);
+    let r2 = format!("{lab}-r2");
+    for tc in [
+        "qdisc add dev r2-srv root handle 1: htb default 10",
+        "class add dev r2-srv parent 1: classid 1:10 htb rate 50mbit ceil 50mbit",
+        "qdisc add dev r2-srv parent 1:10 handle 10: pfifo limit 200",
+    ] {
+        let mut args = vec!["tc"];
+        args.extend(tc.split(' '));
+        in_ns(&r2, &args);
+    }
+    let shaped = transfer_in_route_lab(&lab);
+    drop(guard);
+    assert!(!netdoctor_lab::netns_exists(&r2), "{r2} left behind");
+    assert_eq!(
+        limits_of(&shaped),
+        ["shaper_limited"],
+        "{}\nsender tcp_info: {}\nintervals: {}",
+        shaped["findings"],
+        shaped["sender_tcp_info"],
+        shaped["intervals"]
+    );
+    assert_eq!(finding(&shaped, "shaper_limited")["side"], "network");
+    assert!(
+        !limits_of(&open).contains(&"shaper_limited".to_string()),
+        "{}",
+        open["findings"]
     );
 }
