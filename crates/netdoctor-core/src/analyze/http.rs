@@ -285,6 +285,22 @@ impl Conn {
         self.rtt_ns.is_some_and(|r| r >= super::flights::MIN_RTT_NS)
     }
 
+    /// The server's new data `pkt` ended at the right edge of the window the client
+    /// advertised, which had no room for a full segment: the server waited for the client's
+    /// window (a reader that reads slowly, sender-side silly-window avoidance, the persist
+    /// timer's probe), not on its own writes. Known only when both SYNs (the window scale)
+    /// were captured.
+    fn window_held(&self, pkt: Pkt) -> bool {
+        let (srv, cli) = (&self.dirs[self.server], &self.dirs[1 - self.server]);
+        let Some(acked) = srv.acked.filter(|_| srv.syn_seen && cli.syn_seen) else {
+            return false;
+        };
+        let edge = acked.wrapping_add(cli.window);
+        let start = srv.nxt.wrapping_sub(pkt.len);
+        let full = u32::from(cli.mss.unwrap_or(536)).saturating_sub(40);
+        !super::flow::seq_gt(edge, srv.nxt) && edge.wrapping_sub(start) as i32 <= full as i32
+    }
+
     /// What [`super::flights::Flights`] needs of the connection at a response segment.
     #[inline]
     fn flight_ctx(&self) -> super::flights::SegCtx {
@@ -376,9 +392,18 @@ impl Conn {
                     let rel = self.dirs[self.server].ts.last();
                     let client_ns = self.dirs[1 - self.server].last_ns;
                     let rtt = self.rtt_ns.unwrap_or(0);
+                    let window_held = self.window_held(pkt);
                     let clock = &self.dirs[self.server].ts;
+                    // Only a pause after the end of one of the server's writes (its segment
+                    // pushed, PSH) can be a write that came late: inside one write the bytes
+                    // were in its socket already and the kernel held them (pacing, as BBR
+                    // does after a slow reader taught it a low rate: python-reader-40ms, 2-4 ms
+                    // between its segments); nor one whose segment filled a window that had
+                    // no room for a full one (the client's, [`Conn::window_held`]).
                     if let Some(x) = self.cur.as_mut()
                         && !gap
+                        && x.last_resp.flags.psh()
+                        && !window_held
                     {
                         x.body_wait_ns += paced_ns(
                             (x.last_resp.ts_ns, x.last_resp_ts),

@@ -332,7 +332,11 @@ impl Analyzer {
                 peer.nagle.on_gap();
             }
             if pure {
-                peer.nagle.on_peer_ack(seg.ack, pkt, edge, acked_before);
+                // The window grew by a full segment: the reader's application read.
+                let opened = edge.is_some() && c.dirs[i].window >= prev_window.saturating_add(mss);
+                let peer = &mut c.dirs[j];
+                peer.nagle
+                    .on_peer_ack(seg.ack, pkt, edge, acked_before, opened);
             }
             // The server's first pure ACK of the whole request: the request had arrived.
             if pure

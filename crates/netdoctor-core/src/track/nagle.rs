@@ -56,6 +56,9 @@ pub(crate) struct NagleDir {
     /// The bytes `ack` newly acknowledged (from the peer's previous cumulative ACK), when
     /// known.
     ack_covered: Option<u32>,
+    /// `ack` raised the window the peer advertised by a full segment or more: its
+    /// application read (a window update), not only its ACK timer.
+    ack_opened: bool,
     peer_data: bool,
 }
 
@@ -111,7 +114,7 @@ impl NagleDir {
                 self.ack_covered
                     .is_some_and(|c| c >= 2 * u32::from(m).saturating_sub(40))
             });
-            let kind = if past_edge && (small || sat_on_two) {
+            let kind = if past_edge && (small || sat_on_two || self.ack_opened) {
                 StallKind::WindowLimited
             } else if small {
                 StallKind::Nagle
@@ -138,6 +141,7 @@ impl NagleDir {
         self.ack = None;
         self.edge = None;
         self.ack_covered = None;
+        self.ack_opened = false;
         self.peer_data = false;
         stall
     }
@@ -145,18 +149,22 @@ impl NagleDir {
     /// The peer sent a pure ACK (no data, SYN, FIN or RST) acknowledging up to `ack`; `edge`
     /// is the right edge of the window the peer advertised before this ACK (its previous
     /// cumulative ACK + window), `None` when unknown; `before` the peer's previous cumulative
-    /// ACK, when there was one.
+    /// ACK, when there was one; `opened`: this ACK raised the advertised window by a full
+    /// segment or more (a window update of a reader that read: a held segment past `edge`
+    /// then waited for the window, [`StallKind::WindowLimited`], even after one segment).
     pub(crate) fn on_peer_ack(
         &mut self,
         ack: u32,
         pkt: Pkt,
         edge: Option<u32>,
         before: Option<u32>,
+        opened: bool,
     ) {
         if self.prev.is_some() && self.ack.is_none() && seq_ge(ack, self.prev_end) {
             self.ack = Some(pkt);
             self.edge = edge;
             self.ack_covered = before.map(|b| ack.wrapping_sub(b));
+            self.ack_opened = opened;
         }
     }
 
@@ -167,6 +175,7 @@ impl NagleDir {
         self.ack = None;
         self.edge = None;
         self.ack_covered = None;
+        self.ack_opened = false;
     }
 
     /// The peer sent data: a new message, so the next segment is not a held-back piece.
@@ -200,7 +209,7 @@ mod tests {
             d.on_data(pkt(1, 0, true, 4096), 4096, Some(65495), None)
                 .is_none()
         );
-        d.on_peer_ack(4096, pkt(2, 40, false, 0), edge, None);
+        d.on_peer_ack(4096, pkt(2, 40, false, 0), edge, None, false);
         d.on_data(pkt(3, 40, true, 2048), 6144, Some(65495), None)
     }
 
@@ -223,7 +232,7 @@ mod tests {
     fn full_size_segments_are_delayed_ack_stalls() {
         let mut d = NagleDir::default();
         d.on_data(pkt(1, 0, true, 1448), 1448, Some(1460), None);
-        d.on_peer_ack(1448, pkt(2, 41, false, 0), Some(1448), None);
+        d.on_peer_ack(1448, pkt(2, 41, false, 0), Some(1448), None, false);
         let s = d.on_data(pkt(3, 41, true, 1448), 2896, Some(1460), None);
         assert_eq!(s.unwrap().kind, StallKind::DelayedAck);
     }
@@ -239,7 +248,7 @@ mod tests {
             let start = 8760u32;
             let end = start + covered;
             d.on_data(pkt(1, 0, false, 1460), end, Some(1460), None);
-            d.on_peer_ack(end, pkt(2, 65, true, 0), Some(edge), Some(start));
+            d.on_peer_ack(end, pkt(2, 65, true, 0), Some(edge), Some(start), false);
             d.on_data(pkt(3, 65, false, 1460), end + 1460, Some(1460), None)
                 .unwrap()
                 .kind
@@ -254,12 +263,12 @@ mod tests {
     fn prompt_acks_and_late_releases_are_not_stalls() {
         let mut d = NagleDir::default();
         d.on_data(pkt(1, 0, true, 100), 100, Some(1460), None);
-        d.on_peer_ack(100, pkt(2, 1, false, 0), None, None);
+        d.on_peer_ack(100, pkt(2, 1, false, 0), None, None, false);
         assert!(
             d.on_data(pkt(3, 1, true, 100), 200, Some(1460), None)
                 .is_none()
         );
-        d.on_peer_ack(200, pkt(4, 50, false, 0), None, None);
+        d.on_peer_ack(200, pkt(4, 50, false, 0), None, None, false);
         // Released 20 ms after the ACK: not held by it.
         assert!(
             d.on_data(pkt(5, 70, true, 100), 300, Some(1460), None)

@@ -8,6 +8,7 @@ mod dns;
 mod dns_lab;
 mod dns_tcp;
 mod proxy_errors;
+mod slow_reader_blame;
 mod stall_share;
 mod syn_side;
 
