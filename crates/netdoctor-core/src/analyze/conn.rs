@@ -219,6 +219,9 @@ pub(super) struct Conn {
     /// A request's first segment held the next request too (HTTP/1 pipelining in one
     /// segment, `http::Exchange::pipelined`): every request of the connection is read for it.
     pub pipelines: bool,
+    /// The server answered 101 Switching Protocols (WebSocket, h2c): what follows is another
+    /// protocol whose server pushes nobody asked for, so no more exchanges are read here.
+    pub upgraded: bool,
     /// An answer on this connection began with an HTTP/1.x status line.
     pub http_answered: bool,
     /// What the last HTTP/1.x request asked about the connection (`Connection:`, version),
@@ -313,6 +316,7 @@ impl Conn {
             first_req: None,
             ambiguous: false,
             pipelines: false,
+            upgraded: false,
             http_answered: false,
             asked: crate::event::ClientAsked::Unknown,
             last: None,

@@ -333,6 +333,9 @@ impl Conn {
         old: u32,
         finished: &mut Option<Exchange>,
     ) {
+        if self.upgraded {
+            return;
+        }
         if pkt.from_server {
             match self.phase {
                 Phase::Request => {
@@ -371,6 +374,10 @@ impl Conn {
                     }
                     self.phase = Phase::Response;
                     self.resp_ack = self.dirs[1 - self.server].acked;
+                    if self.cur.as_ref().is_some_and(|x| x.status == 101) {
+                        self.switched();
+                        *finished = self.cur.take();
+                    }
                 }
                 Phase::Response if self.request_unseen() => {
                     // The answer to a request the capture missed: the exchange in progress
@@ -518,6 +525,16 @@ impl Conn {
 }
 
 impl Conn {
+    /// The server answered 101 Switching Protocols: the exchange that asked ends with the
+    /// 101's first segment and the connection reads no more exchanges (a WebSocket's server
+    /// pushes follow no request: read as turns, they were an answer "written slowly", a
+    /// warning on a capture s29d made in session 29).
+    #[cold]
+    fn switched(&mut self) {
+        self.upgraded = true;
+        self.phase = Phase::Idle;
+    }
+
     /// Client data `payload` about to go through [`Conn::on_http_data`]: marks the connection
     /// when it shows pipelining (a second HTTP/1 request line before any response). Kept
     /// apart from the exchange state machine (and out of line) so the per-packet path stays

@@ -11,6 +11,7 @@ mod proxy_errors;
 mod slow_reader_blame;
 mod stall_share;
 mod syn_side;
+mod upgrade;
 
 mod abandoned_connect;
 mod abortive_close;
