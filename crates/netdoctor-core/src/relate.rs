@@ -12,6 +12,7 @@
 //! root first; so does one whose root is a client that stopped acknowledging (side client). The group is placed where its best-ranked member was, so a root ranks by the
 //! latency it explains, not only by its own.
 
+use crate::detect::http_errors::{proxy_waited, retell_waited};
 use crate::finding::{Finding, FindingId, Severity, Side};
 
 /// One "explains" edge of the table.
@@ -234,6 +235,9 @@ pub const RULES: &[Rule] = &[
     // A server closes after its error answers: one connection per request follows (a TLS
     // server requiring a client certificate answered 400 to every request, explore6).
     rule(HttpErrors, ShortConnections, closed_after_errors),
+    // A proxy's steady 504s at its timeout: the server's time is that wait for the upstream
+    // (explore11's proxy-504), not the proxy's own work.
+    rule(HttpErrors, SlowServerProcessing, proxy_waited),
 ];
 
 /// Ties consequences to their root cause in `findings` (already ranked): sets `caused_by` and
@@ -281,6 +285,11 @@ pub fn relate(findings: &mut Vec<Finding>) {
             // A consequence of the path is not the server's to fix: it says so, and where.
             // Likewise a server's reset of a client that had stopped acknowledging.
             let silent_client = root_side == Side::Client && silent_peer(&findings[r]);
+            // A server's time that is a proxy's timeout: the upstream's, told so.
+            if root_id == HttpErrors && id == SlowServerProcessing {
+                let root = findings[r].clone();
+                retell_waited(&root, &mut findings[i]);
+            }
             let c = &mut findings[i];
             // A shaper's loss is where the shaper is (the server's host when the kernel's drops
             // place it there).

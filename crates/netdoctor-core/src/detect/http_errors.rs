@@ -21,7 +21,10 @@ use std::collections::BTreeMap;
 
 mod proxy;
 
-pub use proxy::{PROXY_TIMEOUT_EVIDENCE, UPSTREAM_REFUSED_EVIDENCE};
+pub use proxy::{
+    PROXY_TIMEOUT_EVIDENCE, PROXY_WAITED_EVIDENCE, UPSTREAM_REFUSED_EVIDENCE, proxy_waited,
+    retell_waited, timeout_s,
+};
 
 use super::{Context, Detector, Interests, MAX_EXAMPLES, conn_label};
 use crate::event::{Event, ExchangeDone};

@@ -272,23 +272,37 @@ common-server-time = { $has_latency ->
     [yes] 服务端要 { $latency } 才开始回复
    *[no] 服务端要很久才开始回复
 }
-slow_server_processing-summary = { $side ->
+# $probe 为 proxy_waited：服务端的耗时是代理的超时（http_errors 的 proxy_timeout，$probe_secs 秒）：代理在等它的上游，等到放弃后回答 504。
+slow_server_processing-summary = { $probe ->
+    [proxy_waited] { common-server-time }{ $has_pct ->
+        [yes] （影响 { $pct }% 的请求）
+       *[no] {""}
+    }；这是代理的 { $probe_secs } s 超时：它在等它的上游，等到放弃后回答了 504，而不是它自己的处理
+   *[other] { $side ->
     [host] { common-server-time }，但机器的 CPU 已饱和：服务端的耗时反映的是共享主机上的 CPU 争用
    *[other] { common-server-time }{ $has_pct ->
         [yes] （影响 { $pct }% 的请求）
        *[no] {""}
     }
 }
-slow_server_processing-explanation = 从请求的最后一个字节到响应的第一个字节之间，服务端在处理（或在等待：数据库、后端、锁、已满的 worker 池）。网络及时地送达了请求和响应；{ $has_latency ->
+}
+
+slow_server_processing-explanation = { $probe ->
+    [proxy_waited] 这里的服务端是上游前面的代理：中位数请求等了约 { $latency } 才有回复，这段等待正是代理的 { $probe_secs } s 超时（http_errors 的 504 应答都在请求之后 { $probe_secs } s 到达）。代理的时间花在等上游上，上游没有在 { $probe_secs } s 之内应答；它真正需要的时间更长。网络及时地送达了请求和应答。
+   *[other] 从请求的最后一个字节到响应的第一个字节之间，服务端在处理（或在等待：数据库、后端、锁、已满的 worker 池）。网络及时地送达了请求和响应；{ $has_latency ->
     [yes] 中位数请求在服务端内部等待约 { $latency } 才开始有回复。
    *[no] 请求在服务端内部等待了很久才开始有回复。
 }{ $side ->
     [host] 但运行期间机器的 CPU 非常繁忙，服务端与压测负载共用 CPU，它的一部分时间花在等待 CPU 上，而不是在工作：这里的耗时不能只算在服务端头上。
    *[other] {""}
 }
-slow_server_processing-fix = { $side ->
+}
+slow_server_processing-fix = { $probe ->
+    [proxy_waited] 由 { $caused_by }（上面）引起：查看代理后面的上游，它为什么比 { $probe_secs } s 还慢（它自己的日志、慢的数据库或后端、卡住或饱和的 worker 池），而不是代理的处理函数；只有当这么长的时间是预期的，才调大代理的超时。
+   *[other] { $side ->
     [host] 先在没有争用的情况下测量：减少连接数（-c）或压测线程，或者从另一台机器发起压测；如果那时服务端仍然慢，再查看服务端内部（剖析请求处理函数、它的后端、worker 是否饱和）。
    *[other] 查看服务端内部：剖析请求处理函数、它的后端以及 worker/队列是否饱和（例如应用自己的耗时日志，或 nginx 的 `$upstream_response_time`）。
+}
 }
 
 # 服务端慢在 TLS 握手（探测 tls_handshake_server）：握手是全部原因时用 tls-*，请求也慢时在说明后加 tls-also。

@@ -146,6 +146,77 @@ impl GatewayTimes {
     }
 }
 
+/// The probe evidence a `slow_server_processing` leads with when its time is a proxy's timeout
+/// (see [`retell_waited`]).
+pub const PROXY_WAITED_EVIDENCE: &str = "proxy_waited";
+
+/// The proxy's timeout in seconds that an `http_errors` finding told (its
+/// [`PROXY_TIMEOUT_EVIDENCE`] note: `… came within 8 ms of 1.00 s after their request`).
+pub fn timeout_s(f: &Finding) -> Option<f64> {
+    f.evidence.iter().find_map(|e| match e {
+        Evidence::Probe { probe, note } if probe == PROXY_TIMEOUT_EVIDENCE => {
+            let head = note.strip_suffix(" s after their request")?;
+            head.rsplit(' ').next()?.parse().ok()
+        }
+        _ => None,
+    })
+}
+
+/// Whether a server's time (`c`, a `slow_server_processing`) is the proxy's timeout that
+/// `root` (an `http_errors`) told: its median is the timeout, within the timer's own tolerance
+/// (3 %, at least 25 ms), so the median request was one the proxy gave up on. A server slow at
+/// other times (an application's own 504s, a proxy whose timeouts are the minority) is not.
+pub fn proxy_waited(root: &Finding, c: &Finding) -> bool {
+    let (Some(t), Some(ms)) = (timeout_s(root), c.impact.added_latency_ms) else {
+        return false;
+    };
+    let t_ms = t * 1e3;
+    (ms - t_ms).abs() <= (t_ms / 33.0).max(25.0)
+}
+
+/// Retells a server's time that is the proxy's timeout (`root`'s, see [`proxy_waited`]): the
+/// proxy waited for its upstream and gave up, so the time is the upstream's and the fix is
+/// there, not in the proxy's own handler.
+pub fn retell_waited(root: &Finding, c: &mut Finding) {
+    let Some(t) = timeout_s(root) else {
+        return;
+    };
+    let t = format!("{t:.2} s");
+    let ms = c
+        .impact
+        .added_latency_ms
+        .map(crate::detect::ms_text)
+        .unwrap_or_default();
+    c.summary = format!(
+        "{}; this is the proxy's {t} timeout: it waited for its upstream, gave up and answered \
+         504, not its own work",
+        c.summary
+    );
+    c.explanation = format!(
+        "The server here is a proxy in front of an upstream: the median request waited {ms} \
+         before any answer left, and that wait is the proxy's {t} timeout (the 504 answers of \
+         http_errors all came {t} after their request). The proxy spent the time waiting for \
+         its upstream, which did not answer within {t}; the upstream's real time is longer. \
+         The network delivers requests and answers promptly."
+    );
+    c.fix = format!(
+        "Caused by {} (above): look at the upstream behind the proxy, why it takes longer \
+         than {t} (its own log, a slow database or backend, a hung or saturated worker pool), \
+         not at the proxy's handler; raise the proxy's timeout only if that long is expected.",
+        root.id
+    );
+    c.evidence.insert(
+        0,
+        Evidence::Probe {
+            probe: PROXY_WAITED_EVIDENCE.into(),
+            note: format!(
+                "the median server time {ms} is the proxy's {t} timeout: it waited for its \
+                 upstream, then answered 504"
+            ),
+        },
+    );
+}
+
 /// The common wait of answers that came at one time, and their spread: at least
 /// [`MIN_ANSWERS`], the median at least [`MIN_TIMEOUT_NS`], and 90 % of them within 3 % of the
 /// median (at least 25 ms: the client's side of the round trip and the proxy's scheduling).
@@ -191,5 +262,40 @@ mod tests {
         assert_eq!(timer(&app), None);
         assert_eq!(timer(&[s, s]), None, "too few");
         assert_eq!(timer(&[1_000_000; 5]), None, "too quick for a timeout");
+    }
+
+    #[test]
+    fn only_a_server_time_at_the_timeout_is_the_proxys_wait() {
+        let mut root = Finding::new(
+            crate::finding::FindingId::HttpErrors,
+            crate::finding::Severity::Critical,
+            crate::finding::Side::Server,
+            "",
+        );
+        root.evidence.push(Evidence::Probe {
+            probe: PROXY_TIMEOUT_EVIDENCE.into(),
+            note: "12 of 12 captured HTTP 504 answers came within 8 ms of 1.00 s after their \
+                   request"
+                .into(),
+        });
+        assert_eq!(timeout_s(&root), Some(1.0));
+        let slow = |ms: f64| {
+            let mut c = Finding::new(
+                crate::finding::FindingId::SlowServerProcessing,
+                crate::finding::Severity::Critical,
+                crate::finding::Side::Server,
+                "",
+            );
+            c.impact.added_latency_ms = Some(ms);
+            c
+        };
+        assert!(proxy_waited(&root, &slow(1001.5)));
+        assert!(proxy_waited(&root, &slow(1024.0)));
+        // A median request that was no timeout (most requests answered, slowly, before it).
+        assert!(!proxy_waited(&root, &slow(700.0)));
+        assert!(!proxy_waited(&root, &slow(1040.0)));
+        // Without the proxy's timer the time is the server's own.
+        root.evidence.clear();
+        assert!(!proxy_waited(&root, &slow(1001.5)));
     }
 }
