@@ -283,6 +283,18 @@ fn a_tiny_window_caught_full_only_in_single_reads_is_receive_window_limited() {
     );
 }
 
+/// The findings of `r`, which must name `id` and no other.
+fn only(r: &Report, id: FindingId) -> Vec<netdoctor_core::Finding> {
+    let f = findings(r);
+    assert_eq!(f.iter().map(|f| f.id).collect::<Vec<_>>(), [id], "{f:#?}");
+    f
+}
+
+/// `r` (a look-alike, named `what`) must not name `id`.
+fn lacks(r: &Report, id: FindingId, what: &str) {
+    assert!(!ids(r).contains(&id), "{what}: {:#?}", findings(r));
+}
+
 /// Stop 44's CI (session 28's fresh clone, nothing else running): the small-wmem case moved
 /// 11.97 Gbit/s at a 26 µs srtt (9 µs minimum) through its 16 KB buffer, the writer asleep
 /// 29–36 % of its time off a run queue, the connection idle 22 %, cwnd 345 KB and the window
@@ -293,12 +305,7 @@ fn a_tiny_window_caught_full_only_in_single_reads_is_receive_window_limited() {
 #[test]
 fn a_small_send_buffer_never_caught_in_flight_is_send_buffer_limited() {
     let r = recorded("small-wmem-ci44");
-    let f = findings(&r);
-    assert_eq!(
-        f.iter().map(|f| f.id).collect::<Vec<_>>(),
-        [FindingId::SendBufferLimited],
-        "{f:#?}"
-    );
+    let f = only(&r, FindingId::SendBufferLimited);
     // The sentence says what was seen: the buffer against the round trip, not "at most 0 B".
     assert!(
         f[0].summary.contains(
@@ -313,11 +320,7 @@ fn a_small_send_buffer_never_caught_in_flight_is_send_buffer_limited() {
     for s in samples(&mut big) {
         s.sndbuf = Some(2_211_840);
     }
-    assert!(
-        !ids(&big).contains(&FindingId::SendBufferLimited),
-        "{:#?}",
-        findings(&big)
-    );
+    lacks(&big, FindingId::SendBufferLimited, "big");
 }
 
 /// A send buffer that limits a transfer the textbook way (session 29, by hand: the `far-l2`
@@ -329,12 +332,7 @@ fn a_small_send_buffer_never_caught_in_flight_is_send_buffer_limited() {
 #[test]
 fn a_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
     let r = recorded_file("small-wmem-far-l2.json");
-    let f = findings(&r);
-    assert_eq!(
-        f.iter().map(|f| f.id).collect::<Vec<_>>(),
-        [FindingId::SendBufferLimited],
-        "{f:#?}"
-    );
+    let f = only(&r, FindingId::SendBufferLimited);
     assert!(
         f[0].summary
             .ends_with("the writer waited for buffer space 62 % of the time data was in flight"),
@@ -357,11 +355,7 @@ fn a_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
         s.sndbuf = Some(4_194_304);
     }
     for look in [uncounted, deep] {
-        assert!(
-            !ids(&look).contains(&FindingId::SendBufferLimited),
-            "{:#?}",
-            findings(&look)
-        );
+        lacks(&look, FindingId::SendBufferLimited, "look");
     }
 }
 
@@ -383,11 +377,7 @@ fn a_paced_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
     // windows (a shaper's or loss's signature), not the buffer.
     let mut uncounted = r.clone();
     uncounted.sender_tcp_info[0].info.sndbuf_limited_us = 0;
-    assert!(
-        !ids(&uncounted).contains(&FindingId::SendBufferLimited),
-        "{:#?}",
-        findings(&uncounted)
-    );
+    lacks(&uncounted, FindingId::SendBufferLimited, "uncounted");
 }
 
 /// A flat-out loopback transfer beside two busy loops (session 29, `throughput 127.0.0.1 -t 4
@@ -398,11 +388,7 @@ fn a_paced_small_send_buffer_on_a_long_path_is_send_buffer_limited() {
 #[test]
 fn a_flat_out_transfer_short_of_cpu_is_not_send_buffer_limited() {
     let r = recorded("flat-out-loopback");
-    assert!(
-        !ids(&r).contains(&FindingId::SendBufferLimited),
-        "{:#?}",
-        findings(&r)
-    );
+    lacks(&r, FindingId::SendBufferLimited, "r");
     // Its mirror: the same run with a buffer under one round trip (256 KB) is the buffer's.
     let mut small = r.clone();
     for s in samples(&mut small) {
@@ -424,12 +410,7 @@ fn a_flat_out_transfer_short_of_cpu_is_not_send_buffer_limited() {
 #[test]
 fn a_shaper_far_away_under_bbr_is_shaper_limited() {
     let r = recorded_file("shaper-far-bbr.json");
-    let f = findings(&r);
-    assert_eq!(
-        f.iter().map(|f| f.id).collect::<Vec<_>>(),
-        [FindingId::ShaperLimited],
-        "{f:#?}"
-    );
+    let f = only(&r, FindingId::ShaperLimited);
     assert!(
         f[0].summary.contains("against a minimum of 37.08 ms"),
         "{}",
@@ -447,10 +428,6 @@ fn a_shaper_far_away_under_bbr_is_shaper_limited() {
         (s.notsent, s.writer_asleep) = (Some(0), Some(0.02));
     }
     for (name, look) in [("no queue", no_queue), ("writer", writer)] {
-        assert!(
-            !ids(&look).contains(&FindingId::ShaperLimited),
-            "{name}: {:#?}",
-            findings(&look)
-        );
+        lacks(&look, FindingId::ShaperLimited, name);
     }
 }
