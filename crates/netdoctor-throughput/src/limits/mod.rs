@@ -80,6 +80,11 @@ impl Facts<'_> {
         v.get(v.len() / 2).copied().unwrap_or(0)
     }
 
+    /// The median smoothed RTT over the samples, µs (0 where none was read).
+    pub fn srtt_us(&self) -> u64 {
+        self.med(|s| u64::from(s.rtt_us.unwrap_or(0)))
+    }
+
     /// The test's sending rate per stream, bits/s.
     pub fn per_stream_bps(&self) -> f64 {
         self.sent.bits_per_second / f64::from(self.r.setup.num_streams.max(1))

@@ -19,7 +19,7 @@ fn rate_cv(x: &Facts) -> f64 {
 
 /// Median RTT and the minimum RTT (µs) over the samples.
 fn rtts(x: &Facts) -> (u64, u64) {
-    let srtt = x.med(|s| u64::from(s.rtt_us.unwrap_or(0)));
+    let srtt = x.srtt_us();
     let min =
         x.ss.iter()
             .filter_map(|s| s.min_rtt_us)

@@ -93,7 +93,7 @@ pub(super) fn receive_window_limited(x: &Facts) -> Option<Finding> {
     // reads in 15 of 42, the kernel's clock 20 %. The look-alikes' windows are 2–4,000 times
     // cwnd's quarter (shaper, loss, small send buffer, slow writer, softirq).
     let (w_med, c_med) = (x.med(wnd), x.med(cwnd));
-    let srtt_us = x.med(|s| u64::from(s.rtt_us.unwrap_or(0)));
+    let srtt_us = x.srtt_us();
     let window_rate = if srtt_us > 0 {
         w_med as f64 * 8.0 / (srtt_us as f64 / 1e6)
     } else {
@@ -228,7 +228,9 @@ pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
     // the shaper and loss cases): over the 40 ms bridge BBR's pacer kept 62 KB (one write past
     // SO_SNDBUF) unsent at half the edges with cwnd 150 KB and the window 275 KB open.
     let held_back = backlogged * 2 >= n && !by_kernel;
-    if asleep < MIN_ASLEEP || held_back || room * 10 < n * 6 || (busy >= 0.9 && !by_kernel) {
+    // A path of µs shows the buffer as idle time; a path of ms as the kernel's clock.
+    let idle = busy < 0.9;
+    if asleep < MIN_ASLEEP || held_back || room * 10 < n * 6 || !(idle || by_kernel) {
         return None;
     }
     let n_full = room;
@@ -266,7 +268,35 @@ pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
             "holds less than one round trip of data at the rate reached ({} at {} and {} µs)",
             fmt_bytes(bdp as f64),
             fmt_bits(x.per_stream_bps()),
-            x.med(|s| u64::from(s.rtt_us.unwrap_or(0)))
+            x.srtt_us()
+        )
+    };
+    let (tail, why, drains) = if idle {
+        (
+            format!(
+                "the connection sat idle {:.0} % of the test",
+                (1.0 - busy) * 100.0
+            ),
+            format!(
+                "yet the connection had nothing in flight for {:.0} % of the test (tcp_info busy time {} ms of {secs:.1} s)",
+                (1.0 - busy) * 100.0,
+                t.busy_time_us / 1000
+            ),
+            "drains faster than the blocked writer refills it",
+        )
+    } else {
+        (
+            format!(
+                "the writer waited for buffer space {:.0} % of the time data was in flight",
+                kernel_share * 100.0
+            ),
+            format!(
+                "and the kernel counted it waiting for buffer space for {:.0} % of the time the connection had data in flight (tcp_info: sndbuf-limited {} ms of {} ms busy)",
+                kernel_share * 100.0,
+                t.sndbuf_limited_us / 1000,
+                t.busy_time_us / 1000
+            ),
+            "empties into the network and waits a round trip for the ACKs that free it",
         )
     };
     let mut f = Finding::new(
@@ -278,42 +308,13 @@ pub(super) fn send_buffer_limited(x: &Facts) -> Option<Finding> {
             fmt_bytes(buf as f64),
             fmt_bytes(m_cwnd as f64),
             fmt_bytes(m_wnd as f64),
-            if busy < 0.9 {
-                format!(
-                    "the connection sat idle {:.0} % of the test",
-                    (1.0 - busy) * 100.0
-                )
-            } else {
-                format!(
-                    "the writer waited for buffer space {:.0} % of the time data was in flight",
-                    kernel_share * 100.0
-                )
-            }
+            tail
         ),
     );
     f.confidence = (n_full as f64 / n as f64)
         .max(1.0 - busy)
         .max(kernel_share.min(0.9))
         .min(1.0);
-    let why = if busy < 0.9 {
-        format!(
-            "yet the connection had nothing in flight for {:.0} % of the test (tcp_info busy time {} ms of {secs:.1} s)",
-            (1.0 - busy) * 100.0,
-            t.busy_time_us / 1000
-        )
-    } else {
-        format!(
-            "and the kernel counted it waiting for buffer space for {:.0} % of the time the connection had data in flight (tcp_info: sndbuf-limited {} ms of {} ms busy)",
-            kernel_share * 100.0,
-            t.sndbuf_limited_us / 1000,
-            t.busy_time_us / 1000
-        )
-    };
-    let drains = if busy < 0.9 {
-        "drains faster than the blocked writer refills it"
-    } else {
-        "empties into the network and waits a round trip for the ACKs that free it"
-    };
     f.explanation = format!(
         "The writer had no rate limit and slept {:.0} % of the time it was not waiting for a CPU (median over {n} intervals; neither on a CPU nor on a run queue, per /proc/thread-self/schedstat), which an unthrottled writer does only in write() waiting for buffer space, {why}. In {n_full} of {n} samples the data in flight stayed under 80 % of both the congestion window and the receiver's window, and almost nothing waited unsent: the send buffer (SO_SNDBUF {}) {drains}; neither the network nor the receiver held the sender back.{} (The kernel lets one write of up to 64 KB past SO_SNDBUF, so in flight can exceed it.)",
         asleep * 100.0,
