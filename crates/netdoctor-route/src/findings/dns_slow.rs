@@ -134,6 +134,7 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         out.push(f);
     }
     out.extend(aaaa_unanswered(r, th));
+    out.extend(aaaa_late(r, th));
     // A lookup that never finished within our cap has no time but is the slowest of all.
     let gai = r.getaddrinfo.as_ref().and_then(|g| {
         if g.timed_out {
@@ -268,6 +269,73 @@ fn aaaa_unanswered(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         .collect()
 }
 
+/// Servers that answer A at once but AAAA only slowly, while getaddrinfo waited about that
+/// long: glibc waits for both answers, so every lookup takes the AAAA answer's time. (Before,
+/// the nameservers looked fast and the wait was blamed on the host's resolver path.)
+fn aaaa_late(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
+    let Some(gai_ms) = r
+        .getaddrinfo
+        .as_ref()
+        .filter(|g| !g.timed_out)
+        .and_then(|g| g.elapsed_ms)
+    else {
+        return Vec::new();
+    };
+    r.servers
+        .iter()
+        .filter_map(|s| s.aaaa_late_ms(th.dns_slow_ms).map(|ms| (s, ms)))
+        // getaddrinfo did wait for it (not when the system skipped AAAA: AI_ADDRCONFIG).
+        .filter(|&(_, ms)| gai_ms >= th.dns_slow_ms && gai_ms >= ms / 2.0)
+        .map(|(s, aaaa_ms)| {
+            let a_ms = s.udp.median_ms.unwrap_or(0.0);
+            let mut f = Finding::new(
+                FindingId::DnsSlow,
+                Severity::Warning,
+                Side::Network,
+                format!(
+                    "nameserver {} answers A in {} but AAAA only after {}: each getaddrinfo \
+                     waits for the AAAA answer",
+                    s.server,
+                    fmt_ms(a_ms),
+                    fmt_ms(aaaa_ms)
+                ),
+            );
+            f.impact.added_latency_ms = Some(gai_ms);
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = format!(
+                "getaddrinfo (AF_UNSPEC, what most programs call) sends the A and AAAA questions \
+                 together and waits for both. This server answers A at once but took {} to \
+                 answer AAAA (often a forwarder whose upstream is slow for AAAA, or a filtering \
+                 or DNS64 resolver), so the lookup took {} although the A answer was there \
+                 long before.",
+                fmt_ms(aaaa_ms),
+                fmt_ms(gai_ms)
+            );
+            f.fix = format!(
+                "Find why the nameserver is slow to answer AAAA (`dig AAAA {}` against it; its \
+                 upstream or its filtering) or use a resolver that answers both quickly; \
+                 programs that only need IPv4 can ask with AF_INET.",
+                r.query_name
+            );
+            f.evidence.push(probe(
+                "dns",
+                format!(
+                    "{} udp for {}: A answered in {}, AAAA in {}",
+                    s.server,
+                    r.query_name,
+                    fmt_ms(a_ms),
+                    fmt_ms(aaaa_ms)
+                ),
+            ));
+            f.evidence.push(probe(
+                "getaddrinfo",
+                format!("{} in {}", r.name, fmt_ms(gai_ms)),
+            ));
+            f
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,6 +454,45 @@ mod tests {
         let f = dns_slow(&r, &Thresholds::default());
         assert_eq!(f.len(), 1);
         assert!(f[0].summary.contains("gave no answer"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn a_slow_aaaa_answer_is_named_not_the_hosts_resolver_path() {
+        let late = |aaaa_ms: f64| {
+            let mut s = server("10.0.0.2", 0, vec![ok(1.0), ok(1.2)]);
+            s.aaaa = Some(ok(aaaa_ms));
+            s
+        };
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![late(1501.0)],
+            Some(gai(Some(1504.0), &["10.0.0.5"], None)),
+        );
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].side, Side::Network);
+        assert!(
+            f[0].summary.contains("AAAA only after 1501 ms"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].impact.added_latency_ms, Some(1504.0));
+        // getaddrinfo did not wait for AAAA (AI_ADDRCONFIG): nothing.
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![late(1501.0)],
+            Some(gai(Some(2.0), &["10.0.0.5"], None)),
+        );
+        assert!(dns_slow(&r, &Thresholds::default()).is_empty());
+        // AAAA quick, getaddrinfo slow: the host's path, as before.
+        let r = report(
+            "nameserver 10.0.0.2\n",
+            vec![late(1.1)],
+            Some(gai(Some(1504.0), &["10.0.0.5"], None)),
+        );
+        let f = dns_slow(&r, &Thresholds::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].side, Side::Host);
     }
 
     #[test]
