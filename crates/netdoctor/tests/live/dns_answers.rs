@@ -12,7 +12,8 @@
 //!   AAAA: a `dns_slow` naming AAAA (the run said "healthy" before: the system lookup ran into
 //!   netdoctor's cap and no finding read it); AAAA answered (empty): nothing;
 //! - A answered, AAAA answered after 0.8 s: a `dns_slow` naming the slow AAAA, side network
-//!   (before: "getaddrinfo took 0.8 s", side host, blaming nsswitch and the search list);
+//!   (before: a healthy verdict, 0.8 s being under getaddrinfo's 1 s threshold; at 1.5 s,
+//!   "getaddrinfo took 1.5 s", side host, blaming nsswitch and the search list);
 //! - a dead first nameserver before a live one (timeout 1 s): `dns_server_unreachable` alone,
 //!   no `dns_slow` "getaddrinfo took 1 s" nor a `reverse_dns_timeout` blaming the PTR zone for
 //!   the same second.
