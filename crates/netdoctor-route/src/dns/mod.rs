@@ -211,6 +211,13 @@ impl ServerTiming {
     pub fn aaaa_unanswered(&self) -> bool {
         self.udp.answered > 0 && self.aaaa.as_ref().is_some_and(|t| !t.answered())
     }
+    /// The time of the AAAA try when the server answers A quickly (median over UDP below
+    /// `slow_ms`) but answered AAAA only after `slow_ms` or more: getaddrinfo waits for it.
+    pub fn aaaa_late_ms(&self, slow_ms: f64) -> Option<f64> {
+        let a_fast = self.udp.median_ms.is_some_and(|ms| ms < slow_ms);
+        let t = self.aaaa.as_ref().filter(|t| t.answered())?;
+        t.elapsed_ms.filter(|&ms| a_fast && ms >= slow_ms)
+    }
     /// Whether any try over any transport was answered.
     pub fn reachable(&self) -> bool {
         self.udp.answered > 0 || self.tcp.as_ref().is_some_and(|t| t.answered > 0)

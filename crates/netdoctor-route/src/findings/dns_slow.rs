@@ -91,6 +91,11 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         // The timeouts glibc waited on the servers before this one are theirs, not its.
         let before = f64::from(rc.timeout_s) * 1000.0 * s.position as f64;
         let ms = (gai_ms.unwrap_or(r.timeout_ms) - before).max(0.0);
+        if ms < r.timeout_ms {
+            // Faster than our deadline: not slow, but answering some queries and not others.
+            out.push(uneven(r, s, ms));
+            continue;
+        }
         let mut f = Finding::new(
             FindingId::DnsSlow,
             Severity::Warning,
@@ -116,24 +121,11 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
                  systemd-resolved, dnsmasq or nscd cuts repeated lookups to microseconds); \
                  cache names in the application."
             .to_string();
-        f.evidence.push(probe(
-            "getaddrinfo",
-            format!("{} in {}", r.name, fmt_ms(ms)),
-        ));
-        f.evidence.push(probe(
-            "dns",
-            format!(
-                "{} udp for {}: {} of {} tries answered within {}",
-                s.server,
-                r.query_name,
-                s.udp.answered,
-                s.udp.sent,
-                fmt_ms(r.timeout_ms)
-            ),
-        ));
+        silent_evidence(&mut f, r, s, ms);
         out.push(f);
     }
     out.extend(aaaa_unanswered(r, th));
+    out.extend(aaaa_late(r, th));
     // A lookup that never finished within our cap has no time but is the slowest of all.
     let gai = r.getaddrinfo.as_ref().and_then(|g| {
         if g.timed_out {
@@ -192,6 +184,61 @@ pub fn dns_slow(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         out.push(f);
     }
     out
+}
+
+/// A server that answered getaddrinfo in `ms`, within the direct tries' deadline, while none of
+/// those tries was answered (refused or lost): it answers some queries and not others. (Before,
+/// "slow: it answered getaddrinfo after 17.7 ms", "slower than the 2000 ms each try waited".)
+fn uneven(r: &DnsReport, s: &crate::dns::ServerTiming, ms: f64) -> Finding {
+    let rc = &r.resolver.resolv_conf;
+    let mut f = Finding::new(
+        FindingId::DnsSlow,
+        Severity::Warning,
+        Side::Network,
+        format!(
+            "nameserver {} answers some queries and not others: it answered getaddrinfo in {} \
+             but none of {} direct tries",
+            s.server,
+            fmt_ms(ms),
+            s.udp.sent
+        ),
+    );
+    f.impact.added_latency_ms = Some(f64::from(rc.timeout_s) * 1000.0);
+    f.explanation = format!(
+        "The system resolver got its answer from this server, but the direct tries asked at \
+         the same time got none (refused or lost): the server, or a rate limit or firewall in \
+         front of it, answers only some queries, or it was restarting. A lookup it does not \
+         answer waits the resolver's timeout ({} s in {}) before the next try.",
+        rc.timeout_s,
+        rc.path.display()
+    );
+    f.fix = format!(
+        "Run `netdoctor dns {}` again; look for response-rate limiting on the server or a \
+         rate limit on UDP 53 in front of it, and at the server's restarts; a local caching \
+         resolver asks it less often.",
+        r.name
+    );
+    silent_evidence(&mut f, r, s, ms);
+    f
+}
+
+/// The evidence of a server that answered getaddrinfo in `ms` but none of the direct tries.
+fn silent_evidence(f: &mut Finding, r: &DnsReport, s: &crate::dns::ServerTiming, ms: f64) {
+    f.evidence.push(probe(
+        "getaddrinfo",
+        format!("{} in {}", r.name, fmt_ms(ms)),
+    ));
+    f.evidence.push(probe(
+        "dns",
+        format!(
+            "{} udp for {}: {} of {} tries answered within {}",
+            s.server,
+            r.query_name,
+            s.udp.answered,
+            s.udp.sent,
+            fmt_ms(r.timeout_ms)
+        ),
+    ));
 }
 
 /// Servers that answer A at once but leave AAAA unanswered while getaddrinfo is slow or never
@@ -268,6 +315,73 @@ fn aaaa_unanswered(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
         .collect()
 }
 
+/// Servers that answer A at once but AAAA only slowly, while getaddrinfo waited about that
+/// long: glibc waits for both answers, so every lookup takes the AAAA answer's time. (Before,
+/// the nameservers looked fast and the wait was blamed on the host's resolver path.)
+fn aaaa_late(r: &DnsReport, th: &Thresholds) -> Vec<Finding> {
+    let Some(gai_ms) = r
+        .getaddrinfo
+        .as_ref()
+        .filter(|g| !g.timed_out)
+        .and_then(|g| g.elapsed_ms)
+    else {
+        return Vec::new();
+    };
+    r.servers
+        .iter()
+        .filter_map(|s| s.aaaa_late_ms(th.dns_slow_ms).map(|ms| (s, ms)))
+        // getaddrinfo did wait for it (not when the system skipped AAAA: AI_ADDRCONFIG).
+        .filter(|&(_, ms)| gai_ms >= th.dns_slow_ms && gai_ms >= ms / 2.0)
+        .map(|(s, aaaa_ms)| {
+            let a_ms = s.udp.median_ms.unwrap_or(0.0);
+            let mut f = Finding::new(
+                FindingId::DnsSlow,
+                Severity::Warning,
+                Side::Network,
+                format!(
+                    "nameserver {} answers A in {} but AAAA only after {}: each getaddrinfo \
+                     waits for the AAAA answer",
+                    s.server,
+                    fmt_ms(a_ms),
+                    fmt_ms(aaaa_ms)
+                ),
+            );
+            f.impact.added_latency_ms = Some(gai_ms);
+            f.impact.affected_fraction = Some(1.0);
+            f.explanation = format!(
+                "getaddrinfo (AF_UNSPEC, what most programs call) sends the A and AAAA questions \
+                 together and waits for both. This server answers A at once but took {} to \
+                 answer AAAA (often a forwarder whose upstream is slow for AAAA, or a filtering \
+                 or DNS64 resolver), so the lookup took {} although the A answer was there \
+                 long before.",
+                fmt_ms(aaaa_ms),
+                fmt_ms(gai_ms)
+            );
+            f.fix = format!(
+                "Find why the nameserver is slow to answer AAAA (`dig AAAA {}` against it; its \
+                 upstream or its filtering) or use a resolver that answers both quickly; \
+                 programs that only need IPv4 can ask with AF_INET.",
+                r.query_name
+            );
+            f.evidence.push(probe(
+                "dns",
+                format!(
+                    "{} udp for {}: A answered in {}, AAAA in {}",
+                    s.server,
+                    r.query_name,
+                    fmt_ms(a_ms),
+                    fmt_ms(aaaa_ms)
+                ),
+            ));
+            f.evidence.push(probe(
+                "getaddrinfo",
+                format!("{} in {}", r.name, fmt_ms(gai_ms)),
+            ));
+            f
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,21 +443,32 @@ mod tests {
     }
 
     #[test]
-    fn a_server_that_answered_getaddrinfo_but_not_our_tries_is_slow_with_its_time() {
-        let r = report(
-            "nameserver 10.0.0.2\n",
-            vec![server("10.0.0.2", 0, vec![lost(), lost()])],
-            Some(gai(Some(2004.0), &["10.0.0.5"], None)),
-        );
-        let f = dns_slow(&r, &Thresholds::default());
-        assert_eq!(f.len(), 1, "{f:?}");
+    fn a_server_that_answered_getaddrinfo_but_not_our_tries_is_slow_or_uneven_by_its_time() {
+        let told = |gai_ms: f64| {
+            let r = report(
+                "nameserver 10.0.0.2\n",
+                vec![server("10.0.0.2", 0, vec![lost(), lost()])],
+                Some(gai(Some(gai_ms), &["10.0.0.5"], None)),
+            );
+            let f = dns_slow(&r, &Thresholds::default());
+            assert_eq!(f.len(), 1, "{f:?}");
+            assert_eq!(f[0].severity, Severity::Warning);
+            f.into_iter().next().unwrap()
+        };
+        // Later than the tries' 2000 ms deadline: slow, with its time.
+        let f = told(2004.0);
         assert!(
-            f[0].summary.contains("answered getaddrinfo after 2004 ms"),
+            f.summary.contains("answered getaddrinfo after 2004 ms"),
             "{}",
-            f[0].summary
+            f.summary
         );
-        assert_eq!(f[0].impact.added_latency_ms, Some(2004.0));
-        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f.impact.added_latency_ms, Some(2004.0));
+        // Within it: not slow (before: "slower than the 2000 ms" after 17.7 ms) but uneven.
+        let f = told(17.7);
+        let uneven = "answers some queries and not others: it answered getaddrinfo in 17.7 ms";
+        assert!(f.summary.contains(uneven), "{}", f.summary);
+        assert!(!f.summary.contains("slow"), "{}", f.summary);
+        assert!(!f.explanation.contains("slower"), "{}", f.explanation);
     }
 
     #[test]
@@ -386,6 +511,36 @@ mod tests {
         let f = dns_slow(&r, &Thresholds::default());
         assert_eq!(f.len(), 1);
         assert!(f[0].summary.contains("gave no answer"), "{}", f[0].summary);
+    }
+
+    #[test]
+    fn a_slow_aaaa_answer_is_named_not_the_hosts_resolver_path() {
+        // What dns_slow tells of a server answering A in about 1 ms and AAAA in `aaaa_ms`,
+        // when getaddrinfo took `gai_ms`.
+        let told = |aaaa_ms: f64, gai_ms: f64| {
+            let mut s = server("10.0.0.2", 0, vec![ok(1.0), ok(1.2)]);
+            s.aaaa = Some(ok(aaaa_ms));
+            let g = Some(gai(Some(gai_ms), &["10.0.0.5"], None));
+            dns_slow(
+                &report("nameserver 10.0.0.2\n", vec![s], g),
+                &Thresholds::default(),
+            )
+        };
+        let f = told(1501.0, 1504.0);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].side, Side::Network);
+        assert!(
+            f[0].summary.contains("AAAA only after 1501 ms"),
+            "{}",
+            f[0].summary
+        );
+        assert_eq!(f[0].impact.added_latency_ms, Some(1504.0));
+        // getaddrinfo did not wait for AAAA (AI_ADDRCONFIG): nothing.
+        assert!(told(1501.0, 2.0).is_empty());
+        // AAAA quick, getaddrinfo slow: the host's path, as before.
+        let f = told(1.1, 1504.0);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].side, Side::Host);
     }
 
     #[test]

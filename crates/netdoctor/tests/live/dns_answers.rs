@@ -11,6 +11,9 @@
 //! - A answered, AAAA dropped: getaddrinfo (A and AAAA in parallel) waits the timeout for
 //!   AAAA: a `dns_slow` naming AAAA (the run said "healthy" before: the system lookup ran into
 //!   netdoctor's cap and no finding read it); AAAA answered (empty): nothing;
+//! - A answered, AAAA answered after 0.8 s: a `dns_slow` naming the slow AAAA, side network
+//!   (before: a healthy verdict, 0.8 s being under getaddrinfo's 1 s threshold; at 1.5 s,
+//!   "getaddrinfo took 1.5 s", side host, blaming nsswitch and the search list);
 //! - a dead first nameserver before a live one (timeout 1 s): `dns_server_unreachable` alone,
 //!   no `dns_slow` "getaddrinfo took 1 s" nor a `reverse_dns_timeout` blaming the PTR zone for
 //!   the same second.
@@ -27,9 +30,10 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// A nameserver for NAME on ADDR:53 that behaves as MODE says: `ok` (A answered, AAAA empty
 /// NOERROR, other names NXDOMAIN), `nx` (everything NXDOMAIN), `servfail`, `refused`, `tc`
-/// (empty NOERROR with the TC bit; no TCP listener), `dropaaaa` (A answered, AAAA never).
+/// (empty NOERROR with the TC bit; no TCP listener), `dropaaaa` (A answered, AAAA never),
+/// `slowaaaa` (A answered, AAAA answered after 0.8 s, without holding up other questions).
 const SERVER: &str = r#"
-import socket, struct, sys
+import socket, struct, sys, threading
 addr, mode = sys.argv[1], sys.argv[2]
 def answer(p):
     tid, flags = struct.unpack("!HH", p[:4])
@@ -50,6 +54,7 @@ def answer(p):
     if qtype == 1:
         return msg(0, b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 60, 4) + socket.inet_aton("10.79.0.2"))
     if qtype == 28 and mode == "dropaaaa": return None
+    if qtype == 28 and mode == "slowaaaa": return ("late", msg(0))
     return msg(0)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((addr, 53))
@@ -57,7 +62,11 @@ print("up", flush=True)
 while True:
     p, c = s.recvfrom(4096)
     r = answer(p)
-    if r is not None: s.sendto(r, c)
+    if r is None: continue
+    if isinstance(r, tuple):
+        threading.Timer(0.8, s.sendto, (r[1], c)).start()
+    else:
+        s.sendto(r, c)
 "#;
 
 fn ip(args: &[&str]) {
@@ -235,6 +244,16 @@ fn a_dropped_aaaa_and_a_dead_first_server_are_told_once_each() {
     lab.serve("ok", one);
     let r = lab.dns("ok", &["--no-reverse"]);
     assert!(finding(&r, "dns_slow").is_none(), "{:?}", ids(&r));
+
+    // A at once, AAAA after 0.8 s (below the 1 s timeout): every lookup waits for the AAAA
+    // answer. The nameserver's AAAA is named, not the host's resolver path.
+    lab.serve("slowaaaa", one);
+    let r = lab.dns("slowaaaa", &["--no-reverse"]);
+    let f = finding(&r, "dns_slow").expect("dns_slow");
+    let s = f["summary"].as_str().unwrap();
+    assert!(s.contains("but AAAA only after"), "{s}");
+    assert_eq!(f["side"], "network", "{f:#}");
+    assert_eq!(r["findings"].as_array().unwrap().len(), 1, "{:?}", ids(&r));
 
     // A dead first server (1 s timeout), then the live one: every lookup, forward and
     // reverse, waits that second; one finding says so.
