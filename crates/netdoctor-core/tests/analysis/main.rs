@@ -48,6 +48,7 @@ mod realworld_trust;
 mod request_limit;
 mod reuse_gap;
 mod server_leg;
+mod server_timer;
 mod shard_region;
 mod slow_start_after_idle;
 mod small_initial_window;
