@@ -28,6 +28,7 @@ mod client_think;
 mod closed_after_errors;
 mod early_resend;
 mod echo_turns;
+mod expect_continue;
 mod fin_echo;
 mod framing_complete;
 mod gap_not_pipelining;
