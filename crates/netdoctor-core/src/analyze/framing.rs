@@ -110,6 +110,14 @@ pub(super) fn header_end(payload: &[u8]) -> Option<usize> {
     BLANK_LINE.find(payload).map(|e| e + 4)
 }
 
+/// `payload` (of a `wire`-byte segment, captured whole) is a `100 Continue` head and nothing
+/// else: an interim answer to a request's `Expect: 100-continue`, its body still to come.
+pub(super) fn interim_continue(payload: &[u8], wire: u32) -> bool {
+    payload.len() == wire as usize
+        && super::http::http_status(payload) == Some(100)
+        && header_end(payload) == Some(payload.len())
+}
+
 /// The framing of an HTTP/1.x answer with status `status` to a `method` request, from its
 /// first segment: `payload` the captured bytes, `wire` the segment's payload length.
 pub(super) fn answer_framing(payload: &[u8], wire: u32, status: u16, method: Method) -> Framing {

@@ -15,7 +15,7 @@
 //! but by the HTTP/2 source (`super::h2`), chosen per connection by [`super::conn::Source`].
 
 use super::conn::Conn;
-use super::framing::{Framing, Method, answer_framing, header_end};
+use super::framing::{Framing, Method, answer_framing, header_end, interim_continue};
 use super::orient::looks_like_request;
 use crate::breakdown::ExchangeParts;
 use crate::event::{ClientAsked, Pkt, side_bit};
@@ -338,6 +338,13 @@ impl Conn {
         }
         if pkt.from_server {
             match self.phase {
+                // An interim `100 Continue` alone in its segment, the answer to a request's
+                // `Expect: 100-continue`: the request goes on with its body and its answer is
+                // still to come (before, the body was read as a request of its own).
+                Phase::Request
+                    if !gap
+                        && self.cur.as_ref().is_some_and(|x| x.found == Found::Http1)
+                        && interim_continue(payload, pkt.len) => {}
                 Phase::Request => {
                     let seg = self.follows_flights().then(|| self.flight_ctx());
                     if let Some(x) = self.cur.as_mut() {

@@ -30,6 +30,13 @@
 //! [`MAX_WAIT_SHARE`] of the exchanges' server time, their CPU time under [`MAX_CPU_SHARE`]): then the machine was busy with
 //! something else while the server waited on its own (a proxy on a slow upstream, a sleep, a
 //! lock), and the time stays the server's, with that said.
+//!
+//! When at least [`TIMER_MIN_EXCHANGES`] slow exchanges all waited a second or more and the
+//! same time to within [`TIMER_SPREAD`] of it (and none is a 5xx: a gateway's timeout is
+//! `http_errors`' story), the wait is a timer, not load: a request held on purpose (a long
+//! poll) or a fixed timeout inside the server (a resolver's 5 s, a lock or pool wait). The
+//! finding says so, with a [`FIXED_WAIT_EVIDENCE`] probe, names both in its fix and its
+//! confidence drops to [`TIMER_CONFIDENCE`]. One or two such exchanges are too few to say.
 
 use super::{
     Context, Detector, Interests, MAX_EXAMPLES, conn_label, episode_severity, ms, worst_note,
@@ -49,6 +56,17 @@ pub const MAX_WAIT_SHARE: f64 = 0.1;
 /// not spent computing (a forking server's children's waits die with them; their CPU time is
 /// counted in the parent's).
 pub const MAX_CPU_SHARE: f64 = 0.25;
+/// Slow exchanges needed before an equal wait is called a timer.
+pub const TIMER_MIN_EXCHANGES: u64 = 3;
+/// The shortest wait called a timer, ms.
+pub const TIMER_MIN_MS: f64 = 1000.0;
+/// The largest spread (max − min, as a share of the max) of the slow exchanges' server time
+/// still called the same wait.
+pub const TIMER_SPREAD: f64 = 0.02;
+/// The confidence of a finding whose wait looks like a timer: it may be no problem at all.
+pub const TIMER_CONFIDENCE: f64 = 0.5;
+/// The probe evidence of an equal wait: `N of M requests each waited within X ms of Y s`.
+pub const FIXED_WAIT_EVIDENCE: &str = "fixed_wait";
 
 /// The `slow_server_processing` detector.
 #[derive(Default)]
@@ -59,6 +77,10 @@ pub struct SlowServerProcessing {
     slow_total_ns: i64,
     /// Of `slow_total_ns`, the part after the first byte (a body written slowly).
     slow_body_ns: i64,
+    /// The shortest server time of a slow exchange (0 before the first).
+    slow_min_ns: i64,
+    /// A slow exchange answered 5xx.
+    slow_error: bool,
     /// The machine's CPU during the run: (busy share, netdoctor's own share, cores).
     cpu: Option<(f64, f64, u32)>,
     /// The server's threads' run-queue wait and CPU time over the run, ms.
@@ -120,6 +142,12 @@ impl SlowServerProcessing {
         let total = x.server_total_ns();
         self.server_total_ns += total;
         if ms(total) >= MIN_SERVER_MS {
+            self.slow_min_ns = if self.slow_exchanges == 0 {
+                total
+            } else {
+                self.slow_min_ns.min(total)
+            };
+            self.slow_error |= x.status.is_some_and(|c| c >= 500);
             self.slow_exchanges += 1;
             self.worst_ns = self.worst_ns.max(total);
             self.slow_total_ns += total;
@@ -135,6 +163,17 @@ impl SlowServerProcessing {
                 self.examples[k] = *x;
             }
         }
+    }
+
+    /// The slow exchanges' common wait `(shortest, longest)` in ms, when they look like a
+    /// timer (see the module's text).
+    fn fixed_wait(&self) -> Option<(f64, f64)> {
+        let (lo, hi) = (ms(self.slow_min_ns), ms(self.worst_ns));
+        (self.slow_exchanges >= TIMER_MIN_EXCHANGES
+            && !self.slow_error
+            && lo >= TIMER_MIN_MS
+            && hi - lo <= TIMER_SPREAD * hi)
+            .then_some((lo, hi))
     }
 
     fn report(&self, exchanges: u64, lat: f64, st: f64, t0_ns: i64, out: &mut Vec<Finding>) {
@@ -244,6 +283,40 @@ impl SlowServerProcessing {
                  `$upstream_response_time` in nginx)."
                 .to_string()
         };
+        let mut timer = None;
+        if let Some((lo, hi)) = self
+            .fixed_wait()
+            .filter(|_| !slow_body && contended.is_none())
+        {
+            let secs = format!("{:.2} s", (lo + hi) / 2e3);
+            let within = format!("{:.0} ms", (hi - lo).max(1.0));
+            let n = self.slow_exchanges;
+            f.summary.push_str(&format!(
+                "; every slow request waited the same {secs} (within {within}): a request held \
+                 on purpose (a long poll) or a timer inside the server, not load"
+            ));
+            f.confidence = f.confidence.min(TIMER_CONFIDENCE);
+            f.explanation.push_str(&format!(
+                " But the {n} slow requests all waited {secs}, within {within} of each other: \
+                 work that is slow because of load or data takes a different time from request \
+                 to request, a wait that is the same every time is a timer. Either the server \
+                 holds the request on purpose until it has something to say (a long poll) and \
+                 answers when its hold time runs out, or a fixed timeout inside it runs out \
+                 before it can answer (a DNS resolver's 5 s timeout, a lock or connection-pool \
+                 wait, a backend call that times out)."
+            ));
+            f.fix = format!(
+                "Look in the handler for a deliberate wait or a timeout of {secs}: if the \
+                 endpoint is a long poll (a request held until an event or its hold time), this \
+                 is normal and its duration is not latency; otherwise find the timer that runs \
+                 out (the resolver's timeout in /etc/resolv.conf, a lock or pool wait, a backend \
+                 call's timeout) and why what it waits for does not come."
+            );
+            timer = Some(Evidence::Probe {
+                probe: FIXED_WAIT_EVIDENCE.to_string(),
+                note: format!("{n} of {exchanges} requests each waited within {within} of {secs}"),
+            });
+        }
         if let Some((busy, own, cores)) = contended {
             f.summary.push_str(&format!(
                 ", but the machine's CPU was saturated ({:.0}% busy on {cores} cores, \
@@ -321,6 +394,9 @@ impl SlowServerProcessing {
                 }
             })
             .collect();
+        if let Some(e) = timer {
+            f.evidence.insert(0, e);
+        }
         out.push(f);
     }
 }

@@ -273,7 +273,12 @@ common-server-time = { $has_latency ->
    *[no] 服务端要很久才开始回复
 }
 # $probe 为 proxy_waited：服务端的耗时是代理的超时（http_errors 的 proxy_timeout，$probe_secs 秒）：代理在等它的上游，等到放弃后回答 504。
+# $probe 为 fixed_wait：慢的请求每次都等了同样的 $probe_secs 秒（$probe_n/$probe_of 个请求）：一个定时器（长轮询有意挂起的请求，或服务端内部的固定超时），不是负载。
 slow_server_processing-summary = { $probe ->
+    [fixed_wait] { common-server-time }{ $has_pct ->
+        [yes] （影响 { $pct }% 的请求）
+       *[no] {""}
+    }；每个慢请求都等了同样的 { $probe_secs } s：这是有意挂起的请求（长轮询）或服务端内部的定时器，不是负载
     [proxy_waited] { common-server-time }{ $has_pct ->
         [yes] （影响 { $pct }% 的请求）
        *[no] {""}
@@ -288,6 +293,7 @@ slow_server_processing-summary = { $probe ->
 }
 
 slow_server_processing-explanation = { $probe ->
+    [fixed_wait] 从请求的最后一个字节到响应的第一个字节之间，服务端在处理或在等待。但 { $probe_of } 个请求中有 { $probe_n } 个都等了 { $probe_secs } s，彼此相差很小：因负载或数据而慢的处理每次耗时都不同，每次都一样的等待是一个定时器。要么服务端有意挂起请求，直到有话可说（长轮询），挂起时间到了才回答；要么服务端内部的某个固定超时先到期，它才能回答（DNS 解析器的 5 s 超时、锁或连接池的等待、超时的后端调用）。
     [proxy_waited] 这里的服务端是上游前面的代理：中位数请求等了约 { $latency } 才有回复，这段等待正是代理的 { $probe_secs } s 超时（http_errors 的 504 应答都在请求之后 { $probe_secs } s 到达）。代理的时间花在等上游上，上游没有在 { $probe_secs } s 之内应答；它真正需要的时间更长。网络及时地送达了请求和应答。
    *[other] 从请求的最后一个字节到响应的第一个字节之间，服务端在处理（或在等待：数据库、后端、锁、已满的 worker 池）。网络及时地送达了请求和响应；{ $has_latency ->
     [yes] 中位数请求在服务端内部等待约 { $latency } 才开始有回复。
@@ -298,6 +304,7 @@ slow_server_processing-explanation = { $probe ->
 }
 }
 slow_server_processing-fix = { $probe ->
+    [fixed_wait] 在处理函数中找一个 { $probe_secs } s 的有意等待或超时：如果这个接口是长轮询（请求被挂起，直到有事件或挂起时间到），这是正常的，它的时长不是延迟；否则找出到期的那个定时器（/etc/resolv.conf 中解析器的超时、锁或连接池的等待、后端调用的超时），以及它等的东西为什么没有来。
     [proxy_waited] 由 { $caused_by }（上面）引起：查看代理后面的上游，它为什么比 { $probe_secs } s 还慢（它自己的日志、慢的数据库或后端、卡住或饱和的 worker 池），而不是代理的处理函数；只有当这么长的时间是预期的，才调大代理的超时。
    *[other] { $side ->
     [host] 先在没有争用的情况下测量：减少连接数（-c）或压测线程，或者从另一台机器发起压测；如果那时服务端仍然慢，再查看服务端内部（剖析请求处理函数、它的后端、worker 是否饱和）。
