@@ -309,6 +309,11 @@ pub fn relate(findings: &mut Vec<Finding>) {
             // the path's too: it says which loss first.
             let path_told =
                 id == SynRetransmit && root_side == Side::Network && c.side == Side::Network;
+            // ... and, where the packets could not place the lost SYNs, the explanation says
+            // what does: the same path's loss (not a "cannot tell" beside a "Caused by").
+            if path_told {
+                crate::detect::syn_retransmit::retell_under_path_loss(c, root_id);
+            }
             if ((root_side == Side::Network || silent_client) && c.side == Side::Server)
                 || shaper
                 || path_told

@@ -650,3 +650,4 @@ fn evidence(examples: &[Example], t0_ns: i64) -> Vec<Evidence> {
 #[cfg(test)]
 mod tests;
 mod vantage;
+pub(crate) use vantage::retell_under_path_loss;

@@ -10,6 +10,7 @@ mod dns_tcp;
 mod proxy_errors;
 mod slow_reader_blame;
 mod stall_share;
+mod syn_repeats;
 mod syn_side;
 mod upgrade;
 

@@ -7,7 +7,8 @@
 //! arriving with no SYN/ACK leaving: side server. A counter of the server's host (listen
 //! overflows) makes it the host's. Look-alikes: a server that repeats its own SYN/ACK (it had
 //! the SYN: `listen-full.pcap`), both ends on one host (`syn-tail.pcap`: no path), and loss on
-//! the path the packets show (`route-lossy.pcap`: the path's, caused by that loss).
+//! the path the packets show (`route-lossy.pcap`: the path's, caused by that loss, and its
+//! explanation says so instead of "cannot tell").
 
 use crate::common::{analyze, one};
 use netdoctor_core::finding::{FindingId, Side};
@@ -79,4 +80,27 @@ fn look_alikes_keep_their_sides() {
     assert_eq!(f.side, Side::Network);
     assert_eq!(f.caused_by, Some(FindingId::PacketLossRetransmission));
     assert!(f.fix.starts_with("Caused by"), "{}", f.fix);
+    // Its explanation agrees with that fix: the same path's loss, not "cannot tell"; the
+    // listen queue is what to check after (session 30).
+    assert!(
+        !f.explanation.contains("cannot tell")
+            && f.explanation.contains(
+                "the same capture shows the path losing segments of connections already open \
+                 (packet_loss_retransmission, above)"
+            )
+            && f.explanation.contains("most likely took these SYNs"),
+        "{}",
+        f.explanation
+    );
+    assert!(
+        f.fix.contains(
+            "If SYNs are still repeated once the path is clean, check the server's listen queue"
+        ),
+        "{}",
+        f.fix
+    );
+    // Told once: relating again changes nothing.
+    let once = findings.clone();
+    netdoctor_core::relate::relate(&mut findings);
+    assert_eq!(findings, once);
 }

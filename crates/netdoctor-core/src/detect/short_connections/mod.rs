@@ -2,8 +2,9 @@
 //! connection setup.
 //!
 //! For each connection whose handshake was captured we count its completed exchanges and its
-//! setup cost: the client's ACK of the SYN/ACK − SYN (the handshake RTT, plus the server's
-//! time to answer the SYN; a keep-alive connection pays it once). The time from that ACK to
+//! setup cost: the client's ACK of the SYN/ACK − the SYN the server answered (the handshake
+//! RTT, plus the server's time to answer; a keep-alive connection pays it once; repeated SYNs
+//! before it are `syn_retransmit`'s, [`repeats`]). The time from that ACK to
 //! the first request byte is the client's own (its application connected, then took that
 //! long to write): it is said apart ([`THINK_SHOWN_MS`]) and never charged to the setup, the
 //! path or the server. Without a captured bare ACK (it rode on the request) the setup runs to
@@ -39,8 +40,10 @@
 use std::net::SocketAddr;
 
 mod asked;
+mod example;
 mod idle;
 mod limit;
+mod repeats;
 pub(crate) mod reuse;
 mod tls;
 pub use asked::ASKED_CLOSE_EVIDENCE;
@@ -49,11 +52,12 @@ pub use idle::{IDLE_EVIDENCE, IDLE_MIN_MS};
 pub use limit::LIMIT_EVIDENCE;
 pub use tls::TLS_EVIDENCE;
 
-use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label, ms};
-use crate::event::{ClientAsked, Event, TlsSetup};
+use super::{Context, Detector, Interests, MAX_EXAMPLES, Pkt, conn_label};
+use crate::event::{ClientAsked, Event, SynState, TlsSetup};
 use crate::finding::{Evidence, Finding, FindingId, Severity, Side};
 use crate::observation::{KeepAliveCost, Observation};
 use crate::stats::Hist;
+use example::Example;
 
 pub const MIN_CONNECTIONS: u64 = 5;
 /// The client's own wait between its handshake ACK and its request (median), from which the
@@ -79,19 +83,6 @@ pub const MAX_EXCHANGES_PER_CONN: f64 = 2.0;
 pub const COST_WARNING: f64 = 1.3;
 pub const COST_CRITICAL: f64 = 3.0;
 
-#[derive(Clone, Copy, Debug)]
-struct Example {
-    client: SocketAddr,
-    server: SocketAddr,
-    syn: Pkt,
-    /// The client's ACK of the SYN/ACK, when it went before the request.
-    ack: Option<Pkt>,
-    first_req: Pkt,
-    first_close: Option<Pkt>,
-    /// The silence before `first_close`.
-    idle_ns: Option<i64>,
-}
-
 /// The `short_connections` detector.
 #[derive(Default)]
 pub struct ShortConnections {
@@ -100,6 +91,8 @@ pub struct ShortConnections {
     setup: Option<Hist>,
     /// Its TCP part (SYN to the handshake ACK), told apart when TLS followed.
     tcp_setup: Option<Hist>,
+    /// The waits on repeated SYNs, left out of the setup ([`repeats`]).
+    repeats: repeats::SynRepeats,
     /// The TLS handshakes that followed ([`tls`]).
     tls: tls::TlsSetups,
     /// The requests on the connections the server closed right after an answer ([`limit`]).
@@ -132,21 +125,18 @@ impl Detector for ShortConnections {
     fn on_event(&mut self, ev: &Event<'_>) {
         match ev {
             Event::ConnDone(c) => {
-                if let Some(syn) = c.syn.first_syn {
-                    self.on_conn(
-                        c.ends.client,
-                        c.ends.server,
-                        syn,
-                        c.syn.first_ack,
-                        c.first_req,
-                        c.exchanges,
-                        c.first_close,
-                        c.idle_before_close_ns,
-                        c.asked,
-                        &c.tls,
-                        c.crossed_fin,
-                    );
-                }
+                self.on_conn(
+                    c.ends.client,
+                    c.ends.server,
+                    &c.syn,
+                    c.first_req,
+                    c.exchanges,
+                    c.first_close,
+                    c.idle_before_close_ns,
+                    c.asked,
+                    &c.tls,
+                    c.crossed_fin,
+                );
             }
             Event::Observed(Observation::RunConfig { keepalive, .. }) => {
                 self.keepalive = Some(*keepalive);
@@ -164,14 +154,13 @@ impl Detector for ShortConnections {
 
 impl ShortConnections {
     /// A connection with a captured handshake ended after `exchanges` complete exchanges; its
-    /// first request started at `first_req`, the client's ACK of the SYN/ACK went at `ack`.
+    /// first request started at `first_req`; `st` is its handshake.
     #[allow(clippy::too_many_arguments)]
     fn on_conn(
         &mut self,
         client: SocketAddr,
         server: SocketAddr,
-        syn: Pkt,
-        ack: Option<Pkt>,
+        st: &SynState,
         first_req: Option<Pkt>,
         exchanges: u32,
         first_close: Option<Pkt>,
@@ -180,7 +169,7 @@ impl ShortConnections {
         tls: &TlsSetup,
         crossed_fin: bool,
     ) {
-        let Some(first_req) = first_req else {
+        let (Some(syn), Some(first_req)) = (st.first_syn, first_req) else {
             return;
         };
         // A TLS handshake's turns are not among them: the analyzer marks them as setup.
@@ -220,15 +209,19 @@ impl ShortConnections {
         }
         // The handshake ends at the client's ACK; what follows before the request is the
         // client's own. An ACK that is the request itself (or none captured) leaves no wait.
-        let ack = ack.filter(|a| a.len == 0 && a.ts_ns >= syn.ts_ns && a.ts_ns <= first_req.ts_ns);
+        let ack = st
+            .first_ack
+            .filter(|a| a.len == 0 && a.ts_ns >= syn.ts_ns && a.ts_ns <= first_req.ts_ns);
         let done = ack.map_or(first_req.ts_ns, |a| a.ts_ns);
         let tls_ns = self.tls.record(tls);
+        // From the SYN the server answered: the repeats before it are syn_retransmit's.
+        let start = syn.ts_ns + self.repeats.record(st);
         self.setup
             .get_or_insert_with(Hist::new)
-            .record_ns(done - syn.ts_ns + tls_ns);
+            .record_ns(done - start + tls_ns);
         self.tcp_setup
             .get_or_insert_with(Hist::new)
-            .record_ns(done - syn.ts_ns);
+            .record_ns(done - start);
         self.think
             .get_or_insert_with(Hist::new)
             .record_ns(first_req.ts_ns - done);
@@ -379,7 +372,7 @@ impl ShortConnections {
         let counted = if seen {
             format!(
                 "{} connections carried {per_conn:.1} requests each; setup costs {setup:.2} ms \
-                 per request{} ({:.0}% of the time to answer){}",
+                 per request{} ({:.0}% of the time to answer){}{}",
                 self.conns,
                 if with_tls {
                     self.tls.summary(tcp_setup)
@@ -387,6 +380,7 @@ impl ShortConnections {
                     String::new()
                 },
                 share * 100.0,
+                self.repeats.summary(),
                 if think_shown {
                     format!(
                         "; the client then waited {think:.2} ms of its own before writing its \
@@ -452,11 +446,13 @@ impl ShortConnections {
             },
             match (seen, with_tls) {
                 (true, false) => format!(
-                    " (median {setup:.2} ms here from the SYN to the client's ACK of the SYN/ACK)"
+                    " (median {setup:.2} ms here from the {} to the client's ACK of the SYN/ACK)",
+                    self.repeats.counted_from()
                 ),
                 (true, true) => format!(
-                    " (median {tcp_setup:.2} ms here from the SYN to the client's ACK of the \
-                     SYN/ACK, then the TLS handshake's)"
+                    " (median {tcp_setup:.2} ms here from the {} to the client's ACK of the \
+                     SYN/ACK, then the TLS handshake's)",
+                    self.repeats.counted_from()
                 ),
                 _ => String::new(),
             },
@@ -562,52 +558,10 @@ impl ShortConnections {
                  in the client, `keepalive` in nginx upstream blocks."
                 .to_string(),
         };
-        // An example's own wait after its handshake ACK is named when it is long, whatever
-        // the median: an open-loop load connects at once and writes at its scheduled time.
-        let own_wait = |e: &Example| {
-            e.ack
-                .filter(|a| think_shown || ms(e.first_req.ts_ns - a.ts_ns) >= THINK_SHOWN_MS)
-        };
         f.evidence = self
             .examples
             .iter()
-            .map(|e| Evidence::Packets {
-                connection: conn_label(e.client, e.server),
-                packets: [Some(e.syn), own_wait(e), Some(e.first_req)]
-                    .into_iter()
-                    .flatten()
-                    .chain(e.first_close.filter(|_| closer != Closer::Unknown))
-                    .map(|p| p.to_ref(t0_ns))
-                    .collect(),
-                note: format!(
-                    "SYN, then the request {:.2} ms later{}{}",
-                    ms(e.first_req.ts_ns - e.syn.ts_ns),
-                    match own_wait(e) {
-                        Some(a) => format!(
-                            " (the handshake ACK {:.2} ms after the SYN, the client's own wait \
-                             {:.2} ms)",
-                            ms(a.ts_ns - e.syn.ts_ns),
-                            ms(e.first_req.ts_ns - a.ts_ns)
-                        ),
-                        None => String::new(),
-                    },
-                    match e.first_close {
-                        Some(p) if closer != Closer::Unknown => format!(
-                            "; the {} closed first{}",
-                            if p.from_server { "server" } else { "client" },
-                            match e.idle_ns {
-                                Some(ns) if closer == Closer::ServerIdle => format!(
-                                    " ({}), {:.2} s after the connection's last packet",
-                                    if p.flags.rst() { "RST" } else { "FIN" },
-                                    ns as f64 / 1e9
-                                ),
-                                _ => String::new(),
-                            }
-                        ),
-                        _ => String::new(),
-                    }
-                ),
-            })
+            .map(|e| e.evidence(think_shown, closer, t0_ns))
             .collect();
         if let Some(t) = idle {
             f.evidence.push(Evidence::Probe {

@@ -18,7 +18,12 @@
 use std::net::SocketAddr;
 
 use crate::event::SynState;
-use crate::finding::{Finding, Side};
+use crate::finding::{Finding, FindingId, Side};
+
+/// Where the sentence that says the packets cannot place the lost SYNs begins; it ends with
+/// [`CANNOT_TELL_END`].
+const CANNOT_TELL: &str = " Where the unanswered SYNs were lost the packets cannot tell: ";
+const CANNOT_TELL_END: &str = "say otherwise.";
 
 /// A leg must be this much longer than the other (and 4× it) to place the capture.
 const MIN_SPREAD_NS: i64 = 200_000;
@@ -99,7 +104,7 @@ impl Vantage {
         f.side = Side::Network;
         f.confidence = f.confidence.min(0.6);
         f.explanation.push_str(&format!(
-            " Where the unanswered SYNs were lost the packets cannot tell: {}, and no counter \
+            "{CANNOT_TELL}{}, and no counter \
              of the server's host was read. The SYNs left; whether a router, a firewall or loss \
              on the path dropped them (or the answers), or the server's host did (a full listen \
              queue), looks the same from here, so the side is the path between them until the \
@@ -112,4 +117,53 @@ impl Vantage {
             }
         ));
     }
+}
+
+/// Retells `f` (unanswered SYNs told on the path because the packets cannot place them) under
+/// `root`, loss on the path that the run shows otherwise (`relate`: the data lost on the path,
+/// or a lossy hop): the SYNs alone still
+/// cannot place their loss, but a full listen queue drops SYNs, not the segments of
+/// connections already open, so the same loss is the likelier cause, and the fix names it
+/// first with the listen queue as what to check after. The "cannot tell" sentence goes, so
+/// the explanation no longer contradicts the "Caused by" of the fix. False when `f` does not
+/// carry that sentence (it was placed otherwise, or told already).
+pub fn retell_under_path_loss(f: &mut Finding, root: FindingId) -> bool {
+    let Some(at) = f.explanation.find(CANNOT_TELL) else {
+        return false;
+    };
+    let rest = &f.explanation[at + CANNOT_TELL.len()..];
+    let capture = rest
+        .split(", and no counter")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let end = rest.find(CANNOT_TELL_END).map_or(f.explanation.len(), |e| {
+        at + CANNOT_TELL.len() + e + CANNOT_TELL_END.len()
+    });
+    let shown = match root {
+        FindingId::PacketLossRetransmission => format!(
+            "the same capture shows the path losing segments of connections already open \
+             ({root}, above)"
+        ),
+        FindingId::RouteProblem => {
+            format!("the route to the server has a hop that loses packets ({root}, above)")
+        }
+        // Other roots (no neighbour, no route) lose everything: their own words stand.
+        _ => return false,
+    };
+    let told = format!(
+        " The SYNs alone cannot place where they were lost ({capture}, and no counter of the \
+         server's host was read), but {shown}. A full listen queue drops SYNs, not the segments \
+         of connections already open, so the same loss most likely took these SYNs (or their \
+         SYN/ACKs) too; the server's counters (`nstat TcpExtListenOverflows \
+         TcpExtListenDrops`) staying at zero would rule its queue out."
+    );
+    f.explanation.replace_range(at..end, &told);
+    f.fix = format!(
+        "Caused by {root} (above): fix that first; these SYNs were most likely lost with the \
+         rest. If SYNs are still repeated once the path is clean, check the server's listen \
+         queue (`ss -ltn`: Recv-Q reaching Send-Q; `nstat TcpExtListenOverflows \
+         TcpExtListenDrops`) and look for a firewall or rate limit dropping SYNs."
+    );
+    true
 }
