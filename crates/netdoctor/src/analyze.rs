@@ -138,6 +138,8 @@ pub fn analyze(args: &AnalyzeArgs, progress: &Progress) -> anyhow::Result<Report
                 }
                 None => ShardedAnalyzer::new(cfg.clone(), jobs),
             };
+            // Threads balanced by the CPU time they use, not the time that passes.
+            let sharded = sharded.timed_by(netdoctor_sys::rusage::thread_cpu_time);
             // The reader that merges runs or reorders frames takes fewer connections.
             Engine::Sharded(Box::new(match &pass {
                 Pass::Walking(_) => sharded.walking_and_merging(),

@@ -101,12 +101,16 @@ fn frames_read_from_shared_bytes_give_the_single_threads_analysis() {
     // every frame in the region; every other frame copied; none in it; with frames warmed
     // ahead of the worker (`Warm`) or not: the hint changes no result
     let warm: Option<netdoctor_core::analyze::shard::Warm> = Some(count_warmed);
-    for (jobs, in_region, warm) in [
-        (2, 1, warm),
-        (3, 1, None),
-        (2, 2, warm),
-        (2, 0, warm),
-        (2, 1, None),
+    // (and with the reader's connections moved to a worker at every round: where a
+    // connection is analyzed changes no result either)
+    for (jobs, in_region, warm, moving) in [
+        (2, 1, warm, false),
+        (3, 1, None, false),
+        (2, 2, warm, false),
+        (2, 0, warm, false),
+        (2, 1, None, false),
+        (2, 1, warm, true),
+        (3, 2, None, true),
     ] {
         let done = Arc::new(Mutex::new(Vec::new()));
         let told = Arc::clone(&done);
@@ -118,6 +122,9 @@ fn frames_read_from_shared_bytes_give_the_single_threads_analysis() {
             Box::new(move |n| told.lock().unwrap().push(n)),
             warm,
         );
+        if moving {
+            a = a.moving_every_round();
+        }
         for (k, m) in metas.iter().enumerate() {
             let from: &[u8] = if in_region > 0 && k % in_region == 0 {
                 &region
@@ -126,7 +133,11 @@ fn frames_read_from_shared_bytes_give_the_single_threads_analysis() {
             };
             a.push(&pkt(m, from));
         }
+        let moved = a.connections_moved();
         let got = json(&a.finish());
+        if moving {
+            assert!(moved > 5, "-j {jobs}: {moved} connections moved");
+        }
         if warm.is_some() {
             assert!(
                 WARMED.load(Ordering::Relaxed) > warmed,
@@ -135,7 +146,8 @@ fn frames_read_from_shared_bytes_give_the_single_threads_analysis() {
         }
         assert!(
             got == want,
-            "-j {jobs}, every {in_region}. frame in the region: the analysis differs"
+            "-j {jobs}, every {in_region}. frame in the region, moving {moving}: the \
+             analysis differs"
         );
         let done = done.lock().unwrap();
         assert!(

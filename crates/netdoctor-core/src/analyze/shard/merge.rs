@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::Duration;
 
 use super::super::agg::{Agg, Entry};
 use super::super::{CaptureQuality, CaptureStats};
@@ -23,6 +24,8 @@ pub(super) struct Merge {
     queued: Vec<VecDeque<Log>>,
     /// Emptied logs of the reader's own, for its next rounds.
     spare: Vec<Log>,
+    /// Per worker (1..), its busy time and rounds logged since [`Merge::take_busy`].
+    busy: Vec<(Duration, u32)>,
 }
 
 impl Merge {
@@ -35,6 +38,7 @@ impl Merge {
             back,
             queued: (0..n).map(|_| VecDeque::new()).collect(),
             spare: Vec::new(),
+            busy: vec![(Duration::ZERO, 0); n - 1],
         }
     }
 
@@ -53,15 +57,33 @@ impl Merge {
     pub(super) fn poll(&mut self) -> usize {
         for (w, rx) in self.from.iter().enumerate() {
             while let Ok(m) = rx.try_recv() {
-                Self::take(&mut self.queued[w + 1], &mut self.counts, m);
+                Self::take(
+                    &mut self.queued[w + 1],
+                    &mut self.counts,
+                    &mut self.busy[w],
+                    m,
+                );
             }
         }
         self.merge_ready()
     }
 
-    fn take(q: &mut VecDeque<Log>, counts: &mut CaptureStats, m: Msg) {
+    /// The workers' busy time and rounds logged since the last call; the counts restart.
+    pub(super) fn take_busy(&mut self) -> Vec<(Duration, u32)> {
+        let zero = (Duration::ZERO, 0);
+        self.busy
+            .iter_mut()
+            .map(|b| std::mem::replace(b, zero))
+            .collect()
+    }
+
+    fn take(q: &mut VecDeque<Log>, counts: &mut CaptureStats, busy: &mut (Duration, u32), m: Msg) {
         match m {
-            Msg::Round(l) => q.push_back(l),
+            Msg::Round(l, t) => {
+                q.push_back(l);
+                busy.0 += t;
+                busy.1 += 1;
+            }
             Msg::End(l, s) => {
                 q.push_back(l);
                 add_counts(counts, &s);
@@ -101,7 +123,12 @@ impl Merge {
         for w in 0..self.from.len() {
             while self.queued[w + 1].len() < self.queued[0].len() {
                 match self.from[w].recv() {
-                    Ok(m) => Self::take(&mut self.queued[w + 1], &mut self.counts, m),
+                    Ok(m) => Self::take(
+                        &mut self.queued[w + 1],
+                        &mut self.counts,
+                        &mut self.busy[w],
+                        m,
+                    ),
                     Err(_) => break,
                 }
             }

@@ -10,9 +10,10 @@
 //!   ([`route::READER_EIGHTHS`]; heavier still when it also merges the file's runs by time,
 //!   [`ShardedAnalyzer::merging_by_time`], or also walks the file's record headers as it reads,
 //!   [`ShardedAnalyzer::walking_and_merging`]), so a capture of a few long connections splits
-//!   evenly (the bench capture's 101 connections split 56/44 by the hash alone). The pick depends
-//!   on the packets only (identical runs pick alike) and no result depends on it: every connection
-//!   still lives on one worker. A frame that lies in the map of the file
+//!   evenly (the bench capture's 101 connections split 56/44 by the hash alone). While it runs,
+//!   the reader hands connections to a worker when it is the slower thread ([`balance`]): the
+//!   split depends on the threads' times, but no result depends on it (a connection lives on one
+//!   worker at a time, and the merge orders every conclusion by its frame). A frame that lies in the map of the file
 //!   ([`ShardedAnalyzer::with_region`]) goes into that worker's batch as an offset into the map,
 //!   any other is copied into the batch (one buffer per batch); the decoding is left to the worker.
 //!   The reader of the map is told how far every worker got, so it drops pages only behind them.
@@ -39,75 +40,17 @@
 //!   connections still open, ordered by their first frame as [`Analyzer::finish`] orders
 //!   them. The counters are summed ([`add_counts`]).
 //!
-//! Why the reader works and merges (session 16): on 2 cores a reader, two workers and a merger
-//! were four threads, and the reader and the merger each used a fraction of a core, so the
-//! cores idled ~13 % of the run while handing frames and logs across; with the reader as
-//! worker 0, `-j 2` is two busy threads and a third of the frames never leave the reader's
-//! core. Tried and measured before (bench/README.md, analyze-jobs.sh): workers each walking
-//! the mapped file and routing every frame themselves, no reader (session 13): JSON
-//! identical, but 1.20× the instructions of `-j 1` (a walk costs ~190 instructions a frame in
-//! each worker), so it was reverted. Decoding once on the reader (session 24): the reader
-//! decoded every frame, routed it by the segment's endpoints and handed its worker the
-//! [`crate::decode::TcpSegment`] (payload as an offset into the map, or a copy of the payload
-//! alone), so no worker decoded. JSON identical, but on the bench capture (1.8 M frames)
-//! `-j 2` went 4,244 M → 4,539 M instructions (`-j 1` 3,915 M): `decode_at` only moved
-//! threads (383 M either way), while building and storing the ~200-byte record cost the
-//! reader's loop +261 M (~145 a frame) and copying it out cost the worker +46 M of memcpy (its
-//! dropped per-frame work saved 30 M). CPU 0.34 → 0.39 s and wall 0.19 → 0.21 s (5
-//! alternating rounds, load ~1), and it moves work onto the reader, already the slower thread
-//! per instruction (its walk waits on memory). Reverted. It cannot pay with any record: the decode costs the
-//! same on either thread, so the most it saves is the route's own header read (~25
-//! instructions a frame, ~45 M), less than building and reading back any record that carries
-//! what the segment carries (two socket addresses, SACK blocks, timestamps) beside the
-//! frame's ~48 bytes today. The decode stays on the workers.
-//! Order-free aggregation has a bound too (session 24, an experiment whose workers applied
-//! their conclusions to a private `Agg`, dropping them: wrong output, instructions only): no
-//! log copied, nothing replayed, `-j 2` 4,244 M → 4,183 M instructions (`-j 1` 3,915 M), 18 %
-//! of the extra; a real version (first examples and worst cases merged by `seq`, exact
-//! histogram sums) would save less. What is left is the reader walking and routing every
-//! frame (~160 instructions a frame beside `merge_walking`), on memory it touches first: its
-//! instructions cost ~1.75× the worker's (51/49 % CPU at 0.57× the worker's instructions).
-//! Fusing the routing into `merge_walking`'s header walk (session 25, estimated, not built):
-//! the reader's push is 287 M instructions (~159 a frame) of its 1,537 M and 6.8–7.3 % of
-//! `-j 2`'s CPU samples (perf cpu-clock, 3 runs; the reader 49 %, the worker 51 %). Its
-//! stalls are the owner table's slot and the batch's pointers (~21 % of its samples), not the
-//! frame's header bytes (~11 %: the merge just read the record header beside them). A walk
-//! handing on keyed (offset, len, ts, orig_len, hash) runs still computes the key, picks the
-//! owner and stores the `Frame`; it drops the `RawPacket`, the callback, the map-range check
-//! and the engine match, ≤ ~40 instructions a frame (~72 M): ~1.8 % of the CPU, `-j 2`
-//! 1.55× → ~1.58×; dropping the whole push would give ~1.67×. Too little for the 1.8× (nor
-//! 1.7×) goal, so not built. The callback alone made generic (`merge_walking<F: FnMut>`, so
-//! it could inline) changed nothing: reader 1,537 M → 1,539 M, the push still not inlined.
-//!
-//! What holds `-j 2` at ~1.67× is its CPU, not a serial part (session 27, main 72f8452, the
-//! bench capture; figures and commands in bench/README.md). Serial (perf cpu-clock samples per
-//! thread over time): 3.8 ms before the worker's first sample (1.9 ms of it exec and ld.so,
-//! which `-j 1` pays too), 2.1 ms on the reader after its last (the last logs replayed,
-//! `conclude`, unmapping, the JSON). ~6 ms: a perfect split at `-j 1`'s CPU would give 1.96×.
-//! But the CPU is 1.17× `-j 1`'s, so even a perfect balance gives ~1.69×; 1.8× needs CPU
-//! ratio × imbalance ≤ 1.10. Instructions are 1.097× (callgrind, 3,781.7 M → 4,148.9 M: frames
-//! handed over +255 M, logs written and replayed +114 M); the rest is cost per instruction
-//! (the reader's walk touches the file first, the worker reads lines the reader touched).
-//! Round waits (`perf record -e sched:sched_switch`, load 3–9): the reader sleeps in the batch
-//! channel's `send` (the worker [`DEPTH`] rounds behind) in 330–420 of the 441 rounds, the
-//! worker in `recv` 30–130 times. The reader's share of the CPU samples by its weight (a
-//! throwaway build reading it from the environment, load 8–9): 32 eighths 0.525, 48 0.49, 72
-//! 0.474, 88 0.462; the busier thread's samples ~5 % fewer at 48 than at 72. A quiet sweep
-//! then moved it to 56 (`route::READER_EIGHTHS_WALKING`: 1.592× → 1.614×).
-//! Tried and reverted (session 27): the reader analyzing its own batch first when a worker's
-//! queue is full (`try_send`, the batch sent after). Its sleeps fell 335–381 → 254–270 a run,
-//! but the worker's on an empty queue grew (70–228 → 247–340 ms a run, load 8.7): a reader
-//! preempted while it held the batch starved the worker. Also reverted: building a worker's
-//! exchange entry in its log slot (the worker copies each ~380-byte entry twice, memcpy 93 M,
-//! against once on `-j 1`). Callgrind `-j 1` / `-j 2` against 3,769.1 / 4,155.4 M: in place
-//! from parts by value −17.6 M on `-j 2` but +10.5 M on `-j 1`; with the aggregate taking the
-//! parts by reference −7.5 / +10.7 M; with a non-inlined push by reference −35.0 / +28.4 M (3
-//! copies). The copies follow the codegen, not the source: not kept.
+//! How the split is balanced while it runs, and why the reader takes fewer connections:
+//! [`balance`]. Why the reader works and merges, and what else was tried and measured (a
+//! reader that decodes, workers that walk the file, order-free aggregation, fusing the route
+//! into the header walk, what holds `-j 2` below 2×): docs/design-notes.md, "What `-j N` tried
+//! (sessions 13–27)".
 //!
 //! Hand-written over a channel crate or a thread pool: the round structure (every worker gets
 //! every round) is what lets the merge order the logs and the shared counts stay exact, and
 //! std's channels are enough for it.
 
+mod balance;
 mod merge;
 mod route;
 pub(super) mod shared;
@@ -116,6 +59,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::flow::Endpoint;
 use super::hub::Hub;
@@ -123,6 +67,8 @@ use super::orient::Shared;
 use super::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, TS_BOUND_NS, conclude};
 use crate::decode::{decode, tcp_ends};
 use crate::packet::{LinkType, RawPacket};
+use balance::{Balance, Moved, Plan};
+pub use balance::{Clock, wall};
 use merge::{Merge, add_counts};
 use route::{Owners, end_bits, ipv4_route, route_hash};
 
@@ -191,6 +137,10 @@ struct Batch {
     /// The [`Frame::seq`] of the round's last frame pushed: the worker has processed every
     /// packet up to it after it.
     cut: u64,
+    /// Connections the reader hands over before the round's frames ([`balance`]).
+    moved: Vec<Moved>,
+    /// How the worker times the batch.
+    clock: Clock,
 }
 
 impl Batch {
@@ -199,6 +149,8 @@ impl Batch {
             frames: Vec::new(),
             data: Vec::new(),
             cut: 0,
+            moved: Vec::new(),
+            clock: wall,
         }
     }
 }
@@ -206,7 +158,8 @@ impl Batch {
 /// A worker's log of one round, or its last one (the connections open at the end) with its
 /// counters.
 enum Msg {
-    Round(Log),
+    /// A round's log and how long the worker was busy with the round.
+    Round(Log, Duration),
     End(Log, Box<CaptureStats>),
 }
 
@@ -247,6 +200,12 @@ pub struct ShardedAnalyzer {
     warm: Option<Warm>,
     /// The frames that are no TCP segment, read for DNS lookups (see [`super::dns`]).
     dns: super::dns::DnsLog,
+    /// The threads' times, and the connections moved to even them out ([`balance`]).
+    balance: Balance,
+    /// The last frame's time when the balance's window began.
+    window_ts: i64,
+    /// How every thread times its rounds ([`balance`]).
+    clock: Clock,
 }
 
 /// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
@@ -406,6 +365,9 @@ impl ShardedAnalyzer {
             map,
             warm,
             dns: super::dns::DnsLog::default(),
+            balance: Balance::new(n - 1),
+            window_ts: i64::MIN,
+            clock: wall,
         }
     }
 
@@ -425,6 +387,25 @@ impl ShardedAnalyzer {
     pub fn walking_and_merging(mut self) -> ShardedAnalyzer {
         self.owners = Owners::weighted(self.batches.len(), route::READER_EIGHTHS_WALKING);
         self
+    }
+
+    /// Moves connections of the reader's to a worker at every round, whatever the threads'
+    /// times ([`balance`]): for tests, whose analysis must stay the single thread's.
+    pub fn moving_every_round(mut self) -> ShardedAnalyzer {
+        self.balance.always = true;
+        self
+    }
+
+    /// Every thread times its rounds by `clock` (the default, [`wall`], reads a preempted
+    /// thread as busy: give a thread CPU clock where there is one). Call before the first push.
+    pub fn timed_by(mut self, clock: Clock) -> ShardedAnalyzer {
+        self.clock = clock;
+        self
+    }
+
+    /// Connections the reader handed to a worker so far ([`balance`]).
+    pub fn connections_moved(&self) -> u64 {
+        self.balance.moved
     }
 
     /// Drops the analysis without a result (the caller reads the capture again another
@@ -537,27 +518,34 @@ impl ShardedAnalyzer {
         self.in_round += 1;
         self.round_bytes += bytes;
         if self.in_round >= ROUND || self.round_bytes >= ROUND_BYTES {
-            self.send_round();
+            self.send_round(false);
         }
     }
 
     /// Ends a round: the workers' batches go first (so a worker is never waited on for
     /// frames it has not been given), then the reader analyzes its own, publishes its
     /// progress and merges every round all workers have logged.
-    fn send_round(&mut self) {
+    /// `last`: the capture's last round (no connection moves after it).
+    fn send_round(&mut self, last: bool) {
         self.owners.age();
         self.in_round = 0;
         self.round_bytes = 0;
         let cut = self.stamps.packets;
+        let own_packets = self.batches[0].frames.len();
+        let mut given = Vec::with_capacity(self.to_workers.len());
+        let sending = (self.clock)();
         for (w, tx) in self.to_workers.iter().enumerate() {
             let mut fresh = self.recycle.try_recv().unwrap_or_else(|_| Batch::new());
             fresh.frames.clear();
             fresh.data.clear();
             let mut b = std::mem::replace(&mut self.batches[w + 1], fresh);
             b.cut = cut;
+            b.clock = self.clock;
+            given.push(b.frames.len());
             // A worker gone (it panicked) is reported when it is joined.
             let _ = tx.send(b);
         }
+        let waited = (self.clock)().saturating_sub(sending);
         let own = &mut self.batches[0];
         own.cut = cut;
         let region = self.map.as_ref().map(|m| (*m.region).as_ref());
@@ -579,12 +567,65 @@ impl ShardedAnalyzer {
                 (m.done)(n);
             }
         }
+        if !last {
+            self.rebalance(waited, own_packets, &given);
+        }
+    }
+
+    /// The reader's round is timed; at the end of a window, connections may move to a worker
+    /// on its next batch ([`balance`]).
+    fn rebalance(&mut self, waited: Duration, own: usize, given: &[usize]) {
+        if !self
+            .balance
+            .round((self.clock)(), waited, own, given.iter().copied())
+        {
+            return;
+        }
+        let weight = self.owners.reader_weight();
+        let window = self.balance.window(&self.merge.take_busy(), weight);
+        let since = std::mem::replace(&mut self.window_ts, self.stamps.last);
+        let plan = if self.balance.always {
+            let to = 1 + self.balance.moved as usize % self.to_workers.len();
+            Plan::Move {
+                to,
+                packets: 0.0,
+                weight,
+            }
+        } else {
+            balance::plan(&window)
+        };
+        match plan {
+            Plan::Hold => {}
+            Plan::Weigh { weight } => self.owners.weigh_reader(weight),
+            Plan::Move {
+                to,
+                packets,
+                weight,
+            } => {
+                let share = packets / window.reader_packets.max(1.0);
+                let moved = self.own.hand_over(share, since);
+                if moved.is_empty() {
+                    return;
+                }
+                for m in &moved {
+                    self.owners.give(m.bucket, to);
+                }
+                self.balance.after_move(moved.len());
+                self.owners.weigh_reader(weight);
+                self.batches[to].moved.extend(moved);
+            }
+        }
     }
 
     /// Ends the analysis (as [`Analyzer::finish`]).
     pub fn finish(mut self) -> Analysis {
         if self.in_round > 0 {
-            self.send_round();
+            self.send_round(true);
+        }
+        // Connections handed over for a round that never came stay the reader's.
+        for b in &mut self.batches[1..] {
+            let moved = std::mem::take(&mut b.moved);
+            self.own.take_over(moved);
         }
         let clamped_ts = self.stamps.write_into(&mut self.stats);
         self.to_workers.clear();
@@ -674,10 +715,13 @@ fn worker(
     let _done = Done(Arc::clone(&global), me);
     let mut a = worker_analyzer(cfg, global, me);
     let region = region.as_deref().map(AsRef::as_ref);
-    for b in rx {
+    for mut b in rx {
+        let start = (b.clock)();
+        a.take_over(std::mem::take(&mut b.moved));
         run_batch(&mut a, &b, region, warm);
+        let busy = (b.clock)().saturating_sub(start);
         let entries = take_log(&mut a.hub, logs_back.try_recv().unwrap_or_default());
-        if log.send(Msg::Round(entries)).is_err() {
+        if log.send(Msg::Round(entries, busy)).is_err() {
             return;
         }
         let _ = recycle.try_send(b);

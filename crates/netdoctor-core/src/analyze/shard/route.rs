@@ -39,7 +39,8 @@ pub(super) const READER_EIGHTHS: u32 = 16;
 /// → 32 → 36 → 40 → 48 → 64 eighths gave `-j 2` medians of 0.245, 0.228, 0.215, 0.213, 0.211,
 /// 0.217, 0.230, 0.236 s; on the same frames sorted (file order, `-j 1` 0.29 s) 16 → 28 → 32
 /// → 36 → 40 gave 0.197, 0.196, 0.203, 0.208, 0.211 s, so the file-order weight stays.
-pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
+/// Since session 30 a start weight, on the heavy side (see [`READER_EIGHTHS_WALKING`]).
+pub(super) const READER_EIGHTHS_MERGING: u32 = 16;
 
 /// [`READER_EIGHTHS`] when the reader also walks the record headers a chunk ahead of the
 /// merge (`CaptureFile::merge_walking`, every mapped pcap since session 21): the walk is the
@@ -54,7 +55,12 @@ pub(super) const READER_EIGHTHS_MERGING: u32 = 32;
 /// gave 0.195, 0.182, 0.181, 0.185 s (an earlier 15 rounds: 48 0.181, 72 0.186), and the
 /// reader's share of the CPU samples under load fell from 0.525 at 32 to 0.474 at 72: the
 /// reader is now the lighter thread at 72, so 56.
-pub(super) const READER_EIGHTHS_WALKING: u32 = 56;
+/// Session 30: on this session's host 24 ran fastest (8/16/24/32/56/80 eighths: medians 0.34,
+/// 0.28, 0.28, 0.30, 0.33, 0.35 s, `-j 1` 0.52 s), so a fixed weight is a guess about the
+/// host. It is now where the reader starts, on the heavy side: [`super::balance`] moves the
+/// reader's connections to a worker until the threads' CPU times meet, and cannot move them
+/// back.
+pub(super) const READER_EIGHTHS_WALKING: u32 = 16;
 
 impl Owners {
     pub(super) const NONE: u16 = u16::MAX;
@@ -92,6 +98,21 @@ impl Owners {
         let w = usize::from(*slot);
         self.load[w] += 1;
         w
+    }
+
+    /// The connections of `bucket` are worker `w`'s from now on ([`super::balance`]).
+    pub(super) fn give(&mut self, bucket: usize, w: usize) {
+        self.of[bucket] = w as u16;
+    }
+
+    /// How much heavier the reader's packets count for new connections, in eighths.
+    pub(super) fn reader_weight(&self) -> u32 {
+        self.reader
+    }
+
+    /// Sets [`Owners::reader_weight`] ([`super::balance`] measured the threads).
+    pub(super) fn weigh_reader(&mut self, eighths: u32) {
+        self.reader = eighths;
     }
 
     /// A round went: older packets weigh half.
@@ -245,14 +266,16 @@ mod tests {
         // 40 connections starting at once, a packet each: a quarter to the reader.
         let to_reader = (1..=40).filter(|&i| o.pick(bucket(i)) == 0).count();
         assert_eq!(to_reader, 10);
-        // The weights in use: a third of them to a reader that only reads; a fifth to one
-        // that also merges the file's runs by time.
+        // The start weights in use: a third of them to the reader, whatever else it does (the
+        // balance hands connections on from there); a fifth at 32 eighths.
         let share = |w: u32| {
             let mut o = Owners::weighted(2, w);
             (1..=60).filter(|&i| o.pick(bucket(i)) == 0).count()
         };
         assert_eq!(share(READER_EIGHTHS), 20);
-        assert_eq!(share(READER_EIGHTHS_MERGING), 12);
+        assert_eq!(share(READER_EIGHTHS_MERGING), 20);
+        assert_eq!(share(READER_EIGHTHS_WALKING), 20);
+        assert_eq!(share(32), 12);
     }
 
     #[test]
