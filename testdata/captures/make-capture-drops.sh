@@ -2,7 +2,7 @@
 # Makes the capture-drops-*.pcap.gz captures (see README.md): frames the capture lost, not the
 # network. Three downloads of a 300 KB file (python3 http.server, HTTP/1.0: the server closes)
 # between two namespaces joined by a veth pair with GSO one segment (wire-size packets),
-# captured in the client's namespace with snap length 128; then, from that clean capture
+# captured in the client's namespace with snap length 320 (the whole HTTP head: its Content-Length tells an unfinished answer); then, from that clean capture
 # (capture-drops-clean), with make-capture-drops.py so that the truth is known:
 #   capture-drops-gaps   every 9th data frame of the server deleted (bytes the client ACKs
 #                        that the file never shows; no retransmission follows);
@@ -39,7 +39,7 @@ cat "$fifo" >/dev/null &
 pids+=($!)
 
 clean="$work/clean.pcap"
-ip netns exec "$C" tcpdump -U --immediate-mode -i ndcd-c -s 128 -w "$clean" \
+ip netns exec "$C" tcpdump -U --immediate-mode -i ndcd-c -s 320 -w "$clean" \
     'tcp port 18140' 2>"$work/td.err" &
 td=$!
 pids+=("$td")
