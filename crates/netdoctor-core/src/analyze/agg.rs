@@ -22,6 +22,10 @@ pub(super) struct Agg {
     /// Of [`Agg::exchanges`], those cut by the end of the capture while their response was
     /// arriving (first-byte time known, latency not).
     pub incomplete: u64,
+    /// Of [`Agg::incomplete`], those whose answer its framing says was unfinished: when each
+    /// one's response was last seen and its connection's round trip, told apart at the end
+    /// from the capture's last frame ([`super::quality::lost_ends`]).
+    pub cut_ends: Vec<(i64, Option<i64>)>,
     /// Of [`Agg::exchanges`], those whose request starts with an HTTP/1.x method (the others
     /// were found from direction turns alone).
     pub http1_exchanges: u64,
@@ -64,6 +68,8 @@ pub(super) enum Entry {
         found: Found,
         setup: Setup,
         done: ExchangeDone,
+        /// Cut while its answer was unfinished by its HTTP/1.x framing (`Framing::short`).
+        short: bool,
     },
     /// An event without borrowed parts (stall, loss episode, zero window, reset).
     Event(Event<'static>),
@@ -134,6 +140,7 @@ impl Agg {
             server_time: Hist::new(),
             exchanges: 0,
             incomplete: 0,
+            cut_ends: Vec::new(),
             http1_exchanges: 0,
             h2_exchanges: 0,
             tls_turns: 0,
@@ -175,7 +182,12 @@ impl Agg {
         match e {
             Entry::Rtt(ns) => self.handshake_rtt.record_ns(*ns),
             Entry::Exchange { found, .. } if *found == Found::TlsSetup => self.tls_turn(e),
-            Entry::Exchange { found, setup, done } => {
+            Entry::Exchange {
+                found,
+                setup,
+                done,
+                short,
+            } => {
                 let cut = done.cut;
                 self.exchanges += 1;
                 self.incomplete += u64::from(cut);
@@ -198,6 +210,9 @@ impl Agg {
                     }
                     self.emit(&Event::ExchangeDone(done));
                 } else {
+                    if *short {
+                        self.cut_ends.push((done.last_resp.ts_ns, done.rtt_ns));
+                    }
                     self.emit(&Event::ExchangeCut(done));
                 }
             }

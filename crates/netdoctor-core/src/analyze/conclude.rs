@@ -41,7 +41,11 @@ pub(super) fn conclude_judged(
     for d in &mut g.detectors {
         d.finish(&cx, &mut findings);
     }
-    let warnings = quality::warnings(judged, clamped_ts, &mut findings);
+    let mut warnings = quality::warnings(judged, clamped_ts, &mut findings);
+    let lost_by_capture = quality::lost_ends(judged, &g.cut_ends);
+    if lost_by_capture > 0 {
+        warnings.push(quality::lost_ends_line(lost_by_capture));
+    }
     rank(&mut findings);
     let rtt_ms = (g.handshake_rtt.len() > 0).then(|| g.handshake_rtt.quantile_ms(0.5));
     let bands = g.breakdown.finish();
@@ -53,6 +57,7 @@ pub(super) fn conclude_judged(
         exchanges: ExchangeStats {
             count: g.exchanges,
             incomplete: g.incomplete,
+            lost_by_capture,
             method: match (
                 g.http1_exchanges,
                 g.h2_exchanges,

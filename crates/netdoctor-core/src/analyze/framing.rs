@@ -233,6 +233,17 @@ impl Framing {
         }
     }
 
+    /// The answer is known to be unfinished, `bytes` of it having arrived: fewer than its
+    /// length, or a chunked body before its last chunk (not an answer read to its close, nor
+    /// one whose head was not seen).
+    pub(super) fn short(self, bytes: u64) -> bool {
+        match self {
+            Framing::Length(w) => bytes < w,
+            Framing::Chunked(c) => !matches!(c, Chunked::Done | Chunked::Bad),
+            Framing::Open | Framing::Unseen | Framing::HeadUnseen => false,
+        }
+    }
+
     /// The answer is complete, `bytes` of it (header and body) having arrived.
     #[inline]
     pub(super) fn complete(self, bytes: u64) -> bool {

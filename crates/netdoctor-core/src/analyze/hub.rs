@@ -547,6 +547,7 @@ impl Hub {
             },
             setup,
             done,
+            short: cut && x.framing.short(x.resp_bytes),
         });
     }
 

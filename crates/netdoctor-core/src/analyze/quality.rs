@@ -94,6 +94,45 @@ pub(super) fn quality_line(q: &CaptureQuality) -> String {
     format!("capture quality: {}", parts.join("; "))
 }
 
+/// How long an answer stopped mid-way must have been silent before the capture's last frame
+/// for its end to count as lost by the capture ([`lost_ends`]), in round trips of its
+/// connection, and at least (also without a round trip).
+pub const LOST_END_RTTS: i64 = 10;
+pub const LOST_END_MIN_NS: i64 = 20_000_000;
+
+/// Of the exchanges cut while their answer was arriving (`cut_ends`: when each answer was last
+/// seen, its connection's round trip), those whose end the capture lost: a capture that missed
+/// segments its receivers acknowledged (`s.quality.missing_segments`: it drops frames) went on
+/// recording for [`LOST_END_RTTS`] round trips (at least [`LOST_END_MIN_NS`]) after the answer
+/// stopped, with no close of its connection. A sender resends what is not acknowledged, so a
+/// network loss there would have shown; what stops with everything acknowledged is a server
+/// that stopped writing, or the capture's drops, and only the second left its marks in this
+/// file. Without any missed segment they stay cut by the end of the capture.
+pub(super) fn lost_ends(s: &CaptureStats, cut_ends: &[(i64, Option<i64>)]) -> u64 {
+    let Some(end) = s.last_ts_ns.filter(|_| s.quality.missing_segments > 0) else {
+        return 0;
+    };
+    cut_ends
+        .iter()
+        .filter(|(last, rtt)| {
+            let wait = rtt.map_or(LOST_END_MIN_NS, |r| {
+                (r * LOST_END_RTTS).max(LOST_END_MIN_NS)
+            });
+            end - last > wait
+        })
+        .count() as u64
+}
+
+/// The warning for [`lost_ends`].
+pub(super) fn lost_ends_line(n: u64) -> String {
+    format!(
+        "capture quality: {n} exchanges ended in frames the capture missed, not by the end of \
+         the capture: their answers stopped mid-way with no close while the capture went on, \
+         in a capture that dropped frames its receivers acknowledged (the capture dropped \
+         them, not the network); their first byte counts, their latency is unknown"
+    )
+}
+
 /// "3 connections were captured in one direction only (the server's packets, none of the
 /// client's)".
 fn one_way_text(q: &CaptureQuality) -> String {

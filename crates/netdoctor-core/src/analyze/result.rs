@@ -152,6 +152,11 @@ pub struct ExchangeStats {
     /// (or an HTTP/2 stream whose end fell in a capture gap): their server time counts, their latency (the response's end is unknown) does not.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub incomplete: u64,
+    /// Of `incomplete`, exchanges whose end the capture lost, not the end of the capture:
+    /// their answer stopped mid-way, with no close, long before the capture's last frame, in
+    /// a capture that missed frames its receivers acknowledged ([`super::quality::lost_ends`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_by_capture: u64,
     /// How they were found (absent without exchanges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<ExchangeMethod>,

@@ -20,6 +20,7 @@ mod arrived;
 mod attribution;
 mod bloat;
 mod bulk;
+mod capture_drops;
 mod capture_order;
 mod capture_quality;
 mod capture_side;

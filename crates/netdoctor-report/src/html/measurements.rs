@@ -71,7 +71,9 @@ pub(super) fn latency(r: &Report, l: Lang, h: &mut String) -> fmt::Result {
                 r#"<p class="lead">{}</p>"#,
                 l.ui(
                     // Every exchange cut by the capture's end: no latency was measured.
-                    if e.incomplete >= e.count {
+                    if e.incomplete >= e.count && e.lost_by_capture > 0 {
+                        "html-capture-lead-unseen"
+                    } else if e.incomplete >= e.count {
                         "html-capture-lead-cut"
                     } else {
                         "html-capture-lead"

@@ -73,10 +73,12 @@ term-capture-line = { $packets } packets ({ $drops } dropped) on { $conns } conn
 term-handshake-rtt = ; handshake RTT { $rtt }
 term-exchange-line = exchange latency p50 { $p50 } · p99 { $p99 }; server time p50 { $server }{ $rtt }
 term-exchange-line-cut = exchange latency unknown (no exchange ended before the capture did); server time p50 { $server }{ $rtt }
+term-exchange-line-unseen = exchange latency unknown (no exchange's end was captured); server time p50 { $server }{ $rtt }
 term-exchanges-turns = exchanges found from direction turns (payload not HTTP/1.x)
 term-exchanges-mixed = exchanges found in more than one way (HTTP/1.x requests, HTTP/2 streams, direction turns: mixed)
 term-exchanges-h2 = exchanges are HTTP/2 streams (cleartext h2c, read frame by frame)
 term-exchanges-cut = { $n } of them cut by the end of the capture: their first byte counts, their latency is unknown
+term-exchanges-lost = { $n } of them ended in frames the capture missed (their answer stopped mid-way, with no close, while the capture went on): their first byte counts, their latency is unknown
 term-pcap-written = packets written to { $path }
 term-warning = warning:
 term-sockets = Server sockets
@@ -286,6 +288,10 @@ html-capture-lead-cut = In the capture: { $n } HTTP { $n ->
     [one] exchange
    *[other] exchanges
 }, none of them ended before the capture did: latency unknown{ $rtt }.
+html-capture-lead-unseen = In the capture: { $n } HTTP { $n ->
+    [one] exchange
+   *[other] exchanges
+}, the end of none of them was captured: latency unknown{ $rtt }.
 html-handshake-rtt = ; handshake RTT { $rtt }
 html-baseline-syn = TCP handshake RTT <b>{ $rtt }</b> (median of { $answered } answered, { $method })
 html-baseline-http = one request <b>{ $total }</b> (connect { $connect }{ $tls }, first byte { $first } from the start, HTTP { $status })

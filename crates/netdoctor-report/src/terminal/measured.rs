@@ -189,7 +189,10 @@ pub(super) fn render_measurements(
                 .unwrap_or_default();
             // Every exchange cut by the capture's end: no latency was measured (its
             // percentiles are zeros), only first bytes.
-            let key = if e.incomplete >= e.count {
+            let key = if e.incomplete >= e.count && e.lost_by_capture > 0 {
+                // Some of them ended in frames the capture missed, not by its end.
+                "term-exchange-line-unseen"
+            } else if e.incomplete >= e.count {
                 "term-exchange-line-cut"
             } else {
                 "term-exchange-line"
@@ -213,12 +216,17 @@ pub(super) fn render_measurements(
             };
             row(out, "", &line)?;
         }
-        if c.exchanges.incomplete > 0 {
-            let line = lang.ui(
+        let e = &c.exchanges;
+        for (key, n) in [
+            (
                 "term-exchanges-cut",
-                &[("n", a(thousands(c.exchanges.incomplete)))],
-            );
-            row(out, "", &line)?;
+                e.incomplete.saturating_sub(e.lost_by_capture),
+            ),
+            ("term-exchanges-lost", e.lost_by_capture),
+        ] {
+            if n > 0 {
+                row(out, "", &lang.ui(key, &[("n", a(thousands(n)))]))?;
+            }
         }
         for line in super::tail::tail_lines_in(&c.exchanges, lang) {
             row(out, "", &line)?;
