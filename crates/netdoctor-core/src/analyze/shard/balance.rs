@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use super::super::Analyzer;
 use super::super::conn::Conn;
 use super::super::flow::ConnKey;
+use super::ShardedAnalyzer;
 use super::route::{BUCKET_BITS, end_bits, route_hash};
 
 /// A thread's clock: the time it has run so far. The caller's `thread_cpu_time` (netdoctor-sys;
@@ -227,6 +228,53 @@ impl Balance {
     pub(super) fn after_move(&mut self, n: usize) {
         self.moved += n as u64;
         self.skip = WINDOW;
+    }
+}
+
+impl ShardedAnalyzer {
+    /// The reader's round is timed; at the end of a window, connections may move to a worker
+    /// on its next batch (see the module docs).
+    pub(super) fn rebalance(&mut self, waited: Duration, own: usize, given: &[usize]) {
+        if !self
+            .balance
+            .round((self.clock)(), waited, own, given.iter().copied())
+        {
+            return;
+        }
+        let weight = self.owners.reader_weight();
+        let window = self.balance.window(&self.merge.take_busy(), weight);
+        let since = std::mem::replace(&mut self.window_ts, self.stamps.last);
+        let plan = if self.balance.always {
+            let to = 1 + self.balance.moved as usize % self.to_workers.len();
+            Plan::Move {
+                to,
+                packets: 0.0,
+                weight,
+            }
+        } else {
+            plan(&window)
+        };
+        match plan {
+            Plan::Hold => {}
+            Plan::Weigh { weight } => self.owners.weigh_reader(weight),
+            Plan::Move {
+                to,
+                packets,
+                weight,
+            } => {
+                let share = packets / window.reader_packets.max(1.0);
+                let moved = self.own.hand_over(share, since);
+                if moved.is_empty() {
+                    return;
+                }
+                for m in &moved {
+                    self.owners.give(m.bucket, to);
+                }
+                self.balance.after_move(moved.len());
+                self.owners.weigh_reader(weight);
+                self.batches[to].moved.extend(moved);
+            }
+        }
     }
 }
 

@@ -54,6 +54,7 @@ mod balance;
 mod merge;
 mod route;
 pub(super) mod shared;
+mod stamps;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -64,13 +65,14 @@ use std::time::Duration;
 use super::flow::Endpoint;
 use super::hub::Hub;
 use super::orient::Shared;
-use super::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, TS_BOUND_NS, conclude};
+use super::{Analysis, Analyzer, AnalyzerConfig, CaptureStats, conclude};
 use crate::decode::{decode, tcp_ends};
 use crate::packet::{LinkType, RawPacket};
-use balance::{Balance, Moved, Plan};
+use balance::{Balance, Moved};
 pub use balance::{Clock, wall};
 use merge::{Merge, add_counts};
 use route::{Owners, end_bits, ipv4_route, route_hash};
+use stamps::Stamps;
 
 /// Packets per round (over all workers).
 const ROUND: usize = 4096;
@@ -206,69 +208,6 @@ pub struct ShardedAnalyzer {
     window_ts: i64,
     /// How every thread times its rounds ([`balance`]).
     clock: Clock,
-}
-
-/// The reader's count of packets, bytes and timestamps: what [`super::stamp`] keeps in
-/// [`CaptureStats`] for [`Analyzer::push`], with the clamp's bounds computed once at the
-/// first packet instead of at every one (two saturating sums a frame), written into the
-/// stats at the end ([`Stamps::write_into`]). Same figures, same clamped timestamps.
-#[derive(Default)]
-struct Stamps {
-    packets: u64,
-    bytes: u64,
-    /// The first raw timestamp, and the clamp's bounds around it.
-    first: Option<i64>,
-    lo: i64,
-    hi: i64,
-    /// The last clamped timestamp.
-    last: i64,
-    clamped: u64,
-    backdated: u64,
-}
-
-impl Stamps {
-    /// Counts a packet; its timestamp, clamped as [`super::clamp_stamp`] clamps it.
-    #[inline]
-    fn take(&mut self, raw: i64, orig_len: u32) -> i64 {
-        self.packets += 1;
-        self.bytes += u64::from(orig_len);
-        if self.first.is_none() {
-            self.first = Some(raw);
-            self.lo = raw.saturating_sub(TS_BOUND_NS);
-            self.hi = raw.saturating_add(TS_BOUND_NS);
-            self.last = raw;
-        }
-        // Both counts are rare: branches the CPU predicts cost less than two sums a frame.
-        let ts = if raw < self.lo || raw > self.hi {
-            self.clamp(raw)
-        } else {
-            raw
-        };
-        if ts < self.last {
-            self.backdated += 1;
-        }
-        self.last = ts;
-        ts
-    }
-
-    /// A timestamp outside the clamp's bounds, clamped and counted.
-    #[cold]
-    fn clamp(&mut self, raw: i64) -> i64 {
-        self.clamped += 1;
-        raw.clamp(self.lo, self.hi)
-    }
-
-    /// Writes the counts into `stats` (as `stamp` would have); the clamped packets.
-    fn write_into(&self, stats: &mut CaptureStats) -> u64 {
-        stats.packets += self.packets;
-        stats.bytes += self.bytes;
-        if let Some(first) = self.first {
-            stats.first_ts_ns.get_or_insert(first);
-            stats.last_ts_ns = Some(self.last);
-        }
-        stats.quality.backdated_frames += self.backdated;
-        self.clamped
-    }
 }
 
 /// A shard worker's analyzer: logging hub, the shared endpoint counts as worker `me`.
@@ -569,51 +508,6 @@ impl ShardedAnalyzer {
         }
         if !last {
             self.rebalance(waited, own_packets, &given);
-        }
-    }
-
-    /// The reader's round is timed; at the end of a window, connections may move to a worker
-    /// on its next batch ([`balance`]).
-    fn rebalance(&mut self, waited: Duration, own: usize, given: &[usize]) {
-        if !self
-            .balance
-            .round((self.clock)(), waited, own, given.iter().copied())
-        {
-            return;
-        }
-        let weight = self.owners.reader_weight();
-        let window = self.balance.window(&self.merge.take_busy(), weight);
-        let since = std::mem::replace(&mut self.window_ts, self.stamps.last);
-        let plan = if self.balance.always {
-            let to = 1 + self.balance.moved as usize % self.to_workers.len();
-            Plan::Move {
-                to,
-                packets: 0.0,
-                weight,
-            }
-        } else {
-            balance::plan(&window)
-        };
-        match plan {
-            Plan::Hold => {}
-            Plan::Weigh { weight } => self.owners.weigh_reader(weight),
-            Plan::Move {
-                to,
-                packets,
-                weight,
-            } => {
-                let share = packets / window.reader_packets.max(1.0);
-                let moved = self.own.hand_over(share, since);
-                if moved.is_empty() {
-                    return;
-                }
-                for m in &moved {
-                    self.owners.give(m.bucket, to);
-                }
-                self.balance.after_move(moved.len());
-                self.owners.weigh_reader(weight);
-                self.batches[to].moved.extend(moved);
-            }
         }
     }
 
